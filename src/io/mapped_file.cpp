@@ -1,0 +1,91 @@
+#include "io/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <optional>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ir/error.h"
+
+namespace onnxforge {
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open '", path.string(), "': ", std::strerror(errno));
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    fail("cannot stat '", path.string(), "': ", std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("'", path.string(), "' is not a regular file");
+  }
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->path_ = path;
+  f->fd_ = fd;
+  f->size_ = static_cast<uint64_t>(st.st_size);
+  f->device_ = st.st_dev;
+  f->inode_ = st.st_ino;
+  if (f->size_ > 0) {
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) fail("cannot memory-map '", path.string(), "': ", std::strerror(errno));
+    f->data_ = static_cast<const std::byte*>(p);
+  }
+  return f;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MappedFile::advise_sequential() const {
+  if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_SEQUENTIAL);
+}
+
+void MappedFile::advise_random() const {
+  if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_RANDOM);
+}
+
+std::optional<FileIdentity> file_identity(const std::filesystem::path& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+void write_all(int fd, const void* data, size_t size, const std::filesystem::path& what) {
+  auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write '", what.string(), "': ", std::strerror(errno));
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void copy_to_fd(const MappedFile& src, uint64_t offset, uint64_t length, int out_fd) {
+  loff_t in_off = static_cast<loff_t>(offset);
+  while (length > 0) {
+    ssize_t n = ::copy_file_range(src.fd(), &in_off, out_fd, nullptr, length, 0);
+    if (n > 0) {
+      length -= static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;  // not supported here (EXDEV, EINVAL, ...) or short: finish from the mapping
+  }
+  if (length > 0) {
+    uint64_t done = static_cast<uint64_t>(in_off);
+    write_all(out_fd, src.data() + done, length, "output");
+  }
+}
+
+}  // namespace onnxforge

@@ -1,0 +1,809 @@
+// ONNX wire-format reader on top of protobuf's CodedInputStream, over a memory mapping.
+// Tensor data is never touched: raw_data (and packed float/double data) become spans into the
+// mapping; fields the tables do not model are kept as verbatim field bytes.
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
+#include <algorithm>
+#include <charconv>
+#include <deque>
+#include <cstring>
+#include <unordered_map>
+
+#include "io/mapped_file.h"
+#include "io/model_io.h"
+#include "ir/error.h"
+#include "ir/topo.h"
+
+namespace onnxforge {
+
+namespace pb = google::protobuf;
+using WFL = pb::internal::WireFormatLite;
+
+namespace {
+
+constexpr int kMaxGraphDepth = 32;
+
+// A view of one length-delimited message inside the mapping, read with CodedInputStream.
+class Cursor {
+ public:
+  Cursor(const MappedFile& file, uint64_t begin, uint64_t end)
+      : file_(file), base_(reinterpret_cast<const uint8_t*>(file.data()) + begin), begin_(begin),
+        in_(base_, static_cast<int>(end - begin)) {
+    in_.SetRecursionLimit(1000);
+  }
+
+  // Next field; false at the end of the message. Throws on a malformed tag.
+  bool next() {
+    field_start_ = static_cast<uint64_t>(in_.CurrentPosition());
+    tag_ = in_.ReadTag();
+    if (tag_ == 0) {
+      if (in_.ConsumedEntireMessage() || at_end()) return false;
+      bad("invalid field tag");
+    }
+    return true;
+  }
+  uint32_t field() const { return WFL::GetTagFieldNumber(tag_); }
+  WFL::WireType wire() const { return WFL::GetTagWireType(tag_); }
+
+  uint64_t varint() {
+    expect(WFL::WIRETYPE_VARINT);
+    uint64_t v;
+    if (!in_.ReadVarint64(&v)) bad("truncated varint");
+    return v;
+  }
+  int64_t int64() { return static_cast<int64_t>(varint()); }
+  float fixed32_float() {
+    expect(WFL::WIRETYPE_FIXED32);
+    uint32_t v;
+    if (!in_.ReadLittleEndian32(&v)) bad("truncated fixed32");
+    float f;
+    std::memcpy(&f, &v, 4);
+    return f;
+  }
+  // A length-delimited field as (offset in the file, length); the bytes are skipped, not read.
+  std::pair<uint64_t, uint64_t> span() {
+    expect(WFL::WIRETYPE_LENGTH_DELIMITED);
+    uint32_t len;
+    if (!in_.ReadVarint32(&len)) bad("truncated length");
+    uint64_t at = static_cast<uint64_t>(in_.CurrentPosition());
+    if (len > static_cast<uint64_t>(in_.BytesUntilLimit()) || !in_.Skip(static_cast<int>(len)))
+      bad("length field runs past the end of its message (file truncated or corrupt)");
+    return {begin_ + at, len};
+  }
+  std::string_view bytes() {
+    auto [at, len] = span();
+    return {reinterpret_cast<const char*>(file_.data()) + at, len};
+  }
+  Sym sym() { return intern(bytes()); }
+  // The whole current field (tag included), verbatim; skips it.
+  std::string_view verbatim() {
+    if (!WFL::SkipField(&in_, tag_)) bad("cannot skip field ", field());
+    uint64_t end = static_cast<uint64_t>(in_.CurrentPosition());
+    return {reinterpret_cast<const char*>(base_) + field_start_, end - field_start_};
+  }
+  // Packed (or single unpacked) repeated varints.
+  template <class F>
+  void varints(F&& each) {
+    if (wire() == WFL::WIRETYPE_VARINT) return each(varint());
+    auto [at, len] = span();
+    Cursor sub(file_, at, at + len);
+    while (!sub.at_end()) {
+      uint64_t v;
+      if (!sub.in_.ReadVarint64(&v)) bad("truncated packed varint");
+      each(v);
+    }
+  }
+  bool at_end() { return in_.BytesUntilLimit() == 0 || (in_.ExpectAtEnd(), in_.CurrentPosition() == size()); }
+  int size() const { return static_cast<int>(in_.BytesUntilTotalBytesLimit() + in_.CurrentPosition()); }
+
+  template <class... P>
+  [[noreturn]] void bad(P&&... parts) const {
+    fail(file_.path().string(), ": malformed ONNX protobuf at byte ", begin_ + field_start_, ": ",
+         std::forward<P>(parts)...);
+  }
+  void expect(WFL::WireType w) const {
+    if (wire() != w) bad("field ", field(), " has wire type ", int(wire()), ", expected ", int(w));
+  }
+
+ private:
+  const MappedFile& file_;
+  const uint8_t* base_;
+  uint64_t begin_;
+  pb::io::CodedInputStream in_;
+  uint32_t tag_ = 0;
+  uint64_t field_start_ = 0;
+};
+
+bool path_escapes(const std::filesystem::path& rel) {
+  int depth = 0;
+  for (const auto& part : rel) {
+    if (part == "..") {
+      if (--depth < 0) return true;
+    } else if (part != "." && !part.empty()) {
+      ++depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// Builds a Model from the mapping. Friend of Graph: fills the tables directly.
+class Reader {
+ public:
+  Reader(Model& model, std::shared_ptr<MappedFile> file, const LoadOptions& options)
+      : model_(model), file_(*file), options_(options) {
+    model_.files.push_back(std::move(file));
+    dir_ = model_.path.parent_path();
+  }
+
+  void read_model() {
+    if (file_.size() == 0) fail(file_.path().string(), ": file is empty, not an ONNX model");
+    if (file_.size() > kProtobufLimit)
+      fail(file_.path().string(), ": file is ", file_.size(),
+           " bytes; a protobuf message cannot exceed 2 GiB (store weights as external data)");
+    Cursor c(file_, 0, file_.size());
+    bool saw_graph = false;
+    while (c.next()) {
+      switch (c.field()) {
+        case 1: model_.ir_version = c.int64(); break;
+        case 2: model_.producer_name = c.sym(); break;
+        case 3: model_.producer_version = c.sym(); break;
+        case 4: model_.domain = c.sym(); break;
+        case 5: model_.model_version = c.int64(); break;
+        case 7: {
+          if (saw_graph) c.bad("model has two graphs");
+          saw_graph = true;
+          auto [at, len] = c.span();
+          read_graph(model_.main(), at, len, 0);
+          break;
+        }
+        case 8: model_.opsets.push_back(read_opset(c)); break;
+        case 14: model_.metadata_props.push_back(read_string_pair(c)); break;
+        case 25: read_function(c); break;
+        default: model_.extra_fields.push_back(c.verbatim()); break;  // doc, training_info, ...
+      }
+    }
+    if (!saw_graph) fail(file_.path().string(), ": not an ONNX model (no graph found)");
+    if (model_.ir_version < 1 || model_.ir_version > 64)
+      fail(file_.path().string(), ": ir_version ", model_.ir_version, " is not a valid ONNX IR version");
+    for (size_t g = 0; g < model_.graph_count(); ++g) resolve_names(model_.graph(GraphId(static_cast<uint32_t>(g))));
+    if (options_.validate)
+      for (size_t g = 0; g < model_.graph_count(); ++g) validate(model_.graph(GraphId(static_cast<uint32_t>(g))));
+  }
+
+ private:
+  // Node inputs and graph outputs are names until the whole model is read (a subgraph may
+  // read a value its parent defines later in the file).
+  // A ValueInfoProto as read: applied to the value its name resolves to.
+  struct Declaration {
+    Sym name;
+    bool typed = false, has_shape = false;
+    DType dtype = DType::Undefined;
+    std::vector<Dim> dims;
+    std::string_view type_raw;
+    std::vector<std::string_view> extra;  // doc_string, metadata_props
+  };
+  struct Pending {
+    std::vector<Sym> node_inputs;  // parallel to Graph::node_inputs_
+    std::vector<Declaration> outputs, value_info;
+  };
+
+  OpsetImport read_opset(Cursor& c) {
+    auto [at, len] = c.span();
+    Cursor m(file_, at, at + len);
+    OpsetImport o;
+    o.domain_present = false;
+    while (m.next()) {
+      if (m.field() == 1) { o.domain = m.sym(); o.domain_present = true; }
+      else if (m.field() == 2) o.version = m.int64();
+      else m.verbatim();
+    }
+    return o;
+  }
+
+  std::pair<std::string, std::string> read_string_pair(Cursor& c) {
+    auto [at, len] = c.span();
+    Cursor m(file_, at, at + len);
+    std::pair<std::string, std::string> kv;
+    while (m.next()) {
+      if (m.field() == 1) kv.first = std::string(m.bytes());
+      else if (m.field() == 2) kv.second = std::string(m.bytes());
+      else m.verbatim();
+    }
+    return kv;
+  }
+
+  MetadataEntry read_metadata(Cursor& c) {
+    auto [k, v] = read_string_pair(c);
+    return {intern(k), intern(v)};
+  }
+
+  // ------------------------------------------------------------------ graphs
+
+  void read_graph(Graph& g, uint64_t at, uint64_t len, int depth) {
+    if (depth > kMaxGraphDepth)
+      fail(file_.path().string(), ": subgraphs nested more than ", kMaxGraphDepth, " deep (corrupt or hostile file)");
+    Pending& p = pending_[g.id().index()];
+    Cursor c(file_, at, at + len);
+    while (c.next()) {
+      switch (c.field()) {
+        case 1: read_node(g, c, depth); break;
+        case 2: g.name_ = c.sym(); break;
+        case 5: read_initializer(g, c); break;
+        case 11: {
+          Declaration d = read_declaration(c);
+          if (d.name.empty()) c.bad("graph input without a name");
+          ValueId v = value_for(g, d.name);
+          if (g.flags_[v.index()] & Graph::kInput) c.bad("graph input '", str(d.name), "' listed twice");
+          if (g.producer_[v.index()].valid()) c.bad("graph input '", str(d.name), "' is also produced by a node");
+          apply(g, v, d);
+          g.inputs_.push_back(v);
+          g.flags_[v.index()] |= Graph::kInput;
+          break;
+        }
+        case 12: p.outputs.push_back(read_declaration(c)); break;
+        case 13: p.value_info.push_back(read_declaration(c)); break;
+        case 15: read_sparse_initializer(g, c); break;
+        default: g.graph_extra_.push_back(c.verbatim()); break;  // doc, quantization, metadata
+      }
+    }
+  }
+
+  void read_node(Graph& g, Cursor& outer, int depth) {
+    auto [at, len] = outer.span();
+    Cursor c(file_, at, at + len);
+    Pending& p = pending_[g.id().index()];
+    NodeId n(g.node_capacity());
+    g.op_type_.push_back(Sym{});
+    g.domain_.push_back(Sym{});
+    g.node_name_.push_back(Sym{});
+    g.overload_.push_back(Sym{});
+    g.in_begin_.push_back(static_cast<uint32_t>(g.node_inputs_.size()));
+    g.out_begin_.push_back(static_cast<uint32_t>(g.node_outputs_.size()));
+    g.attr_begin_.push_back(static_cast<uint32_t>(g.attrs_.size()));
+    g.meta_begin_.push_back(static_cast<uint32_t>(g.metadata_.size()));
+    g.node_extra_begin_.push_back(static_cast<uint32_t>(g.extra_.size()));
+    g.scope_.push_back(0);
+    g.alive_.push_back(1);
+    g.present_.push_back(0);
+    ++g.live_nodes_;
+    uint32_t nin = 0, nout = 0, nattr = 0, nmeta = 0, nextra = 0;
+    std::vector<Attr> attrs;
+    std::vector<std::pair<uint32_t, std::pair<uint64_t, uint64_t>>> graph_attrs;
+    while (c.next()) {
+      switch (c.field()) {
+        case 1:
+          p.node_inputs.push_back(c.sym());
+          g.node_inputs_.push_back(ValueId{});
+          ++nin;
+          break;
+        case 2: g.node_outputs_.push_back(define_output(g, c.sym(), n)); ++nout; break;
+        case 3: g.node_name_[n.index()] = c.sym(); g.present_[n.index()] |= Graph::kNamePresent; break;
+        case 4: g.op_type_[n.index()] = c.sym(); break;
+        case 5: g.attrs_.push_back(read_attribute(g, c, n, depth)); ++nattr; break;
+        case 7: g.domain_[n.index()] = c.sym(); g.present_[n.index()] |= Graph::kDomainPresent; break;
+        case 8: g.overload_[n.index()] = c.sym(); g.present_[n.index()] |= Graph::kOverloadPresent; break;
+        case 9: g.metadata_.push_back(read_metadata(c)); ++nmeta; break;
+        default: g.extra_.push_back(c.verbatim()); ++nextra; break;  // doc_string, device configs
+      }
+    }
+    g.in_count_.push_back(nin);
+    g.out_count_.push_back(nout);
+    g.attr_count_.push_back(nattr);
+    g.meta_count_.push_back(nmeta);
+    g.node_extra_count_.push_back(nextra);
+    if (g.op_type_[n.index()].empty())
+      fail(file_.path().string(), ": node ", n.index(), describe_node(g, n), " has no op_type");
+  }
+
+  std::string describe_node(const Graph& g, NodeId n) const {
+    std::string s;
+    if (!g.node_name_[n.index()].empty()) s += " '" + std::string(str(g.node_name_[n.index()])) + "'";
+    if (!g.op_type_[n.index()].empty()) s += " (" + std::string(str(g.op_type_[n.index()])) + ")";
+    if (g.id().index() != 0) s += " in subgraph '" + std::string(str(g.name_)) + "'";
+    return s;
+  }
+
+  ValueId define_output(Graph& g, Sym name, NodeId n) {
+    if (name.empty()) return ValueId{};
+    ValueId v = value_for(g, name);
+    if (g.producer_[v.index()].valid()) {
+      NodeId other = g.producer_[v.index()];
+      fail(file_.path().string(), ": value '", str(name), "' has two producers: node ", other.index(),
+           describe_node(g, other), " and node ", n.index(), describe_node(g, n));
+    }
+    if (g.flags_[v.index()] & Graph::kInput)
+      fail(file_.path().string(), ": value '", str(name), "' is a graph input and also produced by node ",
+           n.index(), describe_node(g, n));
+    if (g.init_tensor_[v.index()].valid())
+      fail(file_.path().string(), ": value '", str(name), "' is an initializer and also produced by node ",
+           n.index(), describe_node(g, n));
+    g.producer_[v.index()] = n;
+    return v;
+  }
+
+  ValueId value_for(Graph& g, Sym name) {
+    auto it = g.by_name_.find(name);
+    if (it != g.by_name_.end()) return it->second;
+    return g.add_value(name);
+  }
+
+  Attr read_attribute(Graph& g, Cursor& outer, NodeId n, int depth) {
+    auto [at, len] = outer.span();
+    Cursor c(file_, at, at + len);
+    Attr a;
+    std::vector<int64_t> ints;
+    std::vector<float> floats;
+    std::vector<Sym> strings;
+    std::vector<TensorId> tensors;
+    std::vector<GraphId> graphs;
+    std::vector<std::string_view> extra;
+    while (c.next()) {
+      switch (c.field()) {
+        case 1: a.name = c.sym(); break;
+        case 2: a.f = c.fixed32_float(); break;
+        case 3: a.i = c.int64(); break;
+        case 4: a.s = c.sym(); break;
+        case 5: a.tensor = read_tensor(c, /*initializer=*/false); break;
+        case 6: a.graph = read_subgraph(g, c, n, depth); break;
+        case 7:
+          if (c.wire() == WFL::WIRETYPE_FIXED32) {
+            floats.push_back(c.fixed32_float());
+          } else {
+            auto [pat, plen] = c.span();
+            if (plen % 4) c.bad("packed floats of length ", plen);
+            size_t old = floats.size();
+            floats.resize(old + plen / 4);
+            std::memcpy(floats.data() + old, file_.data() + pat, plen);
+          }
+          break;
+        case 8: c.varints([&](uint64_t v) { ints.push_back(static_cast<int64_t>(v)); }); break;
+        case 9: strings.push_back(c.sym()); break;
+        case 10: tensors.push_back(read_tensor(c, false)); break;
+        case 11: graphs.push_back(read_subgraph(g, c, n, depth)); break;
+        case 20: {
+          int64_t t = c.int64();
+          if (t < 0 || t > 14) c.bad("attribute type ", t, " is not a valid AttributeType");
+          a.type = static_cast<AttrType>(t);
+          break;
+        }
+        case 21: a.ref_attr_name = c.sym(); break;
+        default: extra.push_back(c.verbatim()); break;  // doc, sparse tensors, type protos
+      }
+    }
+    if (a.type == AttrType::Undefined) a.type = infer_attr_type(a, ints, floats, strings, tensors, graphs);
+    switch (a.type) {
+      case AttrType::Ints: a.list_begin = static_cast<uint32_t>(g.ints_.size()); a.list_count = static_cast<uint32_t>(ints.size());
+        g.ints_.insert(g.ints_.end(), ints.begin(), ints.end()); break;
+      case AttrType::Floats: a.list_begin = static_cast<uint32_t>(g.floats_.size()); a.list_count = static_cast<uint32_t>(floats.size());
+        g.floats_.insert(g.floats_.end(), floats.begin(), floats.end()); break;
+      case AttrType::Strings: a.list_begin = static_cast<uint32_t>(g.strings_.size()); a.list_count = static_cast<uint32_t>(strings.size());
+        g.strings_.insert(g.strings_.end(), strings.begin(), strings.end()); break;
+      case AttrType::Tensors: a.list_begin = static_cast<uint32_t>(g.tensor_list_.size()); a.list_count = static_cast<uint32_t>(tensors.size());
+        g.tensor_list_.insert(g.tensor_list_.end(), tensors.begin(), tensors.end()); break;
+      case AttrType::Graphs: a.list_begin = static_cast<uint32_t>(g.graph_list_.size()); a.list_count = static_cast<uint32_t>(graphs.size());
+        g.graph_list_.insert(g.graph_list_.end(), graphs.begin(), graphs.end()); break;
+      default: break;
+    }
+    a.extra_begin = static_cast<uint32_t>(g.extra_.size());
+    a.extra_count = static_cast<uint32_t>(extra.size());
+    g.extra_.insert(g.extra_.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  // IR < 3 style attributes carry no type field: infer it from what is set.
+  static AttrType infer_attr_type(const Attr& a, const std::vector<int64_t>& ints, const std::vector<float>& floats,
+                                  const std::vector<Sym>& strings, const std::vector<TensorId>& tensors,
+                                  const std::vector<GraphId>& graphs) {
+    if (!ints.empty()) return AttrType::Ints;
+    if (!floats.empty()) return AttrType::Floats;
+    if (!strings.empty()) return AttrType::Strings;
+    if (!tensors.empty()) return AttrType::Tensors;
+    if (!graphs.empty()) return AttrType::Graphs;
+    if (a.tensor.valid()) return AttrType::Tensor;
+    if (a.graph.valid()) return AttrType::Graph;
+    if (!a.s.empty()) return AttrType::String;
+    if (a.f != 0) return AttrType::Float;
+    return AttrType::Int;
+  }
+
+  GraphId read_subgraph(Graph& g, Cursor& c, NodeId owner, int depth) {
+    auto [at, len] = c.span();
+    GraphId id = model_.add_graph(g.id(), owner);
+    pending_.resize(model_.graph_count());
+    read_graph(model_.graph(id), at, len, depth + 1);
+    return id;
+  }
+
+  Declaration read_declaration(Cursor& outer) {
+    auto [at, len] = outer.span();
+    Cursor c(file_, at, at + len);
+    Declaration d;
+    while (c.next()) {
+      if (c.field() == 1) {
+        d.name = c.sym();
+      } else if (c.field() == 2) {
+        auto [tat, tlen] = c.span();
+        read_type(d, tat, tlen);
+      } else {
+        d.extra.push_back(c.verbatim());
+      }
+    }
+    return d;
+  }
+
+  void apply(Graph& g, ValueId v, const Declaration& d) {
+    if (d.typed) {
+      if (d.has_shape) g.set_type(v, d.dtype, d.dims);
+      else g.set_dtype(v, d.dtype);
+    }
+    g.type_raw_[v.index()] = d.type_raw;
+    if (!d.extra.empty()) {
+      g.value_extra_begin_[v.index()] = static_cast<uint32_t>(g.extra_.size());
+      g.value_extra_count_[v.index()] = static_cast<uint32_t>(d.extra.size());
+      g.extra_.insert(g.extra_.end(), d.extra.begin(), d.extra.end());
+    }
+  }
+
+  // TypeProto. Plain tensor types (elem_type + dims with value/param) are modelled; anything else
+  // (sequences, maps, optionals, sparse, denotations) is also kept verbatim in type_raw.
+  void read_type(Declaration& d, uint64_t at, uint64_t len) {
+    Cursor c(file_, at, at + len);
+    bool plain = true;
+    d.typed = true;
+    while (c.next()) {
+      if (c.field() != 1) { plain = false; c.verbatim(); continue; }
+      auto [tat, tlen] = c.span();
+      Cursor t(file_, tat, tat + tlen);
+      while (t.next()) {
+        if (t.field() == 1) {
+          d.dtype = static_cast<DType>(t.int64());
+        } else if (t.field() == 2) {
+          d.has_shape = true;
+          auto [sat, slen] = t.span();
+          Cursor s(file_, sat, sat + slen);
+          while (s.next()) {
+            if (s.field() != 1) { plain = false; s.verbatim(); continue; }
+            auto [dat, dlen] = s.span();
+            Cursor dc(file_, dat, dat + dlen);
+            Dim dim;
+            while (dc.next()) {
+              if (dc.field() == 1) dim.value = dc.int64();
+              else if (dc.field() == 2) dim.param = dc.sym();
+              else { plain = false; dc.verbatim(); }
+            }
+            if (dim.value < -1) plain = false;
+            d.dims.push_back(dim);
+          }
+        } else {
+          plain = false;
+          t.verbatim();
+        }
+      }
+    }
+    if (!plain) d.type_raw = {reinterpret_cast<const char*>(file_.data()) + at, len};
+  }
+
+  void read_initializer(Graph& g, Cursor& c) {
+    TensorId t = read_tensor(c, true);
+    Sym name = model_.tensors.name(t);
+    if (name.empty()) c.bad("initializer without a name");
+    ValueId v = value_for(g, name);
+    if (g.init_tensor_[v.index()].valid()) fail(file_.path().string(), ": initializer '", str(name), "' is defined twice");
+    if (g.producer_[v.index()].valid())
+      fail(file_.path().string(), ": value '", str(name), "' is an initializer and also produced by a node");
+    // Keep a graph input's declared type: set_initializer would overwrite it with the tensor's.
+    bool declared = g.flags_[v.index()] & Graph::kInput;
+    if (declared) {
+      g.init_tensor_[v.index()] = t;
+      g.initializers_.push_back(v);
+    } else {
+      g.set_initializer(v, t);
+    }
+  }
+
+  void read_sparse_initializer(Graph& g, Cursor& c) {
+    std::string_view whole = c.verbatim();
+    // Find the name: SparseTensorProto.values (field 1) is a TensorProto whose name is the value's.
+    uint64_t at = static_cast<uint64_t>(whole.data() - reinterpret_cast<const char*>(file_.data()));
+    Cursor field(file_, at, at + whole.size());
+    field.next();
+    auto [mat, mlen] = field.span();
+    Cursor m(file_, mat, mat + mlen);
+    Sym name;
+    while (m.next()) {
+      if (m.field() != 1) { m.verbatim(); continue; }
+      auto [vat, vlen] = m.span();
+      Cursor t(file_, vat, vat + vlen);
+      while (t.next()) {
+        if (t.field() == 8) name = t.sym();
+        else t.verbatim();
+      }
+    }
+    if (name.empty()) c.bad("sparse initializer without a name");
+    ValueId v = value_for(g, name);
+    g.flags_[v.index()] |= Graph::kSparse;
+    g.sparse_.push_back({v, whole});
+  }
+
+  // ------------------------------------------------------------------ tensors
+
+  TensorId read_tensor(Cursor& outer, bool initializer) {
+    (void)initializer;
+    auto [at, len] = outer.span();
+    Cursor c(file_, at, at + len);
+    TensorStore::Entry e;
+    e.source.proto = {reinterpret_cast<const char*>(file_.data()) + at, len};
+    e.source.file = &file_;
+    std::vector<int64_t> dims;
+    int32_t dtype = 0;
+    std::vector<std::string> strings;
+    std::vector<uint64_t> varint_data;
+    std::vector<std::byte> unpacked;  // unpacked fixed32/fixed64 elements
+    bool external = false;
+    bool has_data = false;
+    while (c.next()) {
+      switch (c.field()) {
+        case 1: c.varints([&](uint64_t v) { dims.push_back(static_cast<int64_t>(v)); }); break;
+        case 2: dtype = static_cast<int32_t>(c.int64()); break;
+        case 8: e.name = c.sym(); break;
+        case 9: case 4: case 10:
+          if (c.wire() == WFL::WIRETYPE_LENGTH_DELIMITED) {
+            auto [dat, dlen] = c.span();
+            e.data = file_.data() + dat;
+            e.size = dlen;
+            e.source.file_offset = dat;
+          } else {  // an unpacked repeated float/double element
+            uint64_t v;
+            if (c.field() == 4) { float f = c.fixed32_float(); std::memcpy(&v, &f, 4); unpacked.insert(unpacked.end(), reinterpret_cast<std::byte*>(&v), reinterpret_cast<std::byte*>(&v) + 4); }
+            else { std::string_view raw = c.verbatim(); unpacked.insert(unpacked.end(), reinterpret_cast<const std::byte*>(raw.data()) + raw.size() - 8, reinterpret_cast<const std::byte*>(raw.data()) + raw.size()); }
+          }
+          e.source.data_field = c.field();
+          has_data = true;
+          break;
+        case 5: case 7: case 11:
+          c.varints([&](uint64_t v) { varint_data.push_back(v); });
+          e.source.data_field = c.field();
+          has_data = true;
+          break;
+        case 6: strings.emplace_back(c.bytes()); e.source.data_field = 6; has_data = true; break;
+        case 13: e.external_info.push_back(read_string_pair(c)); break;
+        case 14: external = c.int64() == 1; break;
+        default: e.extra_fields.push_back(c.verbatim()); break;  // segment, doc, metadata
+      }
+    }
+    std::string where = "tensor '" + std::string(str(e.name)) + "'";
+    if (!dtype_known(dtype)) fail(file_.path().string(), ": ", where, " has unknown data_type ", dtype);
+    e.dtype = static_cast<DType>(dtype);
+    uint64_t count = checked_count(dims, where);
+    if (e.dtype == DType::String) {
+      if (strings.size() != count && !(strings.empty() && count == 0))
+        fail(file_.path().string(), ": ", where, " has ", strings.size(), " strings for ", count, " elements");
+      TensorId t = model_.tensors.add_strings(e.name, dims, std::move(strings));
+      auto& stored = model_.tensors.entry_mut(t);
+      stored.source = e.source;
+      stored.extra_fields = std::move(e.extra_fields);
+      stored.changed = false;
+      return t;
+    }
+    auto bytes = dtype_storage_bytes(e.dtype, count);
+    if (!bytes) fail(file_.path().string(), ": ", where, " of ", count, " elements overflows its byte size");
+    if (external) {
+      resolve_external(e, where, *bytes);
+    } else if (!varint_data.empty() || !unpacked.empty()) {
+      decode_into_owned(e, varint_data, unpacked, count, where);
+    } else {
+      e.storage = TensorStorage::Embedded;
+      if (!has_data && count > 0 && *bytes > 0)
+        fail(file_.path().string(), ": ", where, " has dims with ", count, " elements but no data");
+      if (has_data && e.size != *bytes)
+        fail(file_.path().string(), ": ", where, " holds ", e.size, " data bytes but its dims and type need ", *bytes);
+    }
+    return model_.tensors.add(std::move(e), dims);
+  }
+
+  uint64_t checked_count(const std::vector<int64_t>& dims, const std::string& where) const {
+    uint64_t count = 1;
+    for (int64_t d : dims) {
+      if (d < 0) fail(file_.path().string(), ": ", where, " has negative dimension ", d);
+      if (d != 0 && count > UINT64_MAX / static_cast<uint64_t>(d))
+        fail(file_.path().string(), ": ", where, " has dimensions whose product overflows");
+      count *= static_cast<uint64_t>(d);
+    }
+    return count;
+  }
+
+  // Typed varint fields (int32_data for small types, int64_data, uint64_data) decoded to the
+  // natural little-endian layout. These are small in practice; weights use raw_data.
+  void decode_into_owned(TensorStore::Entry& e, const std::vector<uint64_t>& v, const std::vector<std::byte>& unpacked,
+                         uint64_t count, const std::string& where) {
+    uint64_t elements = unpacked.empty() ? v.size() : unpacked.size() / (dtype_bits(e.dtype) / 8);
+    if (elements != count)
+      fail(file_.path().string(), ": ", where, " has ", elements, " data elements but its dims need ", count);
+    auto bytes = *dtype_storage_bytes(e.dtype, count);
+    auto buf = model_.tensors.allocate(bytes);
+    if (!unpacked.empty()) {
+      std::memcpy(buf.data(), unpacked.data(), bytes);
+    } else {
+      int width = dtype_bits(e.dtype);
+      if (width == 4) fail(file_.path().string(), ": ", where, ": 4-bit types in int32_data are not supported; use raw_data");
+      for (uint64_t i = 0; i < count; ++i) {
+        uint64_t x = v[i];
+        std::memcpy(buf.data() + i * (width / 8), &x, static_cast<size_t>(width / 8));  // little-endian truncation
+      }
+    }
+    e.data = buf.data();
+    e.size = bytes;
+    e.storage = TensorStorage::Owned;
+  }
+
+  void resolve_external(TensorStore::Entry& e, const std::string& where, uint64_t need) {
+    std::string location;
+    uint64_t offset = 0, length = 0;
+    bool has_length = false;
+    for (auto& [k, val] : e.external_info) {
+      if (k == "location") location = val;
+      else if (k == "offset") offset = parse_u64(val, where, "offset");
+      else if (k == "length") { length = parse_u64(val, where, "length"); has_length = true; }
+    }
+    if (location.empty()) fail(file_.path().string(), ": ", where, " is external but has no location");
+    std::filesystem::path rel(location);
+    if (rel.is_absolute())
+      fail(file_.path().string(), ": ", where, " external data location '", location,
+           "' is absolute; only paths relative to the model's folder are allowed");
+    if (path_escapes(rel))
+      fail(file_.path().string(), ": ", where, " external data location '", location, "' escapes the model's folder");
+    const MappedFile& f = external_file(rel, where);
+    if (!has_length) length = offset <= f.size() ? f.size() - offset : 0;
+    if (offset > f.size() || length > f.size() - offset)
+      fail(file_.path().string(), ": ", where, " external data [", offset, ", ", offset + length, ") is past the end of '",
+           f.path().string(), "' (", f.size(), " bytes)");
+    if (length != need)
+      fail(file_.path().string(), ": ", where, " external data is ", length, " bytes but its dims and type need ", need);
+    e.data = f.data() + offset;
+    e.size = length;
+    e.storage = TensorStorage::External;
+    e.source.file = &f;
+    e.source.file_offset = offset;
+    e.source.data_field = 9;
+  }
+
+  uint64_t parse_u64(const std::string& s, const std::string& where, const char* what) const {
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size())
+      fail(file_.path().string(), ": ", where, " external data ", what, " '", s, "' is not a non-negative integer");
+    return v;
+  }
+
+  const MappedFile& external_file(const std::filesystem::path& rel, const std::string& where) {
+    std::string key = rel.lexically_normal().string();
+    if (auto it = externals_.find(key); it != externals_.end()) return *it->second;
+    std::filesystem::path full = dir_ / rel;
+    std::error_code ec;
+    if (!std::filesystem::exists(full, ec))
+      fail(file_.path().string(), ": ", where, " external data file '", full.string(), "' does not exist");
+    // Symlinks may not lead out of the model's folder either.
+    auto real = std::filesystem::canonical(full, ec);
+    auto root = std::filesystem::canonical(dir_.empty() ? "." : dir_, ec);
+    auto [r, _] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+    if (r != root.end())
+      fail(file_.path().string(), ": ", where, " external data file '", full.string(), "' resolves to '", real.string(),
+           "', outside the model's folder");
+    auto mapped = MappedFile::open(full);
+    const MappedFile* raw = mapped.get();
+    model_.files.push_back(std::move(mapped));
+    externals_[key] = raw;
+    return *raw;
+  }
+
+  // ------------------------------------------------------------------ functions
+
+  void read_function(Cursor& outer) {
+    auto [at, len] = outer.span();
+    Cursor c(file_, at, at + len);
+    Function fn;
+    fn.body = model_.add_graph(GraphId{}, NodeId{});
+    pending_.resize(model_.graph_count());
+    Graph& g = model_.graph(fn.body);
+    g.is_function_ = true;
+    Pending& p = pending_[fn.body.index()];
+    while (c.next()) {
+      switch (c.field()) {
+        case 1: fn.name = c.sym(); g.name_ = fn.name; break;
+        case 4: {
+          ValueId v = value_for(g, c.sym());
+          g.inputs_.push_back(v);
+          g.flags_[v.index()] |= Graph::kInput;
+          break;
+        }
+        case 5: { Declaration d; d.name = c.sym(); p.outputs.push_back(d); break; }
+        case 6: fn.attributes.push_back(c.sym()); break;
+        case 7: read_node(g, c, 0); break;
+        case 10: fn.domain = c.sym(); break;
+        case 13: fn.overload = c.sym(); break;
+        default: fn.fields.push_back(c.verbatim()); break;  // doc, opset_import, attribute_proto, value_info, metadata
+      }
+    }
+    model_.functions.push_back(std::move(fn));
+  }
+
+  // ------------------------------------------------------------------ name resolution
+
+  // Finds `name` visible from graph `g`, creating capture values in subgraphs as needed.
+  ValueId resolve(Graph& g, Sym name) {
+    auto it = g.by_name_.find(name);
+    if (it != g.by_name_.end() && defines(g, it->second)) return it->second;
+    if (!g.parent_.valid()) return ValueId{};
+    ValueId up = resolve(model_.graph(g.parent_), name);
+    if (!up.valid()) return ValueId{};
+    ValueId v = it != g.by_name_.end() ? it->second : g.add_value(name);
+    g.outer_[v.index()] = up;
+    g.captures_.push_back(v);
+    return v;
+  }
+
+  static bool defines(const Graph& g, ValueId v) {
+    return g.producer_[v.index()].valid() || (g.flags_[v.index()] & Graph::kInput) || g.init_tensor_[v.index()].valid() ||
+           (g.flags_[v.index()] & Graph::kSparse) || g.outer_[v.index()].valid();
+  }
+
+  void resolve_names(Graph& g) {
+    Pending& p = pending_[g.id().index()];
+    for (size_t i = 0; i < p.node_inputs.size(); ++i) {
+      Sym name = p.node_inputs[i];
+      if (name.empty()) continue;
+      ValueId v = resolve(g, name);
+      if (!v.valid()) {
+        NodeId n = node_of_input(g, i);
+        fail(file_.path().string(), ": node ", n.index(), describe_node(g, n), " reads '", str(name),
+             "', which no node, graph input or initializer defines");
+      }
+      g.node_inputs_[i] = v;
+    }
+    std::vector<ValueId> outs;
+    for (const Declaration& d : p.outputs) {
+      ValueId v = resolve(g, d.name);
+      if (!v.valid())
+        fail(file_.path().string(), ": graph output '", str(d.name), "' is not defined by any node, input or initializer");
+      apply(g, v, d);
+      outs.push_back(v);
+    }
+    g.set_graph_outputs(std::move(outs));
+    for (const Declaration& d : p.value_info) {
+      ValueId v = resolve(g, d.name);
+      if (!v.valid()) v = value_for(g, d.name);  // declares a value nothing defines: keep it
+      apply(g, v, d);
+      g.add_value_info(v);
+    }
+  }
+
+  NodeId node_of_input(const Graph& g, size_t flat_index) const {
+    for (uint32_t n = 0; n < g.node_capacity(); ++n)
+      if (flat_index >= g.in_begin_[n] && flat_index < g.in_begin_[n] + g.in_count_[n]) return NodeId(n);
+    return NodeId(0);
+  }
+
+  void validate(const Graph& g) { topological_order(g); }
+
+ private:
+  Model& model_;
+  const MappedFile& file_;
+  LoadOptions options_;
+  std::filesystem::path dir_;
+  std::deque<Pending> pending_ = std::deque<Pending>(1);  // deque: growing keeps references valid
+  std::unordered_map<std::string, const MappedFile*> externals_;
+};
+
+std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options) {
+  auto file = MappedFile::open(path);
+  auto model = std::make_unique<Model>();
+  model->path = path;
+  Reader reader(*model, std::move(file), options);
+  reader.read_model();
+  return model;
+}
+
+}  // namespace onnxforge

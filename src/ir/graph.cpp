@@ -1,0 +1,292 @@
+#include "ir/graph.h"
+
+#include <algorithm>
+
+#include "io/mapped_file.h"
+#include "ir/error.h"
+
+namespace onnxforge {
+
+// ---------------------------------------------------------------- Graph: nodes
+
+std::vector<NodeId> Graph::nodes() const {
+  std::vector<NodeId> out;
+  out.reserve(live_nodes_);
+  for (uint32_t i = 0; i < node_capacity(); ++i)
+    if (alive_[i]) out.push_back(NodeId(i));
+  return out;
+}
+
+bool Graph::is_op(NodeId n, std::string_view op) const {
+  Sym d = domain_[n.index()];
+  if (!d.empty() && str(d) != "ai.onnx") return false;
+  return str(op_type_[n.index()]) == op;
+}
+
+std::string_view Graph::metadata_value(NodeId n, std::string_view key) const {
+  for (const MetadataEntry& e : metadata(n))
+    if (str(e.key) == key) return str(e.value);
+  return {};
+}
+
+const Attr* Graph::attr(NodeId n, std::string_view name) const {
+  for (const Attr& a : attrs(n))
+    if (str(a.name) == name) return &a;
+  return nullptr;
+}
+
+int64_t Graph::attr_int(NodeId n, std::string_view name, int64_t fallback) const {
+  const Attr* a = attr(n, name);
+  return a && a->type == AttrType::Int ? a->i : fallback;
+}
+
+float Graph::attr_float(NodeId n, std::string_view name, float fallback) const {
+  const Attr* a = attr(n, name);
+  return a && a->type == AttrType::Float ? a->f : fallback;
+}
+
+std::string_view Graph::attr_string(NodeId n, std::string_view name, std::string_view fallback) const {
+  const Attr* a = attr(n, name);
+  return a && a->type == AttrType::String ? str(a->s) : fallback;
+}
+
+std::span<const int64_t> Graph::attr_ints(NodeId n, std::string_view name) const {
+  const Attr* a = attr(n, name);
+  return a && a->type == AttrType::Ints ? ints(*a) : std::span<const int64_t>{};
+}
+
+std::span<const float> Graph::attr_floats(NodeId n, std::string_view name) const {
+  const Attr* a = attr(n, name);
+  return a && a->type == AttrType::Floats ? floats(*a) : std::span<const float>{};
+}
+
+std::vector<GraphId> Graph::subgraphs(NodeId n) const {
+  std::vector<GraphId> out;
+  for (const Attr& a : attrs(n)) {
+    if (a.type == AttrType::Graph) out.push_back(a.graph);
+    if (a.type == AttrType::Graphs)
+      for (GraphId g : graphs(a)) out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<ValueId> Graph::implicit_inputs(NodeId n) const {
+  std::vector<ValueId> out;
+  for (GraphId g : subgraphs(n))
+    for (ValueId c : model_->graph(g).captures()) {
+      ValueId target = model_->graph(g).outer(c);
+      if (target.valid() && std::find(out.begin(), out.end(), target) == out.end()) out.push_back(target);
+    }
+  return out;
+}
+
+// ---------------------------------------------------------------- Graph: values
+
+Sym Graph::value_name(ValueId v) const {
+  ValueId o = outer_[v.index()];
+  if (o.valid()) return model_->graph(parent_).value_name(o);
+  return value_name_[v.index()];
+}
+
+std::optional<ValueId> Graph::find_value(std::string_view name) const {
+  auto sym = lookup(name);
+  if (!sym) return std::nullopt;
+  auto it = by_name_.find(*sym);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::span<const Dim> Graph::shape(ValueId v) const {
+  int32_t r = rank_[v.index()];
+  if (r <= 0) return {};
+  return {dims_.data() + dim_begin_[v.index()], static_cast<size_t>(r)};
+}
+
+ValueId Graph::add_value(Sym name) {
+  ValueId v(value_count());
+  value_name_.push_back(name);
+  dtype_.push_back(DType::Undefined);
+  rank_.push_back(-1);
+  dim_begin_.push_back(0);
+  producer_.push_back(NodeId{});
+  init_tensor_.push_back(TensorId{});
+  outer_.push_back(ValueId{});
+  flags_.push_back(0);
+  type_raw_.push_back({});
+  value_extra_begin_.push_back(0);
+  value_extra_count_.push_back(0);
+  if (!name.empty()) by_name_[name] = v;
+  return v;
+}
+
+void Graph::set_type(ValueId v, DType t, std::span<const Dim> dims) {
+  dtype_[v.index()] = t;
+  flags_[v.index()] |= kTyped;
+  rank_[v.index()] = static_cast<int32_t>(dims.size());
+  dim_begin_[v.index()] = static_cast<uint32_t>(dims_.size());
+  dims_.insert(dims_.end(), dims.begin(), dims.end());
+}
+
+void Graph::set_value_name(ValueId v, Sym name) {
+  Sym old = value_name_[v.index()];
+  if (!old.empty()) {
+    auto it = by_name_.find(old);
+    if (it != by_name_.end() && it->second == v) by_name_.erase(it);
+  }
+  value_name_[v.index()] = name;
+  if (!name.empty()) by_name_[name] = v;
+}
+
+void Graph::set_initializer(ValueId v, TensorId t) {
+  if (!init_tensor_[v.index()].valid()) initializers_.push_back(v);
+  init_tensor_[v.index()] = t;
+  flags_[v.index()] |= kTyped;
+  if (t.valid()) {
+    const TensorStore& ts = model_->tensors;
+    dtype_[v.index()] = ts.dtype(t);
+    std::vector<Dim> dims;
+    for (int64_t d : ts.dims(t)) dims.push_back(Dim::of(d));
+    set_type(v, ts.dtype(t), dims);
+  }
+}
+
+void Graph::remove_initializer(ValueId v) {
+  init_tensor_[v.index()] = TensorId{};
+  std::erase(initializers_, v);
+}
+
+void Graph::set_metadata(NodeId n, std::span<const MetadataEntry> entries) {
+  meta_begin_[n.index()] = static_cast<uint32_t>(metadata_.size());
+  meta_count_[n.index()] = static_cast<uint32_t>(entries.size());
+  metadata_.insert(metadata_.end(), entries.begin(), entries.end());
+}
+
+void Graph::set_graph_outputs(std::vector<ValueId> outs) {
+  for (ValueId v : outputs_) flags_[v.index()] &= ~kOutput;
+  outputs_ = std::move(outs);
+  for (ValueId v : outputs_) flags_[v.index()] |= kOutput;
+}
+
+void Graph::set_graph_inputs(std::vector<ValueId> ins) {
+  for (ValueId v : inputs_) flags_[v.index()] &= ~kInput;
+  inputs_ = std::move(ins);
+  for (ValueId v : inputs_) flags_[v.index()] |= kInput;
+}
+
+void Graph::add_value_info(ValueId v) {
+  if (flags_[v.index()] & kValueInfo) return;
+  flags_[v.index()] |= kValueInfo;
+  value_info_.push_back(v);
+}
+
+// ---------------------------------------------------------------- Graph: editing
+
+Attr Graph::attr_from(const NewAttr& na) {
+  Attr a;
+  a.name = intern(na.name);
+  a.type = na.type;
+  a.i = na.i;
+  a.f = na.f;
+  a.tensor = na.tensor;
+  a.graph = na.graph;
+  switch (na.type) {
+    case AttrType::String: a.s = intern(na.s); break;
+    case AttrType::Ints:
+      a.list_begin = static_cast<uint32_t>(ints_.size());
+      a.list_count = static_cast<uint32_t>(na.ints.size());
+      ints_.insert(ints_.end(), na.ints.begin(), na.ints.end());
+      break;
+    case AttrType::Floats:
+      a.list_begin = static_cast<uint32_t>(floats_.size());
+      a.list_count = static_cast<uint32_t>(na.floats.size());
+      floats_.insert(floats_.end(), na.floats.begin(), na.floats.end());
+      break;
+    case AttrType::Strings:
+      a.list_begin = static_cast<uint32_t>(strings_.size());
+      a.list_count = static_cast<uint32_t>(na.strings.size());
+      for (const std::string& s : na.strings) strings_.push_back(intern(s));
+      break;
+    default: break;
+  }
+  return a;
+}
+
+NodeId Graph::add_node(Sym op_type, Sym domain, Sym name, std::span<const ValueId> inputs,
+                       std::span<const ValueId> outputs, std::span<const NewAttr> attrs) {
+  NodeId n(node_capacity());
+  op_type_.push_back(op_type);
+  domain_.push_back(domain);
+  node_name_.push_back(name);
+  overload_.push_back(Sym{});
+  in_begin_.push_back(static_cast<uint32_t>(node_inputs_.size()));
+  in_count_.push_back(static_cast<uint32_t>(inputs.size()));
+  node_inputs_.insert(node_inputs_.end(), inputs.begin(), inputs.end());
+  out_begin_.push_back(static_cast<uint32_t>(node_outputs_.size()));
+  out_count_.push_back(static_cast<uint32_t>(outputs.size()));
+  node_outputs_.insert(node_outputs_.end(), outputs.begin(), outputs.end());
+  attr_begin_.push_back(static_cast<uint32_t>(attrs_.size()));
+  attr_count_.push_back(static_cast<uint32_t>(attrs.size()));
+  for (const NewAttr& a : attrs) attrs_.push_back(attr_from(a));
+  meta_begin_.push_back(0);
+  meta_count_.push_back(0);
+  node_extra_begin_.push_back(0);
+  node_extra_count_.push_back(0);
+  scope_.push_back(0);
+  alive_.push_back(1);
+  present_.push_back(0);
+  ++live_nodes_;
+  for (ValueId v : outputs)
+    if (v.valid()) producer_[v.index()] = n;
+  return n;
+}
+
+void Graph::kill_node(NodeId n) {
+  if (!alive_[n.index()]) return;
+  alive_[n.index()] = 0;
+  --live_nodes_;
+  for (ValueId v : outputs(n))
+    if (v.valid() && producer_[v.index()] == n) producer_[v.index()] = NodeId{};
+}
+
+// ---------------------------------------------------------------- Model
+
+Model::Model() {
+  graphs_.push_back(std::make_unique<Graph>(*this, GraphId(0), GraphId{}));
+  tag_sets_.emplace_back();
+  tag_index_[{}] = 0;
+}
+
+Model::~Model() = default;
+
+GraphId Model::add_graph(GraphId parent, NodeId owner) {
+  GraphId id(static_cast<uint32_t>(graphs_.size()));
+  graphs_.push_back(std::make_unique<Graph>(*this, id, parent));
+  graphs_.back()->owner_node_ = owner;
+  return id;
+}
+
+int64_t Model::opset(std::string_view d) const {
+  if (d == "ai.onnx") d = "";
+  for (const OpsetImport& o : opsets) {
+    std::string_view od = str(o.domain);
+    if (od == "ai.onnx") od = "";
+    if (od == d) return o.version;
+  }
+  return 0;
+}
+
+uint32_t Model::tag_set(std::vector<Sym> tags) {
+  std::sort(tags.begin(), tags.end());
+  tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+  auto [it, inserted] = tag_index_.try_emplace(tags, static_cast<uint32_t>(tag_sets_.size()));
+  if (inserted) tag_sets_.push_back(std::move(tags));
+  return it->second;
+}
+
+uint32_t Model::union_tags(std::span<const uint32_t> sets) {
+  std::vector<Sym> all;
+  for (uint32_t s : sets) all.insert(all.end(), tag_sets_[s].begin(), tag_sets_[s].end());
+  return tag_set(std::move(all));
+}
+
+}  // namespace onnxforge

@@ -1,0 +1,49 @@
+#include "tests/common/models.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace onnxforge::test {
+
+fs::path model_dir() {
+  if (const char* env = std::getenv("ONNXFORGE_MODEL_DIR")) return env;
+  return ONNXFORGE_MODEL_DIR;
+}
+
+fs::path zoo_model(const std::string& name) {
+  fs::path p = model_dir() / (name + ".onnx");
+  if (!fs::exists(p)) {
+    ADD_FAILURE() << "zoo model " << p << " is missing: run /usr/bin/python3 tools/models/export_zoo.py --small --out "
+                  << model_dir() << " (ctest runs it as the zoo_export fixture)";
+  }
+  return p;
+}
+
+std::vector<fs::path> zoo_models() {
+  std::vector<fs::path> out;
+  if (fs::exists(model_dir()))
+    for (auto& e : fs::directory_iterator(model_dir()))
+      if (e.path().extension() == ".onnx") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  if (out.empty()) ADD_FAILURE() << "no zoo models in " << model_dir();
+  return out;
+}
+
+fs::path backend_data_dir() { return "/usr/share/libonnx-testdata/data"; }
+
+fs::path temp_dir(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  fs::path p = fs::temp_directory_path() /
+               ("onnxforge_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+}  // namespace onnxforge::test
