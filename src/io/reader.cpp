@@ -270,8 +270,7 @@ class Reader {
     g.present_.push_back(0);
     ++g.live_nodes_;
     uint32_t nin = 0, nout = 0, nattr = 0, nmeta = 0, nextra = 0;
-    std::vector<Attr> attrs;
-    std::vector<std::pair<uint32_t, std::pair<uint64_t, uint64_t>>> graph_attrs;
+    std::vector<Sym> output_names;  // defined once the node's name is known (for error messages)
     while (c.next()) {
       switch (c.field()) {
         case 1:
@@ -279,7 +278,7 @@ class Reader {
           g.node_inputs_.push_back(ValueId{});
           ++nin;
           break;
-        case 2: g.node_outputs_.push_back(define_output(g, c.sym(), n)); ++nout; break;
+        case 2: output_names.push_back(c.sym()); ++nout; break;
         case 3: g.node_name_[n.index()] = c.sym(); g.present_[n.index()] |= Graph::kNamePresent; break;
         case 4: g.op_type_[n.index()] = c.sym(); break;
         case 5: g.attrs_.push_back(read_attribute(g, c, n, depth)); ++nattr; break;
@@ -291,6 +290,7 @@ class Reader {
     }
     g.in_count_.push_back(nin);
     g.out_count_.push_back(nout);
+    for (Sym name : output_names) g.node_outputs_.push_back(define_output(g, name, n));
     g.attr_count_.push_back(nattr);
     g.meta_count_.push_back(nmeta);
     g.node_extra_count_.push_back(nextra);

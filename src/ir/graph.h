@@ -87,6 +87,8 @@ class Graph {
   GraphId parent() const { return parent_; }  // invalid for the main graph and function bodies
   NodeId owner_node() const { return owner_node_; }  // node in `parent` whose attribute holds us
   bool is_function_body() const { return is_function_; }
+  // A subgraph whose owning node was removed: unreachable, not written, skipped by analyses.
+  bool detached() const { return detached_; }
   Sym name() const { return name_; }
 
   // ---- nodes ----
@@ -188,6 +190,7 @@ class Graph {
 
  private:
   friend class Model;
+  friend void compact(Graph& g);
   friend class Reader;
   friend class Rewrite;
   friend class GraphBuilder;
@@ -199,6 +202,7 @@ class Graph {
   GraphId id_, parent_;
   NodeId owner_node_;
   bool is_function_ = false;
+  bool detached_ = false;
   Sym name_;
   uint32_t live_nodes_ = 0;
 

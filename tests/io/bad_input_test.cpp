@@ -1,0 +1,261 @@
+// Bad input gets a clear onnxforge::Error naming the file and the problem, never a crash.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <random>
+
+#include "io/model_io.h"
+#include "ir/error.h"
+#include "tests/common/models.h"
+#include "tests/common/proto_builder.h"
+
+namespace fs = std::filesystem;
+using namespace onnxforge;
+using namespace onnxforge::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::string load_error(const fs::path& p) {
+  try {
+    load_model(p);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string error_for_bytes(const std::string& bytes, const std::string& tag) {
+  fs::path dir = temp_dir(tag);
+  write_bytes(dir / "model.onnx", bytes);
+  return load_error(dir / "model.onnx");
+}
+
+std::string error_for_model(const onnx::ModelProto& m, const std::string& tag) {
+  return error_for_bytes(m.SerializeAsString(), tag);
+}
+
+// A model whose initializer `w` (4 floats) lives in an external file described by `entries`.
+onnx::ModelProto external_model(const std::vector<std::pair<std::string, std::string>>& entries) {
+  auto m = tiny_model();
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  for (auto& [k, v] : entries) {
+    auto* e = t->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST(BadInput, EmptyFile) { EXPECT_THAT(error_for_bytes("", "empty"), HasSubstr("empty")); }
+
+TEST(BadInput, MissingFile) { EXPECT_THAT(load_error("/nonexistent/model.onnx"), HasSubstr("cannot open")); }
+
+TEST(BadInput, TruncatedFile) {
+  auto m = tiny_model();
+  *m.mutable_graph()->add_initializer() = float_tensor("w", {64}, std::vector<float>(64, 1.f));
+  std::string bytes = m.SerializeAsString();
+  for (size_t cut : {bytes.size() / 2, bytes.size() - 1, size_t{3}}) {
+    std::string e = error_for_bytes(bytes.substr(0, cut), "trunc");
+    EXPECT_THAT(e, HasSubstr("model.onnx")) << cut;
+    EXPECT_THAT(e, ::testing::AnyOf(HasSubstr("malformed"), HasSubstr("no graph"), HasSubstr("truncated"))) << cut;
+  }
+}
+
+TEST(BadInput, RandomBytes) {
+  std::mt19937 rng(42);
+  for (int i = 0; i < 200; ++i) {
+    std::string bytes(1 + rng() % 4096, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    std::string e = error_for_bytes(bytes, "random");
+    EXPECT_NE(e, "(no error)");
+    EXPECT_THAT(e, HasSubstr("model.onnx"));
+  }
+}
+
+TEST(BadInput, MutatedValidModelNeverCrashes) {
+  auto m = tiny_model();
+  *m.mutable_graph()->add_initializer() = float_tensor("w", {16}, std::vector<float>(16, 1.f));
+  std::string good = m.SerializeAsString();
+  std::mt19937 rng(7);
+  fs::path dir = temp_dir("mutate");
+  for (int i = 0; i < 500; ++i) {
+    std::string bytes = good;
+    for (int k = 0; k < 3; ++k) bytes[rng() % bytes.size()] = static_cast<char>(rng());
+    write_bytes(dir / "model.onnx", bytes);
+    try {
+      load_model(dir / "model.onnx");  // may succeed (a harmless mutation) or fail cleanly
+    } catch (const Error&) {
+    }
+  }
+}
+
+TEST(BadInput, WrongWireType) {
+  // ModelProto.ir_version (field 1) as a length-delimited field instead of a varint.
+  std::string bytes = "\x0a\x02hi";
+  EXPECT_THAT(error_for_bytes(bytes, "wire"), HasSubstr("wire type"));
+}
+
+TEST(BadInput, LengthPastTheEnd) {
+  // Field 7 (graph) claims 100 bytes, 2 follow.
+  std::string bytes = "\x08\x08\x3a\x64\x00\x00";
+  EXPECT_THAT(error_for_bytes(bytes, "len"), HasSubstr("past the end"));
+}
+
+TEST(BadInput, NestingDepthBomb) {
+  // If -> then_branch graph -> If -> ... 200 levels deep.
+  onnx::GraphProto inner;
+  inner.set_name("leaf");
+  for (int i = 0; i < 200; ++i) {
+    onnx::GraphProto outer;
+    outer.set_name("level");
+    auto* n = outer.add_node();
+    n->set_op_type("If");
+    n->add_input("c");
+    auto* a = n->add_attribute();
+    a->set_name("then_branch");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = inner;
+    inner = outer;
+  }
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  *m.mutable_graph() = inner;
+  std::string e = error_for_model(m, "bomb");
+  EXPECT_THAT(e, ::testing::AnyOf(HasSubstr("nested"), HasSubstr("malformed")));
+}
+
+TEST(BadInput, NegativeDims) {
+  auto m = tiny_model();
+  auto* t = m.mutable_graph()->add_initializer();
+  *t = float_tensor("w", {2}, {1.f, 2.f});
+  t->set_dims(0, -2);
+  EXPECT_THAT(error_for_model(m, "negdim"), HasSubstr("negative dimension"));
+}
+
+TEST(BadInput, OverflowingDims) {
+  auto m = tiny_model();
+  auto* t = m.mutable_graph()->add_initializer();
+  *t = float_tensor("w", {2}, {1.f, 2.f});
+  t->clear_dims();
+  for (int i = 0; i < 4; ++i) t->add_dims(int64_t{1} << 20);  // 2^80 elements
+  EXPECT_THAT(error_for_model(m, "overflow"), HasSubstr("overflow"));
+  t->clear_dims();
+  t->add_dims(int64_t{1} << 62);  // element count fits, bytes (x4) do not
+  EXPECT_THAT(error_for_model(m, "overflow2"), HasSubstr("overflow"));
+}
+
+TEST(BadInput, DataSizeDoesNotMatchDims) {
+  auto m = tiny_model();
+  auto* t = m.mutable_graph()->add_initializer();
+  *t = float_tensor("w", {3}, {1.f, 2.f});
+  EXPECT_THAT(error_for_model(m, "size"), HasSubstr("need"));
+}
+
+TEST(BadInput, ExternalLocationAbsolute) {
+  auto m = external_model({{"location", "/etc/passwd"}});
+  EXPECT_THAT(error_for_model(m, "abs"), HasSubstr("absolute"));
+}
+
+TEST(BadInput, ExternalLocationEscapes) {
+  auto m = external_model({{"location", "../../etc/passwd"}});
+  EXPECT_THAT(error_for_model(m, "escape"), HasSubstr("escapes"));
+  auto m2 = external_model({{"location", "sub/../../x.bin"}});
+  EXPECT_THAT(error_for_model(m2, "escape2"), HasSubstr("escapes"));
+}
+
+TEST(BadInput, ExternalSymlinkEscapes) {
+  fs::path dir = temp_dir("symlink");
+  fs::path outside = temp_dir("outside");
+  write_bytes(outside / "w.bin", std::string(16, '\0'));
+  fs::create_symlink(outside / "w.bin", dir / "w.bin");
+  write_model(external_model({{"location", "w.bin"}}), dir / "model.onnx");
+  EXPECT_THAT(load_error(dir / "model.onnx"), HasSubstr("outside the model's folder"));
+}
+
+TEST(BadInput, ExternalFileMissing) {
+  auto m = external_model({{"location", "nothere.bin"}});
+  EXPECT_THAT(error_for_model(m, "missing"), HasSubstr("does not exist"));
+}
+
+TEST(BadInput, ExternalRangePastEnd) {
+  fs::path dir = temp_dir("extrange");
+  write_bytes(dir / "w.bin", std::string(16, '\0'));
+  write_model(external_model({{"location", "w.bin"}, {"offset", "8"}, {"length", "16"}}), dir / "model.onnx");
+  EXPECT_THAT(load_error(dir / "model.onnx"), HasSubstr("past the end"));
+  write_model(external_model({{"location", "w.bin"}, {"offset", "-1"}}), dir / "model.onnx");
+  EXPECT_THAT(load_error(dir / "model.onnx"), HasSubstr("not a non-negative integer"));
+}
+
+TEST(BadInput, ExternalDataLoadsWhenValid) {
+  fs::path dir = temp_dir("extok");
+  std::vector<float> w{1, 2, 3, 4};
+  write_bytes(dir / "w.bin", std::string(8, 'x') + std::string(reinterpret_cast<char*>(w.data()), 16));
+  write_model(external_model({{"location", "w.bin"}, {"offset", "8"}, {"length", "16"}}), dir / "model.onnx");
+  auto model = load_model(dir / "model.onnx");
+  auto values = model->tensors.as<float>(model->main().initializer(*model->main().find_value("w")));
+  ASSERT_EQ(values.size(), 4u);
+  EXPECT_EQ(values[3], 4.f);
+}
+
+TEST(BadInput, NodeInputNamesNoValue) {
+  auto m = tiny_model();
+  m.mutable_graph()->mutable_node(0)->set_input(0, "ghost");
+  std::string e = error_for_model(m, "dangling");
+  EXPECT_THAT(e, HasSubstr("ghost"));
+  EXPECT_THAT(e, HasSubstr("relu"));
+}
+
+TEST(BadInput, Cycle) {
+  auto m = tiny_model();
+  auto* g = m.mutable_graph();
+  g->mutable_node(0)->set_input(0, "b");  // relu: b -> y
+  auto* n = g->add_node();                 // neg: y -> b
+  n->set_op_type("Neg");
+  n->set_name("neg");
+  n->add_input("y");
+  n->add_output("b");
+  EXPECT_THAT(error_for_model(m, "cycle"), HasSubstr("cycle"));
+}
+
+TEST(BadInput, TwoProducers) {
+  auto m = tiny_model();
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type("Neg");
+  n->set_name("neg");
+  n->add_input("x");
+  n->add_output("y");
+  std::string e = error_for_model(m, "twoprod");
+  EXPECT_THAT(e, HasSubstr("two producers"));
+  EXPECT_THAT(e, HasSubstr("neg"));
+}
+
+TEST(BadInput, NeverOverwritesTheInput) {
+  fs::path dir = temp_dir("overwrite");
+  write_model(tiny_model(), dir / "model.onnx");
+  std::string before = read_bytes(dir / "model.onnx");
+  auto model = load_model(dir / "model.onnx");
+  try {
+    save_model(*model, dir / "model.onnx");
+    FAIL() << "overwrote the input";
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("refusing"));
+  }
+  fs::create_hard_link(dir / "model.onnx", dir / "alias.onnx");
+  EXPECT_THROW(save_model(*model, dir / "alias.onnx"), Error);
+  EXPECT_EQ(read_bytes(dir / "model.onnx"), before);
+}
+
+TEST(BadInput, FailedSaveLeavesNoFile) {
+  fs::path dir = temp_dir("nofile");
+  write_model(tiny_model(), dir / "model.onnx");
+  auto model = load_model(dir / "model.onnx");
+  EXPECT_THROW(save_model(*model, dir / "missing_dir" / "out.onnx"), Error);
+  for (auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename(), "model.onnx");
+}
