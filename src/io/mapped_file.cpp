@@ -1,6 +1,7 @@
 #include "io/mapped_file.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <optional>
@@ -42,6 +43,29 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) 
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+std::unique_ptr<MappedFile> MappedFile::scan_view() const {
+  std::unique_ptr<MappedFile> v(new MappedFile());
+  v->path_ = path_;
+  v->size_ = size_;
+  v->device_ = device_;
+  v->inode_ = inode_;
+  v->fd_ = ::dup(fd_);
+  if (v->fd_ < 0) fail("cannot duplicate the descriptor of '", path_.string(), "': ", std::strerror(errno));
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, v->fd_, 0);
+    if (p == MAP_FAILED) fail("cannot memory-map '", path_.string(), "': ", std::strerror(errno));
+    v->data_ = static_cast<const std::byte*>(p);
+    ::madvise(p, size_, MADV_RANDOM);
+  }
+  return v;
+}
+
+void MappedFile::release(uint64_t begin, uint64_t end) const {
+  const uint64_t page = 4096;
+  uint64_t b = (begin + page - 1) / page * page, e = std::min(end, size_) / page * page;
+  if (data_ && e > b) ::madvise(const_cast<std::byte*>(data_) + b, e - b, MADV_DONTNEED);
 }
 
 void MappedFile::advise_sequential() const {

@@ -37,6 +37,13 @@ class MappedFile {
   void advise_sequential() const;
   void advise_random() const;
 
+  // A second mapping of the same file for a one-off scan (the reader's parse). Pages a scan
+  // touches can be released from this process with release(), while spans into the original
+  // mapping stay valid and untouched. (Recent kernels map whole large page-cache folios on a
+  // fault, so touching a tensor header would otherwise map megabytes of weights.)
+  std::unique_ptr<MappedFile> scan_view() const;
+  void release(uint64_t begin, uint64_t end) const;
+
  private:
   MappedFile() = default;
   std::filesystem::path path_;

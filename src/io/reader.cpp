@@ -25,11 +25,16 @@ namespace {
 constexpr int kMaxGraphDepth = 32;
 
 // A view of one length-delimited message inside the mapping, read with CodedInputStream.
+// Reads through `scan` (a transient mapping whose pages are released as parsing moves on);
+// views it hands out for keeping (verbatim fields, tensor spans) point into `file`, the mapping
+// the model keeps, which parsing never touches.
+thread_local const MappedFile* t_scan = nullptr;
+
 class Cursor {
  public:
   Cursor(const MappedFile& file, uint64_t begin, uint64_t end)
-      : file_(file), base_(reinterpret_cast<const uint8_t*>(file.data()) + begin), begin_(begin),
-        in_(base_, static_cast<int>(end - begin)) {
+      : file_(file), base_(reinterpret_cast<const uint8_t*>(t_scan ? t_scan->data() : file.data()) + begin),
+        begin_(begin), in_(base_, static_cast<int>(end - begin)) {
     in_.SetRecursionLimit(1000);
   }
 
@@ -44,6 +49,8 @@ class Cursor {
     return true;
   }
   uint32_t field() const { return WFL::GetTagFieldNumber(tag_); }
+  uint64_t field_begin() const { return begin_ + field_start_; }
+  uint64_t position() const { return begin_ + static_cast<uint64_t>(in_.CurrentPosition()); }
   WFL::WireType wire() const { return WFL::GetTagWireType(tag_); }
 
   uint64_t varint() {
@@ -71,16 +78,17 @@ class Cursor {
       bad("length field runs past the end of its message (file truncated or corrupt)");
     return {begin_ + at, len};
   }
+  // Transient: valid during parsing only (reads the scan view).
   std::string_view bytes() {
     auto [at, len] = span();
-    return {reinterpret_cast<const char*>(file_.data()) + at, len};
+    return {reinterpret_cast<const char*>(base_) + (at - begin_), len};
   }
   Sym sym() { return intern(bytes()); }
   // The whole current field (tag included), verbatim; skips it.
   std::string_view verbatim() {
     if (!WFL::SkipField(&in_, tag_)) bad("cannot skip field ", field());
     uint64_t end = static_cast<uint64_t>(in_.CurrentPosition());
-    return {reinterpret_cast<const char*>(base_) + field_start_, end - field_start_};
+    return {reinterpret_cast<const char*>(file_.data()) + begin_ + field_start_, end - field_start_};
   }
   // Packed (or single unpacked) repeated varints.
   template <class F>
@@ -143,6 +151,9 @@ class Reader {
     if (file_.size() > kProtobufLimit)
       fail(file_.path().string(), ": file is ", file_.size(),
            " bytes; a protobuf message cannot exceed 2 GiB (store weights as external data)");
+    auto scan = file_.scan_view();
+    t_scan = scan.get();
+    struct Reset { ~Reset() { t_scan = nullptr; } } reset;
     Cursor c(file_, 0, file_.size());
     bool saw_graph = false;
     while (c.next()) {
@@ -248,6 +259,7 @@ class Reader {
         case 15: read_sparse_initializer(g, c); break;
         default: g.graph_extra_.push_back(c.verbatim()); break;  // doc, quantization, metadata
       }
+      if (t_scan && depth == 0) t_scan->release(c.field_begin(), c.position());
     }
   }
 
@@ -356,7 +368,7 @@ class Reader {
             if (plen % 4) c.bad("packed floats of length ", plen);
             size_t old = floats.size();
             floats.resize(old + plen / 4);
-            std::memcpy(floats.data() + old, file_.data() + pat, plen);
+            std::memcpy(floats.data() + old, (t_scan ? t_scan->data() : file_.data()) + pat, plen);
           }
           break;
         case 8: c.varints([&](uint64_t v) { ints.push_back(static_cast<int64_t>(v)); }); break;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <atomic>
 #include <cstdlib>
 #include <unistd.h>
@@ -25,11 +27,20 @@ fs::path zoo_model(const std::string& name) {
   return p;
 }
 
+// The small (CI) configurations listed in zoo.json; full-size models may share the folder.
 std::vector<fs::path> zoo_models() {
   std::vector<fs::path> out;
-  if (fs::exists(model_dir()))
-    for (auto& e : fs::directory_iterator(model_dir()))
-      if (e.path().extension() == ".onnx") out.push_back(e.path());
+  fs::path manifest = model_dir() / "zoo.json";
+  if (fs::exists(manifest)) {
+    std::ifstream f(manifest);
+    auto zoo = nlohmann::json::parse(f);
+    for (auto& [name, entry] : zoo["models"].items()) {
+      auto sets = entry.value("sets", nlohmann::json::array());
+      bool small = std::find(sets.begin(), sets.end(), "small") != sets.end();
+      fs::path p = model_dir() / entry.value("file", name + ".onnx");
+      if (small && fs::exists(p)) out.push_back(p);
+    }
+  }
   std::sort(out.begin(), out.end());
   if (out.empty()) ADD_FAILURE() << "no zoo models in " << model_dir();
   return out;
