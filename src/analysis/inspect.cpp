@@ -150,7 +150,15 @@ std::string format_summary(const ModelSummary& s, bool color) {
   if (s.sparse_initializers) os << ", " << s.sparse_initializers << " sparse";
   os << "\nio           " << s.inputs << " inputs, " << s.outputs << " outputs, " << s.value_infos << " value_info\n";
   os << "subgraphs    " << s.subgraphs << ", functions " << s.functions << "\n";
-  for (auto& [f, b] : s.external_files) os << "external     " << f << " (" << human_bytes(b) << ")\n";
+  // Exporters may write one file per tensor: list the largest few, count the rest.
+  auto files = s.external_files;
+  std::sort(files.begin(), files.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  uint64_t ext_total = 0;
+  for (auto& [f, b] : files) ext_total += b;
+  if (!files.empty()) os << "external     " << files.size() << " file(s), " << human_bytes(ext_total) << "\n";
+  for (size_t i = 0; i < files.size() && i < 3; ++i)
+    os << "             " << files[i].first << " (" << human_bytes(files[i].second) << ")\n";
+  if (files.size() > 3) os << "             ... and " << files.size() - 3 << " more\n";
   os << "\n" << bold << "operators" << reset << "\n";
   uint64_t top = s.ops.empty() ? 1 : s.ops.front().count;
   size_t width = 4;
