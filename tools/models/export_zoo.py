@@ -1,0 +1,517 @@
+#!/usr/bin/python3
+"""Export the onnxforge test-model zoo (random weights) with Debian's python3-torch.
+
+  /usr/bin/python3 tools/models/export_zoo.py --small            # CI set, seconds, cached
+  /usr/bin/python3 tools/models/export_zoo.py                    # full-size set
+  /usr/bin/python3 tools/models/export_zoo.py --tinyllama        # + TinyLlama-1.1B shape (4.4 GB)
+  /usr/bin/python3 tools/models/export_zoo.py --only bert_small,resnet_small_bn --out /tmp/zoo
+  /usr/bin/python3 tools/models/export_zoo.py --list
+
+Every model is exported by torch.onnx.export (TorchScript exporter) with do_constant_folding=False,
+so the graphs keep the raw exporter structure. Weights are random with a per-model seed, plus
+small noise (fresh weights are often bit-identical, and the exporter then emits Identity nodes).
+CNN batch-norm statistics are calibrated on random images (train-mode forward passes), so the
+activations stay in a realistic range. `<cnn>_bn` variants have the same weights as `<cnn>` but
+are exported with TrainingMode.PRESERVE (model in eval mode), which keeps BatchNormalization.
+
+Output: `<out>/<name>.onnx` (TinyLlama: `<out>/tinyllama/model.onnx` + one file per tensor) and
+`<out>/zoo.json`, a manifest with, per model: file, family, sets, config, opset, inputs/outputs
+(dtype and shape; dynamic dims by name; token-id inputs carry their valid `range`), the seed and
+exporter settings, node/initializer/op counts, and `modules` (named_modules(): path -> class).
+A model is skipped when its file exists and its stamp (sha256 of this script and hf_models.py,
+the model config, opset and torch/torchvision versions) matches the manifest. Outputs are
+written to a temporary name and renamed; concurrent runs on the same folder are serialised by
+a lock file.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Busy-waiting OpenMP threads burn the cores other jobs (a parallel build, ctest -j) need.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(HERE))
+
+DEFAULT_OPSET = 14
+TRACE_DIMS = {"batch": 2, "sequence": 16}  # trace sizes: neither is 1, so nothing specialises on them
+MANIFEST = "zoo.json"
+
+
+# ----------------------------------------------------------------------------- registry
+@dataclass
+class Spec:
+    name: str
+    family: str          # cnn | vit | bert | distilbert | gpt2 | llama | whisper_encoder
+    sets: tuple          # "small", "full", "tinyllama"
+    config: dict
+    bn_preserve: bool = False
+    seed_name: str = ""  # models that must share weights share the seed name
+    subdir: bool = False  # <out>/<name>/model.onnx (external data)
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}/model.onnx" if self.subdir else f"{self.name}.onnx"
+
+
+def _cnn(name, sets, cfg, bn_variant=True):
+    base = Spec(name, "cnn", sets, dict(cfg), seed_name=name)
+    out = [base]
+    if bn_variant:
+        out.append(Spec(name + "_bn", "cnn", sets, dict(cfg, bn_preserved=True), bn_preserve=True, seed_name=name,
+                        notes=f"same weights as {name}; BatchNormalization kept (TrainingMode.PRESERVE)"))
+    return out
+
+
+BERT_BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                 intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
+TINYLLAMA = dict(vocab_size=32000, hidden_size=2048, num_hidden_layers=22, num_attention_heads=32,
+                 num_key_value_heads=4, intermediate_size=5632, rms_norm_eps=1e-5, rope_theta=10000.0)
+
+
+def registry() -> list[Spec]:
+    S, F, SF = ("small",), ("full",), ("small", "full")
+    specs: list[Spec] = []
+    # CNNs. The mobilenets and efficientnet_b0 are small at full width, so the CI set uses them
+    # as they are (224x224: the shape they are deployed and benchmarked at; 0.06-0.4 GFLOP).
+    specs += _cnn("resnet50", F, dict(arch="resnet50", image=224))
+    specs += _cnn("resnet_small", S, dict(arch="resnet_bottleneck", layers=[1, 1, 1, 1], image=96))
+    specs += _cnn("mobilenet_v2", SF, dict(arch="mobilenet_v2", image=224))
+    specs += _cnn("mobilenet_v3_small", SF, dict(arch="mobilenet_v3_small", image=224))
+    specs += _cnn("efficientnet_b0", SF, dict(arch="efficientnet_b0", image=224))
+    specs.append(Spec("vit_b_16", "vit", F, dict(image=224, patch=16, layers=12, heads=12, hidden=768, mlp=3072)))
+    specs.append(Spec("vit_small", "vit", S, dict(image=64, patch=16, layers=2, heads=4, hidden=64, mlp=128)))
+    # Transformers (HF module names, see hf_models.py).
+    specs.append(Spec("bert_base", "bert", F, dict(BERT_BASE)))
+    specs.append(Spec("bert_small", "bert", S, dict(BERT_BASE, vocab_size=1000, hidden_size=64, num_hidden_layers=2,
+                                                       num_attention_heads=4, intermediate_size=128,
+                                                       max_position_embeddings=128)))
+    specs.append(Spec("distilbert_base", "distilbert", F, dict(vocab_size=30522, dim=768, n_layers=6, n_heads=12,
+                                                              hidden_dim=3072, max_position_embeddings=512)))
+    specs.append(Spec("distilbert_small", "distilbert", S, dict(vocab_size=1000, dim=64, n_layers=2, n_heads=4,
+                                                               hidden_dim=128, max_position_embeddings=128)))
+    specs.append(Spec("gpt2", "gpt2", F, dict(vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_positions=1024)))
+    specs.append(Spec("gpt2_small_cfg", "gpt2", S, dict(vocab_size=1000, n_embd=64, n_layer=2, n_head=4,
+                                                       n_positions=128)))
+    specs.append(Spec("llama_small", "llama", S, dict(TINYLLAMA, vocab_size=1000, hidden_size=64, num_hidden_layers=2,
+                                                     num_attention_heads=4, num_key_value_heads=2,
+                                                     intermediate_size=176)))
+    specs.append(Spec("tinyllama_2l", "llama", F, dict(TINYLLAMA, num_hidden_layers=2),
+                      notes="TinyLlama-1.1B layer shapes, 2 of its 22 layers (fits in one file)"))
+    specs.append(Spec("tinyllama", "llama", ("tinyllama",), dict(TINYLLAMA), subdir=True,
+                      notes="full TinyLlama-1.1B shape, external data (one file per tensor)"))
+    specs.append(Spec("whisper_tiny_enc", "whisper_encoder", F,
+                      dict(num_mel_bins=80, d_model=384, encoder_layers=4, encoder_attention_heads=6,
+                           encoder_ffn_dim=1536, max_source_positions=1500)))
+    specs.append(Spec("whisper_small_enc", "whisper_encoder", S,
+                      dict(num_mel_bins=80, d_model=64, encoder_layers=2, encoder_attention_heads=4,
+                           encoder_ffn_dim=128, max_source_positions=100)))
+    for s in specs:
+        s.seed_name = s.seed_name or s.name
+    return specs
+
+
+# ----------------------------------------------------------------------------- builders
+@dataclass
+class Built:
+    model: object
+    args: tuple
+    input_names: list
+    output_names: list
+    dynamic_axes: dict
+    input_info: dict  # name -> extra manifest fields (range / fill)
+
+
+def _seed(name: str) -> int:
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def _add_noise(model, seed: int) -> None:
+    """Break ties between bit-identical fresh weights: 1-D parameters (biases, norm scales)
+    get N(0, 0.02); larger ones get 1% of their own spread."""
+    import torch
+    g = torch.Generator().manual_seed(seed ^ 0x5EED)
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if not p.is_floating_point():
+                continue
+            n = torch.randn(p.shape, generator=g, dtype=p.dtype)
+            if p.dim() <= 1:
+                p.add_(n * 0.02)
+            else:
+                std = float(p.std()) if p.numel() > 1 else 0.0
+                p.add_(n * (0.01 * std if std > 0 else 0.02))
+
+
+def _calibrate_bn(model, image: int, seed: int) -> None:
+    """Give BatchNorm layers realistic running statistics: those of one train-mode forward
+    pass over 4 random images."""
+    import torch
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    saved = [m.momentum for m in bns]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    g = torch.Generator().manual_seed(seed ^ 0xCA1B)
+    model.train()
+    with torch.no_grad():  # momentum None + one batch: the statistics of that batch
+        model(torch.randn(4, 3, image, image, generator=g))
+    for m, mom in zip(bns, saved):
+        m.momentum = mom
+    model.eval()
+
+
+_last_built: dict = {}
+
+
+def build(spec: Spec) -> Built:
+    """Build a model with its weights, memoised for the next spec of the same seed and config
+    (`<cnn>` and `<cnn>_bn` share one build: exporting does not change the module)."""
+    key = json.dumps([spec.seed_name, {k: v for k, v in spec.config.items() if k != "bn_preserved"}], sort_keys=True)
+    if key not in _last_built:
+        _last_built.clear()
+        _last_built[key] = _build(spec)
+    return _last_built[key]
+
+
+def _build(spec: Spec) -> Built:
+    import torch
+    c = spec.config
+    seed = _seed(spec.seed_name)
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed ^ 0x1A7E)
+    B, T = TRACE_DIMS["batch"], TRACE_DIMS["sequence"]
+    if spec.family in ("cnn", "vit"):
+        import torchvision
+        if spec.family == "vit":
+            model = torchvision.models.VisionTransformer(
+                image_size=c["image"], patch_size=c["patch"], num_layers=c["layers"], num_heads=c["heads"],
+                hidden_dim=c["hidden"], mlp_dim=c["mlp"])
+        elif c["arch"] == "resnet_bottleneck":
+            from torchvision.models.resnet import Bottleneck, ResNet
+            model = ResNet(Bottleneck, c["layers"])
+        else:
+            model = getattr(torchvision.models, c["arch"])(weights=None)
+        _add_noise(model, seed)
+        if spec.family == "cnn":
+            _calibrate_bn(model, c["image"], seed)
+        model.eval()
+        x = torch.randn(B, 3, c["image"], c["image"], generator=g)
+        return Built(model, (x,), ["pixel_values"], ["logits"],
+                     {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, {})
+
+    import hf_models as hf
+    cls = {"bert": hf.BertModel, "distilbert": hf.DistilBertModel, "gpt2": hf.GPT2Model,
+           "llama": hf.LlamaForCausalLM, "whisper_encoder": hf.WhisperEncoder}[spec.family]
+    model = cls(c)
+    _add_noise(model, seed)
+    model.eval()
+    if spec.family == "whisper_encoder":
+        frames = 2 * c["max_source_positions"]
+        x = torch.randn(B, c["num_mel_bins"], frames, generator=g)
+        return Built(model, (x,), ["input_features"], ["last_hidden_state"],
+                     {"input_features": {0: "batch"}, "last_hidden_state": {0: "batch"}}, {})
+    ids = torch.randint(0, c["vocab_size"], (B, T), generator=g, dtype=torch.int64)
+    mask = torch.ones(B, T, dtype=torch.int64)
+    mask[1, T - 3:] = 0  # one padded row, so the trace does not see an all-ones mask
+    bs = {0: "batch", 1: "sequence"}
+    outputs = {"bert": ["last_hidden_state", "pooler_output"], "llama": ["logits"]}.get(spec.family,
+                                                                                       ["last_hidden_state"])
+    axes = {"input_ids": bs, "attention_mask": bs}
+    for o in outputs:
+        axes[o] = {0: "batch"} if o == "pooler_output" else bs
+    info = {"input_ids": {"range": [0, c["vocab_size"]]}, "attention_mask": {"fill": "ones", "range": [0, 2]}}
+    return Built(model, (ids, mask), ["input_ids", "attention_mask"], outputs, axes, info)
+
+
+# ----------------------------------------------------------------------------- export
+ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
+               10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+
+
+def _io(vis, extra=None):
+    out = []
+    for vi in vis:
+        t = vi.type.tensor_type
+        dims = [d.dim_param if d.HasField("dim_param") else (d.dim_value if d.HasField("dim_value") else None)
+                for d in t.shape.dim]
+        e = {"name": vi.name, "dtype": ONNX_DTYPES.get(t.elem_type, str(t.elem_type)), "shape": dims}
+        e.update((extra or {}).get(vi.name, {}))
+        out.append(e)
+    return out
+
+
+@contextlib.contextmanager
+def _captured_fds(enabled: bool):
+    """Silence the exporter (it prints diagnostics to fd 1/2 from C++); replay on failure."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 1)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        except BaseException:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            tmp.seek(0)
+            sys.stderr.write(tmp.read().decode(errors="replace")[-20000:])
+            raise
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def load_checked(path: Path):
+    """Load a model without its external data and run onnx.checker on the proto (the path form
+    with full_check rewrites the file in onnx 1.12). The checker resolves external-data
+    locations against the working directory when given a proto, hence the chdir."""
+    import onnx
+    proto = onnx.load(str(path), load_external_data=False)
+    cwd = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        onnx.checker.check_model(proto)
+    finally:
+        os.chdir(cwd)
+    return proto
+
+
+def _dir_bytes(p: Path) -> int:
+    return sum(f.stat().st_size for f in p.iterdir() if f.is_file()) if p.is_dir() else p.stat().st_size
+
+
+def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> dict:
+    import torch
+    t0 = time.time()
+    final = out / spec.file
+    if spec.subdir:
+        tmp_dir = Path(tempfile.mkdtemp(prefix=f".{spec.name}.", suffix=".part", dir=out))
+        tmp_dir.chmod(0o755)  # mkdtemp makes it private
+        tmp = tmp_dir / "model.onnx"
+    else:
+        tmp_dir = None
+        tmp = out / f".{spec.name}.{os.getpid()}.part"
+    try:
+        b = build(spec)
+        modules = {n: type(m).__name__ for n, m in b.model.named_modules()}
+        n_params = sum(p.numel() for p in b.model.parameters())
+        mode = torch.onnx.TrainingMode.PRESERVE if spec.bn_preserve else torch.onnx.TrainingMode.EVAL
+        with _captured_fds(quiet), torch.enable_grad():  # grad on: vit's no-grad fast path is not exportable
+            torch.onnx.export(b.model, b.args, str(tmp), input_names=b.input_names, output_names=b.output_names,
+                              dynamic_axes=b.dynamic_axes, opset_version=opset, do_constant_folding=False,
+                              training=mode, verbose=False)
+        proto = load_checked(tmp)
+        ops: dict = {}
+        for n in proto.graph.node:
+            k = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}::{n.op_type}"
+            ops[k] = ops.get(k, 0) + 1
+        entry = {
+            "file": spec.file,
+            "family": spec.family,
+            "sets": list(spec.sets),
+            "config": spec.config,
+            "opset": opset,
+            "inputs": _io(proto.graph.input, b.input_info),
+            "outputs": _io(proto.graph.output),
+            "trace_dims": {k: v for k, v in TRACE_DIMS.items()
+                           if any(k in ax.values() for ax in b.dynamic_axes.values())},
+            "export": {"exporter": "torch.onnx.export", "torch": torch.__version__, "do_constant_folding": False,
+                       "training": "PRESERVE" if spec.bn_preserve else "EVAL", "seed": _seed(spec.seed_name),
+                       "seconds": None},
+            "stats": {"nodes": len(proto.graph.node), "initializers": len(proto.graph.initializer),
+                      "parameters": n_params, "bytes": None, "ops": dict(sorted(ops.items()))},
+            "notes": spec.notes,
+            "same_weights_as": spec.seed_name if spec.seed_name != spec.name else None,
+            "stamp": stamp,
+            "modules": modules,
+        }
+        del proto
+        if spec.subdir:
+            entry["stats"]["bytes"] = _dir_bytes(tmp_dir)
+            if final.parent.exists():
+                shutil.rmtree(final.parent)
+            os.replace(tmp_dir, final.parent)
+        else:
+            entry["stats"]["bytes"] = tmp.stat().st_size
+            os.replace(tmp, final)
+        entry["export"]["seconds"] = round(time.time() - t0, 2)
+        return entry
+    finally:
+        if tmp_dir is not None and tmp_dir.exists():
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+        elif tmp.exists():
+            tmp.unlink()
+
+
+def package_version(pkg: str) -> str:
+    """`pkg.__version__` read from pkg/version.py without importing pkg (a cached run then
+    skips the 2 s torch import)."""
+    import importlib.util
+    import re
+    spec = importlib.util.find_spec(pkg)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"export_zoo: python package {pkg} is missing (Debian: apt-get install python3-{pkg})")
+    for loc in spec.submodule_search_locations:
+        f = Path(loc) / "version.py"
+        if f.exists():
+            m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", f.read_text(), re.M)
+            if m:
+                return m.group(1)
+    return __import__(pkg).__version__
+
+
+def stamp_of(spec: Spec, opset: int) -> str:
+    h = hashlib.sha256()
+    for f in (Path(__file__).resolve(), HERE / "hf_models.py"):
+        h.update(f.read_bytes())
+    h.update(json.dumps({"name": spec.name, "family": spec.family, "config": spec.config, "opset": opset,
+                         "bn": spec.bn_preserve, "seed": spec.seed_name, "torch": package_version("torch"),
+                         "torchvision": package_version("torchvision")}, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    tmp.write_text(json.dumps(obj, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def check_resources(out: Path, need_ram_gb: float, need_disk_gb: float) -> str | None:
+    avail_kb = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                avail_kb = int(line.split()[1])
+    ram = avail_kb / 2 ** 20
+    disk = shutil.disk_usage(out).free / 2 ** 30
+    if ram < need_ram_gb or disk < need_disk_gb:
+        return (f"needs {need_ram_gb:.0f} GiB available RAM and {need_disk_gb:.0f} GiB free disk, "
+                f"have {ram:.1f} GiB and {disk:.1f} GiB")
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--small", action="store_true", help="the small CI configurations (default: full-size set)")
+    ap.add_argument("--tinyllama", action="store_true", help="also export the full TinyLlama-1.1B shape (4.4 GB)")
+    ap.add_argument("--only", help="comma-separated model names (any set)")
+    ap.add_argument("--out", type=Path, default=REPO / ".cache" / "models", help="output folder (default: %(default)s)")
+    ap.add_argument("--opset", type=int, default=DEFAULT_OPSET)
+    ap.add_argument("--list", action="store_true", help="list the models and exit")
+    ap.add_argument("--force", action="store_true", help="ignore the cache")
+    ap.add_argument("-v", "--verbose", action="store_true", help="per-model progress and exporter output")
+    a = ap.parse_args()
+
+    specs = registry()
+    by_name = {s.name: s for s in specs}
+    if a.only:
+        names = [n.strip() for n in a.only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            ap.error(f"unknown model(s) {', '.join(unknown)}; --list shows the names")
+        todo = [by_name[n] for n in names]
+    else:
+        wanted = {"small"} if a.small else {"full"}
+        if a.tinyllama:
+            wanted.add("tinyllama")
+        todo = [s for s in specs if wanted & set(s.sets)]
+
+    out = a.out.resolve()
+    if a.list:
+        manifest = {}
+        if (out / MANIFEST).exists():
+            manifest = json.loads((out / MANIFEST).read_text()).get("models", {})
+        for s in specs:
+            have = "exported" if s.name in manifest and (out / s.file).exists() else "-"
+            print(f"{s.name:22} {s.family:16} {','.join(s.sets):12} {have:9} {s.notes}")
+        return 0
+
+    out.mkdir(parents=True, exist_ok=True)
+    lock = open(out / ".zoo.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # one exporter per folder at a time
+    for stale in out.glob(".*.part"):  # leftovers of a killed run (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink()
+
+    mpath = out / MANIFEST
+    manifest = {"format": 1, "generator": "tools/models/export_zoo.py", "models": {}}
+    if mpath.exists():
+        try:
+            manifest["models"] = json.loads(mpath.read_text()).get("models", {})
+        except (ValueError, OSError):
+            pass
+    # keep entries of other known models whose files are still there
+    manifest["models"] = {k: v for k, v in manifest["models"].items() if k in by_name and (out / v["file"]).exists()}
+
+    t_all = time.time()
+    done, cached, failed = [], [], []
+    for spec in todo:
+        stamp = stamp_of(spec, a.opset)
+        old = manifest["models"].get(spec.name)
+        if not a.force and old and old.get("stamp") == stamp and (out / spec.file).exists():
+            cached.append(spec.name)
+            continue
+        if spec.name == "tinyllama":
+            problem = check_resources(out, need_ram_gb=14, need_disk_gb=10)
+            if problem:
+                print(f"export_zoo: skipping tinyllama: {problem}", file=sys.stderr)
+                failed.append(spec.name)
+                continue
+        if a.verbose:
+            print(f"export_zoo: {spec.name} ...", file=sys.stderr, flush=True)
+        import torch
+        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        try:
+            entry = export_one(spec, out, a.opset, stamp, quiet=not a.verbose)
+        except Exception as e:  # report, go on with the others, fail at the end
+            print(f"export_zoo: {spec.name} failed: {type(e).__name__}: {e}", file=sys.stderr)
+            manifest["models"].pop(spec.name, None)
+            failed.append(spec.name)
+            continue
+        manifest["models"][spec.name] = entry
+        manifest["models"] = dict(sorted(manifest["models"].items()))
+        write_json_atomic(mpath, manifest)
+        done.append(spec.name)
+        if a.verbose:
+            st = entry["stats"]
+            print(f"export_zoo: {spec.name}: {st['nodes']} nodes, {st['initializers']} initializers, "
+                  f"{st['bytes'] / 1e6:.1f} MB, {entry['export']['seconds']} s", file=sys.stderr, flush=True)
+    if not done:
+        write_json_atomic(mpath, manifest)  # refresh pruned entries
+    print(f"export_zoo: {len(done)} exported, {len(cached)} cached, {len(failed)} failed "
+          f"({time.time() - t_all:.1f} s) -> {out}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
