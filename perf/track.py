@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Performance tracking: runs the Google Benchmark suites, turns them into ratios against a peer
+measured in the same run (robust on shared, noisy machines), compares with perf/baseline.json.
+
+  perf/track.py                 # run, compare, exit 1 on a regression beyond tolerance
+  perf/track.py --update        # run and write the new baseline
+  perf/track.py --only load     # one metric group
+
+A metric is `lower is better` (a time ratio) or `higher is better` (a throughput fraction).
+"""
+import argparse, json, os, subprocess, sys, statistics
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("ONNXFORGE_BUILD", os.path.join(ROOT, "build"))
+BASELINE = os.path.join(ROOT, "perf", "baseline.json")
+
+
+def run_bench(exe, filt=None, reps=5, env=None):
+    path = os.path.join(BUILD, "perf", exe)
+    if not os.path.exists(path):
+        return None
+    cmd = [path, "--benchmark_format=json", f"--benchmark_repetitions={reps}", "--benchmark_report_aggregates_only=true"]
+    if filt:
+        cmd.append(f"--benchmark_filter={filt}")
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if out.returncode != 0:
+        print(f"track: {exe} failed: {out.stderr.strip()[:300]}", file=sys.stderr)
+        return None
+    medians = {}
+    for b in json.loads(out.stdout)["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            medians[b["run_name"]] = b
+    return medians
+
+
+def group_load():
+    model = os.path.join(ROOT, ".cache", "models", "bert_base.onnx")
+    if not os.path.exists(model):
+        print("track: load group needs .cache/models/bert_base.onnx (tools/models/export_zoo.py --only bert_base)", file=sys.stderr)
+        return {}
+    m = run_bench("bench_load", env={"ONNXFORGE_BENCH_MODEL": model})
+    if not m:
+        return {}
+    t = lambda name: m[f"BM_{name}/real_time"]["real_time"]
+    return {
+        "load_bert_base_vs_cat": {"value": t("OnnxforgeLoad") / t("CatToDevNull"), "better": "lower"},
+        "load_bert_base_vs_protobuf": {"value": t("OnnxforgeLoad") / t("ProtobufGeneratedParse"), "better": "lower"},
+    }
+
+
+GROUPS = {"load": group_load}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--update", action="store_true", help="write the measured values as the new baseline")
+    ap.add_argument("--only", help="comma-separated metric groups: " + ",".join(GROUPS))
+    ap.add_argument("--tolerance", type=float, default=0.5, help="allowed relative regression (default 0.5 = 50%%)")
+    args = ap.parse_args()
+    groups = args.only.split(",") if args.only else list(GROUPS)
+    measured = {}
+    for g in groups:
+        measured.update(GROUPS[g]())
+    baseline = json.load(open(BASELINE)) if os.path.exists(BASELINE) else {}
+    regressions = 0
+    print(f"{'metric':40} {'now':>10} {'baseline':>10}  verdict")
+    for name, m in sorted(measured.items()):
+        base = baseline.get(name, {}).get("value")
+        verdict = "new"
+        if base is not None:
+            worse = m["value"] > base * (1 + args.tolerance) if m["better"] == "lower" else m["value"] < base / (1 + args.tolerance)
+            verdict = "REGRESSION" if worse else "ok"
+            regressions += worse
+        print(f"{name:40} {m['value']:10.4f} {base if base is not None else float('nan'):10.4f}  {verdict}")
+    if args.update:
+        baseline.update(measured)
+        with open(BASELINE + ".tmp", "w") as f:
+            json.dump(baseline, f, indent=2, sort_keys=True)
+        os.replace(BASELINE + ".tmp", BASELINE)
+        print(f"track: baseline written to {BASELINE}")
+    return 1 if regressions and not args.update else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
