@@ -119,12 +119,19 @@ ValueId Graph::add_value(Sym name) {
   return v;
 }
 
-void Graph::set_type(ValueId v, DType t, std::span<const Dim> dims) {
+void Graph::set_type(ValueId v, DType t, std::span<const Dim> dims_in) {
+  std::vector<Dim> dims(dims_in.begin(), dims_in.end());  // dims_in may point into dims_
   dtype_[v.index()] = t;
   flags_[v.index()] |= kTyped;
-  rank_[v.index()] = static_cast<int32_t>(dims.size());
-  dim_begin_[v.index()] = static_cast<uint32_t>(dims_.size());
-  dims_.insert(dims_.end(), dims.begin(), dims.end());
+  type_raw_[v.index()] = {};  // the modelled type is now the truth
+  int32_t rank = static_cast<int32_t>(dims.size());
+  if (rank_[v.index()] >= rank) {  // reuse the slot: repeated inference does not grow the array
+    std::copy(dims.begin(), dims.end(), dims_.begin() + dim_begin_[v.index()]);
+  } else {
+    dim_begin_[v.index()] = static_cast<uint32_t>(dims_.size());
+    dims_.insert(dims_.end(), dims.begin(), dims.end());
+  }
+  rank_[v.index()] = rank;
 }
 
 void Graph::set_value_name(ValueId v, Sym name) {

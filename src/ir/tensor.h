@@ -4,6 +4,8 @@
 // file) or into memory the store owns. Loading never touches weight pages; saving copies only
 // tensors that changed.
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -68,9 +70,28 @@ class TensorStore {
   }
   uint64_t element_count(TensorId t) const;
   std::span<const std::byte> bytes(TensorId t) const { return {entry(t).data, entry(t).size}; }
+  // Typed view of a tensor's bytes. Bytes embedded in a protobuf file are not aligned: use as<T>
+  // only when aligned_for<T>(t) holds (owned and page-aligned external tensors are); otherwise
+  // read through values<T>() (a copy) or element<T>().
   template <class T>
   std::span<const T> as(TensorId t) const {
     return {reinterpret_cast<const T*>(entry(t).data), entry(t).size / sizeof(T)};
+  }
+  template <class T>
+  bool aligned_for(TensorId t) const {
+    return reinterpret_cast<uintptr_t>(entry(t).data) % alignof(T) == 0;
+  }
+  template <class T>
+  std::vector<T> values(TensorId t) const {
+    std::vector<T> out(entry(t).size / sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), entry(t).data, out.size() * sizeof(T));
+    return out;
+  }
+  template <class T>
+  T element(TensorId t, size_t i) const {
+    T v;
+    std::memcpy(&v, entry(t).data + i * sizeof(T), sizeof(T));
+    return v;
   }
   const std::vector<std::string>& strings(TensorId t) const { return strings_[entry(t).strings_index]; }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Reference shapes for tests/analysis: runs onnx.shape_inference on models and writes JSON.
 
-usage: onnx_shapes.py [--strip-outputs] OUT.json MODEL.onnx...
+usage: onnx_shapes.py [--strip-outputs] [--fix=name=N,...] OUT.json MODEL.onnx...
 
+--fix=name=N,... replaces those dim_params of the graph inputs/outputs by constants.
 --strip-outputs clears the declared shapes of graph outputs first (backend node tests declare
 the exact shapes of their outputs; the test infers them and checks against the declaration).
 
@@ -55,13 +56,24 @@ def main():
     args = sys.argv[1:]
     strip = "--strip-outputs" in args
     args = [a for a in args if a != "--strip-outputs"]
+    fixed = {}
+    for a in [a for a in args if a.startswith("--fix=")]:
+        for item in a[len("--fix="):].split(","):
+            k, v = item.split("=")
+            fixed[k] = int(v)
+    args = [a for a in args if not a.startswith("--fix=")]
     out_path, models = args[0], args[1:]
     result = {}
     for path in models:
         try:
-            model = onnx.load(path)
+            model = onnx.load(path, load_external_data=False)
             # Judge inference, not the file: drop declared intermediates and output shapes.
             del model.graph.value_info[:]
+            for vi in list(model.graph.input) + list(model.graph.output):
+                if vi.type.HasField("tensor_type"):
+                    for d in vi.type.tensor_type.shape.dim:
+                        if d.HasField("dim_param") and d.dim_param in fixed:
+                            d.dim_value = fixed[d.dim_param]
             if strip:
                 for o in model.graph.output:
                     if o.type.HasField("tensor_type"):

@@ -24,11 +24,13 @@ namespace {
 bool fresh_name(std::string_view s) { return s.rfind("unk__", 0) == 0; }
 
 // onnx's types for a list of models, from one python run.
-json reference(const std::vector<fs::path>& models, bool strip_outputs, const std::string& tag) {
+json reference(const std::vector<fs::path>& models, bool strip_outputs, const std::string& tag,
+               const std::string& fix = "") {
   fs::path out = test::temp_dir(tag) / "ref.json";
   fs::path list = out.parent_path() / "models.txt";
   std::string cmd = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tests/analysis/onnx_shapes.py ";
   if (strip_outputs) cmd += "--strip-outputs ";
+  if (!fix.empty()) cmd += "'--fix=" + fix + "' ";
   cmd += out.string();
   for (const auto& m : models) cmd += " '" + m.string() + "'";
   if (std::system(cmd.c_str()) != 0) {
@@ -96,6 +98,7 @@ void compare_value(Counts& c, const Graph& g, ValueId v, const json* ref) {
   c.onnx_resolved += onnx_resolved(dims);
   if (!ours) {
     ++c.onnx_only;
+    note(c, "only onnx " + name + ": " + ref->dump());
     return;
   }
   ++c.both;
@@ -106,6 +109,7 @@ void compare_value(Counts& c, const Graph& g, ValueId v, const json* ref) {
   if (dims.is_null() || !g.has_shape(v)) {
     c.more_specific += dims.is_null() && g.has_shape(v);
     c.less_specific += !dims.is_null() && !g.has_shape(v);
+    if (!dims.is_null() && !g.has_shape(v)) note(c, "less specific (no rank) " + name + ": " + ref->dump());
     return;
   }
   if (dims.size() != g.shape(v).size()) {
@@ -178,9 +182,8 @@ bool is_transformer(const std::string& stem) {
 
 }  // namespace
 
-TEST(ShapesVsOnnx, ZooModels) {
-  auto models = test::zoo_models();
-  json ref = reference(models, false, "zoo_ref");
+static void compare_zoo(const std::vector<fs::path>& models, const std::string& tag) {
+  json ref = reference(models, false, tag);
   Counts total;
   for (const auto& path : models) {
     SCOPED_TRACE(path.filename().string());
@@ -205,12 +208,59 @@ TEST(ShapesVsOnnx, ZooModels) {
   std::cout << "[zoo] total: " << total.str() << "\n";
 }
 
-// Node tests declare the exact shapes of their outputs: both inferences run with those cleared,
+TEST(ShapesVsOnnx, ZooModels) { compare_zoo(test::zoo_models(), "zoo_ref"); }
+
+// Our symbolic expressions, evaluated: specialise every named input dim (batch 2, others 7) on
+// both sides; onnx then infers static shapes that every expression must reproduce.
+TEST(ShapesVsOnnx, ZooModelsSpecialised) {
+  Counts total;
+  for (const auto& path : test::zoo_models()) {
+    SCOPED_TRACE(path.filename().string());
+    auto model = load_model(path);
+    ShapeOptions o;
+    std::string fix;
+    for (ValueId v : model->main().graph_inputs())
+      for (const Dim& d : model->main().shape(v))
+        if (!d.param.empty() && !o.dims.count(std::string(str(d.param)))) {
+          std::string name(str(d.param));
+          o.dims[name] = name.find("batch") != std::string::npos ? 2 : 7;
+          fix += (fix.empty() ? "" : ",") + name + "=" + std::to_string(o.dims[name]);
+        }
+    json ref = reference({path}, false, "zoo_fix", fix);
+    const json& r = ref[path.string()];
+    ASSERT_TRUE(r.contains("values")) << "onnx failed: " << r.dump();
+    ShapeReport rep = infer_shapes(*model, o);
+    Counts c = compare_model(*model, r["values"]);
+    total.add(c);
+    std::cout << "[zoo " << fix << "] " << path.stem().string() << ": " << c.str() << "\n";
+    for (const auto& e : c.examples) std::cout << "    " << e << "\n";
+    EXPECT_EQ(c.dtype_diff + c.rank_diff + c.dim_diff, 0u);
+    EXPECT_TRUE(rep.conflicts.empty()) << rep.conflicts.front().message;
+  }
+  std::cout << "[zoo specialised] total: " << total.str() << "\n";
+}
+
+// Full-size exports that share the zoo folder (bert_base, tinyllama_2l...), when present.
+TEST(ShapesVsOnnx, FullSizeZooModels) {
+  auto small = test::zoo_models();
+  std::vector<fs::path> models;
+  for (const auto& e : fs::directory_iterator(test::model_dir()))
+    if (e.path().extension() == ".onnx" && std::find(small.begin(), small.end(), e.path()) == small.end())
+      models.push_back(e.path());
+  if (models.empty()) GTEST_SKIP() << "no full-size models in " << test::model_dir();
+  std::sort(models.begin(), models.end());
+  compare_zoo(models, "zoo_full_ref");
+}
+
+// Backend tests (node, pytorch-converted, pytorch-operator, simple) declare the exact shapes of their outputs: both inferences run with those cleared,
 // then each is compared with onnx's and with the declaration (the ground truth).
 TEST(ShapesVsOnnx, BackendNodeTests) {
   std::vector<fs::path> models;
-  for (const auto& e : fs::directory_iterator(test::backend_data_dir() / "node"))
-    if (fs::exists(e.path() / "model.onnx")) models.push_back(e.path() / "model.onnx");
+  for (const char* set : {"node", "pytorch-converted", "pytorch-operator", "simple", "real"}) {
+    if (!fs::exists(test::backend_data_dir() / set)) continue;
+    for (const auto& e : fs::directory_iterator(test::backend_data_dir() / set))
+      if (fs::exists(e.path() / "model.onnx")) models.push_back(e.path() / "model.onnx");
+  }
   std::sort(models.begin(), models.end());
   ASSERT_GT(models.size(), 100u);
   json ref = reference(models, true, "node_ref");
@@ -240,7 +290,7 @@ TEST(ShapesVsOnnx, BackendNodeTests) {
     ++compared;
     std::string test = path.parent_path().filename().string();
     for (const auto& e : c.examples)
-      if (c.dtype_diff + c.rank_diff + c.dim_diff) wrong.push_back(test + ": " + e);
+      if (c.dtype_diff + c.rank_diff + c.dim_diff || std::getenv("SHAPE_VERBOSE")) wrong.push_back(test + ": " + e);
     for (auto& [v, want] : truth) {
       if (!g.has_shape(v)) continue;
       ++truth_checked;

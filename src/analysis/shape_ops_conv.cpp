@@ -1,0 +1,135 @@
+// Convolutions and pooling: Conv, ConvTranspose, ConvInteger, QLinearConv, MaxPool,
+// AveragePool, LpPool, global pools, DepthToSpace/SpaceToDepth. Output sizes are symbolic:
+// floor((in + pads - dilation*(k-1) - 1) / stride) + 1, ceil for ceil_mode and SAME padding.
+#include "analysis/shape_engine.h"
+
+namespace onnxforge::shape {
+namespace {
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads, output_padding;
+  std::string auto_pad;
+  bool ceil_mode = false;
+};
+
+// Reads the window attributes for `ns` spatial dims; `kernel` comes from the attribute or,
+// for convolutions, from the weight's trailing dims.
+std::optional<Window> window(OpCtx& c, size_t ns, const VState* weight) {
+  Window w;
+  auto ks = c.attr_ints("kernel_shape");
+  w.kernel.assign(ks.begin(), ks.end());
+  if (w.kernel.empty() && weight && weight->ranked && weight->rank() == ns + 2)
+    for (size_t i = 0; i < ns; ++i) {
+      if (!weight->dims[2 + i].is_constant()) return std::nullopt;
+      w.kernel.push_back(weight->dims[2 + i].value());
+    }
+  if (w.kernel.size() != ns) return std::nullopt;
+  auto get = [&](std::string_view name, std::vector<int64_t>& out, size_t n, int64_t dflt) {
+    auto v = c.attr_ints(name);
+    out.assign(v.begin(), v.end());
+    if (out.empty()) out.assign(n, dflt);
+    return out.size() == n;
+  };
+  if (!get("strides", w.strides, ns, 1) || !get("dilations", w.dilations, ns, 1) || !get("pads", w.pads, 2 * ns, 0) ||
+      !get("output_padding", w.output_padding, ns, 0))
+    return std::nullopt;
+  w.auto_pad = std::string(c.attr_string("auto_pad", "NOTSET"));
+  w.ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  return w;
+}
+
+SymDim window_out(const Window& w, size_t i, const SymDim& in) {
+  int64_t s = w.strides[i], eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return ceil_div(in, s);
+  int64_t pads = w.auto_pad == "VALID" ? 0 : w.pads[i] + w.pads[i + w.kernel.size()];
+  SymDim span = in + SymDim::constant(pads - eff);
+  return (w.ceil_mode ? ceil_div(span, s) : floor_div(span, s)) + SymDim::constant(1);
+}
+
+SymDim transpose_out(const Window& w, size_t i, const SymDim& in) {
+  int64_t s = w.strides[i];
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return in * SymDim::constant(s);
+  int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+  int64_t pads = w.auto_pad == "VALID" ? 0 : w.pads[i] + w.pads[i + w.kernel.size()];
+  return SymDim::constant(s) * (in - SymDim::constant(1)) + SymDim::constant(w.output_padding[i] + eff - pads);
+}
+
+// Conv-like: output [N, channels, window(spatial)...].
+void conv_like(OpCtx& c, DType t, size_t wi, bool pool) {
+  const VState& x = c.in(0);
+  if (!x.ranked || x.rank() < 3) return c.set_dtype(0, t);
+  size_t ns = x.rank() - 2;
+  const VState* weight = pool ? nullptr : &c.in(wi);
+  auto w = window(c, ns, weight);
+  SymDim channels = x.dims[1];
+  if (!pool) channels = weight->ranked && weight->rank() == ns + 2 ? weight->dims[0] : c.fresh();
+  if (!w) return c.set_dtype(0, t);
+  std::vector<SymDim> out{x.dims[0], channels};
+  for (size_t i = 0; i < ns; ++i) out.push_back(window_out(*w, i, x.dims[2 + i]));
+  c.set(0, t, out);
+  if (pool && c.has_output(1)) c.set(1, DType::Int64, out);
+}
+
+void conv(OpCtx& c) { conv_like(c, c.in(0).dtype, 1, false); }
+void conv_integer(OpCtx& c) { conv_like(c, DType::Int32, 1, false); }
+void qlinear_conv(OpCtx& c) { conv_like(c, c.in(7).dtype, 3, false); }
+void pool(OpCtx& c) { conv_like(c, c.in(0).dtype, 0, true); }
+
+void conv_transpose(OpCtx& c) {
+  const VState &x = c.in(0), &wt = c.in(1);
+  DType t = x.dtype;
+  if (!x.ranked || x.rank() < 3) return c.set_dtype(0, t);
+  size_t ns = x.rank() - 2;
+  SymDim channels = wt.ranked && wt.rank() == ns + 2 ? wt.dims[1] * SymDim::constant(c.attr_int("group", 1)) : c.fresh();
+  std::vector<SymDim> out{x.dims[0], channels};
+  auto shape = c.attr_ints("output_shape");
+  if (!shape.empty()) {
+    for (size_t i = shape.size() - ns; i < shape.size(); ++i) out.push_back(SymDim::constant(shape[i]));
+    return c.set(0, t, out);
+  }
+  auto w = window(c, ns, &wt);
+  if (!w) return c.set_dtype(0, t);
+  for (size_t i = 0; i < ns; ++i) out.push_back(transpose_out(*w, i, x.dims[2 + i]));
+  c.set(0, t, out);
+}
+
+void global_pool(OpCtx& c) {
+  const VState& x = c.in(0);
+  if (!x.ranked || x.rank() < 2) return c.set_dtype(0, x.dtype);
+  std::vector<SymDim> out(x.dims.begin(), x.dims.begin() + 2);
+  out.resize(x.rank(), SymDim::constant(1));
+  c.set(0, x.dtype, out);
+}
+
+void depth_to_space(OpCtx& c) {
+  const VState& x = c.in(0);
+  int64_t b = c.attr_int("blocksize", 1);
+  if (!x.ranked || x.rank() != 4) return c.set_dtype(0, x.dtype);
+  auto ch = exact_div(x.dims[1], SymDim::constant(b * b));
+  SymDim k = SymDim::constant(b);
+  c.set(0, x.dtype, {x.dims[0], ch ? *ch : c.fresh(), x.dims[2] * k, x.dims[3] * k});
+}
+
+void space_to_depth(OpCtx& c) {
+  const VState& x = c.in(0);
+  int64_t b = c.attr_int("blocksize", 1);
+  if (!x.ranked || x.rank() != 4) return c.set_dtype(0, x.dtype);
+  auto h = exact_div(x.dims[2], SymDim::constant(b));
+  auto w = exact_div(x.dims[3], SymDim::constant(b));
+  c.set(0, x.dtype, {x.dims[0], x.dims[1] * SymDim::constant(b * b), h ? *h : c.fresh(), w ? *w : c.fresh()});
+}
+
+}  // namespace
+
+void register_conv(const Registrar& reg) {
+  reg("Conv", conv);
+  reg("ConvInteger", conv_integer);
+  reg("QLinearConv", qlinear_conv);
+  reg("ConvTranspose", conv_transpose);
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) reg(op, pool);
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) reg(op, global_pool);
+  reg("DepthToSpace", depth_to_space);
+  reg("SpaceToDepth", space_to_depth);
+}
+
+}  // namespace onnxforge::shape
