@@ -119,6 +119,13 @@ ValueId Graph::add_value(Sym name) {
   return v;
 }
 
+ValueId Graph::add_capture(Sym name, ValueId outer) {
+  ValueId v = add_value(name);
+  outer_[v.index()] = outer;
+  captures_.push_back(v);
+  return v;
+}
+
 void Graph::set_type(ValueId v, DType t, std::span<const Dim> dims_in) {
   std::vector<Dim> dims(dims_in.begin(), dims_in.end());  // dims_in may point into dims_
   dtype_[v.index()] = t;

@@ -167,7 +167,10 @@ class Graph {
   std::vector<ValueId> implicit_inputs(NodeId n) const;
 
   // ---- editing (low level; passes use Rewrite) ----
+  void set_name(Sym name) { name_ = name; }
   ValueId add_value(Sym name);
+  // A value this subgraph reads from its parent (`outer` is a value of parent()).
+  ValueId add_capture(Sym name, ValueId outer);
   NodeId add_node(Sym op_type, Sym domain, Sym name, std::span<const ValueId> inputs,
                   std::span<const ValueId> outputs, std::span<const NewAttr> attrs = {});
   void set_input(NodeId n, size_t i, ValueId v) { node_inputs_[in_begin_[n.index()] + i] = v; }
