@@ -48,7 +48,21 @@ def group_load():
     }
 
 
-GROUPS = {"load": group_load}
+def group_gemm():
+    """GEMM 1024^3 throughput as a fraction of the FMA peak measured right before it."""
+    out = {}
+    for threads in (1, 2):
+        peak = run_bench("bench_fma_peak", filt=f"avx512/real_time/threads:{threads}$", reps=3)
+        gemm = run_bench("bench_simd_gemm", filt=f"M:1024/N:1024/K:1024/threads:{threads}/packed:1", reps=3)
+        if not peak or not gemm:
+            continue
+        p = next(iter(peak.values()))["GFLOP/s"]
+        g = next(iter(gemm.values()))["GFLOP/s"]
+        out[f"gemm_1024_fraction_of_peak_{threads}t"] = {"value": g / p, "better": "higher"}
+    return out
+
+
+GROUPS = {"load": group_load, "gemm": group_gemm}
 
 
 def main():

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/uses.h"
 
 namespace onnxforge {
 
@@ -59,9 +60,13 @@ class Rewrite {
   void keep_output_names();
   void check_no_dangling_reads() const;
 
+  void mark(std::vector<uint8_t>& bits, NodeId n);
+  const Uses& uses();  // of the graph as it was when the batch started; built once
+
   Graph& g_;
   std::vector<NodeId> kills_, added_;
-  std::vector<uint8_t> touched_;
+  std::vector<uint8_t> touched_, killed_;
+  std::unique_ptr<Uses> uses_;
   std::unordered_map<ValueId, ValueId> replacements_;
   std::vector<std::tuple<NodeId, size_t, ValueId>> input_edits_;
 };

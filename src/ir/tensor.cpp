@@ -19,6 +19,7 @@ void TensorStore::AlignedDelete::operator()(std::byte* p) const { ::operator del
 std::span<std::byte> TensorStore::allocate(size_t bytes) {
   // 64-byte alignment: kernels read weights with aligned vector loads where they can.
   auto* raw = static_cast<std::byte*>(::operator new[](bytes == 0 ? 1 : bytes, std::align_val_t(64)));
+  std::lock_guard lock(owned_mutex_);
   owned_.emplace_back(raw);
   return {raw, bytes};
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,7 @@ class TensorStore {
   TensorId add_owned(Sym name, DType dtype, std::span<const int64_t> dims, std::span<const std::byte> bytes);
   TensorId add_strings(Sym name, std::span<const int64_t> dims, std::vector<std::string> strings);
   // Allocates owned bytes for a tensor the caller fills in (e.g. a folded constant).
+  // Thread-safe: parallel folding allocates while other threads read the store.
   std::span<std::byte> allocate(size_t bytes);
 
   size_t size() const { return entries_.size(); }
@@ -109,6 +111,7 @@ class TensorStore {
     void operator()(std::byte* p) const;
   };
   std::vector<std::unique_ptr<std::byte[], AlignedDelete>> owned_;
+  std::mutex owned_mutex_;
 };
 
 }  // namespace onnxforge

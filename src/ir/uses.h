@@ -20,6 +20,7 @@ class Uses {
   std::span<const Use> of(ValueId v) const {
     return {uses_.data() + offsets_[v.index()], offsets_[v.index() + 1] - offsets_[v.index()]};
   }
+  uint32_t value_capacity() const { return static_cast<uint32_t>(graph_output_.size()); }
   size_t count(ValueId v) const { return offsets_[v.index() + 1] - offsets_[v.index()]; }
   // Read by exactly one node input and not a graph output.
   bool single(ValueId v) const { return count(v) == 1 && !graph_output_[v.index()]; }

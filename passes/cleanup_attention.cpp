@@ -1,0 +1,95 @@
+// cleanup_attention — Reshape clean-ups around attention heads:                       class 0
+//  - Reshape(R(x), s2) → Reshape(x, s2) when R is a Reshape/Flatten/Squeeze/Unsqueeze (all keep
+//    element order) and s2 is a constant WITHOUT 0: a 0 copies a dim of the second Reshape's own
+//    input, which composing would change (the onnxoptimizer bug). When R has other consumers it
+//    stays for them and only this Reshape reads x directly.
+//  - a Reshape whose output shape equals its input's (static shapes) is removed.
+#include "passes/edits.h"
+#include "passes/graph_util.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+struct Match {
+  NodeId reshape;
+  NodeId inner;  // invalid: remove `reshape` (same shape)
+};
+
+bool order_preserving(const Graph& g, NodeId n) {
+  return is(g, n, "Reshape") || is(g, n, "Flatten") || is(g, n, "Squeeze") || is(g, n, "Unsqueeze");
+}
+
+// The output dims of Reshape(x, target) for a static input shape, or nullopt.
+std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std::vector<int64_t> target, bool allowzero) {
+  int64_t total = 1, known = 1, minus = -1;
+  for (int64_t d : in) total *= d;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && !allowzero) {
+      if (i >= in.size()) return std::nullopt;
+      target[i] = in[i];
+    }
+    if (target[i] == -1) {
+      if (minus >= 0) return std::nullopt;
+      minus = static_cast<int64_t>(i);
+    } else known *= target[i];
+  }
+  if (minus >= 0) {
+    if (known == 0 || total % known) return std::nullopt;
+    target[minus] = total / known;
+  }
+  return target;
+}
+
+std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
+  std::vector<Match> out;
+  for (NodeId n : g.nodes()) {
+    if (!g.is_op(n, "Reshape")) continue;
+    auto target = constant_ints(g, g.input(n, 1));
+    if (!target) continue;
+    bool allowzero = g.attr_int(n, "allowzero", 0) != 0;
+    ValueId x = g.input(n, 0);
+    // Same shape in and out: the Reshape does nothing.
+    if (auto in = static_shape(g, x)) {
+      auto res = reshaped(*in, *target, allowzero);
+      ValueId y = g.output(n, 0);
+      bool keeps_name = !uses.is_graph_output(y) ||
+                        (g.producer(x).valid() && !g.is_graph_input(x) && !uses.is_graph_output(x));
+      if (res && *res == *in && keeps_name) {
+        out.push_back({n, {}});
+        continue;
+      }
+    }
+    NodeId inner = g.producer(x);
+    if (!inner.valid() || !order_preserving(g, inner)) continue;
+    bool has_zero = false;
+    for (int64_t d : *target) has_zero |= (d == 0);
+    if (has_zero && !allowzero) continue;  // 0 would copy a dim of x instead of R(x)
+    out.push_back({n, inner});
+  }
+  return out;
+}
+
+bool apply(Edits& e, const Match& m) {
+  Graph& g = e.g;
+  if (e.any_touched(m.reshape, m.inner)) return false;
+  if (!m.inner.valid()) {
+    e.replace_uses(g.output(m.reshape, 0), g.input(m.reshape, 0));
+    e.kill(m.reshape);
+    return true;
+  }
+  e.set_input(m.reshape, 0, g.input(m.inner, 0));
+  if (e.uses.single(g.output(m.inner, 0))) e.kill(m.inner);
+  return true;
+}
+
+}  // namespace
+
+const Pass& cleanup_attention_pass() {
+  static const PassOf<Match> p{"cleanup_attention", AccuracyClass::Lossless,
+                               "compose Reshape chains (never across a 0 in the target), drop no-op Reshapes",
+                               analyze, apply};
+  return p;
+}
+
+}  // namespace onnxforge::passes

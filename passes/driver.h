@@ -1,0 +1,52 @@
+#pragma once
+// The pass driver: rounds of (analyses of every pass in parallel on one snapshot, in a TBB flow
+// graph) → (matches applied serially in pipeline order, stale ones dropped) → one commit, until
+// no pass changes anything. Runs in the main graph and in every If/Loop/Scan body.
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/edits.h"
+#include "passes/pass.h"
+
+namespace onnxforge::passes {
+
+struct PassStats {
+  std::string name;
+  AccuracyClass accuracy = AccuracyClass::Lossless;
+  Delta removed;                 // nodes, initializers, bytes removed (negative: added)
+  double analyze_seconds = 0, apply_seconds = 0;
+  int rounds = 0;                // rounds in which the pass changed something
+  uint64_t applied = 0;          // matches applied
+  double seconds() const { return analyze_seconds + apply_seconds; }
+};
+
+struct RunOptions {
+  PassOptions pass;
+  int max_rounds = 20;
+  bool parallel = true;  // analyses in a flow graph; false runs them one after another
+  bool infer_shapes = true;  // refresh inferred shapes (src/analysis/shapes.h) before each round
+  std::function<void(const std::string&)> progress;  // called with a short status line
+};
+
+struct ModelSize {
+  int64_t nodes = 0, initializers = 0, bytes = 0;  // all live graphs
+};
+ModelSize measure(const Model& m);
+
+struct RunResult {
+  std::vector<PassStats> passes;  // in the order given
+  int rounds = 0;                 // largest number of rounds in one graph
+  double seconds = 0;
+  ModelSize before, after;
+  AccuracyClass worst = AccuracyClass::Lossless;  // worst class among passes that changed something
+};
+
+RunResult run_passes(Model& m, std::span<const Pass* const> passes, const RunOptions& options);
+
+// --dim name=N: fixes symbolic dims of the main graph's inputs (and declared values) to N.
+void specialise_dims(Model& m, const std::map<std::string, int64_t>& dims);
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,159 @@
+#include "passes/edits.h"
+
+#include <algorithm>
+
+namespace onnxforge::passes {
+
+Edits::Edits(Graph& graph, const Uses& u, const PassOptions& o)
+    : g(graph), uses(u), options(o), rw_(graph), touched_(graph.node_capacity(), 0), killed_(graph.node_capacity(), 0),
+      delta_(&sink_), values_at_start_(graph.value_count()) {}
+
+void Edits::mark(NodeId n) {
+  if (!n.valid()) return;
+  if (n.index() >= touched_.size()) touched_.resize(n.index() + 1, 0);
+  touched_[n.index()] = epoch_;
+}
+
+bool Edits::touched(NodeId n) const { return n.index() >= touched_.size() || touched_[n.index()]; }
+bool Edits::touched_earlier(NodeId n) const {
+  return n.index() >= touched_.size() || (touched_[n.index()] && touched_[n.index()] != epoch_);
+}
+
+bool Edits::any_touched(std::span<const NodeId> ns) const {
+  return std::any_of(ns.begin(), ns.end(), [&](NodeId n) { return n.valid() && touched(n); });
+}
+
+ValueId Edits::new_typed_value(std::string_view hint, DType t, std::span<const int64_t> dims) {
+  ValueId v = rw_.new_value(hint);
+  std::vector<Dim> d;
+  for (int64_t x : dims) d.push_back(Dim::of(x));
+  g.set_type(v, t, d);
+  return v;
+}
+
+ValueId Edits::new_constant(std::string_view hint, DType t, std::span<const int64_t> dims,
+                            std::span<const std::byte> bytes) {
+  TensorId id = g.model().tensors.add_owned(intern(hint), t, dims, bytes);
+  delta_->initializers -= 1;
+  delta_->bytes -= static_cast<int64_t>(bytes.size());
+  return rw_.new_initializer(hint, id);
+}
+
+ValueId Edits::adopt_constant(std::string_view hint, DType t, std::span<const int64_t> dims,
+                              std::span<const std::byte> owned) {
+  TensorStore::Entry entry;
+  entry.name = intern(hint);
+  entry.dtype = t;
+  entry.data = owned.data();
+  entry.size = owned.size();
+  entry.storage = TensorStorage::Owned;
+  entry.changed = true;
+  TensorId id = g.model().tensors.add(std::move(entry), dims);
+  delta_->initializers -= 1;
+  delta_->bytes -= static_cast<int64_t>(owned.size());
+  return rw_.new_initializer(hint, id);
+}
+
+ValueId Edits::new_initializer(std::string_view hint, TensorId t) {
+  delta_->initializers -= 1;
+  delta_->bytes -= static_cast<int64_t>(g.model().tensors.bytes(t).size());
+  return rw_.new_initializer(hint, t);
+}
+
+NodeId Edits::add_node(std::string_view op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                       std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain) {
+  delta_->nodes -= 1;
+  for (ValueId& v : inputs) {
+    v = resolve(v);
+    if (!v.valid()) continue;
+    if (v.index() >= read_by_new_.size()) read_by_new_.resize(v.index() + 1, 0);
+    read_by_new_[v.index()] = 1;
+    if (v.index() >= gained_.size()) gained_.resize(v.index() + 1, 0);
+    gained_[v.index()] = 1;
+    mark(g.producer(v));  // it gained a reader: not dead, not "used once" any more
+  }
+  NodeId n = rw_.add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), tags_from, domain);
+  mark(n);
+  return n;
+}
+
+ValueId Edits::resolve(ValueId v) const {
+  for (auto it = forwarded_.find(v); it != forwarded_.end(); it = forwarded_.find(v)) v = it->second;
+  return v;
+}
+
+void Edits::replace_uses(ValueId from, ValueId to) {
+  to = resolve(to);
+  if (from == to) return;
+  if (to.index() >= gained_.size()) gained_.resize(to.index() + 1, 0);
+  gained_[to.index()] = 1;
+  mark(g.producer(from));
+  mark(g.producer(to));
+  if (from.index() >= values_at_start_) {  // created this round: not in the use index
+    rw_.replace_uses(from, to);
+    return;
+  }
+  // Nodes added this round are not in the use index: only Rewrite's replacement reaches them.
+  bool read_by_new = from.index() < read_by_new_.size() && read_by_new_[from.index()];
+  bool simple = !uses.is_graph_output(from) && !g.outer(from).valid() && !read_by_new;
+  for (const Use& u : uses.of(from))
+    if (u.slot == Use::kImplicit || touched(u.node)) simple = false;
+  if (simple) {  // direct input edits: Rewrite::replace_uses rebuilds a use index per call
+    forwarded_[from] = to;
+    for (const Use& u : uses.of(from)) {
+      rw_.set_input(u.node, u.slot, to);
+      mark(u.node);
+    }
+    return;
+  }
+  for (const Use& u : uses.of(from)) mark(u.node);
+  rw_.replace_uses(from, to);
+}
+
+void Edits::set_input(NodeId n, size_t i, ValueId v) {
+  v = resolve(v);
+  mark(n);
+  mark(g.producer(v));
+  if (v.index() >= gained_.size()) gained_.resize(v.index() + 1, 0);
+  gained_[v.index()] = 1;
+  rw_.set_input(n, i, v);
+}
+
+void Edits::kill(NodeId n) {
+  if (killed(n)) return;
+  if (n.index() >= killed_.size()) killed_.resize(n.index() + 1, 0);
+  killed_[n.index()] = 1;
+  mark(n);
+  delta_->nodes += 1;
+  rw_.kill(n);
+}
+
+void Edits::remove_initializer(ValueId v) {
+  if (std::find(removed_inits_.begin(), removed_inits_.end(), v) != removed_inits_.end()) return;
+  removed_inits_.push_back(v);
+  delta_->initializers += 1;
+  delta_->bytes += static_cast<int64_t>(g.model().tensors.bytes(g.initializer(v)).size());
+}
+
+int64_t Edits::commit() {
+  if (!removed_inits_.empty()) {
+    std::vector<ValueId> ins = g.graph_inputs();
+    size_t before = ins.size();
+    for (ValueId v : removed_inits_) {
+      g.remove_initializer(v);
+      std::erase(ins, v);
+    }
+    if (ins.size() != before) g.set_graph_inputs(std::move(ins));
+    removed_inits_.clear();
+  }
+  int64_t removed = rw_.commit();
+  touched_.assign(g.node_capacity(), 0);
+  killed_.assign(g.node_capacity(), 0);
+  gained_.clear();
+  read_by_new_.clear();
+  forwarded_.clear();
+  other_change_ = false;
+  return removed;
+}
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,86 @@
+#pragma once
+// Edits: the Rewrite batch of one round as the passes see it. Adds to ir/Rewrite
+//  - conservative staleness: a node is touched when it is killed, its inputs change, it reads a
+//    value being replaced, or it produces a value that something is redirected to (its use count
+//    grew, so a "used once" condition checked at analysis time may no longer hold);
+//  - per-pass accounting of nodes, initializers and bytes removed;
+//  - initializer removal and constants from raw bytes.
+#include <span>
+#include <unordered_map>
+#include <string_view>
+#include <vector>
+
+#include "ir/rewrite.h"
+#include "ir/uses.h"
+#include "passes/pass.h"
+
+namespace onnxforge::passes {
+
+struct Delta {
+  int64_t nodes = 0, initializers = 0, bytes = 0;  // removed (negative: added)
+};
+
+class Edits {
+ public:
+  Edits(Graph& g, const Uses& uses, const PassOptions& options);
+
+  Graph& g;
+  const Uses& uses;  // as of the start of the round
+  const PassOptions& options;
+
+  // Accounting goes to this delta until changed (the driver sets it per pass).
+  void charge_to(Delta* d) {
+    delta_ = d ? d : &sink_;
+    ++epoch_;
+  }
+
+  bool touched(NodeId n) const;
+  // Touched by an earlier pass of this round (not by the current pass's own matches).
+  bool touched_earlier(NodeId n) const;
+  // Whether something was redirected to read `v` this round (its use count may have grown).
+  bool gained_uses(ValueId v) const { return v.index() < gained_.size() && gained_[v.index()]; }
+  // A change outside the Rewrite (node metadata): the round is not quiet.
+  void note_change() { other_change_ = true; }
+  template <class... N>
+  bool any_touched(N... n) const {
+    return (... || (n.valid() && touched(n)));
+  }
+  bool any_touched(std::span<const NodeId> ns) const;
+
+  ValueId new_value(std::string_view hint) { return rw_.new_value(hint); }
+  // A value of known type and shape (so later passes and the writer see it).
+  ValueId new_typed_value(std::string_view hint, DType t, std::span<const int64_t> dims);
+  // A new initializer with bytes the store owns.
+  ValueId new_constant(std::string_view hint, DType t, std::span<const int64_t> dims, std::span<const std::byte> bytes);
+  // A new initializer over bytes the model's TensorStore already owns (TensorStore::allocate).
+  ValueId adopt_constant(std::string_view hint, DType t, std::span<const int64_t> dims, std::span<const std::byte> owned);
+  // A new initializer holding an existing tensor (e.g. a Constant node's value).
+  ValueId new_initializer(std::string_view hint, TensorId t);
+  NodeId add_node(std::string_view op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                  std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain = {});
+  void replace_uses(ValueId from, ValueId to);
+  void set_input(NodeId n, size_t i, ValueId v);
+  void kill(NodeId n);
+  bool killed(NodeId n) const { return n.index() < killed_.size() && killed_[n.index()]; }
+  // Removes an initializer (and a graph input of the same value, IR < 4) at commit.
+  void remove_initializer(ValueId v);
+
+  bool empty() const { return rw_.empty() && removed_inits_.empty() && !other_change_; }
+  int64_t commit();
+
+ private:
+  void mark(NodeId n);
+  Rewrite rw_;
+  std::vector<uint32_t> touched_;
+  std::vector<uint8_t> killed_, gained_, read_by_new_;  // read_by_new_: inputs of added nodes
+  uint32_t epoch_ = 1;
+  bool other_change_ = false;
+  std::vector<ValueId> removed_inits_;
+  Delta* delta_ = nullptr;
+  uint32_t values_at_start_ = 0;
+  std::unordered_map<ValueId, ValueId> forwarded_;  // replaced by direct input edits
+  ValueId resolve(ValueId v) const;  // values the use index knows
+  Delta sink_;
+};
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,175 @@
+// eliminate_duplicate_constants — initializers and Constant nodes with identical dtype, dims and
+// bytes are merged (content hash of the mapped bytes, computed in parallel, confirmed with
+// memcmp), then common-subexpression elimination merges nodes with the same op, attributes and
+// inputs (walking in topological order, so a chain of duplicates collapses).            class 0
+#include <tbb/parallel_for.h>
+
+#include <cstring>
+#include <unordered_map>
+
+#include "ir/topo.h"
+#include "passes/edits.h"
+#include "passes/graph_util.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+struct Match {
+  NodeId dup_node;       // a node to merge into `keep_node` (CSE or Constant), or invalid
+  NodeId keep_node;
+  ValueId dup_value;     // an initializer to merge into `keep_value`, or invalid
+  ValueId keep_value;
+};
+
+uint64_t hash_bytes(std::span<const std::byte> b) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ b.size();
+  size_t i = 0;
+  for (; i + 8 <= b.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, b.data() + i, 8);
+    h = (h ^ w) * 0x100000001B3ull;
+    h ^= h >> 29;
+  }
+  for (; i < b.size(); ++i) h = (h ^ static_cast<uint8_t>(b[i])) * 0x100000001B3ull;
+  return h;
+}
+
+bool same_tensor(const TensorStore& ts, TensorId a, TensorId b) {
+  if (ts.dtype(a) != ts.dtype(b)) return false;
+  auto da = ts.dims(a), db = ts.dims(b);
+  if (!std::equal(da.begin(), da.end(), db.begin(), db.end())) return false;
+  auto ba = ts.bytes(a), bb = ts.bytes(b);
+  return ba.size() == bb.size() && (ba.empty() || std::memcmp(ba.data(), bb.data(), ba.size()) == 0);
+}
+
+struct Candidate {
+  ValueId value;   // the constant value
+  NodeId node;     // its Constant node (invalid for an initializer)
+  TensorId tensor;
+  uint64_t hash = 0;
+};
+
+// A cheap key: dtype, dims and 32 sampled 8-byte words. Only tensors whose key collides are
+// hashed in full (random weights almost never collide, so 400 MB of BERT is not read per round).
+uint64_t sample_key(const TensorStore& ts, TensorId t) {
+  uint64_t h = static_cast<uint64_t>(ts.dtype(t)) * 0x9E3779B97F4A7C15ull;
+  for (int64_t d : ts.dims(t)) h = (h ^ static_cast<uint64_t>(d)) * 0x100000001B3ull;
+  auto b = ts.bytes(t);
+  h ^= b.size();
+  if (b.size() <= 256) return h ^ hash_bytes(b);
+  for (size_t k = 0; k < 32; ++k) {
+    size_t at = (b.size() - 8) * k / 31;
+    uint64_t w;
+    std::memcpy(&w, b.data() + at, 8);
+    h = (h ^ w) * 0x100000001B3ull;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+void merge_constants(const Graph& g, const Uses& uses, std::vector<Match>& out, std::vector<ValueId>& canon) {
+  const TensorStore& ts = g.model().tensors;
+  std::vector<Candidate> cands;
+  for (ValueId v : g.initializers())
+    if (g.is_constant(v) && ts.dtype(g.initializer(v)) != DType::String && !uses.is_graph_output(v))
+      cands.push_back({v, NodeId{}, g.initializer(v)});
+  for (NodeId n : g.nodes())
+    if (g.is_op(n, "Constant") && g.output(n, 0).valid() && !uses.is_graph_output(g.output(n, 0))) {
+      TensorId t = constant_tensor(g, g.output(n, 0));
+      if (t.valid() && ts.dtype(t) != DType::String) cands.push_back({g.output(n, 0), n, t});
+    }
+  std::unordered_map<uint64_t, uint32_t> key_count;
+  std::vector<uint64_t> keys(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) ++key_count[keys[i] = sample_key(ts, cands[i].tensor)];
+  tbb::parallel_for(size_t{0}, cands.size(), [&](size_t i) {
+    cands[i].hash = key_count[keys[i]] > 1 ? hash_bytes(ts.bytes(cands[i].tensor)) ^ keys[i] : keys[i];
+  });
+  std::unordered_map<uint64_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    auto& group = groups[cands[i].hash ^ (static_cast<uint64_t>(ts.dtype(cands[i].tensor)) << 56)];
+    bool merged = false;
+    for (size_t k : group) {
+      if (!same_tensor(ts, cands[k].tensor, cands[i].tensor)) continue;
+      // Keep the initializer over a Constant node, else the first.
+      out.push_back({cands[i].node, cands[k].node, cands[i].value, cands[k].value});
+      canon[cands[i].value.index()] = cands[k].value;
+      merged = true;
+      break;
+    }
+    if (!merged) group.push_back(i);
+  }
+}
+
+struct NodeKey {
+  Sym op, domain;
+  std::vector<ValueId> inputs;
+  bool operator==(const NodeKey&) const = default;
+};
+struct NodeKeyHash {
+  size_t operator()(const NodeKey& k) const {
+    size_t h = std::hash<uint32_t>{}(k.op.v) * 31 + k.domain.v;
+    for (ValueId v : k.inputs) h = h * 1000003u + v.v;
+    return h;
+  }
+};
+
+void common_subexpressions(const Graph& g, const Uses& uses, std::vector<Match>& out, std::vector<ValueId>& canon) {
+  auto c = [&](ValueId v) { return v.valid() && canon[v.index()].valid() ? canon[v.index()] : v; };
+  std::unordered_map<NodeKey, std::vector<NodeId>, NodeKeyHash> seen;
+  for (NodeId n : topological_order(g)) {
+    if (g.is_op(n, "Constant") || is_nondeterministic(g, n) || !g.subgraphs(n).empty()) continue;
+    if (feeds_graph_output(g, uses, n)) continue;
+    NodeKey key{g.op_type(n), g.domain(n), {}};
+    for (ValueId v : g.inputs(n)) key.inputs.push_back(c(v));
+    auto& bucket = seen[key];
+    NodeId keep;
+    for (NodeId k : bucket)
+      if (g.outputs(k).size() == g.outputs(n).size() && same_attrs(g, k, n)) {
+        keep = k;
+        break;
+      }
+    if (!keep.valid()) {
+      bucket.push_back(n);
+      continue;
+    }
+    out.push_back({n, keep, ValueId{}, ValueId{}});
+    for (size_t i = 0; i < g.outputs(n).size(); ++i)
+      if (g.output(n, i).valid()) canon[g.output(n, i).index()] = g.output(keep, i);
+  }
+}
+
+std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
+  std::vector<Match> out;
+  std::vector<ValueId> canon(g.value_count());
+  merge_constants(g, uses, out, canon);
+  common_subexpressions(g, uses, out, canon);
+  return out;
+}
+
+bool apply(Edits& e, const Match& m) {
+  Graph& g = e.g;
+  if (m.dup_node.valid() && e.touched_earlier(m.dup_node)) return false;
+  if (m.keep_node.valid() && (e.touched_earlier(m.keep_node) || e.killed(m.keep_node))) return false;
+  if (m.dup_value.valid()) {  // constants
+    e.replace_uses(m.dup_value, m.keep_value);
+    if (m.dup_node.valid()) e.kill(m.dup_node);
+    else e.remove_initializer(m.dup_value);
+    return true;
+  }
+  for (size_t i = 0; i < g.outputs(m.dup_node).size(); ++i)
+    if (g.output(m.dup_node, i).valid()) e.replace_uses(g.output(m.dup_node, i), g.output(m.keep_node, i));
+  e.kill(m.dup_node);
+  return true;
+}
+
+}  // namespace
+
+const Pass& eliminate_duplicate_constants_pass() {
+  static const PassOf<Match> p{"eliminate_duplicate_constants", AccuracyClass::Lossless,
+                               "merge identical initializers/Constants by content hash, and identical nodes (CSE)",
+                               analyze, apply};
+  return p;
+}
+
+}  // namespace onnxforge::passes

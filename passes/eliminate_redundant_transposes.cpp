@@ -1,0 +1,118 @@
+// eliminate_redundant_transposes — Transpose(Transpose(x, p1), p2) becomes x when the composed
+// permutation is the identity and one Transpose otherwise; an identity Transpose is removed; and
+// Transpose → unary elementwise → Transpose that cancels becomes the elementwise op alone. class 0
+#include <numeric>
+
+#include "passes/edits.h"
+#include "passes/graph_util.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+struct Match {
+  NodeId outer, middle, inner;      // middle: elementwise op (invalid for a plain pair)
+  std::vector<int64_t> composed;    // empty: identity
+};
+
+std::optional<std::vector<int64_t>> perm_of(const Graph& g, NodeId t) {
+  auto p = g.attr_ints(t, "perm");
+  if (!p.empty()) return std::vector<int64_t>(p.begin(), p.end());
+  int64_t r = known_rank(g, g.input(t, 0));
+  if (r < 0) return std::nullopt;
+  std::vector<int64_t> rev(r);
+  for (int64_t i = 0; i < r; ++i) rev[i] = r - 1 - i;
+  return rev;
+}
+
+bool is_identity(const std::vector<int64_t>& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+bool elementwise_unary(const Graph& g, NodeId n) {
+  static const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Abs", "Sqrt", "Erf", "Gelu",
+                              "LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus", "Softsign",
+                              "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Not", "Identity"};
+  if (g.inputs(n).size() != 1 || g.outputs(n).size() != 1) return false;
+  for (const char* op : ops)
+    if (g.is_op(n, op)) return true;
+  return false;
+}
+
+std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
+  std::vector<Match> out;
+  for (NodeId t2 : g.nodes()) {
+    if (!g.is_op(t2, "Transpose")) continue;
+    auto p2 = perm_of(g, t2);
+    if (!p2) continue;
+    if (is_identity(*p2)) {
+      ValueId y = g.output(t2, 0), x = g.input(t2, 0);
+      if (uses.is_graph_output(y) && (!g.producer(x).valid() || uses.is_graph_output(x) || g.is_graph_input(x)))
+        continue;
+      out.push_back({t2, {}, {}, {}});
+      continue;
+    }
+    NodeId prev = g.producer(g.input(t2, 0)), middle;
+    if (prev.valid() && elementwise_unary(g, prev) && uses.single(g.input(t2, 0))) {
+      middle = prev;
+      prev = g.producer(g.input(middle, 0));
+      if (!prev.valid() || !uses.single(g.input(middle, 0))) continue;
+    }
+    if (!is(g, prev, "Transpose")) continue;
+    auto p1 = perm_of(g, prev);
+    if (!p1 || p1->size() != p2->size()) continue;
+    std::vector<int64_t> q(p2->size());
+    for (size_t i = 0; i < q.size(); ++i) q[i] = (*p1)[(*p2)[i]];
+    if (middle.valid() && !is_identity(q)) continue;  // pushing through only pays when it cancels
+    out.push_back({t2, middle, prev, is_identity(q) ? std::vector<int64_t>{} : q});
+  }
+  return out;
+}
+
+bool apply(Edits& e, const Match& m) {
+  Graph& g = e.g;
+  if (e.any_touched(m.outer, m.middle, m.inner)) return false;
+  ValueId y = g.output(m.outer, 0);
+  if (!m.inner.valid()) {  // identity transpose
+    e.replace_uses(y, g.input(m.outer, 0));
+    e.kill(m.outer);
+    return true;
+  }
+  ValueId x = g.input(m.inner, 0);
+  NodeId tags[] = {m.outer, m.middle.valid() ? m.middle : m.outer, m.inner};
+  if (m.middle.valid()) {  // T(E(T(x))) with T∘T = id  →  E(x)
+    auto attrs = copy_attrs(g, m.middle);
+    if (!attrs) return false;
+    ValueId r = e.new_value(str(g.value_name(y)));
+    e.add_node(str(g.op_type(m.middle)), {x}, {r}, std::move(*attrs), tags, str(g.domain(m.middle)));
+    e.replace_uses(y, r);
+    e.kill(m.outer);
+    e.kill(m.middle);
+    e.kill(m.inner);
+    return true;
+  }
+  if (m.composed.empty()) {
+    // Cancelling pair. Keep a graph output's name: Rewrite renames or adds an Identity.
+    e.replace_uses(y, x);
+  } else {
+    ValueId r = e.new_value(str(g.value_name(y)));
+    e.add_node("Transpose", {x}, {r}, {NewAttr::Ints("perm", m.composed)}, tags);
+    e.replace_uses(y, r);
+  }
+  e.kill(m.outer);
+  if (e.uses.single(g.output(m.inner, 0))) e.kill(m.inner);
+  return true;
+}
+
+}  // namespace
+
+const Pass& eliminate_redundant_transposes_pass() {
+  static const PassOf<Match> p{"eliminate_redundant_transposes", AccuracyClass::Lossless,
+                               "cancel or compose consecutive Transposes, push through unary elementwise ops",
+                               analyze, apply};
+  return p;
+}
+
+}  // namespace onnxforge::passes

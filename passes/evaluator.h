@@ -1,0 +1,38 @@
+#pragma once
+// The one thing passes need from the runtime: "evaluate this node on these constants".
+// fold_constants receives a NodeEvaluator; runtime_evaluator() adapts rt::evaluate_node.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onnxforge::passes {
+
+// A constant tensor: dtype, dims and bytes, kept alive by `hold` when it owns them.
+struct ConstTensor {
+  DType dtype = DType::Undefined;  // Undefined: an absent optional input
+  std::vector<int64_t> dims;
+  const std::byte* data = nullptr;
+  size_t size = 0;  // bytes
+  std::shared_ptr<const void> hold;
+  bool in_store = false;  // `data` is memory the model's TensorStore owns (adopt it, do not copy)
+  std::span<const std::byte> bytes() const { return {data, size}; }
+};
+
+struct NodeEvaluator {
+  // Whether `evaluate` can run this node (kernel exists, no outer-scope reads...).
+  std::function<bool(const Graph&, NodeId)> supports;
+  // Outputs in order; throws onnxforge::Error when it cannot.
+  std::function<std::vector<ConstTensor>(const Graph&, NodeId, std::span<const ConstTensor>)> evaluate;
+};
+
+// The runtime's kernels (rt::evaluate_node), or nullptr when built without the runtime.
+const NodeEvaluator* runtime_evaluator();
+
+// A view of a stored tensor (initializer or Constant attribute) as a ConstTensor.
+ConstTensor view_of(const Model& m, TensorId t);
+
+}  // namespace onnxforge::passes

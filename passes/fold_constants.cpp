@@ -1,0 +1,343 @@
+// fold_constants — nodes whose inputs are all constant are evaluated with the runtime's kernels
+// and replaced by initializers; independent nodes (one topological level) are evaluated in
+// parallel. Shape/Size of a value with a fully static shape fold without evaluation. Constant
+// nodes become initializers (zero-copy for `value`). Size guard: a fold is kept only if each
+// output is no larger than max(its largest constant input, --fold-size) — folding never
+// inflates the model (OnnxSlim #190, onnxsim #178). A whole constant chain folds in one round:
+// only the values something outside the folded set reads are materialised.           class 1
+#include <tbb/parallel_for.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "ir/topo.h"
+#include "passes/edits.h"
+#include "passes/graph_util.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+struct Fold {
+  NodeId node;
+  std::vector<ConstTensor> outputs;
+  bool keep = false;  // computed for its consumers but not removed (produces a graph output)
+};
+
+struct Plan {
+  std::vector<Fold> folds;
+  std::vector<NodeId> constants;  // Constant nodes to turn into initializers
+};
+
+bool never_fold(const Graph& g, NodeId n) {
+  std::string_view op = str(g.op_type(n));
+  return is_nondeterministic(g, n) || !g.subgraphs(n).empty() || op == "QuantizeLinear" ||
+         op == "DequantizeLinear" || op == "DynamicQuantizeLinear" || op == "Constant" || op.starts_with("Sequence") ||
+         op == "Optional" || op == "OptionalGetElement";
+}
+
+uint64_t numel(const std::vector<int64_t>& d) {
+  uint64_t n = 1;
+  for (int64_t x : d) n *= static_cast<uint64_t>(std::max<int64_t>(x, 0));
+  return n;
+}
+
+ConstTensor int64_tensor(std::vector<int64_t> values, std::vector<int64_t> dims) {
+  auto buf = std::make_shared<std::vector<std::byte>>(to_bytes(values));
+  ConstTensor c;
+  c.dtype = DType::Int64;
+  c.dims = std::move(dims);
+  c.data = buf->data();
+  c.size = buf->size();
+  c.hold = buf;
+  return c;
+}
+
+// Shape / Size of a statically shaped value.
+std::optional<ConstTensor> shape_fold(const Graph& g, NodeId n) {
+  auto dims = static_shape(g, g.input(n, 0));
+  if (!dims) return std::nullopt;
+  if (g.is_op(n, "Size")) return int64_tensor({static_cast<int64_t>(numel(*dims))}, {});
+  int64_t r = static_cast<int64_t>(dims->size());
+  int64_t start = g.attr_int(n, "start", 0), end = g.attr_int(n, "end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, start, r);
+  std::vector<int64_t> v(dims->begin() + start, dims->begin() + end);
+  int64_t len = static_cast<int64_t>(v.size());
+  return int64_tensor(std::move(v), {len});
+}
+
+// Outputs that would obviously exceed the budget are not even evaluated.
+bool too_big_to_try(const Graph& g, NodeId n, const std::vector<const ConstTensor*>& ins, uint64_t budget) {
+  auto ints = [](const ConstTensor* c) {
+    std::vector<int64_t> v;
+    if (!c || c->dtype != DType::Int64) return v;
+    v.resize(c->size / 8);
+    std::memcpy(v.data(), c->data, v.size() * 8);
+    return v;
+  };
+  uint64_t elems = 0;
+  if (g.is_op(n, "ConstantOfShape")) elems = numel(ints(ins[0]));
+  else if (g.is_op(n, "Expand") && ins.size() > 1 && ins[1]) {
+    auto s = ints(ins[1]);
+    elems = std::max(numel(s), numel(ins[0]->dims));
+    elems = std::max(elems, numel(s) * std::max<uint64_t>(1, numel(ins[0]->dims)));  // pessimistic
+  } else if (g.is_op(n, "Tile") && ins.size() > 1 && ins[1]) elems = numel(ins[0]->dims) * numel(ints(ins[1]));
+  else return false;
+  return elems * 8 > budget;
+}
+
+// Weight transposes (Linear layers exported as MatMul(x, Transpose(W))) are most of what a
+// transformer folds: a cache-blocked 2-D transpose for them, the runtime for everything else.
+bool fast_transposable(const Graph& g, NodeId n, const ConstTensor& x) {
+  if (!g.is_op(n, "Transpose") || x.dims.size() != 2) return false;
+  auto perm = g.attr_ints(n, "perm");
+  return perm.empty() || (perm.size() == 2 && perm[0] == 1 && perm[1] == 0);
+}
+
+// `dst` (x.size bytes) is memory of the model's TensorStore reserved before the parallel level.
+std::optional<ConstTensor> fast_transpose(const Graph& g, NodeId n, const ConstTensor& x, std::byte* dst_bytes) {
+  if (!dst_bytes || !fast_transposable(g, n, x)) return std::nullopt;
+  size_t es = 0;
+  switch (x.dtype) {
+    case DType::Float: case DType::Int32: case DType::Uint32: es = 4; break;
+    case DType::Double: case DType::Int64: case DType::Uint64: es = 8; break;
+    case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::Uint16: es = 2; break;
+    default: return std::nullopt;
+  }
+  const int64_t rows = x.dims[0], cols = x.dims[1];
+  if (x.size != static_cast<size_t>(rows * cols) * es) return std::nullopt;
+  constexpr int64_t B = 8;  // 8 rows: strided writes stay within L1 associativity
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = reinterpret_cast<const T*>(x.data);
+    T* dst = reinterpret_cast<T*>(dst_bytes);
+    tbb::parallel_for(int64_t{0}, (rows + B - 1) / B, [&](int64_t bi) {
+      for (int64_t j0 = 0; j0 < cols; j0 += B)
+        for (int64_t i = bi * B; i < std::min(rows, bi * B + B); ++i)
+          for (int64_t j = j0; j < std::min(cols, j0 + B); ++j) {
+            T v;
+            std::memcpy(&v, src + i * cols + j, sizeof(T));
+            dst[j * rows + i] = v;
+          }
+    });
+  };
+  if (es == 4) run(uint32_t{});
+  else if (es == 8) run(uint64_t{});
+  else run(uint16_t{});
+  ConstTensor c;
+  c.dtype = x.dtype;
+  c.dims = {cols, rows};
+  c.data = dst_bytes;
+  c.size = x.size;
+  c.in_store = true;
+  return c;
+}
+
+Plan analyze_plan(const Graph& g, const Uses& uses, const PassOptions& o) {
+  Plan plan;
+  const Model& m = g.model();
+  std::vector<ConstTensor> known(g.value_count());
+  std::vector<uint8_t> has(g.value_count(), 0);
+  for (ValueId v : g.initializers())
+    if (g.is_constant(v) && m.tensors.dtype(g.initializer(v)) != DType::String) {
+      known[v.index()] = view_of(m, g.initializer(v));
+      has[v.index()] = 1;
+    }
+  std::vector<NodeId> order = topological_order(g);
+  // Candidates by level: level 0 reads only existing constants.
+  std::vector<int> level(g.node_capacity(), -1);
+  std::vector<std::vector<NodeId>> levels;
+  std::vector<uint8_t> will_have(has);
+  for (NodeId n : order) {
+    if (g.is_op(n, "Constant")) {
+      TensorId t = constant_tensor(g, g.output(n, 0));
+      bool graph_out = feeds_graph_output(g, uses, n);
+      if (!graph_out) plan.constants.push_back(n);
+      if (t.valid() && m.tensors.dtype(t) != DType::String) {
+        known[g.output(n, 0).index()] = view_of(m, t);
+        has[g.output(n, 0).index()] = will_have[g.output(n, 0).index()] = 1;
+      }
+      continue;
+    }
+    if (never_fold(g, n)) continue;
+    bool shape_only = (g.is_op(n, "Shape") || g.is_op(n, "Size")) && static_shape(g, g.input(n, 0));
+    int lv = 0;
+    bool ok = true;
+    if (!shape_only) {
+      for (ValueId v : g.inputs(n)) {
+        if (!v.valid()) continue;
+        if (!will_have[v.index()]) { ok = false; break; }
+        NodeId p = g.producer(v);
+        if (p.valid() && level[p.index()] >= 0) lv = std::max(lv, level[p.index()] + 1);
+      }
+      if (ok && (!o.evaluator || !o.evaluator->supports(g, n))) ok = false;
+    }
+    if (!ok) continue;
+    level[n.index()] = lv;
+    if (levels.size() <= static_cast<size_t>(lv)) levels.resize(lv + 1);
+    levels[lv].push_back(n);
+    for (ValueId v : g.outputs(n))
+      if (v.valid()) will_have[v.index()] = 1;
+  }
+  std::vector<Fold> results(g.node_capacity());
+  std::vector<uint8_t> done(g.node_capacity(), 0);
+  // Large weight transposes write straight into memory of the model's tensor store, so apply
+  // adopts them without a second copy (TinyLlama: 4 GB). Reserving is serial; this is the only
+  // write analyze makes, to the store's private list of owned buffers, which no other analysis
+  // reads. (Request: a TensorStore API to adopt an external buffer.)
+  TensorStore& store = const_cast<Model&>(m).tensors;
+  std::vector<std::byte*> reserved(g.node_capacity(), nullptr);
+  for (const auto& nodes : levels) {
+    for (NodeId n : nodes) {
+      ValueId x = g.input(n, 0);
+      if (x.valid() && has[x.index()] && known[x.index()].size >= (uint64_t{1} << 20) &&
+          fast_transposable(g, n, known[x.index()]))
+        reserved[n.index()] = store.allocate(known[x.index()].size).data();
+    }
+    tbb::parallel_for(size_t{0}, nodes.size(), [&](size_t i) {
+      NodeId n = nodes[i];
+      std::vector<ConstTensor> outs;
+      if ((g.is_op(n, "Shape") || g.is_op(n, "Size")) && static_shape(g, g.input(n, 0))) {
+        outs.push_back(*shape_fold(g, n));
+      } else {
+        std::vector<ConstTensor> ins;
+        std::vector<const ConstTensor*> ptrs;
+        uint64_t largest = 0;
+        for (ValueId v : g.inputs(n)) {
+          if (!v.valid()) {
+            ins.emplace_back();
+            ptrs.push_back(nullptr);
+            continue;
+          }
+          if (!has[v.index()]) return;  // a producer's fold failed
+          ins.push_back(known[v.index()]);
+          ptrs.push_back(&known[v.index()]);
+          largest = std::max<uint64_t>(largest, known[v.index()].size);
+        }
+        uint64_t budget = std::max(largest, o.fold_size);
+        if (too_big_to_try(g, n, ptrs, budget)) return;
+        try {
+          auto t0 = std::chrono::steady_clock::now();
+          if (auto t = fast_transpose(g, n, ins[0], reserved[n.index()])) outs.push_back(std::move(*t));
+          else outs = o.evaluator->evaluate(g, n, ins);
+          static const bool trace = std::getenv("ONNXFORGE_TRACE_FOLD") != nullptr;
+          if (trace)
+            std::fprintf(stderr, "fold %s %s %.3f ms\n", std::string(str(g.op_type(n))).c_str(),
+                         std::string(str(g.node_name(n))).c_str(),
+                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        } catch (const std::exception&) {
+          return;  // unsupported case or bad input: leave the node alone
+        }
+        for (const ConstTensor& c : outs)
+          if (c.size > budget) return;
+      }
+      if (outs.size() < g.outputs(n).size()) return;
+      for (size_t k = 0; k < g.outputs(n).size(); ++k)
+        if (g.output(n, k).valid() && outs[k].dtype == DType::Undefined) return;
+      results[n.index()] = Fold{n, std::move(outs), feeds_graph_output(g, uses, n)};
+      done[n.index()] = 1;
+    });
+    for (NodeId n : nodes) {
+      if (!done[n.index()]) continue;
+      for (size_t k = 0; k < g.outputs(n).size(); ++k)
+        if (ValueId v = g.output(n, k); v.valid()) {
+          known[v.index()] = results[n.index()].outputs[k];
+          has[v.index()] = 1;
+        }
+    }
+  }
+  for (NodeId n : order)
+    if (done[n.index()]) plan.folds.push_back(std::move(results[n.index()]));
+  return plan;
+}
+
+std::vector<Plan> analyze(const Graph& g, const Uses& uses, const PassOptions& o) {
+  Plan p = analyze_plan(g, uses, o);
+  if (p.folds.empty() && p.constants.empty()) return {};
+  std::vector<Plan> out;
+  out.push_back(std::move(p));
+  return out;
+}
+
+// A Constant node's tensor: `value` as stored, or the scalar/list attribute forms.
+TensorId constant_node_tensor(Graph& g, NodeId n) {
+  if (const Attr* a = g.attr(n, "value"); a && a->type == AttrType::Tensor) return a->tensor;
+  TensorStore& ts = g.model().tensors;
+  auto bytes = [](const auto* p, size_t n) { return std::span<const std::byte>(reinterpret_cast<const std::byte*>(p), n); };
+  if (const Attr* a = g.attr(n, "value_float"); a && a->type == AttrType::Float)
+    return ts.add_owned(Sym{}, DType::Float, {}, bytes(&a->f, 4));
+  if (const Attr* a = g.attr(n, "value_int"); a && a->type == AttrType::Int)
+    return ts.add_owned(Sym{}, DType::Int64, {}, bytes(&a->i, 8));
+  if (const Attr* a = g.attr(n, "value_floats"); a && a->type == AttrType::Floats) {
+    auto v = g.floats(*a);
+    int64_t len = static_cast<int64_t>(v.size());
+    return ts.add_owned(Sym{}, DType::Float, std::span<const int64_t>(&len, 1), bytes(v.data(), v.size() * 4));
+  }
+  if (const Attr* a = g.attr(n, "value_ints"); a && a->type == AttrType::Ints) {
+    auto v = g.ints(*a);
+    int64_t len = static_cast<int64_t>(v.size());
+    return ts.add_owned(Sym{}, DType::Int64, std::span<const int64_t>(&len, 1), bytes(v.data(), v.size() * 8));
+  }
+  return {};
+}
+
+bool apply(Edits& e, const Plan& p) {
+  Graph& g = e.g;
+  std::unordered_set<uint32_t> removed;
+  for (const Fold& f : p.folds)
+    if (!f.keep && !e.touched(f.node)) removed.insert(f.node.index());
+  for (NodeId n : p.constants)
+    if (!e.touched(n)) removed.insert(n.index());
+  auto read_outside = [&](ValueId v) {
+    for (const Use& u : e.uses.of(v))
+      if (u.slot == Use::kImplicit || !removed.count(u.node.index())) return true;
+    return false;
+  };
+  bool any = false;
+  for (NodeId n : p.constants) {
+    if (!removed.count(n.index())) continue;
+    ValueId y = g.output(n, 0);
+    if (read_outside(y)) {
+      TensorId t = constant_node_tensor(g, n);
+      if (!t.valid()) {
+        removed.erase(n.index());
+        continue;
+      }
+      e.replace_uses(y, e.new_initializer(str(g.value_name(y)), t));
+    }
+    e.kill(n);
+    any = true;
+  }
+  for (const Fold& f : p.folds) {
+    if (!removed.count(f.node.index())) continue;
+    for (size_t k = 0; k < g.outputs(f.node).size(); ++k) {
+      ValueId y = g.output(f.node, k);
+      if (!y.valid() || !read_outside(y)) continue;
+      const ConstTensor& c = f.outputs[k];
+      ValueId v = c.in_store ? e.adopt_constant(str(g.value_name(y)), c.dtype, c.dims, c.bytes())
+                             : e.new_constant(str(g.value_name(y)), c.dtype, c.dims, c.bytes());
+      e.replace_uses(y, v);
+    }
+    e.kill(f.node);
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
+const Pass& fold_constants_pass() {
+  static const PassOf<Plan> p{"fold_constants", AccuracyClass::FloatBounded,
+                              "evaluate constant subgraphs (size-guarded), Shape of static shapes, Constant → initializer",
+                              analyze, apply};
+  return p;
+}
+
+}  // namespace onnxforge::passes

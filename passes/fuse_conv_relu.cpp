@@ -1,0 +1,81 @@
+// fuse_conv_relu — Conv → Relu/Clip/LeakyRelu/Sigmoid... pairs stay two standard nodes (see
+// passes/README.md, Experiment 05: every single-node encoding ONNX Runtime accepts is either
+// non-standard or loses the fusion); the pass records the pair on the Conv as node metadata
+// `onnxforge.epilogue = <activation op>`, which the runtime's plan fuses into the convolution's
+// epilogue and other tools ignore. It also removes activations made redundant by the one
+// before: Relu(Relu(x)), Relu(Clip(x, min >= 0)).                                      class 0
+#include "passes/edits.h"
+#include "passes/graph_util.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+constexpr std::string_view kKey = "onnxforge.epilogue";
+
+struct Match {
+  NodeId conv;  // annotate conv with act's op type
+  NodeId act;   // or: remove `act` (a redundant Relu) when conv is invalid
+};
+
+bool epilogue_activation(const Graph& g, NodeId n) {
+  return is(g, n, "Relu") || is(g, n, "Clip") || is(g, n, "LeakyRelu") || is(g, n, "Sigmoid") ||
+         is(g, n, "HardSigmoid") || is(g, n, "HardSwish") || is(g, n, "Tanh");
+}
+
+bool clip_nonnegative(const Graph& g, NodeId clip) {
+  if (g.model().opset("") < 11) return g.attr_float(clip, "min", -1) >= 0;
+  auto v = constant_values(g, g.input(clip, 1));
+  return v && v->size() == 1 && (*v)[0] >= 0;
+}
+
+std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
+  std::vector<Match> out;
+  for (NodeId n : g.nodes()) {
+    if (g.is_op(n, "Relu")) {
+      NodeId prev = g.producer(g.input(n, 0));
+      bool redundant = is(g, prev, "Relu") || (is(g, prev, "Clip") && clip_nonnegative(g, prev));
+      ValueId y = g.output(n, 0);
+      bool keeps_name = !uses.is_graph_output(y) || !uses.is_graph_output(g.input(n, 0));
+      if (redundant && keeps_name) {
+        out.push_back({NodeId{}, n});
+        continue;
+      }
+    }
+    if (!is(g, n, "Conv") && !is(g, n, "ConvTranspose")) continue;
+    NodeId act = single_consumer(g, uses, g.output(n, 0));
+    if (!act.valid() || !epilogue_activation(g, act)) continue;
+    if (g.metadata_value(n, kKey) == str(g.op_type(act))) continue;  // already recorded
+    out.push_back({n, act});
+  }
+  return out;
+}
+
+bool apply(Edits& e, const Match& m) {
+  Graph& g = e.g;
+  if (!m.conv.valid()) {
+    if (e.any_touched(m.act, g.producer(g.input(m.act, 0)))) return false;
+    e.replace_uses(g.output(m.act, 0), g.input(m.act, 0));
+    e.kill(m.act);
+    return true;
+  }
+  if (e.any_touched(m.conv, m.act)) return false;
+  std::vector<MetadataEntry> meta;
+  for (const MetadataEntry& x : g.metadata(m.conv))
+    if (str(x.key) != kKey) meta.push_back(x);
+  meta.push_back({intern(kKey), g.op_type(m.act)});
+  g.set_metadata(m.conv, meta);
+  e.note_change();
+  return true;
+}
+
+}  // namespace
+
+const Pass& fuse_conv_relu_pass() {
+  static const PassOf<Match> p{"fuse_conv_relu", AccuracyClass::Lossless,
+                               "mark Conv+activation pairs for epilogue fusion (standard graph), drop redundant Relus",
+                               analyze, apply};
+  return p;
+}
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,89 @@
+#pragma once
+// A pass: a name, an accuracy class, a read-only `analyze` that returns matches and an `apply`
+// that turns one match into edits. Each pass lives in its own file and is listed in registry.cpp.
+//
+//   struct Match { NodeId conv, bn; };
+//   std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions& o);  // parallel-safe
+//   bool apply(Edits& e, const Match& m);   // serial; returns false when the match went stale
+//   const Pass& fuse_conv_batchnorm_pass() {
+//     static const PassOf<Match> p{"fuse_conv_batchnorm", AccuracyClass::FloatBounded, "...", analyze, apply};
+//     return p;
+//   }
+//
+// `analyze` runs on a snapshot of the graph taken at the start of a round, concurrently with the
+// other passes' analyses. `apply` runs serially in pipeline order; a match whose nodes an earlier
+// match of the same round touched must return false (Edits::touched) and is found again next round.
+#include <any>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/uses.h"
+#include "passes/evaluator.h"
+
+namespace onnxforge::passes {
+
+// 0: provably lossless (bit-identical outputs); 1: float-bounded (rounding differences only);
+// 2: empirically safe.
+enum class AccuracyClass : int { Lossless = 0, FloatBounded = 1, EmpiricallySafe = 2 };
+const char* accuracy_name(AccuracyClass c);
+// Tolerance of a pass class for verification: max |a-b| <= abs + rel*|a|.
+struct Tolerance {
+  double abs = 0, rel = 0;
+};
+Tolerance tolerance_of(AccuracyClass c);
+
+struct PassOptions {
+  uint64_t fold_size = uint64_t{1} << 20;   // folds may grow a constant up to max(inputs, this)
+  std::map<std::string, int64_t> dims;      // --dim name=N: symbolic dims fixed to a value
+  const NodeEvaluator* evaluator = nullptr;  // constant folding; null = no numeric folding
+};
+
+class Edits;
+
+class Pass {
+ public:
+  Pass(std::string name, AccuracyClass accuracy, std::string summary)
+      : name_(std::move(name)), summary_(std::move(summary)), accuracy_(accuracy) {}
+  virtual ~Pass() = default;
+  const std::string& name() const { return name_; }
+  const std::string& summary() const { return summary_; }
+  AccuracyClass accuracy() const { return accuracy_; }
+
+  // Read-only: the matches, type-erased. Must not modify anything (runs concurrently).
+  virtual std::any analyze(const Graph& g, const Uses& uses, const PassOptions& o) const = 0;
+  virtual size_t match_count(const std::any& matches) const = 0;
+  // Serial: applies every still-valid match; returns how many were applied.
+  virtual size_t apply(Edits& e, const std::any& matches) const = 0;
+
+ private:
+  std::string name_, summary_;
+  AccuracyClass accuracy_;
+};
+
+template <class M>
+class PassOf final : public Pass {
+ public:
+  using AnalyzeFn = std::vector<M> (*)(const Graph&, const Uses&, const PassOptions&);
+  using ApplyFn = bool (*)(Edits&, const M&);
+  PassOf(std::string name, AccuracyClass c, std::string summary, AnalyzeFn a, ApplyFn f)
+      : Pass(std::move(name), c, std::move(summary)), analyze_(a), apply_(f) {}
+  std::any analyze(const Graph& g, const Uses& uses, const PassOptions& o) const override {
+    return std::any(analyze_(g, uses, o));
+  }
+  size_t match_count(const std::any& m) const override { return std::any_cast<const std::vector<M>&>(m).size(); }
+  size_t apply(Edits& e, const std::any& m) const override {
+    size_t n = 0;
+    for (const M& match : std::any_cast<const std::vector<M>&>(m)) n += apply_(e, match) ? 1 : 0;
+    return n;
+  }
+
+ private:
+  AnalyzeFn analyze_;
+  ApplyFn apply_;
+};
+
+}  // namespace onnxforge::passes

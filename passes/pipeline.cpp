@@ -1,0 +1,90 @@
+#include "passes/pipeline.h"
+
+#include <algorithm>
+
+#include "io/model_io.h"
+#include "ir/error.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+
+std::vector<const Pass*> select_passes(const std::vector<std::string>& only, const std::vector<std::string>& skip) {
+  auto known = [](const std::string& n) {
+    if (find_pass(n)) return;
+    std::string list;
+    for (const Pass* p : all_passes()) list += " " + p->name();
+    fail("unknown pass '", n, "'; passes are:", list);
+  };
+  for (const auto& n : only) known(n);
+  for (const auto& n : skip) known(n);
+  std::vector<const Pass*> out;
+  for (const Pass* p : all_passes()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), p->name()) == only.end()) continue;
+    if (std::find(skip.begin(), skip.end(), p->name()) != skip.end()) continue;
+    out.push_back(p);
+  }
+  return out;
+}
+
+nlohmann::json stats_json(const RunResult& r) {
+  nlohmann::json j;
+  auto size = [](const ModelSize& s) { return nlohmann::json{{"nodes", s.nodes}, {"initializers", s.initializers}, {"initializer_bytes", s.bytes}}; };
+  j["before"] = size(r.before);
+  j["after"] = size(r.after);
+  j["rounds"] = r.rounds;
+  j["seconds"] = r.seconds;
+  j["worst_accuracy_class"] = static_cast<int>(r.worst);
+  for (const PassStats& s : r.passes)
+    j["passes"].push_back({{"name", s.name},
+                           {"accuracy_class", static_cast<int>(s.accuracy)},
+                           {"nodes_removed", s.removed.nodes},
+                           {"initializers_removed", s.removed.initializers},
+                           {"bytes_removed", s.removed.bytes},
+                           {"matches_applied", s.applied},
+                           {"rounds", s.rounds},
+                           {"analyze_seconds", s.analyze_seconds},
+                           {"apply_seconds", s.apply_seconds}});
+  return j;
+}
+
+nlohmann::json verify_json(const VerifyResult& v) {
+  nlohmann::json j{{"ok", v.ok}, {"max_diff", v.max_diff}};
+  if (!v.error.empty()) j["error"] = v.error;
+  for (const OutputDiff& d : v.outputs)
+    j["outputs"].push_back({{"name", d.name}, {"max_abs", d.max_abs}, {"max_rel", d.max_rel}, {"ok", d.ok}, {"problem", d.problem}});
+  return j;
+}
+
+int first_breaking_pass(const std::filesystem::path& path, const std::vector<const Pass*>& passes,
+                        const RunOptions& options, const Reference& ref, VerifyResult* failure) {
+  auto model = load_model(path);
+  specialise_dims(*model, options.pass.dims);
+  AccuracyClass worst = AccuracyClass::Lossless;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const Pass* one[] = {passes[i]};
+    RunResult r = run_passes(*model, one, options);
+    if (r.passes[0].applied == 0) continue;
+    if (static_cast<int>(passes[i]->accuracy()) > static_cast<int>(worst)) worst = passes[i]->accuracy();
+    VerifyResult v = ref.check(*model, tolerance_of(worst));
+    if (!v.ok) {
+      if (failure) *failure = v;
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+uint64_t parse_size(const std::string& s) {
+  if (s.empty()) fail("empty size");
+  size_t pos = 0;
+  double v = std::stod(s, &pos);
+  std::string unit = s.substr(pos);
+  double mul = 1;
+  if (unit == "k" || unit == "K" || unit == "KiB") mul = 1024;
+  else if (unit == "m" || unit == "M" || unit == "MiB") mul = 1024.0 * 1024;
+  else if (unit == "g" || unit == "G" || unit == "GiB") mul = 1024.0 * 1024 * 1024;
+  else if (!unit.empty()) fail("cannot read size '", s, "' (use a number with an optional K, M or G)");
+  return static_cast<uint64_t>(v * mul);
+}
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,46 @@
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+
+const std::vector<const Pass*>& all_passes() {
+  static const std::vector<const Pass*> list = {
+      &fold_constants_pass(),
+      &simplify_shape_chains_pass(),
+      &eliminate_identity_ops_pass(),
+      &eliminate_redundant_transposes_pass(),
+      &cleanup_attention_pass(),
+      &fuse_conv_batchnorm_pass(),
+      &fuse_conv_relu_pass(),
+      &fuse_matmul_add_pass(),
+      &eliminate_duplicate_constants_pass(),
+      &eliminate_dead_nodes_pass(),
+      &eliminate_unused_initializers_pass(),
+  };
+  return list;
+}
+
+const Pass* find_pass(std::string_view name) {
+  for (const Pass* p : all_passes())
+    if (p->name() == name) return p;
+  return nullptr;
+}
+
+const char* accuracy_name(AccuracyClass c) {
+  switch (c) {
+    case AccuracyClass::Lossless: return "lossless";
+    case AccuracyClass::FloatBounded: return "float-bounded";
+    case AccuracyClass::EmpiricallySafe: return "empirical";
+  }
+  return "?";
+}
+
+Tolerance tolerance_of(AccuracyClass c) {
+  switch (c) {
+    case AccuracyClass::Lossless: return {0, 0};
+    case AccuracyClass::FloatBounded: return {1e-4, 1e-3};
+    case AccuracyClass::EmpiricallySafe: return {1e-3, 1e-2};
+  }
+  return {};
+}
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,26 @@
+#pragma once
+// Every pass, in pipeline order (the order `optimize` runs them by default).
+#include <string_view>
+#include <vector>
+
+#include "passes/pass.h"
+
+namespace onnxforge::passes {
+
+const std::vector<const Pass*>& all_passes();
+const Pass* find_pass(std::string_view name);  // nullptr when unknown
+
+// One accessor per pass file.
+const Pass& fold_constants_pass();
+const Pass& simplify_shape_chains_pass();
+const Pass& eliminate_identity_ops_pass();
+const Pass& eliminate_redundant_transposes_pass();
+const Pass& cleanup_attention_pass();
+const Pass& fuse_conv_batchnorm_pass();
+const Pass& fuse_conv_relu_pass();
+const Pass& fuse_matmul_add_pass();
+const Pass& eliminate_duplicate_constants_pass();
+const Pass& eliminate_dead_nodes_pass();
+const Pass& eliminate_unused_initializers_pass();
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,50 @@
+#pragma once
+// Verification of an optimized model against its original through the runtime: deterministic
+// inputs per seed (from each input's name, type and shape), both models run on them, per-output
+// max abs/rel diff against a tolerance. Seeds run in parallel.
+// (Switch to runtime/verify.h once it exists: the interface here is what optimize needs.)
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/pass.h"
+
+namespace onnxforge::passes {
+
+struct VerifyOptions {
+  int seeds = 3;
+  std::map<std::string, int64_t> dims;  // symbolic dim values (default: batch-like 1, others 16)
+};
+
+struct OutputDiff {
+  std::string name;
+  double max_abs = 0, max_rel = 0;
+  bool ok = true;
+  std::string problem;  // shape/dtype mismatch, NaN where the original has a number...
+};
+
+struct VerifyResult {
+  bool ok = true;
+  double max_diff = 0;  // max over outputs and seeds
+  std::vector<OutputDiff> outputs;
+  std::string error;    // the candidate could not be run
+};
+
+// The original model's inputs and outputs for every seed, computed once.
+class Reference {
+ public:
+  Reference(const Model& original, const VerifyOptions& options);
+  ~Reference();
+  VerifyResult check(const Model& candidate, Tolerance tol) const;
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether the runtime is linked in (verification and folding need it).
+bool runtime_available();
+
+}  // namespace onnxforge::passes
