@@ -1,0 +1,67 @@
+// GEMM throughput of onnxforge::simd (active ISA, or ONNXFORGE_ISA) on BERT-base shapes and
+// 1024^3, with 1 and 2 threads, plain and with pre-packed B. Compare with bench_fma_peak.
+//
+//   ./build-simd/perf/bench_simd_gemm
+#include <benchmark/benchmark.h>
+#include <tbb/task_arena.h>
+
+#include <cstddef>
+#include <random>
+#include <vector>
+
+#include "simd/simd.h"
+
+namespace {
+
+using onnxforge::simd::gemm;
+using onnxforge::simd::gemm_packed;
+using onnxforge::simd::pack_b;
+
+std::vector<float> random_vector(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Args: M, N, K, threads, packed (0/1).
+void BM_Gemm(benchmark::State& state) {
+  const auto M = static_cast<std::size_t>(state.range(0)), N = static_cast<std::size_t>(state.range(1)),
+             K = static_cast<std::size_t>(state.range(2));
+  const int threads = static_cast<int>(state.range(3));
+  const bool packed = state.range(4) != 0;
+  const std::vector<float> a = random_vector(M * K, 1), b = random_vector(K * N, 2);
+  std::vector<float> c(M * N);
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    const onnxforge::simd::PackedB pb = packed ? pack_b(false, K, N, b.data(), N) : onnxforge::simd::PackedB{};
+    for (auto _ : state) {
+      if (packed) {
+        gemm_packed(false, M, 1.f, a.data(), K, pb, 0.f, c.data(), N);
+      } else {
+        gemm(false, false, M, N, K, 1.f, a.data(), K, b.data(), N, 0.f, c.data(), N);
+      }
+      benchmark::ClobberMemory();
+    }
+  });
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9 * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(onnxforge::simd::active_isa());
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K", "threads", "packed"});
+  for (int packed : {0, 1})
+    for (int threads : {1, 2}) {
+      b->Args({128, 768, 768, threads, packed});
+      b->Args({128, 3072, 768, threads, packed});
+      b->Args({1024, 1024, 1024, threads, packed});
+    }
+}
+
+BENCHMARK(BM_Gemm)->Apply(shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,186 @@
+#include "runtime/inputs.h"
+
+#include <cmath>
+#include <random>
+
+#include "ir/error.h"
+#include "ir/uses.h"
+
+namespace onnxforge::rt {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+bool has(const std::string& s, std::initializer_list<const char*> parts) {
+  for (const char* p : parts)
+    if (s.find(p) != std::string::npos) return true;
+  return false;
+}
+
+// Rows of the embedding table a token-id input indexes, following Cast/Reshape/Unsqueeze...
+int64_t vocab_of(const Graph& g, const Uses& uses, ValueId v, int depth = 0) {
+  if (depth > 4) return 0;
+  int64_t best = 0;
+  for (const Use& u : uses.of(v)) {
+    if (u.slot == Use::kImplicit) continue;
+    NodeId n = u.node;
+    if ((g.is_op(n, "Gather") && u.slot == 1 && g.attr_int(n, "axis", 0) == 0) ||
+        (g.is_op(n, "GatherElements") && u.slot == 1)) {
+      ValueId data = g.input(n, 0);
+      if (g.is_initializer(data)) {
+        auto dims = g.model().tensors.dims(g.initializer(data));
+        if (!dims.empty()) best = best ? std::min(best, dims[0]) : dims[0];
+      }
+    } else if (g.is_op(n, "Cast") || g.is_op(n, "Reshape") || g.is_op(n, "Unsqueeze") || g.is_op(n, "Squeeze") ||
+               g.is_op(n, "Flatten") || g.is_op(n, "Identity")) {
+      if (u.slot == 0)
+        if (int64_t r = vocab_of(g, uses, g.output(n, 0), depth + 1)) best = best ? std::min(best, r) : r;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const std::map<std::string, int64_t>& dims) {
+  InputPlan plan;
+  Uses uses(g);
+  std::map<std::string, int64_t> chosen;
+  for (ValueId v : values) {
+    InputSpec s;
+    s.name = std::string(str(g.value_name(v)));
+    s.value = v;
+    s.dtype = g.dtype(v) == DType::Undefined ? DType::Float : g.dtype(v);
+    if (!g.has_shape(v)) fail("input '", s.name, "' has no shape in the model; give it with --input ", s.name, "=FILE");
+    auto shape = g.shape(v);
+    for (size_t i = 0; i < shape.size(); ++i) {
+      const Dim& d = shape[i];
+      if (d.known()) {
+        s.shape.push_back(d.value);
+        continue;
+      }
+      std::string key = d.param.empty() ? s.name + ":" + std::to_string(i) : std::string(str(d.param));
+      int64_t val;
+      if (auto it = dims.find(key); it != dims.end()) val = it->second;
+      else if (auto it2 = dims.find(s.name + ":" + std::to_string(i)); it2 != dims.end()) val = it2->second;
+      else if (auto it3 = chosen.find(key); it3 != chosen.end()) val = it3->second;
+      else {
+        std::string k = lower(key);
+        if (has(k, {"batch"})) val = 1;
+        else if (has(k, {"seq", "len", "token", "position", "time", "frame"})) val = 128;
+        else val = (d.param.empty() && i == 0) ? 1 : (d.param.empty() ? 128 : 1);
+        if (!chosen.count(key))
+          plan.notes.push_back("dim '" + key + "' = " + std::to_string(val) + " (default; set with --dim " + key + "=N)");
+      }
+      chosen[key] = val;
+      s.shape.push_back(val);
+    }
+    const std::string n = lower(s.name);
+    if (s.dtype == DType::Bool) s.kind = InputSpec::Kind::True;
+    else if (is_float_dtype(s.dtype)) s.kind = has(n, {"mask"}) ? InputSpec::Kind::Ones : InputSpec::Kind::Normal;
+    else if (has(n, {"mask"})) s.kind = InputSpec::Kind::Ones;
+    else if (has(n, {"position", "pos_id"})) s.kind = InputSpec::Kind::Positions;
+    else if (has(n, {"token_type", "segment"})) s.kind = InputSpec::Kind::Zeros;
+    else {
+      s.kind = InputSpec::Kind::TokenIds;
+      s.id_range = vocab_of(g, uses, v);
+      if (!s.id_range) {
+        s.id_range = 2;
+        plan.notes.push_back("input '" + s.name + "': integer input not read by an embedding table; values in [0, 2)");
+      }
+    }
+    plan.inputs.push_back(std::move(s));
+  }
+  return plan;
+}
+
+std::vector<Tensor> make_inputs(const InputPlan& plan, uint64_t seed) {
+  std::vector<Tensor> out;
+  for (const InputSpec& s : plan.inputs) {
+    uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
+    for (char c : s.name) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    std::mt19937_64 rng(h);
+    const int64_t n = numel(s.shape);
+    std::vector<double> v(static_cast<size_t>(n));
+    switch (s.kind) {
+      case InputSpec::Kind::Normal: {
+        // Box-Muller on our own uniform draws: identical on every platform and library.
+        for (int64_t i = 0; i < n; i += 2) {
+          double u1 = (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53, u2 = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+          double r = std::sqrt(-2 * std::log(u1));
+          v[static_cast<size_t>(i)] = r * std::cos(2 * M_PI * u2);
+          if (i + 1 < n) v[static_cast<size_t>(i + 1)] = r * std::sin(2 * M_PI * u2);
+        }
+        break;
+      }
+      case InputSpec::Kind::TokenIds:
+        for (auto& x : v) x = static_cast<double>(rng() % static_cast<uint64_t>(s.id_range));
+        break;
+      case InputSpec::Kind::Ones: case InputSpec::Kind::True: std::fill(v.begin(), v.end(), 1.0); break;
+      case InputSpec::Kind::Zeros: break;
+      case InputSpec::Kind::Positions: {
+        const int64_t last = s.shape.empty() ? 1 : std::max<int64_t>(s.shape.back(), 1);
+        for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i % last);
+        break;
+      }
+    }
+    Tensor t = Tensor::alloc(s.dtype, s.shape);
+    cast_into(Tensor::view(DType::Double, s.shape, v.data()), t);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace onnxforge::rt
+
+#include "runtime/tensor_io.h"
+
+namespace onnxforge::rt {
+
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& s : specs) {
+    auto eq = s.rfind('=');
+    if (eq == std::string::npos || eq == 0) fail("--dim '", s, "': expected NAME=VALUE");
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(s.substr(eq + 1), &used);
+      if (used != s.size() - eq - 1 || v < 0) throw std::invalid_argument("");
+      out[s.substr(0, eq)] = v;
+    } catch (const std::exception&) {
+      fail("--dim '", s, "': the value must be a non-negative integer");
+    }
+  }
+  return out;
+}
+
+void override_inputs(const InputPlan& plan, std::vector<Tensor>& inputs, const std::vector<std::string>& specs) {
+  for (const std::string& s : specs) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos) fail("--input '", s, "': expected NAME=FILE");
+    std::string name = s.substr(0, eq), file = s.substr(eq + 1);
+    size_t i = 0;
+    while (i < plan.inputs.size() && plan.inputs[i].name != name) ++i;
+    if (i == plan.inputs.size()) {
+      std::string names;
+      for (auto& in : plan.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      fail("--input: the model has no input '", name, "' (inputs: ", names, ")");
+    }
+    Tensor t = read_tensor_file(file);
+    if (t.dtype != plan.inputs[i].dtype) {
+      if (!(is_float_dtype(t.dtype) && is_float_dtype(plan.inputs[i].dtype)) &&
+          !(t.dtype == DType::Int32 && plan.inputs[i].dtype == DType::Int64) &&
+          !(t.dtype == DType::Int64 && plan.inputs[i].dtype == DType::Int32))
+        fail("--input ", name, ": file ", file, " holds ", dtype_name(t.dtype), " but the model expects ",
+             dtype_name(plan.inputs[i].dtype));
+      t = cast(t, plan.inputs[i].dtype);
+    }
+    inputs[i] = std::move(t);
+  }
+}
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,135 @@
+#pragma once
+// The kernel interface. A kernel is a plain function over an OpContext: it reads its inputs
+// (already float32 when the node's float inputs are stored as float16/bfloat16 and the kernel
+// asked for conversion), reads attributes from the graph, asks the context for outputs of a
+// dtype and shape, and fills them. See runtime/README.md for how to add an op.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+#include "simd/unary.h"
+
+namespace onnxforge::rt {
+
+// Where a kernel's outputs go (implemented by the executor and by evaluate_node).
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  virtual Tensor& alloc(size_t i, DType dtype, Shape shape) = 0;
+  virtual void alias(size_t i, size_t input, Shape shape) = 0;
+  virtual void set(size_t i, Tensor t) = 0;
+  virtual std::vector<Tensor> run_subgraph(GraphId g, std::vector<Tensor> inputs) = 0;
+};
+
+class OpContext {
+ public:
+  const Graph& graph;
+  NodeId node;
+  int64_t opset;  // the opset of the node's domain in the model
+
+  // Input i, or nullptr when absent (optional input left empty or past the end).
+  const Tensor* in(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  const Tensor& input(size_t i) const;  // throws naming the node when absent
+  size_t input_count() const { return inputs_.size(); }
+  size_t output_count() const { return n_outputs_; }
+  bool has_output(size_t i) const;  // an output the graph names (not "" or past the end)
+
+  // Allocates output i (arena slot when the plan has one, else heap) and returns it.
+  Tensor& output(size_t i, DType dtype, Shape shape) { return sink_->alloc(i, dtype, std::move(shape)); }
+  // Output i shares input `input`'s bytes with a new shape (Reshape, Identity, Squeeze...).
+  void output_alias(size_t i, size_t input, Shape shape) { sink_->alias(i, input, std::move(shape)); }
+  // Sets output i to an existing tensor (e.g. one produced by a subgraph).
+  void set_output(size_t i, Tensor t) { sink_->set(i, std::move(t)); }
+
+  // Activation fused into this node by the plan (Conv/Gemm/MatMul + Relu/Clip/...).
+  simd::Unary fused_act{};
+  // What KernelDef::prepare returned for this node (nullptr if nothing).
+  const void* state = nullptr;
+
+  // Attributes (shortcuts for graph.attr_*).
+  int64_t attr_i(std::string_view name, int64_t fallback) const { return graph.attr_int(node, name, fallback); }
+  float attr_f(std::string_view name, float fallback) const { return graph.attr_float(node, name, fallback); }
+  std::string_view attr_s(std::string_view name, std::string_view fallback = {}) const {
+    return graph.attr_string(node, name, fallback);
+  }
+  std::span<const int64_t> attr_ints(std::string_view name) const { return graph.attr_ints(node, name); }
+  std::span<const float> attr_floats(std::string_view name) const { return graph.attr_floats(node, name); }
+  bool has_attr(std::string_view name) const { return graph.attr(node, name) != nullptr; }
+
+  // Runs a subgraph of this node with `inputs` bound to its graph inputs (in order); the
+  // subgraph's outer-scope reads resolve through the frame that runs this node.
+  std::vector<Tensor> run_subgraph(GraphId g, std::vector<Tensor> inputs) {
+    return sink_->run_subgraph(g, std::move(inputs));
+  }
+
+  [[noreturn]] void error(const std::string& what) const;
+  std::string where() const;  // "node 'name' (Op)" for messages
+
+  OpContext(const Graph& g, NodeId n, int64_t opset_, std::span<const Tensor* const> inputs, size_t n_outputs,
+            OutputSink* sink)
+      : graph(g), node(n), opset(opset_), inputs_(inputs), n_outputs_(n_outputs), sink_(sink) {}
+
+ private:
+  std::span<const Tensor* const> inputs_;
+  size_t n_outputs_;
+  OutputSink* sink_;
+};
+
+using KernelFn = void (*)(OpContext&);
+
+struct KernelDef {
+  KernelFn run = nullptr;
+  // Inputs stored as float16/bfloat16 are converted to float32 before the call, and float32
+  // outputs converted back to that type after it. False for data-movement ops and Cast.
+  bool float_compute = true;
+  // Input whose buffer the output may reuse when it dies here and has the output's size
+  // (the kernel must support y == x). -1: never.
+  int inplace_input = -1;
+  int inplace_input2 = -1;
+  // Activation epilogue: the plan may fuse a following Relu/Clip/... into fused_act.
+  bool fuses_activation = false;
+  // Plan-time preparation from the node's constant inputs (nullptr where an input is not a
+  // constant), e.g. weights packed for the GEMM micro-kernel. The result reaches the kernel as
+  // OpContext::state. Inputs in `prepared_inputs` (bit i = input i) are then not read by the
+  // kernel beyond their shape, so the plan may drop their bytes.
+  using PrepareFn = std::shared_ptr<const void> (*)(const Graph&, NodeId, std::span<const Tensor* const>);
+  PrepareFn prepare = nullptr;
+  uint32_t prepared_inputs = 0;
+};
+
+// The kernel table, keyed by (domain, op type). Kernels check the node's opset themselves where
+// an op's semantics changed between versions.
+class Registry {
+ public:
+  static Registry& get();  // every built-in kernel registered
+  void add(std::string_view domain, std::string_view op, KernelDef def);
+  const KernelDef* find(std::string_view domain, std::string_view op) const;
+  std::vector<std::string> ops() const;  // "domain::Op" (default domain: "Op")
+
+ private:
+  std::vector<std::pair<std::string, KernelDef>> table_;
+};
+
+// Register functions, one per ops/ file (called once by Registry::get()).
+void register_elementwise(Registry&);
+void register_binary(Registry&);
+void register_matmul(Registry&);
+void register_conv(Registry&);
+void register_pool(Registry&);
+void register_norm(Registry&);
+void register_shape_ops(Registry&);
+void register_movement(Registry&);
+void register_gather(Registry&);
+void register_reduce(Registry&);
+void register_resize(Registry&);
+void register_cast(Registry&);
+void register_quant(Registry&);
+void register_control(Registry&);
+void register_attention(Registry&);
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,246 @@
+// Broadcasting binary ops, comparisons, logic, Where, PRelu and the variadic Sum/Mean/Max/Min.
+#include <cmath>
+
+#include "runtime/ops/common.h"
+#include "simd/binary.h"
+
+namespace onnxforge::rt {
+namespace {
+
+using simd::BinaryOp;
+using simd::CompareOp;
+
+template <class T>
+T scalar_binary(BinaryOp op, T a, T b) {
+  switch (op) {
+    case BinaryOp::Add: return static_cast<T>(a + b);
+    case BinaryOp::Sub: return static_cast<T>(a - b);
+    case BinaryOp::Mul: return static_cast<T>(a * b);
+    case BinaryOp::Div:
+      if constexpr (std::is_integral_v<T>) return b == 0 ? T{0} : static_cast<T>(a / b);
+      else return a / b;
+    case BinaryOp::Max:
+      if constexpr (std::is_floating_point_v<T>) if (std::isnan(a) || std::isnan(b)) return NAN;
+      return std::max(a, b);
+    case BinaryOp::Min:
+      if constexpr (std::is_floating_point_v<T>) if (std::isnan(a) || std::isnan(b)) return NAN;
+      return std::min(a, b);
+    case BinaryOp::Pow: return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+  }
+  return a;
+}
+
+// y = op(a, b) with y preallocated at the broadcast shape.
+void binary_into(const OpContext& c, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  if (a.dtype != b.dtype) c.error("operand types differ");
+  switch (a.dtype) {
+    case DType::Float: simd::binary(op, a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), y.ptr<float>()); return;
+    case DType::Int32:
+      simd::binary(op, a.shape, a.ptr<int32_t>(), b.shape, b.ptr<int32_t>(), y.ptr<int32_t>());
+      return;
+    case DType::Int64:
+      simd::binary(op, a.shape, a.ptr<int64_t>(), b.shape, b.ptr<int64_t>(), y.ptr<int64_t>());
+      return;
+    default: break;
+  }
+  dispatch_type(a.dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, bool>) c.error("bool operands are not supported");
+    else {
+      const T* pa = a.ptr<T>();
+      const T* pb = b.ptr<T>();
+      T* py = y.ptr<T>();
+      for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
+                            [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = scalar_binary(op, pa[o[0]], pb[o[1]]); });
+    }
+  });
+}
+
+template <BinaryOp OP>
+void binary_kernel(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b0 = c.input(1);
+  Tensor cb;
+  const Tensor* b = &b0;
+  if (OP == BinaryOp::Pow && b0.dtype != a.dtype) {
+    cb = cast(b0, a.dtype);
+    b = &cb;
+  }
+  Tensor& y = c.output(0, a.dtype, broadcast_shapes(c, a.shape, b->shape));
+  binary_into(c, OP, a, *b, y);
+}
+
+template <BinaryOp OP, bool MEAN = false>
+void variadic_kernel(OpContext& c) {
+  Shape shape = c.input(0).shape;
+  for (size_t i = 1; i < c.input_count(); ++i) shape = broadcast_shapes(c, shape, c.input(i).shape);
+  const Tensor& x0 = c.input(0);
+  if (c.input_count() == 1) {
+    Tensor& y = c.output(0, x0.dtype, shape);
+    std::memcpy(y.data, x0.data, x0.bytes());
+    return;
+  }
+  Tensor acc = Tensor::alloc(x0.dtype, shape);
+  binary_into(c, OP, x0, c.input(1), acc);
+  for (size_t i = 2; i < c.input_count(); ++i) binary_into(c, OP, acc, c.input(i), acc);
+  Tensor& y = c.output(0, x0.dtype, shape);
+  if (MEAN) {
+    Tensor n = Tensor::alloc(x0.dtype, {});
+    cast_into(Tensor::view(DType::Double, {}, std::array<double, 1>{double(c.input_count())}.data()), n);
+    binary_into(c, BinaryOp::Div, acc, n, y);
+  } else {
+    std::memcpy(y.data, acc.data, acc.bytes());
+  }
+}
+
+template <CompareOp OP>
+bool scalar_compare(double a, double b) {
+  switch (OP) {
+    case CompareOp::Equal: return a == b;
+    case CompareOp::NotEqual: return a != b;
+    case CompareOp::Less: return a < b;
+    case CompareOp::LessOrEqual: return a <= b;
+    case CompareOp::Greater: return a > b;
+    case CompareOp::GreaterOrEqual: return a >= b;
+  }
+  return false;
+}
+
+template <CompareOp OP>
+void compare_kernel(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  Tensor& y = c.output(0, DType::Bool, broadcast_shapes(c, a.shape, b.shape));
+  auto* py = y.ptr<uint8_t>();
+  if (a.dtype == b.dtype) {
+    switch (a.dtype) {
+      case DType::Float: simd::compare(OP, a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), py); return;
+      case DType::Int32: simd::compare(OP, a.shape, a.ptr<int32_t>(), b.shape, b.ptr<int32_t>(), py); return;
+      case DType::Int64: simd::compare(OP, a.shape, a.ptr<int64_t>(), b.shape, b.ptr<int64_t>(), py); return;
+      default: break;
+    }
+  }
+  if (a.dtype == DType::Int64 || a.dtype == DType::Uint64) {  // exact for large integers
+    for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
+                          [&](int64_t i, const std::array<int64_t, 2>& o) {
+                            int64_t x = a.get_i64(o[0]), z = b.get_i64(o[1]);
+                            py[i] = scalar_compare<OP>(x < z ? -1 : x > z ? 1 : 0, 0);
+                          });
+    return;
+  }
+  for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
+                        [&](int64_t i, const std::array<int64_t, 2>& o) {
+                          py[i] = scalar_compare<OP>(a.get_f64(o[0]), b.get_f64(o[1]));
+                        });
+}
+
+enum class Logic { And, Or, Xor };
+template <Logic L>
+void logic_kernel(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  Tensor& y = c.output(0, DType::Bool, broadcast_shapes(c, a.shape, b.shape));
+  const auto* pa = a.ptr<uint8_t>();
+  const auto* pb = b.ptr<uint8_t>();
+  auto* py = y.ptr<uint8_t>();
+  for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
+                        [&](int64_t i, const std::array<int64_t, 2>& o) {
+                          bool x = pa[o[0]], z = pb[o[1]];
+                          py[i] = L == Logic::And ? (x && z) : L == Logic::Or ? (x || z) : (x != z);
+                        });
+}
+
+void where_kernel(OpContext& c) {
+  const Tensor& cond = c.input(0);
+  const Tensor& a = c.input(1);
+  const Tensor& b = c.input(2);
+  Shape shape = broadcast_shapes(c, broadcast_shapes(c, cond.shape, a.shape), b.shape);
+  Tensor& y = c.output(0, a.dtype, shape);
+  const size_t es = dtype_size(a.dtype);
+  const auto* pc = cond.ptr<uint8_t>();
+  for_each_broadcast<3>(shape, {bcast_strides(cond.shape, shape), bcast_strides(a.shape, shape), bcast_strides(b.shape, shape)},
+                        [&](int64_t i, const std::array<int64_t, 3>& o) {
+                          const std::byte* src = pc[o[0]] ? a.data + o[1] * es : b.data + o[2] * es;
+                          std::memcpy(y.data + i * es, src, es);
+                        });
+}
+
+void prelu_kernel(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& s = c.input(1);
+  Shape slope_shape = s.shape;
+  // Opset < 7 style: a slope of shape [C] for x [N, C, ...] means per channel.
+  if (slope_shape.size() == 1 && x.rank() > 2 && slope_shape[0] == x.shape[1] && slope_shape[0] != x.shape.back()) {
+    slope_shape.resize(static_cast<size_t>(x.rank() - 1), 1);
+  }
+  Tensor& y = c.output(0, x.dtype, broadcast_shapes(c, x.shape, slope_shape));
+  dispatch_type(x.dtype, [&](auto v) {
+    using T = decltype(v);
+    const T* px = x.ptr<T>();
+    const T* ps = s.ptr<T>();
+    T* py = y.ptr<T>();
+    for_each_broadcast<2>(y.shape, {bcast_strides(x.shape, y.shape), bcast_strides(slope_shape, y.shape)},
+                          [&](int64_t i, const std::array<int64_t, 2>& o) {
+                            T z = px[o[0]];
+                            if constexpr (std::is_same_v<T, bool>) py[i] = z;
+                            else py[i] = z < 0 ? static_cast<T>(z * ps[o[1]]) : z;
+                          });
+  });
+}
+
+void mod_kernel(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  bool fmod = c.attr_i("fmod", 0);
+  Tensor& y = c.output(0, a.dtype, broadcast_shapes(c, a.shape, b.shape));
+  dispatch_type(a.dtype, [&](auto v) {
+    using T = decltype(v);
+    const T* pa = a.ptr<T>();
+    const T* pb = b.ptr<T>();
+    T* py = y.ptr<T>();
+    for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
+                          [&](int64_t i, const std::array<int64_t, 2>& o) {
+                            T x = pa[o[0]], z = pb[o[1]];
+                            if constexpr (std::is_floating_point_v<T>) {
+                              T r = std::fmod(x, z);
+                              if (!fmod && r != 0 && ((r < 0) != (z < 0))) r += z;
+                              py[i] = r;
+                            } else if constexpr (std::is_same_v<T, bool>) {
+                              py[i] = x;
+                            } else {
+                              if (z == 0) { py[i] = 0; return; }
+                              T r = static_cast<T>(x % z);
+                              if (!fmod && r != 0 && ((r < 0) != (z < 0))) r = static_cast<T>(r + z);
+                              py[i] = r;
+                            }
+                          });
+  });
+}
+
+}  // namespace
+
+void register_binary(Registry& r) {
+  auto add = [&](const char* name, KernelFn f) { r.add("", name, {f, true, 0, 1}); };
+  add("Add", binary_kernel<BinaryOp::Add>);
+  add("Sub", binary_kernel<BinaryOp::Sub>);
+  add("Mul", binary_kernel<BinaryOp::Mul>);
+  add("Div", binary_kernel<BinaryOp::Div>);
+  add("Pow", binary_kernel<BinaryOp::Pow>);
+  r.add("", "Sum", {variadic_kernel<BinaryOp::Add>});
+  r.add("", "Mean", {variadic_kernel<BinaryOp::Add, true>});
+  r.add("", "Max", {variadic_kernel<BinaryOp::Max>});
+  r.add("", "Min", {variadic_kernel<BinaryOp::Min>});
+  r.add("", "Equal", {compare_kernel<CompareOp::Equal>});
+  r.add("", "Less", {compare_kernel<CompareOp::Less>});
+  r.add("", "LessOrEqual", {compare_kernel<CompareOp::LessOrEqual>});
+  r.add("", "Greater", {compare_kernel<CompareOp::Greater>});
+  r.add("", "GreaterOrEqual", {compare_kernel<CompareOp::GreaterOrEqual>});
+  r.add("", "And", {logic_kernel<Logic::And>, false});
+  r.add("", "Or", {logic_kernel<Logic::Or>, false});
+  r.add("", "Xor", {logic_kernel<Logic::Xor>, false});
+  r.add("", "Where", {where_kernel, false});
+  r.add("", "PRelu", {prelu_kernel});
+  r.add("", "Mod", {mod_kernel});
+}
+
+}  // namespace onnxforge::rt

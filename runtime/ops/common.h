@@ -1,0 +1,104 @@
+#pragma once
+// Helpers shared by the op kernels.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ir/error.h"
+#include "runtime/kernel.h"
+
+namespace onnxforge::rt {
+
+// ONNX axis in [-rank, rank) to [0, rank).
+inline int64_t norm_axis(const OpContext& c, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// An integer tensor's elements (int32/int64/...), e.g. shapes, axes, pads.
+inline std::vector<int64_t> ints_of(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (t.dtype == DType::Int64) {
+    if (!v.empty()) std::memcpy(v.data(), t.data, v.size() * 8);
+  } else {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = t.get_i64(static_cast<int64_t>(i));
+  }
+  return v;
+}
+inline std::vector<float> floats_of(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(t.get_f64(static_cast<int64_t>(i)));
+  return v;
+}
+
+// Axes from attribute `name` (older opsets) or input `index` (newer), normalised; `present`
+// tells whether either was given.
+inline std::vector<int64_t> axes_of(const OpContext& c, size_t index, std::string_view name, int64_t rank,
+                                    bool* present = nullptr) {
+  std::vector<int64_t> axes;
+  bool given = false;
+  if (const Tensor* t = c.in(index)) {
+    axes = ints_of(*t);
+    given = true;
+  } else if (c.has_attr(name)) {
+    auto a = c.attr_ints(name);
+    axes.assign(a.begin(), a.end());
+    given = true;
+  }
+  for (auto& a : axes) a = norm_axis(c, a, rank);
+  if (present) *present = given;
+  return axes;
+}
+
+inline Shape broadcast_shapes(const OpContext& c, const Shape& a, const Shape& b) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (x != y && x != 1 && y != 1) c.error("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// Element strides of `s` broadcast to `out` (0 along broadcast dims).
+inline std::vector<int64_t> bcast_strides(const Shape& s, const Shape& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  int64_t acc = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    size_t si = s.size() - 1 - i, oi = out.size() - 1 - i;
+    st[oi] = s[si] == 1 ? 0 : acc;
+    acc *= s[si];
+  }
+  return st;
+}
+
+inline std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+// Calls f(out_index, offset of each operand) over a broadcast of N operands to `out`.
+template <size_t N, class F>
+void for_each_broadcast(const Shape& out, const std::array<std::vector<int64_t>, N>& strides, F&& f) {
+  const int64_t total = numel(out);
+  if (total == 0) return;
+  const size_t r = out.size();
+  std::vector<int64_t> idx(r, 0);
+  std::array<int64_t, N> off{};
+  for (int64_t i = 0; i < total; ++i) {
+    f(i, off);
+    for (size_t d = r; d-- > 0;) {
+      ++idx[d];
+      for (size_t k = 0; k < N; ++k) off[k] += strides[k][d];
+      if (idx[d] < out[d]) break;
+      for (size_t k = 0; k < N; ++k) off[k] -= strides[k][d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,146 @@
+// Control flow: If, Loop, Scan. Subgraphs run through OpContext::run_subgraph, which resolves
+// their outer-scope reads in the frame running this node.
+#include "runtime/ops/common.h"
+
+namespace onnxforge::rt {
+
+void copy_strided(size_t es, const Shape& shape, const std::byte* base, const std::vector<int64_t>& strides, std::byte* dst);
+
+namespace {
+
+GraphId graph_attr(const OpContext& c, std::string_view name) {
+  const Attr* a = c.graph.attr(c.node, name);
+  if (!a || !a->graph.valid()) c.error("attribute '" + std::string(name) + "' (a graph) is missing");
+  return a->graph;
+}
+
+void if_op(OpContext& c) {
+  const bool cond = c.input(0).get_f64(0) != 0;
+  auto outs = c.run_subgraph(graph_attr(c, cond ? "then_branch" : "else_branch"), {});
+  for (size_t i = 0; i < outs.size() && i < c.output_count(); ++i) c.set_output(i, std::move(outs[i]));
+}
+
+Tensor scalar_i64(int64_t v) {
+  Tensor t = Tensor::alloc(DType::Int64, {});
+  t.ptr<int64_t>()[0] = v;
+  return t;
+}
+Tensor scalar_bool(bool v) {
+  Tensor t = Tensor::alloc(DType::Bool, {});
+  t.ptr<uint8_t>()[0] = v;
+  return t;
+}
+
+// Stacks equally shaped tensors along a new axis 0 (or an empty [0] tensor of `dtype`).
+Tensor stack(const std::vector<Tensor>& parts, DType dtype) {
+  if (parts.empty()) return Tensor::alloc(dtype == DType::Undefined ? DType::Float : dtype, {0});
+  Shape s = parts[0].shape;
+  s.insert(s.begin(), static_cast<int64_t>(parts.size()));
+  Tensor t = Tensor::alloc(parts[0].dtype, s);
+  size_t off = 0;
+  for (const Tensor& p : parts) {
+    if (p.bytes() != parts[0].bytes()) fail("Loop/Scan: scan outputs change shape between iterations");
+    std::memcpy(t.data + off, p.data, p.bytes());
+    off += p.bytes();
+  }
+  return t;
+}
+
+void loop(OpContext& c) {
+  const GraphId body = graph_attr(c, "body");
+  const Graph& bg = c.graph.model().graph(body);
+  const Tensor* m = c.in(0);
+  const Tensor* cond_in = c.in(1);
+  const int64_t max_trip = m && m->numel() ? m->get_i64(0) : std::numeric_limits<int64_t>::max();
+  bool cond = cond_in && cond_in->numel() ? cond_in->get_f64(0) != 0 : true;
+  if (!m && !cond_in) c.error("Loop without a trip count or condition never ends");
+  const size_t n_carried = c.input_count() >= 2 ? c.input_count() - 2 : 0;
+  std::vector<Tensor> carried;
+  for (size_t i = 0; i < n_carried; ++i) carried.push_back(c.input(i + 2).hold ? c.input(i + 2) : c.input(i + 2).clone());
+  const size_t n_scan = bg.graph_outputs().size() - 1 - n_carried;
+  std::vector<std::vector<Tensor>> scans(n_scan);
+  for (int64_t it = 0; it < max_trip && cond; ++it) {
+    std::vector<Tensor> ins{scalar_i64(it), scalar_bool(cond)};
+    for (auto& t : carried) ins.push_back(t);
+    auto outs = c.run_subgraph(body, std::move(ins));
+    cond = outs[0].get_f64(0) != 0;
+    for (size_t i = 0; i < n_carried; ++i) carried[i] = std::move(outs[1 + i]);
+    for (size_t i = 0; i < n_scan; ++i) scans[i].push_back(std::move(outs[1 + n_carried + i]));
+  }
+  for (size_t i = 0; i < n_carried && i < c.output_count(); ++i) c.set_output(i, std::move(carried[i]));
+  for (size_t i = 0; i < n_scan && n_carried + i < c.output_count(); ++i)
+    c.set_output(n_carried + i, stack(scans[i], bg.dtype(bg.graph_outputs()[1 + n_carried + i])));
+}
+
+void scan(OpContext& c) {
+  if (c.opset < 9) c.error("Scan-8 (with sequence_lens) is not supported");
+  const GraphId body = graph_attr(c, "body");
+  const Graph& bg = c.graph.model().graph(body);
+  const size_t n_in = static_cast<size_t>(c.attr_i("num_scan_inputs", 0));
+  const size_t n_state = c.input_count() - n_in;
+  const size_t n_scan_out = bg.graph_outputs().size() - n_state;
+  auto in_axes = c.attr_ints("scan_input_axes"), in_dirs = c.attr_ints("scan_input_directions");
+  auto out_axes = c.attr_ints("scan_output_axes"), out_dirs = c.attr_ints("scan_output_directions");
+  std::vector<Tensor> state;
+  for (size_t i = 0; i < n_state; ++i) state.push_back(c.input(i).clone());
+  int64_t T = -1;
+  std::vector<int64_t> axis(n_in);
+  for (size_t j = 0; j < n_in; ++j) {
+    const Tensor& x = c.input(n_state + j);
+    axis[j] = norm_axis(c, in_axes.empty() ? 0 : in_axes[j], x.rank());
+    T = x.shape[static_cast<size_t>(axis[j])];
+  }
+  std::vector<std::vector<Tensor>> outs(n_scan_out);
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<Tensor> ins = state;
+    for (size_t j = 0; j < n_in; ++j) {
+      const Tensor& x = c.input(n_state + j);
+      const int64_t idx = (!in_dirs.empty() && in_dirs[j]) ? T - 1 - t : t;
+      Shape s = x.shape;
+      s.erase(s.begin() + axis[j]);
+      auto st = contiguous_strides(x.shape);
+      std::vector<int64_t> strides = st;
+      strides.erase(strides.begin() + axis[j]);
+      Tensor slice = Tensor::alloc(x.dtype, s);
+      const size_t es = dtype_size(x.dtype);
+      copy_strided(es, s, x.data + static_cast<size_t>(idx * st[static_cast<size_t>(axis[j])]) * es, strides, slice.data);
+      ins.push_back(std::move(slice));
+    }
+    auto res = c.run_subgraph(body, std::move(ins));
+    for (size_t i = 0; i < n_state; ++i) state[i] = std::move(res[i]);
+    for (size_t i = 0; i < n_scan_out; ++i) outs[i].push_back(std::move(res[n_state + i]));
+  }
+  for (size_t i = 0; i < n_state; ++i) c.set_output(i, std::move(state[i]));
+  for (size_t i = 0; i < n_scan_out; ++i) {
+    if (!out_dirs.empty() && out_dirs[i]) std::reverse(outs[i].begin(), outs[i].end());
+    Tensor st = stack(outs[i], bg.dtype(bg.graph_outputs()[n_state + i]));
+    const int64_t ax = out_axes.empty() ? 0 : norm_axis(c, out_axes[i], st.rank());
+    if (ax != 0) {
+      std::vector<int64_t> perm;
+      for (int64_t d = 1; d <= ax; ++d) perm.push_back(d);
+      perm.insert(perm.begin() + ax, 0);
+      for (int64_t d = ax + 1; d < st.rank(); ++d) perm.push_back(d);
+      Shape ys;
+      std::vector<int64_t> strides;
+      auto cs = contiguous_strides(st.shape);
+      for (auto p : perm) {
+        ys.push_back(st.shape[static_cast<size_t>(p)]);
+        strides.push_back(cs[static_cast<size_t>(p)]);
+      }
+      Tensor y = Tensor::alloc(st.dtype, ys);
+      copy_strided(dtype_size(st.dtype), ys, st.data, strides, y.data);
+      st = std::move(y);
+    }
+    c.set_output(n_state + i, std::move(st));
+  }
+}
+
+}  // namespace
+
+void register_control(Registry& r) {
+  r.add("", "If", {if_op, false});
+  r.add("", "Loop", {loop, false});
+  r.add("", "Scan", {scan, false});
+}
+
+}  // namespace onnxforge::rt

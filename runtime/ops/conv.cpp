@@ -1,0 +1,158 @@
+// Conv (simd: depthwise, 1x1 GEMM, implicit im2col; fused bias and activation) and
+// ConvTranspose (GEMM + col2im).
+#include "runtime/ops/common.h"
+#include "runtime/ops/conv_util.h"
+#include "simd/conv.h"
+#include "simd/gemm.h"
+
+namespace onnxforge::rt {
+
+ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, bool transpose) {
+  ConvGeometry g;
+  g.rank = static_cast<int>(x.size()) - 2;
+  if (g.rank < 1 || g.rank > 3) c.error("only 1-D, 2-D and 3-D convolutions are supported, input is " + shape_str(x));
+  if (static_cast<int>(w.size()) != g.rank + 2) c.error("weight rank does not match input rank");
+  auto ks = c.attr_ints("kernel_shape"), st = c.attr_ints("strides"), di = c.attr_ints("dilations"),
+       pads = c.attr_ints("pads");
+  for (int i = 0; i < g.rank; ++i) {
+    size_t u = static_cast<size_t>(i);
+    g.in[u] = x[u + 2];
+    g.kernel[u] = ks.empty() ? w[u + 2] : ks[u];
+    g.stride[u] = st.empty() ? 1 : st[u];
+    g.dilation[u] = di.empty() ? 1 : di[u];
+    g.pad_begin[u] = pads.empty() ? 0 : pads[u];
+    g.pad_end[u] = pads.empty() ? 0 : pads[u + static_cast<size_t>(g.rank)];
+  }
+  std::string_view ap = c.attr_s("auto_pad", "NOTSET");
+  if (!transpose && (ap == "SAME_UPPER" || ap == "SAME_LOWER")) {
+    for (int i = 0; i < g.rank; ++i) {
+      size_t u = static_cast<size_t>(i);
+      int64_t out = (g.in[u] + g.stride[u] - 1) / g.stride[u];
+      int64_t total = std::max<int64_t>(0, (out - 1) * g.stride[u] + (g.kernel[u] - 1) * g.dilation[u] + 1 - g.in[u]);
+      g.pad_begin[u] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pad_end[u] = total - g.pad_begin[u];
+    }
+  } else if (ap == "VALID") {
+    g.pad_begin = g.pad_end = {0, 0, 0};
+  }
+  return g;
+}
+
+namespace {
+
+void conv(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& w = c.input(1);
+  const Tensor* b = c.in(2);
+  if (x.dtype != DType::Float) c.error("Conv supports float32 (and float16/bfloat16 stored) inputs only");
+  ConvGeometry geo = conv_geometry(c, x.shape, w.shape, false);
+  simd::ConvParams p;
+  p.rank = geo.rank;
+  p.batch = x.shape[0];
+  p.in_channels = x.shape[1];
+  p.out_channels = w.shape[0];
+  p.group = c.attr_i("group", 1);
+  p.in = geo.in;
+  p.kernel = geo.kernel;
+  p.stride = geo.stride;
+  p.dilation = geo.dilation;
+  p.pad_begin = geo.pad_begin;
+  p.pad_end = geo.pad_end;
+  if (w.shape[1] * p.group != p.in_channels)
+    c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x.shape) + " with group " +
+            std::to_string(p.group));
+  Shape ys{p.batch, p.out_channels};
+  for (int i = 0; i < p.rank; ++i) ys.push_back(p.out(i));
+  Tensor& y = c.output(0, DType::Float, ys);
+  simd::conv(p, x.ptr<float>(), w.ptr<float>(), b ? b->ptr<float>() : nullptr, y.ptr<float>(), c.fused_act);
+}
+
+void conv_transpose(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& w = c.input(1);
+  const Tensor* b = c.in(2);
+  if (x.dtype != DType::Float) c.error("ConvTranspose supports float32 inputs only");
+  ConvGeometry geo = conv_geometry(c, x.shape, w.shape, true);
+  const int r = geo.rank;
+  const int64_t N = x.shape[0], C = x.shape[1], group = c.attr_i("group", 1);
+  const int64_t Mg = w.shape[1], M = Mg * group, Cg = C / group;
+  auto out_pad = c.attr_ints("output_padding"), out_shape = c.attr_ints("output_shape");
+  std::string_view ap = c.attr_s("auto_pad", "NOTSET");
+  std::array<int64_t, 3> out{1, 1, 1};
+  for (int i = 0; i < r; ++i) {
+    size_t u = static_cast<size_t>(i);
+    int64_t op = out_pad.empty() ? 0 : out_pad[u];
+    int64_t full = geo.stride[u] * (geo.in[u] - 1) + op + (geo.kernel[u] - 1) * geo.dilation[u] + 1;
+    if (!out_shape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      int64_t target = !out_shape.empty() ? out_shape[out_shape.size() - static_cast<size_t>(r) + u] : geo.in[u] * geo.stride[u];
+      int64_t total = full - target;
+      if (ap == "SAME_LOWER") {
+        geo.pad_begin[u] = total - total / 2;
+        geo.pad_end[u] = total / 2;
+      } else {
+        geo.pad_begin[u] = total / 2;
+        geo.pad_end[u] = total - total / 2;
+      }
+    }
+    out[u] = full - geo.pad_begin[u] - geo.pad_end[u];
+  }
+  Shape ys{N, M};
+  int64_t in_sp = 1, out_sp = 1, kprod = 1;
+  for (int i = 0; i < r; ++i) {
+    size_t u = static_cast<size_t>(i);
+    ys.push_back(out[u]);
+    in_sp *= geo.in[u];
+    out_sp *= out[u];
+    kprod *= geo.kernel[u];
+  }
+  Tensor& y = c.output(0, DType::Float, ys);
+  float* py = y.ptr<float>();
+  std::vector<float> cols(static_cast<size_t>(Mg * kprod * in_sp));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t gi = 0; gi < group; ++gi) {
+      const float* X = x.ptr<float>() + (n * C + gi * Cg) * in_sp;
+      const float* W = w.ptr<float>() + gi * Cg * Mg * kprod;
+      // cols[Mg*kprod, in_sp] = W^T[Mg*kprod, Cg] * X[Cg, in_sp]
+      simd::gemm(true, false, static_cast<size_t>(Mg * kprod), static_cast<size_t>(in_sp), static_cast<size_t>(Cg), 1.f,
+                 W, static_cast<size_t>(Mg * kprod), X, static_cast<size_t>(in_sp), 0.f, cols.data(),
+                 static_cast<size_t>(in_sp));
+      for (int64_t m = 0; m < Mg; ++m) {
+        float* Y = py + (n * M + gi * Mg + m) * out_sp;
+        const float bias = b ? b->ptr<float>()[gi * Mg + m] : 0.f;
+        std::fill(Y, Y + out_sp, bias);
+        for (int64_t k = 0; k < kprod; ++k) {
+          int64_t kk[3] = {0, 0, 0}, rem = k;
+          for (int i = r; i-- > 0;) {
+            kk[i] = rem % geo.kernel[static_cast<size_t>(i)];
+            rem /= geo.kernel[static_cast<size_t>(i)];
+          }
+          const float* col = cols.data() + (m * kprod + k) * in_sp;
+          for (int64_t s = 0; s < in_sp; ++s) {
+            int64_t ii[3] = {0, 0, 0}, rs = s, off = 0;
+            for (int i = r; i-- > 0;) {
+              ii[i] = rs % geo.in[static_cast<size_t>(i)];
+              rs /= geo.in[static_cast<size_t>(i)];
+            }
+            bool ok = true;
+            for (int i = 0; i < r && ok; ++i) {
+              size_t u = static_cast<size_t>(i);
+              int64_t o = ii[i] * geo.stride[u] + kk[i] * geo.dilation[u] - geo.pad_begin[u];
+              ok = o >= 0 && o < out[u];
+              off = off * out[u] + o;
+            }
+            if (ok) Y[off] += col[s];
+          }
+        }
+      }
+    }
+  if (c.fused_act.op != simd::UnaryOp::Identity) simd::unary(c.fused_act, py, py, static_cast<size_t>(y.numel()));
+}
+
+}  // namespace
+
+void register_conv(Registry& r) {
+  r.add("", "Conv", {conv, true, -1, -1, true});
+  r.add("", "ConvTranspose", {conv_transpose, true, -1, -1, true});
+}
+
+}  // namespace onnxforge::rt

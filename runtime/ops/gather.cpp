@@ -1,0 +1,166 @@
+// Indexing: Gather, GatherElements, GatherND, ScatterND, ScatterElements, OneHot.
+#include "runtime/ops/common.h"
+
+namespace onnxforge::rt {
+namespace {
+
+int64_t fix_index(const OpContext& c, int64_t i, int64_t dim) {
+  if (i < -dim || i >= dim) c.error("index " + std::to_string(i) + " is out of range for a dimension of " + std::to_string(dim));
+  return i < 0 ? i + dim : i;
+}
+
+void gather(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& ind = c.input(1);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  Shape ys(x.shape.begin(), x.shape.begin() + axis);
+  ys.insert(ys.end(), ind.shape.begin(), ind.shape.end());
+  ys.insert(ys.end(), x.shape.begin() + axis + 1, x.shape.end());
+  Tensor& y = c.output(0, x.dtype, ys);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  const int64_t dim = x.shape[static_cast<size_t>(axis)], n = ind.numel();
+  const size_t es = dtype_size(x.dtype), chunk = static_cast<size_t>(inner) * es;
+  std::vector<int64_t> idx = ints_of(ind);
+  for (auto& i : idx) i = fix_index(c, i, dim);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < n; ++k)
+      std::memcpy(y.data + static_cast<size_t>(o * n + k) * chunk, x.data + static_cast<size_t>(o * dim + idx[static_cast<size_t>(k)]) * chunk, chunk);
+}
+
+void gather_elements(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& ind = c.input(1);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  Tensor& y = c.output(0, x.dtype, ind.shape);
+  const size_t es = dtype_size(x.dtype);
+  auto xs = contiguous_strides(x.shape);
+  const size_t r = ind.shape.size();
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t i = 0, n = ind.numel(); i < n; ++i) {
+    int64_t off = 0;
+    for (size_t d = 0; d < r; ++d)
+      off += (static_cast<int64_t>(d) == axis ? fix_index(c, ind.get_i64(i), x.shape[d]) : idx[d]) * xs[d];
+    std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(off) * es, es);
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < ind.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void gather_nd(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& ind = c.input(1);
+  const int64_t b = c.attr_i("batch_dims", 0), q = ind.rank(), k = ind.shape.back();
+  Shape ys(ind.shape.begin(), ind.shape.end() - 1);
+  ys.insert(ys.end(), x.shape.begin() + b + k, x.shape.end());
+  Tensor& y = c.output(0, x.dtype, ys);
+  const size_t es = dtype_size(x.dtype);
+  int64_t batch = 1, inner = 1;
+  for (int64_t i = 0; i < b; ++i) batch *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = b + k; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  const int64_t per_batch_x = batch ? x.numel() / batch : 0;
+  const int64_t lookups = numel(Shape(ind.shape.begin(), ind.shape.end() - 1)), per_batch = batch ? lookups / batch : 0;
+  auto xs = contiguous_strides(x.shape);
+  (void)q;
+  for (int64_t l = 0; l < lookups; ++l) {
+    int64_t off = (per_batch ? l / per_batch : 0) * per_batch_x;
+    for (int64_t j = 0; j < k; ++j) {
+      size_t d = static_cast<size_t>(b + j);
+      off += fix_index(c, ind.get_i64(l * k + j), x.shape[d]) * xs[d];
+    }
+    std::memcpy(y.data + static_cast<size_t>(l * inner) * es, x.data + static_cast<size_t>(off) * es, static_cast<size_t>(inner) * es);
+  }
+}
+
+template <class T>
+void reduce_into(T& dst, T src, std::string_view red) {
+  if (red == "add") dst = static_cast<T>(dst + src);
+  else if (red == "mul") dst = static_cast<T>(dst * src);
+  else if (red == "max") dst = std::max(dst, src);
+  else if (red == "min") dst = std::min(dst, src);
+  else dst = src;
+}
+
+void scatter_nd(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& ind = c.input(1);
+  const Tensor& upd = c.input(2);
+  std::string_view red = c.attr_s("reduction", "none");
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  std::memcpy(y.data, x.data, x.bytes());
+  const int64_t k = ind.shape.back(), lookups = ind.numel() / std::max<int64_t>(k, 1);
+  int64_t inner = 1;
+  for (int64_t i = k; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  auto xs = contiguous_strides(x.shape);
+  dispatch_type(x.dtype, [&](auto v) {
+    using T = decltype(v);
+    for (int64_t l = 0; l < lookups; ++l) {
+      int64_t off = 0;
+      for (int64_t j = 0; j < k; ++j) off += fix_index(c, ind.get_i64(l * k + j), x.shape[static_cast<size_t>(j)]) * xs[static_cast<size_t>(j)];
+      for (int64_t i = 0; i < inner; ++i) reduce_into(y.ptr<T>()[off + i], upd.ptr<T>()[l * inner + i], red);
+    }
+  });
+}
+
+void scatter_elements(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& ind = c.input(1);
+  const Tensor& upd = c.input(2);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  std::string_view red = c.attr_s("reduction", "none");
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  std::memcpy(y.data, x.data, x.bytes());
+  auto xs = contiguous_strides(x.shape);
+  const size_t r = ind.shape.size();
+  std::vector<int64_t> idx(r, 0);
+  dispatch_type(x.dtype, [&](auto v) {
+    using T = decltype(v);
+    for (int64_t i = 0, n = ind.numel(); i < n; ++i) {
+      int64_t off = 0;
+      for (size_t d = 0; d < r; ++d)
+        off += (static_cast<int64_t>(d) == axis ? fix_index(c, ind.get_i64(i), x.shape[d]) : idx[d]) * xs[d];
+      reduce_into(y.ptr<T>()[off], upd.ptr<T>()[i], red);
+      for (size_t d = r; d-- > 0;) {
+        if (++idx[d] < ind.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+void one_hot(OpContext& c) {
+  const Tensor& ind = c.input(0);
+  const int64_t depth = c.input(1).get_i64(0);
+  const Tensor& vals = c.input(2);
+  const int64_t r = ind.rank() + 1;
+  const int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
+  Shape ys = ind.shape;
+  ys.insert(ys.begin() + axis, depth);
+  Tensor& y = c.output(0, vals.dtype, ys);
+  const size_t es = dtype_size(vals.dtype);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= ys[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < r; ++i) inner *= ys[static_cast<size_t>(i)];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t d = 0; d < depth; ++d)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t v = ind.get_i64(o * inner + i);
+        if (v < 0) v += depth;
+        std::memcpy(y.data + static_cast<size_t>((o * depth + d) * inner + i) * es, vals.data + (v == d ? es : 0), es);
+      }
+}
+
+}  // namespace
+
+void register_gather(Registry& r) {
+  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
+           {"Gather", gather}, {"GatherElements", gather_elements}, {"GatherND", gather_nd},
+           {"ScatterND", scatter_nd}, {"ScatterElements", scatter_elements}, {"Scatter", scatter_elements},
+           {"OneHot", one_hot}})
+    r.add("", name, {f, false});
+}
+
+}  // namespace onnxforge::rt

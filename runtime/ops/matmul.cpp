@@ -1,0 +1,303 @@
+// MatMul, Gemm and Einsum. float32 through simd (packed GEMM with a fused activation), other
+// numeric types through a plain loop.
+#include <map>
+#include <mutex>
+
+#include "runtime/ops/common.h"
+#include "simd/gemm.h"
+
+namespace onnxforge::rt {
+
+double scalar_unary(const simd::Unary& u, double x);  // ops/elementwise.cpp
+
+namespace {
+
+// The fused activation on a non-float32 result (float32 applies it in the GEMM epilogue).
+void apply_act(const OpContext& c, Tensor& y) {
+  if (c.fused_act.op == simd::UnaryOp::Identity) return;
+  dispatch_type(y.dtype, [&](auto v) {
+    using T = decltype(v);
+    for (int64_t i = 0, n = y.numel(); i < n; ++i)
+      y.ptr<T>()[i] = static_cast<T>(scalar_unary(c.fused_act, static_cast<double>(y.ptr<T>()[i])));
+  });
+}
+
+// Packed weights, shared by every plan that packs the same bytes the same way (verify runs the
+// original and the optimized model, whose weights are mostly identical).
+std::shared_ptr<const void> packed_weight(const float* b, bool trans, size_t K, size_t N, size_t ldb) {
+  const size_t rows = trans ? N : K;
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (K * 31 + N) ^ (trans ? 0x5555 : 0);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(b);
+  const size_t n = (rows - 1) * ldb * 4 + (trans ? K : N) * 4;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, bytes + i, 8);
+    h = (h ^ w) * 0x100000001B3ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; ++i) h = (h ^ bytes[i]) * 0x100000001B3ull;
+  using Key = std::tuple<uint64_t, size_t, size_t, size_t, bool>;
+  static std::mutex mu;
+  static std::map<Key, std::weak_ptr<const simd::PackedB>> cache;
+  Key key{h, K, N, ldb, trans};
+  {
+    std::lock_guard l(mu);
+    if (auto it = cache.find(key); it != cache.end())
+      if (auto p = it->second.lock()) return p;
+  }
+  auto p = std::make_shared<const simd::PackedB>(simd::pack_b(trans, K, N, b, ldb));
+  std::lock_guard l(mu);
+  cache[key] = p;
+  return p;
+}
+
+std::shared_ptr<const void> prepare_matmul(const Graph&, NodeId, std::span<const Tensor* const> in) {
+  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0) return nullptr;
+  const auto K = static_cast<size_t>(in[1]->shape[0]), N = static_cast<size_t>(in[1]->shape[1]);
+  return packed_weight(in[1]->ptr<float>(), false, K, N, N);
+}
+
+std::shared_ptr<const void> prepare_gemm(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0) return nullptr;
+  const bool tb = g.attr_int(n, "transB", 0);
+  const auto r = static_cast<size_t>(in[1]->shape[0]), c = static_cast<size_t>(in[1]->shape[1]);
+  return packed_weight(in[1]->ptr<float>(), tb, tb ? c : r, tb ? r : c, c);
+}
+
+template <class T>
+void matmul_generic(const Tensor& a, const Tensor& b, Tensor& y) {
+  // Promote 1-D operands, broadcast batch dims, plain triple loop.
+  Shape as = a.shape, bs = b.shape;
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
+  size_t r = std::max(abatch.size(), bbatch.size());
+  Shape batch(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t x = i < r - abatch.size() ? 1 : abatch[i - (r - abatch.size())];
+    int64_t z = i < r - bbatch.size() ? 1 : bbatch[i - (r - bbatch.size())];
+    batch[i] = x == 1 ? z : x;
+  }
+  auto sa = bcast_strides(abatch, batch), sb = bcast_strides(bbatch, batch);
+  const T* pa = a.ptr<T>();
+  const T* pb = b.ptr<T>();
+  T* py = y.ptr<T>();
+  for_each_broadcast<2>(batch, {sa, sb}, [&](int64_t bi, const std::array<int64_t, 2>& o) {
+    const T* A = pa + o[0] * M * K;
+    const T* B = pb + o[1] * K * N;
+    T* Y = py + bi * M * N;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        T acc{};
+        for (int64_t k = 0; k < K; ++k) acc += A[m * K + k] * B[k * N + n];
+        Y[m * N + n] = acc;
+      }
+  });
+}
+
+void matmul(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  if (a.dtype != b.dtype) c.error("operand types differ");
+  if (a.rank() == 0 || b.rank() == 0) c.error("MatMul operands must have rank >= 1");
+  if (a.shape.back() != b.shape[b.rank() == 1 ? 0 : static_cast<size_t>(b.rank() - 2)])
+    c.error("shapes " + shape_str(a.shape) + " and " + shape_str(b.shape) + " do not match for MatMul");
+  Shape ys = simd::matmul_shape(a.shape, b.shape);
+  Tensor& y = c.output(0, a.dtype, ys);
+  if (a.dtype == DType::Float && c.state) {
+    const auto& pb = *static_cast<const simd::PackedB*>(c.state);
+    simd::Epilogue ep;
+    ep.act = c.fused_act;
+    const size_t K = pb.k(), rows = K ? static_cast<size_t>(a.numel()) / K : 0;
+    simd::gemm_packed(false, rows, 1.f, a.ptr<float>(), K, pb, 0.f, y.ptr<float>(), pb.n(), ep);
+    return;
+  }
+  if (a.dtype == DType::Float) {
+    simd::Epilogue ep;
+    ep.act = c.fused_act;
+    simd::matmul(a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), y.ptr<float>(), ep);
+    return;
+  }
+  dispatch_type(a.dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, bool>) c.error("bool operands are not supported");
+    else matmul_generic<T>(a, b, y);
+  });
+  apply_act(c, y);
+}
+
+void gemm(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  const Tensor* cc = c.in(2);
+  const bool ta = c.attr_i("transA", 0), tb = c.attr_i("transB", 0);
+  const float alpha = c.attr_f("alpha", 1.f), beta = c.attr_f("beta", 1.f);
+  if (a.rank() != 2 || b.rank() != 2) c.error("Gemm operands must be 2-D");
+  const int64_t M = ta ? a.shape[1] : a.shape[0], K = ta ? a.shape[0] : a.shape[1];
+  const int64_t N = tb ? b.shape[0] : b.shape[1], K2 = tb ? b.shape[1] : b.shape[0];
+  if (K != K2) c.error("inner dimensions differ: " + shape_str(a.shape) + " x " + shape_str(b.shape));
+  Tensor& y = c.output(0, a.dtype, {M, N});
+  if (a.dtype != DType::Float) {
+    dispatch_type(a.dtype, [&](auto v) {
+      using T = decltype(v);
+      if constexpr (std::is_same_v<T, bool>) c.error("bool operands are not supported");
+      else {
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            T acc{};
+            for (int64_t k = 0; k < K; ++k)
+              acc += a.ptr<T>()[ta ? k * M + m : m * K + k] * b.ptr<T>()[tb ? n * K + k : k * N + n];
+            double r = alpha * static_cast<double>(acc);
+            if (cc) {
+              auto st = bcast_strides(cc->shape, {M, N});
+              r += beta * cc->get_f64(m * st[0] + n * st[1]);
+            }
+            y.ptr<T>()[m * N + n] = static_cast<T>(r);
+          }
+      }
+    });
+    apply_act(c, y);
+    return;
+  }
+  simd::Epilogue ep;
+  ep.act = c.fused_act;
+  float gemm_beta = 0.f;
+  if (cc && beta != 0.f && cc->numel() > 0) {
+    if (cc->dtype != DType::Float) c.error("C must be float32");
+    const bool row = cc->numel() == N && (cc->rank() == 1 || cc->shape[0] == 1);
+    if (row && beta == 1.f && N != 1) {
+      ep.bias_kind = simd::Bias::PerCol;
+      ep.bias = cc->ptr<float>();
+    } else {
+      Shape cs = cc->shape;
+      auto st = bcast_strides(cs, {M, N});
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) y.ptr<float>()[m * N + n] = cc->ptr<float>()[m * st[0] + n * st[1]];
+      gemm_beta = beta;
+    }
+  }
+  if (c.state) {
+    simd::gemm_packed(ta, static_cast<size_t>(M), alpha, a.ptr<float>(), static_cast<size_t>(a.shape[1]),
+                      *static_cast<const simd::PackedB*>(c.state), gemm_beta, y.ptr<float>(), static_cast<size_t>(N), ep);
+    return;
+  }
+  simd::gemm(ta, tb, static_cast<size_t>(M), static_cast<size_t>(N), static_cast<size_t>(K), alpha, a.ptr<float>(),
+             static_cast<size_t>(a.shape[1]), b.ptr<float>(), static_cast<size_t>(b.shape[1]), gemm_beta,
+             y.ptr<float>(), static_cast<size_t>(N), ep);
+}
+
+// Einsum: letters of each operand (ellipsis expanded to digit labels), summed by brute force
+// over the full index space. Correct for every equation; fast enough for the small ones that
+// exporters leave in graphs.
+void einsum(OpContext& c) {
+  std::string eq(c.attr_s("equation"));
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  std::string lhs = eq, rhs;
+  bool explicit_out = false;
+  if (auto p = eq.find("->"); p != std::string::npos) {
+    lhs = eq.substr(0, p);
+    rhs = eq.substr(p + 2);
+    explicit_out = true;
+  }
+  std::vector<std::string> terms;
+  for (size_t s = 0;;) {
+    size_t e = lhs.find(',', s);
+    terms.push_back(lhs.substr(s, e == std::string::npos ? std::string::npos : e - s));
+    if (e == std::string::npos) break;
+    s = e + 1;
+  }
+  if (terms.size() != c.input_count()) c.error("equation has " + std::to_string(terms.size()) + " operands");
+  size_t ell_rank = 0;
+  auto expand = [&](std::string t, int64_t rank) {
+    auto p = t.find("...");
+    if (p == std::string::npos) return t;
+    size_t n = static_cast<size_t>(rank) - (t.size() - 3);
+    ell_rank = std::max(ell_rank, n);
+    std::string e;
+    for (size_t i = 0; i < n; ++i) e += static_cast<char>('0' + (ell_rank - n + i));
+    return t.substr(0, p) + e + t.substr(p + 3);
+  };
+  for (size_t i = 0; i < terms.size(); ++i) terms[i] = expand(terms[i], c.input(i).rank());
+  // Digits were assigned right-aligned against the largest ellipsis: re-expand with the final rank.
+  for (size_t i = 0; i < terms.size(); ++i) {
+    std::string t = terms[i];
+    std::string fixed;
+    size_t nd = std::count_if(t.begin(), t.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    size_t k = 0;
+    for (char ch : t) fixed += (ch >= '0' && ch <= '9') ? static_cast<char>('0' + (ell_rank - nd + k++)) : ch;
+    terms[i] = fixed;
+  }
+  std::map<char, int64_t> dim;
+  std::map<char, int> count;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Tensor& x = c.input(i);
+    if (static_cast<int64_t>(terms[i].size()) != x.rank()) c.error("operand " + std::to_string(i) + " rank mismatch");
+    for (size_t d = 0; d < terms[i].size(); ++d) {
+      char ch = terms[i][d];
+      ++count[ch];
+      auto [it, fresh] = dim.emplace(ch, x.shape[d]);
+      if (!fresh && it->second != x.shape[d]) {
+        if (it->second == 1) it->second = x.shape[d];
+        else if (x.shape[d] != 1) c.error(std::string("dimension mismatch for label ") + ch);
+      }
+    }
+  }
+  std::string out;
+  if (explicit_out) {
+    if (auto p = rhs.find("..."); p != std::string::npos) {
+      std::string e;
+      for (size_t i = 0; i < ell_rank; ++i) e += static_cast<char>('0' + i);
+      rhs = rhs.substr(0, p) + e + rhs.substr(p + 3);
+    }
+    out = rhs;
+  } else {
+    for (size_t i = 0; i < ell_rank; ++i) out += static_cast<char>('0' + i);
+    for (auto [ch, n] : count)
+      if (n == 1 && !(ch >= '0' && ch <= '9')) out += ch;
+  }
+  std::string all = out;
+  for (auto [ch, n] : dim)
+    if (all.find(ch) == std::string::npos) all += ch;
+  Shape full;
+  for (char ch : all) full.push_back(dim[ch]);
+  Shape yshape;
+  for (char ch : out) yshape.push_back(dim[ch]);
+  const Tensor& x0 = c.input(0);
+  Tensor& y = c.output(0, x0.dtype, yshape);
+  std::vector<std::vector<int64_t>> strides(terms.size(), std::vector<int64_t>(all.size(), 0));
+  for (size_t i = 0; i < terms.size(); ++i) {
+    auto cs = contiguous_strides(c.input(i).shape);
+    for (size_t d = 0; d < terms[i].size(); ++d)
+      if (c.input(i).shape[d] != 1) strides[i][all.find(terms[i][d])] += cs[d];
+  }
+  std::vector<double> acc(static_cast<size_t>(numel(yshape)), 0.0);
+  const int64_t inner = numel(Shape(full.begin() + static_cast<int64_t>(out.size()), full.end()));
+  std::vector<int64_t> idx(all.size(), 0);
+  for (int64_t flat = 0, total = numel(full); flat < total; ++flat) {
+    double p = 1;
+    for (size_t i = 0; i < terms.size(); ++i) {
+      int64_t off = 0;
+      for (size_t d = 0; d < all.size(); ++d) off += idx[d] * strides[i][d];
+      p *= c.input(i).get_f64(off);
+    }
+    acc[static_cast<size_t>(flat / inner)] += p;
+    for (size_t d = all.size(); d-- > 0;) {
+      if (++idx[d] < full[d]) break;
+      idx[d] = 0;
+    }
+  }
+  Tensor tmp = Tensor::view(DType::Double, yshape, acc.data());
+  cast_into(tmp, y);
+}
+
+}  // namespace
+
+void register_matmul(Registry& r) {
+  r.add("", "MatMul", {matmul, true, -1, -1, true, prepare_matmul, 1u << 1});
+  r.add("", "Gemm", {gemm, true, -1, -1, true, prepare_gemm, 1u << 1});
+  r.add("", "Einsum", {einsum});
+}
+
+}  // namespace onnxforge::rt

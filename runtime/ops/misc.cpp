@@ -1,0 +1,181 @@
+// Less common ops: BitShift, Compress, ReverseSequence, Hann/Hamming/BlackmanWindow, Det.
+#include <array>
+#include <cmath>
+
+#include "runtime/ops/common.h"
+
+namespace onnxforge::rt {
+namespace {
+
+void bit_shift(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  const bool left = c.attr_s("direction") == "LEFT";
+  Tensor& y = c.output(0, a.dtype, broadcast_shapes(c, a.shape, b.shape));
+  dispatch_type(a.dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
+      for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
+                            [&](int64_t i, const std::array<int64_t, 2>& o) {
+                              T x = a.ptr<T>()[o[0]], s = b.ptr<T>()[o[1]];
+                              y.ptr<T>()[i] = s >= sizeof(T) * 8 ? T{0} : static_cast<T>(left ? x << s : x >> s);
+                            });
+    } else {
+      c.error("BitShift needs unsigned integers");
+    }
+  });
+}
+
+void compress(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& cond = c.input(1);
+  const size_t es = dtype_size(x.dtype);
+  if (!c.has_attr("axis")) {
+    std::vector<int64_t> keep;
+    for (int64_t i = 0; i < std::min(x.numel(), cond.numel()); ++i)
+      if (cond.get_i64(i)) keep.push_back(i);
+    Tensor& y = c.output(0, x.dtype, {static_cast<int64_t>(keep.size())});
+    for (size_t i = 0; i < keep.size(); ++i) std::memcpy(y.data + i * es, x.data + static_cast<size_t>(keep[i]) * es, es);
+    return;
+  }
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < std::min(x.shape[static_cast<size_t>(axis)], cond.numel()); ++i)
+    if (cond.get_i64(i)) keep.push_back(i);
+  Shape ys = x.shape;
+  ys[static_cast<size_t>(axis)] = static_cast<int64_t>(keep.size());
+  Tensor& y = c.output(0, x.dtype, ys);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  const int64_t n = x.shape[static_cast<size_t>(axis)], k = static_cast<int64_t>(keep.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < k; ++j)
+      std::memcpy(y.data + static_cast<size_t>((o * k + j) * inner) * es,
+                  x.data + static_cast<size_t>((o * n + keep[static_cast<size_t>(j)]) * inner) * es, static_cast<size_t>(inner) * es);
+}
+
+void reverse_sequence(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& lens = c.input(1);
+  const int64_t ba = c.attr_i("batch_axis", 1), ta = c.attr_i("time_axis", 0);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  const size_t es = dtype_size(x.dtype);
+  auto st = contiguous_strides(x.shape);
+  std::vector<int64_t> idx(x.shape.size(), 0);
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    int64_t b = idx[static_cast<size_t>(ba)], t = idx[static_cast<size_t>(ta)], len = lens.get_i64(b);
+    int64_t src = i;
+    if (t < len) src += (len - 1 - 2 * t) * st[static_cast<size_t>(ta)];
+    std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(src) * es, es);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < x.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+template <int KIND>  // 0 Hann, 1 Hamming, 2 Blackman
+void window(OpContext& c) {
+  const int64_t n = c.input(0).get_i64(0);
+  const bool periodic = c.attr_i("periodic", 1);
+  const DType dt = static_cast<DType>(c.attr_i("output_datatype", 1));
+  std::vector<double> w(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  const double den = static_cast<double>(periodic ? n : n - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = 2 * M_PI * static_cast<double>(i) / den;
+    if (KIND == 0) w[static_cast<size_t>(i)] = 0.5 - 0.5 * std::cos(x);
+    else if (KIND == 1) w[static_cast<size_t>(i)] = 25.0 / 46 - (1 - 25.0 / 46) * std::cos(x);
+    else w[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
+  }
+  cast_into(Tensor::view(DType::Double, {n}, w.data()), c.output(0, dt, {n}));
+}
+
+void det(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t M = x.shape.back(), mats = M ? x.numel() / (M * M) : 0;
+  Shape ys(x.shape.begin(), x.shape.end() - 2);
+  std::vector<double> out(static_cast<size_t>(mats));
+  std::vector<double> a(static_cast<size_t>(M * M));
+  for (int64_t m = 0; m < mats; ++m) {
+    for (int64_t i = 0; i < M * M; ++i) a[static_cast<size_t>(i)] = x.get_f64(m * M * M + i);
+    double d = 1;
+    for (int64_t k = 0; k < M; ++k) {
+      int64_t p = k;
+      for (int64_t i = k + 1; i < M; ++i)
+        if (std::fabs(a[static_cast<size_t>(i * M + k)]) > std::fabs(a[static_cast<size_t>(p * M + k)])) p = i;
+      if (a[static_cast<size_t>(p * M + k)] == 0) { d = 0; break; }
+      if (p != k) {
+        for (int64_t j = 0; j < M; ++j) std::swap(a[static_cast<size_t>(p * M + j)], a[static_cast<size_t>(k * M + j)]);
+        d = -d;
+      }
+      d *= a[static_cast<size_t>(k * M + k)];
+      for (int64_t i = k + 1; i < M; ++i) {
+        double f = a[static_cast<size_t>(i * M + k)] / a[static_cast<size_t>(k * M + k)];
+        for (int64_t j = k; j < M; ++j) a[static_cast<size_t>(i * M + j)] -= f * a[static_cast<size_t>(k * M + j)];
+      }
+    }
+    out[static_cast<size_t>(m)] = d;
+  }
+  cast_into(Tensor::view(DType::Double, ys, out.data()), c.output(0, x.dtype, ys));
+}
+
+void non_max_suppression(OpContext& c) {
+  const Tensor& boxes = c.input(0);
+  const Tensor& scores = c.input(1);
+  const int64_t max_out = c.in(2) && c.in(2)->numel() ? c.in(2)->get_i64(0) : 0;
+  const double iou_th = c.in(3) && c.in(3)->numel() ? c.in(3)->get_f64(0) : 0;
+  const bool has_score_th = c.in(4) && c.in(4)->numel();
+  const double score_th = has_score_th ? c.in(4)->get_f64(0) : 0;
+  const bool center = c.attr_i("center_point_box", 0);
+  const int64_t B = scores.shape[0], C = scores.shape[1], N = scores.shape[2];
+  auto corners = [&](int64_t b, int64_t i) {
+    double v[4];
+    for (int k = 0; k < 4; ++k) v[k] = boxes.get_f64((b * N + i) * 4 + k);
+    if (center) return std::array<double, 4>{v[1] - v[3] / 2, v[0] - v[2] / 2, v[1] + v[3] / 2, v[0] + v[2] / 2};
+    return std::array<double, 4>{std::min(v[0], v[2]), std::min(v[1], v[3]), std::max(v[0], v[2]), std::max(v[1], v[3])};
+  };
+  auto iou = [](const std::array<double, 4>& a, const std::array<double, 4>& b) {
+    double h = std::min(a[2], b[2]) - std::max(a[0], b[0]), w = std::min(a[3], b[3]) - std::max(a[1], b[1]);
+    if (h <= 0 || w <= 0) return 0.0;
+    double inter = h * w, ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
+    return ua <= 0 ? 0.0 : inter / ua;
+  };
+  std::vector<int64_t> sel;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t cl = 0; cl < C; ++cl) {
+      std::vector<int64_t> cand;
+      for (int64_t i = 0; i < N; ++i)
+        if (!has_score_th || scores.get_f64((b * C + cl) * N + i) > score_th) cand.push_back(i);
+      std::stable_sort(cand.begin(), cand.end(), [&](int64_t x, int64_t y) {
+        return scores.get_f64((b * C + cl) * N + x) > scores.get_f64((b * C + cl) * N + y);
+      });
+      std::vector<std::array<double, 4>> kept;
+      for (int64_t i : cand) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        auto box = corners(b, i);
+        bool ok = true;
+        for (const auto& k : kept) ok &= !(iou(box, k) > iou_th);
+        if (!ok) continue;
+        kept.push_back(box);
+        sel.insert(sel.end(), {b, cl, i});
+      }
+    }
+  Tensor& y = c.output(0, DType::Int64, {static_cast<int64_t>(sel.size() / 3), 3});
+  std::copy(sel.begin(), sel.end(), y.ptr<int64_t>());
+}
+
+}  // namespace
+
+void register_misc(Registry& r) {
+  r.add("", "NonMaxSuppression", {non_max_suppression, false});
+  r.add("", "BitShift", {bit_shift, false});
+  r.add("", "Compress", {compress, false});
+  r.add("", "ReverseSequence", {reverse_sequence, false});
+  r.add("", "HannWindow", {window<0>, false});
+  r.add("", "HammingWindow", {window<1>, false});
+  r.add("", "BlackmanWindow", {window<2>, false});
+  r.add("", "Det", {det});
+}
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,283 @@
+// Data movement: Transpose, Concat, Split, Slice, Tile, Pad, Trilu, DepthToSpace, SpaceToDepth.
+#include "runtime/ops/common.h"
+#include "simd/transpose.h"
+
+namespace onnxforge::rt {
+
+// dst (contiguous, `shape`) = src elements at base + sum(i_d * strides[d]) (strides may be < 0).
+void copy_strided(size_t es, const Shape& shape, const std::byte* base, const std::vector<int64_t>& strides, std::byte* dst) {
+  const int64_t total = numel(shape);
+  if (total == 0) return;
+  const size_t r = shape.size();
+  if (r == 0) {
+    std::memcpy(dst, base, es);
+    return;
+  }
+  const int64_t inner = shape[r - 1], is = strides[r - 1];
+  std::vector<int64_t> idx(r, 0);
+  int64_t off = 0;
+  for (int64_t row = 0, rows = total / inner; row < rows; ++row) {
+    const std::byte* s = base + off * static_cast<int64_t>(es);
+    if (is == 1) {
+      std::memcpy(dst, s, static_cast<size_t>(inner) * es);
+      dst += static_cast<size_t>(inner) * es;
+    } else {
+      for (int64_t i = 0; i < inner; ++i, dst += es) std::memcpy(dst, s + i * is * static_cast<int64_t>(es), es);
+    }
+    for (size_t d = r - 1; d-- > 0;) {
+      off += strides[d];
+      if (++idx[d] < shape[d]) break;
+      off -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+namespace {
+
+void transpose(OpContext& c) {
+  const Tensor& x = c.input(0);
+  auto p = c.attr_ints("perm");
+  std::vector<int64_t> perm(p.begin(), p.end());
+  if (perm.empty())
+    for (int64_t i = x.rank(); i-- > 0;) perm.push_back(i);
+  Shape ys;
+  for (auto a : perm) ys.push_back(x.shape[static_cast<size_t>(norm_axis(c, a, x.rank()))]);
+  Tensor& y = c.output(0, x.dtype, ys);
+  simd::transpose(dtype_size(x.dtype), x.shape, x.data, perm, y.data);
+}
+
+void concat(OpContext& c) {
+  const Tensor& x0 = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x0.rank());
+  Shape ys = x0.shape;
+  ys[static_cast<size_t>(axis)] = 0;
+  for (size_t i = 0; i < c.input_count(); ++i) {
+    const Tensor& xi = c.input(i);
+    if (xi.rank() != x0.rank() || xi.dtype != x0.dtype) c.error("inputs differ in rank or type");
+    ys[static_cast<size_t>(axis)] += xi.shape[static_cast<size_t>(axis)];
+  }
+  Tensor& y = c.output(0, x0.dtype, ys);
+  const size_t es = dtype_size(x0.dtype);
+  int64_t outer = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= ys[static_cast<size_t>(i)];
+  const int64_t row = y.numel() / std::max<int64_t>(outer, 1);
+  int64_t col = 0;
+  for (size_t i = 0; i < c.input_count(); ++i) {
+    const Tensor& xi = c.input(i);
+    const int64_t n = outer ? xi.numel() / outer : 0;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y.data + static_cast<size_t>(o * row + col) * es, xi.data + static_cast<size_t>(o * n) * es, static_cast<size_t>(n) * es);
+    col += n;
+  }
+}
+
+void split(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  const int64_t len = x.shape[static_cast<size_t>(axis)];
+  std::vector<int64_t> sizes;
+  if (c.in(1)) sizes = ints_of(*c.in(1));
+  else if (c.has_attr("split")) sizes.assign(c.attr_ints("split").begin(), c.attr_ints("split").end());
+  const int64_t n = static_cast<int64_t>(c.output_count());
+  if (sizes.empty()) {
+    int64_t chunk = (len + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, len - i * chunk)));
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  const size_t es = dtype_size(x.dtype);
+  int64_t start = 0;
+  for (size_t k = 0; k < sizes.size() && k < c.output_count(); ++k) {
+    Shape s = x.shape;
+    s[static_cast<size_t>(axis)] = sizes[k];
+    Tensor& y = c.output(k, x.dtype, s);
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y.data + static_cast<size_t>(o * sizes[k] * inner) * es,
+                  x.data + static_cast<size_t>((o * len + start) * inner) * es, static_cast<size_t>(sizes[k] * inner) * es);
+    start += sizes[k];
+  }
+}
+
+void slice(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t r = x.rank();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    starts.assign(c.attr_ints("starts").begin(), c.attr_ints("starts").end());
+    ends.assign(c.attr_ints("ends").begin(), c.attr_ints("ends").end());
+    axes.assign(c.attr_ints("axes").begin(), c.attr_ints("axes").end());
+  } else {
+    starts = ints_of(c.input(1));
+    ends = ints_of(c.input(2));
+    if (c.in(3)) axes = ints_of(*c.in(3));
+    if (c.in(4)) steps = ints_of(*c.in(4));
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  Shape ys = x.shape;
+  std::vector<int64_t> first(static_cast<size_t>(r), 0), step(static_cast<size_t>(r), 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    size_t a = static_cast<size_t>(norm_axis(c, axes[i], r));
+    const int64_t d = x.shape[a], st = steps[i];
+    if (st == 0) c.error("slice step is 0");
+    int64_t s = starts[i], e = ends[i];
+    if (s < 0) s += d;
+    if (e < 0) e += d;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, d);
+      e = std::clamp<int64_t>(e, 0, d);
+      ys[a] = e > s ? (e - s + st - 1) / st : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, d - 1);
+      e = std::clamp<int64_t>(e, -1, d - 1);
+      ys[a] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+    }
+    first[a] = s;
+    step[a] = st;
+  }
+  Tensor& y = c.output(0, x.dtype, ys);
+  if (y.numel() == 0) return;
+  auto cs = contiguous_strides(x.shape);
+  int64_t off = 0;
+  std::vector<int64_t> strides(static_cast<size_t>(r));
+  for (size_t a = 0; a < static_cast<size_t>(r); ++a) {
+    off += first[a] * cs[a];
+    strides[a] = cs[a] * step[a];
+  }
+  const size_t es = dtype_size(x.dtype);
+  copy_strided(es, ys, x.data + off * static_cast<int64_t>(es), strides, y.data);
+}
+
+void tile(OpContext& c) {
+  const Tensor& x = c.input(0);
+  auto reps = ints_of(c.input(1));
+  Shape ys = x.shape;
+  for (size_t i = 0; i < ys.size(); ++i) ys[i] *= reps[i];
+  Tensor& y = c.output(0, x.dtype, ys);
+  const size_t es = dtype_size(x.dtype);
+  auto cs = contiguous_strides(x.shape);
+  const size_t r = ys.size();
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t i = 0, n = y.numel(); i < n; ++i) {
+    int64_t off = 0;
+    for (size_t d = 0; d < r; ++d) off += (idx[d] % x.shape[d]) * cs[d];
+    std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(off) * es, es);
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < ys[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void pad(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t r = x.rank();
+  std::vector<int64_t> pads;
+  if (c.opset < 11) pads.assign(c.attr_ints("pads").begin(), c.attr_ints("pads").end());
+  else pads = ints_of(c.input(1));
+  std::vector<int64_t> axes;
+  if (c.in(3)) {
+    axes = ints_of(*c.in(3));
+    for (auto& a : axes) a = norm_axis(c, a, r);
+  } else {
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  }
+  std::vector<int64_t> pb(static_cast<size_t>(r), 0), pe(static_cast<size_t>(r), 0);
+  const size_t na = axes.size();
+  if (pads.size() != 2 * na) c.error("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(na) + " axes");
+  for (size_t i = 0; i < na; ++i) {
+    pb[static_cast<size_t>(axes[i])] = pads[i];
+    pe[static_cast<size_t>(axes[i])] = pads[i + na];
+  }
+  std::string_view mode = c.attr_s("mode", "constant");
+  Shape ys = x.shape;
+  for (size_t d = 0; d < ys.size(); ++d) ys[d] += pb[d] + pe[d];
+  Tensor& y = c.output(0, x.dtype, ys);
+  const size_t es = dtype_size(x.dtype);
+  std::vector<std::byte> cv(es, std::byte{0});
+  if (c.opset < 11) {
+    Tensor v = cast(Tensor::view(DType::Float, {}, std::array<float, 1>{c.attr_f("value", 0.f)}.data()), x.dtype);
+    std::memcpy(cv.data(), v.data, es);
+  } else if (const Tensor* v = c.in(2); v && v->numel()) {
+    std::memcpy(cv.data(), v->data, es);
+  }
+  auto cs = contiguous_strides(x.shape);
+  std::vector<int64_t> idx(ys.size(), 0);
+  for (int64_t i = 0, n = y.numel(); i < n; ++i) {
+    int64_t off = 0;
+    bool inside = true;
+    for (size_t d = 0; d < ys.size(); ++d) {
+      int64_t s = idx[d] - pb[d], len = x.shape[d];
+      if (s < 0 || s >= len) {
+        if (mode == "constant" || len == 0) { inside = false; break; }
+        if (mode == "edge") s = std::clamp<int64_t>(s, 0, len - 1);
+        else if (mode == "reflect") {
+          if (len == 1) s = 0;
+          else {
+            const int64_t period = 2 * (len - 1);
+            s = ((s % period) + period) % period;
+            if (s >= len) s = period - s;
+          }
+        } else if (mode == "wrap") {
+          s = ((s % len) + len) % len;
+        }
+      }
+      off += s * cs[d];
+    }
+    std::memcpy(y.data + static_cast<size_t>(i) * es, inside ? x.data + static_cast<size_t>(off) * es : cv.data(), es);
+    for (size_t d = ys.size(); d-- > 0;) {
+      if (++idx[d] < ys[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void trilu(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t k = c.in(1) ? c.in(1)->get_i64(0) : 0;
+  const bool upper = c.attr_i("upper", 1);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  const size_t es = dtype_size(x.dtype);
+  const int64_t R = x.shape[x.shape.size() - 2], C = x.shape.back(), mats = (R * C) != 0 ? x.numel() / (R * C) : 0;
+  for (int64_t m = 0; m < mats; ++m)
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C; ++j) {
+        size_t off = static_cast<size_t>((m * R + i) * C + j) * es;
+        bool keep = upper ? j - i >= k : j - i <= k;
+        if (keep) std::memcpy(y.data + off, x.data + off, es);
+        else std::memset(y.data + off, 0, es);
+      }
+}
+
+void depth_to_space(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t b = c.attr_i("blocksize", 1), N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const bool crd = c.attr_s("mode", "DCR") == "CRD";
+  Shape tmp = crd ? Shape{N, C / (b * b), b, b, H, W} : Shape{N, b, b, C / (b * b), H, W};
+  std::vector<int64_t> perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
+  Tensor& y = c.output(0, x.dtype, {N, C / (b * b), H * b, W * b});
+  simd::transpose(dtype_size(x.dtype), tmp, x.data, perm, y.data);
+}
+
+void space_to_depth(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t b = c.attr_i("blocksize", 1), N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  Shape tmp{N, C, H / b, b, W / b, b};
+  std::vector<int64_t> perm{0, 3, 5, 1, 2, 4};
+  Tensor& y = c.output(0, x.dtype, {N, C * b * b, H / b, W / b});
+  simd::transpose(dtype_size(x.dtype), tmp, x.data, perm, y.data);
+}
+
+}  // namespace
+
+void register_movement(Registry& r) {
+  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
+           {"Transpose", transpose}, {"Concat", concat}, {"Split", split}, {"Slice", slice}, {"Tile", tile},
+           {"Pad", pad}, {"Trilu", trilu}, {"DepthToSpace", depth_to_space}, {"SpaceToDepth", space_to_depth}})
+    r.add("", name, {f, false});
+}
+
+}  // namespace onnxforge::rt

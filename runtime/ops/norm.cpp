@@ -1,0 +1,262 @@
+// Normalizations and softmax: BatchNormalization, InstanceNormalization, LayerNormalization,
+// RMSNormalization, GroupNormalization, LRN, MeanVarianceNormalization, Softmax, LogSoftmax,
+// Hardmax.
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+
+#include "runtime/ops/common.h"
+#include "simd/norm.h"
+
+namespace onnxforge::rt {
+namespace {
+
+void need_float(const OpContext& c, const Tensor& t) {
+  if (t.dtype != DType::Float) c.error("expects float32 (or float16/bfloat16) data, got " + std::string(dtype_name(t.dtype)));
+}
+
+void batch_norm(OpContext& c) {
+  const Tensor& x = c.input(0);
+  need_float(c, x);
+  const Tensor &scale = c.input(1), &bias = c.input(2), &mean = c.input(3), &var = c.input(4);
+  const float eps = c.attr_f("epsilon", 1e-5f);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  const int64_t N = x.shape[0], C = x.rank() > 1 ? x.shape[1] : 1;
+  const int64_t sp = x.numel() / std::max<int64_t>(N * C, 1);
+  const bool training = c.attr_i("training_mode", 0) != 0;
+  std::vector<double> m(static_cast<size_t>(C)), v(static_cast<size_t>(C));
+  for (int64_t ch = 0; ch < C; ++ch) {
+    if (!training) {
+      m[static_cast<size_t>(ch)] = mean.ptr<float>()[ch];
+      v[static_cast<size_t>(ch)] = var.ptr<float>()[ch];
+      continue;
+    }
+    double s = 0, sq = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < sp; ++i) {
+        double z = x.ptr<float>()[(n * C + ch) * sp + i];
+        s += z;
+        sq += z * z;
+      }
+    const double cnt = static_cast<double>(N * sp);
+    m[static_cast<size_t>(ch)] = s / cnt;
+    v[static_cast<size_t>(ch)] = sq / cnt - (s / cnt) * (s / cnt);
+  }
+  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
+  for (int64_t ch = 0; ch < C; ++ch) {
+    double inv = 1.0 / std::sqrt(v[static_cast<size_t>(ch)] + eps);
+    a[static_cast<size_t>(ch)] = static_cast<float>(scale.ptr<float>()[ch] * inv);
+    b[static_cast<size_t>(ch)] = static_cast<float>(bias.ptr<float>()[ch] - m[static_cast<size_t>(ch)] * scale.ptr<float>()[ch] * inv);
+  }
+  tbb::parallel_for(int64_t{0}, N * C, [&](int64_t pl) {
+    const float* X = x.ptr<float>() + pl * sp;
+    float* Y = y.ptr<float>() + pl * sp;
+    const float s = a[static_cast<size_t>(pl % C)], t = b[static_cast<size_t>(pl % C)];
+    for (int64_t i = 0; i < sp; ++i) Y[i] = X[i] * s + t;
+  });
+  // Training mode: running statistics updated with momentum (inference passes them through).
+  const double mom = c.attr_f("momentum", 0.9f);
+  for (int k = 1; k <= 2; ++k) {
+    if (c.output_count() <= static_cast<size_t>(k) || !c.has_output(static_cast<size_t>(k))) continue;
+    const Tensor& run = k == 1 ? mean : var;
+    Tensor& o = c.output(static_cast<size_t>(k), DType::Float, run.shape);
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const double cur = (k == 1 ? m : v)[static_cast<size_t>(ch)];
+      o.ptr<float>()[ch] = static_cast<float>(training ? run.ptr<float>()[ch] * mom + cur * (1 - mom) : run.ptr<float>()[ch]);
+    }
+  }
+}
+
+void instance_norm(OpContext& c) {
+  const Tensor& x = c.input(0);
+  need_float(c, x);
+  const Tensor &scale = c.input(1), &bias = c.input(2);
+  const float eps = c.attr_f("epsilon", 1e-5f);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / std::max<int64_t>(N * C, 1);
+  const std::vector<float> ones(static_cast<size_t>(sp), 1.f);
+  tbb::parallel_for(int64_t{0}, N * C, [&](int64_t pl) {
+    const float* X = x.ptr<float>() + pl * sp;
+    float* Y = y.ptr<float>() + pl * sp;
+    const float s = scale.ptr<float>()[pl % C], b = bias.ptr<float>()[pl % C];
+    simd::layer_norm(1, static_cast<size_t>(sp), X, ones.data(), nullptr, eps, Y);
+    for (int64_t i = 0; i < sp; ++i) Y[i] = Y[i] * s + b;
+  });
+}
+
+// Expands a parameter broadcastable to the normalized shape into `cols` contiguous values.
+const float* expand_param(const Tensor* p, const Shape& norm_shape, std::vector<float>& buf) {
+  if (!p) return nullptr;
+  const int64_t cols = numel(norm_shape);
+  if (p->numel() == cols) return p->ptr<float>();
+  buf.resize(static_cast<size_t>(cols));
+  auto st = bcast_strides(p->shape, norm_shape);
+  for_each_broadcast<1>(norm_shape, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+    buf[static_cast<size_t>(i)] = p->ptr<float>()[o[0]];
+  });
+  return buf.data();
+}
+
+void layer_norm(OpContext& c) {
+  const Tensor& x = c.input(0);
+  need_float(c, x);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", -1), x.rank());
+  const float eps = c.attr_f("epsilon", 1e-5f);
+  Shape norm_shape(x.shape.begin() + axis, x.shape.end());
+  const int64_t cols = numel(norm_shape), rows = cols ? x.numel() / cols : 0;
+  std::vector<float> sb, bb;
+  const float* scale = expand_param(c.in(1), norm_shape, sb);
+  const float* bias = expand_param(c.in(2), norm_shape, bb);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  Shape stat_shape(x.shape.begin(), x.shape.begin() + axis);
+  stat_shape.resize(x.shape.size(), 1);
+  float* mean = c.output_count() > 1 && c.has_output(1) ? c.output(1, DType::Float, stat_shape).ptr<float>() : nullptr;
+  float* inv = c.output_count() > 2 && c.has_output(2) ? c.output(2, DType::Float, stat_shape).ptr<float>() : nullptr;
+  std::vector<float> ones;
+  if (!scale) {
+    ones.assign(static_cast<size_t>(cols), 1.f);
+    scale = ones.data();
+  }
+  simd::layer_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), scale, bias, eps, y.ptr<float>(),
+                   mean, inv);
+  if (c.fused_act.op != simd::UnaryOp::Identity) simd::unary(c.fused_act, y.ptr<float>(), y.ptr<float>(), static_cast<size_t>(y.numel()));
+}
+
+void rms_norm(OpContext& c) {
+  const Tensor& x = c.input(0);
+  need_float(c, x);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", -1), x.rank());
+  const float eps = c.attr_f("epsilon", 1e-5f);
+  Shape norm_shape(x.shape.begin() + axis, x.shape.end());
+  const int64_t cols = numel(norm_shape), rows = cols ? x.numel() / cols : 0;
+  std::vector<float> sb;
+  const float* scale = expand_param(c.in(1), norm_shape, sb);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  simd::rms_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), scale, eps, y.ptr<float>());
+}
+
+void group_norm(OpContext& c) {
+  const Tensor& x = c.input(0);
+  need_float(c, x);
+  const Tensor &scale = c.input(1), &bias = c.input(2);
+  const int64_t G = c.attr_i("num_groups", 1);
+  const float eps = c.attr_f("epsilon", 1e-5f);
+  const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / std::max<int64_t>(N * C, 1);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  const int64_t cpg = C / G;
+  const std::vector<float> ones(static_cast<size_t>(cpg * sp), 1.f);
+  simd::layer_norm(static_cast<size_t>(N * G), static_cast<size_t>(cpg * sp), x.ptr<float>(), ones.data(), nullptr, eps,
+                   y.ptr<float>());
+  // Opset 18 has per-group scale/bias, opset 21 per-channel.
+  const bool per_group = scale.numel() == G && G != C;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch) {
+      float s = scale.ptr<float>()[per_group ? ch / cpg : ch], b = bias.ptr<float>()[per_group ? ch / cpg : ch];
+      float* Y = y.ptr<float>() + (n * C + ch) * sp;
+      for (int64_t i = 0; i < sp; ++i) Y[i] = Y[i] * s + b;
+    }
+}
+
+template <int MODE>  // 0 softmax, 1 log-softmax, 2 hardmax
+void softmax(OpContext& c) {
+  const Tensor& x = c.input(0);
+  need_float(c, x);
+  const int64_t rank = x.rank();
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  if (x.numel() == 0) return;
+  if (rank == 0) {
+    y.ptr<float>()[0] = MODE == 1 ? 0.f : 1.f;
+    return;
+  }
+  int64_t axis = norm_axis(c, c.attr_i("axis", c.opset < 13 ? 1 : -1), rank);
+  int64_t outer = 1, n = x.shape[static_cast<size_t>(axis)], inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < rank; ++i) inner *= x.shape[static_cast<size_t>(i)];
+  if (c.opset < 13) {  // coerced to 2-D [outer, n * inner]
+    n *= inner;
+    inner = 1;
+  }
+  if (MODE == 2) {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const float* X = x.ptr<float>() + o * n * inner + i;
+        float* Y = y.ptr<float>() + o * n * inner + i;
+        int64_t best = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          if (X[k * inner] > X[best * inner]) best = k;
+        }
+        for (int64_t k = 0; k < n; ++k) Y[k * inner] = k == best ? 1.f : 0.f;
+      }
+    return;
+  }
+  if (inner == 1) {
+    if (MODE == 0) simd::softmax(static_cast<size_t>(outer), static_cast<size_t>(n), x.ptr<float>(), y.ptr<float>());
+    else simd::log_softmax(static_cast<size_t>(outer), static_cast<size_t>(n), x.ptr<float>(), y.ptr<float>());
+  } else {
+    simd::softmax_axis(static_cast<size_t>(outer), static_cast<size_t>(n), static_cast<size_t>(inner), x.ptr<float>(),
+                       y.ptr<float>(), MODE == 1);
+  }
+}
+
+void lrn(OpContext& c) {
+  const Tensor& x = c.input(0);
+  need_float(c, x);
+  const float alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f), bias = c.attr_f("bias", 1.f);
+  const int64_t size = c.attr_i("size", 1);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / std::max<int64_t>(N * C, 1);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t s = 0; s < sp; ++s) {
+        double sq = 0;
+        for (int64_t k = std::max<int64_t>(0, ch - (size - 1) / 2); k <= std::min(C - 1, ch + size / 2); ++k) {
+          double v = x.ptr<float>()[(n * C + k) * sp + s];
+          sq += v * v;
+        }
+        y.ptr<float>()[(n * C + ch) * sp + s] = static_cast<float>(
+            x.ptr<float>()[(n * C + ch) * sp + s] / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
+      }
+}
+
+void mvn(OpContext& c) {
+  const Tensor& x = c.input(0);
+  need_float(c, x);
+  std::vector<int64_t> axes;
+  auto a = c.attr_ints("axes");
+  if (a.empty()) axes = {0, 2, 3};
+  else axes.assign(a.begin(), a.end());
+  for (auto& ax : axes) ax = norm_axis(c, ax, x.rank());
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  Shape rshape = x.shape;
+  for (auto ax : axes) rshape[static_cast<size_t>(ax)] = 1;
+  std::vector<double> sum(static_cast<size_t>(numel(rshape))), sq(sum.size());
+  auto st = bcast_strides(rshape, x.shape);
+  for_each_broadcast<1>(x.shape, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+    double v = x.ptr<float>()[i];
+    sum[static_cast<size_t>(o[0])] += v;
+    sq[static_cast<size_t>(o[0])] += v * v;
+  });
+  const double cnt = static_cast<double>(x.numel()) / static_cast<double>(sum.size());
+  for_each_broadcast<1>(x.shape, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+    double m = sum[static_cast<size_t>(o[0])] / cnt, var = sq[static_cast<size_t>(o[0])] / cnt - m * m;
+    y.ptr<float>()[i] = static_cast<float>((x.ptr<float>()[i] - m) / (std::sqrt(var) + 1e-9));
+  });
+}
+
+}  // namespace
+
+void register_norm(Registry& r) {
+  r.add("", "BatchNormalization", {batch_norm});
+  r.add("", "InstanceNormalization", {instance_norm});
+  r.add("", "LayerNormalization", {layer_norm, true, -1, -1, true});
+  r.add("", "RMSNormalization", {rms_norm});
+  r.add("", "SimplifiedLayerNormalization", {rms_norm});  // ORT's name for RMSNorm in the default domain
+  r.add("", "GroupNormalization", {group_norm});
+  r.add("", "Softmax", {softmax<0>, true, 0});
+  r.add("", "LogSoftmax", {softmax<1>, true, 0});
+  r.add("", "Hardmax", {softmax<2>});
+  r.add("", "LRN", {lrn});
+  r.add("", "MeanVarianceNormalization", {mvn});
+}
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,189 @@
+// MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool: 1-3 spatial dims.
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+
+#include "runtime/ops/common.h"
+#include "runtime/ops/conv_util.h"
+
+namespace onnxforge::rt {
+namespace {
+
+enum class Pool { Max, Avg, Lp };
+
+template <Pool P>
+void pool(OpContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.dtype != DType::Float && !(P == Pool::Max && (x.dtype == DType::Int8 || x.dtype == DType::Uint8)))
+    c.error("unsupported element type");
+  auto ks = c.attr_ints("kernel_shape");
+  if (ks.empty()) c.error("kernel_shape is required");
+  Shape wshape{1, 1};
+  wshape.insert(wshape.end(), ks.begin(), ks.end());
+  ConvGeometry g = conv_geometry(c, x.shape, wshape, false);
+  const int r = g.rank;
+  const bool ceil_mode = c.attr_i("ceil_mode", 0), include_pad = c.attr_i("count_include_pad", 0);
+  const double p = static_cast<double>(c.attr_i("p", 2));
+  std::array<int64_t, 3> out{1, 1, 1};
+  Shape ys{x.shape[0], x.shape[1]};
+  int64_t out_sp = 1, in_sp = 1;
+  for (int i = 0; i < r; ++i) {
+    size_t u = static_cast<size_t>(i);
+    int64_t span = g.in[u] + g.pad_begin[u] + g.pad_end[u] - ((g.kernel[u] - 1) * g.dilation[u] + 1);
+    int64_t o = (ceil_mode ? (span + g.stride[u] - 1) / g.stride[u] : span / g.stride[u]) + 1;
+    if (ceil_mode && (o - 1) * g.stride[u] >= g.in[u] + g.pad_begin[u]) --o;
+    out[u] = std::max<int64_t>(o, 0);
+    ys.push_back(out[u]);
+    out_sp *= out[u];
+    in_sp *= g.in[u];
+  }
+  Tensor& y = c.output(0, x.dtype, ys);
+  Tensor* idx = c.output_count() > 1 && c.has_output(1) ? &c.output(1, DType::Int64, ys) : nullptr;
+  const bool col_major = c.attr_i("storage_order", 0) == 1;
+  const int64_t planes = x.shape[0] * x.shape[1];
+  if (r == 2 && !idx && x.dtype == DType::Float && P != Pool::Lp) {
+    // The common case (CNN stems and downsampling): clipped window bounds per output, float sums.
+    tbb::parallel_for(int64_t{0}, planes, [&](int64_t pl) {
+      const float* X = x.ptr<float>() + pl * in_sp;
+      float* Y = y.ptr<float>() + pl * out_sp;
+      for (int64_t oh = 0; oh < out[0]; ++oh) {
+        const int64_t h0 = oh * g.stride[0] - g.pad_begin[0];
+        int64_t kh0 = 0, kh1 = g.kernel[0];
+        while (kh0 < kh1 && h0 + kh0 * g.dilation[0] < 0) ++kh0;
+        while (kh1 > kh0 && h0 + (kh1 - 1) * g.dilation[0] >= g.in[0]) --kh1;
+        const int64_t hend = std::min(h0 + (g.kernel[0] - 1) * g.dilation[0] + 1, g.in[0] + g.pad_end[0]);
+        for (int64_t ow = 0; ow < out[1]; ++ow) {
+          const int64_t w0 = ow * g.stride[1] - g.pad_begin[1];
+          int64_t kw0 = 0, kw1 = g.kernel[1];
+          while (kw0 < kw1 && w0 + kw0 * g.dilation[1] < 0) ++kw0;
+          while (kw1 > kw0 && w0 + (kw1 - 1) * g.dilation[1] >= g.in[1]) --kw1;
+          float acc = P == Pool::Max ? -INFINITY : 0.f;
+          for (int64_t a = kh0; a < kh1; ++a) {
+            const float* row = X + (h0 + a * g.dilation[0]) * g.in[1] + w0;
+            for (int64_t b = kw0; b < kw1; ++b) {
+              const float v = row[b * g.dilation[1]];
+              if constexpr (P == Pool::Max) acc = (v > acc || std::isnan(v)) ? v : acc;
+              else acc += v;
+            }
+          }
+          if constexpr (P == Pool::Avg) {
+            int64_t cnt;
+            if (include_pad) {
+              const int64_t wend = std::min(w0 + (g.kernel[1] - 1) * g.dilation[1] + 1, g.in[1] + g.pad_end[1]);
+              cnt = ((hend - h0 + g.dilation[0] - 1) / g.dilation[0]) * ((wend - w0 + g.dilation[1] - 1) / g.dilation[1]);
+            } else {
+              cnt = (kh1 - kh0) * (kw1 - kw0);
+            }
+            acc /= static_cast<float>(std::max<int64_t>(cnt, 1));
+          }
+          Y[oh * out[1] + ow] = acc;
+        }
+      }
+    });
+    return;
+  }
+  auto body = [&](auto tag) {
+    using T = decltype(tag);
+    tbb::parallel_for(int64_t{0}, planes, [&](int64_t pl) {
+      const T* X = x.ptr<T>() + pl * in_sp;
+      T* Y = y.ptr<T>() + pl * out_sp;
+      for (int64_t o = 0; o < out_sp; ++o) {
+        int64_t oi[3] = {0, 0, 0}, rem = o;
+        for (int i = r; i-- > 0;) {
+          oi[i] = rem % out[static_cast<size_t>(i)];
+          rem /= out[static_cast<size_t>(i)];
+        }
+        int64_t start[3], kdim[3];
+        int64_t padded_count = 1;
+        for (int i = 0; i < 3; ++i) {
+          size_t u = static_cast<size_t>(i);
+          start[i] = i < r ? oi[i] * g.stride[u] - g.pad_begin[u] : 0;
+          kdim[i] = i < r ? g.kernel[u] : 1;
+          if (i < r) {
+            int64_t end = std::min(start[i] + (kdim[i] - 1) * g.dilation[u] + 1, g.in[u] + g.pad_end[u]);
+            padded_count *= (end - start[i] + g.dilation[u] - 1) / g.dilation[u];
+          }
+        }
+        double acc = P == Pool::Max ? -INFINITY : 0.0;
+        int64_t best = -1, count = 0;
+        for (int64_t a = 0; a < kdim[0]; ++a) {
+          int64_t h = start[0] + a * g.dilation[0];
+          if (r >= 1 && (h < 0 || h >= g.in[0])) continue;
+          for (int64_t b = 0; b < kdim[1]; ++b) {
+            int64_t w = start[1] + b * g.dilation[1];
+            if (r >= 2 && (w < 0 || w >= g.in[1])) continue;
+            for (int64_t d = 0; d < kdim[2]; ++d) {
+              int64_t z = start[2] + d * g.dilation[2];
+              if (r >= 3 && (z < 0 || z >= g.in[2])) continue;
+              int64_t off = (h * (r >= 2 ? g.in[1] : 1) + (r >= 2 ? w : 0)) * (r >= 3 ? g.in[2] : 1) + (r >= 3 ? z : 0);
+              double v = static_cast<double>(X[off]);
+              if constexpr (P == Pool::Max) {
+                if (v > acc || best < 0) {
+                  acc = v;
+                  int64_t pos = off;
+                  if (col_major && r == 2) pos = w * g.in[0] + h;
+                  best = pos;
+                }
+              } else if constexpr (P == Pool::Avg) {
+                acc += v;
+              } else {
+                acc += std::pow(std::fabs(v), p);
+              }
+              ++count;
+            }
+          }
+        }
+        if constexpr (P == Pool::Avg) acc = acc / static_cast<double>(include_pad ? padded_count : std::max<int64_t>(count, 1));
+        if constexpr (P == Pool::Lp) acc = std::pow(acc, 1.0 / p);
+        Y[o] = static_cast<T>(acc);
+        if (idx) idx->ptr<int64_t>()[pl * out_sp + o] = best + pl * in_sp;
+      }
+    });
+  };
+  if (x.dtype == DType::Float) body(float{});
+  else if (x.dtype == DType::Int8) body(int8_t{});
+  else body(uint8_t{});
+}
+
+template <Pool P>
+void global_pool(OpContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.rank() < 2) c.error("input must have rank >= 2");
+  Shape ys(x.shape.begin(), x.shape.begin() + 2);
+  ys.resize(x.shape.size(), 1);
+  Tensor& y = c.output(0, x.dtype, ys);
+  const int64_t planes = x.shape[0] * x.shape[1], sp = numel(Shape(x.shape.begin() + 2, x.shape.end()));
+  const double p = static_cast<double>(c.attr_i("p", 2));
+  dispatch_type(x.dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_floating_point_v<T>) {
+      tbb::parallel_for(int64_t{0}, planes, [&](int64_t pl) {
+        const T* X = x.ptr<T>() + pl * sp;
+        double acc = P == Pool::Max ? -INFINITY : 0.0;
+        for (int64_t i = 0; i < sp; ++i) {
+          if (P == Pool::Max) acc = std::max(acc, static_cast<double>(X[i]));
+          else if (P == Pool::Avg) acc += X[i];
+          else acc += std::pow(std::fabs(static_cast<double>(X[i])), p);
+        }
+        if (P == Pool::Avg) acc /= static_cast<double>(sp);
+        if (P == Pool::Lp) acc = std::pow(acc, 1.0 / p);
+        y.ptr<T>()[pl] = static_cast<T>(acc);
+      });
+    } else {
+      c.error("unsupported element type");
+    }
+  });
+}
+
+}  // namespace
+
+void register_pool(Registry& r) {
+  r.add("", "MaxPool", {pool<Pool::Max>});
+  r.add("", "AveragePool", {pool<Pool::Avg>});
+  r.add("", "LpPool", {pool<Pool::Lp>});
+  r.add("", "GlobalAveragePool", {global_pool<Pool::Avg>});
+  r.add("", "GlobalMaxPool", {global_pool<Pool::Max>});
+  r.add("", "GlobalLpPool", {global_pool<Pool::Lp>});
+}
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,194 @@
+// Reductions (Reduce*), ArgMax/ArgMin, TopK, CumSum.
+#include <cmath>
+#include <numeric>
+
+#include "runtime/ops/common.h"
+#include "simd/reduce.h"
+
+namespace onnxforge::rt {
+namespace {
+
+using simd::ReduceOp;
+
+template <ReduceOp OP>
+void reduce(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t r = x.rank();
+  // Axes moved from attribute to input: ReduceSum at 13, the others at 18.
+  const bool axes_input = OP == ReduceOp::Sum ? c.opset >= 13 : c.opset >= 18;
+  std::vector<int64_t> axes;
+  if (axes_input) {
+    if (const Tensor* t = c.in(1)) axes = ints_of(*t);
+  } else {
+    axes.assign(c.attr_ints("axes").begin(), c.attr_ints("axes").end());
+  }
+  for (auto& a : axes) a = norm_axis(c, a, std::max<int64_t>(r, 1));
+  if (axes.empty()) {
+    if (c.attr_i("noop_with_empty_axes", 0)) {
+      Tensor& y = c.output(0, x.dtype, x.shape);
+      std::memcpy(y.data, x.data, x.bytes());
+      return;
+    }
+    axes.resize(static_cast<size_t>(r));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  const bool keep = c.attr_i("keepdims", 1);
+  Shape ys;
+  for (int64_t i = 0; i < r; ++i) {
+    bool red = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (!red) ys.push_back(x.shape[static_cast<size_t>(i)]);
+    else if (keep) ys.push_back(1);
+  }
+  Tensor& y = c.output(0, x.dtype, ys);
+  switch (x.dtype) {
+    case DType::Float: simd::reduce(OP, x.shape, x.ptr<float>(), axes, y.ptr<float>()); return;
+    case DType::Int64: simd::reduce(OP, x.shape, x.ptr<int64_t>(), axes, y.ptr<int64_t>()); return;
+    case DType::Int32: simd::reduce(OP, x.shape, x.ptr<int32_t>(), axes, y.ptr<int32_t>()); return;
+    default: break;
+  }
+  // Other types: through float64.
+  Tensor xd = cast(x, DType::Double);
+  Shape kshape = x.shape;
+  for (auto a : axes) kshape[static_cast<size_t>(a)] = 1;
+  std::vector<double> acc(static_cast<size_t>(numel(kshape)), 0.0);
+  std::vector<int64_t> cnt(acc.size(), 0);
+  const bool minmax = OP == ReduceOp::Max || OP == ReduceOp::Min;
+  if (OP == ReduceOp::Prod) std::fill(acc.begin(), acc.end(), 1.0);
+  if (minmax) std::fill(acc.begin(), acc.end(), OP == ReduceOp::Max ? -INFINITY : INFINITY);
+  for_each_broadcast<1>(x.shape, {bcast_strides(kshape, x.shape)}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+    double v = xd.ptr<double>()[i];
+    double& a = acc[static_cast<size_t>(o[0])];
+    ++cnt[static_cast<size_t>(o[0])];
+    switch (OP) {
+      case ReduceOp::Sum: case ReduceOp::Mean: a += v; break;
+      case ReduceOp::Max: a = std::max(a, v); break;
+      case ReduceOp::Min: a = std::min(a, v); break;
+      case ReduceOp::Prod: a *= v; break;
+      case ReduceOp::L1: a += std::fabs(v); break;
+      case ReduceOp::L2: case ReduceOp::SumSquare: a += v * v; break;
+      case ReduceOp::LogSum: a += v; break;
+      case ReduceOp::LogSumExp: a += std::exp(v); break;
+    }
+  });
+  for (size_t i = 0; i < acc.size(); ++i) {
+    if (OP == ReduceOp::Mean) acc[i] /= static_cast<double>(cnt[i]);
+    if (OP == ReduceOp::L2) acc[i] = std::sqrt(acc[i]);
+    if (OP == ReduceOp::LogSum || OP == ReduceOp::LogSumExp) acc[i] = std::log(acc[i]);
+  }
+  cast_into(Tensor::view(DType::Double, ys, acc.data()), y);
+}
+
+template <bool MAX>
+void arg_reduce(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  const bool keep = c.attr_i("keepdims", 1), last = c.attr_i("select_last_index", 0);
+  Shape ys = x.shape;
+  if (keep) ys[static_cast<size_t>(axis)] = 1;
+  else ys.erase(ys.begin() + axis);
+  Tensor& y = c.output(0, DType::Int64, ys);
+  int64_t outer = 1, inner = 1;
+  const int64_t n = x.shape[static_cast<size_t>(axis)];
+  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  dispatch_type(x.dtype, [&](auto v) {
+    using T = decltype(v);
+    const T* X = x.ptr<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < n; ++k) {
+          T a = X[(o * n + k) * inner + i], b = X[(o * n + best) * inner + i];
+          if (MAX ? (a > b || (last && a == b)) : (a < b || (last && a == b))) best = k;
+        }
+        y.ptr<int64_t>()[o * inner + i] = best;
+      }
+  });
+}
+
+void topk(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", -1), x.rank());
+  const int64_t k = c.opset < 10 ? c.attr_i("k", 1) : c.input(1).get_i64(0);
+  const bool largest = c.attr_i("largest", 1);
+  const int64_t n = x.shape[static_cast<size_t>(axis)];
+  if (k < 0 || k > n) c.error("k = " + std::to_string(k) + " is out of range");
+  Shape ys = x.shape;
+  ys[static_cast<size_t>(axis)] = k;
+  Tensor& vals = c.output(0, x.dtype, ys);
+  Tensor& idx = c.output(1, DType::Int64, ys);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  dispatch_type(x.dtype, [&](auto v) {
+    using T = decltype(v);
+    const T* X = x.ptr<T>();
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        std::iota(order.begin(), order.end(), 0);
+        auto at = [&](int64_t j) { return X[(o * n + j) * inner + i]; };
+        auto cmp = [&](int64_t a, int64_t b) {
+          T va = at(a), vb = at(b);
+          if (va != vb) return largest ? va > vb : va < vb;
+          return a < b;  // ties: the lower index first, as ONNX requires
+        };
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
+        for (int64_t j = 0; j < k; ++j) {
+          vals.ptr<T>()[(o * k + j) * inner + i] = at(order[static_cast<size_t>(j)]);
+          idx.ptr<int64_t>()[(o * k + j) * inner + i] = order[static_cast<size_t>(j)];
+        }
+      }
+  });
+}
+
+void cumsum(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.input(1).get_i64(0), x.rank());
+  const bool excl = c.attr_i("exclusive", 0), rev = c.attr_i("reverse", 0);
+  Tensor& y = c.output(0, x.dtype, x.shape);
+  int64_t outer = 1, inner = 1;
+  const int64_t n = x.shape[static_cast<size_t>(axis)];
+  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  dispatch_type(x.dtype, [&](auto v) {
+    using T = decltype(v);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        T acc{};
+        for (int64_t s = 0; s < n; ++s) {
+          int64_t k = rev ? n - 1 - s : s;
+          size_t off = static_cast<size_t>((o * n + k) * inner + i);
+          T cur = x.ptr<T>()[off];
+          if (excl) {
+            y.ptr<T>()[off] = acc;
+            acc = static_cast<T>(acc + cur);
+          } else {
+            acc = static_cast<T>(acc + cur);
+            y.ptr<T>()[off] = acc;
+          }
+        }
+      }
+  });
+}
+
+}  // namespace
+
+void register_reduce(Registry& r) {
+  r.add("", "ReduceSum", {reduce<ReduceOp::Sum>});
+  r.add("", "ReduceMean", {reduce<ReduceOp::Mean>});
+  r.add("", "ReduceMax", {reduce<ReduceOp::Max>});
+  r.add("", "ReduceMin", {reduce<ReduceOp::Min>});
+  r.add("", "ReduceProd", {reduce<ReduceOp::Prod>});
+  r.add("", "ReduceL1", {reduce<ReduceOp::L1>});
+  r.add("", "ReduceL2", {reduce<ReduceOp::L2>});
+  r.add("", "ReduceSumSquare", {reduce<ReduceOp::SumSquare>});
+  r.add("", "ReduceLogSum", {reduce<ReduceOp::LogSum>});
+  r.add("", "ReduceLogSumExp", {reduce<ReduceOp::LogSumExp>});
+  r.add("", "ArgMax", {arg_reduce<true>});
+  r.add("", "ArgMin", {arg_reduce<false>});
+  r.add("", "TopK", {topk});
+  r.add("", "CumSum", {cumsum});
+}
+
+}  // namespace onnxforge::rt

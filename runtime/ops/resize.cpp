@@ -1,0 +1,255 @@
+// Resize (opset 10-19: nearest, linear, cubic; every coordinate transformation) and Upsample.
+// Separable: each output dim gets a list of (source index, weight) taps; the output element is
+// the weighted sum over the product of its dims' taps.
+#include <cmath>
+
+#include "runtime/ops/common.h"
+
+namespace onnxforge::rt {
+namespace {
+
+struct Tap {
+  int64_t index;
+  double weight;
+};
+
+struct Options {
+  std::string_view mode = "nearest", ctm = "half_pixel", nearest = "round_prefer_floor";
+  double cubic_a = -0.75, extrapolation = 0;
+  bool exclude_outside = false;
+};
+
+// `out_len` is the resized length before flooring (in * scale), as the spec's reference uses.
+double source_coord(const Options& o, double x, double scale, int64_t in, int64_t out, double out_len, double roi_start,
+                    double roi_end, bool* outside) {
+  *outside = false;
+  if (o.ctm == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  if (o.ctm == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (o.ctm == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
+  if (o.ctm == "align_corners") return out_len == 1 ? 0 : x * static_cast<double>(in - 1) / (out_len - 1);
+  if (o.ctm == "asymmetric") return x / scale;
+  if (o.ctm == "half_pixel_symmetric") {
+    double adj = static_cast<double>(out) / (scale * static_cast<double>(in));
+    double center = static_cast<double>(in) / 2, offset = center * (1 - adj);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  if (o.ctm == "tf_crop_and_resize") {
+    double v = out > 1 ? roi_start * static_cast<double>(in - 1) +
+                             x * (roi_end - roi_start) * static_cast<double>(in - 1) / static_cast<double>(out - 1)
+                       : 0.5 * (roi_start + roi_end) * static_cast<double>(in - 1);
+    *outside = v < 0 || v > static_cast<double>(in - 1);
+    return v;
+  }
+  fail("unsupported coordinate_transformation_mode '", o.ctm, "'");
+}
+
+std::vector<Tap> taps(const Options& o, double x, int64_t in, bool outside) {
+  if (outside) return {};
+  if (o.mode == "nearest") {
+    double f = std::floor(x), frac = x - f;
+    int64_t i;
+    if (o.nearest == "floor") i = static_cast<int64_t>(std::floor(x));
+    else if (o.nearest == "ceil") i = static_cast<int64_t>(std::ceil(x));
+    else if (o.nearest == "round_prefer_ceil") i = static_cast<int64_t>(frac == 0.5 ? std::ceil(x) : std::round(x));
+    else i = static_cast<int64_t>(frac == 0.5 ? f : std::round(x));
+    return {{std::clamp<int64_t>(i, 0, in - 1), 1.0}};
+  }
+  if (o.mode == "linear") {
+    double c = std::clamp(x, 0.0, static_cast<double>(in - 1));
+    int64_t i0 = static_cast<int64_t>(std::floor(c)), i1 = std::min(i0 + 1, in - 1);
+    double w = c - static_cast<double>(i0);
+    if (i1 == i0) return {{i0, 1.0}};
+    return {{i0, 1 - w}, {i1, w}};
+  }
+  // cubic
+  const double A = o.cubic_a;
+  int64_t i0 = static_cast<int64_t>(std::floor(x));
+  double t = x - static_cast<double>(i0);
+  auto k = [&](double d) {
+    d = std::fabs(d);
+    if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+    if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+    return 0.0;
+  };
+  std::vector<Tap> out;
+  double sum = 0;
+  for (int64_t j = -1; j <= 2; ++j) {
+    int64_t idx = i0 + j;
+    double w = k(static_cast<double>(j) - t);
+    if (o.exclude_outside && (idx < 0 || idx >= in)) continue;
+    out.push_back({std::clamp<int64_t>(idx, 0, in - 1), w});
+    sum += w;
+  }
+  if (o.exclude_outside && sum != 0)
+    for (auto& tp : out) tp.weight /= sum;
+  return out;
+}
+
+void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::vector<int64_t> sizes,
+                std::vector<double> roi, const Options& o, bool keep_scales = false) {
+  const int64_t r = x.rank();
+  Shape ys(static_cast<size_t>(r));
+  for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
+    double rs = roi.empty() ? 0 : roi[d], re = roi.empty() ? 1 : roi[d + static_cast<size_t>(r)];
+    if (!sizes.empty()) {
+      ys[d] = sizes[d];
+      if (!keep_scales) {
+        scales.resize(static_cast<size_t>(r));
+        scales[d] = static_cast<double>(sizes[d]) / static_cast<double>(x.shape[d]);
+      }
+    } else {
+      ys[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape[d]) * (re - rs) * scales[d]));
+    }
+  }
+  std::vector<std::vector<std::vector<Tap>>> per_dim(static_cast<size_t>(r));
+  for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
+    per_dim[d].resize(static_cast<size_t>(ys[d]));
+    double rs = roi.empty() ? 0 : roi[d], re = roi.empty() ? 1 : roi[d + static_cast<size_t>(r)];
+    for (int64_t i = 0; i < ys[d]; ++i) {
+      if (ys[d] == x.shape[d] && scales[d] == 1.0 && o.ctm != "tf_crop_and_resize") {
+        per_dim[d][static_cast<size_t>(i)] = {{i, 1.0}};
+        continue;
+      }
+      bool outside;
+      const double out_len = sizes.empty() ? static_cast<double>(x.shape[d]) * scales[d] : static_cast<double>(ys[d]);
+      double src = source_coord(o, static_cast<double>(i), scales[d], x.shape[d], ys[d], out_len, rs, re, &outside);
+      per_dim[d][static_cast<size_t>(i)] = taps(o, src, x.shape[d], outside);
+    }
+  }
+  Tensor& y = c.output(0, x.dtype, ys);
+  auto xs = contiguous_strides(x.shape);
+  std::vector<int64_t> idx(static_cast<size_t>(r), 0);
+  Tensor xd = x.dtype == DType::Float ? x : cast(x, DType::Float);
+  std::vector<float> outv(static_cast<size_t>(y.numel()));
+  std::vector<size_t> tap(static_cast<size_t>(r));
+  for (int64_t i = 0, n = y.numel(); i < n; ++i) {
+    bool empty = false;
+    for (size_t d = 0; d < static_cast<size_t>(r); ++d) empty |= per_dim[d][static_cast<size_t>(idx[d])].empty();
+    double acc = 0;
+    if (empty) acc = o.extrapolation;
+    else {
+      std::fill(tap.begin(), tap.end(), 0);
+      while (true) {
+        double w = 1;
+        int64_t off = 0;
+        for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
+          const Tap& t = per_dim[d][static_cast<size_t>(idx[d])][tap[d]];
+          w *= t.weight;
+          off += t.index * xs[d];
+        }
+        acc += w * xd.ptr<float>()[off];
+        size_t d = static_cast<size_t>(r);
+        while (d-- > 0) {
+          if (++tap[d] < per_dim[d][static_cast<size_t>(idx[d])].size()) break;
+          tap[d] = 0;
+        }
+        if (d == static_cast<size_t>(-1)) break;
+      }
+    }
+    outv[static_cast<size_t>(i)] = static_cast<float>(acc);
+    for (size_t d = static_cast<size_t>(r); d-- > 0;) {
+      if (++idx[d] < ys[d]) break;
+      idx[d] = 0;
+    }
+  }
+  Tensor tmp = Tensor::view(DType::Float, ys, outv.data());
+  if (x.dtype != DType::Float && x.dtype != DType::Double) {
+    // Integer outputs round to nearest.
+    for (auto& v : outv) v = std::nearbyint(v);
+  }
+  cast_into(tmp, y);
+}
+
+void resize(OpContext& c) {
+  const Tensor& x = c.input(0);
+  Options o;
+  o.mode = c.attr_s("mode", "nearest");
+  o.ctm = c.attr_s("coordinate_transformation_mode", c.opset < 11 ? "asymmetric" : "half_pixel");
+  o.nearest = c.attr_s("nearest_mode", "round_prefer_floor");
+  o.cubic_a = c.attr_f("cubic_coeff_a", -0.75f);
+  o.exclude_outside = c.attr_i("exclude_outside", 0);
+  o.extrapolation = c.attr_f("extrapolation_value", 0.f);
+  if (c.opset < 11) o.nearest = "floor";  // Resize-10 used floor like Upsample
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
+  const size_t scale_in = c.opset < 11 ? 1 : 2;
+  if (c.opset >= 11 && c.in(1) && c.in(1)->numel()) {
+    auto f = floats_of(*c.in(1));
+    roi.assign(f.begin(), f.end());
+  }
+  if (c.in(scale_in) && c.in(scale_in)->numel()) {
+    auto f = floats_of(*c.in(scale_in));
+    scales.assign(f.begin(), f.end());
+  }
+  if (c.opset >= 11 && c.in(3) && c.in(3)->numel()) sizes = ints_of(*c.in(3));
+  auto axes = c.attr_ints("axes");
+  if (!axes.empty()) {  // opset 18: scales/sizes/roi for a subset of axes
+    const int64_t r = x.rank();
+    std::vector<double> fs(static_cast<size_t>(r), 1.0), froi;
+    std::vector<int64_t> fz(x.shape.begin(), x.shape.end());
+    if (!roi.empty()) {
+      froi.assign(static_cast<size_t>(2 * r), 0);
+      for (size_t i = static_cast<size_t>(r); i < froi.size(); ++i) froi[i] = 1;
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t a = static_cast<size_t>(norm_axis(c, axes[i], r));
+      if (!scales.empty()) fs[a] = scales[i];
+      if (!sizes.empty()) fz[a] = sizes[i];
+      if (!roi.empty()) {
+        froi[a] = roi[i];
+        froi[a + static_cast<size_t>(r)] = roi[i + axes.size()];
+      }
+    }
+    if (!scales.empty()) scales = fs;
+    if (!sizes.empty()) sizes = fz;
+    roi = froi;
+  }
+  if (o.ctm != "tf_crop_and_resize") roi.clear();
+  std::string_view policy = c.attr_s("keep_aspect_ratio_policy", "stretch");
+  if (!sizes.empty() && policy != "stretch") {
+    double s = policy == "not_larger" ? INFINITY : 0;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (sizes[d] == x.shape[d] && axes.size() && std::find(axes.begin(), axes.end(), int64_t(d)) == axes.end()) continue;
+      double q = static_cast<double>(sizes[d]) / static_cast<double>(x.shape[d]);
+      s = policy == "not_larger" ? std::min(s, q) : std::max(s, q);
+    }
+    scales.assign(sizes.size(), 1.0);
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      bool in_axes = axes.empty() || std::find(axes.begin(), axes.end(), int64_t(d)) != axes.end();
+      if (!in_axes) continue;
+      scales[d] = s;
+      sizes[d] = static_cast<int64_t>(std::nearbyint(s * static_cast<double>(x.shape[d])));
+    }
+    // sizes decide the output, scales the coordinate mapping
+    run_resize(c, x, scales, sizes, roi, o, true);
+    return;
+  }
+  if (scales.empty() && sizes.empty()) c.error("either scales or sizes is required");
+  run_resize(c, x, scales, sizes, roi, o);
+}
+
+void upsample(OpContext& c) {
+  const Tensor& x = c.input(0);
+  Options o;
+  o.mode = c.attr_s("mode", "nearest");
+  o.ctm = "asymmetric";
+  o.nearest = "floor";
+  std::vector<double> scales;
+  if (c.in(1)) {
+    auto f = floats_of(*c.in(1));
+    scales.assign(f.begin(), f.end());
+  } else {
+    auto f = c.attr_floats("scales");
+    scales.assign(f.begin(), f.end());
+  }
+  run_resize(c, x, scales, {}, {}, o);
+}
+
+}  // namespace
+
+void register_resize(Registry& r) {
+  r.add("", "Resize", {resize});
+  r.add("", "Upsample", {upsample});
+}
+
+}  // namespace onnxforge::rt

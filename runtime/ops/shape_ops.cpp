@@ -1,0 +1,202 @@
+// Ops that only compute shapes or views: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
+// Dropout, Shape, Size, Expand, ConstantOfShape, Constant, Range, EyeLike, NonZero.
+#include <cmath>
+
+#include "runtime/ops/common.h"
+
+namespace onnxforge::rt {
+namespace {
+
+void reshape(OpContext& c) {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> s = c.in(1) ? ints_of(*c.in(1)) : std::vector<int64_t>(c.attr_ints("shape").begin(), c.attr_ints("shape").end());
+  const bool allowzero = c.attr_i("allowzero", 0);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == 0 && !allowzero) {
+      if (i >= x.shape.size()) c.error("shape " + shape_str(s) + ": 0 at a position past the input rank");
+      s[i] = x.shape[i];
+    }
+    if (s[i] == -1) {
+      if (infer >= 0) c.error("shape " + shape_str(s) + " has more than one -1");
+      infer = static_cast<int64_t>(i);
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) s[static_cast<size_t>(infer)] = known ? x.numel() / known : 0;
+  if (numel(s) != x.numel()) c.error("cannot reshape " + shape_str(x.shape) + " to " + shape_str(s));
+  c.output_alias(0, 0, s);
+}
+
+void flatten(OpContext& c) {
+  const Tensor& x = c.input(0);
+  int64_t axis = c.attr_i("axis", 1);
+  if (axis < 0) axis += x.rank();
+  int64_t a = 1;
+  for (int64_t i = 0; i < axis; ++i) a *= x.shape[static_cast<size_t>(i)];
+  c.output_alias(0, 0, {a, a ? x.numel() / a : 0});
+}
+
+void squeeze(OpContext& c) {
+  const Tensor& x = c.input(0);
+  bool given = false;
+  auto axes = axes_of(c, 1, "axes", x.rank(), &given);
+  Shape s;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    bool drop = given ? std::find(axes.begin(), axes.end(), i) != axes.end() : x.shape[static_cast<size_t>(i)] == 1;
+    if (drop && x.shape[static_cast<size_t>(i)] != 1) c.error("cannot squeeze axis " + std::to_string(i) + " of " + shape_str(x.shape));
+    if (!drop) s.push_back(x.shape[static_cast<size_t>(i)]);
+  }
+  c.output_alias(0, 0, s);
+}
+
+void unsqueeze(OpContext& c) {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> axes = c.in(1) ? ints_of(*c.in(1)) : std::vector<int64_t>(c.attr_ints("axes").begin(), c.attr_ints("axes").end());
+  const int64_t r = x.rank() + static_cast<int64_t>(axes.size());
+  for (auto& a : axes) a = norm_axis(c, a, r);
+  Shape s;
+  size_t k = 0;
+  for (int64_t i = 0; i < r; ++i) {
+    if (std::find(axes.begin(), axes.end(), i) != axes.end()) s.push_back(1);
+    else s.push_back(x.shape[k++]);
+  }
+  c.output_alias(0, 0, s);
+}
+
+void identity(OpContext& c) { c.output_alias(0, 0, c.input(0).shape); }
+
+void dropout(OpContext& c) {
+  c.output_alias(0, 0, c.input(0).shape);
+  if (c.output_count() > 1 && c.has_output(1)) {
+    Tensor& m = c.output(1, DType::Bool, c.input(0).shape);
+    std::memset(m.data, 1, m.bytes());
+  }
+}
+
+void shape(OpContext& c) {
+  const Tensor& x = c.input(0);
+  int64_t r = x.rank(), start = c.attr_i("start", 0), end = c.attr_i("end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  int64_t n = std::max<int64_t>(end - start, 0);
+  Tensor& y = c.output(0, DType::Int64, {n});
+  for (int64_t i = 0; i < n; ++i) y.ptr<int64_t>()[i] = x.shape[static_cast<size_t>(start + i)];
+}
+
+void size(OpContext& c) { c.output(0, DType::Int64, {}).ptr<int64_t>()[0] = c.input(0).numel(); }
+
+void expand(OpContext& c) {
+  const Tensor& x = c.input(0);
+  Shape target = ints_of(c.input(1));
+  Shape out = broadcast_shapes(c, x.shape, target);
+  Tensor& y = c.output(0, x.dtype, out);
+  const size_t es = dtype_size(x.dtype);
+  auto st = bcast_strides(x.shape, out);
+  if (es == 4) {
+    for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint32_t>()[i] = x.ptr<uint32_t>()[o[0]]; });
+  } else {
+    for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+      std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(o[0]) * es, es);
+    });
+  }
+}
+
+void fill_from_attr_tensor(OpContext& c, TensorId t, const Shape& shape) {
+  const TensorStore& ts = c.graph.model().tensors;
+  Tensor& y = c.output(0, ts.dtype(t), shape);
+  const size_t es = dtype_size(y.dtype);
+  for (int64_t i = 0, n = y.numel(); i < n; ++i) std::memcpy(y.data + static_cast<size_t>(i) * es, ts.bytes(t).data(), es);
+}
+
+void constant_of_shape(OpContext& c) {
+  Shape s = ints_of(c.input(0));
+  const Attr* a = c.graph.attr(c.node, "value");
+  if (a && a->tensor.valid()) {
+    fill_from_attr_tensor(c, a->tensor, s);
+  } else {
+    Tensor& y = c.output(0, DType::Float, s);
+    std::memset(y.data, 0, y.bytes());
+  }
+}
+
+void constant(OpContext& c) {
+  const TensorStore& ts = c.graph.model().tensors;
+  if (const Attr* a = c.graph.attr(c.node, "value"); a && a->tensor.valid()) {
+    auto dims = ts.dims(a->tensor);
+    if (ts.dtype(a->tensor) == DType::String) c.error("string constants are not supported");
+    c.set_output(0, Tensor::view(ts.dtype(a->tensor), Shape(dims.begin(), dims.end()), ts.bytes(a->tensor).data()).clone());
+  } else if (c.has_attr("value_float")) {
+    c.output(0, DType::Float, {}).ptr<float>()[0] = c.attr_f("value_float", 0);
+  } else if (c.has_attr("value_int")) {
+    c.output(0, DType::Int64, {}).ptr<int64_t>()[0] = c.attr_i("value_int", 0);
+  } else if (c.has_attr("value_floats")) {
+    auto f = c.attr_floats("value_floats");
+    Tensor& y = c.output(0, DType::Float, {static_cast<int64_t>(f.size())});
+    std::copy(f.begin(), f.end(), y.ptr<float>());
+  } else if (c.has_attr("value_ints")) {
+    auto f = c.attr_ints("value_ints");
+    Tensor& y = c.output(0, DType::Int64, {static_cast<int64_t>(f.size())});
+    std::copy(f.begin(), f.end(), y.ptr<int64_t>());
+  } else {
+    c.error("unsupported Constant attribute (sparse or string values)");
+  }
+}
+
+void range(OpContext& c) {
+  const Tensor &s = c.input(0), &l = c.input(1), &d = c.input(2);
+  dispatch_type(s.dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, bool>) c.error("bool is not supported");
+    else {
+      T start = s.ptr<T>()[0], limit = l.ptr<T>()[0], delta = d.ptr<T>()[0];
+      if (delta == 0) c.error("delta is zero");
+      int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta))));
+      Tensor& y = c.output(0, s.dtype, {n});
+      for (int64_t i = 0; i < n; ++i) y.ptr<T>()[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+    }
+  });
+}
+
+void eye_like(OpContext& c) {
+  const Tensor& x = c.input(0);
+  DType dt = c.has_attr("dtype") ? static_cast<DType>(c.attr_i("dtype", 1)) : x.dtype;
+  int64_t k = c.attr_i("k", 0);
+  Tensor& y = c.output(0, dt, x.shape);
+  std::memset(y.data, 0, y.bytes());
+  Tensor one = cast(Tensor::view(DType::Float, {}, std::array<float, 1>{1.f}.data()), dt);
+  const size_t es = dtype_size(dt);
+  for (int64_t i = 0; i < x.shape[0]; ++i) {
+    int64_t j = i + k;
+    if (j >= 0 && j < x.shape[1]) std::memcpy(y.data + static_cast<size_t>(i * x.shape[1] + j) * es, one.data, es);
+  }
+}
+
+void non_zero(OpContext& c) {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> hits;
+  for (int64_t i = 0, n = x.numel(); i < n; ++i)
+    if (x.get_f64(i) != 0) hits.push_back(i);
+  const int64_t r = x.rank(), h = static_cast<int64_t>(hits.size());
+  Tensor& y = c.output(0, DType::Int64, {r, h});
+  auto st = contiguous_strides(x.shape);
+  for (int64_t j = 0; j < h; ++j)
+    for (int64_t d = 0; d < r; ++d)
+      y.ptr<int64_t>()[d * h + j] = (hits[static_cast<size_t>(j)] / st[static_cast<size_t>(d)]) % x.shape[static_cast<size_t>(d)];
+}
+
+}  // namespace
+
+void register_shape_ops(Registry& r) {
+  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
+           {"Reshape", reshape}, {"Flatten", flatten}, {"Squeeze", squeeze}, {"Unsqueeze", unsqueeze},
+           {"Identity", identity}, {"Dropout", dropout}, {"Shape", shape}, {"Size", size}, {"Expand", expand},
+           {"ConstantOfShape", constant_of_shape}, {"Constant", constant}, {"Range", range}, {"EyeLike", eye_like},
+           {"NonZero", non_zero}})
+    r.add("", name, {f, false});
+}
+
+}  // namespace onnxforge::rt

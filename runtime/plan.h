@@ -1,0 +1,93 @@
+#pragma once
+// Internal: the execution plan of one graph and the frame that runs it.
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/kernel.h"
+#include "runtime/runtime.h"
+
+namespace onnxforge::rt {
+
+struct Step {
+  NodeId node;
+  const KernelDef* kernel = nullptr;
+  int64_t opset = 0;
+  std::vector<ValueId> inputs;   // invalid id = absent optional input
+  std::vector<ValueId> outputs;  // after fusion: the fused activation's outputs
+  simd::Unary act{};
+  std::shared_ptr<const void> state;  // KernelDef::prepare's result
+  std::vector<ValueId> release;  // values whose last reader is this step
+};
+
+// Arena placement for one set of input shapes (see Plan::layout()).
+struct Layout {
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  std::vector<uint64_t> offset;  // per value; kNone = not in the arena
+  std::vector<uint64_t> size;
+  std::vector<uint32_t> root;    // values sharing one buffer have one root
+  uint64_t arena_bytes = 0;
+};
+
+class Plan {
+ public:
+  Plan(const Graph& g, const SessionOptions& options);
+
+  const Graph& graph;
+  SessionOptions options;
+  std::vector<Step> steps;
+  std::vector<Tensor> constants;     // per value: a view of its initializer (dtype Undefined if none)
+  std::vector<uint8_t> graph_output;  // per value
+  std::vector<ValueId> inputs;        // caller-provided graph inputs
+  size_t fused = 0;
+  size_t folded = 0;                  // nodes evaluated once at plan time
+  std::vector<uint8_t> is_const;      // per value: known before any run
+  // Per-step wall time in ns, accumulated over runs when options.profile is set.
+  mutable std::vector<std::atomic<uint64_t>> step_ns;
+
+  Plan* subplan(GraphId g) const;
+
+  // Layout for these input shapes, or nullptr until a run has recorded the sizes.
+  std::shared_ptr<const Layout> layout(const std::vector<Shape>& shapes) const;
+  // Records sizes from a heap run (value -> bytes, value -> value whose memory it shares).
+  void record(const std::vector<Shape>& shapes, const std::vector<uint64_t>& bytes,
+              const std::vector<ValueId>& alias_of) const;
+
+ private:
+  bool fold(NodeId n);
+  void consumed(ValueId v, bool shape_still_read = false);
+  std::vector<uint8_t> folded_;
+  std::vector<uint32_t> remaining_;  // plan-time readers left per value
+  std::map<GraphId, std::unique_ptr<Plan>> subplans_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<Shape>, std::shared_ptr<const Layout>> layouts_;
+};
+
+// One execution of a plan: the values, the arena, the enclosing frame for outer-scope reads.
+class Frame {
+ public:
+  Frame(const Plan& plan, Frame* parent);
+  // Inputs in plan.inputs order (subgraphs: the body's graph inputs in order).
+  std::vector<Tensor> run(std::vector<Tensor> inputs);
+  const Tensor& lookup(ValueId v) const;  // a value of this frame's graph (captures: parent's)
+  const Plan& plan() const { return plan_; }
+
+ private:
+  void run_step(const Step& s, size_t index);
+  Tensor& alloc(const Step& s, size_t out, DType dtype, Shape shape);
+  const Plan& plan_;
+  Frame* parent_;
+  std::vector<Tensor> vals_;
+  std::shared_ptr<const Layout> layout_;
+  std::shared_ptr<std::byte> arena_;
+  bool recording_ = false;
+  std::vector<uint64_t> sizes_;
+  std::vector<ValueId> alias_of_;
+  std::deque<Tensor> scratch_;
+  friend class OpContext;
+};
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,75 @@
+#pragma once
+// onnxforge's reference runtime: public entry points.
+//
+//   Session s(model);                          // plan: order, kernels, fusions, liveness
+//   auto outs = s.run(inputs);                 // inputs in s.input_names() order
+//
+// The first run with a given set of input shapes records every intermediate's size; later runs
+// with the same shapes place all intermediates in one arena by liveness (in place where a
+// kernel allows). Weights are read straight from the model's mapping. run() may be called from
+// several threads at once (each call has its own arena); the Model must outlive the Session.
+//
+//   evaluate_node(graph, node, inputs)         // constant folding: one node, no plan
+//
+// Evaluates node `node` of `graph` on `inputs` (in the node's input order; a TensorView with
+// dtype Undefined stands for an absent optional input) and returns its outputs in order (an
+// output the node does not name comes back empty). Uses the same kernels as Session. Throws
+// onnxforge::Error for an unsupported op (naming op, domain, version and node) or bad inputs.
+// If/Loop nodes work when their subgraphs read no outer-scope values.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+
+namespace onnxforge::rt {
+
+class Plan;
+
+struct SessionOptions {
+  bool fuse_activations = true;  // Conv/Gemm/MatMul + Relu/Clip/... as one kernel
+  bool arena = true;             // place intermediates in one arena after the first run
+  bool profile = false;          // time every kernel (Session::profile)
+  bool fold_constants = true;    // evaluate nodes with only constant inputs once, at plan time
+};
+
+struct OpProfile {
+  std::string op;
+  double ms = 0;  // total over all runs so far
+  size_t nodes = 0;
+};
+
+class Session {
+ public:
+  explicit Session(const Model& model, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Graph inputs the caller provides (inputs that are not initializers), and outputs.
+  const std::vector<ValueId>& input_values() const;
+  std::vector<std::string> input_names() const;
+  std::vector<std::string> output_names() const;
+  const Model& model() const { return *model_; }
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+
+  size_t step_count() const;   // kernels per run (after fusion)
+  size_t fused_count() const;  // activations fused into their producer
+  std::vector<OpProfile> profile() const;  // per op type, slowest first (needs options.profile)
+
+ private:
+  const Model* model_;
+  std::unique_ptr<Plan> plan_;
+};
+
+std::vector<OwnedTensor> evaluate_node(const Graph& graph, NodeId node, std::span<const TensorView> inputs);
+
+// Whether the runtime has a kernel for (domain, op_type); "" and "ai.onnx" are the default domain.
+bool has_kernel(std::string_view domain, std::string_view op_type);
+// Every supported op ("Op" for the default domain, "domain::Op" otherwise), sorted.
+std::vector<std::string> supported_ops();
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,199 @@
+#include "runtime/tensor.h"
+
+#include <mimalloc.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace onnxforge::rt {
+
+int64_t numel(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+size_t dtype_size(DType t) {
+  int bits = dtype_bits(t);
+  if (bits < 8) fail("element type ", dtype_name(t), " is not supported by the runtime");
+  return static_cast<size_t>(bits / 8);
+}
+
+std::string shape_str(std::span<const int64_t> shape) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+std::shared_ptr<std::byte> alloc_bytes(size_t bytes) {
+  void* p = mi_malloc_aligned(bytes ? bytes : 1, 64);
+  if (!p) fail("out of memory allocating ", bytes, " bytes");
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { mi_free(q); });
+}
+
+Tensor Tensor::alloc(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.hold = alloc_bytes(t.bytes());
+  t.data = t.hold.get();
+  return t;
+}
+
+Tensor Tensor::view(DType dtype, Shape shape, const void* data) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data = const_cast<std::byte*>(static_cast<const std::byte*>(data));
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = alloc(dtype, shape);
+  if (bytes()) std::memcpy(t.data, data, bytes());
+  return t;
+}
+
+double Tensor::get_f64(int64_t i) const {
+  if (dtype == DType::Float16) return half_to_float(ptr<uint16_t>()[i]);
+  if (dtype == DType::BFloat16) return bf16_to_float(ptr<uint16_t>()[i]);
+  return dispatch_type(dtype, [&](auto v) {
+    using T = decltype(v);
+    T x;
+    std::memcpy(&x, data + i * sizeof(T), sizeof(T));
+    return static_cast<double>(x);
+  });
+}
+
+int64_t Tensor::get_i64(int64_t i) const {
+  if (is_float_dtype(dtype)) return static_cast<int64_t>(get_f64(i));
+  return dispatch_type(dtype, [&](auto v) {
+    using T = decltype(v);
+    T x;
+    std::memcpy(&x, data + i * sizeof(T), sizeof(T));
+    return static_cast<int64_t>(x);
+  });
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, u;
+  if (exp == 0) {
+    if (man == 0) u = sign;
+    else {  // subnormal: normalise
+      int e = -1;
+      do { ++e; man <<= 1; } while (!(man & 0x400u));
+      u = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
+    }
+  } else if (exp == 31) u = sign | 0x7f800000u | man << 13;
+  else u = sign | (exp + 112) << 23 | man << 13;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u;
+  uint32_t a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0));
+  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (a < 0x38800000u) {  // subnormal or zero in half
+    float af;
+    std::memcpy(&af, &a, 4);
+    // Adding 0.5 shifts the value so that the float's rounding gives the half subnormal bits.
+    float r = af + 0.5f;
+    uint32_t ru;
+    std::memcpy(&ru, &r, 4);
+    return static_cast<uint16_t>(sign | (ru - 0x3f000000u));
+  }
+  uint32_t mant_odd = (a >> 13) & 1u;
+  a += 0xc8000fffu + mant_odd;  // rebias exponent (-112 << 23) and round to nearest even
+  return static_cast<uint16_t>(sign | (a >> 13));
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+bool is_float_dtype(DType t) {
+  return t == DType::Float || t == DType::Double || t == DType::Float16 || t == DType::BFloat16;
+}
+bool is_stored_float(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+
+namespace {
+
+template <class To>
+To convert_from_double(double v) {
+  if constexpr (std::is_same_v<To, bool>) return v != 0;
+  else if constexpr (std::is_floating_point_v<To>) return static_cast<To>(v);
+  else {
+    if (std::isnan(v)) return To{0};
+    // Out-of-range float->int casts are UB in C++; saturate like ORT does on x86 for int64.
+    if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    if (v <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    return static_cast<To>(v);
+  }
+}
+
+}  // namespace
+
+void cast_into(const Tensor& x, Tensor& y) {
+  const int64_t n = x.numel();
+  if (x.dtype == y.dtype) {
+    if (n) std::memmove(y.data, x.data, x.bytes());
+    return;
+  }
+  // Read side: stored floats go through float.
+  auto read = [&](auto store) {
+    using To = decltype(store);
+    To* out = y.ptr<To>();
+    if (x.dtype == DType::Float16) {
+      for (int64_t i = 0; i < n; ++i) out[i] = convert_from_double<To>(half_to_float(x.ptr<uint16_t>()[i]));
+    } else if (x.dtype == DType::BFloat16) {
+      for (int64_t i = 0; i < n; ++i) out[i] = convert_from_double<To>(bf16_to_float(x.ptr<uint16_t>()[i]));
+    } else {
+      dispatch_type(x.dtype, [&](auto from) {
+        using From = decltype(from);
+        const From* in = x.ptr<From>();
+        for (int64_t i = 0; i < n; ++i) {
+          if constexpr (std::is_integral_v<From> && std::is_integral_v<To> && !std::is_same_v<To, bool>)
+            out[i] = static_cast<To>(in[i]);  // integer casts wrap (two's complement), as in numpy
+          else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, double>)
+            out[i] = in[i];
+          else
+            out[i] = convert_from_double<To>(static_cast<double>(in[i]));
+        }
+      });
+    }
+  };
+  if (y.dtype == DType::Float16 || y.dtype == DType::BFloat16) {
+    std::vector<float> tmp(static_cast<size_t>(n));
+    Tensor t = Tensor::view(DType::Float, x.shape, tmp.data());
+    cast_into(x, t);
+    uint16_t* out = y.ptr<uint16_t>();
+    if (y.dtype == DType::Float16)
+      for (int64_t i = 0; i < n; ++i) out[i] = float_to_half(tmp[i]);
+    else
+      for (int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(tmp[i]);
+    return;
+  }
+  dispatch_type(y.dtype, read);
+}
+
+Tensor cast(const Tensor& x, DType to) {
+  Tensor y = Tensor::alloc(to, x.shape);
+  cast_into(x, y);
+  return y;
+}
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,76 @@
+#pragma once
+// Run-time tensors: a dtype, a shape and a pointer. A tensor either views memory someone else
+// owns (a weight in the model's mapping, an arena slot, a caller's buffer) or holds a reference
+// to heap memory it keeps alive (`hold`). Copying a Tensor copies the view, never the bytes.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/types.h"
+
+namespace onnxforge::rt {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(std::span<const int64_t> shape);
+size_t dtype_size(DType t);  // bytes per element; throws for String and sub-byte types
+std::string shape_str(std::span<const int64_t> shape);
+
+struct Tensor {
+  DType dtype = DType::Undefined;
+  Shape shape;
+  std::byte* data = nullptr;
+  std::shared_ptr<std::byte> hold;  // set when the tensor owns (a share of) heap memory
+
+  int64_t numel() const { return rt::numel(shape); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  template <class T> T* ptr() { return reinterpret_cast<T*>(data); }
+  template <class T> const T* ptr() const { return reinterpret_cast<const T*>(data); }
+  std::span<const std::byte> byte_span() const { return {data, bytes()}; }
+
+  // A new heap tensor (64-byte aligned, uninitialised; mimalloc underneath).
+  static Tensor alloc(DType dtype, Shape shape);
+  // A view of memory owned elsewhere.
+  static Tensor view(DType dtype, Shape shape, const void* data);
+  // A deep copy into new heap memory.
+  Tensor clone() const;
+  // Scalar helpers: element i converted to double / int64 (any numeric dtype).
+  double get_f64(int64_t i) const;
+  int64_t get_i64(int64_t i) const;
+};
+
+// An input of a node as handed to evaluate_node (a view), and what comes back (owning).
+using TensorView = Tensor;
+using OwnedTensor = Tensor;
+
+// Heap buffer with mimalloc, 64-byte aligned, released with the last shared_ptr.
+std::shared_ptr<std::byte> alloc_bytes(size_t bytes);
+
+// float16 / bfloat16 conversions (round to nearest even).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+inline float bf16_to_float(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t float_to_bf16(float f);
+
+bool is_float_dtype(DType t);     // Float, Double, Float16, BFloat16
+bool is_stored_float(DType t);    // Float16, BFloat16: converted to float for compute
+// Converts any numeric tensor to `to` (ONNX Cast semantics for numerics and bool).
+Tensor cast(const Tensor& x, DType to);
+void cast_into(const Tensor& x, Tensor& y);  // y preallocated with x's shape
+
+// Calls f(T{}) with T the C++ type of dtype t (numeric and bool). Throws for others.
+template <class F>
+decltype(auto) dispatch_type(DType t, F&& f);
+
+}  // namespace onnxforge::rt
+
+#include "runtime/tensor_dispatch.h"

@@ -1,0 +1,213 @@
+#include "runtime/tensor_io.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace onnxforge::rt {
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) fail("cannot read ", p.string());
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+struct NpyType {
+  const char* descr;
+  DType dtype;
+};
+constexpr NpyType kNpy[] = {
+    {"<f4", DType::Float}, {"<f8", DType::Double}, {"<f2", DType::Float16}, {"<i8", DType::Int64},
+    {"<i4", DType::Int32}, {"<i2", DType::Int16},  {"|i1", DType::Int8},    {"|u1", DType::Uint8},
+    {"<u2", DType::Uint16}, {"<u4", DType::Uint32}, {"<u8", DType::Uint64}, {"|b1", DType::Bool},
+};
+
+}  // namespace
+
+std::string escape_file_name(std::string_view name) {
+  std::string s(name);
+  for (char& ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-')) ch = '_';
+  return s;
+}
+
+Tensor read_npy(const std::filesystem::path& path) {
+  std::string buf = slurp(path);
+  if (buf.size() < 10 || buf.compare(0, 6, "\x93NUMPY") != 0) fail(path.string(), ": not a .npy file");
+  const int major = static_cast<unsigned char>(buf[6]);
+  size_t hlen, hstart;
+  if (major == 1) {
+    hlen = static_cast<unsigned char>(buf[8]) | static_cast<size_t>(static_cast<unsigned char>(buf[9])) << 8;
+    hstart = 10;
+  } else {
+    hlen = 0;
+    for (int i = 0; i < 4; ++i) hlen |= static_cast<size_t>(static_cast<unsigned char>(buf[8 + i])) << (8 * i);
+    hstart = 12;
+  }
+  std::string header = buf.substr(hstart, hlen);
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'"))) fail(path.string(), ": no descr");
+  std::string descr = m[1];
+  if (descr[0] == '=') descr[0] = '<';
+  if (descr == "<i1" || descr == "<u1" || descr == "<b1") descr[0] = '|';
+  DType dt = DType::Undefined;
+  for (auto& n : kNpy)
+    if (descr == n.descr) dt = n.dtype;
+  if (dt == DType::Undefined) fail(path.string(), ": unsupported .npy dtype '", descr, "'");
+  if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True"))) fail(path.string(), ": Fortran order is not supported");
+  if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)"))) fail(path.string(), ": no shape");
+  Shape shape;
+  std::string dims = m[1];
+  std::regex num("[0-9]+");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
+    shape.push_back(std::stoll(it->str()));
+  Tensor t = Tensor::alloc(dt, shape);
+  if (buf.size() < hstart + hlen + t.bytes()) fail(path.string(), ": truncated data");
+  std::memcpy(t.data, buf.data() + hstart + hlen, t.bytes());
+  return t;
+}
+
+void write_npy(const std::filesystem::path& path, const Tensor& t0) {
+  Tensor t = t0.dtype == DType::BFloat16 ? cast(t0, DType::Float) : t0;
+  const char* descr = nullptr;
+  for (auto& n : kNpy)
+    if (n.dtype == t.dtype) descr = n.descr;
+  if (!descr) fail("cannot write ", dtype_name(t.dtype), " tensors as .npy");
+  std::string shape = "(";
+  for (size_t i = 0; i < t.shape.size(); ++i) shape += std::to_string(t.shape[i]) + (t.shape.size() == 1 ? "," : i + 1 < t.shape.size() ? ", " : "");
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) fail("cannot write ", path.string());
+  const uint16_t hl = static_cast<uint16_t>(header.size());
+  f.write("\x93NUMPY\x01\x00", 8);
+  f.put(static_cast<char>(hl & 0xff));
+  f.put(static_cast<char>(hl >> 8));
+  f.write(header.data(), static_cast<std::streamsize>(header.size()));
+  f.write(reinterpret_cast<const char*>(t.data), static_cast<std::streamsize>(t.bytes()));
+  if (!f) fail("error writing ", path.string());
+}
+
+// ------------------------------------------------------------------ TensorProto (wire format)
+
+namespace {
+
+struct Wire {
+  const uint8_t* p;
+  const uint8_t* end;
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int s = 0; p < end && s < 64; s += 7) {
+      uint8_t b = *p++;
+      v |= static_cast<uint64_t>(b & 0x7f) << s;
+      if (!(b & 0x80)) return v;
+    }
+    fail("malformed TensorProto");
+  }
+  std::string_view bytes() {
+    uint64_t n = varint();
+    if (n > static_cast<uint64_t>(end - p)) fail("malformed TensorProto");
+    std::string_view s(reinterpret_cast<const char*>(p), n);
+    p += n;
+    return s;
+  }
+};
+
+}  // namespace
+
+Tensor read_tensor_pb(const std::filesystem::path& path, std::string* name) {
+  std::string buf = slurp(path);
+  Wire w{reinterpret_cast<const uint8_t*>(buf.data()), reinterpret_cast<const uint8_t*>(buf.data()) + buf.size()};
+  Shape dims;
+  DType dt = DType::Undefined;
+  std::string_view raw;
+  std::vector<uint64_t> ints;  // int32_data / int64_data / uint64_data (varints)
+  std::string fixed;           // float_data / double_data bytes
+  bool have_raw = false;
+  while (w.p < w.end) {
+    uint64_t key = w.varint();
+    uint32_t field = static_cast<uint32_t>(key >> 3), type = key & 7;
+    auto read_varints = [&](std::vector<uint64_t>& out) {
+      if (type == 2) {
+        auto s = w.bytes();
+        Wire sub{reinterpret_cast<const uint8_t*>(s.data()), reinterpret_cast<const uint8_t*>(s.data()) + s.size()};
+        while (sub.p < sub.end) out.push_back(sub.varint());
+      } else {
+        out.push_back(w.varint());
+      }
+    };
+    switch (field) {
+      case 1: {
+        std::vector<uint64_t> d;
+        read_varints(d);
+        for (auto x : d) dims.push_back(static_cast<int64_t>(x));
+        break;
+      }
+      case 2: dt = static_cast<DType>(w.varint()); break;
+      case 4: case 10: {
+        if (type == 2) { auto s = w.bytes(); fixed.append(s); }
+        else { size_t n = field == 4 ? 4 : 8; fixed.append(reinterpret_cast<const char*>(w.p), n); w.p += n; }
+        break;
+      }
+      case 5: case 7: case 11: read_varints(ints); break;
+      case 8: { auto s = w.bytes(); if (name) *name = std::string(s); break; }
+      case 9: raw = w.bytes(); have_raw = true; break;
+      default:
+        if (type == 0) w.varint();
+        else if (type == 2) w.bytes();
+        else if (type == 5) w.p += 4;
+        else if (type == 1) w.p += 8;
+        else fail(path.string(), ": malformed TensorProto");
+    }
+  }
+  if (dt == DType::String) fail(path.string(), ": string tensors are not supported");
+  Tensor t = Tensor::alloc(dt, dims);
+  const size_t n = static_cast<size_t>(t.numel());
+  if (have_raw) {
+    if (raw.size() != t.bytes()) fail(path.string(), ": raw_data has ", raw.size(), " bytes, expected ", t.bytes());
+    std::memcpy(t.data, raw.data(), raw.size());
+  } else if (!fixed.empty()) {
+    if (fixed.size() != t.bytes()) fail(path.string(), ": data size mismatch");
+    std::memcpy(t.data, fixed.data(), fixed.size());
+  } else {
+    if (ints.size() != n) fail(path.string(), ": has ", ints.size(), " values, expected ", n);
+    const size_t es = dtype_size(dt);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t v = ints[i];
+      if (dt == DType::Float16 || dt == DType::BFloat16 || es <= 4) {
+        uint32_t u = static_cast<uint32_t>(v);
+        std::memcpy(t.data + i * es, &u, es);  // little-endian low bytes
+      } else {
+        std::memcpy(t.data + i * es, &v, es);
+      }
+    }
+  }
+  return t;
+}
+
+Tensor read_tensor_file(const std::filesystem::path& path) {
+  if (path.extension() == ".npy") return read_npy(path);
+  return read_tensor_pb(path);
+}
+
+Checksum checksum(const Tensor& t) {
+  Checksum c;
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+    double v = t.get_f64(i);
+    c.sum += v;
+    c.abs_sum += std::fabs(v);
+  }
+  return c;
+}
+
+}  // namespace onnxforge::rt

@@ -1,0 +1,307 @@
+// Convolution paths: depthwise direct; 1x1 as plain GEMM on the input; other stride-1 convs as
+// GEMM over a padded copy of the input (B rows are contiguous slices of it); the rest as GEMM
+// with B panels gathered straight from the input (implicit im2col, no column buffer).
+#include "simd/conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "simd/detail/gemm_driver.h"
+#include "simd/detail/parallel.h"
+#include "simd/detail/scratch.h"
+
+namespace onnxforge::simd {
+
+std::int64_t ConvParams::out(int i) const {
+  const std::int64_t span = dilation[i] * (kernel[i] - 1) + 1;
+  const std::int64_t room = in[i] + pad_begin[i] + pad_end[i] - span;
+  return room < 0 ? 0 : room / stride[i] + 1;
+}
+
+std::int64_t ConvParams::out_spatial() const {
+  std::int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= out(i);
+  return n;
+}
+
+namespace {
+
+void validate(const ConvParams& p) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("simd::conv: " + what); };
+  if (p.rank < 1 || p.rank > 3) fail("rank must be 1, 2 or 3, got " + std::to_string(p.rank));
+  if (p.batch < 0 || p.in_channels < 0 || p.out_channels < 0) fail("negative batch or channel count");
+  if (p.group < 1) fail("group must be >= 1");
+  if (p.in_channels % p.group != 0 || p.out_channels % p.group != 0)
+    fail("channels (" + std::to_string(p.in_channels) + " in, " + std::to_string(p.out_channels) +
+         " out) are not divisible by group " + std::to_string(p.group));
+  for (int i = 0; i < p.rank; ++i) {
+    if (p.in[i] < 0) fail("negative input size");
+    if (p.kernel[i] < 1 || p.stride[i] < 1 || p.dilation[i] < 1) fail("kernel, stride and dilation must be >= 1");
+    if (p.pad_begin[i] < 0 || p.pad_end[i] < 0) fail("negative padding");
+  }
+}
+
+// The spatial geometry right-aligned into three dims (missing leading dims are 1).
+struct Geometry {
+  std::int64_t in[3], k[3], s[3], d[3], pb[3], out[3];
+  std::int64_t in_sp, k_sp, out_sp;
+};
+
+Geometry geometry(const ConvParams& p) {
+  Geometry g{};
+  for (int j = 0; j < 3; ++j) g.in[j] = g.k[j] = g.s[j] = g.d[j] = g.out[j] = 1, g.pb[j] = 0;
+  for (int i = 0; i < p.rank; ++i) {
+    const int j = 3 - p.rank + i;
+    g.in[j] = p.in[i], g.k[j] = p.kernel[i], g.s[j] = p.stride[i], g.d[j] = p.dilation[i];
+    g.pb[j] = p.pad_begin[i], g.out[j] = p.out(i);
+  }
+  g.in_sp = g.in[0] * g.in[1] * g.in[2];
+  g.k_sp = g.k[0] * g.k[1] * g.k[2];
+  g.out_sp = g.out[0] * g.out[1] * g.out[2];
+  return g;
+}
+
+// ---- implicit im2col: B[k][j] = x[c, o*s - pad + kk*d] for k = (c, kk), j = output position ----
+
+struct Im2col {
+  const float* x;  // input channels of one (image, group)
+  const Geometry* g;
+};
+
+void pack_im2col(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
+                 float* dst) {
+  const Im2col& src = *static_cast<const Im2col*>(ctx);
+  const Geometry& g = *src.g;
+  // Columns come in runs sharing the two outer output coordinates (consecutive o2).
+  struct Run {
+    std::size_t col, len;
+    std::int64_t o0, o1, o2;
+  };
+  Run runs[detail::kMaxNv * 16];
+  std::size_t nruns = 0;
+  for (std::size_t jj = 0; jj < n;) {
+    const auto q = static_cast<std::int64_t>(j0 + jj);
+    const std::int64_t o2 = q % g.out[2], o1 = (q / g.out[2]) % g.out[1], o0 = q / (g.out[2] * g.out[1]);
+    const std::size_t len = std::min<std::size_t>(n - jj, static_cast<std::size_t>(g.out[2] - o2));
+    runs[nruns++] = {jj, len, o0, o1, o2};
+    jj += len;
+  }
+  // Kernel coordinates of row k, advanced incrementally.
+  std::int64_t c = static_cast<std::int64_t>(k0) / g.k_sp, kr = static_cast<std::int64_t>(k0) % g.k_sp;
+  std::int64_t kk2 = kr % g.k[2], kk1 = (kr / g.k[2]) % g.k[1], kk0 = kr / (g.k[2] * g.k[1]);
+  for (std::size_t k = 0; k < kc; ++k) {
+    float* row = dst + k * nr;
+    std::fill(row, row + nr, 0.f);
+    const float* plane = src.x + c * g.in_sp;
+    for (std::size_t r = 0; r < nruns; ++r) {
+      const Run& run = runs[r];
+      const std::int64_t i0 = run.o0 * g.s[0] - g.pb[0] + kk0 * g.d[0];
+      const std::int64_t i1 = run.o1 * g.s[1] - g.pb[1] + kk1 * g.d[1];
+      if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) continue;
+      const float* line = plane + (i0 * g.in[1] + i1) * g.in[2];
+      const std::int64_t first = run.o2 * g.s[2] - g.pb[2] + kk2 * g.d[2];
+      float* out = row + run.col;
+      if (g.s[2] == 1) {
+        // Contiguous input: copy the in-bounds part of [first, first + len).
+        const std::int64_t lo = std::max<std::int64_t>(0, -first);
+        const std::int64_t hi = std::min<std::int64_t>(static_cast<std::int64_t>(run.len), g.in[2] - first);
+        if (hi > lo) std::memcpy(out + lo, line + first + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
+      } else {
+        for (std::size_t t = 0; t < run.len; ++t) {
+          const std::int64_t i2 = first + static_cast<std::int64_t>(t) * g.s[2];
+          if (i2 >= 0 && i2 < g.in[2]) out[t] = line[i2];
+        }
+      }
+    }
+    if (++kk2 == g.k[2]) {
+      kk2 = 0;
+      if (++kk1 == g.k[1]) {
+        kk1 = 0;
+        if (++kk0 == g.k[0]) kk0 = 0, ++c;
+      }
+    }
+  }
+}
+
+// ---- stride 1: B rows are slices of a padded copy of the input ----
+//
+// With the input padded to hp x wp (exactly the rows and columns the output reads), output
+// (oh, ow) of tap (kh, kw) reads xpad[c, oh + kh*dh, ow + kw*dw]. Computing the output over
+// "wide rows" n = oh * wp + ow (ow < wp; the last wp - ow_n columns are garbage, cropped later)
+// makes row k = (c, kh, kw) of B the contiguous slice of xpad starting at
+// c*hp*wp + kh*dh*wp + kw*dw: packing a panel is one copy per row, with no bounds checks.
+
+struct RowSlices {
+  const float* base;
+  const std::int64_t* offsets;  // per row of B
+};
+
+void pack_row_slices(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
+                     float* dst) {
+  const RowSlices& src = *static_cast<const RowSlices*>(ctx);
+  for (std::size_t k = 0; k < kc; ++k) {
+    const float* row = src.base + src.offsets[k0 + k] + j0;
+    float* out = dst + k * nr;
+    for (std::size_t j = 0; j < n; ++j) out[j] = row[j];
+    for (std::size_t j = n; j < nr; ++j) out[j] = 0.f;
+  }
+}
+
+bool is_pointwise(const ConvParams& p) {
+  for (int i = 0; i < p.rank; ++i)
+    if (p.kernel[i] != 1 || p.stride[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0) return false;
+  return true;
+}
+
+bool is_unit_stride(const ConvParams& p) {
+  for (int i = 0; i < p.rank; ++i)
+    if (p.stride[i] != 1) return false;
+  return true;
+}
+
+void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias,
+                      float* y, const Unary& act) {
+  const detail::KernelTable& kt = detail::active_table();
+  const std::int64_t G = p.group, Cg = p.in_channels / G, Mg = p.out_channels / G;
+  const std::int64_t oh_n = g.out[1], ow_n = g.out[2];
+  const std::int64_t hp = oh_n + (g.k[1] - 1) * g.d[1], wp = ow_n + (g.k[2] - 1) * g.d[2];
+  const std::int64_t plane = hp * wp, slack = (g.k[2] - 1) * g.d[2];
+  // Row offsets of B, shared by every (image, group).
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(Cg * g.k_sp));
+  for (std::int64_t c = 0, k = 0; c < Cg; ++c)
+    for (std::int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (std::int64_t kw = 0; kw < g.k[2]; ++kw) offsets[static_cast<std::size_t>(k++)] =
+          c * plane + kh * g.d[1] * wp + kw * g.d[2];
+  const auto M = static_cast<std::size_t>(Mg), K = offsets.size(), N = static_cast<std::size_t>(oh_n * wp);
+  const bool crop = wp != ow_n;
+  detail::run_problems(static_cast<std::size_t>(p.batch * G), 2.0 * static_cast<double>(M * N * K),
+                       [&](std::size_t i, bool parallel) {
+    const auto n = static_cast<std::int64_t>(i) / G, grp = static_cast<std::int64_t>(i) % G;
+    detail::Scratch pad(static_cast<std::size_t>(Cg * plane + slack));
+    float* xp = pad.data();
+    std::fill(xp, xp + Cg * plane + slack, 0.f);
+    for (std::int64_t c = 0; c < Cg; ++c) {
+      const float* src = x + ((n * p.in_channels + grp * Cg + c) * g.in_sp);
+      for (std::int64_t ih = 0; ih < g.in[1]; ++ih) {
+        const std::int64_t r = ih + g.pb[1];
+        if (r >= hp) break;
+        const std::int64_t cols = std::min(g.in[2], wp - g.pb[2]);
+        if (cols > 0) std::memcpy(xp + c * plane + r * wp + g.pb[2], src + ih * g.in[2], static_cast<std::size_t>(cols) * sizeof(float));
+      }
+    }
+    float* yg = y + (n * p.out_channels + grp * Mg) * g.out_sp;
+    std::unique_ptr<detail::Scratch> wide;
+    if (crop) wide = std::make_unique<detail::Scratch>(M * N);
+    Epilogue ep;
+    ep.act = act;
+    if (bias != nullptr) ep.bias_kind = Bias::PerRow, ep.bias = bias + grp * Mg;
+    const RowSlices rows{xp, offsets.data()};
+    detail::GemmProblem q;
+    q.M = M, q.N = N, q.K = K;
+    q.a = w + grp * Mg * Cg * g.k_sp, q.lda = K;
+    q.c = crop ? wide->data() : yg, q.ldc = N;
+    q.ep = &ep;
+    q.b = {&pack_row_slices, &rows};
+    detail::gemm_run(kt, q, parallel);
+    if (crop)
+      for (std::int64_t m = 0; m < Mg; ++m)
+        for (std::int64_t oh = 0; oh < oh_n; ++oh)
+          std::memcpy(yg + m * g.out_sp + oh * ow_n, wide->data() + (m * oh_n + oh) * wp,
+                      static_cast<std::size_t>(ow_n) * sizeof(float));
+  });
+}
+
+void conv_gemm(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias, float* y,
+               const Unary& act) {
+  const detail::KernelTable& kt = detail::active_table();
+  const std::int64_t G = p.group, Cg = p.in_channels / G, Mg = p.out_channels / G;
+  const auto M = static_cast<std::size_t>(Mg), K = static_cast<std::size_t>(Cg * g.k_sp),
+             N = static_cast<std::size_t>(g.out_sp);
+  const bool pointwise = is_pointwise(p);
+  const auto problems = static_cast<std::size_t>(p.batch * G);
+  detail::run_problems(problems, 2.0 * static_cast<double>(M * N * K), [&](std::size_t i, bool parallel) {
+    const auto n = static_cast<std::int64_t>(i) / G, grp = static_cast<std::int64_t>(i) % G;
+    const float* xg = x + (n * p.in_channels + grp * Cg) * g.in_sp;
+    Epilogue ep;
+    ep.act = act;
+    if (bias != nullptr) ep.bias_kind = Bias::PerRow, ep.bias = bias + grp * Mg;
+    detail::GemmProblem q;
+    q.M = M, q.N = N, q.K = K;
+    q.a = w + grp * Mg * Cg * g.k_sp, q.lda = K;
+    q.c = y + (n * p.out_channels + grp * Mg) * g.out_sp, q.ldc = N;
+    q.ep = &ep;
+    const detail::StridedB direct{xg, N, false, &kt.gemm};
+    const Im2col cols{xg, &g};
+    q.b = pointwise ? detail::strided_b_source(direct) : detail::BSource{&pack_im2col, &cols};
+    detail::gemm_run(kt, q, parallel);
+  });
+}
+
+// ---- depthwise: group == C, each input channel feeds M / C output channels ----
+
+void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias,
+                    float* y, const Unary& act) {
+  const detail::KernelTable& kt = detail::active_table();
+  const std::int64_t C = p.in_channels, mult = p.out_channels / C;
+  const std::int64_t kh = g.k[1], kw = g.k[2], sh = g.s[1], sw = g.s[2], dh = g.d[1], dw = g.d[2];
+  const std::int64_t oh_n = g.out[1], ow_n = g.out[2], ih_n = g.in[1], iw_n = g.in[2];
+  const std::int64_t pt = g.pb[1], pl = g.pb[2];
+  // Padded plane, columns split into sw phases so every tap reads a contiguous run:
+  // padded column c lives in phase c % sw at index c / sw.
+  const std::int64_t hp = (oh_n - 1) * sh + (kh - 1) * dh + 1;
+  const std::int64_t wp = (ow_n - 1) * sw + (kw - 1) * dw + 1;
+  const std::int64_t wq = (wp + sw - 1) / sw;
+  const std::int64_t plane_floats = hp * sw * wq;
+  const auto planes = static_cast<std::size_t>(p.batch * C);
+  const auto work = static_cast<std::size_t>(mult * oh_n * ow_n * kh * kw);
+  std::vector<std::int64_t> taps(static_cast<std::size_t>(kh * kw));
+  for (std::int64_t i = 0; i < kh; ++i)
+    for (std::int64_t j = 0; j < kw; ++j)
+      taps[static_cast<std::size_t>(i * kw + j)] = (i * dh * sw + (j * dw) % sw) * wq + (j * dw) / sw;
+  detail::parallel_chunks(planes, std::max<std::size_t>(1, 65536 / std::max<std::size_t>(work, 1)),
+                          [&](std::size_t b, std::size_t e) {
+    detail::Scratch buf(static_cast<std::size_t>(plane_floats));
+    float* plane = buf.data();
+    for (std::size_t pi = b; pi < e; ++pi) {
+      const auto n = static_cast<std::int64_t>(pi) / C, c = static_cast<std::int64_t>(pi) % C;
+      std::fill(plane, plane + plane_floats, 0.f);
+      const float* xin = x + (n * C + c) * g.in_sp;
+      for (std::int64_t ih = 0; ih < ih_n && ih + pt < hp; ++ih) {
+        const float* src = xin + ih * iw_n;
+        float* row = plane + (ih + pt) * sw * wq;
+        // Phase ph holds padded columns ph, ph + sw, ...; input column = padded column - pl.
+        for (std::int64_t ph = 0; ph < sw; ++ph) {
+          float* dst = row + ph * wq;
+          std::int64_t q = ph < pl ? (pl - ph + sw - 1) / sw : 0;  // first index with column >= pl
+          for (std::int64_t col = ph + q * sw; col < wp && col - pl < iw_n; col += sw, ++q) dst[q] = src[col - pl];
+        }
+      }
+      for (std::int64_t m = c * mult; m < (c + 1) * mult; ++m)
+        kt.depthwise_plane(plane, taps.data(), taps.size(), w + m * kh * kw, bias != nullptr ? bias[m] : 0.f,
+                           static_cast<std::size_t>(sh * sw * wq), static_cast<std::size_t>(oh_n),
+                           static_cast<std::size_t>(ow_n), y + (n * p.out_channels + m) * g.out_sp, &act);
+    }
+  });
+}
+
+}  // namespace
+
+void conv(const ConvParams& p, const float* x, const float* w, const float* bias, float* y, const Unary& act) {
+  validate(p);
+  const Geometry g = geometry(p);
+  if (p.batch == 0 || p.out_channels == 0 || g.out_sp == 0) return;
+  const bool depthwise = p.rank <= 2 && p.group == p.in_channels && p.group > 1;
+  if (depthwise) {
+    conv_depthwise(p, g, x, w, bias, y, act);
+  } else if (p.rank <= 2 && is_unit_stride(p) && !is_pointwise(p)) {
+    conv_padded_rows(p, g, x, w, bias, y, act);
+  } else {
+    conv_gemm(p, g, x, w, bias, y, act);
+  }
+}
+
+}  // namespace onnxforge::simd

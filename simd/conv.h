@@ -1,0 +1,46 @@
+#pragma once
+// Convolution (ONNX Conv), NC[D]HW float32, 1 to 3 spatial dims.
+//
+// x: [N, C, in...], w: [M, C/group, kernel...], bias: [M] or nullptr, y: [N, M, out...] with
+// out[i] = (in[i] + pad_begin[i] + pad_end[i] - dilation[i]*(kernel[i]-1) - 1) / stride[i] + 1.
+// Paths, chosen per call:
+//  - depthwise (group == C, M a multiple of C, 1-D/2-D): direct kernel over padded planes;
+//  - 1x1, stride 1, no padding: plain GEMM on the input, no copy;
+//  - other stride-1 1-D/2-D convs: GEMM over a padded copy of the input whose B rows are plain
+//    slices of it (the output is computed over padded-width rows, then cropped);
+//  - everything else: GEMM whose B panels are gathered straight from the input (implicit
+//    im2col, no column buffer).
+// The epilogue adds the bias and applies `act` before the output leaves the cache.
+// Auto-padding (SAME_UPPER/LOWER) is the caller's business: pass the resolved pads.
+#include <array>
+#include <cstdint>
+
+#include "simd/unary.h"
+
+namespace onnxforge::simd {
+
+struct ConvParams {
+  int rank = 2;  // number of spatial dims: 1, 2 or 3
+  std::int64_t batch = 1;
+  std::int64_t in_channels = 0;
+  std::int64_t out_channels = 0;
+  std::int64_t group = 1;
+  std::array<std::int64_t, 3> in{1, 1, 1};  // spatial input size (first `rank` entries used)
+  std::array<std::int64_t, 3> kernel{1, 1, 1};
+  std::array<std::int64_t, 3> stride{1, 1, 1};
+  std::array<std::int64_t, 3> dilation{1, 1, 1};
+  std::array<std::int64_t, 3> pad_begin{0, 0, 0};
+  std::array<std::int64_t, 3> pad_end{0, 0, 0};
+
+  // Output size of spatial dim i (< rank).
+  std::int64_t out(int i) const;
+  // Product of the output spatial sizes.
+  std::int64_t out_spatial() const;
+};
+
+// Throws std::invalid_argument for inconsistent parameters (channels not divisible by group,
+// non-positive strides/dilations/kernel, negative pads, rank outside 1..3). A kernel that does
+// not fit the padded input gives an empty output (out() == 0) and the call does nothing.
+void conv(const ConvParams& p, const float* x, const float* w, const float* bias, float* y, const Unary& act = {});
+
+}  // namespace onnxforge::simd

@@ -1,0 +1,98 @@
+#pragma once
+// The per-ISA kernel table: serial kernels over contiguous memory, one set compiled per ISA
+// level (simd/kernels/*.inl). The drivers (simd/*.cpp, baseline ISA) do the shape logic,
+// blocking and threading and call through the active table.
+#include <cstddef>
+#include <cstdint>
+
+#include "simd/binary.h"
+#include "simd/isa.h"
+#include "simd/unary.h"
+
+namespace onnxforge::simd::detail {
+
+inline constexpr int kMaxMr = 16;  // largest micro-tile row count of any ISA
+inline constexpr int kMaxNv = 4;   // largest micro-tile width in vectors
+
+// What a GEMM micro-kernel does with its tile once the K loop is done:
+// C = act(alpha * acc + beta * C + bias_row[i] + bias_col[j]). beta == 0: C is not read.
+struct TileEpilogue {
+  float alpha = 1.f;
+  float beta = 0.f;
+  const float* bias_row = nullptr;  // tile's first row, or nullptr
+  const float* bias_col = nullptr;  // tile's first column, or nullptr
+  const Unary* act = nullptr;       // nullptr: identity
+};
+
+// Computes an m x n tile (m rows and ceil(n / vec) vectors, from the table slot) from kc steps
+// of packed A (mr floats per k) and B (the tile's ceil(n / vec) vectors of each k step start
+// ldb floats apart: nr in packed panels, the row stride when B is used in place), then applies
+// `ep` and stores n columns of each row.
+using GemmUKernel = void (*)(std::size_t kc, const float* a, const float* b, std::size_t ldb, float* c,
+                             std::size_t ldc, std::size_t n, const TileEpilogue& ep);
+
+struct GemmKernels {
+  int mr = 0;  // rows of a full micro-tile (A panel width)
+  int nr = 0;  // columns of a full micro-tile (B panel width), a multiple of vec
+  int kc = 0;  // K block: packed panels hold kc steps
+  GemmUKernel ukernel[kMaxMr][kMaxNv] = {};  // [rows - 1][vectors - 1]
+  // dst[k * width + i] = src[i * ld + k] for i < rows, k < kc; zero for rows <= i < width.
+  void (*pack_kmajor)(const float* src, std::size_t ld, std::size_t rows, std::size_t width, std::size_t kc,
+                      float* dst) = nullptr;
+};
+
+// Row reductions: the value combined over the row, before any final transform.
+enum class RowReduce : std::uint8_t { Sum, SumAbs, SumSquare, Max, Min, Prod };
+
+struct KernelTable {
+  Isa isa = Isa::Sse;
+  int vec = 4;  // floats per vector
+  GemmKernels gemm;
+
+  // Elementwise spans: y may equal an input.
+  void (*unary)(const Unary& f, const float* x, float* y, std::size_t n) = nullptr;
+  void (*binary_vv)(BinaryOp op, const float* a, const float* b, float* y, std::size_t n) = nullptr;
+  void (*binary_vs)(BinaryOp op, const float* a, float b, float* y, std::size_t n) = nullptr;
+  void (*binary_sv)(BinaryOp op, float a, const float* b, float* y, std::size_t n) = nullptr;
+  void (*compare_vv)(CompareOp op, const float* a, const float* b, std::uint8_t* y, std::size_t n) = nullptr;
+  void (*compare_vs)(CompareOp op, const float* a, float b, std::uint8_t* y, std::size_t n) = nullptr;
+  void (*compare_sv)(CompareOp op, float a, const float* b, std::uint8_t* y, std::size_t n) = nullptr;
+
+  // One row of the normalizations.
+  void (*layer_norm_row)(const float* x, std::size_t n, const float* scale, const float* bias, float eps, float* y,
+                         float* mean, float* inv_std) = nullptr;
+  void (*rms_norm_row)(const float* x, std::size_t n, const float* scale, float eps, float* y,
+                       float* inv_rms) = nullptr;
+  void (*softmax_row)(const float* x, std::size_t n, float* y, bool log) = nullptr;
+
+  // Reductions: over a contiguous row, and "acc[i] = acc[i] (op) x[i]" across rows.
+  float (*reduce_row)(RowReduce op, const float* x, std::size_t n) = nullptr;
+  void (*reduce_accumulate)(RowReduce op, const float* x, float* acc, std::size_t n) = nullptr;
+  // sum_i exp(x[i] - shift) and acc[i] += exp(x[i] - shift[i]) (log-sum-exp, softmax_axis).
+  float (*sum_exp_shifted)(const float* x, std::size_t n, float shift) = nullptr;
+  void (*accumulate_exp_shifted)(const float* x, const float* shift, float* acc, std::size_t n) = nullptr;
+
+  // One depthwise output plane: out[oh * ow_n + x] =
+  //   act(bias + sum_t w[t] * plane[tap_offset[t] + oh * row_step + x]).
+  void (*depthwise_plane)(const float* plane, const std::int64_t* tap_offset, std::size_t taps, const float* w,
+                          float bias, std::size_t row_step, std::size_t oh_n, std::size_t ow_n, float* out,
+                          const Unary* act) = nullptr;
+};
+
+const KernelTable& active_table() noexcept;
+const KernelTable& table_for(Isa isa) noexcept;
+
+// Each kernels/<family>.inl, compiled once per ISA, installs its entries with these.
+#define ONNXFORGE_SIMD_DECLARE_INSTALLERS(ns)    \
+  namespace ns {                                 \
+  void install_gemm(KernelTable& t);             \
+  void install_eltwise(KernelTable& t);          \
+  void install_rows(KernelTable& t);             \
+  void install_depthwise(KernelTable& t);        \
+  }
+ONNXFORGE_SIMD_DECLARE_INSTALLERS(sse)
+ONNXFORGE_SIMD_DECLARE_INSTALLERS(avx2)
+ONNXFORGE_SIMD_DECLARE_INSTALLERS(avx512)
+#undef ONNXFORGE_SIMD_DECLARE_INSTALLERS
+
+}  // namespace onnxforge::simd::detail

@@ -1,0 +1,346 @@
+// GEMM driver: K/N blocking, A/B packing, tiles of C over TBB, and the public entry points.
+#include "simd/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "simd/detail/gemm_driver.h"
+#include "simd/detail/parallel.h"
+#include "simd/detail/scratch.h"
+
+namespace onnxforge::simd {
+namespace detail {
+namespace {
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+std::size_t round_up(std::size_t a, std::size_t b) { return ceil_div(a, b) * b; }
+
+// Unpacked B is packed in column blocks of at most this many floats (K x width).
+constexpr std::size_t kPackBudgetFloats = std::size_t{4} << 20;
+// Rows of C per tile (rounded to the micro-tile), and columns.
+constexpr std::size_t kTileRows = 128, kTileCols = 768;
+// A row-major B is read in place only if its rows are close enough for the TLB (one k step
+// per row: a wide B would touch a new page every step).
+constexpr std::size_t kInPlaceMaxLd = 1024;
+
+void pack_strided(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
+                  float* dst) {
+  const auto& s = *static_cast<const StridedB*>(ctx);
+  if (s.trans) {  // stored N x K: rows of the stored matrix become panel columns
+    s.kernels->pack_kmajor(s.b + j0 * s.ldb + k0, s.ldb, n, nr, kc, dst);
+    return;
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    std::memcpy(dst + k * nr, s.b + (k0 + k) * s.ldb + j0, n * sizeof(float));
+    std::fill(dst + k * nr + n, dst + (k + 1) * nr, 0.f);
+  }
+}
+
+// A rows [i0, i0 + mc), K steps [k0, k0 + kc) into panels of mr rows: panel r holds kc groups
+// of mr floats (rows past mc zero-padded).
+void pack_a(const GemmKernels& g, const GemmProblem& p, std::size_t mr, std::size_t i0, std::size_t mc,
+            std::size_t k0, std::size_t kc, float* dst) {
+  for (std::size_t r = 0; r < mc; r += mr) {
+    const std::size_t m = std::min(mr, mc - r);
+    float* d = dst + r * kc;
+    if (p.trans_a) {
+      const float* src = p.a + k0 * p.lda + i0 + r;
+      for (std::size_t k = 0; k < kc; ++k) {
+        std::memcpy(d + k * mr, src + k * p.lda, m * sizeof(float));
+        std::fill(d + k * mr + m, d + (k + 1) * mr, 0.f);
+      }
+      continue;
+    }
+    g.pack_kmajor(p.a + (i0 + r) * p.lda + k0, p.lda, m, mr, kc, d);
+  }
+}
+
+// Where the B micro-panels of a tile come from:
+//  - Packed: whole-matrix panels (layout in gemm_driver.h), packed beforehand or by pack_b().
+//  - InPlace: a row-major B read directly (row stride ldb); only the partial last panel is
+//    packed, since reading a whole panel there would run past the matrix.
+//  - PerTile: each tile packs the panels of its own columns for each K block, while they are
+//    about to be used (no separate pass over memory); for problems with a single row of tiles.
+struct PanelView {
+  enum class Mode { Packed, InPlace, PerTile } mode = Mode::Packed;
+  const float* base = nullptr;  // Packed: panels of columns [j0, ...)
+  std::size_t j0 = 0, npad = 0, nr = 0;
+  const float* direct = nullptr;  // InPlace
+  std::size_t ldb = 0;
+  const BSource* source = nullptr;  // InPlace, PerTile
+};
+
+// One tile of C: rows [i0, i0 + mc) x columns [j0, j0 + nc), all of K.
+void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& view, std::size_t i0,
+                  std::size_t mc, std::size_t j0, std::size_t nc) {
+  using Mode = PanelView::Mode;
+  const GemmKernels& g = kt.gemm;
+  const auto mr = static_cast<std::size_t>(g.mr), nr = static_cast<std::size_t>(g.nr);
+  const auto kcmax = static_cast<std::size_t>(g.kc), vec = static_cast<std::size_t>(kt.vec);
+  const Epilogue* ep = p.ep;
+  const Unary* act = ep != nullptr && ep->act.op != UnaryOp::Identity ? &ep->act : nullptr;
+  const std::size_t kcap = std::min(kcmax, p.K);
+  const std::size_t a_floats = round_up(mc, mr) * kcap;
+  const std::size_t b_floats = view.mode == Mode::PerTile ? round_up(nc, nr) * kcap
+                               : view.mode == Mode::InPlace ? nr * kcap
+                                                            : 0;
+  Scratch buf(a_floats + b_floats);
+  float* apack = buf.data();
+  float* bpack = buf.data() + a_floats;  // PerTile panels, or InPlace's partial panel
+
+  for (std::size_t k0 = 0; k0 < p.K; k0 += kcmax) {
+    const std::size_t kc = std::min(kcmax, p.K - k0);
+    const bool last = k0 + kc == p.K;
+    pack_a(g, p, mr, i0, mc, k0, kc, apack);
+    if (view.mode == Mode::PerTile)
+      for (std::size_t j = j0; j < j0 + nc; j += nr)
+        view.source->pack(view.source->ctx, k0, kc, j, std::min(nr, j0 + nc - j), nr, bpack + (j - j0) * kc);
+    TileEpilogue base;
+    base.alpha = p.alpha;
+    base.beta = k0 == 0 ? p.beta : 1.f;
+    if (last) base.act = act;
+    for (std::size_t j = j0; j < j0 + nc; j += nr) {
+      const std::size_t n = std::min(nr, j0 + nc - j);
+      const float* bp = nullptr;
+      std::size_t ldb = nr;
+      if (view.mode == Mode::Packed) {
+        bp = view.base + k0 * view.npad + ((j - view.j0) / nr) * kc * nr;
+      } else if (view.mode == Mode::PerTile) {
+        bp = bpack + (j - j0) * kc;
+      } else if (n == nr) {
+        bp = view.direct + k0 * view.ldb + j, ldb = view.ldb;
+      } else {
+        view.source->pack(view.source->ctx, k0, kc, j, n, nr, bpack);
+        bp = bpack;
+      }
+      const GemmUKernel* row = g.ukernel[0];
+      for (std::size_t i = i0; i < i0 + mc; i += mr) {
+        const std::size_t m = std::min(mr, i0 + mc - i);
+        row = g.ukernel[m - 1];
+        TileEpilogue e = base;
+        if (last && ep != nullptr && ep->bias_kind == Bias::PerRow) e.bias_row = ep->bias + i;
+        if (last && ep != nullptr && ep->bias_kind == Bias::PerCol) e.bias_col = ep->bias + j;
+        row[ceil_div(n, vec) - 1](kc, apack + (i - i0) * kc, bp, ldb, p.c + i * p.ldc + j, p.ldc, n, e);
+      }
+    }
+  }
+}
+
+// Tile sizes (multiples of mr / nr) giving at least `threads` tiles when the problem allows,
+// preferring to split M (splitting N re-packs the same A rows once more per extra tile), then
+// evened out so that the last tile in each direction is not a sliver.
+void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads,
+                  std::size_t& tm, std::size_t& tn) {
+  const std::size_t mb = ceil_div(M, mr), nb = ceil_div(N, nr);
+  std::size_t tmb = std::min(mb, std::max<std::size_t>(1, ceil_div(kTileRows, mr)));
+  std::size_t tnb = std::min(nb, std::max<std::size_t>(1, kTileCols / nr));
+  while (ceil_div(mb, tmb) * ceil_div(nb, tnb) < threads) {
+    if (tmb > 1 && (tmb * mr * 3 >= tnb * nr || tnb == 1)) {
+      tmb = ceil_div(tmb, 2);
+    } else if (tnb > 1) {
+      tnb = ceil_div(tnb, 2);
+    } else {
+      break;
+    }
+  }
+  tmb = ceil_div(mb, ceil_div(mb, tmb));
+  tnb = ceil_div(nb, ceil_div(nb, tnb));
+  tm = tmb * mr;
+  tn = tnb * nr;
+}
+
+void compute_region(const KernelTable& kt, const GemmProblem& p, const PanelView& panels, std::size_t j0,
+                    std::size_t width, bool parallel) {
+  const std::size_t threads = parallel ? static_cast<std::size_t>(max_threads()) : 1;
+  std::size_t tm = 0, tn = 0;
+  choose_tiles(p.M, width, static_cast<std::size_t>(kt.gemm.mr), static_cast<std::size_t>(kt.gemm.nr), threads, tm,
+               tn);
+  const std::size_t mt = ceil_div(p.M, tm), nt = ceil_div(width, tn);
+  parallel_each(mt * nt, parallel, [&](std::size_t t) {
+    const std::size_t i0 = (t % mt) * tm, jj = j0 + (t / mt) * tn;
+    compute_tile(kt, p, panels, i0, std::min(tm, p.M - i0), jj, std::min(tn, j0 + width - jj));
+  });
+}
+
+// C = act(beta * C + bias) when there is no product to add.
+void scale_only(const KernelTable& kt, const GemmProblem& p) {
+  const Epilogue* ep = p.ep;
+  for (std::size_t i = 0; i < p.M; ++i) {
+    float* row = p.c + i * p.ldc;
+    for (std::size_t j = 0; j < p.N; ++j) {
+      float v = p.beta == 0.f ? 0.f : p.beta * row[j];
+      if (ep != nullptr && ep->bias_kind == Bias::PerRow) v += ep->bias[i];
+      if (ep != nullptr && ep->bias_kind == Bias::PerCol) v += ep->bias[j];
+      row[j] = v;
+    }
+    if (ep != nullptr && ep->act.op != UnaryOp::Identity) kt.unary(ep->act, row, row, p.N);
+  }
+}
+
+}  // namespace
+
+BSource strided_b_source(const StridedB& b) {
+  BSource s{&pack_strided, &b};
+  if (!b.trans) s.direct = b.b, s.direct_ld = b.ldb;
+  return s;
+}
+
+void pack_b_columns(const GemmKernels& g, const BSource& b, std::size_t K, std::size_t j0, std::size_t width,
+                    float* dst, bool parallel) {
+  const auto nr = static_cast<std::size_t>(g.nr), kcmax = static_cast<std::size_t>(g.kc);
+  const std::size_t panels = ceil_div(width, nr), blocks = ceil_div(K, kcmax), npad = panels * nr;
+  parallel_each(blocks * panels, parallel && K * width >= 65536, [&](std::size_t t) {
+    const std::size_t q = t / panels, pi = t % panels;
+    const std::size_t k0 = q * kcmax, kc = std::min(kcmax, K - k0), j = pi * nr;
+    b.pack(b.ctx, k0, kc, j0 + j, std::min(nr, width - j), nr, dst + k0 * npad + pi * kc * nr);
+  });
+}
+
+void gemm_run(const KernelTable& kt, const GemmProblem& p, bool parallel) {
+  if (p.M == 0 || p.N == 0) return;
+  if (p.K == 0 || p.alpha == 0.f) {
+    scale_only(kt, p);
+    return;
+  }
+  const auto nr = static_cast<std::size_t>(kt.gemm.nr);
+  PanelView view;
+  view.nr = nr;
+  if (p.packed_b != nullptr) {
+    view.base = p.packed_b, view.npad = round_up(p.N, nr);
+    compute_region(kt, p, view, 0, p.N, parallel);
+    return;
+  }
+  view.source = &p.b;
+  const auto mr = static_cast<std::size_t>(kt.gemm.mr);
+  if (p.M <= round_up(kTileRows, mr)) {  // one row of tiles: B panels are used by one tile only
+    if (p.b.direct != nullptr && p.b.direct_ld <= kInPlaceMaxLd) {
+      view.mode = PanelView::Mode::InPlace, view.direct = p.b.direct, view.ldb = p.b.direct_ld;
+    } else {
+      view.mode = PanelView::Mode::PerTile;
+    }
+    compute_region(kt, p, view, 0, p.N, parallel);
+    return;
+  }
+  const std::size_t blocks = ceil_div(p.K * round_up(p.N, nr), kPackBudgetFloats);
+  const std::size_t width_max = round_up(ceil_div(p.N, blocks), nr);
+  Scratch bpack(p.K * width_max);
+  for (std::size_t j0 = 0; j0 < p.N; j0 += width_max) {
+    const std::size_t width = std::min(width_max, p.N - j0);
+    pack_b_columns(kt.gemm, p.b, p.K, j0, width, bpack.data(), parallel);
+    view.base = bpack.data(), view.j0 = j0, view.npad = round_up(width, nr);
+    compute_region(kt, p, view, j0, width, parallel);
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+void check_ld(const char* name, std::size_t ld, std::size_t rows, std::size_t cols) {
+  if (rows > 0 && cols > 0 && ld < cols)
+    throw std::invalid_argument("simd::gemm: " + std::string(name) + " = " + std::to_string(ld) +
+                                " is smaller than the row length " + std::to_string(cols));
+}
+
+void check_epilogue(const Epilogue& ep) {
+  if (ep.bias_kind != Bias::None && ep.bias == nullptr)
+    throw std::invalid_argument("simd::gemm: epilogue has a bias kind but a null bias pointer");
+}
+
+detail::GemmProblem make_problem(bool trans_a, std::size_t M, std::size_t N, std::size_t K, float alpha,
+                                 const float* A, std::size_t lda, float beta, float* C, std::size_t ldc,
+                                 const Epilogue& ep) {
+  check_ld("lda", lda, trans_a ? K : M, trans_a ? M : K);
+  check_ld("ldc", ldc, M, N);
+  check_epilogue(ep);
+  detail::GemmProblem p;
+  p.M = M, p.N = N, p.K = K, p.alpha = alpha, p.beta = beta;
+  p.a = A, p.lda = lda, p.trans_a = trans_a;
+  p.c = C, p.ldc = ldc;
+  p.ep = &ep;
+  return p;
+}
+
+}  // namespace
+
+void PackedB::Free::operator()(float* p) const noexcept { detail::aligned_free(p); }
+
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
+          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc,
+          const Epilogue& ep) {
+  detail::GemmProblem p = make_problem(trans_a, M, N, K, alpha, A, lda, beta, C, ldc, ep);
+  check_ld("ldb", ldb, trans_b ? N : K, trans_b ? K : N);
+  const detail::KernelTable& kt = detail::active_table();  // read once: packing and kernels must agree
+  const detail::StridedB sb{B, ldb, trans_b, &kt.gemm};
+  p.b = detail::strided_b_source(sb);
+  detail::gemm_run(kt, p, true);
+}
+
+PackedB pack_b(bool trans_b, std::size_t K, std::size_t N, const float* B, std::size_t ldb) {
+  check_ld("ldb", ldb, trans_b ? N : K, trans_b ? K : N);
+  const detail::KernelTable& kt = detail::active_table();
+  const auto nr = static_cast<std::size_t>(kt.gemm.nr);
+  PackedB out;
+  out.k_ = K;
+  out.n_ = N;
+  out.isa_ = kt.isa;
+  out.floats_ = K * ((N + nr - 1) / nr) * nr;
+  out.data_.reset(detail::aligned_alloc_floats(out.floats_));
+  if (out.floats_ > 0) {
+    const detail::StridedB sb{B, ldb, trans_b, &kt.gemm};
+    detail::pack_b_columns(kt.gemm, detail::strided_b_source(sb), K, 0, N, out.data_.get(), true);
+  }
+  return out;
+}
+
+void gemm_packed(bool trans_a, std::size_t M, float alpha, const float* A, std::size_t lda, const PackedB& B,
+                 float beta, float* C, std::size_t ldc, const Epilogue& ep) {
+  if (B.empty()) throw std::invalid_argument("simd::gemm_packed: B was never packed");
+  detail::GemmProblem p = make_problem(trans_a, M, B.n(), B.k(), alpha, A, lda, beta, C, ldc, ep);
+  p.packed_b = B.data();
+  detail::gemm_run(detail::table_for(B.isa()), p, true);
+}
+
+void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
+                  float alpha, const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+                  std::size_t ldc, BatchStrides s, const Epilogue& ep) {
+  if (batch == 0) return;
+  // Shared B and evenly spaced A/C rows: one GEMM with batch * M rows packs B only once.
+  const bool merge = s.b == 0 && !trans_a && s.a == M * lda && s.c == M * ldc && ep.bias_kind != Bias::PerRow;
+  if (merge || batch == 1) {
+    gemm(trans_a, trans_b, merge ? batch * M : M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
+    return;
+  }
+  detail::GemmProblem p = make_problem(trans_a, M, N, K, alpha, A, lda, beta, C, ldc, ep);
+  check_ld("ldb", ldb, trans_b ? N : K, trans_b ? K : N);
+  const detail::KernelTable& kt = detail::active_table();
+  detail::run_problems(batch, 2.0 * M * N * K, [&](std::size_t i, bool parallel) {
+    detail::GemmProblem q = p;
+    q.a = A + i * s.a;
+    q.c = C + i * s.c;
+    const detail::StridedB sb{B + i * s.b, ldb, trans_b, &kt.gemm};
+    q.b = detail::strided_b_source(sb);
+    detail::gemm_run(kt, q, parallel);
+  });
+}
+
+void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
+                  float alpha, const float* const* A, std::size_t lda, const float* const* B, std::size_t ldb,
+                  float beta, float* const* C, std::size_t ldc, const Epilogue& ep) {
+  if (batch == 0) return;
+  detail::GemmProblem p = make_problem(trans_a, M, N, K, alpha, nullptr, lda, beta, nullptr, ldc, ep);
+  check_ld("ldb", ldb, trans_b ? N : K, trans_b ? K : N);
+  const detail::KernelTable& kt = detail::active_table();
+  detail::run_problems(batch, 2.0 * M * N * K, [&](std::size_t i, bool parallel) {
+    detail::GemmProblem q = p;
+    q.a = A[i];
+    q.c = C[i];
+    const detail::StridedB sb{B[i], ldb, trans_b, &kt.gemm};
+    q.b = detail::strided_b_source(sb);
+    detail::gemm_run(kt, q, parallel);
+  });
+}
+
+}  // namespace onnxforge::simd

@@ -1,0 +1,78 @@
+// Per-thread scratch pool (see detail/scratch.h).
+#include "simd/detail/scratch.h"
+
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+namespace onnxforge::simd::detail {
+namespace {
+
+// Blocks larger than this go back to the system on release instead of staying cached.
+constexpr std::size_t kMaxCachedFloats = std::size_t{32} << 20;
+
+struct Block {
+  float* data = nullptr;
+  std::size_t floats = 0;
+  bool used = false;
+};
+
+struct Pool {
+  std::vector<Block> blocks;
+  ~Pool() {
+    for (Block& b : blocks) aligned_free(b.data);
+  }
+};
+
+thread_local Pool pool;
+
+}  // namespace
+
+float* aligned_alloc_floats(std::size_t floats) {
+  const std::size_t bytes = ((floats * sizeof(float) + 63) / 64) * 64;
+  void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<float*>(p);
+}
+
+void aligned_free(float* p) noexcept { std::free(p); }
+
+Scratch::Scratch(std::size_t floats) {
+  auto& blocks = pool.blocks;
+  int free_slot = -1;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].used) continue;
+    if (blocks[i].floats >= floats) {
+      blocks[i].used = true;
+      slot_ = static_cast<int>(i);
+      data_ = blocks[i].data;
+      return;
+    }
+    free_slot = static_cast<int>(i);
+  }
+  if (free_slot < 0) {
+    blocks.push_back({});
+    free_slot = static_cast<int>(blocks.size() - 1);
+  }
+  Block& b = blocks[free_slot];
+  aligned_free(b.data);
+  b.data = nullptr;
+  b.floats = 0;
+  b.data = aligned_alloc_floats(floats);
+  b.floats = floats;
+  b.used = true;
+  slot_ = free_slot;
+  data_ = b.data;
+}
+
+Scratch::~Scratch() {
+  Block& b = pool.blocks[slot_];
+  b.used = false;
+  if (b.floats > kMaxCachedFloats) {
+    aligned_free(b.data);
+    b.data = nullptr;
+    b.floats = 0;
+  }
+}
+
+}  // namespace onnxforge::simd::detail

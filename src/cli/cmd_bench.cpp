@@ -1,0 +1,117 @@
+// onnxforge bench MODEL [--vs OTHER] [--threads N] [--iters N | --min-time S] [--warmup W] [--json]
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "io/model_io.h"
+#include "runtime/inputs.h"
+#include "runtime/runtime.h"
+
+namespace onnxforge::cli {
+namespace {
+
+struct Options {
+  std::string model, vs;
+  int threads = 0, iters = 0, warmup = 3;
+  double min_time = 3.0;
+  std::vector<std::string> dims, inputs;
+  bool json = false, profile = false;
+};
+
+struct Stats {
+  std::vector<double> ms;
+  double median() const {
+    auto v = ms;
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  }
+  double min() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
+};
+
+int run(const Options& o) {
+  std::unique_ptr<tbb::global_control> gc;
+  if (o.threads > 0) gc = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
+  auto ma = load_model(o.model);
+  std::unique_ptr<Model> mb = o.vs.empty() ? nullptr : load_model(o.vs);
+  rt::SessionOptions so;
+  so.profile = o.profile;
+  rt::Session sa(*ma, so);
+  std::unique_ptr<rt::Session> sb = mb ? std::make_unique<rt::Session>(*mb) : nullptr;
+  rt::InputPlan plan = rt::plan_inputs(ma->main(), sa.input_values(), rt::parse_dims(o.dims));
+  auto inputs = rt::make_inputs(plan, 0);
+  rt::override_inputs(plan, inputs, o.inputs);
+  if (!o.json)
+    for (const auto& n : plan.notes) std::cerr << "note: " << n << "\n";
+  auto time_one = [&](const rt::Session& s) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto outs = s.run(inputs);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (int i = 0; i < std::max(o.warmup, 1); ++i) {
+    time_one(sa);
+    if (sb) time_one(*sb);
+  }
+  Stats a, b;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    if (o.iters > 0 ? i >= o.iters
+                    : (i >= 3 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= o.min_time))
+      break;
+    // Alternate run by run so drift (thermal, other load) hits both models alike.
+    a.ms.push_back(time_one(sa));
+    if (sb) b.ms.push_back(time_one(*sb));
+  }
+  nlohmann::json j;
+  j["model"] = o.model;
+  j["threads"] = o.threads;
+  j["iters"] = a.ms.size();
+  j["median_ms"] = a.median();
+  j["min_ms"] = a.min();
+  j["steps"] = sa.step_count();
+  if (sb) {
+    j["vs"] = {{"model", o.vs}, {"median_ms", b.median()}, {"min_ms", b.min()}};
+    j["ratio"] = b.median() / a.median();
+  }
+  if (o.profile) {
+    for (const auto& p : sa.profile())
+      j["profile"].push_back({{"op", p.op}, {"ms_per_run", p.ms / static_cast<double>(a.ms.size() + static_cast<size_t>(std::max(o.warmup, 1)))}, {"nodes", p.nodes}});
+    if (!o.json)
+      for (const auto& p : j["profile"])
+        std::printf("  %-28s %4d nodes %10.3f ms/run\n", p["op"].get<std::string>().c_str(), p["nodes"].get<int>(), p["ms_per_run"].get<double>());
+  }
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%-40s median %9.3f ms  min %9.3f ms  (%zu runs, %zu kernels)\n", o.model.c_str(), a.median(), a.min(),
+                a.ms.size(), sa.step_count());
+    if (sb) {
+      std::printf("%-40s median %9.3f ms  min %9.3f ms\n", o.vs.c_str(), b.median(), b.min());
+      std::printf("ratio (vs / model, medians): %.3f\n", b.median() / a.median());
+    }
+  }
+  return 0;
+}
+
+Command reg{"bench", "Measure a model's latency with onnxforge's runtime (optionally against another model)", [](CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  app.add_option("model", o->model, "Model to time")->required()->check(CLI::ExistingFile);
+  app.add_option("--vs", o->vs, "Second model, run alternately; the ratio of medians is reported")->check(CLI::ExistingFile);
+  app.add_option("--threads", o->threads, "Threads (default: all cores)");
+  auto* it = app.add_option("--iters", o->iters, "Timed runs per model");
+  app.add_option("--min-time", o->min_time, "Seconds of timed runs (default 3)")->excludes(it);
+  app.add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
+  app.add_option("--dim", o->dims, "NAME=N value of a symbolic dimension");
+  app.add_option("--input", o->inputs, "NAME=FILE input instead of a generated one");
+  app.add_flag("--profile", o->profile, "Time every kernel and print the time per op type");
+  app.add_flag("--json", o->json, "Print JSON");
+  return [o] { return run(*o); };
+}};
+
+}  // namespace
+}  // namespace onnxforge::cli

@@ -1,0 +1,228 @@
+// The plan and executor: arena runs equal heap runs, in-place and views, fusion, folding,
+// evaluate_node, error messages, float16 storage.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "io/model_io.h"
+#include "runtime/inputs.h"
+#include "runtime/runtime.h"
+#include "tests/common/models.h"
+#include "tests/runtime/graph_builder.h"
+
+using namespace onnxforge;
+using onnxforge::test::TinyModel;
+using onnxforge::test::make;
+using onnxforge::test::values;
+
+namespace {
+
+bool same_bits(const rt::Tensor& a, const rt::Tensor& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && std::memcmp(a.data, b.data, a.bytes()) == 0;
+}
+
+}  // namespace
+
+TEST(Plan, ArenaRunsMatchHeapRunsInPlaceAndViews) {
+  TinyModel m;
+  ValueId x = m.input("x", DType::Float, {2, 3});
+  ValueId a = m.op("Relu", {x});
+  ValueId b = m.op("Exp", {a});                        // in place on a's slot
+  ValueId shape = m.constant<int64_t>("shape", DType::Int64, {1}, {6});
+  ValueId r = m.op("Reshape", {b, shape});             // a view of b
+  ValueId c = m.op("Neg", {r});
+  ValueId d = m.op("Add", {c, r});                     // reads the view after Neg: b's slot must live
+  ValueId e = m.op("Sigmoid", {d});
+  m.outputs({e, r});
+  rt::Session arena(m.model), heap(m.model, {true, false});
+  for (int seed = 0; seed < 3; ++seed) {
+    std::vector<float> v{-1.f, 0.5f, 2.f, -3.f, 0.25f + static_cast<float>(seed), 1.f};
+    auto in = make<float>(DType::Float, {2, 3}, v);
+    auto o1 = arena.run({in});
+    auto o2 = heap.run({in});
+    ASSERT_EQ(o1.size(), 2u);
+    EXPECT_TRUE(same_bits(o1[0], o2[0]));
+    EXPECT_TRUE(same_bits(o1[1], o2[1]));
+    EXPECT_EQ(o1[1].shape, (rt::Shape{6}));
+    EXPECT_FLOAT_EQ(values<float>(o1[1])[2], std::exp(2.f));
+    EXPECT_FLOAT_EQ(values<float>(o1[0])[0], 0.5f);  // -e + e = 0 -> sigmoid 0.5
+  }
+}
+
+TEST(Plan, OutputsSurviveTheNextRun) {
+  TinyModel m;
+  ValueId x = m.input("x", DType::Float, {4});
+  ValueId y = m.op("Mul", {m.op("Abs", {x}), x});
+  m.outputs({y});
+  rt::Session s(m.model);
+  auto first = s.run({make<float>(DType::Float, {4}, {1, -2, 3, -4})});
+  for (int i = 0; i < 3; ++i) s.run({make<float>(DType::Float, {4}, {9, 9, 9, 9})});
+  EXPECT_EQ(values<float>(first[0]), (std::vector<float>{1, -4, 9, -16}));
+}
+
+TEST(Plan, ZooModelsArenaEqualsHeap) {
+  for (const char* name : {"bert_small", "resnet_small_bn", "llama_small"}) {
+    auto model = load_model(test::zoo_model(name));
+    rt::Session a(*model), h(*model, {true, false});
+    rt::InputPlan plan = rt::plan_inputs(model->main(), a.input_values(), {{"sequence", 16}});
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      auto in = rt::make_inputs(plan, seed);
+      auto oa = a.run(in), oh = h.run(in);
+      for (size_t i = 0; i < oa.size(); ++i) EXPECT_TRUE(same_bits(oa[i], oh[i])) << name << " output " << i << " seed " << seed;
+    }
+  }
+}
+
+TEST(Plan, ConvReluIsFusedAndMatchesUnfused) {
+  TinyModel m(13);
+  ValueId x = m.input("x", DType::Float, {1, 2, 5, 5});
+  std::vector<float> w(3 * 2 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i)) * 0.5f;
+  ValueId wv = m.constant<float>("w", DType::Float, {3, 2, 3, 3}, w);
+  ValueId bv = m.constant<float>("b", DType::Float, {3}, {0.1f, -0.2f, 0.3f});
+  ValueId conv = m.op("Conv", {x, wv, bv}, {NewAttr::Ints("pads", {1, 1, 1, 1})});
+  ValueId lo = m.constant<float>("lo", DType::Float, {}, {0.f});
+  ValueId hi = m.constant<float>("hi", DType::Float, {}, {0.6f});
+  ValueId y = m.op("Clip", {conv, lo, hi});
+  m.outputs({y});
+  rt::Session fused(m.model), plain(m.model, {false, true});
+  EXPECT_EQ(fused.fused_count(), 1u);
+  EXPECT_EQ(fused.step_count(), 1u);
+  EXPECT_EQ(plain.fused_count(), 0u);
+  std::vector<float> xv(50);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::cos(static_cast<float>(i));
+  auto in = make<float>(DType::Float, {1, 2, 5, 5}, xv);
+  auto a = fused.run({in}), b = plain.run({in});
+  auto va = values<float>(a[0]), vb = values<float>(b[0]);
+  ASSERT_EQ(va.size(), 75u);
+  for (size_t i = 0; i < va.size(); ++i) {
+    EXPECT_NEAR(va[i], vb[i], 1e-6);
+    EXPECT_GE(va[i], 0.f);
+    EXPECT_LE(va[i], 0.6f);
+  }
+}
+
+TEST(Plan, ConstantSubgraphsAreFoldedAtPlanTime) {
+  TinyModel m;
+  ValueId x = m.input("x", DType::Float, {2, 3});
+  ValueId w = m.constant<float>("w", DType::Float, {3, 2}, {1, 2, 3, 4, 5, 6});
+  ValueId wt = m.op("Transpose", {w});                 // folded: [2,3]
+  ValueId y = m.op("Add", {x, wt});
+  m.outputs({y});
+  rt::Session s(m.model);
+  EXPECT_EQ(s.step_count(), 1u);
+  auto o = s.run({make<float>(DType::Float, {2, 3}, {0, 0, 0, 1, 1, 1})});
+  EXPECT_EQ(values<float>(o[0]), (std::vector<float>{1, 3, 5, 3, 5, 7}));
+}
+
+TEST(Plan, MatMulWithPackedWeightsMatchesUnpacked) {
+  TinyModel m;
+  ValueId x = m.input("x", DType::Float, {2, 3, 4});
+  std::vector<float> w(20);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.f;
+  ValueId wv = m.constant<float>("w", DType::Float, {4, 5}, w);
+  ValueId y = m.op("MatMul", {x, wv});
+  ValueId z = m.op("Relu", {y});
+  m.outputs({z});
+  rt::Session s(m.model);
+  std::vector<float> xv(24);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i) * 0.1f - 1.f;
+  auto o = s.run({make<float>(DType::Float, {2, 3, 4}, xv)});
+  ASSERT_EQ(o[0].shape, (rt::Shape{2, 3, 5}));
+  for (int r = 0; r < 6; ++r)
+    for (int n = 0; n < 5; ++n) {
+      double acc = 0;
+      for (int k = 0; k < 4; ++k) acc += xv[static_cast<size_t>(r * 4 + k)] * w[static_cast<size_t>(k * 5 + n)];
+      EXPECT_NEAR(o[0].ptr<float>()[r * 5 + n], std::max(acc, 0.0), 1e-5);
+    }
+}
+
+TEST(Plan, UnsupportedOpErrorNamesOpDomainVersionAndNode) {
+  TinyModel m(15);
+  ValueId x = m.input("x", DType::Float, {2});
+  m.outputs({m.node("FancyOp", {x}, {}, 1, "com.example")[0]});
+  m.model.opsets.push_back({intern("com.example"), 3, true});
+  try {
+    rt::Session s(m.model);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string w = e.what();
+    EXPECT_NE(w.find("FancyOp"), std::string::npos) << w;
+    EXPECT_NE(w.find("com.example"), std::string::npos) << w;
+    EXPECT_NE(w.find("opset 3"), std::string::npos) << w;
+    EXPECT_NE(w.find("FancyOp0"), std::string::npos) << w;  // the node name
+  }
+}
+
+TEST(Plan, KernelErrorsNameTheNode) {
+  TinyModel m;
+  ValueId a = m.input("a", DType::Float, {2, 3});
+  ValueId b = m.input("b", DType::Float, {4});
+  m.outputs({m.op("Add", {a, b})});
+  rt::Session s(m.model);
+  try {
+    s.run({make<float>(DType::Float, {2, 3}, std::vector<float>(6)), make<float>(DType::Float, {4}, std::vector<float>(4))});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(Add)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Plan, Float16IsStoredAndComputedInFloat) {
+  TinyModel m;
+  ValueId x = m.input("x", DType::Float16, {3});
+  ValueId y = m.op("Mul", {x, x});
+  ValueId z = m.op("Cast", {y}, {NewAttr::Int("to", 1)});
+  m.outputs({y, z});
+  rt::Session s(m.model);
+  rt::Tensor in = rt::cast(make<float>(DType::Float, {3}, {1.5f, -2.f, 0.25f}), DType::Float16);
+  auto o = s.run({in});
+  EXPECT_EQ(o[0].dtype, DType::Float16);
+  EXPECT_EQ(values<float>(o[1]), (std::vector<float>{2.25f, 4.f, 0.0625f}));
+}
+
+TEST(EvaluateNode, FoldsOneNodeOnConstants) {
+  TinyModel m(13);
+  ValueId x = m.input("x", DType::Float, {2, 3});
+  ValueId axes = m.input("axes", DType::Int64, {1});
+  ValueId u = m.op("Unsqueeze", {x, axes});
+  ValueId t = m.op("Transpose", {x}, {NewAttr::Ints("perm", {1, 0})});
+  ValueId sh = m.op("Shape", {u});
+  m.outputs({u, t, sh});
+  auto in = make<float>(DType::Float, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto ax = make<int64_t>(DType::Int64, {1}, {-1});
+  rt::TensorView views[] = {in, ax};
+  auto out = rt::evaluate_node(m.g, m.g.producer(u), views);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape, (rt::Shape{2, 3, 1}));
+  EXPECT_TRUE(out[0].hold != nullptr);  // owning, not a view of the input
+  auto tout = rt::evaluate_node(m.g, m.g.producer(t), std::span<const rt::TensorView>(views, 1));
+  EXPECT_EQ(values<float>(tout[0]), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  auto sout = rt::evaluate_node(m.g, m.g.producer(sh), std::span<const rt::TensorView>(out.data(), 1));
+  EXPECT_EQ(values<int64_t>(sout[0]), (std::vector<int64_t>{2, 3, 1}));
+}
+
+TEST(Inputs, DeterministicTokenIdsMasksAndDefaults) {
+  auto model = load_model(test::zoo_model("bert_small"));
+  rt::Session s(*model);
+  rt::InputPlan plan = rt::plan_inputs(model->main(), s.input_values(), {{"sequence", 8}});
+  auto a = rt::make_inputs(plan, 7), b = rt::make_inputs(plan, 7), c = rt::make_inputs(plan, 8);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(same_bits(a[i], b[i]));
+    const auto& spec = plan.inputs[i];
+    if (spec.kind == rt::InputSpec::Kind::TokenIds) {
+      EXPECT_GT(spec.id_range, 2);
+      EXPECT_FALSE(same_bits(a[i], c[i]));
+      for (int64_t k = 0; k < a[i].numel(); ++k) {
+        EXPECT_GE(a[i].get_i64(k), 0);
+        EXPECT_LT(a[i].get_i64(k), spec.id_range);
+      }
+    }
+    if (spec.name.find("mask") != std::string::npos) {
+      for (int64_t k = 0; k < a[i].numel(); ++k) {
+        EXPECT_EQ(a[i].get_i64(k), 1);
+      }
+    }
+    EXPECT_EQ(a[i].shape.back(), 8);
+  }
+}

@@ -1,0 +1,170 @@
+// Convolution against the direct double reference: groups, depthwise (with channel
+// multiplier), 1x1, strides, dilations, asymmetric pads, 1-D/2-D/3-D, epilogues.
+#include <cmath>
+
+#include "simd/conv.h"
+#include "simd/reference.h"
+#include "tests/simd/simd_test_util.h"
+
+namespace onnxforge::simd::test {
+namespace {
+
+// Tolerance per output: accumulation error scales with sum |x * w|.
+std::vector<float> tolerances(const ConvParams& p, const std::vector<float>& x, const std::vector<float>& w,
+                              const float* bias) {
+  ConvParams q = p;
+  std::vector<float> ax(x.size()), aw(w.size());
+  for (std::size_t i = 0; i < x.size(); ++i) ax[i] = std::fabs(x[i]);
+  for (std::size_t i = 0; i < w.size(); ++i) aw[i] = std::fabs(w[i]);
+  std::vector<float> ab;
+  if (bias != nullptr)
+    for (std::int64_t m = 0; m < p.out_channels; ++m) ab.push_back(std::fabs(bias[m]));
+  std::vector<float> tol(static_cast<std::size_t>(p.batch * p.out_channels * p.out_spatial()));
+  ref::conv(q, ax.data(), aw.data(), bias != nullptr ? ab.data() : nullptr, tol.data());
+  for (float& t : tol) t = 4e-6f * (t + 1.f);
+  return tol;
+}
+
+void run(const ConvParams& p, const Unary& act, bool with_bias, unsigned seed) {
+  const std::int64_t in_sp = [&] {
+    std::int64_t n = 1;
+    for (int i = 0; i < p.rank; ++i) n *= p.in[i];
+    return n;
+  }();
+  std::int64_t k_sp = 1;
+  for (int i = 0; i < p.rank; ++i) k_sp *= p.kernel[i];
+  const auto x = random_floats(static_cast<std::size_t>(p.batch * p.in_channels * in_sp), seed);
+  const auto w = random_floats(static_cast<std::size_t>(p.out_channels * (p.in_channels / p.group) * k_sp), seed + 1);
+  const auto b = random_floats(static_cast<std::size_t>(p.out_channels), seed + 2);
+  const float* bias = with_bias ? b.data() : nullptr;
+  const auto n_out = static_cast<std::size_t>(p.batch * p.out_channels * p.out_spatial());
+  std::vector<float> got(n_out, 99.f), want(n_out);
+  conv(p, x.data(), w.data(), bias, got.data(), act);
+  ref::conv(p, x.data(), w.data(), bias, want.data(), act);
+  std::string what = "conv rank " + std::to_string(p.rank) + " N" + std::to_string(p.batch) + " C" +
+                     std::to_string(p.in_channels) + " M" + std::to_string(p.out_channels) + " G" +
+                     std::to_string(p.group) + " in";
+  for (int i = 0; i < p.rank; ++i)
+    what += " " + std::to_string(p.in[i]) + "/k" + std::to_string(p.kernel[i]) + "/s" + std::to_string(p.stride[i]) +
+            "/d" + std::to_string(p.dilation[i]) + "/p" + std::to_string(p.pad_begin[i]) + "," +
+            std::to_string(p.pad_end[i]);
+  expect_close(got, want, tolerances(p, x, w, bias), what);
+}
+
+ConvParams conv2d(std::int64_t n, std::int64_t c, std::int64_t m, std::int64_t g, std::int64_t h, std::int64_t w,
+                  std::int64_t kh, std::int64_t kw, std::int64_t s, std::int64_t d, std::array<std::int64_t, 4> pads) {
+  ConvParams p;
+  p.rank = 2, p.batch = n, p.in_channels = c, p.out_channels = m, p.group = g;
+  p.in = {h, w, 1}, p.kernel = {kh, kw, 1}, p.stride = {s, s, 1}, p.dilation = {d, d, 1};
+  p.pad_begin = {pads[0], pads[1], 0}, p.pad_end = {pads[2], pads[3], 0};
+  return p;
+}
+
+class Conv : public SimdTest {};
+ONNXFORGE_SIMD_ALL_ISAS(Conv);
+
+TEST_P(Conv, General2d) {
+  unsigned seed = 1;
+  struct Ch {
+    std::int64_t c, m, g;
+  };
+  for (Ch ch : {Ch{1, 1, 1}, Ch{3, 8, 1}, Ch{4, 6, 2}, Ch{6, 6, 3}, Ch{16, 20, 4}})
+    for (std::int64_t k : {1, 3, 5})
+      for (std::int64_t s : {1, 2, 3})
+        for (std::int64_t d : {1, 2}) {
+          if (k == 1 && d == 2) continue;
+          const std::array<std::int64_t, 4> pads = {k / 2, (k + 1) / 2, 0, k / 2 + (s == 2)};
+          run(conv2d(2, ch.c, ch.m, ch.g, 11, 9, k, k, s, d, pads), Unary::none(), true, seed++);
+        }
+}
+
+TEST_P(Conv, NonSquareKernelsAndOddPads) {
+  unsigned seed = 100;
+  run(conv2d(1, 5, 7, 1, 13, 6, 1, 3, 1, 1, {0, 1, 0, 1}), Unary::none(), true, seed++);
+  run(conv2d(1, 5, 7, 1, 6, 13, 3, 1, 2, 1, {2, 0, 1, 0}), Unary::none(), false, seed++);
+  run(conv2d(2, 3, 4, 1, 7, 7, 7, 7, 2, 1, {3, 3, 3, 3}), Unary::none(), true, seed++);  // ResNet stem shape
+  run(conv2d(1, 2, 3, 1, 1, 1, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::none(), true, seed++);  // 1x1 input, all padding
+  run(conv2d(1, 4, 4, 1, 9, 9, 3, 3, 1, 3, {0, 0, 0, 0}), Unary::none(), true, seed++);  // dilation 3
+  run(conv2d(1, 3, 5, 1, 5, 40, 2, 3, 1, 1, {0, 0, 0, 0}), Unary::none(), true, seed++);  // long rows: runs
+}
+
+TEST_P(Conv, Pointwise) {
+  unsigned seed = 200;
+  run(conv2d(2, 64, 32, 1, 14, 14, 1, 1, 1, 1, {0, 0, 0, 0}), Unary::none(), true, seed++);
+  run(conv2d(1, 16, 24, 2, 7, 5, 1, 1, 1, 1, {0, 0, 0, 0}), Unary::relu(), true, seed++);
+  run(conv2d(1, 8, 8, 1, 9, 9, 1, 1, 2, 1, {0, 0, 0, 0}), Unary::none(), true, seed++);  // strided 1x1: im2col
+}
+
+TEST_P(Conv, Depthwise) {
+  unsigned seed = 300;
+  for (std::int64_t mult : {1, 2})
+    for (std::int64_t k : {3, 5})
+      for (std::int64_t s : {1, 2})
+        for (std::int64_t d : {1, 2})
+          for (std::int64_t w : {7, 19, 40}) {
+            const std::array<std::int64_t, 4> pads = {k / 2, k / 2, k / 2, (k / 2) + 1};
+            run(conv2d(2, 8, 8 * mult, 8, 9, w, k, k, s, d, pads), Unary::relu(), true, seed++);
+          }
+  run(conv2d(1, 32, 32, 32, 112, 112, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::clip(0.f, 6.f), true, seed++);  // MobileNet
+  run(conv2d(1, 4, 4, 4, 5, 5, 7, 1, 1, 1, {3, 0, 3, 0}), Unary::none(), false, seed++);  // kernel taller than input
+}
+
+TEST_P(Conv, Epilogues) {
+  unsigned seed = 400;
+  for (const Unary& act : {Unary::relu(), Unary::of(UnaryOp::Gelu), Unary::of(UnaryOp::Sigmoid), Unary::hard_swish(),
+                           Unary::leaky_relu(0.2f), Unary::of(UnaryOp::Silu)})
+    for (bool bias : {false, true}) {
+      run(conv2d(1, 6, 10, 2, 8, 8, 3, 3, 1, 1, {1, 1, 1, 1}), act, bias, seed++);
+      run(conv2d(1, 6, 6, 6, 8, 8, 3, 3, 1, 1, {1, 1, 1, 1}), act, bias, seed++);
+    }
+}
+
+TEST_P(Conv, OneAndThreeDimensional) {
+  unsigned seed = 500;
+  ConvParams p;
+  p.rank = 1, p.batch = 2, p.in_channels = 16, p.out_channels = 24;
+  p.in = {50, 1, 1}, p.kernel = {3, 1, 1}, p.stride = {2, 1, 1}, p.pad_begin = {1, 0, 0}, p.pad_end = {1, 0, 0};
+  run(p, Unary::of(UnaryOp::Gelu), true, seed++);  // Whisper's second conv
+  p.stride = {1, 1, 1}, p.dilation = {2, 1, 1};
+  run(p, Unary::none(), true, seed++);
+  p.group = 16, p.out_channels = 16;  // depthwise 1-D
+  run(p, Unary::none(), true, seed++);
+  ConvParams q;
+  q.rank = 3, q.batch = 1, q.in_channels = 4, q.out_channels = 6, q.group = 2;
+  q.in = {5, 6, 7}, q.kernel = {3, 2, 3}, q.stride = {1, 2, 1}, q.dilation = {1, 1, 2};
+  q.pad_begin = {1, 0, 2}, q.pad_end = {1, 1, 0};
+  run(q, Unary::relu(), true, seed++);
+  q.group = 4, q.out_channels = 4;  // depthwise 3-D goes through the GEMM path
+  run(q, Unary::none(), true, seed++);
+}
+
+TEST_P(Conv, DegenerateShapes) {
+  // No input channels: the output is act(bias).
+  ConvParams p = conv2d(1, 0, 3, 1, 4, 4, 3, 3, 1, 1, {1, 1, 1, 1});
+  const std::vector<float> bias = {1.f, -2.f, 3.f};
+  std::vector<float> y(3 * 16, 7.f);
+  conv(p, nullptr, nullptr, bias.data(), y.data(), Unary::relu());
+  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], std::max(0.f, bias[i / 16]));
+  // Zero batch, and a kernel larger than the padded input: nothing to compute.
+  p = conv2d(0, 3, 3, 1, 4, 4, 3, 3, 1, 1, {0, 0, 0, 0});
+  conv(p, nullptr, nullptr, nullptr, nullptr);
+  p = conv2d(1, 1, 1, 1, 2, 2, 3, 3, 1, 1, {0, 0, 0, 0});
+  EXPECT_EQ(p.out_spatial(), 0);
+  conv(p, nullptr, nullptr, nullptr, nullptr);
+}
+
+TEST_P(Conv, RejectsBadParameters) {
+  std::vector<float> buf(1024);
+  EXPECT_THROW(conv(conv2d(1, 3, 4, 2, 4, 4, 3, 3, 1, 1, {0, 0, 0, 0}), buf.data(), buf.data(), nullptr, buf.data()),
+               std::invalid_argument);
+  EXPECT_THROW(conv(conv2d(1, 4, 4, 1, 4, 4, 3, 3, 0, 1, {0, 0, 0, 0}), buf.data(), buf.data(), nullptr, buf.data()),
+               std::invalid_argument);
+  EXPECT_THROW(conv(conv2d(1, 4, 4, 1, 4, 4, 3, 3, 1, 1, {-1, 0, 0, 0}), buf.data(), buf.data(), nullptr, buf.data()),
+               std::invalid_argument);
+  ConvParams p = conv2d(1, 4, 4, 1, 4, 4, 3, 3, 1, 1, {0, 0, 0, 0});
+  p.rank = 4;
+  EXPECT_THROW(conv(p, buf.data(), buf.data(), nullptr, buf.data()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace onnxforge::simd::test
