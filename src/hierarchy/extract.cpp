@@ -37,6 +37,18 @@ bool tag_matches(Sym tag, std::string_view spec) {
        close.empty() ? std::string(": `onnxforge hierarchy MODEL --tree` lists the modules") : "; modules nearby:" + close);
 }
 
+// `<source graph name>_<module>` (or just the module), in characters any tool accepts.
+std::string extracted_graph_name(const Graph& source, std::string_view spec) {
+  std::string module;
+  for (char c : spec) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    if (plain || !module.empty()) module += plain ? c : '_';
+  }
+  if (module.empty()) module = "root";
+  std::string_view from = str(source.name());
+  return from.empty() ? module : std::string(from) + "_" + module;
+}
+
 }  // namespace
 
 Extraction extract_module(Model& source, std::string_view spec) {
@@ -55,9 +67,13 @@ Extraction extract_module(Model& source, std::string_view spec) {
   if (count == 0) no_match(source, spec);
   // Constant nodes feeding the selection come along (they are not inputs a caller could feed).
   for (NodeId n : g.nodes())
-    if (selected[n.index()])
-      for (ValueId v : g.inputs(n))
+    if (selected[n.index()]) {
+      auto take_constant = [&](ValueId v) {
         if (v.valid() && g.producer(v).valid() && g.is_op(g.producer(v), "Constant")) selected[g.producer(v).index()] = 1;
+      };
+      for (ValueId v : g.inputs(n)) take_constant(v);
+      for (ValueId v : g.implicit_inputs(n)) take_constant(v);  // read by an If/Loop/Scan body
+    }
 
   // Types and shapes of the cut values (torch writes no value_info for intermediates).
   bool need_shapes = false;
@@ -72,6 +88,7 @@ Extraction extract_module(Model& source, std::string_view spec) {
   ModelCopier copy(source, *out.model);
   copy.copy_header();
   Graph& sub = out.model->main();
+  sub.set_name(intern(extracted_graph_name(g, spec)));
   Uses uses(g);
   std::vector<ValueId> inputs, outputs;
   std::set<uint32_t> seen_inputs;
@@ -136,6 +153,7 @@ std::unique_ptr<Model> clone_model(const Model& source) {
   copy.copy_header();
   const Graph& g = source.main();
   Graph& to = m->main();
+  to.set_name(g.name().empty() ? intern("main_graph") : g.name());
   std::vector<ValueId> ins, outs;
   for (ValueId v : g.graph_inputs()) ins.push_back(copy.value(g, v, to));
   for (ValueId v : g.initializers()) copy.initializer(g, v, to);

@@ -4,9 +4,16 @@
 // Selection: main-graph nodes with a tag inside the module — a dotted module path
 // (`encoder.layer.0`: that module and its descendants) or a class path starting with '/'
 // (`/BertModel/BertEncoder/BertLayer.0`: that tag and tags below it). A fused node with several
-// tags is selected when any tag matches. Constant nodes feeding the selection come along.
-// Subgraphs of selected nodes are copied whole; the outer-scope values they read count as
-// inputs of their owner node.
+// tags is selected when any tag matches. Constant nodes feeding the selection (also through an
+// If/Loop/Scan body) come along. Subgraphs of selected nodes are copied whole; the outer-scope
+// values they read count as inputs of their owner node, and in the copy they stay captures
+// (Graph::add_capture) of the copied outer values, so the in-memory sub-model is complete.
+//
+// Names: the sub-model's graph is `<source graph name>_<module>` (module with characters other
+// than [A-Za-z0-9._-] as '_', leading ones dropped, `root` if nothing is left; just the module
+// when the source graph has no name); copied subgraphs keep their names, an unnamed one becomes
+// `<owner node name or op>_<attribute>` (ONNX Runtime rejects unnamed subgraphs, onnx.checker
+// any unnamed graph).
 //
 // The sub-model: values read by the selection but produced outside become graph inputs (types
 // and shapes from shape inference), constant initializers are shared with the source model

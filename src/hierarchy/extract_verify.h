@@ -9,12 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
-#include <filesystem>
-
 #include "hierarchy/extract.h"
-#include "io/model_io.h"
 #include "ir/error.h"
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
@@ -31,22 +26,9 @@ struct OutputCheck {
 // computed; per sub-model output, the max abs diff over all seeds (must be exactly 0).
 inline std::vector<OutputCheck> verify_extraction(const Model& source, const Extraction& cut, int seeds,
                                                   const std::vector<std::string>& dims = {}) {
+  // Both models are complete in memory: copied subgraphs keep their outer-scope reads as captures.
   auto full_model = with_cuts_exposed(source, cut);
-  const Model* sub_model = cut.model.get();
-  std::unique_ptr<Model> sub_reloaded;
-  if (full_model->graph_count() > 1 || sub_model->graph_count() > 1) {
-    // Copied subgraphs read outer values by name only; a save/load round trip turns those reads
-    // into proper captures, which the runtime needs (Graph has no public way to add a capture).
-    auto dir = std::filesystem::temp_directory_path() / ("onnxforge_extract_verify_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    save_model(*full_model, dir / "full.onnx");
-    save_model(*sub_model, dir / "sub.onnx");
-    full_model = load_model(dir / "full.onnx");
-    sub_reloaded = load_model(dir / "sub.onnx");
-    sub_model = sub_reloaded.get();
-    std::filesystem::remove_all(dir);
-  }
-  rt::Session full(*full_model), sub(*sub_model);
+  rt::Session full(*full_model), sub(*cut.model);
   rt::InputPlan plan = rt::plan_inputs(full_model->main(), full.input_values(), rt::parse_dims(dims));
   std::vector<OutputCheck> checks;
   for (const std::string& n : cut.outputs) checks.push_back({n});

@@ -36,7 +36,17 @@ ValueId ModelCopier::value(const Graph& from, ValueId v, Graph& to) {
   uint64_t key = (uint64_t{to.id().index()} << 48) ^ (uint64_t{from.id().index()} << 32) ^ v.index();
   auto it = values_.find(key);
   if (it != values_.end()) return it->second;
-  ValueId out = to.add_value(from.value_name(v));
+  ValueId out;
+  if (from.outer(v).valid()) {
+    // A capture: read the copy of the outer value in the destination parent (copied first, so
+    // nested captures chain up to the main graph as the reader builds them).
+    if (!from.parent().valid() || !to.parent().valid())
+      fail("capture '", str(from.value_name(v)), "' copied into a graph without a parent");
+    ValueId outer = value(from_.graph(from.parent()), from.outer(v), to_.graph(to.parent()));
+    out = to.add_capture(from.value_name(v), outer);
+  } else {
+    out = to.add_value(from.value_name(v));
+  }
   if (from.has_shape(v)) {
     std::vector<Dim> dims(from.shape(v).begin(), from.shape(v).end());
     to.set_type(out, from.dtype(v), dims);
@@ -72,7 +82,13 @@ NodeId ModelCopier::node(const Graph& from, NodeId n, Graph& to) {
         for (Sym s : from.strings(a)) na.strings.emplace_back(str(s));
         break;
       case AttrType::Tensor: na.tensor = tensor(a.tensor); break;
-      case AttrType::Graph: na.graph = subgraph(from_.graph(a.graph), to.id(), id); break;
+      case AttrType::Graph: {
+        // ORT rejects unnamed subgraphs and onnx.checker any unnamed graph: keep the original
+        // name, else name it after its owner and attribute.
+        Sym owner = from.node_name(n).empty() ? from.op_type(n) : from.node_name(n);
+        na.graph = subgraph(from_.graph(a.graph), to.id(), id, std::string(str(owner)) + "_" + na.name);
+        break;
+      }
       default:
         fail("node '", str(from.node_name(n)), "' (", str(from.op_type(n)), ") has attribute '", str(a.name),
              "' of a type extraction cannot copy yet (", static_cast<int>(a.type), ")");
@@ -88,13 +104,15 @@ NodeId ModelCopier::node(const Graph& from, NodeId n, Graph& to) {
   return made;
 }
 
-GraphId ModelCopier::subgraph(const Graph& from, GraphId parent, NodeId owner) {
+GraphId ModelCopier::subgraph(const Graph& from, GraphId parent, NodeId owner, std::string_view fallback_name) {
   GraphId id = to_.add_graph(parent, owner);
   Graph& to = to_.graph(id);
+  to.set_name(from.name().empty() ? intern(fallback_name) : from.name());
   std::vector<ValueId> ins, outs;
   for (ValueId v : from.graph_inputs()) ins.push_back(value(from, v, to));
   for (ValueId v : from.initializers()) initializer(from, v, to);
-  // Captures become plain names read from the enclosing scope (written by name).
+  // Outer-scope reads stay captures (Graph::outer set), so the copy runs without a save/load.
+  for (ValueId c : from.captures()) value(from, c, to);
   for (NodeId n : topological_order(from)) node(from, n, to);
   for (ValueId v : from.graph_outputs()) outs.push_back(value(from, v, to));
   to.set_graph_inputs(std::move(ins));
