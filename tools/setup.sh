@@ -6,11 +6,15 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build ccache libonnx-dev libprotobuf-dev protobuf-compiler libtbb-dev libmimalloc-dev
           libxsimd-dev xtl-dev libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
-          python3-onnx python3-numpy python3-torch python3-torchvision libonnx-testdata nodejs npm time)
+          python3-onnx python3-numpy python3-torch python3-torchvision libonnx-testdata time)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js may come from elsewhere (NodeSource bundles npm; Debian's npm then conflicts): ask apt
+# only for what is missing as a command.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
