@@ -7,6 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "ir/hash.h"
 #include "ir/topo.h"
 #include "passes/edits.h"
 #include "passes/graph_util.h"
@@ -22,18 +23,6 @@ struct Match {
   ValueId keep_value;
 };
 
-uint64_t hash_bytes(std::span<const std::byte> b) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ b.size();
-  size_t i = 0;
-  for (; i + 8 <= b.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, b.data() + i, 8);
-    h = (h ^ w) * 0x100000001B3ull;
-    h ^= h >> 29;
-  }
-  for (; i < b.size(); ++i) h = (h ^ static_cast<uint8_t>(b[i])) * 0x100000001B3ull;
-  return h;
-}
 
 bool same_tensor(const TensorStore& ts, TensorId a, TensorId b) {
   if (ts.dtype(a) != ts.dtype(b)) return false;
@@ -57,7 +46,7 @@ uint64_t sample_key(const TensorStore& ts, TensorId t) {
   for (int64_t d : ts.dims(t)) h = (h ^ static_cast<uint64_t>(d)) * 0x100000001B3ull;
   auto b = ts.bytes(t);
   h ^= b.size();
-  if (b.size() <= 256) return h ^ hash_bytes(b);
+  if (b.size() <= 256) return h ^ content_hash(b);
   for (size_t k = 0; k < 32; ++k) {
     size_t at = (b.size() - 8) * k / 31;
     uint64_t w;
@@ -83,7 +72,7 @@ void merge_constants(const Graph& g, const Uses& uses, std::vector<Match>& out, 
   std::vector<uint64_t> keys(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) ++key_count[keys[i] = sample_key(ts, cands[i].tensor)];
   tbb::parallel_for(size_t{0}, cands.size(), [&](size_t i) {
-    cands[i].hash = key_count[keys[i]] > 1 ? hash_bytes(ts.bytes(cands[i].tensor)) ^ keys[i] : keys[i];
+    cands[i].hash = key_count[keys[i]] > 1 ? content_hash(ts.bytes(cands[i].tensor)) ^ keys[i] : keys[i];
   });
   std::unordered_map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < cands.size(); ++i) {

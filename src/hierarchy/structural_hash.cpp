@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "ir/hash.h"
 #include "ir/topo.h"
 
 namespace onnxforge::hier {
@@ -19,22 +20,8 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ v;
 }
 
-uint64_t hash_bytes(std::span<const std::byte> b) {
-  // 8 bytes at a time; fast enough for GB-sized weights from the page cache.
-  uint64_t h = 0x6a09e667f3bcc909ull ^ b.size();
-  size_t i = 0;
-  for (; i + 8 <= b.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, b.data() + i, 8);
-    h = (h ^ w) * 0x100000001b3ull;
-    h ^= h >> 29;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, b.data() + i, b.size() - i);
-  return mix(h, tail);
-}
 
-uint64_t hash_str(std::string_view s) { return hash_bytes(std::as_bytes(std::span(s.data(), s.size()))); }
+uint64_t hash_str(std::string_view s) { return content_hash(std::as_bytes(std::span(s.data(), s.size()))); }
 
 uint64_t hash_attr(const Model& model, const Graph& g, const Attr& a, bool content) {
   uint64_t h = mix(hash_str(str(a.name)), static_cast<uint64_t>(a.type));
@@ -96,7 +83,7 @@ uint64_t hash_tensor(const Model& model, TensorId t, bool content) {
     for (const std::string& s : ts.strings(t)) h = mix(h, hash_str(s));
     return h;
   }
-  return mix(h, hash_bytes(ts.bytes(t)));
+  return mix(h, content_hash(ts.bytes(t)));
 }
 
 NodeHashes hash_graph(const Model& model, const Graph& g) {
