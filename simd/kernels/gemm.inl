@@ -51,9 +51,9 @@ void ukernel(std::size_t kc, const float* a, const float* b, std::size_t ldb, fl
   for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
-  if (ep.beta != 0.f)  // C is read only after the K loop: get all its lines on the way
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * kW, 1);
+  // C is touched only after the K loop: bring its lines in on the way.
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * kW, 1);
 
 #pragma GCC unroll 2
   for (std::size_t k = 0; k < kc; ++k) {
