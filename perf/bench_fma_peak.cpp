@@ -100,9 +100,11 @@ void BM_FmaPeak(benchmark::State& state) {
 
 const int kAllThreads = static_cast<int>(std::thread::hardware_concurrency());
 
-BENCHMARK(BM_FmaPeak<onnxforge::simd::Isa::Avx512>)->Name("fma_peak/avx512")->Threads(1)->Threads(kAllThreads)->UseRealTime();
-BENCHMARK(BM_FmaPeak<onnxforge::simd::Isa::Avx2>)->Name("fma_peak/avx2")->Threads(1)->Threads(kAllThreads)->UseRealTime();
-BENCHMARK(BM_FmaPeak<onnxforge::simd::Isa::Sse>)->Name("fma_peak/sse")->Threads(1)->Threads(kAllThreads)->UseRealTime();
+void threads(benchmark::internal::Benchmark* b) { b->Threads(1)->Threads(kAllThreads)->UseRealTime(); }
+
+BENCHMARK(BM_FmaPeak<onnxforge::simd::Isa::Avx512>)->Name("fma_peak/avx512")->Apply(threads);
+BENCHMARK(BM_FmaPeak<onnxforge::simd::Isa::Avx2>)->Name("fma_peak/avx2")->Apply(threads);
+BENCHMARK(BM_FmaPeak<onnxforge::simd::Isa::Sse>)->Name("fma_peak/sse")->Apply(threads);
 
 }  // namespace
 

@@ -132,7 +132,8 @@ void run(Shape as, const T* a, Shape bs, const T* b, TY* y, const Kernels<T, TY>
     return;
   }
   for (std::size_t r = 0; r < rows; ++r)
-    detail::parallel_chunks(inner, grain, [&](std::size_t i0, std::size_t i1) { run_rows(p, a, b, y, r, r + 1, i0, i1, k); });
+    detail::parallel_chunks(inner, grain,
+                            [&](std::size_t i0, std::size_t i1) { run_rows(p, a, b, y, r, r + 1, i0, i1, k); });
 }
 
 // ---- float: the active ISA's span kernels ----

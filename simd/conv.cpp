@@ -72,9 +72,9 @@ struct Im2col {
   const Geometry* g;
 };
 
-void pack_im2col(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
-                 float* dst) {
-  const Im2col& src = *static_cast<const Im2col*>(ctx);
+// One panel (n <= nr columns).
+void pack_im2col_panel(const Im2col& src, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n,
+                       std::size_t nr, float* dst) {
   const Geometry& g = *src.g;
   // Columns come in runs sharing the two outer output coordinates (consecutive o2).
   struct Run {
@@ -127,6 +127,12 @@ void pack_im2col(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0
   }
 }
 
+void pack_im2col(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
+                 float* dst) {
+  const Im2col& src = *static_cast<const Im2col*>(ctx);
+  for (std::size_t j = 0; j < n; j += nr) pack_im2col_panel(src, k0, kc, j0 + j, std::min(nr, n - j), nr, dst + j * kc);
+}
+
 // ---- stride 1: B rows are slices of a padded copy of the input ----
 //
 // With the input padded to hp x wp (exactly the rows and columns the output reads), output
@@ -145,9 +151,12 @@ void pack_row_slices(const void* ctx, std::size_t k0, std::size_t kc, std::size_
   const RowSlices& src = *static_cast<const RowSlices*>(ctx);
   for (std::size_t k = 0; k < kc; ++k) {
     const float* row = src.base + src.offsets[k0 + k] + j0;
-    float* out = dst + k * nr;
-    for (std::size_t j = 0; j < n; ++j) out[j] = row[j];
-    for (std::size_t j = n; j < nr; ++j) out[j] = 0.f;
+    for (std::size_t p = 0; p * nr < n; ++p) {
+      const std::size_t w = std::min(nr, n - p * nr);
+      float* out = dst + (p * kc + k) * nr;
+      for (std::size_t j = 0; j < w; ++j) out[j] = row[p * nr + j];
+      for (std::size_t j = w; j < nr; ++j) out[j] = 0.f;
+    }
   }
 }
 
@@ -190,7 +199,9 @@ void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, co
         const std::int64_t r = ih + g.pb[1];
         if (r >= hp) break;
         const std::int64_t cols = std::min(g.in[2], wp - g.pb[2]);
-        if (cols > 0) std::memcpy(xp + c * plane + r * wp + g.pb[2], src + ih * g.in[2], static_cast<std::size_t>(cols) * sizeof(float));
+        if (cols > 0)
+          std::memcpy(xp + c * plane + r * wp + g.pb[2], src + ih * g.in[2],
+                      static_cast<std::size_t>(cols) * sizeof(float));
       }
     }
     float* yg = y + (n * p.out_channels + grp * Mg) * g.out_sp;
@@ -273,11 +284,23 @@ void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, cons
       for (std::int64_t ih = 0; ih < ih_n && ih + pt < hp; ++ih) {
         const float* src = xin + ih * iw_n;
         float* row = plane + (ih + pt) * sw * wq;
+        if (sw == 1) {
+          const std::int64_t cols = std::min(iw_n, wp - pl);
+          if (cols > 0) std::memcpy(row + pl, src, static_cast<std::size_t>(cols) * sizeof(float));
+          continue;
+        }
         // Phase ph holds padded columns ph, ph + sw, ...; input column = padded column - pl.
         for (std::int64_t ph = 0; ph < sw; ++ph) {
-          float* dst = row + ph * wq;
-          std::int64_t q = ph < pl ? (pl - ph + sw - 1) / sw : 0;  // first index with column >= pl
-          for (std::int64_t col = ph + q * sw; col < wp && col - pl < iw_n; col += sw, ++q) dst[q] = src[col - pl];
+          const std::int64_t q0 = ph < pl ? (pl - ph + sw - 1) / sw : 0;  // first index with column >= pl
+          const std::int64_t end = std::min(wp, iw_n + pl);                // columns past this stay 0
+          const std::int64_t count = end > ph + q0 * sw ? (end - ph - q0 * sw + sw - 1) / sw : 0;
+          const float* from = src + ph + q0 * sw - pl;
+          float* to = row + ph * wq + q0;
+          if (sw == 2) {  // the common strided case, with a constant stride the compiler can vectorize
+            for (std::int64_t q = 0; q < count; ++q) to[q] = from[2 * q];
+          } else {
+            for (std::int64_t q = 0; q < count; ++q) to[q] = from[q * sw];
+          }
         }
       }
       for (std::int64_t m = c * mult; m < (c + 1) * mult; ++m)

@@ -28,13 +28,22 @@ constexpr std::size_t kInPlaceMaxLd = 1024;
 void pack_strided(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
                   float* dst) {
   const auto& s = *static_cast<const StridedB*>(ctx);
+  const std::size_t panels = ceil_div(n, nr);
   if (s.trans) {  // stored N x K: rows of the stored matrix become panel columns
-    s.kernels->pack_kmajor(s.b + j0 * s.ldb + k0, s.ldb, n, nr, kc, dst);
+    for (std::size_t p = 0; p < panels; ++p)
+      s.kernels->pack_kmajor(s.b + (j0 + p * nr) * s.ldb + k0, s.ldb, std::min(nr, n - p * nr), nr, kc,
+                             dst + p * kc * nr);
     return;
   }
+  // Row by row, all panels: each B row is read once, front to back (kind to the TLB when B is wide).
   for (std::size_t k = 0; k < kc; ++k) {
-    std::memcpy(dst + k * nr, s.b + (k0 + k) * s.ldb + j0, n * sizeof(float));
-    std::fill(dst + k * nr + n, dst + (k + 1) * nr, 0.f);
+    const float* row = s.b + (k0 + k) * s.ldb + j0;
+    for (std::size_t p = 0; p < panels; ++p) {
+      const std::size_t w = std::min(nr, n - p * nr);
+      float* out = dst + (p * kc + k) * nr;
+      std::memcpy(out, row + p * nr, w * sizeof(float));
+      std::fill(out + w, out + nr, 0.f);
+    }
   }
 }
 
@@ -94,9 +103,7 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
     const std::size_t kc = std::min(kcmax, p.K - k0);
     const bool last = k0 + kc == p.K;
     pack_a(g, p, mr, i0, mc, k0, kc, apack);
-    if (view.mode == Mode::PerTile)
-      for (std::size_t j = j0; j < j0 + nc; j += nr)
-        view.source->pack(view.source->ctx, k0, kc, j, std::min(nr, j0 + nc - j), nr, bpack + (j - j0) * kc);
+    if (view.mode == Mode::PerTile) view.source->pack(view.source->ctx, k0, kc, j0, nc, nr, bpack);
     TileEpilogue base;
     base.alpha = p.alpha;
     base.beta = k0 == 0 ? p.beta : 1.f;

@@ -159,7 +159,8 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
 double unary(const Unary& f, double x) {
   if (std::isnan(x)) return x;
   // x * (something that vanishes faster): the limit at -inf is 0, not -inf * 0.
-  const bool gated = f.op == UnaryOp::Gelu || f.op == UnaryOp::GeluTanh || f.op == UnaryOp::Silu || f.op == UnaryOp::Mish;
+  const bool gated =
+      f.op == UnaryOp::Gelu || f.op == UnaryOp::GeluTanh || f.op == UnaryOp::Silu || f.op == UnaryOp::Mish;
   if (gated && std::isinf(x) && x < 0) return -0.0;
   const double a = f.alpha, b = f.beta;
   auto softplus = [](double v) { return v > 30 ? v : std::log1p(std::exp(v)); };
@@ -254,7 +255,8 @@ double binary(BinaryOp op, double a, double b) {
 
 std::int64_t binary(BinaryOp op, std::int64_t a, std::int64_t b, int bits) {
   const auto ua = static_cast<std::uint64_t>(a), ub = static_cast<std::uint64_t>(b);
-  const std::int64_t lo = bits == 32 ? std::numeric_limits<std::int32_t>::min() : std::numeric_limits<std::int64_t>::min();
+  const std::int64_t lo =
+      bits == 32 ? std::numeric_limits<std::int32_t>::min() : std::numeric_limits<std::int64_t>::min();
   std::int64_t r = 0;
   switch (op) {
     case BinaryOp::Add:

@@ -1,11 +1,13 @@
 #pragma once
 // The blocked GEMM driver shared by gemm(), matmul() and conv().
 //
-// B reaches the micro-kernels only as packed panels: kc rows of nr floats, zero-padded past
-// the last column. Panels of a packed column range [j0, j0 + width) live at
+// The micro-kernels read B as panels: kc rows of nr floats (k stride nr), zero-padded past the
+// last column, or straight from a row-major B (k stride ldb) when that is cheaper than copying.
+// Panels of a packed column range [j0, j0 + width) live at
 //   base + k0 * npad + ((j - j0) / nr) * kc * nr        (npad = width rounded up to nr)
 // for the K block starting at k0 (kc = min(table kc, K - k0)). pack_b() stores whole matrices
-// in this layout; the driver packs column blocks of unpacked B the same way.
+// in this layout; the driver packs column blocks of unpacked B the same way, or packs each
+// tile's own columns when the problem has a single row of tiles (gemm.cpp, PanelView).
 #include <cstddef>
 
 #include "simd/detail/kernel_table.h"
@@ -13,8 +15,9 @@
 
 namespace onnxforge::simd::detail {
 
-// Writes columns [j0, j0 + n) (n <= nr) of rows [k0, k0 + kc) of op(B) to dst as kc rows of nr
-// floats, zero-padding columns n..nr-1. `ctx` is the source's own state.
+// Writes columns [j0, j0 + n) of rows [k0, k0 + kc) of op(B) to dst as ceil(n / nr) consecutive
+// panels of kc rows of nr floats, zero-padding the columns past n. `ctx` is the source's own
+// state.
 struct BSource {
   void (*pack)(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
                float* dst) = nullptr;

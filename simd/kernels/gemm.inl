@@ -9,9 +9,6 @@ namespace onnxforge::simd::detail::ONNXFORGE_ISA_NS {
 namespace {
 
 inline constexpr std::size_t kNr = kGemmNv * kW;
-// B rows are prefetched this many k steps ahead: panels come from L3 the first time a tile
-// uses them (and small-M problems use each panel only a few times).
-inline constexpr std::size_t kPrefetchSteps = 16;
 
 template <int M, int NV>
 void store_tile(V (&acc)[M][NV], float* c, std::size_t ldc, std::size_t n, const TileEpilogue& ep) {
@@ -62,10 +59,7 @@ void ukernel(std::size_t kc, const float* a, const float* b, std::size_t ldb, fl
   for (std::size_t k = 0; k < kc; ++k) {
     V bv[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      __builtin_prefetch(b + kPrefetchSteps * ldb + j * kW);
-      bv[j] = V::load_unaligned(b + j * kW);
-    }
+    for (int j = 0; j < NV; ++j) bv[j] = V::load_unaligned(b + j * kW);
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
       const V ai(a[i]);

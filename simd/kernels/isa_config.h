@@ -97,14 +97,19 @@ inline V vfnma(V a, V b, V c) {  // c - a * b
 #endif
 }
 
+#if defined(ONNXFORGE_SIMD_ISA_AVX2)
+inline __m256i avx2_mask(std::size_t n) {  // lanes i < n set
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
 // The first n (< kW) lanes from/to memory; the other lanes read as 0 and are not written.
 // Masked moves where the ISA has them (they do not fault on the masked-off part).
 inline V load_partial(const float* p, std::size_t n) {
 #if defined(ONNXFORGE_SIMD_ISA_AVX512)
   return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
 #elif defined(ONNXFORGE_SIMD_ISA_AVX2)
-  const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  return _mm256_maskload_ps(p, m);
+  return _mm256_maskload_ps(p, avx2_mask(n));
 #else
   alignas(64) float tmp[kW] = {};
   std::memcpy(tmp, p, n * sizeof(float));
@@ -116,8 +121,7 @@ inline void store_partial(V v, float* p, std::size_t n) {
 #if defined(ONNXFORGE_SIMD_ISA_AVX512)
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
 #elif defined(ONNXFORGE_SIMD_ISA_AVX2)
-  const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  _mm256_maskstore_ps(p, m, v);
+  _mm256_maskstore_ps(p, avx2_mask(n), v);
 #else
   alignas(64) float tmp[kW];
   v.store_aligned(tmp);

@@ -81,7 +81,8 @@ void accumulate_op(const float* x, float* acc, std::size_t n) {
   std::size_t i = 0;
   for (; i + kW <= n; i += kW)
     combine<op>(V::load_unaligned(acc + i), pre<op>(V::load_unaligned(x + i))).store_unaligned(acc + i);
-  if (i < n) store_partial(combine<op>(load_partial(acc + i, n - i), pre<op>(load_partial(x + i, n - i))), acc + i, n - i);
+  if (i < n)
+    store_partial(combine<op>(load_partial(acc + i, n - i), pre<op>(load_partial(x + i, n - i))), acc + i, n - i);
 }
 
 #define ONNXFORGE_ROW_REDUCE_SWITCH(op, fn, ...)      \

@@ -137,7 +137,8 @@ inline V unary_op(V x, V alpha, V beta) {
   if constexpr (op == UnaryOp::Relu) return xsimd::max(zero, x);
   if constexpr (op == UnaryOp::LeakyRelu) return xsimd::select(x < zero, x * alpha, x);
   if constexpr (op == UnaryOp::Clip) return vclip(x, alpha, beta);
-  if constexpr (op == UnaryOp::ThresholdedRelu) return xsimd::select(x > alpha, x, xsimd::select(xsimd::isnan(x), x, zero));
+  if constexpr (op == UnaryOp::ThresholdedRelu)
+    return xsimd::select(x > alpha, x, xsimd::select(xsimd::isnan(x), x, zero));
   if constexpr (op == UnaryOp::Sigmoid) return vsigmoid(x);
   if constexpr (op == UnaryOp::HardSigmoid) return vclip(vfma(alpha, x, beta), zero, one);
   if constexpr (op == UnaryOp::HardSwish) return x * vclip(vfma(alpha, x, beta), zero, one);

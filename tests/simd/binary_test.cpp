@@ -70,10 +70,12 @@ TEST_P(Binary, Pow) {
     expect_close(got, want, 1e-30f, 4e-6f, "pow " + dims_str(as) + " ^ " + dims_str(bs));
   }
   // Integer exponents of negative bases, and the constant exponents with shortcuts.
-  const std::vector<float> base = {-2.f, -1.5f, -0.f, 0.f, 3.f, 0.25f, -INFINITY, INFINITY, NAN, 1e-20f, 7.f, 1.f, -1.f};
+  const std::vector<float> base = {-2.f, -1.5f, -0.f, 0.f, 3.f, 0.25f, -INFINITY,
+                                   INFINITY, NAN, 1e-20f, 7.f, 1.f, -1.f};
   const Dims n = {static_cast<std::int64_t>(base.size())};
   // Every base with every exponent through the general (vector exponent) path.
-  const std::vector<float> exps = {2.f, 3.f, 0.5f, 1.f, -1.f, 0.f, -2.f, -3.f, 4.f, 1.5f, -0.5f, INFINITY, -INFINITY, NAN};
+  const std::vector<float> exps = {2.f, 3.f, 0.5f, 1.f, -1.f, 0.f, -2.f,
+                                   -3.f, 4.f, 1.5f, -0.5f, INFINITY, -INFINITY, NAN};
   const Dims bcol = {n[0], 1}, erow = {1, static_cast<std::int64_t>(exps.size())};
   std::vector<float> table(base.size() * exps.size()), expect(table.size());
   binary(BinaryOp::Pow, bcol, base.data(), erow, exps.data(), table.data());

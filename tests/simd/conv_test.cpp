@@ -107,6 +107,8 @@ TEST_P(Conv, Depthwise) {
           }
   run(conv2d(1, 32, 32, 32, 112, 112, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::clip(0.f, 6.f), true, seed++);  // MobileNet
   run(conv2d(1, 4, 4, 4, 5, 5, 7, 1, 1, 1, {3, 0, 3, 0}), Unary::none(), false, seed++);  // kernel taller than input
+  run(conv2d(1, 6, 6, 6, 13, 17, 3, 3, 3, 1, {1, 2, 0, 1}), Unary::none(), true, seed++);  // stride 3
+  run(conv2d(1, 6, 12, 6, 16, 23, 5, 5, 4, 2, {0, 3, 2, 0}), Unary::none(), true, seed++);  // stride 4, dilation 2
 }
 
 TEST_P(Conv, Epilogues) {

@@ -62,7 +62,8 @@ TEST_P(Norm, SoftmaxAndLogSoftmax) {
       for (float spread : {1.f, 30.f, 1e4f}) {
         const auto x = random_floats(rows * cols, seed++, -spread, spread);
         std::vector<float> got(rows * cols), want(rows * cols);
-        const std::string what = std::to_string(rows) + "x" + std::to_string(cols) + " spread " + std::to_string(spread);
+        const std::string what =
+            std::to_string(rows) + "x" + std::to_string(cols) + " spread " + std::to_string(spread);
         softmax(rows, cols, x.data(), got.data());
         ref::softmax(rows, cols, x.data(), want.data());
         expect_close(got, want, 1e-37f, 1e-5f, "softmax " + what);
