@@ -90,7 +90,7 @@ ModelSize measure(const Model& m) {
     if (g.detached()) continue;
     s.nodes += g.node_count();
     s.initializers += static_cast<int64_t>(g.initializers().size());
-    for (ValueId v : g.initializers()) s.bytes += static_cast<int64_t>(m.tensors.bytes(g.initializer(v)).size());
+    for (ValueId v : g.initializers()) s.bytes += static_cast<int64_t>(m.tensors.byte_size(g.initializer(v)));
   }
   return s;
 }

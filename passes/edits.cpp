@@ -39,24 +39,17 @@ ValueId Edits::new_constant(std::string_view hint, DType t, std::span<const int6
   return rw_.new_initializer(hint, id);
 }
 
-ValueId Edits::adopt_constant(std::string_view hint, DType t, std::span<const int64_t> dims,
-                              std::span<const std::byte> owned) {
-  TensorStore::Entry entry;
-  entry.name = intern(hint);
-  entry.dtype = t;
-  entry.data = owned.data();
-  entry.size = owned.size();
-  entry.storage = TensorStorage::Owned;
-  entry.changed = true;
-  TensorId id = g.model().tensors.add(std::move(entry), dims);
+ValueId Edits::new_deferred_constant(std::string_view hint, DType t, std::span<const int64_t> dims, uint64_t size,
+                                     TensorRecipe recipe) {
+  TensorId id = g.model().tensors.add_deferred(intern(hint), t, dims, size, std::move(recipe));
   delta_->initializers -= 1;
-  delta_->bytes -= static_cast<int64_t>(owned.size());
+  delta_->bytes -= static_cast<int64_t>(size);
   return rw_.new_initializer(hint, id);
 }
 
 ValueId Edits::new_initializer(std::string_view hint, TensorId t) {
   delta_->initializers -= 1;
-  delta_->bytes -= static_cast<int64_t>(g.model().tensors.bytes(t).size());
+  delta_->bytes -= static_cast<int64_t>(g.model().tensors.byte_size(t));
   return rw_.new_initializer(hint, t);
 }
 
@@ -132,7 +125,7 @@ void Edits::remove_initializer(ValueId v) {
   if (std::find(removed_inits_.begin(), removed_inits_.end(), v) != removed_inits_.end()) return;
   removed_inits_.push_back(v);
   delta_->initializers += 1;
-  delta_->bytes += static_cast<int64_t>(g.model().tensors.bytes(g.initializer(v)).size());
+  delta_->bytes += static_cast<int64_t>(g.model().tensors.byte_size(g.initializer(v)));
 }
 
 int64_t Edits::commit() {

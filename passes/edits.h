@@ -52,8 +52,9 @@ class Edits {
   ValueId new_typed_value(std::string_view hint, DType t, std::span<const int64_t> dims);
   // A new initializer with bytes the store owns.
   ValueId new_constant(std::string_view hint, DType t, std::span<const int64_t> dims, std::span<const std::byte> bytes);
-  // A new initializer over bytes the model's TensorStore already owns (TensorStore::allocate).
-  ValueId adopt_constant(std::string_view hint, DType t, std::span<const int64_t> dims, std::span<const std::byte> owned);
+  // A new initializer computed from store tensors only when read (TensorStore::add_deferred).
+  ValueId new_deferred_constant(std::string_view hint, DType t, std::span<const int64_t> dims, uint64_t size,
+                                TensorRecipe recipe);
   // A new initializer holding an existing tensor (e.g. a Constant node's value).
   ValueId new_initializer(std::string_view hint, TensorId t);
   NodeId add_node(std::string_view op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,

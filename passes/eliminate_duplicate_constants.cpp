@@ -24,10 +24,19 @@ struct Match {
 };
 
 
+// Deferred tensors (folded weight transposes) are compared by recipe, never computed: equal
+// recipes over equal sources are equal. A deferred tensor is never merged with a stored one.
 bool same_tensor(const TensorStore& ts, TensorId a, TensorId b) {
   if (ts.dtype(a) != ts.dtype(b)) return false;
   auto da = ts.dims(a), db = ts.dims(b);
   if (!std::equal(da.begin(), da.end(), db.begin(), db.end())) return false;
+  const TensorRecipe *ra = ts.recipe(a), *rb = ts.recipe(b);
+  if (ra || rb) {
+    if (!ra || !rb || ra->key != rb->key || ra->sources.size() != rb->sources.size()) return false;
+    for (size_t i = 0; i < ra->sources.size(); ++i)
+      if (ra->sources[i] != rb->sources[i] && !same_tensor(ts, ra->sources[i], rb->sources[i])) return false;
+    return true;
+  }
   auto ba = ts.bytes(a), bb = ts.bytes(b);
   return ba.size() == bb.size() && (ba.empty() || std::memcmp(ba.data(), bb.data(), ba.size()) == 0);
 }
@@ -44,6 +53,11 @@ struct Candidate {
 uint64_t sample_key(const TensorStore& ts, TensorId t) {
   uint64_t h = static_cast<uint64_t>(ts.dtype(t)) * 0x9E3779B97F4A7C15ull;
   for (int64_t d : ts.dims(t)) h = (h ^ static_cast<uint64_t>(d)) * 0x100000001B3ull;
+  if (const TensorRecipe* r = ts.recipe(t)) {
+    h ^= content_hash(std::as_bytes(std::span(r->key.data(), r->key.size())));
+    for (TensorId s : r->sources) h = (h ^ sample_key(ts, s)) * 0x100000001B3ull;
+    return h;
+  }
   auto b = ts.bytes(t);
   h ^= b.size();
   if (b.size() <= 256) return h ^ content_hash(b);
@@ -72,7 +86,8 @@ void merge_constants(const Graph& g, const Uses& uses, std::vector<Match>& out, 
   std::vector<uint64_t> keys(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) ++key_count[keys[i] = sample_key(ts, cands[i].tensor)];
   tbb::parallel_for(size_t{0}, cands.size(), [&](size_t i) {
-    cands[i].hash = key_count[keys[i]] > 1 ? content_hash(ts.bytes(cands[i].tensor)) ^ keys[i] : keys[i];
+    bool hash_bytes = key_count[keys[i]] > 1 && !ts.recipe(cands[i].tensor);
+    cands[i].hash = hash_bytes ? content_hash(ts.bytes(cands[i].tensor)) ^ keys[i] : keys[i];
   });
   std::unordered_map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < cands.size(); ++i) {

@@ -15,10 +15,24 @@ ConstTensor view_of(const Model& m, TensorId t) {
   c.dtype = m.tensors.dtype(t);
   auto d = m.tensors.dims(t);
   c.dims.assign(d.begin(), d.end());
-  auto b = m.tensors.bytes(t);
-  c.data = b.data();
-  c.size = b.size();
+  c.tensor = t;
+  c.size = m.tensors.byte_size(t);
+  if (!m.tensors.is_deferred(t)) c.data = m.tensors.bytes(t).data();
   return c;
+}
+
+void ConstTensor::resolve(const TensorStore& ts) {
+  if (data || size == 0) return;
+  if (pending) {
+    auto buf = std::make_shared<std::vector<std::byte>>(size);
+    std::vector<std::span<const std::byte>> sources;
+    for (TensorId s : pending->sources) sources.push_back(ts.bytes(s));
+    pending->compute(sources, *buf);
+    data = buf->data();
+    hold = std::move(buf);
+  } else if (tensor.valid()) {
+    data = ts.bytes(tensor).data();
+  }
 }
 
 #ifdef ONNXFORGE_HAVE_RUNTIME

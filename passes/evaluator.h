@@ -18,8 +18,13 @@ struct ConstTensor {
   const std::byte* data = nullptr;
   size_t size = 0;  // bytes
   std::shared_ptr<const void> hold;
-  bool in_store = false;  // `data` is memory the model's TensorStore owns (adopt it, do not copy)
+  TensorId tensor;  // the store tensor this is a view of (data is null while it is deferred)
+  // A result recorded as a recipe over store tensors instead of computed (a weight transpose):
+  // adopted as a deferred tensor, computed only if something reads it.
+  std::shared_ptr<const TensorRecipe> pending;
   std::span<const std::byte> bytes() const { return {data, size}; }
+  // Makes `data` valid: computes a deferred store tensor or a pending recipe.
+  void resolve(const TensorStore& ts);
 };
 
 struct NodeEvaluator {

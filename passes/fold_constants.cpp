@@ -18,6 +18,7 @@
 #include "passes/edits.h"
 #include "passes/graph_util.h"
 #include "passes/registry.h"
+#include "simd/transpose.h"
 
 namespace onnxforge::passes {
 namespace {
@@ -94,49 +95,35 @@ bool too_big_to_try(const Graph& g, NodeId n, const std::vector<const ConstTenso
 }
 
 // Weight transposes (Linear layers exported as MatMul(x, Transpose(W))) are most of what a
-// transformer folds: a cache-blocked 2-D transpose for them, the runtime for everything else.
-bool fast_transposable(const Graph& g, NodeId n, const ConstTensor& x) {
-  if (!g.is_op(n, "Transpose") || x.dims.size() != 2) return false;
-  auto perm = g.attr_ints(n, "perm");
-  return perm.empty() || (perm.size() == 2 && perm[0] == 1 && perm[1] == 0);
-}
+// transformer folds (TinyLlama: 4 GB). Large ones are recorded, not computed: the result becomes
+// a deferred tensor that the writer computes and streams one at a time (bounded memory), and
+// that anything else reading it computes on first use.
+constexpr uint64_t kDeferMin = uint64_t{1} << 20;
 
-// `dst` (x.size bytes) is memory of the model's TensorStore reserved before the parallel level.
-std::optional<ConstTensor> fast_transpose(const Graph& g, NodeId n, const ConstTensor& x, std::byte* dst_bytes) {
-  if (!dst_bytes || !fast_transposable(g, n, x)) return std::nullopt;
-  size_t es = 0;
-  switch (x.dtype) {
-    case DType::Float: case DType::Int32: case DType::Uint32: es = 4; break;
-    case DType::Double: case DType::Int64: case DType::Uint64: es = 8; break;
-    case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::Uint16: es = 2; break;
-    default: return std::nullopt;
-  }
-  const int64_t rows = x.dims[0], cols = x.dims[1];
-  if (x.size != static_cast<size_t>(rows * cols) * es) return std::nullopt;
-  constexpr int64_t B = 8;  // 8 rows: strided writes stay within L1 associativity
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    const T* src = reinterpret_cast<const T*>(x.data);
-    T* dst = reinterpret_cast<T*>(dst_bytes);
-    tbb::parallel_for(int64_t{0}, (rows + B - 1) / B, [&](int64_t bi) {
-      for (int64_t j0 = 0; j0 < cols; j0 += B)
-        for (int64_t i = bi * B; i < std::min(rows, bi * B + B); ++i)
-          for (int64_t j = j0; j < std::min(cols, j0 + B); ++j) {
-            T v;
-            std::memcpy(&v, src + i * cols + j, sizeof(T));
-            dst[j * rows + i] = v;
-          }
-    });
-  };
-  if (es == 4) run(uint32_t{});
-  else if (es == 8) run(uint64_t{});
-  else run(uint16_t{});
+std::optional<ConstTensor> deferred_transpose(const Graph& g, NodeId n, const ConstTensor& x) {
+  if (!g.is_op(n, "Transpose") || !x.tensor.valid() || x.size < kDeferMin) return std::nullopt;
+  auto es = dtype_storage_bytes(x.dtype, 1);
+  if (!es || (*es != 1 && *es != 2 && *es != 4 && *es != 8) || x.size != numel(x.dims) * *es) return std::nullopt;
+  const size_t rank = x.dims.size();
+  auto attr = g.attr_ints(n, "perm");
+  std::vector<int64_t> perm(attr.begin(), attr.end());
+  if (perm.empty())
+    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  std::vector<uint8_t> seen(rank, 0);
+  for (int64_t p : perm)
+    if (perm.size() != rank || p < 0 || p >= static_cast<int64_t>(rank) || seen[p]++) return std::nullopt;
   ConstTensor c;
   c.dtype = x.dtype;
-  c.dims = {cols, rows};
-  c.data = dst_bytes;
+  for (int64_t p : perm) c.dims.push_back(x.dims[p]);
   c.size = x.size;
-  c.in_store = true;
+  TensorRecipe r;
+  r.key = "Transpose";
+  for (int64_t p : perm) r.key += " " + std::to_string(p);
+  r.sources = {x.tensor};
+  r.compute = [elem = *es, shape = x.dims, perm](std::span<const std::span<const std::byte>> src, std::span<std::byte> out) {
+    simd::transpose(elem, shape, src[0].data(), perm, out.data());
+  };
+  c.pending = std::make_shared<const TensorRecipe>(std::move(r));
   return c;
 }
 
@@ -188,19 +175,7 @@ Plan analyze_plan(const Graph& g, const Uses& uses, const PassOptions& o) {
   }
   std::vector<Fold> results(g.node_capacity());
   std::vector<uint8_t> done(g.node_capacity(), 0);
-  // Large weight transposes write straight into memory of the model's tensor store, so apply
-  // adopts them without a second copy (TinyLlama: 4 GB). Reserving is serial; this is the only
-  // write analyze makes, to the store's private list of owned buffers, which no other analysis
-  // reads. (Request: a TensorStore API to adopt an external buffer.)
-  TensorStore& store = const_cast<Model&>(m).tensors;
-  std::vector<std::byte*> reserved(g.node_capacity(), nullptr);
   for (const auto& nodes : levels) {
-    for (NodeId n : nodes) {
-      ValueId x = g.input(n, 0);
-      if (x.valid() && has[x.index()] && known[x.index()].size >= (uint64_t{1} << 20) &&
-          fast_transposable(g, n, known[x.index()]))
-        reserved[n.index()] = store.allocate(known[x.index()].size).data();
-    }
     tbb::parallel_for(size_t{0}, nodes.size(), [&](size_t i) {
       NodeId n = nodes[i];
       std::vector<ConstTensor> outs;
@@ -208,25 +183,30 @@ Plan analyze_plan(const Graph& g, const Uses& uses, const PassOptions& o) {
         outs.push_back(*shape_fold(g, n));
       } else {
         std::vector<ConstTensor> ins;
-        std::vector<const ConstTensor*> ptrs;
         uint64_t largest = 0;
         for (ValueId v : g.inputs(n)) {
           if (!v.valid()) {
             ins.emplace_back();
-            ptrs.push_back(nullptr);
             continue;
           }
           if (!has[v.index()]) return;  // a producer's fold failed
           ins.push_back(known[v.index()]);
-          ptrs.push_back(&known[v.index()]);
           largest = std::max<uint64_t>(largest, known[v.index()].size);
         }
         uint64_t budget = std::max(largest, o.fold_size);
-        if (too_big_to_try(g, n, ptrs, budget)) return;
         try {
           auto t0 = std::chrono::steady_clock::now();
-          if (auto t = fast_transpose(g, n, ins[0], reserved[n.index()])) outs.push_back(std::move(*t));
-          else outs = o.evaluator->evaluate(g, n, ins);
+          if (auto t = ins.empty() ? std::nullopt : deferred_transpose(g, n, ins[0])) {
+            outs.push_back(std::move(*t));
+          } else {
+            std::vector<const ConstTensor*> ptrs;
+            for (ConstTensor& c : ins) {
+              c.resolve(m.tensors);
+              ptrs.push_back(c.dtype == DType::Undefined ? nullptr : &c);
+            }
+            if (too_big_to_try(g, n, ptrs, budget)) return;
+            outs = o.evaluator->evaluate(g, n, ins);
+          }
           static const bool trace = std::getenv("ONNXFORGE_TRACE_FOLD") != nullptr;
           if (trace)
             std::fprintf(stderr, "fold %s %s %.3f ms\n", std::string(str(g.op_type(n))).c_str(),
@@ -321,8 +301,8 @@ bool apply(Edits& e, const Plan& p) {
       ValueId y = g.output(f.node, k);
       if (!y.valid() || !read_outside(y)) continue;
       const ConstTensor& c = f.outputs[k];
-      ValueId v = c.in_store ? e.adopt_constant(str(g.value_name(y)), c.dtype, c.dims, c.bytes())
-                             : e.new_constant(str(g.value_name(y)), c.dtype, c.dims, c.bytes());
+      ValueId v = c.pending ? e.new_deferred_constant(str(g.value_name(y)), c.dtype, c.dims, c.size, *c.pending)
+                            : e.new_constant(str(g.value_name(y)), c.dtype, c.dims, c.bytes());
       e.replace_uses(y, v);
     }
     e.kill(f.node);

@@ -85,7 +85,7 @@ std::optional<std::vector<int64_t>> constant_ints(const Graph& g, ValueId v) {
   DType d = ts.dtype(t);
   if (d != DType::Int64 && d != DType::Int32) return std::nullopt;
   uint64_t n = ts.element_count(t);
-  if (ts.bytes(t).size() < n * (d == DType::Int64 ? 8 : 4)) return std::nullopt;
+  if (ts.byte_size(t) < n * (d == DType::Int64 ? 8 : 4)) return std::nullopt;
   std::vector<int64_t> out(n);
   for (uint64_t i = 0; i < n; ++i)
     out[i] = d == DType::Int64 ? load<int64_t>(ts.bytes(t).data(), i) : load<int32_t>(ts.bytes(t).data(), i);
@@ -97,7 +97,7 @@ std::optional<std::vector<double>> constant_values(const Graph& g, ValueId v) {
   if (!t.valid() || !numeric(g.model().tensors.dtype(t))) return std::nullopt;
   uint64_t n = g.model().tensors.element_count(t);
   auto bits = dtype_storage_bytes(g.model().tensors.dtype(t), n);
-  if (!bits || *bits > g.model().tensors.bytes(t).size()) return std::nullopt;
+  if (!bits || *bits > g.model().tensors.byte_size(t)) return std::nullopt;
   std::vector<double> out(n);
   for (uint64_t i = 0; i < n; ++i) out[i] = element_as_double(g.model(), t, i);
   return out;
@@ -108,7 +108,7 @@ bool constant_all_equal(const Graph& g, ValueId v, double x) {
   if (!t.valid() || !numeric(g.model().tensors.dtype(t))) return false;
   uint64_t n = g.model().tensors.element_count(t);
   auto need = dtype_storage_bytes(g.model().tensors.dtype(t), n);
-  if (!need || *need > g.model().tensors.bytes(t).size() || n > (uint64_t{1} << 24)) return false;
+  if (!need || *need > g.model().tensors.byte_size(t) || n > (uint64_t{1} << 24)) return false;
   for (uint64_t i = 0; i < n; ++i)
     if (element_as_double(g.model(), t, i) != x) return false;
   return true;

@@ -102,6 +102,15 @@ void BM_Transpose0213_1x128x12x64(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * x.size() * sizeof(float) * 2));
 }
 
+// A TinyLlama MLP weight [5632, 2048] transposed (what folding a Linear layer's Transpose costs).
+void BM_Transpose10_5632x2048(benchmark::State& state) {
+  const std::vector<std::int64_t> shape = {5632, 2048}, perm = {1, 0};
+  const auto x = random_vector(5632 * 2048, 1);
+  std::vector<float> y(x.size());
+  in_arena(state, [&] { simd::transpose(sizeof(float), shape, x.data(), perm, y.data()); });
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * x.size() * sizeof(float) * 2));
+}
+
 void threads(benchmark::internal::Benchmark* b) {
   b->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
@@ -117,6 +126,7 @@ BENCHMARK(BM_Math_1M<simd::vmath::erf>)->Name("BM_Erf_1M")->Apply(threads);
 BENCHMARK(BM_Math_1M<simd::vmath::gelu>)->Name("BM_Gelu_1M")->Apply(threads);
 BENCHMARK(BM_Math_1M<simd::vmath::tanh>)->Name("BM_Tanh_1M")->Apply(threads);
 BENCHMARK(BM_Transpose0213_1x128x12x64)->Apply(threads);
+BENCHMARK(BM_Transpose10_5632x2048)->Apply(threads);
 
 }  // namespace
 

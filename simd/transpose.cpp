@@ -17,6 +17,10 @@
 
 #include "simd/detail/parallel.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace onnxforge::simd {
 namespace {
 
@@ -88,18 +92,60 @@ void copy_rows(const T* x, T* y, const std::vector<Dim>& outer, std::int64_t inn
   });
 }
 
-// y[a * a_out + b] = x[a + b * b_in] for a < na, b < nb (one plane), in square tiles.
+#if defined(__SSE2__)
+// A 4x4 block of 4-byte elements through SSE registers (the x86-64-v2 base level): weight
+// transposes are ~3x the scalar loop's speed. Bit moves only, so any 4-byte type works.
+inline void transpose_4x4(const std::uint32_t* x, std::int64_t b_in, std::uint32_t* y, std::int64_t a_out) {
+  auto load = [](const std::uint32_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+  const __m128i r0 = load(x), r1 = load(x + b_in), r2 = load(x + 2 * b_in), r3 = load(x + 3 * b_in);
+  const __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpackhi_epi32(r0, r1);
+  const __m128i t2 = _mm_unpacklo_epi32(r2, r3), t3 = _mm_unpackhi_epi32(r2, r3);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm_unpacklo_epi64(t0, t2));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y + a_out), _mm_unpackhi_epi64(t0, t2));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y + 2 * a_out), _mm_unpacklo_epi64(t1, t3));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y + 3 * a_out), _mm_unpackhi_epi64(t1, t3));
+}
+#endif
+
+#if defined(__SSE2__)
+// One full 32x32 tile of 4-byte elements through two L1 buffers: the source rows (whole cache
+// lines) are copied in, transposed in 4x4 register blocks, and written out as whole lines. Rows
+// of a weight are a power of two apart, so working on them in place kept evicting each other
+// from the same L1 sets (the first version ran at 1.7 GB/s).
+constexpr std::int64_t kTile32 = 32;
+inline void transpose_tile32(const std::uint32_t* x, std::int64_t b_in, std::uint32_t* y, std::int64_t a_out) {
+  alignas(64) std::uint32_t in[kTile32][kTile32], out[kTile32][kTile32];
+  for (std::int64_t b = 0; b < kTile32; ++b) std::memcpy(in[b], x + b * b_in, sizeof in[b]);
+  for (std::int64_t a = 0; a < kTile32; a += 4)
+    for (std::int64_t b = 0; b < kTile32; b += 4) transpose_4x4(&in[b][a], kTile32, &out[a][b], kTile32);
+  for (std::int64_t a = 0; a < kTile32; ++a) std::memcpy(y + a * a_out, out[a], sizeof out[a]);
+}
+#endif
+
+// y[a * a_out + b] = x[a + b * b_in] for a < na, b < nb (one plane), in square tiles, swept in
+// blocks of kRows input rows (a big plane's rows are pages apart: keeps the TLB warm).
 template <class T>
 void transpose_plane(const T* x, T* y, std::int64_t na, std::int64_t a_out, std::int64_t nb, std::int64_t b_in) {
   constexpr std::int64_t kTile = 64 / sizeof(T) < 8 ? 8 : 64 / sizeof(T) * 2;
-  for (std::int64_t a0 = 0; a0 < na; a0 += kTile) {
-    const std::int64_t a1 = std::min(na, a0 + kTile);
-    for (std::int64_t b0 = 0; b0 < nb; b0 += kTile) {
-      const std::int64_t b1 = std::min(nb, b0 + kTile);
-      for (std::int64_t a = a0; a < a1; ++a)
-        for (std::int64_t b = b0; b < b1; ++b) y[a * a_out + b] = x[a + b * b_in];
+  constexpr std::int64_t kRows = 128;
+  for (std::int64_t bb = 0; bb < nb; bb += kRows)
+    for (std::int64_t a0 = 0; a0 < na; a0 += kTile) {
+      const std::int64_t a1 = std::min(na, a0 + kTile);
+      for (std::int64_t b0 = bb; b0 < std::min(nb, bb + kRows); b0 += kTile) {
+        const std::int64_t b1 = std::min({nb, b0 + kTile, bb + kRows});
+#if defined(__SSE2__)
+        if constexpr (sizeof(T) == 4) {
+          if (a1 - a0 == kTile32 && b1 - b0 == kTile32) {
+            transpose_tile32(reinterpret_cast<const std::uint32_t*>(x + a0 + b0 * b_in), b_in,
+                             reinterpret_cast<std::uint32_t*>(y + a0 * a_out + b0), a_out);
+            continue;
+          }
+        }
+#endif
+        for (std::int64_t a = a0; a < a1; ++a)
+          for (std::int64_t b = b0; b < b1; ++b) y[a * a_out + b] = x[a + b * b_in];
+      }
     }
-  }
 }
 
 template <class T>

@@ -22,7 +22,7 @@ TensorId ModelCopier::tensor(TensorId t) {
   if (!t.valid()) return t;
   auto it = tensors_.find(t.index());
   if (it != tensors_.end()) return it->second;
-  const TensorStore::Entry& e = from_.tensors.entry(t);
+  const TensorStore::Entry e = from_.tensors.resolved(t);
   auto dims = from_.tensors.dims(t);
   TensorId out = e.storage == TensorStorage::Strings
                      ? to_.tensors.add_strings(e.name, dims, from_.tensors.strings(t))

@@ -2,11 +2,13 @@
 // payloads are "holes" filled at write time straight from their source mapping
 // (copy_file_range where possible), so unchanged weights are never copied through user space.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <random>
 
 #include "io/mapped_file.h"
@@ -16,6 +18,66 @@
 
 namespace onnxforge {
 namespace {
+
+// Anonymous memory returned to the system when dropped (streamed tensors must not stay resident
+// in an allocator's cache: TinyLlama streams 4 GB through two of these).
+class ScratchBuffer {
+ public:
+  ScratchBuffer() = default;
+  explicit ScratchBuffer(size_t size) : size_(size) {
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fail("cannot allocate ", size_, " bytes to write a computed tensor: ", std::strerror(errno));
+    data_ = static_cast<std::byte*>(p);
+  }
+  ~ScratchBuffer() {
+    if (data_) ::munmap(data_, size_);
+  }
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+  std::byte* data() { return data_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Deferred tensors (folded weight transposes) in the order the writer emits them: each is
+// computed into one of two scratch buffers while the previous one is being written, so the
+// transposes overlap the file writes and memory stays at two tensors.
+class ComputeAhead {
+ public:
+  ComputeAhead(const TensorStore& ts, std::vector<TensorId> order) : ts_(ts), order_(std::move(order)) {
+    size_t largest = 0;
+    for (TensorId t : order_) largest = std::max<size_t>(largest, ts_.byte_size(t));
+    for (auto& b : buffers_) b = std::make_unique<ScratchBuffer>(order_.empty() ? 0 : largest);
+    start(0);
+  }
+  ~ComputeAhead() {
+    if (pending_.valid()) pending_.wait();
+  }
+  // The bytes of the next tensor in order (`t` must be it); valid until the following call.
+  std::span<const std::byte> next(TensorId t) {
+    if (next_ >= order_.size() || order_[next_] != t) fail("internal: computed tensors written out of order");
+    pending_.get();  // rethrows a compute failure
+    std::byte* done = buffers_[next_ % 2]->data();
+    start(++next_);
+    return {done, ts_.byte_size(t)};
+  }
+
+ private:
+  void start(size_t i) {
+    if (i >= order_.size()) return;
+    TensorId t = order_[i];
+    std::byte* dst = buffers_[i % 2]->data();
+    pending_ = std::async(std::launch::async, [this, t, dst] { ts_.compute_into(t, {dst, ts_.byte_size(t)}); });
+  }
+  const TensorStore& ts_;
+  std::vector<TensorId> order_;
+  size_t next_ = 0;
+  std::unique_ptr<ScratchBuffer> buffers_[2];
+  std::future<void> pending_;
+};
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5 };
 
@@ -27,6 +89,8 @@ class Encoder {
     const std::byte* data;
     uint64_t size;
     const MappedFile* file;  // when set, data lives in this mapping (copy_file_range-able)
+    const TensorStore* store = nullptr;  // when set, the payload is deferred tensor `tensor`
+    TensorId tensor;
   };
 
   uint64_t size() const { return buf_.size() + hole_bytes_; }
@@ -73,6 +137,13 @@ class Encoder {
     if (size >= kHoleMin) hole(data, size, file);
     else append(reinterpret_cast<const char*>(data), size);
   }
+  // A length-delimited field whose payload is a deferred tensor, computed at write time.
+  void computed_payload(uint32_t field, const TensorStore& ts, TensorId t) {
+    tag(field, kLen);
+    varint(ts.byte_size(t));
+    holes_.push_back({buf_.size(), nullptr, ts.byte_size(t), nullptr, &ts, t});
+    hole_bytes_ += ts.byte_size(t);
+  }
   void message(uint32_t field, const Encoder& child) {
     tag(field, kLen);
     varint(child.size());
@@ -84,13 +155,25 @@ class Encoder {
     append(child.buf_.data(), child.buf_.size());
   }
 
+  // Deferred tensors among the holes, in write order.
+  std::vector<TensorId> computed_tensors() const {
+    std::vector<TensorId> out;
+    for (const Hole& h : holes_)
+      if (h.store) out.push_back(h.tensor);
+    return out;
+  }
+
   // Writes everything to fd, in order.
-  void write(int fd, const std::filesystem::path& what) const {
+  void write(int fd, const std::filesystem::path& what, const TensorStore& ts) const {
+    ComputeAhead computed(ts, computed_tensors());
     uint64_t pos = 0;
     for (const Hole& h : holes_) {
       write_all(fd, buf_.data() + pos, h.at - pos, what);
       pos = h.at;
-      if (h.file) copy_to_fd(*h.file, h.file->offset_of(h.data), h.size, fd);
+      if (h.store) {
+        auto b = computed.next(h.tensor);
+        write_all(fd, b.data(), b.size(), what);
+      } else if (h.file) copy_to_fd(*h.file, h.file->offset_of(h.data), h.size, fd);
       else write_all(fd, h.data, h.size, what);
     }
     write_all(fd, buf_.data() + pos, buf_.size() - pos, what);
@@ -108,7 +191,7 @@ class Encoder {
   }
   void hole(const std::byte* data, uint64_t size, const MappedFile* file) {
     const MappedFile* f = file && file->contains(data) && file->contains(data + size) ? file : nullptr;
-    holes_.push_back({buf_.size(), data, size, f});
+    holes_.push_back({buf_.size(), data, size, f, nullptr, TensorId{}});
     hole_bytes_ += size;
   }
   std::string buf_;
@@ -172,8 +255,9 @@ class Writer {
     if (!external_ && enc.size() > kProtobufLimit)
       fail("cannot write '", out_.string(), "' with embedded weights: ", enc.size(),
            " bytes exceeds protobuf's 2 GiB limit; use external data (--external-data)");
+    if (data_file_) write_external_data();
     TempFile model_file(out_);
-    enc.write(model_file.fd(), out_);
+    enc.write(model_file.fd(), out_, model_.tensors);
     stats_.model_bytes = enc.size();
     if (data_file_) data_file_->commit();
     model_file.commit();
@@ -354,35 +438,58 @@ class Writer {
     if (te.storage == TensorStorage::Strings) {
       for (const std::string& s : ts.strings(t)) e.bytes_field(6, s);
     } else if (to_external) {
-      uint64_t offset = append_external(te);
+      uint64_t offset = append_external(ts, t);
       e.message(13, string_pair("location", data_name_));
       e.message(13, string_pair("offset", std::to_string(offset)));
       e.message(13, string_pair("length", std::to_string(te.size)));
       e.int_field(14, 1);
       ++stats_.tensors_external;
+    } else if (ts.is_deferred(t)) {
+      e.computed_payload(9, ts, t);
     } else {
-      const MappedFile* f = te.storage == TensorStorage::Owned ? nullptr : te.source.file;
-      e.payload(9, te.data, te.size, f);
+      const MappedFile* f = te.storage == TensorStorage::Owned || te.deferred ? nullptr : te.source.file;
+      e.payload(9, ts.bytes(t).data(), te.size, f);
     }
     e.raw_all(te.extra_fields, source());
     return e;
   }
 
-  uint64_t append_external(const TensorStore::Entry& te) {
+  // Lays a tensor out in the external data file (written after encoding, in this order).
+  uint64_t append_external(const TensorStore& ts, TensorId t) {
     // Page-align large tensors so readers can map them directly; 64 bytes for the rest.
-    uint64_t align = te.size >= (64u << 10) ? 4096 : 64;
-    uint64_t pos = data_file_->position();
-    uint64_t padded = (pos + align - 1) / align * align;
-    if (padded != pos) {
-      static const char zeros[4096] = {};
-      write_all(data_file_->fd(), zeros, padded - pos, data_name_);
-    }
-    const MappedFile* f = te.storage == TensorStorage::Owned ? nullptr : te.source.file;
-    if (f && f->contains(te.data)) copy_to_fd(*f, f->offset_of(te.data), te.size, data_file_->fd());
-    else write_all(data_file_->fd(), te.data, te.size, data_name_);
-    stats_.external_bytes = padded + te.size;
+    uint64_t size = ts.byte_size(t);
+    uint64_t align = size >= (64u << 10) ? 4096 : 64;
+    uint64_t offset = (external_end_ + align - 1) / align * align;
+    external_layout_.push_back({offset, t});
+    external_end_ = offset + size;
+    stats_.external_bytes = external_end_;
     stats_.used_external = true;
-    return padded;
+    return offset;
+  }
+
+  void write_external_data() {
+    const TensorStore& ts = model_.tensors;
+    std::vector<TensorId> computed_order;
+    for (const auto& [offset, t] : external_layout_)
+      if (ts.is_deferred(t)) computed_order.push_back(t);
+    ComputeAhead computed(ts, std::move(computed_order));
+    int fd = data_file_->fd();
+    uint64_t pos = 0;
+    for (const auto& [offset, t] : external_layout_) {
+      static const char zeros[4096] = {};
+      if (offset > pos) write_all(fd, zeros, offset - pos, data_name_);
+      const TensorStore::Entry& te = ts.entry(t);
+      const MappedFile* f = te.storage == TensorStorage::Owned || te.deferred ? nullptr : te.source.file;
+      if (ts.is_deferred(t)) {
+        auto b = computed.next(t);
+        write_all(fd, b.data(), b.size(), data_name_);
+      } else if (f && f->contains(te.data)) {
+        copy_to_fd(*f, f->offset_of(te.data), te.size, fd);
+      } else {
+        write_all(fd, ts.bytes(t).data(), te.size, data_name_);
+      }
+      pos = offset + te.size;
+    }
   }
 
   const Model& model_;
@@ -391,6 +498,8 @@ class Writer {
   bool external_ = false;
   std::string data_name_;
   std::unique_ptr<TempFile> data_file_;
+  std::vector<std::pair<uint64_t, TensorId>> external_layout_;  // (offset, tensor) in the data file
+  uint64_t external_end_ = 0;
   SaveStats stats_;
 };
 

@@ -1,7 +1,9 @@
 #include "ir/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "io/mapped_file.h"
 #include "ir/error.h"
 
 namespace onnxforge {
@@ -16,7 +18,9 @@ TensorId TensorStore::add(Entry e, std::span<const int64_t> dims) {
 
 void TensorStore::AlignedDelete::operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
 
-std::span<std::byte> TensorStore::allocate(size_t bytes) {
+std::span<std::byte> TensorStore::allocate(size_t bytes) { return allocate_owned(bytes); }
+
+std::span<std::byte> TensorStore::allocate_owned(size_t bytes) const {
   // 64-byte alignment: kernels read weights with aligned vector loads where they can.
   auto* raw = static_cast<std::byte*>(::operator new[](bytes == 0 ? 1 : bytes, std::align_val_t(64)));
   std::lock_guard lock(owned_mutex_);
@@ -49,6 +53,84 @@ TensorId TensorStore::add_strings(Sym name, std::span<const int64_t> dims, std::
   return add(std::move(e), dims);
 }
 
+TensorId TensorStore::add_deferred(Sym name, DType dtype, std::span<const int64_t> dims, uint64_t size,
+                                   TensorRecipe recipe) {
+  for (TensorId s : recipe.sources)
+    if (!s.valid() || s.index() >= entries_.size()) fail("deferred tensor '", str(name), "' reads a missing tensor");
+  Entry e;
+  e.name = name;
+  e.dtype = dtype;
+  e.size = size;
+  e.storage = TensorStorage::Deferred;
+  e.changed = true;
+  e.deferred = std::make_shared<Entry::Deferred>();
+  e.deferred->recipe = std::move(recipe);
+  has_deferred_ = true;
+  return add(std::move(e), dims);
+}
+
+bool TensorStore::is_deferred(TensorId t) const {
+  const Entry& e = entry(t);
+  return e.deferred && !e.deferred->data.load(std::memory_order_acquire);
+}
+
+const TensorRecipe* TensorStore::recipe(TensorId t) const {
+  const Entry& e = entry(t);
+  return e.deferred ? &e.deferred->recipe : nullptr;
+}
+
+void TensorStore::compute_into(TensorId t, std::span<std::byte> out) const {
+  const Entry& e = entry(t);
+  if (out.size() != e.size) fail("compute_into: buffer of ", out.size(), " bytes for a tensor of ", e.size);
+  if (!e.deferred) {
+    if (e.size) std::memcpy(out.data(), e.data, e.size);
+    return;
+  }
+  if (const std::byte* done = e.deferred->data.load(std::memory_order_acquire)) {
+    if (e.size) std::memcpy(out.data(), done, e.size);
+    return;
+  }
+  const TensorRecipe& r = e.deferred->recipe;
+  std::vector<std::span<const std::byte>> sources;
+  for (TensorId s : r.sources) sources.push_back(bytes(s));
+  r.compute(sources, out);
+  for (TensorId s : r.sources) release_source_pages(s);
+}
+
+const std::byte* TensorStore::materialize(TensorId t) const {
+  Entry::Deferred& d = *entry(t).deferred;
+  if (const std::byte* p = d.data.load(std::memory_order_acquire)) return p;
+  std::lock_guard lock(d.mutex);
+  if (const std::byte* p = d.data.load(std::memory_order_relaxed)) return p;
+  auto buf = allocate_owned(entry(t).size);
+  std::vector<std::span<const std::byte>> sources;
+  for (TensorId s : d.recipe.sources) sources.push_back(bytes(s));
+  d.recipe.compute(sources, buf);
+  d.data.store(buf.data(), std::memory_order_release);
+  return buf.data();
+}
+
+// The sources of a streamed tensor are usually read once (a weight and its transpose): dropping
+// their pages keeps the writer's resident set at one tensor instead of the whole model.
+void TensorStore::release_source_pages(TensorId source) const {
+  const Entry& e = entry(source);
+  if ((e.storage != TensorStorage::External && e.storage != TensorStorage::Embedded) || !e.source.file || !e.data)
+    return;
+  const MappedFile& f = *e.source.file;
+  if (!f.contains(e.data) || !f.contains(e.data + e.size)) return;
+  f.release(f.offset_of(e.data), f.offset_of(e.data) + e.size);
+}
+
+TensorStore::Entry TensorStore::resolved(TensorId t) const {
+  Entry e = entry(t);
+  if (e.deferred) {
+    e.data = materialize(t);
+    e.storage = TensorStorage::Owned;
+    e.deferred.reset();
+  }
+  return e;
+}
+
 uint64_t TensorStore::element_count(TensorId t) const {
   uint64_t n = 1;
   for (int64_t d : dims(t)) n *= static_cast<uint64_t>(d);
@@ -56,6 +138,13 @@ uint64_t TensorStore::element_count(TensorId t) const {
 }
 
 void TensorStore::replace(TensorId t, std::span<const int64_t> dims, std::span<const std::byte> bytes) {
+  if (has_deferred_)
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const Entry& d = entries_[i];
+      if (!d.deferred) continue;
+      const auto& srcs = d.deferred->recipe.sources;
+      if (std::find(srcs.begin(), srcs.end(), t) != srcs.end()) materialize(TensorId(static_cast<uint32_t>(i)));
+    }
   auto buf = allocate(bytes.size());
   if (!bytes.empty()) std::memcpy(buf.data(), bytes.data(), bytes.size());
   Entry& e = entries_[t.index()];
@@ -63,6 +152,7 @@ void TensorStore::replace(TensorId t, std::span<const int64_t> dims, std::span<c
   e.size = bytes.size();
   e.storage = TensorStorage::Owned;
   e.changed = true;
+  e.deferred.reset();
   e.external_info.clear();
   if (dims.size() == e.rank) {
     std::copy(dims.begin(), dims.end(), dims_.begin() + e.dims_begin);
