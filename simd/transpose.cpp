@@ -122,11 +122,17 @@ inline void transpose_tile32(const std::uint32_t* x, std::int64_t b_in, std::uin
 }
 #endif
 
+// Square tiles of two cache lines' width (8 elements at least).
+template <class T>
+constexpr std::int64_t plane_tile() {
+  return 64 / sizeof(T) < 8 ? 8 : 64 / sizeof(T) * 2;
+}
+
 // y[a * a_out + b] = x[a + b * b_in] for a < na, b < nb (one plane), in square tiles, swept in
 // blocks of kRows input rows (a big plane's rows are pages apart: keeps the TLB warm).
 template <class T>
 void transpose_plane(const T* x, T* y, std::int64_t na, std::int64_t a_out, std::int64_t nb, std::int64_t b_in) {
-  constexpr std::int64_t kTile = 64 / sizeof(T) < 8 ? 8 : 64 / sizeof(T) * 2;
+  constexpr std::int64_t kTile = plane_tile<T>();
   constexpr std::int64_t kRows = 128;
   for (std::int64_t bb = 0; bb < nb; bb += kRows)
     for (std::int64_t a0 = 0; a0 < na; a0 += kTile) {
@@ -157,12 +163,15 @@ void transpose_planes(const T* x, T* y, const std::vector<Dim>& dims, std::size_
   const std::size_t planes = count(outer);
   const auto plane = static_cast<std::size_t>(a.size * b.size);
   if (planes == 1) {
-    // One big plane: split it along a.
-    detail::parallel_chunks(static_cast<std::size_t>(a.size), std::max<std::size_t>(16, 16384 / b.size),
-                            [&](std::size_t a0, std::size_t a1) {
-                              transpose_plane(x + a0, y + a0 * a.out_stride, static_cast<std::int64_t>(a1 - a0),
-                                              a.out_stride, b.size, b.in_stride);
-                            });
+    // One big plane: split it along a, in whole tiles (a chunk cut mid-tile fell back to the
+    // scalar loop for all of it).
+    const std::size_t tile = static_cast<std::size_t>(plane_tile<T>());
+    const std::size_t tiles = (static_cast<std::size_t>(a.size) + tile - 1) / tile;
+    detail::parallel_chunks(tiles, std::max<std::size_t>(1, 16384 / (b.size * tile)), [&](std::size_t t0, std::size_t t1) {
+      const std::size_t a0 = t0 * tile, a1 = std::min(static_cast<std::size_t>(a.size), t1 * tile);
+      transpose_plane(x + a0, y + a0 * a.out_stride, static_cast<std::int64_t>(a1 - a0), a.out_stride, b.size,
+                      b.in_stride);
+    });
     return;
   }
   detail::parallel_chunks(planes, std::max<std::size_t>(1, 16384 / plane), [&](std::size_t p0, std::size_t p1) {
