@@ -88,7 +88,8 @@ bool apply(Edits& e, const Match& m) {
 const Pass& cleanup_attention_pass() {
   static const PassOf<Match> p{"cleanup_attention", AccuracyClass::Lossless,
                                "compose Reshape chains (never across a 0 in the target), drop no-op Reshapes",
-                               analyze, apply};
+                               analyze, apply,
+                              {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}};
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include <any>
 #include <chrono>
+#include <unordered_set>
 
 #include "analysis/shapes.h"
 #include "ir/uses.h"
@@ -24,22 +25,72 @@ ShapeOptions shape_options(const RunOptions& o) {
   return so;
 }
 
-bool run_round(Graph& g, std::span<const Pass* const> passes, const RunOptions& o, std::vector<PassStats>& stats) {
-  // Shapes first (it writes the value tables, so never concurrently with the analyses).
-  if (o.infer_shapes) infer_shapes(g.model(), shape_options(o));
+// What the previous round changed, so that passes anchored on op types (pass.h) that found
+// nothing sit out rounds whose changes are nowhere near their anchors.
+struct RoundState {
+  explicit RoundState(std::span<const Pass* const> passes) : quiet(passes.size(), 0) {
+    for (const Pass* p : passes) {
+      anchors.emplace_back();
+      for (const std::string& op : p->anchors()) anchors.back().push_back(intern(op).v);
+    }
+  }
+  std::vector<std::vector<uint32_t>> anchors;  // per pass, interned op types
+  std::vector<uint8_t> quiet;                  // per pass: its last analysis found nothing
+  std::unordered_set<uint32_t> changed_ops;    // op types of changed nodes and their neighbours
+  bool full = true;                            // analyze every pass this round
+  bool skipped_any = false;                    // some pass sat out the last round
+};
+
+bool needs_analysis(const RoundState& st, size_t i) {
+  if (st.full || !st.quiet[i] || st.anchors[i].empty()) return true;
+  for (uint32_t op : st.anchors[i])
+    if (st.changed_ops.count(op)) return true;
+  return false;
+}
+
+// Op types of the nodes this round touched (killed, rewired, added) and of their producers and
+// consumers: a new match of an anchored pass contains one of them.
+void collect_changed_ops(const Graph& g, const Uses& uses, const Edits& e, std::unordered_set<uint32_t>& ops) {
+  ops.clear();
+  for (NodeId n : g.nodes()) {
+    if (!e.touched(n)) continue;
+    ops.insert(g.op_type(n).v);
+    for (ValueId v : g.inputs(n))
+      if (v.valid() && g.producer(v).valid()) ops.insert(g.op_type(g.producer(v)).v);
+    for (ValueId v : g.outputs(n))
+      if (v.valid() && v.index() < uses.value_capacity())
+        for (const Use& u : uses.of(v)) ops.insert(g.op_type(u.node).v);
+  }
+}
+
+bool run_round(Graph& g, std::span<const Pass* const> passes, const RunOptions& o, std::vector<PassStats>& stats,
+               RoundState& st) {
+  // Shapes first (it writes the value tables, so never concurrently with the analyses); the
+  // report (symbolic values of shape tensors) goes to the passes with the options.
+  ShapeReport shapes;
+  if (o.infer_shapes) shapes = infer_shapes(g.model(), shape_options(o));
+  PassOptions po = o.pass;
+  po.shapes = o.infer_shapes ? &shapes : nullptr;
   Uses uses(g);
   std::vector<std::any> matches(passes.size());
+  std::vector<uint8_t> ran(passes.size(), 0);
   std::vector<double> analyze_time(passes.size(), 0);
+  std::vector<size_t> to_run;
+  for (size_t i = 0; i < passes.size(); ++i)
+    if (needs_analysis(st, i)) to_run.push_back(i);
+    else ++stats[i].skipped;
+  st.skipped_any = to_run.size() < passes.size();
   auto analyze_one = [&](size_t i) {
     auto t = Clock::now();
-    matches[i] = passes[i]->analyze(g, uses, o.pass);
+    matches[i] = passes[i]->analyze(g, uses, po);
     analyze_time[i] = since(t);
+    ran[i] = 1;
   };
-  if (o.parallel && passes.size() > 1) {
+  if (o.parallel && to_run.size() > 1) {
     tbb::flow::graph fg;
     tbb::flow::broadcast_node<tbb::flow::continue_msg> start(fg);
     std::vector<std::unique_ptr<tbb::flow::continue_node<tbb::flow::continue_msg>>> nodes;
-    for (size_t i = 0; i < passes.size(); ++i) {
+    for (size_t i : to_run) {
       nodes.push_back(std::make_unique<tbb::flow::continue_node<tbb::flow::continue_msg>>(
           fg, [&, i](const tbb::flow::continue_msg&) { analyze_one(i); }));
       tbb::flow::make_edge(start, *nodes.back());
@@ -47,15 +98,18 @@ bool run_round(Graph& g, std::span<const Pass* const> passes, const RunOptions& 
     start.try_put(tbb::flow::continue_msg());
     fg.wait_for_all();
   } else {
-    for (size_t i = 0; i < passes.size(); ++i) analyze_one(i);
+    for (size_t i : to_run) analyze_one(i);
   }
 
-  Edits edits(g, uses, o.pass);
+  Edits edits(g, uses, po);
   std::vector<Delta> deltas(passes.size());
   std::vector<size_t> applied(passes.size(), 0);
   for (size_t i = 0; i < passes.size(); ++i) {
+    if (!ran[i]) continue;
+    ++stats[i].analyzed;
     stats[i].analyze_seconds += analyze_time[i];
-    if (passes[i]->match_count(matches[i]) == 0) continue;
+    st.quiet[i] = passes[i]->match_count(matches[i]) == 0;
+    if (st.quiet[i]) continue;
     auto t = Clock::now();
     edits.charge_to(&deltas[i]);
     applied[i] = passes[i]->apply(edits, matches[i]);
@@ -63,6 +117,8 @@ bool run_round(Graph& g, std::span<const Pass* const> passes, const RunOptions& 
   }
   edits.charge_to(nullptr);
   if (edits.empty()) return false;
+  collect_changed_ops(g, uses, edits, st.changed_ops);
+  st.full = false;
   auto t = Clock::now();
   edits.commit();
   double commit_time = since(t);
@@ -112,11 +168,16 @@ RunResult run_passes(Model& m, std::span<const Pass* const> passes, const RunOpt
       Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
       if (!optimizable(g)) continue;
       int rounds = 0;
+      RoundState st(passes);
       while (rounds < o.max_rounds) {
         if (o.progress)
           o.progress("graph " + std::to_string(gi) + " round " + std::to_string(rounds + 1) + ": " +
                      std::to_string(g.node_count()) + " nodes");
-        if (!run_round(g, passes, o, r.passes)) break;
+        if (!run_round(g, passes, o, r.passes, st)) {
+          if (!st.skipped_any) break;  // every pass looked and found nothing: the fixed point
+          st.full = true;      // some sat out: confirm with all of them
+          continue;
+        }
         ++rounds;
         any = true;
       }

@@ -19,6 +19,7 @@ struct PassStats {
   Delta removed;                 // nodes, initializers, bytes removed (negative: added)
   double analyze_seconds = 0, apply_seconds = 0;
   int rounds = 0;                // rounds in which the pass changed something
+  int analyzed = 0, skipped = 0; // rounds in which its analysis ran / was skipped (nothing near its anchors changed)
   uint64_t applied = 0;          // matches applied
   double seconds() const { return analyze_seconds + apply_seconds; }
 };

@@ -94,7 +94,8 @@ bool apply(Edits& e, const Match& m) {
 
 const Pass& eliminate_identity_ops_pass() {
   static const PassOf<Match> p{"eliminate_identity_ops", AccuracyClass::Lossless,
-                               "remove Identity, inference Dropout, same-type Cast, x*1, x+0, x-0, x/1", analyze, apply};
+                               "remove Identity, inference Dropout, same-type Cast, x*1, x+0, x-0, x/1", analyze, apply,
+                              {"Add", "Cast", "Div", "Dropout", "Identity", "Mul", "Sub"}};
   return p;
 }
 

@@ -111,7 +111,8 @@ bool apply(Edits& e, const Match& m) {
 const Pass& eliminate_redundant_transposes_pass() {
   static const PassOf<Match> p{"eliminate_redundant_transposes", AccuracyClass::Lossless,
                                "cancel or compose consecutive Transposes, push through unary elementwise ops",
-                               analyze, apply};
+                               analyze, apply,
+                              {"Transpose", "Abs", "Ceil", "Cos", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Tanh"}};
   return p;
 }
 

@@ -183,7 +183,8 @@ bool apply(Edits& e, const Match& m) {
 const Pass& fuse_conv_batchnorm_pass() {
   static const PassOf<Match> p{"fuse_conv_batchnorm", AccuracyClass::FloatBounded,
                                "fold BatchNormalization into Conv/ConvTranspose weights (float64, private weights)",
-                               analyze, apply};
+                               analyze, apply,
+                              {"BatchNormalization", "Conv", "ConvTranspose"}};
   return p;
 }
 

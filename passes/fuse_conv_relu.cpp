@@ -74,7 +74,8 @@ bool apply(Edits& e, const Match& m) {
 const Pass& fuse_conv_relu_pass() {
   static const PassOf<Match> p{"fuse_conv_relu", AccuracyClass::Lossless,
                                "mark Conv+activation pairs for epilogue fusion (standard graph), drop redundant Relus",
-                               analyze, apply};
+                               analyze, apply,
+                              {"Conv", "ConvTranspose", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu", "Relu", "Sigmoid", "Tanh"}};
   return p;
 }
 

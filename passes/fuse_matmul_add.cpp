@@ -70,7 +70,8 @@ bool apply(Edits& e, const Match& m) {
 
 const Pass& fuse_matmul_add_pass() {
   static const PassOf<Match> p{"fuse_matmul_add", AccuracyClass::FloatBounded,
-                               "rank-2 MatMul + Add(bias) becomes Gemm (bias shape checked)", analyze, apply};
+                               "rank-2 MatMul + Add(bias) becomes Gemm (bias shape checked)", analyze, apply,
+                              {"MatMul", "Add", "Gemm"}};
   return p;
 }
 

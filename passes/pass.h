@@ -24,6 +24,10 @@
 #include "ir/uses.h"
 #include "passes/evaluator.h"
 
+namespace onnxforge {
+struct ShapeReport;
+}
+
 namespace onnxforge::passes {
 
 // 0: provably lossless (bit-identical outputs); 1: float-bounded (rounding differences only);
@@ -40,18 +44,23 @@ struct PassOptions {
   uint64_t fold_size = uint64_t{1} << 20;   // folds may grow a constant up to max(inputs, this)
   std::map<std::string, int64_t> dims;      // --dim name=N: symbolic dims fixed to a value
   const NodeEvaluator* evaluator = nullptr;  // constant folding; null = no numeric folding
+  const onnxforge::ShapeReport* shapes = nullptr;       // the round's shape inference (set by the driver)
 };
 
 class Edits;
 
 class Pass {
  public:
-  Pass(std::string name, AccuracyClass accuracy, std::string summary)
-      : name_(std::move(name)), summary_(std::move(summary)), accuracy_(accuracy) {}
+  Pass(std::string name, AccuracyClass accuracy, std::string summary, std::vector<std::string> anchors = {})
+      : name_(std::move(name)), summary_(std::move(summary)), anchors_(std::move(anchors)), accuracy_(accuracy) {}
   virtual ~Pass() = default;
   const std::string& name() const { return name_; }
   const std::string& summary() const { return summary_; }
   AccuracyClass accuracy() const { return accuracy_; }
+  // Op types every match contains (empty: the pass looks at the whole graph). A pass that found
+  // nothing is not analyzed again until a round changes a node of these types or a neighbour
+  // of one; the driver confirms the fixed point with one full round at the end.
+  const std::vector<std::string>& anchors() const { return anchors_; }
 
   // Read-only: the matches, type-erased. Must not modify anything (runs concurrently).
   virtual std::any analyze(const Graph& g, const Uses& uses, const PassOptions& o) const = 0;
@@ -61,6 +70,7 @@ class Pass {
 
  private:
   std::string name_, summary_;
+  std::vector<std::string> anchors_;
   AccuracyClass accuracy_;
 };
 
@@ -69,8 +79,9 @@ class PassOf final : public Pass {
  public:
   using AnalyzeFn = std::vector<M> (*)(const Graph&, const Uses&, const PassOptions&);
   using ApplyFn = bool (*)(Edits&, const M&);
-  PassOf(std::string name, AccuracyClass c, std::string summary, AnalyzeFn a, ApplyFn f)
-      : Pass(std::move(name), c, std::move(summary)), analyze_(a), apply_(f) {}
+  PassOf(std::string name, AccuracyClass c, std::string summary, AnalyzeFn a, ApplyFn f,
+         std::vector<std::string> anchors = {})
+      : Pass(std::move(name), c, std::move(summary), std::move(anchors)), analyze_(a), apply_(f) {}
   std::any analyze(const Graph& g, const Uses& uses, const PassOptions& o) const override {
     return std::any(analyze_(g, uses, o));
   }

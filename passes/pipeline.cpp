@@ -42,6 +42,8 @@ nlohmann::json stats_json(const RunResult& r) {
                            {"bytes_removed", s.removed.bytes},
                            {"matches_applied", s.applied},
                            {"rounds", s.rounds},
+                           {"analyzed", s.analyzed},
+                           {"skipped", s.skipped},
                            {"analyze_seconds", s.analyze_seconds},
                            {"apply_seconds", s.apply_seconds}});
   return j;

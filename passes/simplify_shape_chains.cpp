@@ -1,12 +1,23 @@
-// simplify_shape_chains — Shape → Gather/Slice → Unsqueeze/Squeeze → Concat → Reshape/Expand/
-// ConstantOfShape chains are evaluated symbolically: each element of a small int64 vector is a
-// known number or "dim i of value x" (with its symbolic name when declared). Then
-//  - a chain value whose elements are all known becomes a constant (static shapes);
-//  - a Reshape whose target is only partly known gets a constant target that uses 0 for the
-//    unknown dims copied from the same position of its own input, and -1 for the one remaining
-//    unknown dim (dynamic batch/sequence stay dynamic, the chain disappears).          class 0
+// simplify_shape_chains — integer values computed from shapes (Shape → Gather/Slice →
+// Unsqueeze/Squeeze → Concat, with Cast/Add/Mul/Div/Where/Range... on the way) read through the
+// shape engine's symbolic values (src/analysis: each element is a constant or an expression of
+// named dims such as seq*12). Per reader of such a value:
+//  - all elements known: the reader gets an initializer (unless the reader's own outputs are all
+//    known too: then its readers get them and it dies);
+//  - Reshape target partly symbolic: a constant with 0 where the element is provably the input's
+//    dim at the same position (allowzero=0) and -1 for the one remaining element;
+//  - Expand target partly symbolic: a constant with 1 where the element is provably the input's
+//    (right-aligned) dim;
+//  - Slice end provably the data's full dim on its axis: INT64_MAX;
+//  - otherwise, a value equal to one computed earlier (same symbolic elements, e.g. Shape of two
+//    tensors both [batch, seq, 64]): the reader reads the earlier one, so the copies die.
+// Values read by a subgraph or that are graph outputs keep their producers; captured values are
+// not folded inside bodies.                                                               class 0
+#include <limits>
 #include <unordered_map>
 
+#include "analysis/shape_engine.h"
+#include "analysis/shapes.h"
 #include "ir/topo.h"
 #include "passes/edits.h"
 #include "passes/graph_util.h"
@@ -15,237 +26,256 @@
 namespace onnxforge::passes {
 namespace {
 
-struct El {
-  bool known = false;
-  int64_t value = 0;
-  ValueId src;  // unknown: dim `axis` of value `src`
-  int64_t axis = -1;
-  Sym param;    // and its declared symbolic name, if any
-  bool operator==(const El& o) const {
-    if (known || o.known) return known == o.known && value == o.value;
-    if (!param.empty() && param == o.param) return true;
-    return src.valid() && src == o.src && axis == o.axis;
-  }
-};
-
-struct SymVec {
-  std::vector<El> els;
+// What one input of a reader becomes: a new constant, or an equal value computed earlier.
+struct NewInput {
+  uint32_t slot = 0;
+  DType dtype = DType::Int64;
   bool scalar = false;
-  ValueId lazy_shape_of;  // Shape(x) with x's rank unknown: element i is dim i of x
-  bool all_known() const {
-    if (lazy_shape_of.valid()) return false;
-    for (const El& e : els)
-      if (!e.known) return false;
-    return true;
-  }
+  std::vector<int64_t> values;
+  ValueId earlier;  // valid: read this value instead of making a constant
 };
 
 struct Match {
-  NodeId consumer;        // node whose input `slot` gets the constant
-  uint32_t slot = 0;
-  ValueId value;          // value replaced (for the all-known case; invalid for Reshape targets)
-  std::vector<int64_t> constant;
-  bool scalar = false;
+  NodeId consumer;
+  std::vector<NewInput> inputs;
 };
 
-El dim_el(const Graph& g, ValueId x, int64_t i) {
-  El e;
-  if (g.has_shape(x) && i < g.rank(x)) {
-    const Dim& d = g.shape(x)[i];
-    if (d.known()) return El{true, d.value, {}, -1, {}};
-    e.param = d.param;
-  }
-  e.src = x;
-  e.axis = i;
-  return e;
-}
-
-class Evaluator {
+// The shape engine's values for the graph being optimized. The driver's infer_shapes() of this
+// round wrote the dims into the graph tables; the engine runs again read-only for the values.
+class Values {
  public:
-  Evaluator(const Graph& g) : g_(g) {}
-  const SymVec* get(ValueId v) {
-    auto it = vals_.find(v.index());
-    if (it != vals_.end()) return &it->second;
-    if (auto c = constant_ints(g_, v); c && c->size() <= 64) {
-      TensorId t = constant_tensor(g_, v);
-      if (g_.model().tensors.dims(t).size() > 1 || g_.model().tensors.dtype(t) != DType::Int64) return nullptr;
-      SymVec s;
-      s.scalar = g_.model().tensors.dims(t).empty();
-      for (int64_t x : *c) s.els.push_back(El{true, x, {}, -1, {}});
-      return &(vals_[v.index()] = s);
-    }
-    return nullptr;
+  Values(const Graph& g, const Uses& uses, const PassOptions& o)
+      : g(g), uses(uses), own_(o.shapes ? ShapeReport{} : infer(g, o)), rep_(o.shapes ? *o.shapes : own_) {}
+
+  const Graph& g;
+  const Uses& uses;
+
+  // Symbolic value of `v` when a node of this graph computes it (not a Constant, initializer or
+  // capture: those are constants already, or the enclosing graph's business).
+  const std::vector<SymDim>* computed(ValueId v) const {
+    if (!v.valid() || g.outer(v).valid() || g.is_initializer(v)) return nullptr;
+    NodeId p = g.producer(v);
+    if (!p.valid() || g.is_op(p, "Constant")) return nullptr;
+    return rep_.value(g.id(), v);
   }
-  void eval(NodeId n) {
-    std::optional<SymVec> r = compute(n);
-    if (r) vals_[g_.output(n, 0).index()] = std::move(*r);
+
+  // computed(v) for a small integer/bool tensor whose rank and length agree with the value.
+  const std::vector<SymDim>* small(ValueId v) const {
+    const std::vector<SymDim>* val = computed(v);
+    if (!val || !g.has_shape(v) || g.shape(v).size() > 1) return nullptr;
+    DType t = g.dtype(v);
+    if (t != DType::Int64 && t != DType::Int32 && t != DType::Bool) return nullptr;
+    bool scalar = g.shape(v).empty();
+    if (scalar ? val->size() != 1 : g.shape(v)[0] != Dim::of(static_cast<int64_t>(val->size()))) return nullptr;
+    return val;
+  }
+
+  // `v` as a constant when every element is known.
+  std::optional<NewInput> known(ValueId v) const {
+    const std::vector<SymDim>* val = small(v);
+    if (!val) return std::nullopt;
+    NewInput c{0, g.dtype(v), g.shape(v).empty(), {}, {}};
+    for (const SymDim& d : *val) {
+      if (!d.is_constant()) return std::nullopt;
+      c.values.push_back(d.value());
+    }
+    return c;
+  }
+
+  // Every output of `n` is known and read only by nodes of this graph, which then get the
+  // constants themselves: `n` dies, so folding its inputs would only add initializers.
+  bool folds_away(NodeId n) const {
+    if (g.outputs(n).empty()) return false;
+    for (ValueId o : g.outputs(n)) {
+      if (!o.valid()) continue;
+      if (uses.is_graph_output(o) || !known(o)) return false;
+      for (const Use& u : uses.of(o))
+        if (u.slot == Use::kImplicit) return false;
+    }
+    return true;
   }
 
  private:
-  std::optional<SymVec> compute(NodeId n) {
-    const Graph& g = g_;
-    if (g.outputs(n).size() != 1) return std::nullopt;
-    if (g.is_op(n, "Shape")) {
-      ValueId x = g.input(n, 0);
-      SymVec s;
-      int64_t start = g.attr_int(n, "start", 0);
-      bool has_end = g.attr(n, "end") != nullptr;
-      if (!g.has_shape(x)) {
-        if (start != 0 || has_end) return std::nullopt;
-        s.lazy_shape_of = x;
-        return s;
-      }
-      int64_t r = g.rank(x), end = g.attr_int(n, "end", r);
-      if (start < 0) start += r;
-      if (end < 0) end += r;
-      for (int64_t i = std::max<int64_t>(start, 0); i < std::min(end, r); ++i) s.els.push_back(dim_el(g, x, i));
-      return s;
-    }
-    const SymVec* a = get(g.input(n, 0));
-    if (!a) return std::nullopt;
-    if (g.is_op(n, "Identity") || (g.is_op(n, "Cast") && g.attr_int(n, "to", 0) == 7))
-      return *a;
-    if (g.is_op(n, "Gather")) {
-      if (g.attr_int(n, "axis", 0) != 0 || (!a->lazy_shape_of.valid() && a->scalar)) return std::nullopt;
-      auto idx = constant_ints(g, g.input(n, 1));
-      TensorId it = constant_tensor(g, g.input(n, 1));
-      if (!idx || g.model().tensors.dims(it).size() > 1) return std::nullopt;
-      SymVec s;
-      s.scalar = g.model().tensors.dims(it).empty();
-      for (int64_t i : *idx) {
-        if (a->lazy_shape_of.valid()) {
-          if (i < 0) return std::nullopt;
-          s.els.push_back(dim_el(g, a->lazy_shape_of, i));
-        } else {
-          int64_t sz = static_cast<int64_t>(a->els.size());
-          if (i < 0) i += sz;
-          if (i < 0 || i >= sz) return std::nullopt;
-          s.els.push_back(a->els[i]);
-        }
-      }
-      return s;
-    }
-    if (a->lazy_shape_of.valid()) {
-      if (!g.is_op(n, "Slice")) return std::nullopt;
-    }
-    if (g.is_op(n, "Unsqueeze")) {
-      std::vector<int64_t> axes;
-      if (auto at = g.attr_ints(n, "axes"); !at.empty()) axes.assign(at.begin(), at.end());
-      else if (auto c = constant_ints(g, g.input(n, 1))) axes = *c;
-      if (!a->scalar || axes.size() != 1 || (axes[0] != 0 && axes[0] != -1)) return std::nullopt;
-      SymVec s = *a;
-      s.scalar = false;
-      return s;
-    }
-    if (g.is_op(n, "Squeeze")) {
-      if (a->scalar || a->els.size() != 1) return std::nullopt;
-      SymVec s = *a;
-      s.scalar = true;
-      return s;
-    }
-    if (g.is_op(n, "Concat")) {
-      if (g.attr_int(n, "axis", 0) != 0 && g.attr_int(n, "axis", 0) != -1) return std::nullopt;
-      SymVec s;
-      for (ValueId v : g.inputs(n)) {
-        const SymVec* p = get(v);
-        if (!p || p->scalar || p->lazy_shape_of.valid()) return std::nullopt;
-        s.els.insert(s.els.end(), p->els.begin(), p->els.end());
-      }
-      return s;
-    }
-    if (g.is_op(n, "Slice")) {
-      if (a->scalar || g.inputs(n).size() < 3) return std::nullopt;
-      auto st = constant_ints(g, g.input(n, 1)), en = constant_ints(g, g.input(n, 2));
-      if (!st || !en || st->size() != 1 || en->size() != 1) return std::nullopt;
-      if (ValueId ax = g.input(n, 3); ax.valid()) {
-        auto axv = constant_ints(g, ax);
-        if (!axv || axv->size() != 1 || ((*axv)[0] != 0 && (*axv)[0] != -1)) return std::nullopt;
-      }
-      if (ValueId sp = g.input(n, 4); sp.valid()) {
-        auto spv = constant_ints(g, sp);
-        if (!spv || spv->size() != 1 || (*spv)[0] != 1) return std::nullopt;
-      }
-      int64_t b = (*st)[0], e = (*en)[0];
-      SymVec s;
-      if (a->lazy_shape_of.valid()) {
-        if (b < 0 || e < 0 || e > 64) return std::nullopt;  // unknown rank: only absolute ranges
-        for (int64_t i = b; i < e; ++i) s.els.push_back(dim_el(g, a->lazy_shape_of, i));
-        return s;
-      }
-      int64_t sz = static_cast<int64_t>(a->els.size());
-      if (b < 0) b += sz;
-      if (e < 0) e += sz;
-      b = std::clamp<int64_t>(b, 0, sz);
-      e = std::clamp<int64_t>(e, b, sz);
-      s.els.assign(a->els.begin() + b, a->els.begin() + e);
-      return s;
-    }
-    return std::nullopt;
+  static ShapeReport infer(const Graph& g, const PassOptions& o) {
+    ShapeOptions so;
+    for (const auto& [k, v] : o.dims) so.dims[k] = v;
+    return shape::infer_values(g.model(), so);
   }
-
-  const Graph& g_;
-  std::unordered_map<uint32_t, SymVec> vals_;
+  ShapeReport own_;          // inferred here when the driver did not pass its round's report
+  const ShapeReport& rep_;
 };
 
-bool chain_op(const Graph& g, NodeId n) {
-  return is(g, n, "Shape") || is(g, n, "Gather") || is(g, n, "Unsqueeze") || is(g, n, "Squeeze") ||
-         is(g, n, "Concat") || is(g, n, "Slice") || is(g, n, "Cast") || is(g, n, "Identity");
-}
-
-std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
-  std::vector<Match> out;
-  Evaluator ev(g);
+// For each partly symbolic small value, the first value in topological order with the same
+// dtype, rank and elements. The first one cannot depend on the later one's readers, so they may
+// read it instead.
+std::unordered_map<uint32_t, ValueId> earlier_equals(const Values& vals) {
+  const Graph& g = vals.g;
+  std::unordered_map<std::string, ValueId> first;
+  std::unordered_map<uint32_t, ValueId> out;
   for (NodeId n : topological_order(g)) {
-    if (chain_op(g, n)) {
-      ev.eval(n);
-      continue;
-    }
-    // A consumer of chain values.
-    for (uint32_t i = 0; i < g.inputs(n).size(); ++i) {
-      ValueId v = g.input(n, i);
-      if (!v.valid() || constant_tensor(g, v).valid()) continue;
-      NodeId p = g.producer(v);
-      if (!p.valid() || !chain_op(g, p)) continue;
-      const SymVec* s = ev.get(v);
-      if (!s) continue;
-      if (s->all_known()) {
-        Match m{n, i, v, {}, s->scalar};
-        for (const El& e : s->els) m.constant.push_back(e.value);
-        out.push_back(std::move(m));
-        continue;
-      }
-      if (!g.is_op(n, "Reshape") || i != 1 || g.attr_int(n, "allowzero", 0) != 0 || s->lazy_shape_of.valid()) continue;
-      // Partly known Reshape target: 0 copies dim j of the Reshape's input, -1 infers one dim.
-      ValueId data = g.input(n, 0);
-      std::vector<int64_t> target;
-      int unknown = 0;
-      bool ok = true;
-      for (size_t j = 0; j < s->els.size() && ok; ++j) {
-        const El& e = s->els[j];
-        if (e.known) {
-          if (e.value == -1) ++unknown;
-          target.push_back(e.value);
-        } else if (e == dim_el(g, data, static_cast<int64_t>(j))) {
-          target.push_back(0);
-        } else {
-          target.push_back(-1);
-          ++unknown;
-        }
-      }
-      if (!ok || unknown > 1) continue;
-      out.push_back({n, 1, ValueId{}, std::move(target), false});
+    for (ValueId v : g.outputs(n)) {
+      const std::vector<SymDim>* val = vals.small(v);
+      if (!val || vals.known(v)) continue;
+      std::string key = std::to_string(static_cast<int>(g.dtype(v))) + (g.shape(v).empty() ? "s" : "v") + to_string(*val);
+      auto [it, inserted] = first.emplace(std::move(key), v);
+      if (!inserted) out.emplace(v.index(), it->second);
     }
   }
-  (void)uses;
   return out;
+}
+
+// Shape of `v` as SymDims; a capture's is its outer value's (captures carry no type of their own).
+std::optional<std::vector<SymDim>> shape_of(const Graph& g, ValueId v) {
+  const Graph* at = &g;
+  while (at->outer(v).valid()) {
+    v = at->outer(v);
+    at = &g.model().graph(at->parent());
+  }
+  return ShapeReport::shape(*at, v);
+}
+
+// Reshape(x, t) with t partly symbolic: an element that is a positive constant stays, one equal
+// to x's dim at the same position becomes 0, and at most one other becomes -1. An element -1 is
+// first resolved from the inferred output shape (BERT's [batch*heads, -1, 64]).
+std::optional<NewInput> reshape_target(const Values& vals, NodeId n) {
+  const Graph& g = vals.g;
+  if (!is(g, n, "Reshape") || g.inputs(n).size() != 2 || g.attr_int(n, "allowzero", 0) != 0) return std::nullopt;
+  const std::vector<SymDim>* t = vals.small(g.input(n, 1));
+  if (!t) return std::nullopt;
+  auto x = shape_of(g, g.input(n, 0));
+  auto y = shape_of(g, g.output(n, 0));
+  if (y && y->size() != t->size()) y.reset();
+  NewInput c{1, DType::Int64, false, {}, {}};
+  int inferred = 0;
+  for (size_t j = 0; j < t->size(); ++j) {
+    SymDim d = (*t)[j];
+    if (d.is_constant() && d.value() < -1) return std::nullopt;  // an invalid target: not ours to fix
+    if (d.is_constant(-1) && y) d = (*y)[j];
+    if (d.is_constant() && d.value() >= 0 && !(d.value() == 0 && !(*t)[j].is_constant(0))) {
+      c.values.push_back(d.value());  // a 0 only where t has it (copy); a resolved 0 is an empty dim
+    } else if (!d.is_constant() && x && j < x->size() && (*x)[j] == d) {
+      c.values.push_back(0);
+    } else {
+      ++inferred;
+      c.values.push_back(-1);
+    }
+  }
+  if (inferred > 1) return std::nullopt;
+  return c;
+}
+
+// Expand(x, t) with t partly symbolic: 1 broadcasts to x's dim when that (right-aligned) dim is
+// the element.
+std::optional<NewInput> expand_target(const Values& vals, NodeId n) {
+  const Graph& g = vals.g;
+  if (!is(g, n, "Expand") || g.inputs(n).size() != 2) return std::nullopt;
+  const std::vector<SymDim>* t = vals.small(g.input(n, 1));
+  auto x = shape_of(g, g.input(n, 0));
+  if (!t || !x) return std::nullopt;
+  int64_t shift = static_cast<int64_t>(x->size()) - static_cast<int64_t>(t->size());
+  NewInput c{1, DType::Int64, false, {}, {}};
+  for (size_t j = 0; j < t->size(); ++j) {
+    const SymDim& d = (*t)[j];
+    int64_t xi = static_cast<int64_t>(j) + shift;
+    if (d.is_constant()) c.values.push_back(d.value());
+    else if (xi >= 0 && (*x)[static_cast<size_t>(xi)] == d) c.values.push_back(1);
+    else return std::nullopt;
+  }
+  return c;
+}
+
+// Slice(x, starts, ends, axes...) with symbolic ends: an end equal to x's dim on its axis is
+// clamped to that dim for either step sign, exactly like INT64_MAX.
+std::optional<NewInput> slice_ends(const Values& vals, NodeId n) {
+  const Graph& g = vals.g;
+  if (!is(g, n, "Slice") || g.inputs(n).size() < 3) return std::nullopt;
+  ValueId ends = g.input(n, 2);
+  const std::vector<SymDim>* e = vals.small(ends);
+  auto x = shape_of(g, g.input(n, 0));
+  if (!e || !x || g.dtype(ends) != DType::Int64) return std::nullopt;
+  std::vector<int64_t> axes;
+  if (g.inputs(n).size() > 3 && g.input(n, 3).valid()) {
+    auto a = constant_ints(g, g.input(n, 3));
+    if (!a) return std::nullopt;
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < e->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (axes.size() != e->size()) return std::nullopt;
+  int64_t rank = static_cast<int64_t>(x->size());
+  NewInput c{2, DType::Int64, g.shape(ends).empty(), {}, {}};
+  for (size_t i = 0; i < e->size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    const SymDim& d = (*e)[i];
+    if (d.is_constant()) c.values.push_back(d.value());
+    else if (a >= 0 && a < rank && (*x)[a] == d) c.values.push_back(std::numeric_limits<int64_t>::max());
+    else return std::nullopt;
+  }
+  return c;
+}
+
+std::optional<NewInput> partly_symbolic(const Values& vals, NodeId n, uint32_t slot) {
+  if (slot == 1) {
+    if (auto c = reshape_target(vals, n)) return c;
+    if (auto c = expand_target(vals, n)) return c;
+  }
+  if (slot == 2) return slice_ends(vals, n);
+  return std::nullopt;
+}
+
+std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions& o) {
+  Values vals(g, uses, o);
+  auto equal = earlier_equals(vals);
+  std::vector<Match> out;
+  for (NodeId n : g.nodes()) {
+    Match m{n, {}};
+    std::optional<bool> dies;  // folds_away(n), computed once when needed
+    for (uint32_t i = 0; i < g.inputs(n).size(); ++i) {
+      ValueId v = g.input(n, i);
+      if (auto c = vals.known(v)) {
+        if (!dies) dies = vals.folds_away(n);
+        if (*dies) break;
+        c->slot = i;
+        m.inputs.push_back(std::move(*c));
+      } else if (auto p = partly_symbolic(vals, n, i)) {
+        m.inputs.push_back(std::move(*p));
+      } else if (auto it = v.valid() ? equal.find(v.index()) : equal.end(); it != equal.end()) {
+        m.inputs.push_back(NewInput{i, DType::Int64, false, {}, it->second});
+      }
+    }
+    if (!m.inputs.empty() && !(dies && *dies)) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<std::byte> encode(const NewInput& c) {
+  if (c.dtype == DType::Int64) return to_bytes(c.values);
+  std::vector<std::byte> b;
+  for (int64_t x : c.values) {
+    if (c.dtype == DType::Bool) {
+      b.push_back(static_cast<std::byte>(x != 0));
+    } else {
+      int32_t v = static_cast<int32_t>(x);
+      const auto* p = reinterpret_cast<const std::byte*>(&v);
+      b.insert(b.end(), p, p + sizeof v);
+    }
+  }
+  return b;
 }
 
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.consumer)) return false;
-  std::vector<int64_t> dims;
-  if (!m.scalar) dims.push_back(static_cast<int64_t>(m.constant.size()));
-  ValueId c = e.new_constant("shape", DType::Int64, dims, to_bytes(m.constant));
-  e.set_input(m.consumer, m.slot, c);
+  for (const NewInput& c : m.inputs)  // an earlier pass may have replaced or killed its producer
+    if (c.earlier.valid() && e.touched_earlier(e.g.producer(c.earlier))) return false;
+  for (const NewInput& c : m.inputs) {
+    if (c.earlier.valid()) {
+      e.set_input(m.consumer, c.slot, c.earlier);
+      continue;
+    }
+    std::vector<int64_t> dims;
+    if (!c.scalar) dims.push_back(static_cast<int64_t>(c.values.size()));
+    e.set_input(m.consumer, c.slot, e.new_constant("shape", c.dtype, dims, encode(c)));
+  }
   return true;
 }
 
@@ -253,7 +283,8 @@ bool apply(Edits& e, const Match& m) {
 
 const Pass& simplify_shape_chains_pass() {
   static const PassOf<Match> p{"simplify_shape_chains", AccuracyClass::Lossless,
-                               "evaluate Shape→Gather→Unsqueeze→Concat chains; Reshape targets with 0/-1 for dynamic dims",
+                               "shape-engine values: known chains → constants; Reshape targets with 0/-1, Expand "
+                               "targets with 1, Slice ends INT64_MAX for dynamic dims; equal chains merged",
                                analyze, apply};
   return p;
 }

@@ -82,7 +82,7 @@ T element(const TensorStore& ts, TensorId t, uint64_t i) {
 
 template <class T>
 bool holds(const TensorStore& ts, TensorId t, uint64_t count) {
-  return ts.bytes(t).size() == count * sizeof(T);
+  return ts.byte_size(t) == count * sizeof(T);
 }
 
 }  // namespace
@@ -463,6 +463,7 @@ void Engine::merge_declared(Graph& g, NodeId n, ValueId v) {
 }
 
 void Engine::write_back(Graph& g) {
+  if (read_only_) return;
   bool main_graph = g.id().index() == 0 || g.is_function_body();
   std::vector<uint8_t> is_input(g.value_count(), 0);
   for (ValueId v : g.graph_inputs()) is_input[v.index()] = 1;
@@ -531,6 +532,14 @@ void Engine::run() {
     for (uint32_t i = 0; i < st.size(); ++i)
       if (st[i].val) rep_.values_by_graph[gi].emplace(i, *st[i].val);
   }
+}
+
+ShapeReport infer_values(const Model& m, const ShapeOptions& options) {
+  ShapeReport report;
+  Engine e(const_cast<Model&>(m), options, report);  // read-only: write_back is skipped
+  e.set_read_only();
+  e.run();
+  return report;
 }
 
 }  // namespace shape

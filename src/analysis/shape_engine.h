@@ -109,6 +109,8 @@ class Engine {
   VState from_tensor(TensorId t, bool track_value);
   const ShapeOptions& options() const { return opt_; }
   Model& model() { return m_; }
+  // Infer without writing types back into the graph tables (see infer_values).
+  void set_read_only() { read_only_ = true; }
 
  private:
   struct Declared {
@@ -140,6 +142,12 @@ class Engine {
   std::unordered_map<std::string, const Function*> functions_;
   std::vector<uint8_t> done_;  // graphs inferred at least once
   int64_t next_fresh_ = 0;
+  bool read_only_ = false;
 };
+
+// infer_shapes() that only fills the report and writes nothing into the model, so it may run while
+// other threads read the model (a pass's analysis). Run on a model infer_shapes() just updated, its
+// values use the dim names written there.
+ShapeReport infer_values(const Model& m, const ShapeOptions& options = {});
 
 }  // namespace onnxforge::shape
