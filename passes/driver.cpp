@@ -77,7 +77,7 @@ bool run_round(Graph& g, std::span<const Pass* const> passes, const RunOptions& 
   std::vector<double> analyze_time(passes.size(), 0);
   std::vector<size_t> to_run;
   for (size_t i = 0; i < passes.size(); ++i)
-    if (needs_analysis(st, i)) to_run.push_back(i);
+    if (!o.skip_quiet || needs_analysis(st, i)) to_run.push_back(i);
     else ++stats[i].skipped;
   st.skipped_any = to_run.size() < passes.size();
   auto analyze_one = [&](size_t i) {

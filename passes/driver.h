@@ -29,6 +29,7 @@ struct RunOptions {
   int max_rounds = 20;
   bool parallel = true;  // analyses in a flow graph; false runs them one after another
   bool infer_shapes = true;  // refresh inferred shapes (src/analysis/shapes.h) before each round
+  bool skip_quiet = true;    // anchored passes that found nothing sit out rounds that changed nothing near them
   std::function<void(const std::string&)> progress;  // called with a short status line
 };
 
