@@ -60,7 +60,20 @@ void shapes(benchmark::internal::Benchmark* b) {
     }
 }
 
+// Small M: transformer decode (M = 1) and short sequences, N and K in 768..3072.
+void small_m(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K", "threads", "packed"});
+  for (int packed : {0, 1})
+    for (int threads : {1, 2})
+      for (int M : {1, 16, 64}) {
+        b->Args({M, 768, 768, threads, packed});
+        b->Args({M, 3072, 768, threads, packed});
+        b->Args({M, 768, 3072, threads, packed});
+      }
+}
+
 BENCHMARK(BM_Gemm)->Apply(shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Gemm)->Name("BM_GemmSmallM")->Apply(small_m)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -6,9 +6,12 @@
 #include <stdexcept>
 #include <string>
 
+#include <xmmintrin.h>
+
 #include "simd/detail/gemm_driver.h"
 #include "simd/detail/parallel.h"
 #include "simd/detail/scratch.h"
+#include "simd/kernels/gemm_direct.h"
 
 namespace onnxforge::simd {
 namespace detail {
@@ -19,11 +22,34 @@ std::size_t round_up(std::size_t a, std::size_t b) { return ceil_div(a, b) * b; 
 
 // Unpacked B is packed in column blocks of at most this many floats (K x width).
 constexpr std::size_t kPackBudgetFloats = std::size_t{4} << 20;
-// Rows of C per tile (rounded to the micro-tile), and columns.
-constexpr std::size_t kTileRows = 128, kTileCols = 768;
+// Panels per packing task (pack_b_columns).
+constexpr std::size_t kPackGroupPanels = 8;
+// Rows of C per tile (rounded to the micro-tile), and columns. A tile's B block for one K step
+// (kc x 768 floats at most, 1.2 MB at kc = 384) stays in L2 while the tile's rows stream past it.
+constexpr std::size_t kTileRows = 512, kTileCols = 768;
+// Problems with at most this many rows use one row of tiles: their B panels are read in place
+// or packed by the tile that uses them, instead of in a separate pass over all of B.
+constexpr std::size_t kOneRowMaxRows = 128;
+// Tiles of at most this many rows run the B panels in the outer loop (each panel, fresh from
+// L3, serves all the tile's rows while it is in L1); taller tiles run the rows outer, each A
+// micro-panel staying in L1 while the tile's B block streams from L2.
+constexpr std::size_t kPanelOuterMaxRows = 64;
 // A row-major B is read in place only if its rows are close enough for the TLB (one k step
 // per row: a wide B would touch a new page every step).
 constexpr std::size_t kInPlaceMaxLd = 1024;
+
+// Micro-kernels reading a row-major A in place (no A packing), for the table's ISA level.
+const GemmDirectKernels& direct_kernels(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512:
+      return avx512::gemm_direct_kernels();
+    case Isa::Avx2:
+      return avx2::gemm_direct_kernels();
+    case Isa::Sse:
+      break;
+  }
+  return sse::gemm_direct_kernels();
+}
 
 void pack_strided(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
                   float* dst) {
@@ -36,12 +62,18 @@ void pack_strided(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j
     return;
   }
   // Row by row, all panels: each B row is read once, front to back (kind to the TLB when B is wide).
+  const std::size_t full = n / nr;
   for (std::size_t k = 0; k < kc; ++k) {
     const float* row = s.b + (k0 + k) * s.ldb + j0;
-    for (std::size_t p = 0; p < panels; ++p) {
-      const std::size_t w = std::min(nr, n - p * nr);
+    for (std::size_t p = 0; p < full; ++p) {  // nr is a multiple of 4: inline SSE copies, no memcpy call
+      const float* in = row + p * nr;
       float* out = dst + (p * kc + k) * nr;
-      std::memcpy(out, row + p * nr, w * sizeof(float));
+      for (std::size_t x = 0; x < nr; x += 4) _mm_storeu_ps(out + x, _mm_loadu_ps(in + x));
+    }
+    if (full < panels) {
+      const std::size_t w = n - full * nr;
+      float* out = dst + (full * kc + k) * nr;
+      std::memcpy(out, row + full * nr, w * sizeof(float));
       std::fill(out + w, out + nr, 0.f);
     }
   }
@@ -81,17 +113,19 @@ struct PanelView {
   const BSource* source = nullptr;  // InPlace, PerTile
 };
 
-// One tile of C: rows [i0, i0 + mc) x columns [j0, j0 + nc), all of K.
+// One tile of C: rows [i0, i0 + mc) x columns [j0, j0 + nc), all of K. A row-major op(A) is
+// read in place by the micro-kernels; a transposed one is packed per K block.
 void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& view, std::size_t i0,
                   std::size_t mc, std::size_t j0, std::size_t nc) {
   using Mode = PanelView::Mode;
   const GemmKernels& g = kt.gemm;
+  const GemmDirectKernels* direct = p.trans_a ? nullptr : &direct_kernels(kt.isa);
   const auto mr = static_cast<std::size_t>(g.mr), nr = static_cast<std::size_t>(g.nr);
   const auto kcmax = static_cast<std::size_t>(g.kc), vec = static_cast<std::size_t>(kt.vec);
   const Epilogue* ep = p.ep;
   const Unary* act = ep != nullptr && ep->act.op != UnaryOp::Identity ? &ep->act : nullptr;
   const std::size_t kcap = std::min(kcmax, p.K);
-  const std::size_t a_floats = round_up(mc, mr) * kcap;
+  const std::size_t a_floats = direct != nullptr ? 0 : round_up(mc, mr) * kcap;
   const std::size_t b_floats = view.mode == Mode::PerTile ? round_up(nc, nr) * kcap
                                : view.mode == Mode::InPlace ? nr * kcap
                                                             : 0;
@@ -102,42 +136,75 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
   for (std::size_t k0 = 0; k0 < p.K; k0 += kcmax) {
     const std::size_t kc = std::min(kcmax, p.K - k0);
     const bool last = k0 + kc == p.K;
-    pack_a(g, p, mr, i0, mc, k0, kc, apack);
+    if (direct == nullptr) pack_a(g, p, mr, i0, mc, k0, kc, apack);
     if (view.mode == Mode::PerTile) view.source->pack(view.source->ctx, k0, kc, j0, nc, nr, bpack);
     TileEpilogue base;
     base.alpha = p.alpha;
     base.beta = k0 == 0 ? p.beta : 1.f;
     if (last) base.act = act;
-    for (std::size_t j = j0; j < j0 + nc; j += nr) {
-      const std::size_t n = std::min(nr, j0 + nc - j);
-      const float* bp = nullptr;
-      std::size_t ldb = nr;
-      if (view.mode == Mode::Packed) {
-        bp = view.base + k0 * view.npad + ((j - view.j0) / nr) * kc * nr;
-      } else if (view.mode == Mode::PerTile) {
-        bp = bpack + (j - j0) * kc;
-      } else if (n == nr) {
-        bp = view.direct + k0 * view.ldb + j, ldb = view.ldb;
-      } else {
-        view.source->pack(view.source->ctx, k0, kc, j, n, nr, bpack);
-        bp = bpack;
+    // The B micro-panel of columns [j, j + n) for this K block, and its k stride.
+    auto panel = [&](std::size_t j, std::size_t n, std::size_t& ldb) -> const float* {
+      ldb = nr;
+      if (view.mode == Mode::Packed) return view.base + k0 * view.npad + ((j - view.j0) / nr) * kc * nr;
+      if (view.mode == Mode::PerTile) return bpack + (j - j0) * kc;
+      if (n == nr) {
+        ldb = view.ldb;
+        return view.direct + k0 * view.ldb + j;
       }
-      const GemmUKernel* row = g.ukernel[0];
+      view.source->pack(view.source->ctx, k0, kc, j, n, nr, bpack);
+      return bpack;
+    };
+    auto micro = [&](std::size_t i, std::size_t j, std::size_t n, const float* bp, std::size_t ldb) {
+      const std::size_t m = std::min(mr, i0 + mc - i), v = ceil_div(n, vec);
+      TileEpilogue e = base;
+      if (last && ep != nullptr && ep->bias_kind == Bias::PerRow) e.bias_row = ep->bias + i;
+      if (last && ep != nullptr && ep->bias_kind == Bias::PerCol) e.bias_col = ep->bias + j;
+      float* c = p.c + i * p.ldc + j;
+      if (direct != nullptr) {
+        direct->ukernel[m - 1][v - 1](kc, p.a + i * p.lda + k0, p.lda, bp, ldb, c, p.ldc, n, e);
+      } else {
+        g.ukernel[m - 1][v - 1](kc, apack + (i - i0) * kc, bp, ldb, c, p.ldc, n, e);
+      }
+    };
+    if (view.mode == Mode::InPlace || mc <= kPanelOuterMaxRows) {
+      std::size_t j = j0;
+      // A tile of one or two rows takes several full panels per call (more independent sums).
+      const GemmUKernelWide wide = direct != nullptr && mc <= 2 ? direct->wide[mc - 1] : nullptr;
+      if (wide != nullptr) {
+        const std::size_t span = static_cast<std::size_t>(direct->wide_panels) * nr;
+        const std::size_t pstride = view.mode == Mode::InPlace ? nr : kc * nr;
+        for (; j + span <= j0 + nc; j += span) {
+          std::size_t ldb = nr;
+          const float* bp = panel(j, nr, ldb);
+          TileEpilogue e = base;
+          if (last && ep != nullptr && ep->bias_kind == Bias::PerRow) e.bias_row = ep->bias + i0;
+          if (last && ep != nullptr && ep->bias_kind == Bias::PerCol) e.bias_col = ep->bias + j;
+          wide(kc, p.a + i0 * p.lda + k0, p.lda, bp, ldb, pstride, p.c + i0 * p.ldc + j, p.ldc, e);
+        }
+      }
+      for (; j < j0 + nc; j += nr) {
+        const std::size_t n = std::min(nr, j0 + nc - j);
+        std::size_t ldb = nr;
+        const float* bp = panel(j, n, ldb);
+        for (std::size_t i = i0; i < i0 + mc; i += mr) micro(i, j, n, bp, ldb);
+      }
+    } else {
       for (std::size_t i = i0; i < i0 + mc; i += mr) {
-        const std::size_t m = std::min(mr, i0 + mc - i);
-        row = g.ukernel[m - 1];
-        TileEpilogue e = base;
-        if (last && ep != nullptr && ep->bias_kind == Bias::PerRow) e.bias_row = ep->bias + i;
-        if (last && ep != nullptr && ep->bias_kind == Bias::PerCol) e.bias_col = ep->bias + j;
-        row[ceil_div(n, vec) - 1](kc, apack + (i - i0) * kc, bp, ldb, p.c + i * p.ldc + j, p.ldc, n, e);
+        for (std::size_t j = j0; j < j0 + nc; j += nr) {
+          const std::size_t n = std::min(nr, j0 + nc - j);
+          std::size_t ldb = nr;
+          const float* bp = panel(j, n, ldb);
+          micro(i, j, n, bp, ldb);
+        }
       }
     }
   }
 }
 
 // Tile sizes (multiples of mr / nr) giving at least `threads` tiles when the problem allows,
-// preferring to split M (splitting N re-packs the same A rows once more per extra tile), then
-// evened out so that the last tile in each direction is not a sliver.
+// preferring to split M (splitting N reads the same A rows once more per extra tile, and
+// re-packs them when A is transposed), then evened out so that the last tile in each direction
+// is not a sliver.
 void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads,
                   std::size_t& tm, std::size_t& tn) {
   const std::size_t mb = ceil_div(M, mr), nb = ceil_div(N, nr);
@@ -198,10 +265,13 @@ void pack_b_columns(const GemmKernels& g, const BSource& b, std::size_t K, std::
                     float* dst, bool parallel) {
   const auto nr = static_cast<std::size_t>(g.nr), kcmax = static_cast<std::size_t>(g.kc);
   const std::size_t panels = ceil_div(width, nr), blocks = ceil_div(K, kcmax), npad = panels * nr;
-  parallel_each(blocks * panels, parallel && K * width >= 65536, [&](std::size_t t) {
-    const std::size_t q = t / panels, pi = t % panels;
+  // Tasks of up to kPackGroupPanels panels of one K block: a row-major B is then read in runs
+  // of a few KB per row instead of one panel width.
+  const std::size_t groups = ceil_div(panels, kPackGroupPanels);
+  parallel_each(blocks * groups, parallel && K * width >= 65536, [&](std::size_t t) {
+    const std::size_t q = t / groups, pi = (t % groups) * kPackGroupPanels;
     const std::size_t k0 = q * kcmax, kc = std::min(kcmax, K - k0), j = pi * nr;
-    b.pack(b.ctx, k0, kc, j0 + j, std::min(nr, width - j), nr, dst + k0 * npad + pi * kc * nr);
+    b.pack(b.ctx, k0, kc, j0 + j, std::min(kPackGroupPanels * nr, width - j), nr, dst + k0 * npad + pi * kc * nr);
   });
 }
 
@@ -221,8 +291,10 @@ void gemm_run(const KernelTable& kt, const GemmProblem& p, bool parallel) {
   }
   view.source = &p.b;
   const auto mr = static_cast<std::size_t>(kt.gemm.mr);
-  if (p.M <= round_up(kTileRows, mr)) {  // one row of tiles: B panels are used by one tile only
-    if (p.b.direct != nullptr && p.b.direct_ld <= kInPlaceMaxLd) {
+  if (p.M <= round_up(kOneRowMaxRows, mr)) {  // one row of tiles: B panels are used by one tile only
+    // One or two rows run the wide kernels, which read several panels' worth of each B row at
+    // once: packing B would cost more than the product itself, however wide B is.
+    if (p.b.direct != nullptr && (p.b.direct_ld <= kInPlaceMaxLd || (p.M <= 2 && !p.trans_a))) {
       view.mode = PanelView::Mode::InPlace, view.direct = p.b.direct, view.ldb = p.b.direct_ld;
     } else {
       view.mode = PanelView::Mode::PerTile;

@@ -1,21 +1,35 @@
 // GEMM micro-kernels for one ISA level: an M x (NV vectors) tile of C held in registers,
-// accumulated over kc steps of packed A (broadcast) and B rows (vector loads, from packed
-// panels or straight from a row-major B), then the epilogue (alpha, beta, bias, activation)
-// applied before the single store.
+// accumulated over kc steps of A (broadcast: from a packed panel, or in place from a row-major
+// A in the "direct" variants) and B rows (vector loads, from packed panels or straight from a
+// row-major B), then the epilogue (alpha, beta, bias, activation) applied before the single
+// store. The wide variants cover several B panels at once for one or two rows of A.
 #include "simd/kernels/isa_config.h"
+#include "simd/kernels/gemm_direct.h"
 #include "simd/kernels/vmath.h"
 
 namespace onnxforge::simd::detail::ONNXFORGE_ISA_NS {
 namespace {
 
 inline constexpr std::size_t kNr = kGemmNv * kW;
+static_assert(kNr % 4 == 0, "the driver copies B panels in groups of 4 floats (pack_strided)");
+// Wide kernels: 3 panels; for 1 and 2 rows where the registers allow (rows x 3 x NV
+// accumulators plus 3 x NV B vectors).
+inline constexpr int kWidePanels = 3;
+inline constexpr int kWideRows = (2 + 1) * kWidePanels * kGemmNv <= (kIsa == Isa::Avx512 ? 32 : 16) ? 2 : 1;
 
+// The general epilogue: alpha, beta, biases, activation, partial last vector. Its settings are
+// read into locals first: the stores to C could alias `ep` as far as the compiler knows.
 template <int M, int NV>
-void store_tile(V (&acc)[M][NV], float* c, std::size_t ldc, std::size_t n, const TileEpilogue& ep) {
+__attribute__((noinline)) void store_tile_general(const V (&acc)[M][NV], float* c, std::size_t ldc, std::size_t n,
+                                                  const TileEpilogue& ep) {
   const bool full = n == NV * kW;
   const std::size_t last = n - (NV - 1) * kW;  // columns in the last vector
-  const V alpha(ep.alpha), beta(ep.beta);
-  const bool fused_act = in_register_act(ep.act);
+  const float alpha_s = ep.alpha, beta_s = ep.beta;
+  const float* const bias_row = ep.bias_row;
+  const float* const bias_col = ep.bias_col;
+  const Unary* const act = ep.act;
+  const V alpha(alpha_s), beta(beta_s);
+  const bool fused_act = in_register_act(act);
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) {
     float* row = c + i * ldc;
@@ -23,15 +37,15 @@ void store_tile(V (&acc)[M][NV], float* c, std::size_t ldc, std::size_t n, const
     for (int j = 0; j < NV; ++j) {
       const bool whole = full || j < NV - 1;
       V r = acc[i][j];
-      if (ep.alpha != 1.f) r *= alpha;
-      if (ep.beta != 0.f) {
+      if (alpha_s != 1.f) r *= alpha;
+      if (beta_s != 0.f) {
         const V old = whole ? V::load_unaligned(row + j * kW) : load_partial(row + j * kW, last);
-        r = ep.beta == 1.f ? r + old : vfma(beta, old, r);
+        r = beta_s == 1.f ? r + old : vfma(beta, old, r);
       }
-      if (ep.bias_row != nullptr) r += V(ep.bias_row[i]);
-      if (ep.bias_col != nullptr)
-        r += whole ? V::load_unaligned(ep.bias_col + j * kW) : load_partial(ep.bias_col + j * kW, last);
-      if (fused_act) r = register_act(r, ep.act);
+      if (bias_row != nullptr) r += V(bias_row[i]);
+      if (bias_col != nullptr)
+        r += whole ? V::load_unaligned(bias_col + j * kW) : load_partial(bias_col + j * kW, last);
+      if (fused_act) r = register_act(r, act);
       if (whole) {
         r.store_unaligned(row + j * kW);
       } else {
@@ -40,36 +54,108 @@ void store_tile(V (&acc)[M][NV], float* c, std::size_t ldc, std::size_t n, const
     }
   }
   if (!fused_act)
-    for (int i = 0; i < M; ++i) apply_unary_span(*ep.act, c + i * ldc, c + i * ldc, n);
+    for (int i = 0; i < M; ++i) apply_unary_span(*act, c + i * ldc, c + i * ldc, n);
+}
+
+// Stores the tile: inline for the common cases of the K blocks before the last one (C = acc or
+// C += acc over full vectors), with the same arithmetic as the general path.
+template <int M, int NV>
+inline __attribute__((always_inline)) void store_tile(const V (&acc)[M][NV], float* c, std::size_t ldc,
+                                                      std::size_t n, const TileEpilogue& ep) {
+  const float beta = ep.beta;
+  const bool plain = n == NV * kW && ep.alpha == 1.f && ep.bias_row == nullptr && ep.bias_col == nullptr &&
+                     (ep.act == nullptr || ep.act->op == UnaryOp::Identity) && (beta == 0.f || beta == 1.f);
+  if (!plain) {
+    store_tile_general<M, NV>(acc, c, ldc, n, ep);
+    return;
+  }
+  if (beta == 0.f) {
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j].store_unaligned(c + i * ldc + j * kW);
+    return;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* p = c + i * ldc + j * kW;
+      (acc[i][j] + V::load_unaligned(p)).store_unaligned(p);
+    }
+}
+
+// B rows this many k steps ahead are prefetched: packed panels (and in-place B rows) are
+// streamed from L2/L3 once per tile row, faster than the hardware prefetcher ramps up.
+inline constexpr std::size_t kPrefetchK = 16;
+inline constexpr std::size_t kPrefetchC = 32;
+
+// A from a packed panel (kDirect false: mr floats per k step) or in place from a row-major
+// matrix (kDirect true: row i at a + i * lda). Same arithmetic, in the same order, either way.
+// NV may exceed kGemmNv for the wide kernels: vector j then reads panel j / kGemmNv, found
+// pstride floats after the previous one.
+template <int M, int NV, bool kDirect>
+inline __attribute__((always_inline)) void ukernel_body(std::size_t kc, const float* a, std::size_t lda,
+                                                        const float* b, std::size_t ldb, std::size_t pstride,
+                                                        float* c, std::size_t ldc, std::size_t n,
+                                                        const TileEpilogue& ep) {
+  V acc[M][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
+  const float* rows[M];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) rows[i] = kDirect ? a + i * lda : a + i;
+  auto at = [&](int j) __attribute__((always_inline)) {
+    return b + static_cast<std::size_t>(j / kGemmNv) * pstride + static_cast<std::size_t>(j % kGemmNv) * kW;
+  };
+  auto step = [&](std::size_t k) __attribute__((always_inline)) {
+    V bv[NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) bv[j] = V::load_unaligned(at(j));
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) __builtin_prefetch(at(j) + kPrefetchK * ldb, 0, 3);
+    const std::size_t ak = kDirect ? k : k * kGemmMr;
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) {
+      const V ai(rows[i][ak]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) acc[i][j] = vfma(ai, bv[j], acc[i][j]);
+    }
+    b += ldb;
+  };
+  // C is touched only after the K loop: its lines are requested kPrefetchC steps before the
+  // end (earlier, the B stream would evict them from L1 again before they are used).
+  const std::size_t body = kc > kPrefetchC ? kc - kPrefetchC : 0;
+  std::size_t k = 0;
+#pragma GCC unroll 2
+  for (; k < body; ++k) step(k);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * kW, 1);
+#pragma GCC unroll 2
+  for (; k < kc; ++k) step(k);
+  store_tile<M, NV>(acc, c, ldc, n, ep);
 }
 
 template <int M, int NV>
 void ukernel(std::size_t kc, const float* a, const float* b, std::size_t ldb, float* c, std::size_t ldc,
              std::size_t n, const TileEpilogue& ep) {
-  V acc[M][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < M; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
-  // C is touched only after the K loop: bring its lines in on the way.
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * kW, 1);
+  ukernel_body<M, NV, false>(kc, a, 0, b, ldb, 0, c, ldc, n, ep);
+}
 
-#pragma GCC unroll 2
-  for (std::size_t k = 0; k < kc; ++k) {
-    V bv[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) bv[j] = V::load_unaligned(b + j * kW);
-#pragma GCC unroll 16
-    for (int i = 0; i < M; ++i) {
-      const V ai(a[i]);
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) acc[i][j] = vfma(ai, bv[j], acc[i][j]);
-    }
-    a += kGemmMr;
-    b += ldb;
-  }
-  store_tile<M, NV>(acc, c, ldc, n, ep);
+template <int M, int NV>
+void ukernel_direct(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
+                    std::size_t ldc, std::size_t n, const TileEpilogue& ep) {
+  ukernel_body<M, NV, true>(kc, a, lda, b, ldb, 0, c, ldc, n, ep);
+}
+
+// M rows x kWidePanels full panels at once, A in place: enough independent accumulators for
+// the FMA latency when M is 1 or 2 (the regular M x 1-panel tile has only NV or 2 NV).
+template <int M>
+void ukernel_wide(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                  std::size_t pstride, float* c, std::size_t ldc, const TileEpilogue& ep) {
+  ukernel_body<M, kGemmNv * kWidePanels, true>(kc, a, lda, b, ldb, pstride, c, ldc, kNr * kWidePanels, ep);
 }
 
 // ---- packing: dst[k * width + i] = src[i * ld + k] (rows of a row-major matrix become the
@@ -124,7 +210,30 @@ void install_all(GemmKernels& g, std::integer_sequence<int, M...>) {
   (install_row<M + 1>(g, std::make_integer_sequence<int, kGemmNv>{}), ...);
 }
 
+template <int M, int... NV>
+void install_direct_row(GemmDirectKernels& g, std::integer_sequence<int, NV...>) {
+  ((g.ukernel[M - 1][NV] = &ukernel_direct<M, NV + 1>), ...);
+}
+
+template <int... M>
+GemmDirectKernels make_direct(std::integer_sequence<int, M...>) {
+  GemmDirectKernels g;
+  (install_direct_row<M + 1>(g, std::make_integer_sequence<int, kGemmNv>{}), ...);
+  return g;
+}
+
 }  // namespace
+
+const GemmDirectKernels& gemm_direct_kernels() noexcept {
+  static const GemmDirectKernels table = [] {
+    GemmDirectKernels g = make_direct(std::make_integer_sequence<int, kGemmMr>{});
+    g.wide_panels = kWidePanels;
+    g.wide[0] = &ukernel_wide<1>;
+    if constexpr (kWideRows >= 2) g.wide[1] = &ukernel_wide<2>;
+    return g;
+  }();
+  return table;
+}
 
 void install_gemm(KernelTable& t) {
   t.isa = kIsa;

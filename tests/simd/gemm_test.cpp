@@ -76,6 +76,57 @@ TEST_P(Gemm, SizesAndTransposes) {
         }
 }
 
+// One to three rows: the wide kernels (several B panels per call) on panels read in place,
+// packed per tile and packed whole, with K over several blocks, wide B rows (> 1024 floats:
+// read in place only for M <= 2), partial panel groups and epilogues.
+TEST_P(Gemm, SmallMWidePanels) {
+  unsigned seed = 400;
+  for (std::size_t M : {1, 2, 3})
+    for (std::size_t N : {144, 433, 1100})
+      for (std::size_t K : {5, 390, 800})
+        for (int t = 0; t < 4; ++t) {
+          Case c;
+          c.ta = t & 1, c.tb = t & 2, c.M = M, c.N = N, c.K = K;
+          c.pad = seed % 3 == 0 ? 3 : 0;
+          c.beta = seed % 2 == 0 ? 0.f : 0.5f;
+          run_case(c, seed++);
+        }
+  const auto bias_row = random_floats(4, 5), bias_col = random_floats(400, 6);
+  for (std::size_t M : {1, 2})
+    for (Bias kind : {Bias::None, Bias::PerRow, Bias::PerCol})
+      for (const Unary& act : {Unary::none(), Unary::relu(), Unary::of(UnaryOp::Gelu)})
+        for (float beta : {0.f, 1.f}) {
+          Case c;
+          c.M = M, c.N = 400, c.K = 450, c.beta = beta, c.alpha = 0.75f;
+          c.ep.act = act;
+          c.ep.bias_kind = kind;
+          c.ep.bias = kind == Bias::PerRow ? bias_row.data() : kind == Bias::PerCol ? bias_col.data() : nullptr;
+          run_case(c, seed++);
+        }
+}
+
+// Packed and unpacked B give bitwise the same result for few rows too (same K blocks and sum
+// order, whichever kernel shape covers an element), on one thread and on all.
+TEST_P(Gemm, SmallMPackedMatchesUnpacked) {
+  unsigned seed = 500;
+  for (std::size_t M : {1, 2, 5, 64})
+    for (std::size_t N : {150, 1100})
+      for (std::size_t K : {100, 800}) {
+        const auto a = random_floats(M * K, seed), b = random_floats(K * N, seed + 1);
+        const auto bias = random_floats(N, seed + 2);
+        seed += 3;
+        const Epilogue ep{Bias::PerCol, bias.data(), Unary::relu()};
+        const PackedB packed = pack_b(false, K, N, b.data(), N);
+        std::vector<float> got(M * N), want(M * N), one(M * N);
+        gemm_packed(false, M, 1.f, a.data(), K, packed, 0.f, got.data(), N, ep);
+        gemm(false, false, M, N, K, 1.f, a.data(), K, b.data(), N, 0.f, want.data(), N, ep);
+        tbb::task_arena single(1);
+        single.execute([&] { gemm(false, false, M, N, K, 1.f, a.data(), K, b.data(), N, 0.f, one.data(), N, ep); });
+        EXPECT_EQ(got, want) << "M=" << M << " N=" << N << " K=" << K;
+        EXPECT_EQ(one, want) << "M=" << M << " N=" << N << " K=" << K;
+      }
+}
+
 TEST_P(Gemm, LeadingDimensionsAlphaBeta) {
   unsigned seed = 100;
   for (float beta : {0.f, 1.f, -0.75f})
