@@ -100,6 +100,11 @@ struct KernelDef {
   using PrepareFn = std::shared_ptr<const void> (*)(const Graph&, NodeId, std::span<const Tensor* const>);
   PrepareFn prepare = nullptr;
   uint32_t prepared_inputs = 0;
+  // Residual epilogue: the plan may fuse a following Add (Conv + Add (+ Relu) in residual
+  // networks). The Add's other operand becomes input `residual_input` of the step (absent inputs
+  // before it stay empty), the kernel adds it to output 0 before `fused_act`, and output 0 is
+  // then the Add's output, which may broadcast to a larger shape than the kernel's own result.
+  int residual_input = -1;
 };
 
 // The kernel table, keyed by (domain, op type). Kernels check the node's opset themselves where
@@ -131,5 +136,12 @@ void register_cast(Registry&);
 void register_quant(Registry&);
 void register_control(Registry&);
 void register_attention(Registry&);
+
+// Not registered for any op: the plan runs MatMul -> Softmax(last axis) -> MatMul as one step
+// with this kernel (inputs: the first MatMul's two operands, then the second one's B).
+const KernelDef& softmax_attention_kernel();
+// Likewise for a LayerNormalization over the last axis written out in nine nodes (inputs x,
+// scale, bias; OpContext::state points to epsilon as a float).
+const KernelDef& decomposed_layer_norm_kernel();
 
 }  // namespace onnxforge::rt

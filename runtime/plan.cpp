@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <numeric>
@@ -60,6 +61,139 @@ std::optional<simd::Unary> fusable_activation(const Graph& g, NodeId n) {
   return std::nullopt;
 }
 
+// The value of a float scalar known before any run (an initializer or a Constant node's output,
+// which the plan may not have folded yet when it looks ahead from a producer).
+std::optional<float> scalar_constant(const Graph& g, ValueId v) {
+  if (!v.valid()) return std::nullopt;
+  const TensorStore& ts = g.model().tensors;
+  TensorId t;
+  if (g.is_initializer(v) && g.is_constant(v)) {
+    t = g.initializer(v);
+  } else {
+    NodeId p = g.producer(v);
+    if (!p.valid() || !norm_domain(g.domain(p)).empty() || str(g.op_type(p)) != "Constant") return std::nullopt;
+    if (const Attr* a = g.attr(p, "value_float"); a && a->type == AttrType::Float) return a->f;
+    const Attr* a = g.attr(p, "value");
+    if (!a || a->type != AttrType::Tensor) return std::nullopt;
+    t = a->tensor;
+  }
+  if (!t.valid() || ts.dtype(t) != DType::Float || ts.element_count(t) != 1) return std::nullopt;
+  float x;
+  std::memcpy(&x, ts.bytes(t).data(), 4);
+  return x;
+}
+
+// An activation the plan can run in the epilogue of the node producing `v`: one activation
+// node reading v, or the exporters' erf GELU, x * (1 + erf(x / sqrt 2)) * 0.5 (five nodes).
+struct ActChain {
+  simd::Unary act;
+  ValueId out;
+  std::vector<NodeId> nodes;  // skipped by the plan
+};
+
+std::optional<ActChain> match_activation(const Graph& g, const Uses& uses, ValueId v) {
+  auto is_op = [&](NodeId n, std::string_view op) {
+    return norm_domain(g.domain(n)).empty() && str(g.op_type(n)) == op && g.outputs(n).size() >= 1 &&
+           g.output(n, 0).valid();
+  };
+  auto near = [](std::optional<float> x, float want) { return x && std::fabs(*x - want) <= 1e-4f * std::fabs(want); };
+  if (uses.single(v) && uses.of(v)[0].slot == 0) {
+    NodeId c = uses.of(v)[0].node;
+    if (auto act = fusable_activation(g, c)) return ActChain{*act, g.output(c, 0), {c}};
+  }
+  // GELU: v -> Div(v, sqrt 2) -> Erf -> Add(., 1) -> Mul(v, .) -> Mul(., 0.5); every
+  // intermediate read once.
+  if (uses.count(v) != 2 || uses.is_graph_output(v)) return std::nullopt;
+  NodeId div, mul;
+  for (const Use& u : uses.of(v)) {
+    if (is_op(u.node, "Div") && u.slot == 0) div = u.node;
+    else if (is_op(u.node, "Mul") && u.slot < 2) mul = u.node;
+  }
+  if (!div.valid() || !mul.valid() || g.inputs(div).size() != 2 || !near(scalar_constant(g, g.input(div, 1)), 1.41421356f))
+    return std::nullopt;
+  auto next = [&](NodeId n) -> NodeId {  // the single reader of n's output
+    ValueId o = g.output(n, 0);
+    return uses.single(o) ? uses.of(o)[0].node : NodeId{};
+  };
+  NodeId erf = next(div);
+  if (!erf.valid() || !is_op(erf, "Erf")) return std::nullopt;
+  NodeId add = next(erf);
+  if (!add.valid() || !is_op(add, "Add") || g.inputs(add).size() != 2) return std::nullopt;
+  ValueId one = g.input(add, 0) == g.output(erf, 0) ? g.input(add, 1) : g.input(add, 0);
+  if (!near(scalar_constant(g, one), 1.f) || next(add) != mul || g.inputs(mul).size() != 2) return std::nullopt;
+  NodeId half = next(mul);
+  if (!half.valid() || !is_op(half, "Mul") || g.inputs(half).size() != 2) return std::nullopt;
+  ValueId h = g.input(half, 0) == g.output(mul, 0) ? g.input(half, 1) : g.input(half, 0);
+  if (!near(scalar_constant(g, h), 0.5f)) return std::nullopt;
+  return ActChain{simd::Unary::of(simd::UnaryOp::Gelu), g.output(half, 0), {div, erf, add, mul, half}};
+}
+
+// LayerNormalization over the last axis as exporters write it out, starting at the first
+// ReduceMean `n`: y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * scale + bias.
+struct LayerNormChain {
+  ValueId x, scale, bias, out;
+  float eps = 0;
+  std::vector<NodeId> nodes;  // after `n`, skipped by the plan
+};
+
+std::optional<LayerNormChain> match_layer_norm(const Graph& g, const Uses& uses, NodeId n) {
+  // `last`: the chain's final node, whose output may be a graph output.
+  auto is_op = [&](NodeId m, std::string_view op, size_t n_in, bool last = false) {
+    return m.valid() && norm_domain(g.domain(m)).empty() && str(g.op_type(m)) == op && g.inputs(m).size() == n_in &&
+           g.outputs(m).size() == 1 && g.output(m, 0).valid() && (last || !uses.is_graph_output(g.output(m, 0)));
+  };
+  auto last_axis_mean = [&](NodeId m) {
+    if (!is_op(m, "ReduceMean", 1) || g.attr_int(m, "keepdims", 1) != 1) return false;
+    auto axes = g.attr_ints(m, "axes");
+    return axes.size() == 1 && axes[0] == -1;
+  };
+  auto only = [&](NodeId m) -> Use {  // the single reader of m's output
+    ValueId o = g.output(m, 0);
+    return uses.single(o) ? uses.of(o)[0] : Use{NodeId{}, 0};
+  };
+  auto other = [&](NodeId m, ValueId v) { return g.input(m, 0) == v ? g.input(m, 1) : g.input(m, 0); };
+  if (!last_axis_mean(n)) return std::nullopt;
+  LayerNormChain ch;
+  ch.x = g.input(n, 0);
+  const Use u_sub = only(n);
+  NodeId sub = u_sub.node;
+  if (!is_op(sub, "Sub", 2) || u_sub.slot != 1 || g.input(sub, 0) != ch.x) return std::nullopt;
+  ValueId d = g.output(sub, 0);
+  if (uses.count(d) != 2) return std::nullopt;
+  NodeId pow, div;
+  for (const Use& u : uses.of(d)) {
+    if (is_op(u.node, "Pow", 2) && u.slot == 0) pow = u.node;
+    else if (is_op(u.node, "Div", 2) && u.slot == 0) div = u.node;
+  }
+  if (!pow.valid() || !div.valid()) return std::nullopt;
+  auto two = scalar_constant(g, g.input(pow, 1));
+  if (!two || *two != 2.f) return std::nullopt;
+  NodeId mean2 = only(pow).node;
+  if (!last_axis_mean(mean2)) return std::nullopt;
+  NodeId add = only(mean2).node;
+  if (!is_op(add, "Add", 2)) return std::nullopt;
+  auto eps = scalar_constant(g, other(add, g.output(mean2, 0)));
+  if (!eps) return std::nullopt;
+  NodeId sqrt = only(add).node;
+  if (!is_op(sqrt, "Sqrt", 1)) return std::nullopt;
+  const Use u_div = only(sqrt);
+  if (u_div.node != div || u_div.slot != 1) return std::nullopt;
+  NodeId mul = only(div).node;
+  if (!is_op(mul, "Mul", 2)) return std::nullopt;
+  ch.scale = other(mul, g.output(div, 0));
+  NodeId badd = only(mul).node;
+  if (!is_op(badd, "Add", 2, true)) return std::nullopt;
+  ch.bias = other(badd, g.output(mul, 0));
+  if (!g.is_constant(ch.scale) || !g.is_constant(ch.bias)) return std::nullopt;
+  for (ValueId v : {ch.scale, ch.bias})
+    if (g.model().tensors.dtype(g.initializer(v)) != DType::Float || g.model().tensors.dims(g.initializer(v)).size() != 1)
+      return std::nullopt;
+  ch.eps = *eps;
+  ch.out = g.output(badd, 0);
+  ch.nodes = {sub, pow, mean2, add, sqrt, div, mul, badd};
+  return ch;
+}
+
 // Drops the resident pages of a weight the plan no longer reads (it was folded or packed): a
 // read-only file mapping re-reads them from the page cache if anything touches them again.
 void release_pages(const Model& m, const Tensor& t) {
@@ -102,9 +236,17 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
   remaining_.assign(nv, 0);
   for (uint32_t v = 0; v < nv; ++v) remaining_[v] = static_cast<uint32_t>(uses.count(ValueId{v})) + graph_output[v];
   std::vector<uint8_t> skipped(g.node_capacity(), 0);
+  // Values computed before the step being planned (residual fusion moves an Add earlier: its
+  // other operand must already exist).
+  std::vector<uint8_t> available(nv, 0);
+  for (ValueId v : g.graph_inputs()) available[v.index()] = 1;
+  for (ValueId v : g.initializers()) available[v.index()] = 1;
+  for (ValueId v : g.captures()) available[v.index()] = 1;
   const Registry& reg = Registry::get();
   for (NodeId n : order) {
     if (skipped[n.index()]) continue;
+    for (ValueId v : g.outputs(n))
+      if (v.valid()) available[v.index()] = 1;
     std::string_view dom = norm_domain(g.domain(n));
     const KernelDef* k = reg.find(dom, str(g.op_type(n)));
     int64_t version = g.model().opset(dom);
@@ -124,14 +266,70 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
     s.opset = version;
     s.inputs.assign(g.inputs(n).begin(), g.inputs(n).end());
     s.outputs.assign(g.outputs(n).begin(), g.outputs(n).end());
+    auto float_out = [&](ValueId v) { return g.dtype(v) == DType::Float || g.dtype(v) == DType::Undefined; };
+    // A LayerNormalization written out in nine nodes: one step.
+    if (opts.fuse_activations && dom.empty() && str(g.op_type(n)) == "ReduceMean" && !s.outputs.empty() &&
+        s.outputs[0].valid() && float_out(s.outputs[0])) {
+      if (auto ln = match_layer_norm(g, uses, n); ln && available[ln->x.index()]) {
+        k = s.kernel = &decomposed_layer_norm_kernel();
+        s.inputs = {ln->x, ln->scale, ln->bias};
+        s.outputs = {ln->out};
+        s.state = std::make_shared<const float>(ln->eps);
+        for (NodeId m : ln->nodes) skipped[m.index()] = 1;
+        available[ln->out.index()] = 1;
+        fused += ln->nodes.size();
+      }
+    }
+    // MatMul -> Softmax over the last axis -> MatMul (attention): one step, scores kept in cache.
+    if (opts.fuse_activations && dom.empty() && str(g.op_type(n)) == "MatMul" && s.inputs.size() == 2 &&
+        s.outputs.size() == 1 && s.outputs[0].valid() && float_out(s.outputs[0]) && uses.single(s.outputs[0]) &&
+        uses.of(s.outputs[0])[0].slot == 0 && s.inputs[1].valid() && !is_const[s.inputs[1].index()]) {
+      NodeId sm = uses.of(s.outputs[0])[0].node;
+      const Attr* axis = g.attr(sm, "axis");
+      ValueId p = g.outputs(sm).empty() ? ValueId{} : g.output(sm, 0);
+      if (norm_domain(g.domain(sm)).empty() && str(g.op_type(sm)) == "Softmax" && g.outputs(sm).size() == 1 &&
+          p.valid() && float_out(p) && ((axis && axis->type == AttrType::Int && axis->i == -1) || (!axis && version >= 13)) &&
+          uses.single(p) && uses.of(p)[0].slot == 0) {
+        NodeId mm = uses.of(p)[0].node;
+        ValueId vv = g.inputs(mm).size() == 2 ? g.input(mm, 1) : ValueId{};
+        if (norm_domain(g.domain(mm)).empty() && str(g.op_type(mm)) == "MatMul" && g.outputs(mm).size() == 1 &&
+            g.output(mm, 0).valid() && vv.valid() && available[vv.index()]) {
+          k = s.kernel = &softmax_attention_kernel();
+          s.inputs.push_back(vv);
+          s.outputs[0] = g.output(mm, 0);
+          skipped[sm.index()] = skipped[mm.index()] = 1;
+          available[s.outputs[0].index()] = 1;
+          fused += 2;
+        }
+      }
+    }
+    if (opts.fuse_activations && k->residual_input >= 0 && !s.outputs.empty() && s.outputs[0].valid() &&
+        float_out(s.outputs[0]) && uses.single(s.outputs[0]) && !graph_output[s.outputs[0].index()]) {
+      const Use& u = uses.of(s.outputs[0])[0];
+      NodeId add = u.node;
+      if (norm_domain(g.domain(add)).empty() && str(g.op_type(add)) == "Add" && g.inputs(add).size() == 2 &&
+          u.slot < 2 && g.outputs(add).size() == 1 && g.output(add, 0).valid() && float_out(g.output(add, 0))) {
+        ValueId other = g.input(add, 1 - u.slot);
+        const auto slot = static_cast<size_t>(k->residual_input);
+        bool ok = other.valid() && other != s.outputs[0] && available[other.index()] && s.inputs.size() <= slot;
+        for (ValueId v : s.inputs) ok = ok && v != other;
+        if (ok) {
+          s.inputs.resize(slot + 1);
+          s.inputs[slot] = other;
+          s.outputs[0] = g.output(add, 0);
+          skipped[add.index()] = 1;
+          available[s.outputs[0].index()] = 1;
+          ++fused;
+        }
+      }
+    }
     if (opts.fuse_activations && k->fuses_activation && !s.outputs.empty() && s.outputs[0].valid() &&
-        (g.dtype(s.outputs[0]) == DType::Float || g.dtype(s.outputs[0]) == DType::Undefined) &&
-        uses.single(s.outputs[0]) && uses.of(s.outputs[0])[0].slot == 0) {
-      NodeId c = uses.of(s.outputs[0])[0].node;
-      if (auto act = fusable_activation(g, c)) {
-        s.act = *act;
-        s.outputs[0] = g.output(c, 0);
-        skipped[c.index()] = 1;
+        float_out(s.outputs[0]) && !graph_output[s.outputs[0].index()]) {
+      if (auto chain = match_activation(g, uses, s.outputs[0])) {
+        s.act = chain->act;
+        s.outputs[0] = chain->out;
+        for (NodeId c : chain->nodes) skipped[c.index()] = 1;
+        available[s.outputs[0].index()] = 1;
         ++fused;
       }
     }
@@ -336,6 +534,33 @@ void Plan::record(const std::vector<Shape>& shapes, const std::vector<uint64_t>&
   layouts_.emplace(shapes, std::move(L));
 }
 
+std::shared_ptr<std::byte> Plan::take_arena(uint64_t bytes) const {
+  {
+    std::lock_guard lock(mu_);
+    // The smallest idle arena that fits.
+    size_t best = arenas_.size();
+    for (size_t i = 0; i < arenas_.size(); ++i)
+      if (arenas_[i].first >= bytes && (best == arenas_.size() || arenas_[i].first < arenas_[best].first)) best = i;
+    if (best < arenas_.size()) {
+      auto a = std::move(arenas_[best].second);
+      arenas_.erase(arenas_.begin() + static_cast<std::ptrdiff_t>(best));
+      return a;
+    }
+  }
+  return alloc_bytes(bytes);
+}
+
+void Plan::give_arena(std::shared_ptr<std::byte> arena, uint64_t bytes) const {
+  constexpr size_t kKeep = 2;  // enough for a caller running two frames at once
+  std::lock_guard lock(mu_);
+  arenas_.emplace_back(bytes, std::move(arena));
+  if (arenas_.size() > kKeep) {
+    // Drop the smallest: the larger ones serve any layout the smaller ones did.
+    auto it = std::min_element(arenas_.begin(), arenas_.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    arenas_.erase(it);
+  }
+}
+
 // ----------------------------------------------------------------------------------- Frame
 
 namespace {
@@ -402,7 +627,7 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   }
   if (!parent_ && plan_.options.arena) {
     layout_ = plan_.layout(shapes);
-    if (layout_) arena_ = alloc_bytes(layout_->arena_bytes);
+    if (layout_) arena_ = plan_.take_arena(layout_->arena_bytes);
     else {
       recording_ = true;
       sizes_.assign(nv, 0);
@@ -424,6 +649,10 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
     Tensor& t = vals_[v.index()];
     if (t.dtype == DType::Undefined) fail("graph output '", str(g.value_name(v)), "' was not computed");
     outs.push_back(t.hold ? t : t.clone());
+  }
+  if (arena_) {
+    vals_.clear();  // views into the arena
+    plan_.give_arena(std::move(arena_), layout_->arena_bytes);
   }
   return outs;
 }
@@ -568,6 +797,8 @@ std::vector<OpProfile> Session::profile() const {
   for (size_t i = 0; i < plan_->steps.size(); ++i) {
     const Step& s = plan_->steps[i];
     std::string op(str(plan_->graph.op_type(s.node)));
+    if (s.kernel == &softmax_attention_kernel()) op = "MatMul+Softmax+MatMul";
+    if (s.kernel == &decomposed_layer_norm_kernel()) op = "LayerNorm(decomposed)";
     if (s.act.op != simd::UnaryOp::Identity) op += "+act";
     OpProfile& p = by[op];
     p.op = op;

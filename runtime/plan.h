@@ -56,6 +56,11 @@ class Plan {
   void record(const std::vector<Shape>& shapes, const std::vector<uint64_t>& bytes,
               const std::vector<ValueId>& alias_of) const;
 
+  // Arenas are kept between runs (a fresh multi-MB allocation is page-faulted in on every run):
+  // a run takes one of at least `bytes` and gives it back when done.
+  std::shared_ptr<std::byte> take_arena(uint64_t bytes) const;
+  void give_arena(std::shared_ptr<std::byte> arena, uint64_t bytes) const;
+
  private:
   bool fold(NodeId n);
   void consumed(ValueId v, bool shape_still_read = false);
@@ -64,6 +69,7 @@ class Plan {
   std::map<GraphId, std::unique_ptr<Plan>> subplans_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<const Layout>> layouts_;
+  mutable std::vector<std::pair<uint64_t, std::shared_ptr<std::byte>>> arenas_;  // idle, with their sizes
 };
 
 // One execution of a plan: the values, the arena, the enclosing frame for outer-scope reads.

@@ -10,11 +10,15 @@
 //    slices of it (the output is computed over padded-width rows, then cropped);
 //  - everything else: GEMM whose B panels are gathered straight from the input (implicit
 //    im2col, no column buffer).
-// The epilogue adds the bias and applies `act` before the output leaves the cache.
+// The epilogue adds the bias and applies `act` before the output leaves the cache. With
+// `accumulate`, y holds a tensor of y's shape on entry (a residual) that is added before `act`:
+// y = act(conv(x, w) + bias + y), the fused Conv + Add (+ Relu) of residual networks.
 // Auto-padding (SAME_UPPER/LOWER) is the caller's business: pass the resolved pads.
 #include <array>
 #include <cstdint>
+#include <vector>
 
+#include "simd/gemm.h"
 #include "simd/unary.h"
 
 namespace onnxforge::simd {
@@ -41,6 +45,25 @@ struct ConvParams {
 // Throws std::invalid_argument for inconsistent parameters (channels not divisible by group,
 // non-positive strides/dilations/kernel, negative pads, rank outside 1..3). A kernel that does
 // not fit the padded input gives an empty output (out() == 0) and the call does nothing.
-void conv(const ConvParams& p, const float* x, const float* w, const float* bias, float* y, const Unary& act = {});
+void conv(const ConvParams& p, const float* x, const float* w, const float* bias, float* y, const Unary& act = {},
+          bool accumulate = false);
+
+// Weights packed once for conv_packed(): per group g, W_g^T (K = C/group * kernel size rows,
+// M/group columns) in the GEMM's packed-B layout.
+struct ConvPackedWeights {
+  std::vector<PackedB> groups;
+};
+ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w);
+
+// conv() computed as Y^T = im2col(x)^T * W^T per (image, group), with the packed weights as B,
+// then transposed into y (NCHW). Same contract as conv() otherwise. Better than conv() when the
+// output has few positions and many channels (late CNN stages, 7x7 and 14x14): the GEMM tiles
+// then run along the channels instead of leaving a sliver of positions in every tile row.
+// Throws std::invalid_argument if `w` was packed for other parameters.
+void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w, const float* bias, float* y,
+                 const Unary& act = {}, bool accumulate = false);
+
+// Whether conv_packed() is expected to beat conv() for these parameters.
+bool conv_prefers_packed(const ConvParams& p);
 
 }  // namespace onnxforge::simd

@@ -1,5 +1,11 @@
-// RotaryEmbedding (opset 23 semantics, accepted at any opset: the optimizer emits it).
+// RotaryEmbedding (opset 23 semantics, accepted at any opset: the optimizer emits it), and the
+// plan's fused MatMul -> Softmax -> MatMul (attention without materializing the scores).
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include "runtime/ops/common.h"
+#include "simd/gemm.h"
+#include "simd/norm.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -48,7 +54,61 @@ void rotary(OpContext& c) {
     }
 }
 
+// y = softmax(a @ b, last axis) @ v. With equal batch dims, each batch's b and v are packed once
+// and the scores are computed kRows query rows at a time, so they never leave the cache (the
+// unfused graph writes and reads back a [batch, M, N] tensor twice: tens of MB for Whisper).
+void softmax_attention(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  const Tensor& v = c.input(2);
+  if (a.dtype != DType::Float || b.dtype != DType::Float || v.dtype != DType::Float)
+    c.error("the fused MatMul-Softmax-MatMul expects float32 operands");
+  if (a.rank() < 2 || b.rank() < 2 || v.rank() < 2) c.error("the fused MatMul-Softmax-MatMul expects matrices");
+  const Shape ss = simd::matmul_shape(a.shape, b.shape);
+  const Shape ys = simd::matmul_shape(ss, v.shape);
+  Tensor& y = c.output(0, DType::Float, ys);
+  const size_t r = a.shape.size();
+  const int64_t M = a.shape[r - 2], K = a.shape[r - 1], N = b.shape.back(), D = v.shape.back();
+  bool same = b.shape.size() == r && v.shape.size() == r && b.shape[r - 2] == K && v.shape[r - 2] == N;
+  for (size_t i = 0; same && i + 2 < r; ++i) same = a.shape[i] == b.shape[i] && a.shape[i] == v.shape[i];
+  if (!same || y.numel() == 0 || K == 0 || N == 0) {  // broadcasting batch dims or empty: unfused
+    Tensor s = Tensor::alloc(DType::Float, ss);
+    simd::matmul(a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), s.ptr<float>());
+    if (N > 0) simd::softmax(static_cast<size_t>(s.numel() / N), static_cast<size_t>(N), s.ptr<float>(), s.ptr<float>());
+    simd::matmul(s.shape, s.ptr<float>(), v.shape, v.ptr<float>(), y.ptr<float>());
+    return;
+  }
+  const int64_t batch = a.numel() / (M * K);
+  std::vector<simd::PackedB> pb(static_cast<size_t>(batch)), pv(static_cast<size_t>(batch));
+  tbb::parallel_for(int64_t{0}, batch, [&](int64_t i) {
+    const auto u = static_cast<size_t>(i);
+    pb[u] = simd::pack_b(false, static_cast<size_t>(K), static_cast<size_t>(N), b.ptr<float>() + i * K * N,
+                         static_cast<size_t>(N));
+    pv[u] = simd::pack_b(false, static_cast<size_t>(N), static_cast<size_t>(D), v.ptr<float>() + i * N * D,
+                         static_cast<size_t>(D));
+  });
+  constexpr int64_t kRows = 64;
+  const int64_t blocks = (M + kRows - 1) / kRows;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, batch * blocks, 1), [&](const tbb::blocked_range<int64_t>& rg) {
+    std::vector<float> scores(static_cast<size_t>(kRows * N));
+    for (int64_t t = rg.begin(); t < rg.end(); ++t) {
+      const int64_t i = t / blocks, r0 = (t % blocks) * kRows, rows = std::min(kRows, M - r0);
+      const auto u = static_cast<size_t>(i);
+      simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, a.ptr<float>() + (i * M + r0) * K,
+                        static_cast<size_t>(K), pb[u], 0.f, scores.data(), static_cast<size_t>(N));
+      simd::softmax(static_cast<size_t>(rows), static_cast<size_t>(N), scores.data(), scores.data());
+      simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, scores.data(), static_cast<size_t>(N), pv[u], 0.f,
+                        y.ptr<float>() + (i * M + r0) * D, static_cast<size_t>(D));
+    }
+  }, tbb::simple_partitioner());
+}
+
 }  // namespace
+
+const KernelDef& softmax_attention_kernel() {
+  static const KernelDef def{softmax_attention};
+  return def;
+}
 
 void register_attention(Registry& r) { r.add("", "RotaryEmbedding", {rotary}); }
 

@@ -158,6 +158,25 @@ void where_kernel(OpContext& c) {
   Tensor& y = c.output(0, a.dtype, shape);
   const size_t es = dtype_size(a.dtype);
   const auto* pc = cond.ptr<uint8_t>();
+  auto typed = [&](auto tag) {  // element copies of a fixed size
+    using T = decltype(tag);
+    const T* pa = a.ptr<T>();
+    const T* pb = b.ptr<T>();
+    T* py = y.ptr<T>();
+    if (cond.shape == shape && a.shape == shape && b.shape == shape) {
+      for (int64_t i = 0, n = y.numel(); i < n; ++i) py[i] = pc[i] ? pa[i] : pb[i];
+      return;
+    }
+    for_each_broadcast<3>(shape, {bcast_strides(cond.shape, shape), bcast_strides(a.shape, shape), bcast_strides(b.shape, shape)},
+                          [&](int64_t i, const std::array<int64_t, 3>& o) { py[i] = pc[o[0]] ? pa[o[1]] : pb[o[2]]; });
+  };
+  switch (es) {
+    case 1: typed(uint8_t{}); return;
+    case 2: typed(uint16_t{}); return;
+    case 4: typed(uint32_t{}); return;
+    case 8: typed(uint64_t{}); return;
+    default: break;
+  }
   for_each_broadcast<3>(shape, {bcast_strides(cond.shape, shape), bcast_strides(a.shape, shape), bcast_strides(b.shape, shape)},
                         [&](int64_t i, const std::array<int64_t, 3>& o) {
                           const std::byte* src = pc[o[0]] ? a.data + o[1] * es : b.data + o[2] * es;

@@ -1,7 +1,10 @@
 // Conv (simd: depthwise, 1x1 GEMM, implicit im2col; fused bias and activation) and
 // ConvTranspose (GEMM + col2im).
+#include <mutex>
+
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
+#include "simd/binary.h"
 #include "simd/conv.h"
 #include "simd/gemm.h"
 
@@ -40,6 +43,19 @@ ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, b
 
 namespace {
 
+// Plan-time state of a Conv with constant weights: the weights packed for
+// simd::conv_packed(), made on the first run whose shapes prefer that path (the input shape is
+// only known then), once, shared by concurrent runs.
+struct ConvState {
+  mutable std::once_flag once;
+  mutable simd::ConvPackedWeights packed;
+};
+
+std::shared_ptr<const void> prepare_conv(const Graph&, NodeId, std::span<const Tensor* const> in) {
+  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->numel() == 0) return nullptr;
+  return std::make_shared<ConvState>();
+}
+
 void conv(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
@@ -63,8 +79,57 @@ void conv(OpContext& c) {
             std::to_string(p.group));
   Shape ys{p.batch, p.out_channels};
   for (int i = 0; i < p.rank; ++i) ys.push_back(p.out(i));
-  Tensor& y = c.output(0, DType::Float, ys);
-  simd::conv(p, x.ptr<float>(), w.ptr<float>(), b ? b->ptr<float>() : nullptr, y.ptr<float>(), c.fused_act);
+  const float* pb = b ? b->ptr<float>() : nullptr;
+  const simd::ConvPackedWeights* packed = nullptr;
+  if (c.state && simd::conv_prefers_packed(p)) {
+    const auto& st = *static_cast<const ConvState*>(c.state);
+    std::call_once(st.once, [&] { st.packed = simd::pack_conv_weights(p, w.ptr<float>()); });
+    packed = &st.packed;
+  }
+  auto run = [&](const float* px, float* py, const simd::Unary& act, bool accumulate) {
+    if (packed) simd::conv_packed(p, px, *packed, pb, py, act, accumulate);
+    else simd::conv(p, px, w.ptr<float>(), pb, py, act, accumulate);
+  };
+  const Tensor* res = c.in(3);  // fused residual Add (KernelDef::residual_input)
+  if (!res) {
+    Tensor& y = c.output(0, DType::Float, ys);
+    run(x.ptr<float>(), y.ptr<float>(), c.fused_act, false);
+    return;
+  }
+  if (res->dtype != DType::Float) c.error("the fused residual of Conv must be float32");
+  auto overlap = [](const Tensor& a, const Tensor& t) {
+    const auto* p0 = static_cast<const std::byte*>(a.data);
+    const auto* q0 = static_cast<const std::byte*>(t.data);
+    return p0 < q0 + t.bytes() && q0 < p0 + a.bytes();
+  };
+  if (res->shape == ys) {
+    // y = act(conv + bias + residual): the residual is copied into y (or y already is its
+    // buffer, in place) and the GEMM accumulates onto it.
+    Tensor& y = c.output(0, DType::Float, ys);
+    Tensor xcopy;
+    const float* px = x.ptr<float>();
+    if (overlap(y, x)) {  // y took the slot of a residual that views x
+      xcopy = x.clone();
+      px = xcopy.ptr<float>();
+    }
+    if (y.data != res->data) std::memmove(y.data, res->data, y.bytes());
+    run(px, y.ptr<float>(), c.fused_act, true);
+    return;
+  }
+  // A residual that broadcasts: conv into a temporary, then the Add, then the activation.
+  Tensor tmp = Tensor::alloc(DType::Float, ys);
+  run(x.ptr<float>(), tmp.ptr<float>(), simd::Unary{}, false);
+  Shape out = broadcast_shapes(c, ys, res->shape);
+  Tensor& y = c.output(0, DType::Float, out);
+  Tensor rcopy;
+  const Tensor* r = res;
+  if (overlap(y, *res)) {
+    rcopy = res->clone();
+    r = &rcopy;
+  }
+  simd::binary(simd::BinaryOp::Add, tmp.shape, tmp.ptr<float>(), r->shape, r->ptr<float>(), y.ptr<float>());
+  if (c.fused_act.op != simd::UnaryOp::Identity)
+    simd::unary(c.fused_act, y.ptr<float>(), y.ptr<float>(), static_cast<size_t>(y.numel()));
 }
 
 void conv_transpose(OpContext& c) {
@@ -151,7 +216,10 @@ void conv_transpose(OpContext& c) {
 }  // namespace
 
 void register_conv(Registry& r) {
-  r.add("", "Conv", {conv, true, -1, -1, true});
+  KernelDef def{conv, true, 3, -1, true};  // input 3: the fused residual, whose slot y may take
+  def.residual_input = 3;
+  def.prepare = prepare_conv;  // nothing packed yet: the weights stay readable (prepared_inputs 0)
+  r.add("", "Conv", def);
   r.add("", "ConvTranspose", {conv_transpose, true, -1, -1, true});
 }
 

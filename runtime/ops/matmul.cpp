@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "runtime/ops/common.h"
+#include "simd/binary.h"
 #include "simd/gemm.h"
 
 namespace onnxforge::rt {
@@ -97,6 +98,95 @@ void matmul_generic(const Tensor& a, const Tensor& b, Tensor& y) {
   });
 }
 
+// y = a @ b into `y` (float32: with epilogue `ep` and, for packed weights, `beta` * y added).
+void matmul_into(OpContext& c, const Tensor& a, const Tensor& b, Tensor& y, const simd::Epilogue& ep, float beta) {
+  if (a.dtype == DType::Float && c.state) {
+    const auto& pb = *static_cast<const simd::PackedB*>(c.state);
+    const size_t K = pb.k(), rows = K ? static_cast<size_t>(a.numel()) / K : 0;
+    simd::gemm_packed(false, rows, 1.f, a.ptr<float>(), K, pb, beta, y.ptr<float>(), pb.n(), ep);
+    return;
+  }
+  if (a.dtype == DType::Float) {
+    if (beta != 0.f) c.error("internal: accumulating MatMul without packed weights");
+    simd::matmul(a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), y.ptr<float>(), ep);
+    return;
+  }
+  dispatch_type(a.dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, bool>) c.error("bool operands are not supported");
+    else matmul_generic<T>(a, b, y);
+  });
+}
+
+// MatMul with a fused Add (KernelDef::residual_input = 2) and then the fused activation:
+// a bias row becomes the GEMM's per-column bias, a same-shape residual is accumulated onto
+// (packed weights), anything else is added after the product.
+void matmul_residual(OpContext& c, const Shape& ys) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  const Tensor& r = *c.in(2);
+  const bool flt = a.dtype == DType::Float && r.dtype == DType::Float;
+  const int64_t N = ys.empty() ? 1 : ys.back();
+  auto overlap = [](const Tensor& x, const Tensor& t) {
+    return x.data < t.data + t.bytes() && t.data < x.data + x.bytes();
+  };
+  simd::Epilogue ep;
+  if (flt && a.rank() >= 2 && b.rank() >= 2 && r.rank() >= 1 && r.rank() <= static_cast<int64_t>(ys.size()) &&
+      r.shape.back() == N && r.numel() == N && N > 1) {
+    Tensor& y = c.output(0, DType::Float, ys);
+    ep.bias_kind = simd::Bias::PerCol;
+    ep.bias = r.ptr<float>();
+    ep.act = c.fused_act;
+    if (overlap(y, r)) c.error("internal: MatMul output overlaps its bias");
+    matmul_into(c, a, b, y, ep, 0.f);
+    return;
+  }
+  if (flt && c.state && r.shape == ys) {
+    Tensor& y = c.output(0, DType::Float, ys);
+    Tensor acopy;
+    const Tensor* pa = &a;
+    if (overlap(y, a)) {  // y took the slot of a residual that views a
+      acopy = a.clone();
+      pa = &acopy;
+    }
+    if (y.data != r.data) std::memmove(y.data, r.data, y.bytes());
+    ep.act = c.fused_act;
+    matmul_into(c, *pa, b, y, ep, 1.f);
+    return;
+  }
+  // General: the product into a temporary, then the broadcasting Add, then the activation.
+  if (a.dtype != r.dtype) c.error("operand types differ");
+  Tensor tmp = Tensor::alloc(a.dtype, ys);
+  matmul_into(c, a, b, tmp, ep, 0.f);
+  Shape out = broadcast_shapes(c, ys, r.shape);
+  Tensor& y = c.output(0, a.dtype, out);
+  Tensor rcopy;
+  const Tensor* pr = &r;
+  if (overlap(y, r)) {
+    rcopy = r.clone();
+    pr = &rcopy;
+  }
+  if (flt) {
+    simd::binary(simd::BinaryOp::Add, tmp.shape, tmp.ptr<float>(), pr->shape, pr->ptr<float>(), y.ptr<float>());
+    if (c.fused_act.op != simd::UnaryOp::Identity)
+      simd::unary(c.fused_act, y.ptr<float>(), y.ptr<float>(), static_cast<size_t>(y.numel()));
+    return;
+  }
+  dispatch_type(a.dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      c.error("bool operands are not supported");
+    } else {
+      const T* p0 = tmp.ptr<T>();
+      const T* p1 = pr->ptr<T>();
+      T* py = y.ptr<T>();
+      for_each_broadcast<2>(y.shape, {bcast_strides(tmp.shape, y.shape), bcast_strides(pr->shape, y.shape)},
+                            [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = static_cast<T>(p0[o[0]] + p1[o[1]]); });
+    }
+  });
+  apply_act(c, y);
+}
+
 void matmul(OpContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
@@ -105,6 +195,10 @@ void matmul(OpContext& c) {
   if (a.shape.back() != b.shape[b.rank() == 1 ? 0 : static_cast<size_t>(b.rank() - 2)])
     c.error("shapes " + shape_str(a.shape) + " and " + shape_str(b.shape) + " do not match for MatMul");
   Shape ys = simd::matmul_shape(a.shape, b.shape);
+  if (c.in(2)) {
+    matmul_residual(c, ys);
+    return;
+  }
   Tensor& y = c.output(0, a.dtype, ys);
   if (a.dtype == DType::Float && c.state) {
     const auto& pb = *static_cast<const simd::PackedB*>(c.state);
@@ -295,7 +389,9 @@ void einsum(OpContext& c) {
 }  // namespace
 
 void register_matmul(Registry& r) {
-  r.add("", "MatMul", {matmul, true, -1, -1, true, prepare_matmul, 1u << 1});
+  KernelDef mm{matmul, true, 2, -1, true, prepare_matmul, 1u << 1};  // input 2: a fused Add's operand
+  mm.residual_input = 2;
+  r.add("", "MatMul", mm);
   r.add("", "Gemm", {gemm, true, -1, -1, true, prepare_gemm, 1u << 1});
   r.add("", "Einsum", {einsum});
 }

@@ -242,14 +242,18 @@ void trilu(OpContext& c) {
   Tensor& y = c.output(0, x.dtype, x.shape);
   const size_t es = dtype_size(x.dtype);
   const int64_t R = x.shape[x.shape.size() - 2], C = x.shape.back(), mats = (R * C) != 0 ? x.numel() / (R * C) : 0;
+  // Per row, columns [lo, hi) are kept (a contiguous run), the rest zeroed.
   for (int64_t m = 0; m < mats; ++m)
-    for (int64_t i = 0; i < R; ++i)
-      for (int64_t j = 0; j < C; ++j) {
-        size_t off = static_cast<size_t>((m * R + i) * C + j) * es;
-        bool keep = upper ? j - i >= k : j - i <= k;
-        if (keep) std::memcpy(y.data + off, x.data + off, es);
-        else std::memset(y.data + off, 0, es);
-      }
+    for (int64_t i = 0; i < R; ++i) {
+      const int64_t lo = upper ? std::clamp<int64_t>(i + k, 0, C) : 0;
+      const int64_t hi = upper ? C : std::clamp<int64_t>(i + k + 1, 0, C);
+      const size_t row = static_cast<size_t>((m * R + i) * C) * es;
+      const auto ulo = static_cast<size_t>(lo) * es, uhi = static_cast<size_t>(std::max(lo, hi)) * es,
+                 end = static_cast<size_t>(C) * es;
+      std::memset(y.data + row, 0, ulo);
+      if (uhi > ulo) std::memmove(y.data + row + ulo, x.data + row + ulo, uhi - ulo);
+      std::memset(y.data + row + uhi, 0, end - uhi);
+    }
 }
 
 void depth_to_space(OpContext& c) {

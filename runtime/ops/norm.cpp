@@ -243,7 +243,36 @@ void mvn(OpContext& c) {
   });
 }
 
+// LayerNormalization over the last axis written out as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/
+// Div/Mul/Add (PyTorch exports before opset 17), fused by the plan: inputs x, scale, bias;
+// epsilon in the step's state.
+void decomposed_layer_norm(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& scale = c.input(1);
+  const Tensor& bias = c.input(2);
+  need_float(c, x);
+  if (x.rank() < 1 || c.state == nullptr) c.error("internal: bad fused LayerNorm");
+  const int64_t cols = x.shape.back(), rows = cols ? x.numel() / cols : 0;
+  auto ok = [&](const Tensor& t) { return t.dtype == DType::Float && (t.numel() == cols || t.numel() == 1); };
+  if (!ok(scale) || !ok(bias))
+    c.error("fused LayerNorm: scale/bias do not match the normalized axis of " + shape_str(x.shape));
+  // A one-element scale or bias broadcasts along the axis.
+  std::vector<float> s1, b1;
+  const float* ps = scale.ptr<float>();
+  const float* pb = bias.ptr<float>();
+  if (scale.numel() != cols) s1.assign(static_cast<size_t>(cols), ps[0]), ps = s1.data();
+  if (bias.numel() != cols) b1.assign(static_cast<size_t>(cols), pb[0]), pb = b1.data();
+  const float eps = *static_cast<const float*>(c.state);
+  Tensor& y = c.output(0, DType::Float, x.shape);
+  simd::layer_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), ps, pb, eps, y.ptr<float>());
+}
+
 }  // namespace
+
+const KernelDef& decomposed_layer_norm_kernel() {
+  static const KernelDef def{decomposed_layer_norm, true, 0};  // y may overwrite x when x dies here
+  return def;
+}
 
 void register_norm(Registry& r) {
   r.add("", "BatchNormalization", {batch_norm});

@@ -1,4 +1,5 @@
 // MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool: 1-3 spatial dims.
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <cmath>
@@ -10,6 +11,82 @@ namespace onnxforge::rt {
 namespace {
 
 enum class Pool { Max, Avg, Lp };
+
+// NaN-propagating max (a NaN in the window gives NaN), written so the compiler vectorizes it.
+inline float pool_max(float acc, float v) { return (v > acc || v != v) ? v : acc; }
+
+// y[o] = op(y[o], col[o * S - pad + b]) for o in [lo, hi): one tap of the horizontal pass.
+template <Pool P, int S>
+void pool_tap(const float* col, float* y, int64_t lo, int64_t hi, int64_t off, int64_t stride) {
+  const int64_t s = S > 0 ? S : stride;
+  for (int64_t o = lo; o < hi; ++o) {
+    const float v = col[o * s + off];
+    if constexpr (P == Pool::Max) y[o] = pool_max(y[o], v);
+    else y[o] += v;
+  }
+}
+
+// 2-D max/average pooling with dilation 1, separable: each output row first reduces its window
+// rows into `col` (contiguous, vectorized), then reduces the window columns of `col` tap by tap
+// over all outputs whose window is inside the input (vectorized over outputs), with the
+// clipped border outputs done one by one.
+template <Pool P>
+void pool2d_separable(const float* X, float* Y, const ConvGeometry& g, const std::array<int64_t, 3>& out,
+                      bool include_pad, float* col) {
+  const int64_t H = g.in[0], W = g.in[1], kh = g.kernel[0], kw = g.kernel[1], sh = g.stride[0], sw = g.stride[1];
+  const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1], ow_n = out[1];
+  constexpr float init = P == Pool::Max ? -INFINITY : 0.f;
+  // Outputs [lo, hi) have their whole window inside [0, W).
+  int64_t lo = pw > 0 ? (pw + sw - 1) / sw : 0, hi = W >= kw ? (W - kw + pw) / sw + 1 : 0;
+  lo = std::min(lo, ow_n);
+  hi = std::max(lo, std::min(hi, ow_n));
+  for (int64_t oh = 0; oh < out[0]; ++oh) {
+    const int64_t h0 = oh * sh - ph;
+    const int64_t a0 = std::max<int64_t>(h0, 0), a1 = std::min(h0 + kh, H);
+    float* y = Y + oh * ow_n;
+    if (a1 <= a0) {
+      std::fill(col, col + W, init);
+    } else {
+      std::memcpy(col, X + a0 * W, static_cast<size_t>(W) * sizeof(float));
+      for (int64_t h = a0 + 1; h < a1; ++h) {
+        const float* row = X + h * W;
+        for (int64_t w = 0; w < W; ++w) {
+          if constexpr (P == Pool::Max) col[w] = pool_max(col[w], row[w]);
+          else col[w] += row[w];
+        }
+      }
+    }
+    auto border = [&](int64_t ow) {
+      const int64_t w0 = ow * sw - pw;
+      float acc = init;
+      for (int64_t w = std::max<int64_t>(w0, 0), we = std::min(w0 + kw, W); w < we; ++w) {
+        if constexpr (P == Pool::Max) acc = pool_max(acc, col[w]);
+        else acc += col[w];
+      }
+      y[ow] = acc;
+    };
+    for (int64_t ow = 0; ow < lo; ++ow) border(ow);
+    for (int64_t ow = hi; ow < ow_n; ++ow) border(ow);
+    if (hi > lo) {
+      std::fill(y + lo, y + hi, init);
+      for (int64_t b = 0; b < kw; ++b) {
+        if (sw == 1) pool_tap<P, 1>(col, y, lo, hi, b - pw, 1);
+        else if (sw == 2) pool_tap<P, 2>(col, y, lo, hi, b - pw, 2);
+        else pool_tap<P, 0>(col, y, lo, hi, b - pw, sw);
+      }
+    }
+    if constexpr (P == Pool::Avg) {
+      const int64_t hend = std::min(h0 + kh, H + g.pad_end[0]);
+      for (int64_t ow = 0; ow < ow_n; ++ow) {
+        const int64_t w0 = ow * sw - pw;
+        int64_t cnt;
+        if (include_pad) cnt = (hend - h0) * (std::min(w0 + kw, W + g.pad_end[1]) - w0);
+        else cnt = std::max<int64_t>(a1 - a0, 0) * std::max<int64_t>(std::min(w0 + kw, W) - std::max<int64_t>(w0, 0), 0);
+        y[ow] /= static_cast<float>(std::max<int64_t>(cnt, 1));
+      }
+    }
+  }
+}
 
 template <Pool P>
 void pool(OpContext& c) {
@@ -41,6 +118,15 @@ void pool(OpContext& c) {
   Tensor* idx = c.output_count() > 1 && c.has_output(1) ? &c.output(1, DType::Int64, ys) : nullptr;
   const bool col_major = c.attr_i("storage_order", 0) == 1;
   const int64_t planes = x.shape[0] * x.shape[1];
+  if (r == 2 && !idx && x.dtype == DType::Float && P != Pool::Lp && g.dilation[0] == 1 && g.dilation[1] == 1) {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, planes), [&](const tbb::blocked_range<int64_t>& rg) {
+      std::vector<float> col(static_cast<size_t>(std::max<int64_t>(g.in[1], 1)));
+      for (int64_t pl = rg.begin(); pl < rg.end(); ++pl)
+        pool2d_separable<P>(x.ptr<float>() + pl * in_sp, y.ptr<float>() + pl * out_sp, g, out, include_pad,
+                            col.data());
+    });
+    return;
+  }
   if (r == 2 && !idx && x.dtype == DType::Float && P != Pool::Lp) {
     // The common case (CNN stems and downsampling): clipped window bounds per output, float sums.
     tbb::parallel_for(int64_t{0}, planes, [&](int64_t pl) {

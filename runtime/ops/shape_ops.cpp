@@ -98,6 +98,10 @@ void expand(OpContext& c) {
   auto st = bcast_strides(x.shape, out);
   if (es == 4) {
     for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint32_t>()[i] = x.ptr<uint32_t>()[o[0]]; });
+  } else if (es == 8) {
+    for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint64_t>()[i] = x.ptr<uint64_t>()[o[0]]; });
+  } else if (es == 1) {
+    for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint8_t>()[i] = x.ptr<uint8_t>()[o[0]]; });
   } else {
     for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) {
       std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(o[0]) * es, es);
@@ -109,7 +113,22 @@ void fill_from_attr_tensor(OpContext& c, TensorId t, const Shape& shape) {
   const TensorStore& ts = c.graph.model().tensors;
   Tensor& y = c.output(0, ts.dtype(t), shape);
   const size_t es = dtype_size(y.dtype);
-  for (int64_t i = 0, n = y.numel(); i < n; ++i) std::memcpy(y.data + static_cast<size_t>(i) * es, ts.bytes(t).data(), es);
+  const std::byte* v = ts.bytes(t).data();
+  const auto n = static_cast<size_t>(y.numel());
+  auto fill = [&](auto tag) {
+    using T = decltype(tag);
+    T x;
+    std::memcpy(&x, v, sizeof(T));
+    std::fill(y.ptr<T>(), y.ptr<T>() + n, x);
+  };
+  switch (es) {
+    case 1: fill(uint8_t{}); break;
+    case 2: fill(uint16_t{}); break;
+    case 4: fill(uint32_t{}); break;
+    case 8: fill(uint64_t{}); break;
+    default:
+      for (size_t i = 0; i < n; ++i) std::memcpy(y.data + i * es, v, es);
+  }
 }
 
 void constant_of_shape(OpContext& c) {

@@ -48,7 +48,28 @@ void run(const ConvParams& p, const Unary& act, bool with_bias, unsigned seed) {
     what += " " + std::to_string(p.in[i]) + "/k" + std::to_string(p.kernel[i]) + "/s" + std::to_string(p.stride[i]) +
             "/d" + std::to_string(p.dilation[i]) + "/p" + std::to_string(p.pad_begin[i]) + "," +
             std::to_string(p.pad_end[i]);
-  expect_close(got, want, tolerances(p, x, w, bias), what);
+  const auto tol = tolerances(p, x, w, bias);
+  expect_close(got, want, tol, what);
+  // The packed-weights (transposed) path, and both paths accumulating onto a residual:
+  // y = act(conv + bias + residual), against the reference without act, plus residual, then act.
+  const ConvPackedWeights packed = pack_conv_weights(p, w.data());
+  std::fill(got.begin(), got.end(), 99.f);
+  conv_packed(p, x.data(), packed, bias, got.data(), act);
+  expect_close(got, want, tol, what + " (packed)");
+  if (n_out == 0) return;
+  const auto res = random_floats(n_out, seed + 3);
+  std::vector<float> plain(n_out), want_acc(n_out), tol_acc(tol);
+  ref::conv(p, x.data(), w.data(), bias, plain.data());
+  for (std::size_t i = 0; i < n_out; ++i) {
+    want_acc[i] = static_cast<float>(ref::unary(act, static_cast<double>(plain[i]) + res[i]));
+    tol_acc[i] += 4e-6f * std::fabs(res[i]);
+  }
+  for (bool use_packed : {false, true}) {
+    got = res;
+    if (use_packed) conv_packed(p, x.data(), packed, bias, got.data(), act, true);
+    else conv(p, x.data(), w.data(), bias, got.data(), act, true);
+    expect_close(got, want_acc, tol_acc, what + (use_packed ? " (packed, accumulate)" : " (accumulate)"));
+  }
 }
 
 ConvParams conv2d(std::int64_t n, std::int64_t c, std::int64_t m, std::int64_t g, std::int64_t h, std::int64_t w,
@@ -138,6 +159,30 @@ TEST_P(Conv, OneAndThreeDimensional) {
   run(q, Unary::relu(), true, seed++);
   q.group = 4, q.out_channels = 4;  // depthwise 3-D goes through the GEMM path
   run(q, Unary::none(), true, seed++);
+}
+
+TEST_P(Conv, LateStageShapesPreferPackedWeights) {
+  // ResNet's 7x7 stage: few positions, many channels (conv_prefers_packed); run() checks both
+  // paths, with residual-style accumulation, on any shape.
+  unsigned seed = 600;
+  EXPECT_TRUE(conv_prefers_packed(conv2d(1, 512, 2048, 1, 7, 7, 1, 1, 1, 1, {0, 0, 0, 0})));
+  EXPECT_FALSE(conv_prefers_packed(conv2d(1, 64, 64, 1, 56, 56, 3, 3, 1, 1, {1, 1, 1, 1})));
+  EXPECT_FALSE(conv_prefers_packed(conv2d(1, 64, 64, 64, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1})));  // depthwise
+  run(conv2d(1, 96, 200, 1, 7, 7, 1, 1, 1, 1, {0, 0, 0, 0}), Unary::relu(), true, seed++);
+  run(conv2d(1, 40, 72, 1, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::relu(), true, seed++);
+  run(conv2d(2, 24, 80, 2, 15, 13, 3, 3, 2, 1, {1, 0, 1, 1}), Unary::none(), true, seed++);
+  run(conv2d(1, 33, 65, 1, 14, 14, 1, 1, 2, 1, {0, 0, 0, 0}), Unary::relu(), false, seed++);  // strided 1x1
+}
+
+TEST_P(Conv, StridedStems) {
+  // Stride-2 convs with large kernels over few channels (the implicit im2col's strided gather
+  // with clipped ranges): odd and even sizes, asymmetric and zero pads, kernels larger than the input.
+  unsigned seed = 700;
+  run(conv2d(1, 3, 16, 1, 224, 224, 7, 7, 2, 1, {3, 3, 3, 3}), Unary::relu(), true, seed++);  // ResNet stem
+  run(conv2d(2, 3, 8, 1, 23, 18, 7, 7, 2, 1, {3, 2, 1, 3}), Unary::none(), true, seed++);
+  run(conv2d(1, 4, 5, 1, 12, 13, 5, 6, 2, 1, {0, 0, 0, 0}), Unary::relu(), false, seed++);
+  run(conv2d(1, 2, 6, 1, 5, 6, 7, 7, 2, 1, {3, 3, 3, 3}), Unary::none(), true, seed++);
+  run(conv2d(1, 8, 4, 1, 9, 9, 5, 5, 3, 1, {2, 2, 2, 2}), Unary::of(UnaryOp::Sigmoid), true, seed++);  // stride 3
 }
 
 TEST_P(Conv, DegenerateShapes) {

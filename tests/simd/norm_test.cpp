@@ -93,6 +93,26 @@ TEST_P(Norm, SoftmaxExtremeValues) {
   EXPECT_EQ(got[4], -inf);
 }
 
+TEST_P(Norm, SoftmaxCausalMasksFlushSubnormalsOnly) {
+  // Causal masks as exporters write them (-FLT_MAX, -1e4, -inf): masked entries are 0 (exp()
+  // would give subnormals, flushed), the rest match the reference; the caller's floating-point
+  // mode (flush-to-zero off) is restored afterwards.
+  const std::size_t rows = 37, cols = 37;
+  for (float mask : {-std::numeric_limits<float>::max(), -1e4f, -std::numeric_limits<float>::infinity()}) {
+    auto x = random_floats(rows * cols, 77, -3.f, 3.f);
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = i + 1; j < cols; ++j) x[i * cols + j] += mask;
+    std::vector<float> got(rows * cols), want(rows * cols);
+    softmax(rows, cols, x.data(), got.data());
+    ref::softmax(rows, cols, x.data(), want.data());
+    expect_close(got, want, 1e-37f, 1e-5f, "masked softmax");
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = i + 1; j < cols; ++j) EXPECT_EQ(got[i * cols + j], 0.f);
+  }
+  volatile float tiny = std::numeric_limits<float>::min();
+  EXPECT_GT(tiny / 4.f, 0.f);  // subnormals still exist on this thread
+}
+
 TEST_P(Norm, SoftmaxOverMiddleAxis) {
   unsigned seed = 300;
   for (std::size_t outer : {1, 3})
