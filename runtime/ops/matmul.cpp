@@ -200,26 +200,10 @@ void matmul(OpContext& c) {
     return;
   }
   Tensor& y = c.output(0, a.dtype, ys);
-  if (a.dtype == DType::Float && c.state) {
-    const auto& pb = *static_cast<const simd::PackedB*>(c.state);
-    simd::Epilogue ep;
-    ep.act = c.fused_act;
-    const size_t K = pb.k(), rows = K ? static_cast<size_t>(a.numel()) / K : 0;
-    simd::gemm_packed(false, rows, 1.f, a.ptr<float>(), K, pb, 0.f, y.ptr<float>(), pb.n(), ep);
-    return;
-  }
-  if (a.dtype == DType::Float) {
-    simd::Epilogue ep;
-    ep.act = c.fused_act;
-    simd::matmul(a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), y.ptr<float>(), ep);
-    return;
-  }
-  dispatch_type(a.dtype, [&](auto v) {
-    using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>) c.error("bool operands are not supported");
-    else matmul_generic<T>(a, b, y);
-  });
-  apply_act(c, y);
+  simd::Epilogue ep;
+  ep.act = c.fused_act;
+  matmul_into(c, a, b, y, ep, 0.f);
+  if (a.dtype != DType::Float) apply_act(c, y);
 }
 
 void gemm(OpContext& c) {
