@@ -1,4 +1,5 @@
-// Convolution paths: depthwise direct; 1x1 as plain GEMM on the input; other stride-1 convs as
+// Convolution paths: depthwise direct; 1x1 as plain GEMM on the input (strided 1x1: on a dense
+// copy of the sampled positions); other stride-1 convs as
 // GEMM over a padded copy of the input (B rows are contiguous slices of it); the rest as GEMM
 // with B panels gathered straight from the input (implicit im2col, no column buffer).
 #include "simd/conv.h"
@@ -9,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <xmmintrin.h>
 
 #include "simd/detail/gemm_driver.h"
 #include "simd/detail/parallel.h"
@@ -155,13 +158,19 @@ struct RowSlices {
 void pack_row_slices(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
                      float* dst) {
   const RowSlices& src = *static_cast<const RowSlices*>(ctx);
+  const std::size_t full = n / nr;
   for (std::size_t k = 0; k < kc; ++k) {
     const float* row = src.base + src.offsets[k0 + k] + j0;
-    for (std::size_t p = 0; p * nr < n; ++p) {
-      const std::size_t w = std::min(nr, n - p * nr);
+    for (std::size_t p = 0; p < full; ++p) {  // nr is a multiple of 4: inline SSE copies, no memcpy call
+      const float* in = row + p * nr;
       float* out = dst + (p * kc + k) * nr;
-      for (std::size_t j = 0; j < w; ++j) out[j] = row[p * nr + j];
-      for (std::size_t j = w; j < nr; ++j) out[j] = 0.f;
+      for (std::size_t x = 0; x < nr; x += 4) _mm_storeu_ps(out + x, _mm_loadu_ps(in + x));
+    }
+    if (full * nr < n) {
+      const std::size_t w = n - full * nr;
+      float* out = dst + (full * kc + k) * nr;
+      std::memcpy(out, row + full * nr, w * sizeof(float));
+      std::fill(out + w, out + nr, 0.f);
     }
   }
 }
@@ -176,6 +185,36 @@ bool is_unit_stride(const ConvParams& p) {
   for (int i = 0; i < p.rank; ++i)
     if (p.stride[i] != 1) return false;
   return true;
+}
+
+bool is_strided_pointwise(const ConvParams& p) {
+  for (int i = 0; i < p.rank; ++i)
+    if (p.kernel[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0) return false;
+  return !is_unit_stride(p);
+}
+
+// dst[plane][o] = x[plane][o * s] for each of `planes` input planes: the positions a 1x1
+// strided conv without padding reads, densely packed (out_sp per plane).
+void subsample(const Geometry& g, const float* x, std::size_t planes, float* dst) {
+  const auto out_sp = static_cast<std::size_t>(g.out_sp);
+  detail::parallel_chunks(planes, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(out_sp, 1)),
+                          [&](std::size_t b, std::size_t e) {
+    for (std::size_t pl = b; pl < e; ++pl) {
+      const float* src = x + pl * static_cast<std::size_t>(g.in_sp);
+      float* out = dst + pl * out_sp;
+      for (std::int64_t o0 = 0; o0 < g.out[0]; ++o0)
+        for (std::int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+          const float* line = src + (o0 * g.s[0] * g.in[1] + o1 * g.s[1]) * g.in[2];
+          const std::int64_t s2 = g.s[2];
+          if (s2 == 2) {
+            for (std::int64_t o2 = 0; o2 < g.out[2]; ++o2) out[o2] = line[2 * o2];
+          } else {
+            for (std::int64_t o2 = 0; o2 < g.out[2]; ++o2) out[o2] = line[o2 * s2];
+          }
+          out += g.out[2];
+        }
+    }
+  });
 }
 
 void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias,
@@ -196,20 +235,32 @@ void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, co
   detail::run_problems(static_cast<std::size_t>(p.batch * G), 2.0 * static_cast<double>(M * N * K),
                        [&](std::size_t i, bool parallel) {
     const auto n = static_cast<std::int64_t>(i) / G, grp = static_cast<std::int64_t>(i) % G;
+    // The copies before and after the GEMM are split over the threads too when the GEMM is
+    // (one problem: they would otherwise run on one thread while the other waits).
+    auto chunks = [&](std::size_t count, std::size_t floats_each, auto&& f) {
+      if (parallel) {
+        detail::parallel_chunks(count, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(floats_each, 1)), f);
+      } else {
+        f(std::size_t{0}, count);
+      }
+    };
     detail::Scratch pad(static_cast<std::size_t>(Cg * plane + slack));
     float* xp = pad.data();
-    std::fill(xp, xp + Cg * plane + slack, 0.f);
-    for (std::int64_t c = 0; c < Cg; ++c) {
-      const float* src = x + ((n * p.in_channels + grp * Cg + c) * g.in_sp);
-      for (std::int64_t ih = 0; ih < g.in[1]; ++ih) {
-        const std::int64_t r = ih + g.pb[1];
-        if (r >= hp) break;
-        const std::int64_t cols = std::min(g.in[2], wp - g.pb[2]);
-        if (cols > 0)
-          std::memcpy(xp + c * plane + r * wp + g.pb[2], src + ih * g.in[2],
-                      static_cast<std::size_t>(cols) * sizeof(float));
+    std::fill(xp + Cg * plane, xp + Cg * plane + slack, 0.f);
+    chunks(static_cast<std::size_t>(Cg), static_cast<std::size_t>(plane), [&](std::size_t c0, std::size_t c1) {
+      for (auto c = static_cast<std::int64_t>(c0); c < static_cast<std::int64_t>(c1); ++c) {
+        std::fill(xp + c * plane, xp + (c + 1) * plane, 0.f);
+        const float* src = x + ((n * p.in_channels + grp * Cg + c) * g.in_sp);
+        for (std::int64_t ih = 0; ih < g.in[1]; ++ih) {
+          const std::int64_t r = ih + g.pb[1];
+          if (r >= hp) break;
+          const std::int64_t cols = std::min(g.in[2], wp - g.pb[2]);
+          if (cols > 0)
+            std::memcpy(xp + c * plane + r * wp + g.pb[2], src + ih * g.in[2],
+                        static_cast<std::size_t>(cols) * sizeof(float));
+        }
       }
-    }
+    });
     float* yg = y + (n * p.out_channels + grp * Mg) * g.out_sp;
     std::unique_ptr<detail::Scratch> wide;
     if (crop) wide = std::make_unique<detail::Scratch>(M * N);
@@ -228,17 +279,19 @@ void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, co
     q.b = {&pack_row_slices, &rows};
     detail::gemm_run(kt, q, parallel);
     if (crop)
-      for (std::int64_t m = 0; m < Mg; ++m)
-        for (std::int64_t oh = 0; oh < oh_n; ++oh) {
-          float* dst = yg + m * g.out_sp + oh * ow_n;
-          const float* src = wide->data() + (m * oh_n + oh) * wp;
-          if (!late) {
-            std::memcpy(dst, src, static_cast<std::size_t>(ow_n) * sizeof(float));
-            continue;
+      chunks(M, N, [&](std::size_t m0, std::size_t m1) {
+        for (auto m = static_cast<std::int64_t>(m0); m < static_cast<std::int64_t>(m1); ++m)
+          for (std::int64_t oh = 0; oh < oh_n; ++oh) {
+            float* dst = yg + m * g.out_sp + oh * ow_n;
+            const float* src = wide->data() + (m * oh_n + oh) * wp;
+            if (!late) {
+              std::memcpy(dst, src, static_cast<std::size_t>(ow_n) * sizeof(float));
+              continue;
+            }
+            kt.binary_vv(BinaryOp::Add, src, dst, dst, static_cast<std::size_t>(ow_n));
+            if (act.op != UnaryOp::Identity) kt.unary(act, dst, dst, static_cast<std::size_t>(ow_n));
           }
-          kt.binary_vv(BinaryOp::Add, src, dst, dst, static_cast<std::size_t>(ow_n));
-          if (act.op != UnaryOp::Identity) kt.unary(act, dst, dst, static_cast<std::size_t>(ow_n));
-        }
+      });
   });
 }
 
@@ -362,11 +415,17 @@ void im2col_rows(const float* x, const Geometry& g, std::size_t K, float* cols) 
             continue;
           }
           const float* line = plane + (i0 * g.in[1] + i1) * g.in[2];
-          const std::int64_t first = -g.pb[2] + k2 * g.d[2];
-          for (std::int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-            const std::int64_t i2 = first + o2 * g.s[2];
-            row[o2] = i2 >= 0 && i2 < g.in[2] ? line[i2] : 0.f;
+          // Outputs [lo, hi) read inside the line; the rest are padding.
+          const std::int64_t first = -g.pb[2] + k2 * g.d[2], s2 = g.s[2], len = g.out[2];
+          const std::int64_t lo = first >= 0 ? 0 : std::min(len, (-first + s2 - 1) / s2);
+          const std::int64_t hi = first < g.in[2] ? std::max(lo, std::min(len, (g.in[2] - first + s2 - 1) / s2)) : lo;
+          std::fill(row, row + lo, 0.f);
+          if (s2 == 1) {
+            if (hi > lo) std::memcpy(row + lo, line + first + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
+          } else {
+            for (std::int64_t o2 = lo; o2 < hi; ++o2) row[o2] = line[first + o2 * s2];
           }
+          std::fill(row + hi, row + len, 0.f);
         }
       }
     }
@@ -415,10 +474,11 @@ ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w) {
 bool conv_prefers_packed(const ConvParams& p) {
   const bool depthwise = p.rank <= 2 && p.group == p.in_channels && p.group > 1;
   if (depthwise || p.out_channels % p.group != 0 || p.in_channels % p.group != 0) return false;
-  // Measured (AVX-512, one thread): ResNet's 7x7 pointwise convs gain ~20%; at 14x14, or with
-  // a 3x3 kernel (explicit im2col), conv() is as fast or faster.
+  // Measured (AVX-512, 1 and 2 threads): on ResNet's 7x7 stage every conv gains (pointwise
+  // ~20%; the 3x3s, strided or not, and the strided 1x1 10-35%: conv() computes 49 columns as a
+  // 48-wide panel plus a 1-column one); at 14x14 conv() is as fast or faster.
   const std::int64_t n = p.out_spatial(), mg = p.out_channels / p.group;
-  return is_pointwise(p) && n > 0 && n <= 64 && mg >= 32;
+  return n > 0 && n <= 64 && mg >= 32;
 }
 
 void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w, const float* bias, float* y,
@@ -461,6 +521,15 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
     conv_depthwise(p, g, x, w, bias, y, act, accumulate);
   } else if (p.rank <= 2 && is_unit_stride(p) && !is_pointwise(p)) {
     conv_padded_rows(p, g, x, w, bias, y, act, accumulate);
+  } else if (is_strided_pointwise(p)) {
+    // 1x1 with strides, no padding: the sampled positions gathered once into a dense input
+    // make it a plain pointwise conv (B read in place or packed with whole-panel copies).
+    ConvParams q = p;
+    for (int i = 0; i < p.rank; ++i) q.in[i] = p.out(i), q.stride[i] = 1;
+    const Geometry gq = geometry(q);
+    detail::Scratch dense(static_cast<std::size_t>(p.batch * p.in_channels * gq.in_sp));
+    subsample(g, x, static_cast<std::size_t>(p.batch * p.in_channels), dense.data());
+    conv_gemm(q, gq, dense.data(), w, bias, y, act, accumulate);
   } else {
     conv_gemm(p, g, x, w, bias, y, act, accumulate);
   }

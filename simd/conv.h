@@ -6,6 +6,7 @@
 // Paths, chosen per call:
 //  - depthwise (group == C, M a multiple of C, 1-D/2-D): direct kernel over padded planes;
 //  - 1x1, stride 1, no padding: plain GEMM on the input, no copy;
+//  - 1x1 with strides, no padding: the sampled positions copied into a dense input, then as above;
 //  - other stride-1 1-D/2-D convs: GEMM over a padded copy of the input whose B rows are plain
 //    slices of it (the output is computed over padded-width rows, then cropped);
 //  - everything else: GEMM whose B panels are gathered straight from the input (implicit
@@ -57,7 +58,7 @@ ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w);
 
 // conv() computed as Y^T = im2col(x)^T * W^T per (image, group), with the packed weights as B,
 // then transposed into y (NCHW). Same contract as conv() otherwise. Better than conv() when the
-// output has few positions and many channels (late CNN stages, 7x7 and 14x14): the GEMM tiles
+// output has few positions and many channels (late CNN stages, 7x7): the GEMM tiles
 // then run along the channels instead of leaving a sliver of positions in every tile row.
 // Throws std::invalid_argument if `w` was packed for other parameters.
 void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w, const float* bias, float* y,

@@ -63,10 +63,29 @@ template <int M, int NV>
 inline __attribute__((always_inline)) void store_tile(const V (&acc)[M][NV], float* c, std::size_t ldc,
                                                       std::size_t n, const TileEpilogue& ep) {
   const float beta = ep.beta;
-  const bool plain = n == NV * kW && ep.alpha == 1.f && ep.bias_row == nullptr && ep.bias_col == nullptr &&
-                     (ep.act == nullptr || ep.act->op == UnaryOp::Identity) && (beta == 0.f || beta == 1.f);
+  const bool relu = ep.act != nullptr && ep.act->op == UnaryOp::Relu;
+  const bool plain = n == NV * kW && ep.alpha == 1.f && ep.bias_col == nullptr &&
+                     (ep.act == nullptr || ep.act->op == UnaryOp::Identity || relu) && (beta == 0.f || beta == 1.f);
   if (!plain) {
     store_tile_general<M, NV>(acc, c, ldc, n, ep);
+    return;
+  }
+  const float* const bias_row = ep.bias_row;
+  if (bias_row != nullptr || relu) {
+    // The last K block of a conv: per-row bias and/or Relu, same arithmetic as the general path.
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) {
+      const V bias(bias_row != nullptr ? bias_row[i] : 0.f);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        float* p = c + i * ldc + j * kW;
+        V r = acc[i][j];
+        if (beta != 0.f) r = r + V::load_unaligned(p);
+        if (bias_row != nullptr) r += bias;
+        if (relu) r = xsimd::max(V(0.f), r);
+        r.store_unaligned(p);
+      }
+    }
     return;
   }
   if (beta == 0.f) {

@@ -161,6 +161,36 @@ TEST_P(Conv, OneAndThreeDimensional) {
   run(q, Unary::none(), true, seed++);
 }
 
+TEST_P(Conv, StridedPointwise) {
+  // 1x1 with strides and no padding: the sampled positions are gathered into a dense input and
+  // run as a pointwise GEMM (ResNet's downsampling shortcuts). Odd sizes, unequal strides,
+  // groups, batches, dilation (irrelevant for 1x1), 1-D and 3-D, fused activation and residual.
+  unsigned seed = 700;
+  run(conv2d(1, 64, 200, 1, 28, 28, 1, 1, 2, 1, {0, 0, 0, 0}), Unary::relu(), true, seed++);  // ResNet-like shortcut
+  run(conv2d(2, 19, 37, 1, 13, 11, 1, 1, 2, 1, {0, 0, 0, 0}), Unary::none(), true, seed++);
+  run(conv2d(1, 12, 20, 4, 17, 10, 1, 1, 3, 2, {0, 0, 0, 0}), Unary::relu(), false, seed++);
+  ConvParams p = conv2d(2, 9, 70, 1, 15, 16, 1, 1, 1, 1, {0, 0, 0, 0});
+  p.stride = {3, 2, 1};
+  run(p, Unary::none(), true, seed++);
+  p.stride = {1, 4, 1};
+  run(p, Unary::relu(), true, seed++);
+  ConvParams q;
+  q.rank = 1, q.batch = 2, q.in_channels = 10, q.out_channels = 14;
+  q.in = {41, 1, 1}, q.stride = {3, 1, 1};
+  run(q, Unary::none(), true, seed++);
+  q.rank = 3, q.in = {5, 7, 9}, q.stride = {2, 3, 2}, q.group = 2;
+  run(q, Unary::relu(), true, seed++);
+}
+
+TEST_P(Conv, WideMapsWithFewRows) {
+  // 56x56 maps with 64 output channels: the GEMM's columns are cut into a tile count that
+  // divides evenly over the threads (5 tiles become 6 on 2 threads); 1x1 and padded 3x3.
+  unsigned seed = 800;
+  run(conv2d(1, 8, 64, 1, 56, 56, 1, 1, 1, 1, {0, 0, 0, 0}), Unary::relu(), true, seed++);
+  run(conv2d(1, 4, 64, 1, 56, 56, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::relu(), true, seed++);
+  run(conv2d(1, 4, 61, 1, 57, 53, 3, 3, 1, 1, {1, 0, 1, 2}), Unary::none(), true, seed++);
+}
+
 TEST_P(Conv, LateStageShapesPreferPackedWeights) {
   // ResNet's 7x7 stage: few positions, many channels (conv_prefers_packed); run() checks both
   // paths, with residual-style accumulation, on any shape.
@@ -168,6 +198,10 @@ TEST_P(Conv, LateStageShapesPreferPackedWeights) {
   EXPECT_TRUE(conv_prefers_packed(conv2d(1, 512, 2048, 1, 7, 7, 1, 1, 1, 1, {0, 0, 0, 0})));
   EXPECT_FALSE(conv_prefers_packed(conv2d(1, 64, 64, 1, 56, 56, 3, 3, 1, 1, {1, 1, 1, 1})));
   EXPECT_FALSE(conv_prefers_packed(conv2d(1, 64, 64, 64, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1})));  // depthwise
+  EXPECT_TRUE(conv_prefers_packed(conv2d(1, 512, 512, 1, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1})));    // 3x3 at 7x7
+  EXPECT_TRUE(conv_prefers_packed(conv2d(1, 512, 512, 1, 14, 14, 3, 3, 2, 1, {1, 1, 1, 1})));  // to 7x7
+  EXPECT_TRUE(conv_prefers_packed(conv2d(1, 1024, 2048, 1, 14, 14, 1, 1, 2, 1, {0, 0, 0, 0})));
+  EXPECT_FALSE(conv_prefers_packed(conv2d(1, 256, 256, 1, 14, 14, 3, 3, 1, 1, {1, 1, 1, 1})));
   run(conv2d(1, 96, 200, 1, 7, 7, 1, 1, 1, 1, {0, 0, 0, 0}), Unary::relu(), true, seed++);
   run(conv2d(1, 40, 72, 1, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::relu(), true, seed++);
   run(conv2d(2, 24, 80, 2, 15, 13, 3, 3, 2, 1, {1, 0, 1, 1}), Unary::none(), true, seed++);
