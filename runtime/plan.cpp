@@ -14,6 +14,7 @@
 #include "ir/error.h"
 #include "ir/topo.h"
 #include "ir/uses.h"
+#include "simd/parallel.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -812,6 +813,7 @@ std::vector<OpProfile> Session::profile() const {
 }
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
+  simd::WarmWorkers warm;
   Frame f(*plan_, nullptr);
   return f.run(inputs);
 }

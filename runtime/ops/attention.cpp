@@ -1,11 +1,10 @@
 // RotaryEmbedding (opset 23 semantics, accepted at any opset: the optimizer emits it), and the
 // plan's fused MatMul -> Softmax -> MatMul (attention without materializing the scores).
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include "runtime/ops/common.h"
 #include "simd/gemm.h"
 #include "simd/norm.h"
+#include "simd/parallel.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -80,7 +79,7 @@ void softmax_attention(OpContext& c) {
   }
   const int64_t batch = a.numel() / (M * K);
   std::vector<simd::PackedB> pb(static_cast<size_t>(batch)), pv(static_cast<size_t>(batch));
-  tbb::parallel_for(int64_t{0}, batch, [&](int64_t i) {
+  simd::parallel_for(batch, [&](int64_t i) {
     const auto u = static_cast<size_t>(i);
     pb[u] = simd::pack_b(false, static_cast<size_t>(K), static_cast<size_t>(N), b.ptr<float>() + i * K * N,
                          static_cast<size_t>(N));
@@ -89,18 +88,17 @@ void softmax_attention(OpContext& c) {
   });
   constexpr int64_t kRows = 64;
   const int64_t blocks = (M + kRows - 1) / kRows;
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, batch * blocks, 1), [&](const tbb::blocked_range<int64_t>& rg) {
+  simd::parallel_each(static_cast<size_t>(batch * blocks), true, [&](size_t task) {
     std::vector<float> scores(static_cast<size_t>(kRows * N));
-    for (int64_t t = rg.begin(); t < rg.end(); ++t) {
-      const int64_t i = t / blocks, r0 = (t % blocks) * kRows, rows = std::min(kRows, M - r0);
-      const auto u = static_cast<size_t>(i);
-      simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, a.ptr<float>() + (i * M + r0) * K,
-                        static_cast<size_t>(K), pb[u], 0.f, scores.data(), static_cast<size_t>(N));
-      simd::softmax(static_cast<size_t>(rows), static_cast<size_t>(N), scores.data(), scores.data());
-      simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, scores.data(), static_cast<size_t>(N), pv[u], 0.f,
-                        y.ptr<float>() + (i * M + r0) * D, static_cast<size_t>(D));
-    }
-  }, tbb::simple_partitioner());
+    const auto t = static_cast<int64_t>(task);
+    const int64_t i = t / blocks, r0 = (t % blocks) * kRows, rows = std::min(kRows, M - r0);
+    const auto u = static_cast<size_t>(i);
+    simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, a.ptr<float>() + (i * M + r0) * K,
+                      static_cast<size_t>(K), pb[u], 0.f, scores.data(), static_cast<size_t>(N));
+    simd::softmax(static_cast<size_t>(rows), static_cast<size_t>(N), scores.data(), scores.data());
+    simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, scores.data(), static_cast<size_t>(N), pv[u], 0.f,
+                      y.ptr<float>() + (i * M + r0) * D, static_cast<size_t>(D));
+  });
 }
 
 }  // namespace

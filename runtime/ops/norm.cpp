@@ -1,12 +1,12 @@
 // Normalizations and softmax: BatchNormalization, InstanceNormalization, LayerNormalization,
 // RMSNormalization, GroupNormalization, LRN, MeanVarianceNormalization, Softmax, LogSoftmax,
 // Hardmax.
-#include <tbb/parallel_for.h>
 
 #include <cmath>
 
 #include "runtime/ops/common.h"
 #include "simd/norm.h"
+#include "simd/parallel.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -48,7 +48,7 @@ void batch_norm(OpContext& c) {
     a[static_cast<size_t>(ch)] = static_cast<float>(scale.ptr<float>()[ch] * inv);
     b[static_cast<size_t>(ch)] = static_cast<float>(bias.ptr<float>()[ch] - m[static_cast<size_t>(ch)] * scale.ptr<float>()[ch] * inv);
   }
-  tbb::parallel_for(int64_t{0}, N * C, [&](int64_t pl) {
+  simd::parallel_for(N * C, [&](int64_t pl) {
     const float* X = x.ptr<float>() + pl * sp;
     float* Y = y.ptr<float>() + pl * sp;
     const float s = a[static_cast<size_t>(pl % C)], t = b[static_cast<size_t>(pl % C)];
@@ -75,7 +75,7 @@ void instance_norm(OpContext& c) {
   Tensor& y = c.output(0, x.dtype, x.shape);
   const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / std::max<int64_t>(N * C, 1);
   const std::vector<float> ones(static_cast<size_t>(sp), 1.f);
-  tbb::parallel_for(int64_t{0}, N * C, [&](int64_t pl) {
+  simd::parallel_for(N * C, [&](int64_t pl) {
     const float* X = x.ptr<float>() + pl * sp;
     float* Y = y.ptr<float>() + pl * sp;
     const float s = scale.ptr<float>()[pl % C], b = bias.ptr<float>()[pl % C];

@@ -1,11 +1,10 @@
 // MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool: 1-3 spatial dims.
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include <cmath>
 
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
+#include "simd/parallel.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -119,9 +118,9 @@ void pool(OpContext& c) {
   const bool col_major = c.attr_i("storage_order", 0) == 1;
   const int64_t planes = x.shape[0] * x.shape[1];
   if (r == 2 && !idx && x.dtype == DType::Float && P != Pool::Lp && g.dilation[0] == 1 && g.dilation[1] == 1) {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, planes), [&](const tbb::blocked_range<int64_t>& rg) {
+    simd::parallel_chunks(static_cast<size_t>(planes), 1, [&](size_t p0, size_t p1) {
       std::vector<float> col(static_cast<size_t>(std::max<int64_t>(g.in[1], 1)));
-      for (int64_t pl = rg.begin(); pl < rg.end(); ++pl)
+      for (auto pl = static_cast<int64_t>(p0); pl < static_cast<int64_t>(p1); ++pl)
         pool2d_separable<P>(x.ptr<float>() + pl * in_sp, y.ptr<float>() + pl * out_sp, g, out, include_pad,
                             col.data());
     });
@@ -129,7 +128,7 @@ void pool(OpContext& c) {
   }
   if (r == 2 && !idx && x.dtype == DType::Float && P != Pool::Lp) {
     // The common case (CNN stems and downsampling): clipped window bounds per output, float sums.
-    tbb::parallel_for(int64_t{0}, planes, [&](int64_t pl) {
+    simd::parallel_for(planes, [&](int64_t pl) {
       const float* X = x.ptr<float>() + pl * in_sp;
       float* Y = y.ptr<float>() + pl * out_sp;
       for (int64_t oh = 0; oh < out[0]; ++oh) {
@@ -170,7 +169,7 @@ void pool(OpContext& c) {
   }
   auto body = [&](auto tag) {
     using T = decltype(tag);
-    tbb::parallel_for(int64_t{0}, planes, [&](int64_t pl) {
+    simd::parallel_for(planes, [&](int64_t pl) {
       const T* X = x.ptr<T>() + pl * in_sp;
       T* Y = y.ptr<T>() + pl * out_sp;
       for (int64_t o = 0; o < out_sp; ++o) {
@@ -243,7 +242,7 @@ void global_pool(OpContext& c) {
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_floating_point_v<T>) {
-      tbb::parallel_for(int64_t{0}, planes, [&](int64_t pl) {
+      simd::parallel_for(planes, [&](int64_t pl) {
         const T* X = x.ptr<T>() + pl * sp;
         double acc = P == Pool::Max ? -INFINITY : 0.0;
         for (int64_t i = 0; i < sp; ++i) {

@@ -1,0 +1,142 @@
+#include "simd/parallel.h"
+
+#include <tbb/global_control.h>
+#include <tbb/task.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace onnxforge::simd {
+namespace {
+
+std::atomic<int> g_scopes{0};
+std::atomic<uint64_t> g_regions_started{0};
+std::atomic<int> g_spinners{0};
+// Regions the current thread is the caller of: a caller must never run a spinner (it would wait
+// for a region only it can start).
+thread_local int t_open_regions = 0;
+
+// A spinner gives up after this long without a new region: a serial stretch that long makes the
+// wake-up cost small in comparison, and a forgotten scope cannot burn a core for ever.
+constexpr auto kMaxSpin = std::chrono::milliseconds(50);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+void spin(uint64_t seen) {
+  if (t_open_regions == 0) {
+    const auto until = std::chrono::steady_clock::now() + kMaxSpin;
+    for (unsigned n = 1;; ++n) {
+      if (g_scopes.load(std::memory_order_relaxed) == 0) break;
+      if (g_regions_started.load(std::memory_order_relaxed) != seen) break;
+      if (n % 1024 == 0 && std::chrono::steady_clock::now() > until) break;
+      cpu_relax();
+    }
+  }
+  g_spinners.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// Inside a warm scope, enqueues spinners until every worker can have one.
+void arm() {
+  if (g_scopes.load(std::memory_order_relaxed) == 0) return;
+  const int want = max_threads() - 1;
+  int have = g_spinners.load(std::memory_order_relaxed);
+  while (have < want) {
+    if (!g_spinners.compare_exchange_weak(have, have + 1, std::memory_order_relaxed)) continue;
+    const uint64_t seen = g_regions_started.load(std::memory_order_relaxed);
+    tbb::this_task_arena::enqueue([seen] { spin(seen); });
+    ++have;
+  }
+}
+
+struct Region {
+  Region(std::size_t n, void (*f)(void*, std::size_t), void* c) : count(n), body(f), ctx(c) {}
+  const std::size_t count;
+  void (*const body)(void*, std::size_t);
+  void* const ctx;
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> busy{0};  // helpers between their first claim and their last item
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  void work() {
+    for (;;) {
+      const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= count || failed.load(std::memory_order_relaxed)) return;
+      try {
+        body(ctx, i);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+int max_threads() {
+  const auto cap = tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()), cap));
+}
+
+WarmWorkers::WarmWorkers() {
+  if (tbb::task::current_context() != nullptr || max_threads() == 1) return;
+  active_ = true;
+  g_scopes.fetch_add(1, std::memory_order_relaxed);
+  arm();
+}
+
+WarmWorkers::~WarmWorkers() {
+  if (active_) g_scopes.fetch_sub(1, std::memory_order_relaxed);
+}
+
+int warm_spinners() { return g_spinners.load(std::memory_order_relaxed); }
+
+namespace detail {
+
+void run_region(std::size_t count, void (*body)(void*, std::size_t), void* ctx) {
+  const std::size_t helpers = std::min<std::size_t>(count, static_cast<std::size_t>(max_threads())) - 1;
+  if (helpers == 0 || count == 0) {
+    for (std::size_t i = 0; i < count; ++i) body(ctx, i);
+    return;
+  }
+  Region r(count, body, ctx);
+  ++t_open_regions;
+  g_regions_started.fetch_add(1, std::memory_order_relaxed);
+  tbb::task_group helper_tasks;
+  for (std::size_t h = 0; h < helpers; ++h)
+    helper_tasks.run([&r] {
+      r.busy.fetch_add(1, std::memory_order_acq_rel);
+      r.work();
+      r.busy.fetch_sub(1, std::memory_order_acq_rel);
+      arm();  // this worker goes on spinning instead of sleeping
+    });
+  r.work();
+  // Helpers still inside an item: wait awake. Helpers not started yet find nothing to claim;
+  // wait() runs the ones still in this thread's deque at once.
+  while (r.busy.load(std::memory_order_acquire) > 0) cpu_relax();
+  helper_tasks.wait();
+  --t_open_regions;
+  arm();
+  if (r.error) std::rethrow_exception(r.error);
+}
+
+}  // namespace detail
+}  // namespace onnxforge::simd

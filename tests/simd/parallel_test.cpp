@@ -1,0 +1,140 @@
+// simd/parallel.h: every item runs exactly once, nested regions, exceptions, and the warm-worker
+// spinners (armed inside a scope, gone after it, never inside a TBB task).
+#include "simd/parallel.h"
+
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace onnxforge::simd {
+namespace {
+
+std::vector<int> run_chunks(std::size_t n, std::size_t grain) {
+  std::vector<std::atomic<int>> hits(n);
+  parallel_chunks(n, grain, [&](std::size_t b, std::size_t e) {
+    EXPECT_LT(b, e);
+    EXPECT_LE(e, n);
+    for (std::size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+  });
+  std::vector<int> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = hits[i].load();
+  return out;
+}
+
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST(Parallel, ChunksCoverEveryIndexOnce) {
+  for (std::size_t n : {0, 1, 2, 7, 1000, 16384, 100003})
+    for (std::size_t grain : {0, 1, 3, 1024, 200000})
+      EXPECT_EQ(run_chunks(n, grain), std::vector<int>(n, 1)) << "n=" << n << " grain=" << grain;
+}
+
+TEST(Parallel, ChunksRespectTheGrain) {
+  std::atomic<std::size_t> smallest{~std::size_t{0}};
+  std::atomic<int> last_chunks{0};
+  const std::size_t n = 10000, grain = 700;
+  parallel_chunks(n, grain, [&](std::size_t b, std::size_t e) {
+    if (e == n) last_chunks.fetch_add(1);
+    else smallest.store(std::min(smallest.load(), e - b));
+  });
+  EXPECT_GE(smallest.load(), grain);
+  EXPECT_EQ(last_chunks.load(), 1);
+}
+
+TEST(Parallel, EachAndForRunEveryItemOnceAtEveryThreadCount) {
+  for (int threads : {1, 2, 4}) {
+    tbb::global_control cap(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+    EXPECT_LE(max_threads(), threads);
+    for (std::size_t n : {1, 2, 3, 64, 1001}) {
+      std::vector<std::atomic<int>> each(n), loop(n);
+      parallel_each(n, true, [&](std::size_t i) { each[i].fetch_add(1); });
+      parallel_for(static_cast<int64_t>(n), [&](int64_t i) { loop[static_cast<std::size_t>(i)].fetch_add(1); });
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(each[i].load(), 1) << "threads=" << threads << " n=" << n << " i=" << i;
+        ASSERT_EQ(loop[i].load(), 1) << "threads=" << threads << " n=" << n << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(Parallel, OneThreadRunsInOrderOnTheCaller) {
+  tbb::global_control cap(tbb::global_control::max_allowed_parallelism, 1);
+  const auto caller = std::this_thread::get_id();
+  std::vector<std::size_t> order;
+  parallel_each(50, true, [&](std::size_t i) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    order.push_back(i);
+  });
+  ASSERT_EQ(order.size(), 50u);
+  for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(Parallel, NestedRegionsCoverEverything) {
+  const std::size_t outer = 9, inner = 333;
+  std::vector<std::atomic<int>> hits(outer * inner);
+  parallel_each(outer, true, [&](std::size_t o) {
+    parallel_chunks(inner, 10, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) hits[o * inner + i].fetch_add(1);
+    });
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(Parallel, TheFirstExceptionReachesTheCallerAndLaterItemsAreSkipped) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(parallel_each(10000, true,
+                             [&](std::size_t i) {
+                               ran.fetch_add(1);
+                               if (i == 3) throw std::runtime_error("item 3");
+                             }),
+               std::runtime_error);
+  EXPECT_LT(ran.load(), 10000);
+  // The machinery is still usable afterwards.
+  EXPECT_EQ(run_chunks(5000, 100), std::vector<int>(5000, 1));
+}
+
+TEST(Parallel, WarmScopeKeepsSpinnersOnlyWhileOpen) {
+  if (max_threads() < 2) GTEST_SKIP() << "needs two threads";
+  {
+    WarmWorkers warm;
+    EXPECT_EQ(warm_spinners(), max_threads() - 1);
+    for (int r = 0; r < 500; ++r) EXPECT_EQ(run_chunks(257, 16), std::vector<int>(257, 1));
+    EXPECT_GE(warm_spinners(), 1);  // re-armed after each region
+  }
+  EXPECT_TRUE(wait_until([] { return warm_spinners() == 0; }, std::chrono::seconds(5)));
+}
+
+TEST(Parallel, WarmScopeInsideATaskDoesNothing) {
+  if (max_threads() < 2) GTEST_SKIP() << "needs two threads";
+  std::atomic<int> seen{-1};
+  tbb::parallel_for(0, 1, [&](int) {
+    WarmWorkers warm;
+    seen = warm_spinners();
+  });
+  EXPECT_EQ(seen.load(), 0);
+}
+
+TEST(Parallel, SpinnersGiveUpWhenNoRegionComes) {
+  if (max_threads() < 2) GTEST_SKIP() << "needs two threads";
+  WarmWorkers warm;
+  EXPECT_GE(warm_spinners(), 1);
+  // The scope stays open, but after 50 ms without a region every spinner returns.
+  EXPECT_TRUE(wait_until([] { return warm_spinners() == 0; }, std::chrono::seconds(5)));
+}
+
+}  // namespace
+}  // namespace onnxforge::simd
