@@ -210,6 +210,22 @@ void release_pages(const Model& m, const Tensor& t) {
   }
 }
 
+// A small weight read at run time (bias, norm scale) is copied out of the mapping. The page cache
+// maps files in large folios (up to 2 MB on ext4 with kernel 6.x): reading a bias that shares a
+// folio with a packed-and-released weight maps the weight's pages back in. Measured on BERT-base:
+// 219 MiB of released weights were resident again after the first run.
+void copy_small_weight(const Model& m, Tensor& t) {
+  constexpr size_t kSmall = size_t{1} << 20;
+  if (!t.data || t.hold || t.bytes() > kSmall || t.dtype == DType::String) return;
+  bool mapped = false;
+  for (const auto& f : m.files) mapped = mapped || f->contains(t.data);
+  if (!mapped) return;
+  Tensor copy = Tensor::alloc(t.dtype, t.shape);
+  std::memcpy(copy.data, t.data, t.bytes());
+  release_pages(m, t);
+  t = std::move(copy);
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------ Plan
@@ -368,6 +384,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
     }
     for (ValueId v : g.graph_outputs()) needed[v.index()] = 1;
     for (uint32_t v = 0; v < nv; ++v) {
+      if (needed[v] && !folded_[v]) copy_small_weight(g.model(), constants[v]);
       if (needed[v] || !constants[v].data) continue;
       if (shape_only[v]) {
         if (!folded_[v]) release_pages(g.model(), constants[v]);

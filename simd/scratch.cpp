@@ -38,12 +38,15 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 float* aligned_alloc_floats(std::size_t floats) {
   const std::size_t bytes = ((floats * sizeof(float) + 63) / 64) * 64;
+  // Only whole 2 MB blocks get huge pages; the tail stays in 4 KB pages (rounding every packed
+  // weight up to 2 MB cost BERT-base 76 MiB of resident memory).
   const bool huge = bytes >= kHugePage;
+  constexpr std::size_t kPage = 4096;
   const std::size_t align = huge ? kHugePage : 64;
-  const std::size_t size = huge ? (bytes + kHugePage - 1) / kHugePage * kHugePage : (bytes == 0 ? 64 : bytes);
-  void* p = std::aligned_alloc(align, size);
-  if (p == nullptr) throw std::bad_alloc();
-  if (huge) madvise(p, size, MADV_HUGEPAGE);  // advisory: ignored where THP is off
+  const std::size_t size = huge ? (bytes + kPage - 1) / kPage * kPage : (bytes == 0 ? 64 : bytes);
+  void* p = nullptr;  // posix_memalign: unlike aligned_alloc, the size need not be a multiple of the alignment
+  if (posix_memalign(&p, align, size) != 0) throw std::bad_alloc();
+  if (huge) madvise(p, size / kHugePage * kHugePage, MADV_HUGEPAGE);  // advisory: ignored where THP is off
   return static_cast<float*>(p);
 }
 
