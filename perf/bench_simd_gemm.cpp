@@ -36,6 +36,8 @@ void BM_Gemm(benchmark::State& state) {
   tbb::task_arena arena(threads);
   arena.execute([&] {
     const onnxforge::simd::PackedB pb = packed ? pack_b(false, K, N, b.data(), N) : onnxforge::simd::PackedB{};
+    const onnxforge::simd::WarmWorkers warm;  // as inside a model run: workers spin between calls
+    state.counters["spinners"] = onnxforge::simd::warm_spinners();
     for (auto _ : state) {
       if (packed) {
         gemm_packed(false, M, 1.f, a.data(), K, pb, 0.f, c.data(), N);

@@ -19,6 +19,7 @@
 #include "simd/gemm.h"
 #include "simd/isa.h"
 #include "simd/norm.h"
+#include "simd/parallel.h"
 #include "simd/reduce.h"
 #include "simd/transpose.h"
 #include "simd/unary.h"
