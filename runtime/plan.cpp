@@ -810,14 +810,31 @@ std::vector<std::string> Session::output_names() const {
 size_t Session::step_count() const { return plan_->steps.size(); }
 size_t Session::fused_count() const { return plan_->fused; }
 
+namespace {
+std::string step_op(const Plan& plan, const Step& s) {
+  std::string op(str(plan.graph.op_type(s.node)));
+  if (s.kernel == &softmax_attention_kernel()) op = "MatMul+Softmax+MatMul";
+  if (s.kernel == &decomposed_layer_norm_kernel()) op = "LayerNorm(decomposed)";
+  if (s.act.op != simd::UnaryOp::Identity) op += "+act";
+  return op;
+}
+}  // namespace
+
+std::vector<StepProfile> Session::step_profile() const {
+  std::vector<StepProfile> out;
+  for (size_t i = 0; i < plan_->steps.size(); ++i) {
+    const Step& s = plan_->steps[i];
+    out.push_back({node_desc(plan_->graph, s.node), step_op(*plan_, s), static_cast<double>(plan_->step_ns[i].load()) * 1e-6});
+  }
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.ms > b.ms; });
+  return out;
+}
+
 std::vector<OpProfile> Session::profile() const {
   std::map<std::string, OpProfile> by;
   for (size_t i = 0; i < plan_->steps.size(); ++i) {
     const Step& s = plan_->steps[i];
-    std::string op(str(plan_->graph.op_type(s.node)));
-    if (s.kernel == &softmax_attention_kernel()) op = "MatMul+Softmax+MatMul";
-    if (s.kernel == &decomposed_layer_norm_kernel()) op = "LayerNorm(decomposed)";
-    if (s.act.op != simd::UnaryOp::Identity) op += "+act";
+    const std::string op = step_op(*plan_, s);
     OpProfile& p = by[op];
     p.op = op;
     p.ms += static_cast<double>(plan_->step_ns[i].load()) * 1e-6;

@@ -41,6 +41,12 @@ struct OpProfile {
   size_t nodes = 0;
 };
 
+struct StepProfile {
+  std::string node;  // the step's first node ("Conv 'name'"); fused nodes are included in its time
+  std::string op;    // as in OpProfile
+  double ms = 0;     // total over all runs so far
+};
+
 class Session {
  public:
   explicit Session(const Model& model, SessionOptions options = {});
@@ -58,7 +64,8 @@ class Session {
 
   size_t step_count() const;   // kernels per run (after fusion)
   size_t fused_count() const;  // activations fused into their producer
-  std::vector<OpProfile> profile() const;  // per op type, slowest first (needs options.profile)
+  std::vector<OpProfile> profile() const;         // per op type, slowest first (needs options.profile)
+  std::vector<StepProfile> step_profile() const;  // per kernel step, slowest first (needs options.profile)
 
  private:
   const Model* model_;

@@ -16,6 +16,9 @@
 namespace onnxforge::cli {
 namespace {
 
+// Steps listed by --profile, slowest first (the JSON has all of them).
+constexpr size_t kSlowestSteps = 15;
+
 struct Options {
   std::string model, vs;
   int threads = 0, iters = 0, warmup = 3;
@@ -79,11 +82,21 @@ int run(const Options& o) {
     j["ratio"] = b.median() / a.median();
   }
   if (o.profile) {
+    const auto runs = static_cast<double>(a.ms.size() + static_cast<size_t>(std::max(o.warmup, 1)));
     for (const auto& p : sa.profile())
-      j["profile"].push_back({{"op", p.op}, {"ms_per_run", p.ms / static_cast<double>(a.ms.size() + static_cast<size_t>(std::max(o.warmup, 1)))}, {"nodes", p.nodes}});
-    if (!o.json)
+      j["profile"].push_back({{"op", p.op}, {"ms_per_run", p.ms / runs}, {"nodes", p.nodes}});
+    for (const auto& p : sa.step_profile())
+      j["steps_profile"].push_back({{"node", p.node}, {"op", p.op}, {"ms_per_run", p.ms / runs}});
+    if (!o.json) {
       for (const auto& p : j["profile"])
         std::printf("  %-28s %4d nodes %10.3f ms/run\n", p["op"].get<std::string>().c_str(), p["nodes"].get<int>(), p["ms_per_run"].get<double>());
+      std::printf("  slowest steps:\n");
+      for (size_t i = 0; i < std::min<size_t>(kSlowestSteps, j["steps_profile"].size()); ++i) {
+        const auto& p = j["steps_profile"][i];
+        std::printf("  %10.3f ms/run  %-22s %s\n", p["ms_per_run"].get<double>(), p["op"].get<std::string>().c_str(),
+                    p["node"].get<std::string>().c_str());
+      }
+    }
   }
   if (o.json) {
     std::cout << j.dump(2) << "\n";
@@ -108,7 +121,7 @@ Command reg{"bench", "Measure a model's latency with onnxforge's runtime (option
   app.add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   app.add_option("--dim", o->dims, "NAME=N value of a symbolic dimension");
   app.add_option("--input", o->inputs, "NAME=FILE input instead of a generated one");
-  app.add_flag("--profile", o->profile, "Time every kernel and print the time per op type");
+  app.add_flag("--profile", o->profile, "Time every kernel; print the time per op type and the slowest steps");
   app.add_flag("--json", o->json, "Print JSON");
   return [o] { return run(*o); };
 }};

@@ -226,3 +226,28 @@ TEST(Inputs, DeterministicTokenIdsMasksAndDefaults) {
     EXPECT_EQ(a[i].shape.back(), 8);
   }
 }
+
+TEST(Plan, StepProfileListsEveryStepSlowestFirstAndAddsUpToTheOpProfile) {
+  auto model = load_model(test::zoo_model("resnet_small_bn"));
+  rt::SessionOptions o;
+  o.profile = true;
+  rt::Session s(*model, o);
+  rt::InputPlan plan = rt::plan_inputs(model->main(), s.input_values(), {});
+  auto in = rt::make_inputs(plan, 0);
+  for (int i = 0; i < 2; ++i) s.run(in);
+  auto steps = s.step_profile();
+  ASSERT_EQ(steps.size(), s.step_count());
+  double by_step = 0, by_op = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_NE(steps[i].node.find("node '"), std::string::npos);
+    EXPECT_FALSE(steps[i].op.empty());
+    if (i > 0) {
+      EXPECT_GE(steps[i - 1].ms, steps[i].ms);
+    }
+    by_step += steps[i].ms;
+  }
+  for (const auto& p : s.profile()) by_op += p.ms;
+  EXPECT_GT(by_step, 0);
+  EXPECT_NEAR(by_step, by_op, 1e-6 * by_op);
+  EXPECT_NE(steps.front().op.find("Conv"), std::string::npos);  // convolutions dominate a ResNet
+}
