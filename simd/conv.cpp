@@ -1,7 +1,7 @@
 // Convolution paths: depthwise direct; 1x1 as plain GEMM on the input (strided 1x1: on a dense
-// copy of the sampled positions); other stride-1 convs as
-// GEMM over a padded copy of the input (B rows are contiguous slices of it); the rest as GEMM
-// with B panels gathered straight from the input (implicit im2col, no column buffer).
+// copy of the sampled positions); other 1-D/2-D convs as GEMM over a padded (with strides:
+// phase-split) copy of the input (B rows are contiguous slices of it); the rest as GEMM with B
+// panels gathered straight from the input (implicit im2col, no column buffer).
 #include "simd/conv.h"
 
 #include <algorithm>
@@ -142,7 +142,7 @@ void pack_im2col(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j0
   for (std::size_t j = 0; j < n; j += nr) pack_im2col_panel(src, k0, kc, j0 + j, std::min(nr, n - j), nr, dst + j * kc);
 }
 
-// ---- stride 1: B rows are slices of a padded copy of the input ----
+// ---- B rows are slices of a padded copy of the input (stride 1 here; strides: see conv_padded_rows) ----
 //
 // With the input padded to hp x wp (exactly the rows and columns the output reads), output
 // (oh, ow) of tap (kh, kw) reads xpad[c, oh + kh*dh, ow + kw*dw]. Computing the output over
@@ -217,21 +217,38 @@ void subsample(const Geometry& g, const float* x, std::size_t planes, float* dst
   });
 }
 
+// Whether conv_padded_rows() handles p (rank <= 2, not a 1x1 without padding): always at stride
+// 1; with strides when the wide rows waste at most a quarter of the columns.
+bool padded_rows_fit(const ConvParams& p, const Geometry& g) {
+  if (p.rank > 2 || is_pointwise(p) || is_strided_pointwise(p)) return false;
+  if (is_unit_stride(p)) return true;
+  const std::int64_t wp = (g.out[2] - 1) * g.s[2] + (g.k[2] - 1) * g.d[2] + 1;
+  const std::int64_t wq = (wp + g.s[2] - 1) / g.s[2];
+  return (wq - g.out[2]) * 4 <= g.out[2];
+}
+
+// With strides the padded input is split into sh x sw phase planes (padded row r, column c in
+// phase (r % sh, c % sw) at (r / sh, c / sw), each hq x wq): output (oh, ow) of tap (kh, kw)
+// then reads phase ((kh*dh) % sh, (kw*dw) % sw) at (oh + kh*dh / sh, ow + kw*dw / sw), so the
+// B rows are again contiguous slices, over wide rows of wq columns.
 void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias,
                       float* y, const Unary& act, bool accumulate) {
   const detail::KernelTable& kt = detail::active_table();
   const std::int64_t G = p.group, Cg = p.in_channels / G, Mg = p.out_channels / G;
-  const std::int64_t oh_n = g.out[1], ow_n = g.out[2];
-  const std::int64_t hp = oh_n + (g.k[1] - 1) * g.d[1], wp = ow_n + (g.k[2] - 1) * g.d[2];
-  const std::int64_t plane = hp * wp, slack = (g.k[2] - 1) * g.d[2];
+  const std::int64_t oh_n = g.out[1], ow_n = g.out[2], sh = g.s[1], sw = g.s[2];
+  const std::int64_t hp = (oh_n - 1) * sh + (g.k[1] - 1) * g.d[1] + 1, wp = (ow_n - 1) * sw + (g.k[2] - 1) * g.d[2] + 1;
+  const std::int64_t hq = (hp + sh - 1) / sh, wq = (wp + sw - 1) / sw, phase = hq * wq;
+  const std::int64_t plane = sh * sw * phase, slack = ((g.k[2] - 1) * g.d[2]) / sw;
   // Row offsets of B, shared by every (image, group).
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(Cg * g.k_sp));
   for (std::int64_t c = 0, k = 0; c < Cg; ++c)
     for (std::int64_t kh = 0; kh < g.k[1]; ++kh)
-      for (std::int64_t kw = 0; kw < g.k[2]; ++kw) offsets[static_cast<std::size_t>(k++)] =
-          c * plane + kh * g.d[1] * wp + kw * g.d[2];
-  const auto M = static_cast<std::size_t>(Mg), K = offsets.size(), N = static_cast<std::size_t>(oh_n * wp);
-  const bool crop = wp != ow_n;
+      for (std::int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const std::int64_t r = kh * g.d[1], q = kw * g.d[2];
+        offsets[static_cast<std::size_t>(k++)] = c * plane + ((r % sh) * sw + q % sw) * phase + (r / sh) * wq + q / sw;
+      }
+  const auto M = static_cast<std::size_t>(Mg), K = offsets.size(), N = static_cast<std::size_t>(oh_n * wq);
+  const bool crop = wq != ow_n;
   detail::run_problems(static_cast<std::size_t>(p.batch * G), 2.0 * static_cast<double>(M * N * K),
                        [&](std::size_t i, bool parallel) {
     const auto n = static_cast<std::int64_t>(i) / G, grp = static_cast<std::int64_t>(i) % G;
@@ -249,15 +266,32 @@ void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, co
     std::fill(xp + Cg * plane, xp + Cg * plane + slack, 0.f);
     chunks(static_cast<std::size_t>(Cg), static_cast<std::size_t>(plane), [&](std::size_t c0, std::size_t c1) {
       for (auto c = static_cast<std::int64_t>(c0); c < static_cast<std::int64_t>(c1); ++c) {
-        std::fill(xp + c * plane, xp + (c + 1) * plane, 0.f);
+        float* dst = xp + c * plane;
+        std::fill(dst, dst + plane, 0.f);
         const float* src = x + ((n * p.in_channels + grp * Cg + c) * g.in_sp);
         for (std::int64_t ih = 0; ih < g.in[1]; ++ih) {
           const std::int64_t r = ih + g.pb[1];
           if (r >= hp) break;
-          const std::int64_t cols = std::min(g.in[2], wp - g.pb[2]);
-          if (cols > 0)
-            std::memcpy(xp + c * plane + r * wp + g.pb[2], src + ih * g.in[2],
-                        static_cast<std::size_t>(cols) * sizeof(float));
+          const float* line = src + ih * g.in[2];
+          float* row = dst + (r % sh) * sw * phase + (r / sh) * wq;  // phase (r % sh, 0)
+          if (sw == 1) {
+            const std::int64_t cols = std::min(g.in[2], wp - g.pb[2]);
+            if (cols > 0) std::memcpy(row + g.pb[2], line, static_cast<std::size_t>(cols) * sizeof(float));
+            continue;
+          }
+          // Phase b holds padded columns b, b + sw, ...; input column = padded column - pad.
+          const std::int64_t pl = g.pb[2], end = std::min(wp, g.in[2] + pl);  // columns past end stay 0
+          for (std::int64_t b = 0; b < sw; ++b) {
+            const std::int64_t q0 = b < pl ? (pl - b + sw - 1) / sw : 0;  // first index with column >= pl
+            const std::int64_t count = end > b + q0 * sw ? (end - b - q0 * sw + sw - 1) / sw : 0;
+            const float* from = line + b + q0 * sw - pl;
+            float* to = row + b * phase + q0;
+            if (sw == 2) {
+              for (std::int64_t t = 0; t < count; ++t) to[t] = from[2 * t];
+            } else {
+              for (std::int64_t t = 0; t < count; ++t) to[t] = from[t * sw];
+            }
+          }
         }
       }
     });
@@ -283,7 +317,7 @@ void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, co
         for (auto m = static_cast<std::int64_t>(m0); m < static_cast<std::int64_t>(m1); ++m)
           for (std::int64_t oh = 0; oh < oh_n; ++oh) {
             float* dst = yg + m * g.out_sp + oh * ow_n;
-            const float* src = wide->data() + (m * oh_n + oh) * wp;
+            const float* src = wide->data() + (m * oh_n + oh) * wq;
             if (!late) {
               std::memcpy(dst, src, static_cast<std::size_t>(ow_n) * sizeof(float));
               continue;
@@ -519,7 +553,7 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
   const bool depthwise = p.rank <= 2 && p.group == p.in_channels && p.group > 1;
   if (depthwise) {
     conv_depthwise(p, g, x, w, bias, y, act, accumulate);
-  } else if (p.rank <= 2 && is_unit_stride(p) && !is_pointwise(p)) {
+  } else if (padded_rows_fit(p, g)) {
     conv_padded_rows(p, g, x, w, bias, y, act, accumulate);
   } else if (is_strided_pointwise(p)) {
     // 1x1 with strides, no padding: the sampled positions gathered once into a dense input

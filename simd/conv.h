@@ -7,8 +7,10 @@
 //  - depthwise (group == C, M a multiple of C, 1-D/2-D): direct kernel over padded planes;
 //  - 1x1, stride 1, no padding: plain GEMM on the input, no copy;
 //  - 1x1 with strides, no padding: the sampled positions copied into a dense input, then as above;
-//  - other stride-1 1-D/2-D convs: GEMM over a padded copy of the input whose B rows are plain
-//    slices of it (the output is computed over padded-width rows, then cropped);
+//  - other 1-D/2-D convs: GEMM over a padded copy of the input whose B rows are plain slices of
+//    it (the output is computed over padded-width rows, then cropped); with strides the copy is
+//    split into stride phases so that the slices stay contiguous (used when the padded rows
+//    waste at most a quarter of the columns);
 //  - everything else: GEMM whose B panels are gathered straight from the input (implicit
 //    im2col, no column buffer).
 // The epilogue adds the bias and applies `act` before the output leaves the cache. With

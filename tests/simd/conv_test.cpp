@@ -1,6 +1,9 @@
 // Convolution against the direct double reference: groups, depthwise (with channel
 // multiplier), 1x1, strides, dilations, asymmetric pads, 1-D/2-D/3-D, epilogues.
 #include <cmath>
+#include <cstring>
+
+#include <tbb/global_control.h>
 
 #include "simd/conv.h"
 #include "simd/reference.h"
@@ -209,14 +212,82 @@ TEST_P(Conv, LateStageShapesPreferPackedWeights) {
 }
 
 TEST_P(Conv, StridedStems) {
-  // Stride-2 convs with large kernels over few channels (the implicit im2col's strided gather
-  // with clipped ranges): odd and even sizes, asymmetric and zero pads, kernels larger than the input.
+  // Stride-2 convs with large kernels over few channels (the padded input split into stride
+  // phases, or the implicit im2col's strided gather with clipped ranges where the phase rows would
+  // waste too many columns): odd and even sizes, asymmetric and zero pads, kernels larger than the input.
   unsigned seed = 700;
   run(conv2d(1, 3, 16, 1, 224, 224, 7, 7, 2, 1, {3, 3, 3, 3}), Unary::relu(), true, seed++);  // ResNet stem
   run(conv2d(2, 3, 8, 1, 23, 18, 7, 7, 2, 1, {3, 2, 1, 3}), Unary::none(), true, seed++);
   run(conv2d(1, 4, 5, 1, 12, 13, 5, 6, 2, 1, {0, 0, 0, 0}), Unary::relu(), false, seed++);
   run(conv2d(1, 2, 6, 1, 5, 6, 7, 7, 2, 1, {3, 3, 3, 3}), Unary::none(), true, seed++);
   run(conv2d(1, 8, 4, 1, 9, 9, 5, 5, 3, 1, {2, 2, 2, 2}), Unary::of(UnaryOp::Sigmoid), true, seed++);  // stride 3
+}
+
+TEST_P(Conv, SameBitsAtEveryThreadCount) {
+  // However the threads split a conv (GEMM tiles, copies, crops), every output must come out bit
+  // for bit the same whatever the thread count. Padded (cropped) and strided (phase-split) 3x3s
+  // and stems, 1x1s with more and fewer than 128 rows, groups, the packed path, with residual
+  // and Relu.
+  unsigned seed = 900;
+  const ConvParams shapes[] = {
+      conv2d(1, 8, 64, 1, 56, 56, 3, 3, 1, 1, {1, 1, 1, 1}),    // wide rows, cropped
+      conv2d(1, 16, 200, 1, 28, 28, 1, 1, 1, 1, {0, 0, 0, 0}),  // > 128 rows: B packed first
+      conv2d(1, 24, 40, 1, 56, 56, 1, 1, 1, 1, {0, 0, 0, 0}),   // B rows too far apart: per tile
+      conv2d(1, 3, 16, 1, 61, 64, 7, 7, 2, 1, {3, 3, 2, 3}),    // stem-like, phase-split
+      conv2d(1, 16, 24, 1, 57, 55, 3, 3, 2, 1, {1, 1, 1, 1}),   // stride 2 to 28x27
+      conv2d(1, 32, 48, 1, 14, 14, 3, 3, 1, 1, {1, 1, 1, 1}),   // small map
+      conv2d(2, 12, 30, 3, 30, 30, 3, 3, 1, 1, {1, 1, 1, 1}),   // groups and batch
+  };
+  for (const ConvParams& p : shapes) {
+    std::int64_t in_sp = p.in[0] * p.in[1], k_sp = p.kernel[0] * p.kernel[1];
+    const auto x = random_floats(static_cast<std::size_t>(p.batch * p.in_channels * in_sp), seed);
+    const auto w = random_floats(static_cast<std::size_t>(p.out_channels * (p.in_channels / p.group) * k_sp), seed + 1);
+    const auto b = random_floats(static_cast<std::size_t>(p.out_channels), seed + 2);
+    const auto res = random_floats(static_cast<std::size_t>(p.batch * p.out_channels * p.out_spatial()), seed + 3);
+    seed += 4;
+    const ConvPackedWeights packed = pack_conv_weights(p, w.data());
+    std::vector<float> want[4];
+    for (int threads : {1, 2, 3, 4}) {
+      tbb::global_control cap(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+      std::vector<float> got[4];
+      for (int v = 0; v < 4; ++v) {
+        const bool use_packed = v % 2 == 1, acc = v >= 2;
+        got[v] = acc ? res : std::vector<float>(res.size(), 0.f);
+        if (use_packed) conv_packed(p, x.data(), packed, b.data(), got[v].data(), Unary::relu(), acc);
+        else conv(p, x.data(), w.data(), b.data(), got[v].data(), Unary::relu(), acc);
+        if (threads == 1) {
+          want[v] = got[v];
+          continue;
+        }
+        EXPECT_EQ(0, std::memcmp(got[v].data(), want[v].data(), got[v].size() * sizeof(float)))
+            << "M" << p.out_channels << " in " << p.in[0] << "x" << p.in[1] << " k" << p.kernel[0] << " s"
+            << p.stride[0] << " packed " << use_packed << " accumulate " << acc << " threads " << threads;
+      }
+    }
+  }
+}
+
+TEST_P(Conv, StridedPhasePlanes) {
+  // Strided convs over a padded input split into stride phases (conv_padded_rows): unequal
+  // strides, strides 3 and 4, kernel == stride (patch embedding), dilation, asymmetric pads,
+  // strided 1x1 with padding, groups, batches, 1-D; wide outputs (the phase path) and narrow
+  // ones (the implicit im2col).
+  unsigned seed = 1000;
+  run(conv2d(1, 64, 40, 1, 56, 56, 3, 3, 2, 1, {1, 1, 1, 1}), Unary::relu(), true, seed++);  // ResNet 3x3 s2
+  run(conv2d(2, 6, 10, 2, 33, 31, 3, 3, 2, 1, {0, 1, 2, 0}), Unary::none(), true, seed++);
+  run(conv2d(1, 5, 7, 1, 40, 41, 5, 5, 3, 2, {2, 1, 0, 3}), Unary::relu(), false, seed++);
+  run(conv2d(1, 3, 12, 1, 32, 48, 4, 4, 4, 1, {0, 0, 0, 0}), Unary::none(), true, seed++);  // patches
+  run(conv2d(1, 8, 9, 1, 30, 30, 1, 1, 2, 1, {1, 1, 0, 1}), Unary::none(), true, seed++);  // 1x1 padded
+  ConvParams p = conv2d(1, 7, 11, 1, 23, 37, 3, 5, 1, 1, {1, 2, 1, 2});
+  p.stride = {1, 2, 1};
+  run(p, Unary::relu(), true, seed++);
+  p.stride = {3, 1, 1};
+  run(p, Unary::none(), true, seed++);
+  ConvParams q;
+  q.rank = 1, q.batch = 2, q.in_channels = 8, q.out_channels = 12;
+  q.in = {97, 1, 1}, q.kernel = {5, 1, 1}, q.stride = {2, 1, 1}, q.dilation = {2, 1, 1};
+  q.pad_begin = {3, 0, 0}, q.pad_end = {1, 0, 0};
+  run(q, Unary::none(), true, seed++);
 }
 
 TEST_P(Conv, DegenerateShapes) {
