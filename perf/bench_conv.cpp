@@ -41,7 +41,7 @@ void BM_Conv(benchmark::State& state) {
   const auto w = random_vector(static_cast<std::size_t>(m * c * k * k), 2, 0.05f);
   const auto b = random_vector(static_cast<std::size_t>(m), 3, 0.1f);
   std::vector<float> y(static_cast<std::size_t>(m * p.out_spatial()));
-  const bool packed = simd::conv_prefers_packed(p);
+  const bool packed = simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p);
   tbb::task_arena arena(threads);
   arena.execute([&] {
     const simd::ConvPackedWeights pw = packed ? simd::pack_conv_weights(p, w.data()) : simd::ConvPackedWeights{};
@@ -58,7 +58,8 @@ void BM_Conv(benchmark::State& state) {
   const double flops = 2.0 * static_cast<double>(m * c * k * k * p.out_spatial());
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(simd::active_isa()) + (packed ? " packed" : ""));
+  state.SetLabel(std::string(simd::active_isa()) +
+                 (simd::conv_prefers_direct(p) ? " direct" : packed ? " packed" : ""));
 }
 
 void shapes(benchmark::internal::Benchmark* b) {

@@ -13,6 +13,9 @@
 //    waste at most a quarter of the columns);
 //  - everything else: GEMM whose B panels are gathered straight from the input (implicit
 //    im2col, no column buffer).
+// With packed weights (conv_packed): 3x3 / stride 1 or 2 / pad 1 convs on AVX-512 run a
+// direct kernel (simd/conv_direct.cpp, conv_prefers_direct), the other shapes a GEMM over the
+// packed weights.
 // The epilogue adds the bias and applies `act` before the output leaves the cache. With
 // `accumulate`, y holds a tensor of y's shape on entry (a residual) that is added before `act`:
 // y = act(conv(x, w) + bias + y), the fused Conv + Add (+ Relu) of residual networks.
@@ -53,8 +56,11 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
 
 // Weights packed once for conv_packed(): per group g, W_g^T (K = C/group * kernel size rows,
 // M/group columns) in the GEMM's packed-B layout.
+// For convs routed to the direct 3x3 kernel (conv_prefers_direct), `direct` holds the weights
+// as [ceil(M/16)][C][3][3][16] instead and `groups` is empty.
 struct ConvPackedWeights {
   std::vector<PackedB> groups;
+  std::vector<float> direct;
 };
 ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w);
 
@@ -68,5 +74,12 @@ void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w
 
 // Whether conv_packed() is expected to beat conv() for these parameters.
 bool conv_prefers_packed(const ConvParams& p);
+
+// Whether pack_conv_weights() / conv_packed() take the direct 3x3 path for these parameters
+// (3x3, stride 1 or 2, pad 1, group 1, 2-D, enough output channels, AVX-512 active): the
+// weights are then packed as [ceil(M/16)][C][3][3][16] and the output computed without any
+// copy of the input. Callers that pack weights once should do so when this or
+// conv_prefers_packed() holds.
+bool conv_prefers_direct(const ConvParams& p);
 
 }  // namespace onnxforge::simd

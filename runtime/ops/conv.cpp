@@ -81,7 +81,7 @@ void conv(OpContext& c) {
   for (int i = 0; i < p.rank; ++i) ys.push_back(p.out(i));
   const float* pb = b ? b->ptr<float>() : nullptr;
   const simd::ConvPackedWeights* packed = nullptr;
-  if (c.state && simd::conv_prefers_packed(p)) {
+  if (c.state && (simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p))) {
     const auto& st = *static_cast<const ConvState*>(c.state);
     std::call_once(st.once, [&] { st.packed = simd::pack_conv_weights(p, w.ptr<float>()); });
     packed = &st.packed;

@@ -1,0 +1,26 @@
+#pragma once
+// Direct 3x3 / stride 1 or 2 / pad 1 convolution (group 1, NCHW), AVX-512 only: output-stationary
+// tiles of 16-channel vectors x consecutive output pixels of one row, the input broadcast from
+// the unpadded planes (borders: the out-of-range taps are skipped), the weights packed once
+// as [ceil(M/16)][C][3][3][16].
+#include <cstdint>
+
+namespace onnxforge::simd::detail {
+
+struct ConvDirectArgs {
+  const float* x;     // one image [C][H][W]
+  const float* w;     // packed [ceil(M/16)][C][9][16], zero beyond M
+  const float* bias;  // [M] or nullptr
+  float* y;           // one image [M][OH][OW]
+  std::int64_t C, M, H, W, OH, OW;
+  int stride;       // 1 or 2 (both dims)
+  bool relu;        // fused Relu after bias (+ residual)
+  bool accumulate;  // y holds a residual on entry, added before relu
+};
+
+namespace avx512 {
+// Output row oh for the channel vectors [mb0, mb0 + nv), nv 1 or 2.
+void conv3x3_direct_row(const ConvDirectArgs& a, std::int64_t oh, std::int64_t mb0, int nv);
+}  // namespace avx512
+
+}  // namespace onnxforge::simd::detail
