@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
+#include <vector>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -48,12 +50,34 @@ std::vector<fs::path> zoo_models() {
 
 fs::path backend_data_dir() { return "/usr/share/libonnx-testdata/data"; }
 
+namespace {
+// Every directory temp_dir() made, removed when the test process exits (set
+// ONNXFORGE_KEEP_TEST_DIRS=1 to keep them for a look). Left behind, a full test run used to leave
+// gigabytes in /tmp (an ORT shape reference is 239 MB).
+struct TempDirs {
+  std::mutex mutex;
+  std::vector<fs::path> made;
+  ~TempDirs() {
+    if (std::getenv("ONNXFORGE_KEEP_TEST_DIRS") != nullptr) return;
+    std::error_code ec;
+    for (const fs::path& p : made) fs::remove_all(p, ec);
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+}  // namespace
+
 fs::path temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
   fs::path p = fs::temp_directory_path() /
                ("onnxforge_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   fs::remove_all(p);
   fs::create_directories(p);
+  TempDirs& dirs = temp_dirs();
+  std::lock_guard lock(dirs.mutex);
+  dirs.made.push_back(p);
   return p;
 }
 
