@@ -76,7 +76,9 @@ struct Region {
 
   void work() {
     for (;;) {
-      const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      // acq_rel: a caller that claims past the end has seen every helper's busy increment that
+      // preceded a claim, so its wait on `busy` cannot miss a helper still inside an item.
+      const std::size_t i = next.fetch_add(1, std::memory_order_acq_rel);
       if (i >= count || failed.load(std::memory_order_relaxed)) return;
       try {
         body(ctx, i);
