@@ -4,6 +4,8 @@
 // throughput drifts by 10-30% within minutes (host steal, a busy hyperthread sibling); separate
 // runs of bench_fma_peak and bench_simd_gemm then compare different machines.
 //
+// Reported: the median ratio and its upper decile (of_peak_p90).
+//
 // Timing: 1 thread uses the thread's CPU time (steal time is not counted); 2 threads use wall
 // time (the parallel region's waiting is part of the cost).
 //
@@ -50,9 +52,10 @@ float fma_loop(std::int64_t iters) {
   }
 }
 
-double median(std::vector<double> v) {
+// The q-quantile (0.5: median) of v.
+double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+  return v.empty() ? 0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
 // Args: M, N, K, threads.
@@ -90,9 +93,13 @@ void BM_GemmVsPeak(benchmark::State& state) {
       ratio.push_back(gemm / peak);
     }
   });
-  state.counters["gemm_GFLOP/s"] = median(gemm_rate);
-  state.counters["peak_GFLOP/s"] = median(peak_rate);
-  state.counters["of_peak"] = median(ratio);
+  state.counters["gemm_GFLOP/s"] = quantile(gemm_rate, 0.5);
+  state.counters["peak_GFLOP/s"] = quantile(peak_rate, 0.5);
+  state.counters["of_peak"] = quantile(ratio, 0.5);
+  // The upper decile: the iterations a busy neighbour on the host disturbed least. A cache-hungry
+  // neighbour slows the GEMM far more than the register-only FMA loop, so the median mixes
+  // the kernel's efficiency with the host's load of the moment.
+  state.counters["of_peak_p90"] = quantile(ratio, 0.9);
   state.SetLabel(std::string(simd::active_isa()));
 }
 

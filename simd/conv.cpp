@@ -477,25 +477,39 @@ void im2col_rows(const float* x, const Geometry& g, std::size_t K, float* cols) 
 }
 
 // y[m][j] = t[j][m] (t: N x M), or with `accumulate` y[m][j] = act(y[m][j] + t[j][m]).
+// 4 x 4 blocks through SSE registers (the baseline ISA), the edges one by one.
 void transpose_out(const detail::KernelTable& kt, const float* t, std::size_t N, std::size_t M, float* y,
                    bool accumulate, const Unary& act) {
   constexpr std::size_t kB = 16;
   const std::size_t blocks = (M + kB - 1) / kB;
+  auto edge = [&](std::size_t m, std::size_t j) {
+    if (accumulate) {
+      y[m * N + j] += t[j * M + m];
+    } else {
+      y[m * N + j] = t[j * M + m];
+    }
+  };
   detail::parallel_chunks(blocks, std::max<std::size_t>(1, 16384 / (kB * std::max<std::size_t>(N, 1))),
                           [&](std::size_t b, std::size_t e) {
     for (std::size_t mb = b; mb < e; ++mb) {
-      const std::size_t m0 = mb * kB, m1 = std::min(M, m0 + kB);
-      for (std::size_t j0 = 0; j0 < N; j0 += kB) {
-        const std::size_t j1 = std::min(N, j0 + kB);
-        for (std::size_t m = m0; m < m1; ++m) {
-          float* yr = y + m * N;
-          if (accumulate) {
-            for (std::size_t j = j0; j < j1; ++j) yr[j] += t[j * M + m];
-          } else {
-            for (std::size_t j = j0; j < j1; ++j) yr[j] = t[j * M + m];
+      const std::size_t m0 = mb * kB, m1 = std::min(M, m0 + kB), m4 = m0 + (m1 - m0) / 4 * 4;
+      std::size_t j = 0;
+      for (; j + 4 <= N; j += 4) {
+        for (std::size_t m = m0; m < m4; m += 4) {
+          __m128 r0 = _mm_loadu_ps(t + j * M + m), r1 = _mm_loadu_ps(t + (j + 1) * M + m);
+          __m128 r2 = _mm_loadu_ps(t + (j + 2) * M + m), r3 = _mm_loadu_ps(t + (j + 3) * M + m);
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          const __m128 rows[4] = {r0, r1, r2, r3};
+          for (std::size_t q = 0; q < 4; ++q) {
+            float* out = y + (m + q) * N + j;
+            _mm_storeu_ps(out, accumulate ? _mm_add_ps(_mm_loadu_ps(out), rows[q]) : rows[q]);
           }
         }
+        for (std::size_t m = m4; m < m1; ++m)
+          for (std::size_t q = j; q < j + 4; ++q) edge(m, q);
       }
+      for (; j < N; ++j)
+        for (std::size_t m = m0; m < m1; ++m) edge(m, j);
       if (accumulate && act.op != UnaryOp::Identity)
         for (std::size_t m = m0; m < m1; ++m) kt.unary(act, y + m * N, y + m * N, N);
     }

@@ -79,13 +79,24 @@ void pack_strided(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j
   }
 }
 
-// A rows [i0, i0 + mc), K steps [k0, k0 + kc) into panels of mr rows: panel r holds kc groups
-// of mr floats (rows past mc zero-padded).
-void pack_a(const GemmKernels& g, const GemmProblem& p, std::size_t mr, std::size_t i0, std::size_t mc,
+// A tile's rows in micro-rows of near-equal height (at most mr): a remainder of one or two rows
+// would run a kernel with too few independent sums to hide the FMA latency (49 rows: 7 x 7,
+// not 6 x 8 + 1).
+struct RowSplit {
+  std::size_t count, height, tall;  // `tall` micro-rows of `height` rows, then height - 1 rows
+  RowSplit(std::size_t mc, std::size_t mr)
+      : count(ceil_div(mc, mr)), height(ceil_div(mc, count)), tall(mc - count * (height - 1)) {}
+  std::size_t first(std::size_t t) const { return t * height - (t > tall ? t - tall : 0); }
+  std::size_t rows(std::size_t t) const { return t < tall ? height : height - 1; }
+};
+
+// A rows [i0, i0 + mc), K steps [k0, k0 + kc) into one panel per micro-row of `split`: panel t
+// holds kc groups of mr floats at dst + t * mr * kc (rows past the micro-row zero-padded).
+void pack_a(const GemmKernels& g, const GemmProblem& p, std::size_t mr, const RowSplit& split, std::size_t i0,
             std::size_t k0, std::size_t kc, float* dst) {
-  for (std::size_t r = 0; r < mc; r += mr) {
-    const std::size_t m = std::min(mr, mc - r);
-    float* d = dst + r * kc;
+  for (std::size_t t = 0; t < split.count; ++t) {
+    const std::size_t r = split.first(t), m = split.rows(t);
+    float* d = dst + t * mr * kc;
     if (p.trans_a) {
       const float* src = p.a + k0 * p.lda + i0 + r;
       if (m == mr && mr % 4 == 0) {  // full panel: inline SSE copies (a memcpy call per k step costs more)
@@ -94,8 +105,8 @@ void pack_a(const GemmKernels& g, const GemmProblem& p, std::size_t mr, std::siz
         continue;
       }
       for (std::size_t k = 0; k < kc; ++k) {
-        std::memcpy(d + k * mr, src + k * p.lda, m * sizeof(float));
-        std::fill(d + k * mr + m, d + (k + 1) * mr, 0.f);
+        for (std::size_t x = 0; x < m; ++x) d[k * mr + x] = src[k * p.lda + x];
+        for (std::size_t x = m; x < mr; ++x) d[k * mr + x] = 0.f;
       }
       continue;
     }
@@ -130,7 +141,8 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
   const Epilogue* ep = p.ep;
   const Unary* act = ep != nullptr && ep->act.op != UnaryOp::Identity ? &ep->act : nullptr;
   const std::size_t kcap = std::min(kcmax, p.K);
-  const std::size_t a_floats = direct != nullptr ? 0 : round_up(mc, mr) * kcap;
+  const RowSplit split(mc, mr);
+  const std::size_t a_floats = direct != nullptr ? 0 : split.count * mr * kcap;
   const std::size_t b_floats = view.mode == Mode::PerTile ? round_up(nc, nr) * kcap
                                : view.mode == Mode::InPlace ? nr * kcap
                                                             : 0;
@@ -141,7 +153,7 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
   for (std::size_t k0 = 0; k0 < p.K; k0 += kcmax) {
     const std::size_t kc = std::min(kcmax, p.K - k0);
     const bool last = k0 + kc == p.K;
-    if (direct == nullptr) pack_a(g, p, mr, i0, mc, k0, kc, apack);
+    if (direct == nullptr) pack_a(g, p, mr, split, i0, k0, kc, apack);
     if (view.mode == Mode::PerTile) view.source->pack(view.source->ctx, k0, kc, j0, nc, nr, bpack);
     TileEpilogue base;
     base.alpha = p.alpha;
@@ -159,8 +171,8 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
       view.source->pack(view.source->ctx, k0, kc, j, n, nr, bpack);
       return bpack;
     };
-    auto micro = [&](std::size_t i, std::size_t j, std::size_t n, const float* bp, std::size_t ldb) {
-      const std::size_t m = std::min(mr, i0 + mc - i), v = ceil_div(n, vec);
+    auto micro = [&](std::size_t t, std::size_t j, std::size_t n, const float* bp, std::size_t ldb) {
+      const std::size_t i = i0 + split.first(t), m = split.rows(t), v = ceil_div(n, vec);
       TileEpilogue e = base;
       if (last && ep != nullptr && ep->bias_kind == Bias::PerRow) e.bias_row = ep->bias + i;
       if (last && ep != nullptr && ep->bias_kind == Bias::PerCol) e.bias_col = ep->bias + j;
@@ -168,7 +180,7 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
       if (direct != nullptr) {
         direct->ukernel[m - 1][v - 1](kc, p.a + i * p.lda + k0, p.lda, bp, ldb, c, p.ldc, n, e);
       } else {
-        g.ukernel[m - 1][v - 1](kc, apack + (i - i0) * kc, bp, ldb, c, p.ldc, n, e);
+        g.ukernel[m - 1][v - 1](kc, apack + t * mr * kc, bp, ldb, c, p.ldc, n, e);
       }
     };
     if (view.mode == Mode::InPlace || mc <= kPanelOuterMaxRows) {
@@ -191,15 +203,15 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
         const std::size_t n = std::min(nr, j0 + nc - j);
         std::size_t ldb = nr;
         const float* bp = panel(j, n, ldb);
-        for (std::size_t i = i0; i < i0 + mc; i += mr) micro(i, j, n, bp, ldb);
+        for (std::size_t t = 0; t < split.count; ++t) micro(t, j, n, bp, ldb);
       }
     } else {
-      for (std::size_t i = i0; i < i0 + mc; i += mr) {
+      for (std::size_t t = 0; t < split.count; ++t) {
         for (std::size_t j = j0; j < j0 + nc; j += nr) {
           const std::size_t n = std::min(nr, j0 + nc - j);
           std::size_t ldb = nr;
           const float* bp = panel(j, n, ldb);
-          micro(i, j, n, bp, ldb);
+          micro(t, j, n, bp, ldb);
         }
       }
     }

@@ -64,15 +64,20 @@ inline __attribute__((always_inline)) void store_tile(const V (&acc)[M][NV], flo
                                                       std::size_t n, const TileEpilogue& ep) {
   const float beta = ep.beta;
   const bool relu = ep.act != nullptr && ep.act->op == UnaryOp::Relu;
-  const bool plain = n == NV * kW && ep.alpha == 1.f && ep.bias_col == nullptr &&
+  const bool plain = n == NV * kW && ep.alpha == 1.f &&
                      (ep.act == nullptr || ep.act->op == UnaryOp::Identity || relu) && (beta == 0.f || beta == 1.f);
   if (!plain) {
     store_tile_general<M, NV>(acc, c, ldc, n, ep);
     return;
   }
   const float* const bias_row = ep.bias_row;
-  if (bias_row != nullptr || relu) {
-    // The last K block of a conv: per-row bias and/or Relu, same arithmetic as the general path.
+  const float* const bias_col = ep.bias_col;
+  if (bias_row != nullptr || bias_col != nullptr || relu) {
+    // The last K block of a conv or a Gemm with bias: per-row or per-column bias and/or Relu,
+    // same arithmetic as the general path.
+    V col[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) col[j] = bias_col != nullptr ? V::load_unaligned(bias_col + j * kW) : V(0.f);
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
       const V bias(bias_row != nullptr ? bias_row[i] : 0.f);
@@ -82,6 +87,7 @@ inline __attribute__((always_inline)) void store_tile(const V (&acc)[M][NV], flo
         V r = acc[i][j];
         if (beta != 0.f) r = r + V::load_unaligned(p);
         if (bias_row != nullptr) r += bias;
+        if (bias_col != nullptr) r += col[j];
         if (relu) r = xsimd::max(V(0.f), r);
         r.store_unaligned(p);
       }

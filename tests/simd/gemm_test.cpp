@@ -222,6 +222,28 @@ TEST_P(Gemm, PackedB) {
       }
 }
 
+// Tiles whose rows are not a multiple of the micro-tile height run micro-rows of near-equal
+// height (49 rows: seven of 7, not six of 8 and one of 1), with A in place or packed
+// (transposed), and the inline per-column bias + Relu store of a packed B (conv_packed's shape).
+TEST_P(Gemm, RowRemaindersSplitEvenly) {
+  unsigned seed = 700;
+  for (std::size_t M : {9, 17, 49, 50, 57, 196})
+    for (bool ta : {false, true}) {
+      Case c;
+      c.ta = ta, c.M = M, c.N = 100, c.K = 300;
+      run_case(c, seed++);
+      const std::size_t K = 520, N = 96;
+      const auto a = random_floats(M * K, seed), b = random_floats(K * N, seed + 1), bias = random_floats(N, seed + 2);
+      seed += 3;
+      const Epilogue ep{Bias::PerCol, bias.data(), Unary::relu()};
+      std::vector<float> got(M * N), want(M * N);
+      gemm_packed(ta, M, 1.f, a.data(), ta ? M : K, pack_b(false, K, N, b.data(), N), 0.f, got.data(), N, ep);
+      ref::gemm(ta, false, M, N, K, 1.f, a.data(), ta ? M : K, b.data(), N, 0.f, want.data(), N, ep);
+      for (std::size_t i = 0; i < M * N; ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4f * (1.f + std::fabs(want[i]))) << "M=" << M << " ta=" << ta << " at " << i;
+    }
+}
+
 TEST_P(Gemm, PackedBSurvivesIsaSwitch) {
   const std::size_t M = 20, N = 70, K = 90;
   const auto a = random_floats(M * K, 1), b = random_floats(K * N, 2);
