@@ -621,6 +621,8 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
   const bool depthwise = p.rank <= 2 && p.group == p.in_channels && p.group > 1;
   if (depthwise) {
     conv_depthwise(p, g, x, w, bias, y, act, accumulate);
+  } else if (use_fewc(p)) {  // packing its few weights costs next to nothing
+    detail::conv_fewc(p, x, detail::pack_conv_fewc(p, w).data(), bias, y, act, accumulate);
   } else if (padded_rows_fit(p, g)) {
     conv_padded_rows(p, g, x, w, bias, y, act, accumulate);
   } else if (is_strided_pointwise(p)) {

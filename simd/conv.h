@@ -5,6 +5,9 @@
 // out[i] = (in[i] + pad_begin[i] + pad_end[i] - dilation[i]*(kernel[i]-1) - 1) / stride[i] + 1.
 // Paths, chosen per call:
 //  - depthwise (group == C, M a multiple of C, 1-D/2-D): direct kernel over padded planes;
+//  - AVX-512, group 1, 2-D, at most 4 input channels, C * kernel size <= 192 (CNN stems):
+//    direct kernel over a zero-padded copy of the input (simd/conv_fewc.cpp; weights packed
+//    per call, or once by pack_conv_weights);
 //  - 1x1, stride 1, no padding: plain GEMM on the input, no copy;
 //  - 1x1 with strides, no padding: the sampled positions copied into a dense input, then as above;
 //  - other 1-D/2-D convs: GEMM over a padded copy of the input whose B rows are plain slices of
@@ -14,9 +17,8 @@
 //  - everything else: GEMM whose B panels are gathered straight from the input (implicit
 //    im2col, no column buffer).
 // With packed weights (conv_packed): 3x3 / stride 1 or 2 / pad 1 convs on AVX-512 run a
-// direct kernel (simd/conv_direct.cpp, conv_prefers_direct), so do convs with at most 4 input
-// channels and C * kernel size <= 192 (CNN stems: simd/conv_fewc.cpp); the other shapes a GEMM
-// over the packed weights.
+// direct kernel (simd/conv_direct.cpp, conv_prefers_direct), so do the CNN stems above; the
+// other shapes a GEMM over the packed weights.
 // The epilogue adds the bias and applies `act` before the output leaves the cache. With
 // `accumulate`, y holds a tensor of y's shape on entry (a residual) that is added before `act`:
 // y = act(conv(x, w) + bias + y), the fused Conv + Add (+ Relu) of residual networks.
