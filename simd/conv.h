@@ -5,6 +5,9 @@
 // out[i] = (in[i] + pad_begin[i] + pad_end[i] - dilation[i]*(kernel[i]-1) - 1) / stride[i] + 1.
 // Paths, chosen per call:
 //  - depthwise (group == C, M a multiple of C, 1-D/2-D): direct kernel over padded planes;
+//  - AVX-512, group 1, 2-D, at most 4 input channels, C * kernel size <= 192 (CNN stems):
+//    direct kernel over a zero-padded copy of the input (simd/conv_fewc.cpp; weights packed
+//    per call, or once by pack_conv_weights);
 //  - 1x1, stride 1, no padding: plain GEMM on the input, no copy;
 //  - 1x1 with strides, no padding: the sampled positions copied into a dense input, then as above;
 //  - other 1-D/2-D convs: GEMM over a padded copy of the input whose B rows are plain slices of
@@ -14,8 +17,8 @@
 //  - everything else: GEMM whose B panels are gathered straight from the input (implicit
 //    im2col, no column buffer).
 // With packed weights (conv_packed): 3x3 / stride 1 or 2 / pad 1 convs on AVX-512 run a
-// direct kernel (simd/conv_direct.cpp, conv_prefers_direct), the other shapes a GEMM over the
-// packed weights.
+// direct kernel (simd/conv_direct.cpp, conv_prefers_direct), so do the CNN stems above; the
+// other shapes a GEMM over the packed weights.
 // The epilogue adds the bias and applies `act` before the output leaves the cache. With
 // `accumulate`, y holds a tensor of y's shape on entry (a residual) that is added before `act`:
 // y = act(conv(x, w) + bias + y), the fused Conv + Add (+ Relu) of residual networks.
@@ -58,9 +61,12 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
 // M/group columns) in the GEMM's packed-B layout.
 // For convs routed to the direct 3x3 kernel (conv_prefers_direct), `direct` holds the weights
 // as [ceil(M/16)][C][3][3][16] instead and `groups` is empty.
+// For convs routed to the direct few-input-channel kernel, `fewc` is set and `direct` holds
+// [ceil(M/16)][C][KH*KW][16].
 struct ConvPackedWeights {
   std::vector<PackedB> groups;
   std::vector<float> direct;
+  bool fewc = false;
 };
 ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w);
 
@@ -75,11 +81,12 @@ void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w
 // Whether conv_packed() is expected to beat conv() for these parameters.
 bool conv_prefers_packed(const ConvParams& p);
 
-// Whether pack_conv_weights() / conv_packed() take the direct 3x3 path for these parameters
-// (3x3, stride 1 or 2, pad 1, group 1, 2-D, enough output channels, AVX-512 active): the
-// weights are then packed as [ceil(M/16)][C][3][3][16] and the output computed without any
-// copy of the input. Callers that pack weights once should do so when this or
-// conv_prefers_packed() holds.
+// Whether pack_conv_weights() / conv_packed() take a direct path for these parameters
+// (AVX-512 active, group 1, 2-D): the 3x3 one (3x3, stride 1 or 2, pad 1, enough output
+// channels; weights packed as [ceil(M/16)][C][3][3][16], no copy of the input) or the
+// few-input-channel one (C <= 4, C * kernel size <= 192, no dilation, horizontal stride <= 4;
+// `fewc` set, over a zero-padded copy of the input). Callers that pack weights once should do
+// so when this or conv_prefers_packed() holds.
 bool conv_prefers_direct(const ConvParams& p);
 
 }  // namespace onnxforge::simd
