@@ -1,6 +1,7 @@
 // Direct 3x3 / stride 1 or 2 / pad 1 convolution row kernel (see simd/detail/conv_direct.h).
 // AVX-512 only; the other ISA units compile to nothing.
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "simd/kernels/isa_config.h"
@@ -167,7 +168,92 @@ void row(const ConvDirectArgs& a, std::int64_t oh, std::int64_t mb0) {
         a, xr + S * ow, nkh, w, oh, ow, mb0, buf);
 }
 
+// Small maps (OW < kSmallPx): the input zero-padded, a tile = R whole output rows of PW = OW
+// pixels, so a weight vector feeds R * PW pixels and no tap needs a border test. Pixel (k, j)
+// of channel c, tap (kh, kw) reads rc[k * rs + kh * Wp + S * j + kw], rs = S * Wp.
+template <int S, int NV, int PW, int R, int KW>
+__attribute__((always_inline)) inline void padded_taps(__m512 (&acc)[NV][R * PW], const float* rr, std::int64_t rs,
+                                                       const float* wk, std::int64_t wstride) {
+  __asm__ volatile("" ::: "memory");  // as in taps()
+  __m512 wv[NV];
+#pragma GCC unroll 64
+  for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(wk + KW * 16 + v * wstride);
+#pragma GCC unroll 64
+  for (int k = 0; k < R; ++k)
+#pragma GCC unroll 64
+    for (int j = 0; j < PW; ++j) {
+      const __m512 b = _mm512_set1_ps(rr[k * rs + S * j + KW]);
+#pragma GCC unroll 64
+      for (int v = 0; v < NV; ++v) acc[v][k * PW + j] = _mm512_fmadd_ps(wv[v], b, acc[v][k * PW + j]);
+    }
+}
+
+template <int S, int NV, int PW, int R>
+void padded_block(const ConvDirectArgs& a, const float* xp, std::int64_t oh0, std::int64_t mb0, float* buf) {
+  constexpr int NP = R * PW;
+  const std::int64_t Wp = a.W + 2, plane = (a.H + 2) * Wp, rs = S * Wp, wstride = a.C * 144;
+  const float* r = xp + S * oh0 * Wp;
+  const float* w = a.w + mb0 * wstride;
+  __m512 acc[NV][NP];
+#pragma GCC unroll 64
+  for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 64
+    for (int p = 0; p < NP; ++p) acc[v][p] = _mm512_setzero_ps();
+  for (std::int64_t c = 0; c < a.C; ++c) {
+    const float* rc = r + c * plane;
+    const float* wc = w + c * 144;
+#pragma GCC unroll 3
+    for (int kh = 0; kh < 3; ++kh) {
+      const float* rr = rc + kh * Wp;
+      const float* wk = wc + kh * 48;
+      padded_taps<S, NV, PW, R, 0>(acc, rr, rs, wk, wstride);
+      padded_taps<S, NV, PW, R, 1>(acc, rr, rs, wk, wstride);
+      padded_taps<S, NV, PW, R, 2>(acc, rr, rs, wk, wstride);
+    }
+  }
+#pragma GCC unroll 64
+  for (int p = 0; p < NP; ++p)
+#pragma GCC unroll 64
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(buf + (p * NV + v) * 16, acc[v][p]);
+  // The R whole rows are contiguous in y: one block of NP pixels from (oh0, 0).
+  store(a, oh0, 0, NP, mb0, NV, buf);
+}
+
+using PaddedFn = void (*)(const ConvDirectArgs&, const float*, std::int64_t, std::int64_t, float*);
+
+// Table [PW - 1][R - 1] for PW < kSmallPx, R <= small_rows(PW); the unused entries repeat
+// the largest R (never called) so that they add no instantiations.
+template <int S, int NV, int PW, std::size_t... R>
+constexpr std::array<PaddedFn, kSmallPx> padded_row_fns(std::index_sequence<R...>) {
+  return {&padded_block<S, NV, PW, std::min(static_cast<int>(R) + 1, small_rows(PW))>...};
+}
+
+template <int S, int NV, std::size_t... PW>
+PaddedFn padded_fn(int pw, int rows, std::index_sequence<PW...>) {
+  static constexpr std::array<std::array<PaddedFn, kSmallPx>, sizeof...(PW)> fns = {
+      padded_row_fns<S, NV, static_cast<int>(PW) + 1>(std::make_index_sequence<kSmallPx>{})...};
+  return fns[pw - 1][rows - 1];
+}
+
+template <int S>
+void padded_dispatch(const ConvDirectArgs& a, const float* xp, std::int64_t oh0, int rows, std::int64_t mb0, int nv) {
+  alignas(64) float buf[kMaxNp * 2 * 16];
+  const int pw = static_cast<int>(a.OW);
+  if (nv == 1)
+    padded_fn<S, 1>(pw, rows, std::make_index_sequence<kSmallPx - 1>{})(a, xp, oh0, mb0, buf);
+  else
+    padded_fn<S, 2>(pw, rows, std::make_index_sequence<kSmallPx - 1>{})(a, xp, oh0, mb0, buf);
+}
+
 }  // namespace
+
+void conv3x3_direct_rows_padded(const ConvDirectArgs& a, const float* xp, std::int64_t oh0, int rows,
+                                std::int64_t mb0, int nv) {
+  if (a.stride == 1)
+    padded_dispatch<1>(a, xp, oh0, rows, mb0, nv);
+  else
+    padded_dispatch<2>(a, xp, oh0, rows, mb0, nv);
+}
 
 void conv3x3_direct_row(const ConvDirectArgs& a, std::int64_t oh, std::int64_t mb0, int nv) {
   if (a.stride == 1) {
