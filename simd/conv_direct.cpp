@@ -35,29 +35,6 @@ void unpack_conv_direct(const ConvParams& p, const float* packed, float* w) {
       for (std::int64_t t = 0; t < 9; ++t) w[(m * C + c) * 9 + t] = packed[(((m / 16) * C + c) * 9 + t) * 16 + m % 16];
 }
 
-namespace {
-
-// x [N*C][H][W] -> xp [N*C][H + 2][W + 2] with a zero border.
-void pad_input(const float* x, std::int64_t planes, std::int64_t H, std::int64_t W, float* xp) {
-  const std::int64_t Wp = W + 2, plane = (H + 2) * Wp;
-  parallel_chunks(static_cast<std::size_t>(planes), 64, [&](std::size_t b, std::size_t e) {
-    for (auto i = static_cast<std::int64_t>(b); i < static_cast<std::int64_t>(e); ++i) {
-      const float* src = x + i * H * W;
-      float* dst = xp + i * plane;
-      std::fill(dst, dst + Wp, 0.f);
-      for (std::int64_t h = 0; h < H; ++h) {
-        float* d = dst + (h + 1) * Wp;
-        d[0] = 0.f;
-        std::copy(src + h * W, src + (h + 1) * W, d + 1);
-        d[W + 1] = 0.f;
-      }
-      std::fill(dst + (H + 1) * Wp, dst + plane, 0.f);
-    }
-  });
-}
-
-}  // namespace
-
 // AVX-512 must be active. y = act(conv + bias (+ y)).
 void conv_direct(const ConvParams& p, const float* x, const float* wp, const float* bias, float* y, const Unary& act,
                  bool accumulate) {
@@ -67,12 +44,9 @@ void conv_direct(const ConvParams& p, const float* x, const float* wp, const flo
   constexpr int NV = 2;  // 2 x 16 channels x 14 pixels per tile (3 and 4 measured no better)
   const std::int64_t groups = (Mb + NV - 1) / NV;
   const bool relu = act.op == UnaryOp::Relu, other = !relu && act.op != UnaryOp::Identity;
-  // Narrow maps: tiles of R whole rows on a zero-padded copy of the input (weights reused
-  // R times as often, no border cases).
-  const bool small = OW < kSmallPx;
+  // Narrow maps: tiles of R whole rows (the weights reused R times as often).
+  const bool small = small_map(W, OW, static_cast<int>(p.stride[0]));
   const std::int64_t R = small ? small_rows(static_cast<int>(OW)) : 1, tiles = (OH + R - 1) / R;
-  Scratch padded(small ? static_cast<std::size_t>(p.batch * C * (H + 2) * (W + 2)) : 0);
-  if (small) pad_input(x, p.batch * C, H, W, padded.data());
   const auto items = static_cast<std::size_t>(p.batch * groups * tiles);
   parallel_chunks(items, 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
@@ -83,8 +57,7 @@ void conv_direct(const ConvParams& p, const float* x, const float* wp, const flo
       const std::int64_t mb0 = g * NV, oh0 = t * R, rows = std::min(R, OH - oh0);
       const int nv = static_cast<int>(std::min<std::int64_t>(NV, Mb - mb0));
       if (small)
-        avx512::conv3x3_direct_rows_padded(a, padded.data() + n * C * (H + 2) * (W + 2), oh0, static_cast<int>(rows),
-                                           mb0, nv);
+        avx512::conv3x3_direct_rows(a, oh0, static_cast<int>(rows), mb0, nv);
       else
         avx512::conv3x3_direct_row(a, oh0, mb0, nv);
       if (other)

@@ -18,17 +18,19 @@ struct ConvDirectArgs {
   bool accumulate;  // y holds a residual on entry, added before relu
 };
 
-// Output widths below kSmallPx take the padded path: tiles of small_rows(OW) whole rows.
-constexpr int kSmallPx = 14;
-constexpr int small_rows(int ow) { return kSmallPx / ow; }
+// Small maps (OW < kSmallPx; with stride 2 W even, so that no output reads the right padding):
+// tiles of small_rows(OW) whole output rows.
+constexpr int kSmallPx = 14, kSmallMaxRows = 4;
+constexpr int small_rows(int ow) { return kSmallPx / ow < kSmallMaxRows ? kSmallPx / ow : kSmallMaxRows; }
+inline bool small_map(std::int64_t W, std::int64_t OW, int stride) {
+  return OW < kSmallPx && (stride == 1 || W % 2 == 0);
+}
 
 namespace avx512 {
 // Output row oh for the channel vectors [mb0, mb0 + nv), nv 1 or 2.
 void conv3x3_direct_row(const ConvDirectArgs& a, std::int64_t oh, std::int64_t mb0, int nv);
-// OW < kSmallPx: output rows [oh0, oh0 + rows), rows <= small_rows(OW), from xp, the image
-// zero-padded to [C][H + 2][W + 2].
-void conv3x3_direct_rows_padded(const ConvDirectArgs& a, const float* xp, std::int64_t oh0, int rows,
-                                std::int64_t mb0, int nv);
+// small_map(): output rows [oh0, oh0 + rows), rows <= small_rows(OW).
+void conv3x3_direct_rows(const ConvDirectArgs& a, std::int64_t oh0, int rows, std::int64_t mb0, int nv);
 }  // namespace avx512
 
 }  // namespace onnxforge::simd::detail

@@ -168,91 +168,104 @@ void row(const ConvDirectArgs& a, std::int64_t oh, std::int64_t mb0) {
         a, xr + S * ow, nkh, w, oh, ow, mb0, buf);
 }
 
-// Small maps (OW < kSmallPx): the input zero-padded, a tile = R whole output rows of PW = OW
-// pixels, so a weight vector feeds R * PW pixels and no tap needs a border test. Pixel (k, j)
-// of channel c, tap (kh, kw) reads rc[k * rs + kh * Wp + S * j + kw], rs = S * Wp.
-template <int S, int NV, int PW, int R, int KW>
-__attribute__((always_inline)) inline void padded_taps(__m512 (&acc)[NV][R * PW], const float* rr, std::int64_t rs,
-                                                       const float* wk, std::int64_t wstride) {
+// Small maps: a tile = R whole output rows from oh0, PW = OW pixels each, so a weight vector
+// feeds R * PW pixels. Pixel (k, j), tap (KH, KW) reads x0[(S * k + KH - 1) * W + S * j + KW - 1]
+// (x0: channel c at input row S * oh0); the taps on the padding are skipped at compile time:
+// left (j = 0, KW = 0), right (stride 1: j = PW - 1, KW = 2), top (TOP: k = 0, KH = 0) and
+// bottom (BOTTOM: k = R - 1, KH = 2). The second vector's weights are wstride floats on.
+template <int S, int PW, int R, bool TOP, bool BOTTOM, int KH, int KW>
+__attribute__((always_inline)) inline void rows_taps(__m512 (&acc)[2][R * PW], const float* x0, std::int64_t W,
+                                                     const float* wc, std::int64_t wstride) {
   __asm__ volatile("" ::: "memory");  // as in taps()
-  __m512 wv[NV];
+  const __m512 w0 = _mm512_loadu_ps(wc + (KH * 3 + KW) * 16);
+  const __m512 w1 = _mm512_loadu_ps(wc + (KH * 3 + KW) * 16 + wstride);
 #pragma GCC unroll 64
-  for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(wk + KW * 16 + v * wstride);
-#pragma GCC unroll 64
-  for (int k = 0; k < R; ++k)
+  for (int k = 0; k < R; ++k) {
+    if ((TOP && k == 0 && KH == 0) || (BOTTOM && k == R - 1 && KH == 2)) continue;
 #pragma GCC unroll 64
     for (int j = 0; j < PW; ++j) {
-      const __m512 b = _mm512_set1_ps(rr[k * rs + S * j + KW]);
-#pragma GCC unroll 64
-      for (int v = 0; v < NV; ++v) acc[v][k * PW + j] = _mm512_fmadd_ps(wv[v], b, acc[v][k * PW + j]);
+      if ((j == 0 && KW == 0) || (S == 1 && j == PW - 1 && KW == 2)) continue;
+      const __m512 b = _mm512_set1_ps(x0[(S * k + KH - 1) * W + S * j + KW - 1]);
+      acc[0][k * PW + j] = _mm512_fmadd_ps(w0, b, acc[0][k * PW + j]);
+      acc[1][k * PW + j] = _mm512_fmadd_ps(w1, b, acc[1][k * PW + j]);
     }
+  }
 }
 
-template <int S, int NV, int PW, int R>
-void padded_block(const ConvDirectArgs& a, const float* xp, std::int64_t oh0, std::int64_t mb0, float* buf) {
+template <int S, int PW, int R, bool TOP, bool BOTTOM, int KH>
+__attribute__((always_inline)) inline void rows_taps_kh(__m512 (&acc)[2][R * PW], const float* x0, std::int64_t W,
+                                                        const float* wc, std::int64_t wstride) {
+  rows_taps<S, PW, R, TOP, BOTTOM, KH, 0>(acc, x0, W, wc, wstride);
+  rows_taps<S, PW, R, TOP, BOTTOM, KH, 1>(acc, x0, W, wc, wstride);
+  rows_taps<S, PW, R, TOP, BOTTOM, KH, 2>(acc, x0, W, wc, wstride);
+}
+
+template <int S, int PW, int R, bool TOP, bool BOTTOM>
+void rows_block(const ConvDirectArgs& a, std::int64_t oh0, std::int64_t mb0, std::int64_t wstride, int nv,
+                float* buf) {
   constexpr int NP = R * PW;
-  const std::int64_t Wp = a.W + 2, plane = (a.H + 2) * Wp, rs = S * Wp, wstride = a.C * 144;
-  const float* r = xp + S * oh0 * Wp;
-  const float* w = a.w + mb0 * wstride;
-  __m512 acc[NV][NP];
+  const std::int64_t W = a.W, plane = a.H * W;
+  const float* x = a.x + S * oh0 * W;
+  const float* w = a.w + mb0 * a.C * 144;
+  __m512 acc[2][NP];
 #pragma GCC unroll 64
-  for (int v = 0; v < NV; ++v)
-#pragma GCC unroll 64
-    for (int p = 0; p < NP; ++p) acc[v][p] = _mm512_setzero_ps();
+  for (int p = 0; p < NP; ++p) acc[0][p] = acc[1][p] = _mm512_setzero_ps();
   for (std::int64_t c = 0; c < a.C; ++c) {
-    const float* rc = r + c * plane;
+    const float* x0 = x + c * plane;
     const float* wc = w + c * 144;
-#pragma GCC unroll 3
-    for (int kh = 0; kh < 3; ++kh) {
-      const float* rr = rc + kh * Wp;
-      const float* wk = wc + kh * 48;
-      padded_taps<S, NV, PW, R, 0>(acc, rr, rs, wk, wstride);
-      padded_taps<S, NV, PW, R, 1>(acc, rr, rs, wk, wstride);
-      padded_taps<S, NV, PW, R, 2>(acc, rr, rs, wk, wstride);
-    }
+    rows_taps_kh<S, PW, R, TOP, BOTTOM, 0>(acc, x0, W, wc, wstride);
+    rows_taps_kh<S, PW, R, TOP, BOTTOM, 1>(acc, x0, W, wc, wstride);
+    rows_taps_kh<S, PW, R, TOP, BOTTOM, 2>(acc, x0, W, wc, wstride);
   }
 #pragma GCC unroll 64
   for (int p = 0; p < NP; ++p)
-#pragma GCC unroll 64
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(buf + (p * NV + v) * 16, acc[v][p]);
+#pragma GCC unroll 2
+    for (int v = 0; v < nv; ++v) _mm512_storeu_ps(buf + (p * nv + v) * 16, acc[v][p]);
   // The R whole rows are contiguous in y: one block of NP pixels from (oh0, 0).
-  store(a, oh0, 0, NP, mb0, NV, buf);
+  store(a, oh0, 0, NP, mb0, nv, buf);
 }
 
-using PaddedFn = void (*)(const ConvDirectArgs&, const float*, std::int64_t, std::int64_t, float*);
+using RowsFn = void (*)(const ConvDirectArgs&, std::int64_t, std::int64_t, std::int64_t, int, float*);
+using RowsTb = std::array<RowsFn, 4>;  // [TOP * 2 + BOTTOM]
 
-// Table [PW - 1][R - 1] for PW < kSmallPx, R <= small_rows(PW); the unused entries repeat
-// the largest R (never called) so that they add no instantiations.
-template <int S, int NV, int PW, std::size_t... R>
-constexpr std::array<PaddedFn, kSmallPx> padded_row_fns(std::index_sequence<R...>) {
-  return {&padded_block<S, NV, PW, std::min(static_cast<int>(R) + 1, small_rows(PW))>...};
+template <int S, int PW, int R>
+constexpr RowsTb rows_tb() {
+  return {&rows_block<S, PW, R, false, false>, &rows_block<S, PW, R, false, true>, &rows_block<S, PW, R, true, false>,
+          &rows_block<S, PW, R, true, true>};
 }
 
-template <int S, int NV, std::size_t... PW>
-PaddedFn padded_fn(int pw, int rows, std::index_sequence<PW...>) {
-  static constexpr std::array<std::array<PaddedFn, kSmallPx>, sizeof...(PW)> fns = {
-      padded_row_fns<S, NV, static_cast<int>(PW) + 1>(std::make_index_sequence<kSmallPx>{})...};
-  return fns[pw - 1][rows - 1];
+// [R - 1] for R <= kSmallMaxRows; entries beyond small_rows(PW) repeat the largest (never
+// called) so that they add no instantiations.
+template <int S, int PW, std::size_t... R>
+constexpr std::array<RowsTb, kSmallMaxRows> rows_by_count(std::index_sequence<R...>) {
+  return {rows_tb<S, PW, std::min(static_cast<int>(R) + 1, small_rows(PW))>()...};
+}
+
+template <int S, std::size_t... PW>
+RowsFn rows_fn(int pw, int rows, bool top, bool bottom, std::index_sequence<PW...>) {
+  static constexpr std::array<std::array<RowsTb, kSmallMaxRows>, sizeof...(PW)> fns = {
+      rows_by_count<S, static_cast<int>(PW) + 1>(std::make_index_sequence<kSmallMaxRows>{})...};
+  return fns[pw - 1][rows - 1][top * 2 + bottom];
 }
 
 template <int S>
-void padded_dispatch(const ConvDirectArgs& a, const float* xp, std::int64_t oh0, int rows, std::int64_t mb0, int nv) {
+void rows_dispatch(const ConvDirectArgs& a, std::int64_t oh0, int rows, std::int64_t mb0, int nv) {
   alignas(64) float buf[kMaxNp * 2 * 16];
-  const int pw = static_cast<int>(a.OW);
-  if (nv == 1)
-    padded_fn<S, 1>(pw, rows, std::make_index_sequence<kSmallPx - 1>{})(a, xp, oh0, mb0, buf);
-  else
-    padded_fn<S, 2>(pw, rows, std::make_index_sequence<kSmallPx - 1>{})(a, xp, oh0, mb0, buf);
+  // The last row's third tap row is the bottom padding when S * (OH - 1) + 1 >= H.
+  const bool top = oh0 == 0, bottom = oh0 + rows == a.OH && S * (a.OH - 1) + 1 >= a.H;
+  // nv == 1: the second vector re-reads the first's weights (no vector beyond Mb is packed).
+  const std::int64_t wstride = nv == 2 ? a.C * 144 : 0;
+  rows_fn<S>(static_cast<int>(a.OW), rows, top, bottom, std::make_index_sequence<kSmallPx - 1>{})(a, oh0, mb0,
+                                                                                                 wstride, nv, buf);
 }
 
 }  // namespace
 
-void conv3x3_direct_rows_padded(const ConvDirectArgs& a, const float* xp, std::int64_t oh0, int rows,
-                                std::int64_t mb0, int nv) {
+void conv3x3_direct_rows(const ConvDirectArgs& a, std::int64_t oh0, int rows, std::int64_t mb0, int nv) {
   if (a.stride == 1)
-    padded_dispatch<1>(a, xp, oh0, rows, mb0, nv);
+    rows_dispatch<1>(a, oh0, rows, mb0, nv);
   else
-    padded_dispatch<2>(a, xp, oh0, rows, mb0, nv);
+    rows_dispatch<2>(a, oh0, rows, mb0, nv);
 }
 
 void conv3x3_direct_row(const ConvDirectArgs& a, std::int64_t oh, std::int64_t mb0, int nv) {
