@@ -1,5 +1,5 @@
 // Driver of the direct 3x3 / stride 1 or 2 / pad 1 convolution (simd/detail/conv_direct.h): weight
-// packing, fit test, threading over (image, channel group, output row).
+// packing, fit test, threading over (image, channel group, output row or tile of rows).
 #include <algorithm>
 #include <vector>
 

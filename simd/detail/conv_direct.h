@@ -1,6 +1,7 @@
 #pragma once
 // Direct 3x3 / stride 1 or 2 / pad 1 convolution (group 1, NCHW), AVX-512 only: output-stationary
-// tiles of 16-channel vectors x consecutive output pixels of one row, the input broadcast from
+// tiles of 16-channel vectors x consecutive output pixels of one row (small maps: of several
+// whole rows, so that a weight load feeds as many pixels as on wide maps), the input broadcast from
 // the unpadded planes (borders: the out-of-range taps are skipped), the weights packed once
 // as [ceil(M/16)][C][3][3][16].
 #include <cstdint>

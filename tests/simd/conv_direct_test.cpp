@@ -1,7 +1,7 @@
 // The direct 3x3 / stride 1 or 2 / pad 1 path of conv_packed() (AVX-512; other ISAs pack for the
-// GEMM) against the double reference: odd widths around the pixel
-// blocks, 1-2 pixel maps, channels not a multiple of 16, bias, epilogues, residual, and the
-// same bits at every thread count.
+// GEMM) against the double reference: odd widths around the pixel blocks, 1-2 pixel maps,
+// small maps on multi-row tiles, channels not a multiple of 16, bias, epilogues, residual, and
+// the same bits at every thread count.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -77,8 +77,9 @@ TEST_P(ConvDirect, EpiloguesAndResidual) {
     }
 }
 
-// Output widths below 14 take the zero-padded path whose tiles span several whole rows
-// (e.g. 2 rows of 7): every height against every width, so tiles end mid-map and rows short.
+// Output widths below 14 (stride 2: even input widths) take tiles of several whole rows (e.g.
+// 2 rows of 7) with the border taps skipped per row: every height against every width, so that
+// tiles start on the top row, end on the bottom one, both, or neither, and row counts end short.
 TEST_P(ConvDirect, SmallMapsEveryHeightAndWidth) {
   unsigned seed = 200;
   for (std::int64_t s : {1, 2})
