@@ -1,5 +1,5 @@
 // Driver of the direct 3x3 / stride 1 or 2 / pad 1 convolution (simd/detail/conv_direct.h): weight
-// packing, fit test, threading over (image, channel group, output row).
+// packing, fit test, threading over (image, channel group, output row or tile of rows).
 #include <algorithm>
 #include <vector>
 
@@ -44,20 +44,26 @@ void conv_direct(const ConvParams& p, const float* x, const float* wp, const flo
   constexpr int NV = 2;  // 2 x 16 channels x 14 pixels per tile (3 and 4 measured no better)
   const std::int64_t groups = (Mb + NV - 1) / NV;
   const bool relu = act.op == UnaryOp::Relu, other = !relu && act.op != UnaryOp::Identity;
-  const auto items = static_cast<std::size_t>(p.batch * groups * OH);
+  // Narrow maps: tiles of R whole rows (the weights reused R times as often).
+  const bool small = small_map(W, OW, static_cast<int>(p.stride[0]));
+  const std::int64_t R = small ? small_rows(static_cast<int>(OW)) : 1, tiles = (OH + R - 1) / R;
+  const auto items = static_cast<std::size_t>(p.batch * groups * tiles);
   parallel_chunks(items, 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
       const auto ii = static_cast<std::int64_t>(i);
-      const std::int64_t oh = ii % OH, g = (ii / OH) % groups, n = ii / (OH * groups);
+      const std::int64_t t = ii % tiles, g = (ii / tiles) % groups, n = ii / (tiles * groups);
       ConvDirectArgs a{x + n * C * H * W, wp, bias, y + n * M * OH * OW, C, M, H, W, OH, OW,
                         static_cast<int>(p.stride[0]), relu, accumulate};
-      const std::int64_t mb0 = g * NV;
+      const std::int64_t mb0 = g * NV, oh0 = t * R, rows = std::min(R, OH - oh0);
       const int nv = static_cast<int>(std::min<std::int64_t>(NV, Mb - mb0));
-      avx512::conv3x3_direct_row(a, oh, mb0, nv);
+      if (small)
+        avx512::conv3x3_direct_rows(a, oh0, static_cast<int>(rows), mb0, nv);
+      else
+        avx512::conv3x3_direct_row(a, oh0, mb0, nv);
       if (other)
         for (std::int64_t m = mb0 * 16; m < std::min(M, (mb0 + nv) * 16); ++m) {
-          float* r = a.y + (m * OH + oh) * OW;
-          kt.unary(act, r, r, static_cast<std::size_t>(OW));
+          float* r = a.y + (m * OH + oh0) * OW;
+          kt.unary(act, r, r, static_cast<std::size_t>(rows * OW));
         }
     }
   });

@@ -1,6 +1,7 @@
 // Direct 3x3 / stride 1 or 2 / pad 1 convolution row kernel (see simd/detail/conv_direct.h).
 // AVX-512 only; the other ISA units compile to nothing.
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "simd/kernels/isa_config.h"
@@ -167,7 +168,105 @@ void row(const ConvDirectArgs& a, std::int64_t oh, std::int64_t mb0) {
         a, xr + S * ow, nkh, w, oh, ow, mb0, buf);
 }
 
+// Small maps: a tile = R whole output rows from oh0, PW = OW pixels each, so a weight vector
+// feeds R * PW pixels. Pixel (k, j), tap (KH, KW) reads x0[(S * k + KH - 1) * W + S * j + KW - 1]
+// (x0: channel c at input row S * oh0); the taps on the padding are skipped at compile time:
+// left (j = 0, KW = 0), right (stride 1: j = PW - 1, KW = 2), top (TOP: k = 0, KH = 0) and
+// bottom (BOTTOM: k = R - 1, KH = 2). The second vector's weights are wstride floats on.
+template <int S, int PW, int R, bool TOP, bool BOTTOM, int KH, int KW>
+__attribute__((always_inline)) inline void rows_taps(__m512 (&acc)[2][R * PW], const float* x0, std::int64_t W,
+                                                     const float* wc, std::int64_t wstride) {
+  __asm__ volatile("" ::: "memory");  // as in taps()
+  const __m512 w0 = _mm512_loadu_ps(wc + (KH * 3 + KW) * 16);
+  const __m512 w1 = _mm512_loadu_ps(wc + (KH * 3 + KW) * 16 + wstride);
+#pragma GCC unroll 64
+  for (int k = 0; k < R; ++k) {
+    if ((TOP && k == 0 && KH == 0) || (BOTTOM && k == R - 1 && KH == 2)) continue;
+#pragma GCC unroll 64
+    for (int j = 0; j < PW; ++j) {
+      if ((j == 0 && KW == 0) || (S == 1 && j == PW - 1 && KW == 2)) continue;
+      const __m512 b = _mm512_set1_ps(x0[(S * k + KH - 1) * W + S * j + KW - 1]);
+      acc[0][k * PW + j] = _mm512_fmadd_ps(w0, b, acc[0][k * PW + j]);
+      acc[1][k * PW + j] = _mm512_fmadd_ps(w1, b, acc[1][k * PW + j]);
+    }
+  }
+}
+
+template <int S, int PW, int R, bool TOP, bool BOTTOM, int KH>
+__attribute__((always_inline)) inline void rows_taps_kh(__m512 (&acc)[2][R * PW], const float* x0, std::int64_t W,
+                                                        const float* wc, std::int64_t wstride) {
+  rows_taps<S, PW, R, TOP, BOTTOM, KH, 0>(acc, x0, W, wc, wstride);
+  rows_taps<S, PW, R, TOP, BOTTOM, KH, 1>(acc, x0, W, wc, wstride);
+  rows_taps<S, PW, R, TOP, BOTTOM, KH, 2>(acc, x0, W, wc, wstride);
+}
+
+template <int S, int PW, int R, bool TOP, bool BOTTOM>
+void rows_block(const ConvDirectArgs& a, std::int64_t oh0, std::int64_t mb0, std::int64_t wstride, int nv,
+                float* buf) {
+  constexpr int NP = R * PW;
+  const std::int64_t W = a.W, plane = a.H * W;
+  const float* x = a.x + S * oh0 * W;
+  const float* w = a.w + mb0 * a.C * 144;
+  __m512 acc[2][NP];
+#pragma GCC unroll 64
+  for (int p = 0; p < NP; ++p) acc[0][p] = acc[1][p] = _mm512_setzero_ps();
+  for (std::int64_t c = 0; c < a.C; ++c) {
+    const float* x0 = x + c * plane;
+    const float* wc = w + c * 144;
+    rows_taps_kh<S, PW, R, TOP, BOTTOM, 0>(acc, x0, W, wc, wstride);
+    rows_taps_kh<S, PW, R, TOP, BOTTOM, 1>(acc, x0, W, wc, wstride);
+    rows_taps_kh<S, PW, R, TOP, BOTTOM, 2>(acc, x0, W, wc, wstride);
+  }
+#pragma GCC unroll 64
+  for (int p = 0; p < NP; ++p)
+#pragma GCC unroll 2
+    for (int v = 0; v < nv; ++v) _mm512_storeu_ps(buf + (p * nv + v) * 16, acc[v][p]);
+  // The R whole rows are contiguous in y: one block of NP pixels from (oh0, 0).
+  store(a, oh0, 0, NP, mb0, nv, buf);
+}
+
+using RowsFn = void (*)(const ConvDirectArgs&, std::int64_t, std::int64_t, std::int64_t, int, float*);
+using RowsTb = std::array<RowsFn, 4>;  // [TOP * 2 + BOTTOM]
+
+template <int S, int PW, int R>
+constexpr RowsTb rows_tb() {
+  return {&rows_block<S, PW, R, false, false>, &rows_block<S, PW, R, false, true>, &rows_block<S, PW, R, true, false>,
+          &rows_block<S, PW, R, true, true>};
+}
+
+// [R - 1] for R <= kSmallMaxRows; entries beyond small_rows(PW) repeat the largest (never
+// called) so that they add no instantiations.
+template <int S, int PW, std::size_t... R>
+constexpr std::array<RowsTb, kSmallMaxRows> rows_by_count(std::index_sequence<R...>) {
+  return {rows_tb<S, PW, std::min(static_cast<int>(R) + 1, small_rows(PW))>()...};
+}
+
+template <int S, std::size_t... PW>
+RowsFn rows_fn(int pw, int rows, bool top, bool bottom, std::index_sequence<PW...>) {
+  static constexpr std::array<std::array<RowsTb, kSmallMaxRows>, sizeof...(PW)> fns = {
+      rows_by_count<S, static_cast<int>(PW) + 1>(std::make_index_sequence<kSmallMaxRows>{})...};
+  return fns[pw - 1][rows - 1][top * 2 + bottom];
+}
+
+template <int S>
+void rows_dispatch(const ConvDirectArgs& a, std::int64_t oh0, int rows, std::int64_t mb0, int nv) {
+  alignas(64) float buf[kMaxNp * 2 * 16];
+  // The last row's third tap row is the bottom padding when S * (OH - 1) + 1 >= H.
+  const bool top = oh0 == 0, bottom = oh0 + rows == a.OH && S * (a.OH - 1) + 1 >= a.H;
+  // nv == 1: the second vector re-reads the first's weights (no vector beyond Mb is packed).
+  const std::int64_t wstride = nv == 2 ? a.C * 144 : 0;
+  rows_fn<S>(static_cast<int>(a.OW), rows, top, bottom, std::make_index_sequence<kSmallPx - 1>{})(a, oh0, mb0,
+                                                                                                 wstride, nv, buf);
+}
+
 }  // namespace
+
+void conv3x3_direct_rows(const ConvDirectArgs& a, std::int64_t oh0, int rows, std::int64_t mb0, int nv) {
+  if (a.stride == 1)
+    rows_dispatch<1>(a, oh0, rows, mb0, nv);
+  else
+    rows_dispatch<2>(a, oh0, rows, mb0, nv);
+}
 
 void conv3x3_direct_row(const ConvDirectArgs& a, std::int64_t oh, std::int64_t mb0, int nv) {
   if (a.stride == 1) {

@@ -1,7 +1,7 @@
 // The direct 3x3 / stride 1 or 2 / pad 1 path of conv_packed() (AVX-512; other ISAs pack for the
-// GEMM) against the double reference: odd widths around the pixel
-// blocks, 1-2 pixel maps, channels not a multiple of 16, bias, epilogues, residual, and the
-// same bits at every thread count.
+// GEMM) against the double reference: odd widths around the pixel blocks, 1-2 pixel maps,
+// small maps on multi-row tiles, channels not a multiple of 16, bias, epilogues, residual, and
+// the same bits at every thread count.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -77,26 +77,64 @@ TEST_P(ConvDirect, EpiloguesAndResidual) {
     }
 }
 
-TEST_P(ConvDirect, SameBitsAtEveryThreadCount) {
-  for (bool acc : {false, true}) {
-    const ConvParams p = conv3x3(2, 24, 72, 13, 31, acc ? 2 : 1);
-    const auto x = random_floats(static_cast<std::size_t>(2 * 24 * 13 * 31), 7);
-    const auto w = random_floats(static_cast<std::size_t>(72 * 24 * 9), 8);
-    const auto b = random_floats(72, 9);
-    const auto res = random_floats(static_cast<std::size_t>(2 * 72 * p.out_spatial()), 10);
-    const ConvPackedWeights packed = pack_conv_weights(p, w.data());
-    std::vector<float> first;
-    for (int threads : {1, 2, 3, 4}) {
-      tbb::global_control cap(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
-      std::vector<float> got = res;
-      conv_packed(p, x.data(), packed, b.data(), got.data(), Unary::relu(), acc);
-      if (threads == 1) {
-        first = got;
-      } else {
-        EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * sizeof(float))) << "threads " << threads;
-      }
+// Output widths below 14 (stride 2: even input widths) take tiles of several whole rows (e.g.
+// 2 rows of 7) with the border taps skipped per row: every height against every width, so that
+// tiles start on the top row, end on the bottom one, both, or neither, and row counts end short.
+TEST_P(ConvDirect, SmallMapsEveryHeightAndWidth) {
+  unsigned seed = 200;
+  for (std::int64_t s : {1, 2})
+    for (std::int64_t h = 1; h <= 16; ++h)
+      for (std::int64_t w = 1; w <= 16; ++w)
+        check(conv3x3(1, 5, 32, h, w, s), (h + w) % 2 ? Unary::relu() : Unary::none(), w % 3 != 0, h % 4 == 3,
+              seed++);
+  for (std::int64_t w : {25, 26, 27, 28})  // stride-2 widths around 13 / 14 outputs
+    check(conv3x3(1, 5, 32, 9, w, 2), Unary::relu(), true, false, seed++);
+}
+
+TEST_P(ConvDirect, SmallMapsChannelsAndEpilogues) {
+  unsigned seed = 800;
+  for (std::int64_t c : {1, 17, 40})
+    for (std::int64_t m : {16, 49, 70, 96})
+      for (std::int64_t s : {1, 2})
+        check(conv3x3(2, c, m, 7 * s, 7 * s, s), Unary::relu(), m % 2 == 0, c == 17, seed++);
+  for (bool acc : {false, true})
+    for (const Unary& act : {Unary::none(), Unary::relu(), Unary::of(UnaryOp::Sigmoid)}) {
+      check(conv3x3(1, 20, 50, 7, 7), act, true, acc, seed++);
+      check(conv3x3(2, 8, 64, 14, 14, 2), act, false, acc, seed++);
+      check(conv3x3(1, 12, 50, 11, 3), act, true, acc, seed++);
+    }
+}
+
+void expect_same_bits_at_every_thread_count(std::int64_t c, std::int64_t m, std::int64_t h, std::int64_t w,
+                                            std::int64_t s, bool acc) {
+  const ConvParams p = conv3x3(2, c, m, h, w, s);
+  const auto x = random_floats(static_cast<std::size_t>(2 * c * h * w), 7);
+  const auto wt = random_floats(static_cast<std::size_t>(m * c * 9), 8);
+  const auto b = random_floats(static_cast<std::size_t>(m), 9);
+  const auto res = random_floats(static_cast<std::size_t>(2 * m * p.out_spatial()), 10);
+  const ConvPackedWeights packed = pack_conv_weights(p, wt.data());
+  std::vector<float> first;
+  for (int threads : {1, 2, 3, 4}) {
+    tbb::global_control cap(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+    std::vector<float> got = res;
+    conv_packed(p, x.data(), packed, b.data(), got.data(), Unary::relu(), acc);
+    if (threads == 1) {
+      first = got;
+    } else {
+      EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * sizeof(float)))
+          << "threads " << threads << " " << h << "x" << w << " s" << s;
     }
   }
+}
+
+TEST_P(ConvDirect, SameBitsAtEveryThreadCount) {
+  for (bool acc : {false, true}) expect_same_bits_at_every_thread_count(24, 72, 13, 31, acc ? 2 : 1, acc);
+}
+
+TEST_P(ConvDirect, SmallMapsSameBitsAtEveryThreadCount) {
+  expect_same_bits_at_every_thread_count(40, 72, 7, 7, 1, false);
+  expect_same_bits_at_every_thread_count(40, 72, 14, 14, 2, true);
+  expect_same_bits_at_every_thread_count(24, 48, 23, 3, 1, true);
 }
 
 TEST(ConvDirectFallback, WeightsPackedUnderAvx512RunOnAnotherIsa) {
