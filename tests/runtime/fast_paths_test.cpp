@@ -75,6 +75,12 @@ TEST(FastPaths, Pool2dSeparableMatchesReference) {
       {5, 6, 5, 6, 1, 1, 2, 2, 2, 2, false, true},       // window larger than the input with pads
       {4, 3, 2, 2, 1, 1, 0, 0, 0, 0, false, false},
       {6, 17, 1, 4, 1, 3, 0, 1, 0, 2, true, true},
+      // Stride 2 across (even/odd column split): even and odd widths, even windows, taps left of
+      // the output's column (pads 1 and 2) and none.
+      {10, 15, 2, 4, 2, 2, 0, 0, 0, 0, false, false},
+      {8, 9, 3, 5, 1, 2, 1, 2, 1, 2, false, true},
+      {5, 20, 2, 2, 2, 2, 0, 0, 1, 1, true, false},
+      {3, 1, 1, 1, 1, 2, 0, 0, 0, 0, false, false},
   };
   uint32_t seed = 1;
   for (const PoolCase& pc : cases)
