@@ -18,6 +18,7 @@
 #include "simd/conv.h"
 #include "simd/gemm.h"
 #include "simd/isa.h"
+#include "simd/nhwc.h"
 #include "simd/norm.h"
 #include "simd/parallel.h"
 #include "simd/reduce.h"
