@@ -48,6 +48,9 @@ class OpContext {
 
   // Activation fused into this node by the plan (Conv/Gemm/MatMul + Relu/Clip/...).
   simd::Unary fused_act{};
+  // Every reader of output 0 takes channels-last tensors (Plan): a Layout::Aware kernel may
+  // then write output 0 as NHWC (Tensor::nhwc) instead of converting back.
+  bool prefer_nhwc = false;
   // What KernelDef::prepare returned for this node (nullptr if nothing).
   const void* state = nullptr;
 
@@ -82,6 +85,14 @@ class OpContext {
 
 using KernelFn = void (*)(OpContext&);
 
+// How a kernel meets channels-last (NHWC) inputs (runtime/README.md, "Layouts").
+enum class LayoutUse : uint8_t {
+  Nchw,         // the frame converts NHWC inputs to the plain layout before the call
+  Elementwise,  // broadcasting elementwise: the frame hands over NHWC inputs as views of their
+                // physical [N, H, W, C] bytes, so the outputs come out NHWC as well
+  Aware,        // the kernel reads Tensor::nhwc itself (Conv, pools)
+};
+
 struct KernelDef {
   KernelFn run = nullptr;
   // Inputs stored as float16/bfloat16 are converted to float32 before the call, and float32
@@ -105,6 +116,10 @@ struct KernelDef {
   // before it stay empty), the kernel adds it to output 0 before `fused_act`, and output 0 is
   // then the Add's output, which may broadcast to a larger shape than the kernel's own result.
   int residual_input = -1;
+  LayoutUse layout = LayoutUse::Nchw;
+  // Aware kernels: whether this node works on NHWC input without converting it (from its
+  // attributes, at plan time). The plan prefers NHWC outputs for producers whose readers all do.
+  bool (*takes_nhwc)(const Graph&, NodeId) = nullptr;
 };
 
 // The kernel table, keyed by (domain, op type). Kernels check the node's opset themselves where

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <numeric>
@@ -409,6 +410,54 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
   }
   for (uint32_t v = 0; v < nv; ++v)
     if (last[v] >= 0 && !graph_output[v]) steps[static_cast<size_t>(last[v])].release.push_back(ValueId{v});
+  plan_layouts();
+}
+
+// Channels-last planning. A layout-aware step (Conv, pools) writes its output 0 as NHWC when
+// every reader takes NHWC: an aware kernel whose takes_nhwc() holds for the node (reading it as
+// its data input or fused residual), or an elementwise step whose own outputs all qualify.
+// Graph outputs, values read by subgraphs and non-float values stay plain. Readers that get an
+// NHWC input anyway (an elementwise op with an operand that cannot be viewed channels-last)
+// have it converted by the frame, so a wrong guess costs a transpose, never a wrong result.
+void Plan::plan_layouts() {
+  const char* env = std::getenv("ONNXFORGE_CHANNELS_LAST");
+  if (!options.channels_last || (env != nullptr && std::string_view(env) == "0")) return;
+  const Graph& g = graph;
+  const uint32_t nv = g.value_count();
+  std::vector<std::vector<std::pair<size_t, size_t>>> readers(nv);  // (step, input slot)
+  std::vector<uint8_t> pinned(graph_output);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (size_t k = 0; k < steps[i].inputs.size(); ++k)
+      if (steps[i].inputs[k].valid()) readers[steps[i].inputs[k].index()].emplace_back(i, k);
+    if (!g.subgraphs(steps[i].node).empty())
+      for (ValueId v : g.implicit_inputs(steps[i].node)) pinned[v.index()] = 1;
+  }
+  std::vector<uint8_t> ok(nv, 0);
+  for (size_t i = steps.size(); i-- > 0;) {
+    for (ValueId v : steps[i].outputs) {
+      if (!v.valid() || pinned[v.index()] || readers[v.index()].empty()) continue;
+      if (g.dtype(v) != DType::Float && g.dtype(v) != DType::Undefined) continue;
+      bool all = true;
+      for (auto [r, slot] : readers[v.index()]) {
+        const Step& rs = steps[r];
+        const KernelDef& k = *rs.kernel;
+        if (k.layout == LayoutUse::Aware) {
+          all = all && k.takes_nhwc != nullptr && (slot == 0 || static_cast<int>(slot) == k.residual_input) &&
+                k.takes_nhwc(g, rs.node);
+        } else if (k.layout == LayoutUse::Elementwise) {
+          for (ValueId o : rs.outputs) all = all && o.valid() && ok[o.index()];
+        } else {
+          all = false;
+        }
+      }
+      ok[v.index()] = all;
+    }
+  }
+  for (Step& s : steps)
+    if (s.kernel->layout == LayoutUse::Aware && !s.outputs.empty() && s.outputs[0].valid() && ok[s.outputs[0].index()]) {
+      s.prefer_nhwc = true;
+      ++channels_last;
+    }
 }
 
 // A plan-time reader of `v` is done with it (folded, or packed its bytes): when no reader is
@@ -666,7 +715,7 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   for (ValueId v : g.graph_outputs()) {
     Tensor& t = vals_[v.index()];
     if (t.dtype == DType::Undefined) fail("graph output '", str(g.value_name(v)), "' was not computed");
-    outs.push_back(t.hold ? t : t.clone());
+    outs.push_back(t.nhwc ? to_nchw(t) : t.hold ? t : t.clone());
   }
   if (arena_) {
     vals_.clear();  // views into the arena
@@ -706,6 +755,8 @@ void Frame::run_step(const Step& s, size_t index) {
     ins[k] = &t;
     convert |= s.kernel->float_compute && is_stored_float(t.dtype);
   }
+  std::vector<Tensor> layout_held;
+  const bool relabel_nhwc = layout_inputs(s, ins, layout_held);
   std::vector<Tensor> converted, temps;
   DType stored = DType::Undefined;
   if (convert) {
@@ -753,6 +804,7 @@ void Frame::run_step(const Step& s, size_t index) {
   OpContext ctx(g, s.node, s.opset, ins, s.outputs.size(), &sink);
   ctx.fused_act = s.act;
   ctx.state = s.state.get();
+  ctx.prefer_nhwc = s.prefer_nhwc && !convert;
   try {
     s.kernel->run(ctx);
   } catch (const Error& e) {
@@ -773,7 +825,48 @@ void Frame::run_step(const Step& s, size_t index) {
       }
     }
   }
+  if (relabel_nhwc)
+    for (ValueId v : s.outputs) {
+      if (!v.valid()) continue;
+      Tensor& t = vals_[v.index()];
+      if (t.rank() != 4) fail(node_desc(g, s.node), ": internal: channels-last elementwise output of rank ", t.rank());
+      t.shape = {t.shape[0], t.shape[3], t.shape[1], t.shape[2]};
+      t.nhwc = true;
+    }
   for (ValueId v : s.release) vals_[v.index()] = Tensor{};
+}
+
+// Channels-last inputs for this step's kernel (see LayoutUse): views of their physical bytes
+// for an elementwise kernel when every other operand is laid out the same way in both layouts
+// (rank <= 4, not both channels > 1 and pixels > 1: a [N, C, 1, 1] scale, a scalar), else
+// plain copies. Returns whether the outputs are then channels-last.
+bool Frame::layout_inputs(const Step& s, std::vector<const Tensor*>& ins, std::vector<Tensor>& held) const {
+  bool any = false;
+  for (const Tensor* t : ins) any = any || (t != nullptr && t->nhwc);
+  if (!any || s.kernel->layout == LayoutUse::Aware) return false;
+  held.resize(ins.size());
+  bool views = s.kernel->layout == LayoutUse::Elementwise;
+  for (const Tensor* t : ins) {
+    if (!views || t == nullptr || t->nhwc) continue;
+    if (t->rank() > 4) {
+      views = false;
+      continue;
+    }
+    const Shape e = nhwc_physical_shape(t->shape);  // [n, h, w, c]
+    views = !(e[3] > 1 && e[1] * e[2] > 1);
+  }
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k] == nullptr || (!views && !ins[k]->nhwc)) continue;
+    if (views) {
+      held[k] = *ins[k];
+      held[k].shape = nhwc_physical_shape(ins[k]->shape);
+      held[k].nhwc = false;
+    } else {
+      held[k] = to_nchw(*ins[k]);
+    }
+    ins[k] = &held[k];
+  }
+  return views;
 }
 
 // ---------------------------------------------------------------------------- OpContext
@@ -809,6 +902,7 @@ std::vector<std::string> Session::output_names() const {
 }
 size_t Session::step_count() const { return plan_->steps.size(); }
 size_t Session::fused_count() const { return plan_->fused; }
+size_t Session::channels_last_count() const { return plan_->channels_last; }
 
 namespace {
 std::string step_op(const Plan& plan, const Step& s) {

@@ -21,6 +21,7 @@ struct Step {
   simd::Unary act{};
   std::shared_ptr<const void> state;  // KernelDef::prepare's result
   std::vector<ValueId> release;  // values whose last reader is this step
+  bool prefer_nhwc = false;      // every reader of output 0 takes channels-last input
 };
 
 // Arena placement for one set of input shapes (see Plan::layout()).
@@ -44,6 +45,7 @@ class Plan {
   std::vector<ValueId> inputs;        // caller-provided graph inputs
   size_t fused = 0;
   size_t folded = 0;                  // nodes evaluated once at plan time
+  size_t channels_last = 0;           // steps with prefer_nhwc
   std::vector<uint8_t> is_const;      // per value: known before any run
   // Per-step wall time in ns, accumulated over runs when options.profile is set.
   mutable std::vector<std::atomic<uint64_t>> step_ns;
@@ -63,6 +65,7 @@ class Plan {
 
  private:
   bool fold(NodeId n);
+  void plan_layouts();
   void consumed(ValueId v, bool shape_still_read = false);
   std::vector<uint8_t> folded_;
   std::vector<uint32_t> remaining_;  // plan-time readers left per value
@@ -83,6 +86,7 @@ class Frame {
 
  private:
   void run_step(const Step& s, size_t index);
+  bool layout_inputs(const Step& s, std::vector<const Tensor*>& ins, std::vector<Tensor>& held) const;
   Tensor& alloc(const Step& s, size_t out, DType dtype, Shape shape);
   const Plan& plan_;
   Frame* parent_;

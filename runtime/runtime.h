@@ -33,6 +33,9 @@ struct SessionOptions {
   bool arena = true;             // place intermediates in one arena after the first run
   bool profile = false;          // time every kernel (Session::profile)
   bool fold_constants = true;    // evaluate nodes with only constant inputs once, at plan time
+  // Keep activations between 2-D convs, pools and elementwise ops channels-last (NHWC);
+  // ONNXFORGE_CHANNELS_LAST=0 in the environment turns it off too.
+  bool channels_last = true;
 };
 
 struct OpProfile {
@@ -64,6 +67,7 @@ class Session {
 
   size_t step_count() const;   // kernels per run (after fusion)
   size_t fused_count() const;  // activations fused into their producer
+  size_t channels_last_count() const;  // steps planned to write channels-last outputs
   std::vector<OpProfile> profile() const;         // per op type, slowest first (needs options.profile)
   std::vector<StepProfile> step_profile() const;  // per kernel step, slowest first (needs options.profile)
 

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 #include "ir/error.h"
+#include "simd/nhwc.h"
 
 namespace onnxforge::rt {
 
@@ -56,7 +58,22 @@ Tensor Tensor::view(DType dtype, Shape shape, const void* data) {
 Tensor Tensor::clone() const {
   Tensor t = alloc(dtype, shape);
   if (bytes()) std::memcpy(t.data, data, bytes());
+  t.nhwc = nhwc;
   return t;
+}
+
+Tensor to_nchw(const Tensor& t) {
+  if (!t.nhwc) return t;
+  Tensor y = Tensor::alloc(t.dtype, t.shape);
+  if (t.dtype != DType::Float || t.rank() != 4) throw std::logic_error("to_nchw: channels-last tensors are float32 rank 4");
+  simd::nhwc_to_nchw(t.shape[0], t.shape[1], t.shape[2] * t.shape[3], t.ptr<float>(), y.ptr<float>());
+  return y;
+}
+
+Shape nhwc_physical_shape(const Shape& logical) {
+  Shape s(logical);
+  while (s.size() < 4) s.insert(s.begin(), 1);
+  return {s[0], s[2], s[3], s[1]};
 }
 
 double Tensor::get_f64(int64_t i) const {

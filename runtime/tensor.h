@@ -24,6 +24,10 @@ struct Tensor {
   Shape shape;
   std::byte* data = nullptr;
   std::shared_ptr<std::byte> hold;  // set when the tensor owns (a share of) heap memory
+  // Channels-last: a rank-4 float tensor whose shape is [N, C, H, W] but whose bytes are laid
+  // out as [N, H, W, C]. Only the runtime's frame and layout-aware kernels ever see one
+  // (runtime/README.md, "Layouts").
+  bool nhwc = false;
 
   int64_t numel() const { return rt::numel(shape); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
@@ -36,7 +40,7 @@ struct Tensor {
   static Tensor alloc(DType dtype, Shape shape);
   // A view of memory owned elsewhere.
   static Tensor view(DType dtype, Shape shape, const void* data);
-  // A deep copy into new heap memory.
+  // A deep copy into new heap memory (same layout).
   Tensor clone() const;
   // Scalar helpers: element i converted to double / int64 (any numeric dtype).
   double get_f64(int64_t i) const;
@@ -60,6 +64,13 @@ inline float bf16_to_float(uint16_t b) {
   return f;
 }
 uint16_t float_to_bf16(float f);
+
+// The tensor with its bytes in the plain row-major layout of its shape: `t` itself, or a
+// converted copy of a channels-last one.
+Tensor to_nchw(const Tensor& t);
+// [N, C, H, W] -> [N, H, W, C]: the shape a channels-last tensor's bytes have (ranks below 4
+// are first extended with leading 1s, as broadcasting does).
+Shape nhwc_physical_shape(const Shape& logical);
 
 bool is_float_dtype(DType t);     // Float, Double, Float16, BFloat16
 bool is_stored_float(DType t);    // Float16, BFloat16: converted to float for compute

@@ -239,16 +239,25 @@ void mod_kernel(OpContext& c) {
 }  // namespace
 
 void register_binary(Registry& r) {
-  auto add = [&](const char* name, KernelFn f) { r.add("", name, {f, true, 0, 1}); };
+  auto add = [&](const char* name, KernelFn f) {
+    KernelDef d{f, true, 0, 1};
+    d.layout = LayoutUse::Elementwise;
+    r.add("", name, d);
+  };
+  auto variadic = [&](const char* name, KernelFn f) {
+    KernelDef d{f};
+    d.layout = LayoutUse::Elementwise;
+    r.add("", name, d);
+  };
   add("Add", binary_kernel<BinaryOp::Add>);
   add("Sub", binary_kernel<BinaryOp::Sub>);
   add("Mul", binary_kernel<BinaryOp::Mul>);
   add("Div", binary_kernel<BinaryOp::Div>);
   add("Pow", binary_kernel<BinaryOp::Pow>);
-  r.add("", "Sum", {variadic_kernel<BinaryOp::Add>});
-  r.add("", "Mean", {variadic_kernel<BinaryOp::Add, true>});
-  r.add("", "Max", {variadic_kernel<BinaryOp::Max>});
-  r.add("", "Min", {variadic_kernel<BinaryOp::Min>});
+  variadic("Sum", variadic_kernel<BinaryOp::Add>);
+  variadic("Mean", variadic_kernel<BinaryOp::Add, true>);
+  variadic("Max", variadic_kernel<BinaryOp::Max>);
+  variadic("Min", variadic_kernel<BinaryOp::Min>);
   r.add("", "Equal", {compare_kernel<CompareOp::Equal>});
   r.add("", "Less", {compare_kernel<CompareOp::Less>});
   r.add("", "LessOrEqual", {compare_kernel<CompareOp::LessOrEqual>});

@@ -7,6 +7,7 @@
 #include "simd/binary.h"
 #include "simd/conv.h"
 #include "simd/gemm.h"
+#include "simd/nhwc.h"
 
 namespace onnxforge::rt {
 
@@ -47,9 +48,56 @@ namespace {
 // simd::conv_packed(), made on the first run whose shapes prefer that path (the input shape is
 // only known then), once, shared by concurrent runs.
 struct ConvState {
-  mutable std::once_flag once;
+  mutable std::once_flag once, nhwc_once;
   mutable simd::ConvPackedWeights packed;
+  mutable simd::ConvNhwcWeights nhwc;  // for the channels-last path
 };
+
+// Plan time: a 2-D conv with group 1 and constant weights runs channels-last (simd/nhwc.h).
+bool conv_takes_nhwc(const Graph& g, NodeId n) {
+  if (g.attr_int(n, "group", 1) != 1 || g.inputs(n).size() < 2 || !g.input(n, 1).valid()) return false;
+  ValueId w = g.input(n, 1);
+  if (!g.is_initializer(w)) return false;
+  return g.model().tensors.dims(g.initializer(w)).size() == 4;
+}
+
+// y (shape ys, NHWC when y_nhwc) = act(conv(x) + bias (+ residual)) on the channels-last path.
+// The residual, of shape ys in either layout, may share y's buffer.
+void conv_channels_last(OpContext& c, const simd::ConvParams& p, const Tensor& x, const ConvState& st,
+                        const float* bias, const Tensor* res, const Shape& ys, bool y_nhwc) {
+  const int64_t N = p.batch, M = p.out_channels, OHW = p.out_spatial();
+  Tensor& y = c.output(0, DType::Float, ys);
+  Tensor xcopy, rcopy;
+  const float* px = x.ptr<float>();
+  auto overlap = [&](const Tensor& t) {
+    return y.data < t.data + t.bytes() && t.data < y.data + y.bytes();
+  };
+  if (overlap(x)) {  // y took the slot of a residual that views x
+    xcopy = x.clone();
+    px = xcopy.ptr<float>();
+  }
+  Tensor tmp;
+  float* out = y.ptr<float>();
+  if (!y_nhwc) {
+    tmp = Tensor::alloc(DType::Float, {N, OHW, M});
+    out = tmp.ptr<float>();
+  }
+  if (res) {  // the residual, channels-last, into `out`
+    const Tensor* r = res;
+    if (overlap(*res) && !(y_nhwc && res->nhwc)) {
+      rcopy = res->clone();
+      r = &rcopy;
+    }
+    if (r->nhwc) {
+      if (r->data != reinterpret_cast<const std::byte*>(out)) std::memmove(out, r->data, y.bytes());
+    } else {
+      simd::nchw_to_nhwc(N, M, OHW, r->ptr<float>(), out);
+    }
+  }
+  simd::conv_nhwc(p, px, !x.nhwc, st.nhwc, bias, out, c.fused_act, res != nullptr);
+  if (y_nhwc) y.nhwc = true;
+  else simd::nhwc_to_nchw(N, M, OHW, out, y.ptr<float>());
+}
 
 std::shared_ptr<const void> prepare_conv(const Graph&, NodeId, std::span<const Tensor* const> in) {
   if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->numel() == 0) return nullptr;
@@ -57,15 +105,15 @@ std::shared_ptr<const void> prepare_conv(const Graph&, NodeId, std::span<const T
 }
 
 void conv(OpContext& c) {
-  const Tensor& x = c.input(0);
+  const Tensor& x_in = c.input(0);
   const Tensor& w = c.input(1);
   const Tensor* b = c.in(2);
-  if (x.dtype != DType::Float) c.error("Conv supports float32 (and float16/bfloat16 stored) inputs only");
-  ConvGeometry geo = conv_geometry(c, x.shape, w.shape, false);
+  if (x_in.dtype != DType::Float) c.error("Conv supports float32 (and float16/bfloat16 stored) inputs only");
+  ConvGeometry geo = conv_geometry(c, x_in.shape, w.shape, false);
   simd::ConvParams p;
   p.rank = geo.rank;
-  p.batch = x.shape[0];
-  p.in_channels = x.shape[1];
+  p.batch = x_in.shape[0];
+  p.in_channels = x_in.shape[1];
   p.out_channels = w.shape[0];
   p.group = c.attr_i("group", 1);
   p.in = geo.in;
@@ -75,11 +123,26 @@ void conv(OpContext& c) {
   p.pad_begin = geo.pad_begin;
   p.pad_end = geo.pad_end;
   if (w.shape[1] * p.group != p.in_channels)
-    c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x.shape) + " with group " +
+    c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x_in.shape) + " with group " +
             std::to_string(p.group));
   Shape ys{p.batch, p.out_channels};
   for (int i = 0; i < p.rank; ++i) ys.push_back(p.out(i));
   const float* pb = b ? b->ptr<float>() : nullptr;
+  const Tensor* res = c.in(3);  // fused residual Add (KernelDef::residual_input)
+  if (res && res->dtype != DType::Float) c.error("the fused residual of Conv must be float32");
+  // Channels-last when the input already is or the readers want it (Plan::plan_layouts).
+  if (c.state && (x_in.nhwc || c.prefer_nhwc) && simd::conv_nhwc_supported(p) && (!res || res->shape == ys)) {
+    const auto& st = *static_cast<const ConvState*>(c.state);
+    std::call_once(st.nhwc_once, [&] { st.nhwc = simd::pack_conv_weights_nhwc(p, w.ptr<float>()); });
+    conv_channels_last(c, p, x_in, st, pb, res, ys, c.prefer_nhwc);
+    return;
+  }
+  const Tensor x = to_nchw(x_in);
+  Tensor res_plain;
+  if (res && res->nhwc) {
+    res_plain = to_nchw(*res);
+    res = &res_plain;
+  }
   const simd::ConvPackedWeights* packed = nullptr;
   if (c.state && (simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p))) {
     const auto& st = *static_cast<const ConvState*>(c.state);
@@ -90,13 +153,11 @@ void conv(OpContext& c) {
     if (packed) simd::conv_packed(p, px, *packed, pb, py, act, accumulate);
     else simd::conv(p, px, w.ptr<float>(), pb, py, act, accumulate);
   };
-  const Tensor* res = c.in(3);  // fused residual Add (KernelDef::residual_input)
   if (!res) {
     Tensor& y = c.output(0, DType::Float, ys);
     run(x.ptr<float>(), y.ptr<float>(), c.fused_act, false);
     return;
   }
-  if (res->dtype != DType::Float) c.error("the fused residual of Conv must be float32");
   auto overlap = [](const Tensor& a, const Tensor& t) {
     const auto* p0 = static_cast<const std::byte*>(a.data);
     const auto* q0 = static_cast<const std::byte*>(t.data);
@@ -219,6 +280,8 @@ void register_conv(Registry& r) {
   KernelDef def{conv, true, 3, -1, true};  // input 3: the fused residual, whose slot y may take
   def.residual_input = 3;
   def.prepare = prepare_conv;  // nothing packed yet: the weights stay readable (prepared_inputs 0)
+  def.layout = LayoutUse::Aware;
+  def.takes_nhwc = conv_takes_nhwc;
   r.add("", "Conv", def);
   r.add("", "ConvTranspose", {conv_transpose, true, -1, -1, true});
 }

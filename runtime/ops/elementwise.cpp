@@ -170,7 +170,11 @@ void not_op(OpContext& c) {
 }  // namespace
 
 void register_elementwise(Registry& r) {
-  auto add = [&](const char* name, KernelFn f) { r.add("", name, {f, true, 0}); };
+  auto add = [&](const char* name, KernelFn f) {
+    KernelDef d{f, true, 0};
+    d.layout = LayoutUse::Elementwise;
+    r.add("", name, d);
+  };
   add("Abs", unary_kernel<UnaryOp::Abs>);
   add("Neg", unary_kernel<UnaryOp::Neg>);
   add("Relu", unary_kernel<UnaryOp::Relu>);

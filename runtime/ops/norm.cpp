@@ -15,15 +15,20 @@ void need_float(const OpContext& c, const Tensor& t) {
   if (t.dtype != DType::Float) c.error("expects float32 (or float16/bfloat16) data, got " + std::string(dtype_name(t.dtype)));
 }
 
+// Plan time: inference-mode BatchNormalization is per channel in either layout.
+bool batch_norm_takes_nhwc(const Graph& g, NodeId n) {
+  return g.attr_int(n, "training_mode", 0) == 0 && (g.outputs(n).size() < 2 || !g.output(n, 1).valid());
+}
+
 void batch_norm(OpContext& c) {
-  const Tensor& x = c.input(0);
+  const bool training = c.attr_i("training_mode", 0) != 0;
+  const Tensor x = training ? to_nchw(c.input(0)) : c.input(0);
   need_float(c, x);
   const Tensor &scale = c.input(1), &bias = c.input(2), &mean = c.input(3), &var = c.input(4);
   const float eps = c.attr_f("epsilon", 1e-5f);
   Tensor& y = c.output(0, x.dtype, x.shape);
   const int64_t N = x.shape[0], C = x.rank() > 1 ? x.shape[1] : 1;
   const int64_t sp = x.numel() / std::max<int64_t>(N * C, 1);
-  const bool training = c.attr_i("training_mode", 0) != 0;
   std::vector<double> m(static_cast<size_t>(C)), v(static_cast<size_t>(C));
   for (int64_t ch = 0; ch < C; ++ch) {
     if (!training) {
@@ -47,6 +52,15 @@ void batch_norm(OpContext& c) {
     double inv = 1.0 / std::sqrt(v[static_cast<size_t>(ch)] + eps);
     a[static_cast<size_t>(ch)] = static_cast<float>(scale.ptr<float>()[ch] * inv);
     b[static_cast<size_t>(ch)] = static_cast<float>(bias.ptr<float>()[ch] - m[static_cast<size_t>(ch)] * scale.ptr<float>()[ch] * inv);
+  }
+  if (x.nhwc) {  // channels last: a row of C per pixel
+    y.nhwc = true;
+    simd::parallel_for(N * sp, [&](int64_t px) {
+      const float* X = x.ptr<float>() + px * C;
+      float* Y = y.ptr<float>() + px * C;
+      for (int64_t ch = 0; ch < C; ++ch) Y[ch] = X[ch] * a[static_cast<size_t>(ch)] + b[static_cast<size_t>(ch)];
+    });
+    return;
   }
   simd::parallel_for(N * C, [&](int64_t pl) {
     const float* X = x.ptr<float>() + pl * sp;
@@ -275,7 +289,10 @@ const KernelDef& decomposed_layer_norm_kernel() {
 }
 
 void register_norm(Registry& r) {
-  r.add("", "BatchNormalization", {batch_norm});
+  KernelDef bn{batch_norm};
+  bn.layout = LayoutUse::Aware;
+  bn.takes_nhwc = batch_norm_takes_nhwc;
+  r.add("", "BatchNormalization", bn);
   r.add("", "InstanceNormalization", {instance_norm});
   r.add("", "LayerNormalization", {layer_norm, true, -1, -1, true});
   r.add("", "RMSNormalization", {rms_norm});

@@ -4,6 +4,7 @@
 
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
+#include "simd/nhwc.h"
 #include "simd/parallel.h"
 
 namespace onnxforge::rt {
@@ -87,9 +88,21 @@ void pool2d_separable(const float* X, float* Y, const ConvGeometry& g, const std
   }
 }
 
+// Plan time: a 2-D max/average pool without dilation or Indices output runs channels-last.
+bool pool_takes_nhwc(const Graph& g, NodeId n) {
+  if (g.attr_ints(n, "kernel_shape").size() != 2) return false;
+  for (int64_t d : g.attr_ints(n, "dilations"))
+    if (d != 1) return false;
+  return g.outputs(n).size() < 2 || !g.output(n, 1).valid();
+}
+
+bool global_pool_takes_nhwc(const Graph&, NodeId) { return true; }
+
 template <Pool P>
 void pool(OpContext& c) {
-  const Tensor& x = c.input(0);
+  const Tensor& x_in = c.input(0);
+  const bool channels_last = x_in.nhwc && P != Pool::Lp && pool_takes_nhwc(c.graph, c.node);
+  const Tensor x = channels_last ? x_in : to_nchw(x_in);
   if (x.dtype != DType::Float && !(P == Pool::Max && (x.dtype == DType::Int8 || x.dtype == DType::Uint8)))
     c.error("unsupported element type");
   auto ks = c.attr_ints("kernel_shape");
@@ -117,6 +130,16 @@ void pool(OpContext& c) {
   Tensor* idx = c.output_count() > 1 && c.has_output(1) ? &c.output(1, DType::Int64, ys) : nullptr;
   const bool col_major = c.attr_i("storage_order", 0) == 1;
   const int64_t planes = x.shape[0] * x.shape[1];
+  if (channels_last) {
+    simd::Pool2d q;
+    q.N = x.shape[0], q.C = x.shape[1], q.H = g.in[0], q.W = g.in[1], q.OH = out[0], q.OW = out[1];
+    q.KH = g.kernel[0], q.KW = g.kernel[1], q.SH = g.stride[0], q.SW = g.stride[1];
+    q.pad_top = g.pad_begin[0], q.pad_left = g.pad_begin[1], q.pad_bottom = g.pad_end[0], q.pad_right = g.pad_end[1];
+    if constexpr (P == Pool::Max) simd::max_pool_nhwc(q, x.ptr<float>(), y.ptr<float>());
+    else simd::avg_pool_nhwc(q, x.ptr<float>(), y.ptr<float>(), include_pad);
+    y.nhwc = true;
+    return;
+  }
   if (r == 2 && !idx && x.dtype == DType::Float && P != Pool::Lp && g.dilation[0] == 1 && g.dilation[1] == 1) {
     simd::parallel_chunks(static_cast<size_t>(planes), 1, [&](size_t p0, size_t p1) {
       std::vector<float> col(static_cast<size_t>(std::max<int64_t>(g.in[1], 1)));
@@ -232,10 +255,18 @@ void pool(OpContext& c) {
 
 template <Pool P>
 void global_pool(OpContext& c) {
-  const Tensor& x = c.input(0);
-  if (x.rank() < 2) c.error("input must have rank >= 2");
-  Shape ys(x.shape.begin(), x.shape.begin() + 2);
-  ys.resize(x.shape.size(), 1);
+  const Tensor& x_in = c.input(0);
+  if (x_in.rank() < 2) c.error("input must have rank >= 2");
+  Shape ys(x_in.shape.begin(), x_in.shape.begin() + 2);
+  ys.resize(x_in.shape.size(), 1);
+  if (x_in.nhwc && P != Pool::Lp) {  // [N, C, 1, 1] is the same bytes in both layouts
+    Tensor& y = c.output(0, x_in.dtype, ys);
+    const int64_t N = x_in.shape[0], C = x_in.shape[1], HW = x_in.shape[2] * x_in.shape[3];
+    if constexpr (P == Pool::Max) simd::global_max_pool_nhwc(N, HW, C, x_in.ptr<float>(), y.ptr<float>());
+    else simd::global_avg_pool_nhwc(N, HW, C, x_in.ptr<float>(), y.ptr<float>());
+    return;
+  }
+  const Tensor x = to_nchw(x_in);
   Tensor& y = c.output(0, x.dtype, ys);
   const int64_t planes = x.shape[0] * x.shape[1], sp = numel(Shape(x.shape.begin() + 2, x.shape.end()));
   const double p = static_cast<double>(c.attr_i("p", 2));
@@ -246,7 +277,7 @@ void global_pool(OpContext& c) {
         const T* X = x.ptr<T>() + pl * sp;
         double acc = P == Pool::Max ? -INFINITY : 0.0;
         for (int64_t i = 0; i < sp; ++i) {
-          if (P == Pool::Max) acc = std::max(acc, static_cast<double>(X[i]));
+          if (P == Pool::Max) acc = (X[i] > acc || X[i] != X[i]) ? static_cast<double>(X[i]) : acc;
           else if (P == Pool::Avg) acc += X[i];
           else acc += std::pow(std::fabs(static_cast<double>(X[i])), p);
         }
@@ -263,11 +294,17 @@ void global_pool(OpContext& c) {
 }  // namespace
 
 void register_pool(Registry& r) {
-  r.add("", "MaxPool", {pool<Pool::Max>});
-  r.add("", "AveragePool", {pool<Pool::Avg>});
+  auto aware = [](KernelFn f, bool (*takes)(const Graph&, NodeId)) {
+    KernelDef d{f};
+    d.layout = LayoutUse::Aware;
+    d.takes_nhwc = takes;
+    return d;
+  };
+  r.add("", "MaxPool", aware(pool<Pool::Max>, pool_takes_nhwc));
+  r.add("", "AveragePool", aware(pool<Pool::Avg>, pool_takes_nhwc));
   r.add("", "LpPool", {pool<Pool::Lp>});
-  r.add("", "GlobalAveragePool", {global_pool<Pool::Avg>});
-  r.add("", "GlobalMaxPool", {global_pool<Pool::Max>});
+  r.add("", "GlobalAveragePool", aware(global_pool<Pool::Avg>, global_pool_takes_nhwc));
+  r.add("", "GlobalMaxPool", aware(global_pool<Pool::Max>, global_pool_takes_nhwc));
   r.add("", "GlobalLpPool", {global_pool<Pool::Lp>});
 }
 

@@ -77,6 +77,7 @@ int run(const Options& o) {
   j["median_ms"] = a.median();
   j["min_ms"] = a.min();
   j["steps"] = sa.step_count();
+  j["channels_last_steps"] = sa.channels_last_count();
   if (sb) {
     j["vs"] = {{"model", o.vs}, {"median_ms", b.median()}, {"min_ms", b.min()}};
     j["ratio"] = b.median() / a.median();
@@ -101,8 +102,8 @@ int run(const Options& o) {
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("%-40s median %9.3f ms  min %9.3f ms  (%zu runs, %zu kernels)\n", o.model.c_str(), a.median(), a.min(),
-                a.ms.size(), sa.step_count());
+    std::printf("%-40s median %9.3f ms  min %9.3f ms  (%zu runs, %zu kernels, %zu channels-last)\n", o.model.c_str(),
+                a.median(), a.min(), a.ms.size(), sa.step_count(), sa.channels_last_count());
     if (sb) {
       std::printf("%-40s median %9.3f ms  min %9.3f ms\n", o.vs.c_str(), b.median(), b.min());
       std::printf("ratio (vs / model, medians): %.3f\n", b.median() / a.median());
