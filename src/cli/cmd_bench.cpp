@@ -24,7 +24,7 @@ struct Options {
   int threads = 0, iters = 0, warmup = 3;
   double min_time = 3.0;
   std::vector<std::string> dims, inputs;
-  bool json = false, profile = false;
+  bool json = false, profile = false, nchw = false, vs_nchw = false;
 };
 
 struct Stats {
@@ -44,8 +44,11 @@ int run(const Options& o) {
   std::unique_ptr<Model> mb = o.vs.empty() ? nullptr : load_model(o.vs);
   rt::SessionOptions so;
   so.profile = o.profile;
+  so.channels_last = !o.nchw;
   rt::Session sa(*ma, so);
-  std::unique_ptr<rt::Session> sb = mb ? std::make_unique<rt::Session>(*mb) : nullptr;
+  rt::SessionOptions so_b;
+  so_b.channels_last = !o.vs_nchw;
+  std::unique_ptr<rt::Session> sb = mb ? std::make_unique<rt::Session>(*mb, so_b) : nullptr;
   rt::InputPlan plan = rt::plan_inputs(ma->main(), sa.input_values(), rt::parse_dims(o.dims));
   auto inputs = rt::make_inputs(plan, 0);
   rt::override_inputs(plan, inputs, o.inputs);
@@ -122,6 +125,8 @@ Command reg{"bench", "Measure a model's latency with onnxforge's runtime (option
   app.add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   app.add_option("--dim", o->dims, "NAME=N value of a symbolic dimension");
   app.add_option("--input", o->inputs, "NAME=FILE input instead of a generated one");
+  app.add_flag("--nchw", o->nchw, "Keep the model's activations NCHW (no channels-last chains)");
+  app.add_flag("--vs-nchw", o->vs_nchw, "Likewise for the --vs model (--vs MODEL --vs-nchw: the layout's gain)");
   app.add_flag("--profile", o->profile, "Time every kernel; print the time per op type and the slowest steps");
   app.add_flag("--json", o->json, "Print JSON");
   return [o] { return run(*o); };
