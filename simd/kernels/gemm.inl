@@ -183,6 +183,53 @@ void ukernel_wide(std::size_t kc, const float* a, std::size_t lda, const float* 
   ukernel_body<M, kGemmNv * kWidePanels, true>(kc, a, lda, b, ldb, pstride, c, ldc, kNr * kWidePanels, ep);
 }
 
+// Indirect A (GemmUKernelIndirect): per segment, the M row pointers are loaded once, then the
+// same steps as ukernel_body over the segment's k range (B from a packed panel, nr floats per
+// k step, prefetched kPrefetchK steps ahead; C prefetched kPrefetchC steps before the end).
+// PNV: vectors per panel row (the panel's k stride).
+template <int M, int NV, int PNV>
+void ukernel_indirect(std::size_t segs, std::size_t len, const float* const* ptrs, std::size_t off, const float* b,
+                      float* c, std::size_t ldc, std::size_t n, const TileEpilogue& ep) {
+  V acc[M][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
+  const float* rows[M];
+  auto steps = [&](std::size_t k, std::size_t end) __attribute__((always_inline)) {
+#pragma GCC unroll 2
+    for (; k < end; ++k) {
+      V bv[NV];
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) bv[j] = V::load_unaligned(b + j * kW);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) __builtin_prefetch(b + j * kW + kPrefetchK * PNV * kW, 0, 3);
+#pragma GCC unroll 16
+      for (int i = 0; i < M; ++i) {
+        const V ai(rows[i][k]);
+#pragma GCC unroll 16
+        for (int j = 0; j < NV; ++j) acc[i][j] = vfma(ai, bv[j], acc[i][j]);
+      }
+      b += PNV * kW;
+    }
+  };
+  for (std::size_t s = 0; s + 1 < segs; ++s) {
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) rows[i] = ptrs[s * M + i] + off;
+    steps(0, len);
+  }
+  if (segs > 0) {
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) rows[i] = ptrs[(segs - 1) * M + i] + off;
+    const std::size_t body = len > kPrefetchC ? len - kPrefetchC : 0;
+    steps(0, body);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * kW, 1);
+    steps(body, len);
+  }
+  store_tile<M, NV>(acc, c, ldc, n, ep);
+}
+
 // ---- packing: dst[k * width + i] = src[i * ld + k] (rows of a row-major matrix become the
 // k-major panel layout), zero for rows <= i < width. Used for A and for transposed B. ----
 
@@ -247,7 +294,36 @@ GemmDirectKernels make_direct(std::integer_sequence<int, M...>) {
   return g;
 }
 
+// The wide indirect panel (GemmIndirectKernels::panels[1]): 6 rows x 4 vectors on AVX-512
+// (24 accumulators + 4 B vectors), none elsewhere.
+inline constexpr int kWideNv = kIsa == Isa::Avx512 ? 4 : 0;
+inline constexpr int kWideMr = kIsa == Isa::Avx512 ? 6 : 0;
+
+template <int PNV, int M, int... NV>
+void install_indirect_row(GemmIndirectKernels::Panel& g, std::integer_sequence<int, NV...>) {
+  ((g.ukernel[M - 1][NV] = &ukernel_indirect<M, NV + 1, PNV>), ...);
+}
+
+template <int PNV, int... M>
+GemmIndirectKernels::Panel make_indirect(std::integer_sequence<int, M...>) {
+  GemmIndirectKernels::Panel g;
+  g.nv = PNV;
+  g.mr = static_cast<int>(sizeof...(M));
+  (install_indirect_row<PNV, M + 1>(g, std::make_integer_sequence<int, PNV>{}), ...);
+  return g;
+}
+
 }  // namespace
+
+const GemmIndirectKernels& gemm_indirect_kernels() noexcept {
+  static const GemmIndirectKernels table = [] {
+    GemmIndirectKernels g;
+    g.panels[0] = make_indirect<kGemmNv>(std::make_integer_sequence<int, kGemmMr>{});
+    if constexpr (kWideNv > 0) g.panels[1] = make_indirect<kWideNv>(std::make_integer_sequence<int, kWideMr>{});
+    return g;
+  }();
+  return table;
+}
 
 const GemmDirectKernels& gemm_direct_kernels() noexcept {
   static const GemmDirectKernels table = [] {
