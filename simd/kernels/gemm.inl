@@ -196,38 +196,44 @@ void ukernel_indirect(std::size_t segs, std::size_t len, const float* const* ptr
 #pragma GCC unroll 16
     for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
   const float* rows[M];
-  auto steps = [&](std::size_t k, std::size_t end) __attribute__((always_inline)) {
-#pragma GCC unroll 2
-    for (; k < end; ++k) {
-      V bv[NV];
+  auto step = [&](std::size_t k) __attribute__((always_inline)) {
+    V bv[NV];
 #pragma GCC unroll 16
-      for (int j = 0; j < NV; ++j) bv[j] = V::load_unaligned(b + j * kW);
+    for (int j = 0; j < NV; ++j) bv[j] = V::load_unaligned(b + j * kW);
 #pragma GCC unroll 16
-      for (int j = 0; j < NV; ++j) __builtin_prefetch(b + j * kW + kPrefetchK * PNV * kW, 0, 3);
+    for (int j = 0; j < NV; ++j) __builtin_prefetch(b + j * kW + kPrefetchK * PNV * kW, 0, 3);
 #pragma GCC unroll 16
-      for (int i = 0; i < M; ++i) {
-        const V ai(rows[i][k]);
+    for (int i = 0; i < M; ++i) {
+      const V ai(rows[i][k]);
 #pragma GCC unroll 16
-        for (int j = 0; j < NV; ++j) acc[i][j] = vfma(ai, bv[j], acc[i][j]);
-      }
-      b += PNV * kW;
+      for (int j = 0; j < NV; ++j) acc[i][j] = vfma(ai, bv[j], acc[i][j]);
     }
+    b += PNV * kW;
   };
-  for (std::size_t s = 0; s + 1 < segs; ++s) {
+  // One loop nest (the sums stay in registers across the segments); C is prefetched
+  // kPrefetchC steps before the end of the last segment.
+  for (std::size_t s = 0; s < segs; ++s) {
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) rows[i] = ptrs[s * M + i] + off;
-    steps(0, len);
+    const bool last = s + 1 == segs;
+    const std::size_t mid = last && len > kPrefetchC ? len - kPrefetchC : len;
+    std::size_t k = 0;
+#pragma GCC unroll 2
+    for (; k < mid; ++k) step(k);
+    if (last)
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * kW, 1);
+#pragma GCC unroll 2
+    for (; k < len; ++k) step(k);
   }
-  if (segs > 0) {
+  // A copy for the store: the general store takes the tile's address, which would keep `acc`
+  // itself in memory across the segments (GCC promotes it to registers only per loop).
+  V out[M][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < M; ++i) rows[i] = ptrs[(segs - 1) * M + i] + off;
-    const std::size_t body = len > kPrefetchC ? len - kPrefetchC : 0;
-    steps(0, body);
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * kW, 1);
-    steps(body, len);
-  }
-  store_tile<M, NV>(acc, c, ldc, n, ep);
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) out[i][j] = acc[i][j];
+  store_tile<M, NV>(out, c, ldc, n, ep);
 }
 
 // ---- packing: dst[k * width + i] = src[i * ld + k] (rows of a row-major matrix become the
