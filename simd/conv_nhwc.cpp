@@ -69,30 +69,47 @@ const detail::GemmIndirectKernels& indirect_kernels(Isa isa) {
 }
 
 // One K block: `taps` segments of `len` channels from channel c0 of taps [tap0, tap0 + taps).
+// `rows`: the block is whole kernel rows (taps a multiple of KW, tap0 too) whose taps lie side
+// by side in the input (dilation 1 across): a tile row whose kernel rows are all inside the
+// input horizontally then reads each kernel row as one segment of KW * C floats instead.
 struct KBlock {
   std::size_t k0, kc, tap0, taps, c0, len;
+  bool rows;
 };
 
-std::vector<KBlock> k_blocks(std::size_t C, std::size_t T, std::size_t kcmax) {
+std::vector<KBlock> k_blocks(std::size_t C, std::size_t KH, std::size_t KW, bool contiguous_rows,
+                             std::size_t kcmax) {
   std::vector<KBlock> blocks;
+  const std::size_t T = KH * KW;
   if (C == 0 || T == 0) return blocks;
-  if (C <= kcmax) {
-    const std::size_t per = kcmax / C, count = ceil_div(T, per);
-    for (std::size_t b = 0, tap = 0; b < count; ++b) {
-      const std::size_t taps = T / count + (b < T % count ? 1 : 0);
-      blocks.push_back({tap * C, taps * C, tap, taps, 0, C});
-      tap += taps;
+  // Near-equal counts of `unit` taps per block (whole kernel rows where they fit a block).
+  auto whole = [&](std::size_t unit, bool rows) {
+    const std::size_t units = T / unit, per = kcmax / (unit * C), count = ceil_div(units, per);
+    for (std::size_t b = 0, u = 0; b < count; ++b) {
+      const std::size_t n = units / count + (b < units % count ? 1 : 0);
+      blocks.push_back({u * unit * C, n * unit * C, u * unit, n * unit, 0, C, rows});
+      u += n;
     }
-    return blocks;
+  };
+  if (KW * C <= kcmax) {
+    whole(KW, contiguous_rows && KW > 1);
+  } else if (C <= kcmax) {
+    whole(1, false);
+  } else {
+    const std::size_t chunks = ceil_div(C, kcmax);
+    for (std::size_t tap = 0; tap < T; ++tap)
+      for (std::size_t q = 0, c0 = 0; q < chunks; ++q) {
+        const std::size_t len = C / chunks + (q < C % chunks ? 1 : 0);
+        blocks.push_back({tap * C + c0, len, tap, 1, c0, len, false});
+        c0 += len;
+      }
   }
-  const std::size_t chunks = ceil_div(C, kcmax);
-  for (std::size_t tap = 0; tap < T; ++tap)
-    for (std::size_t q = 0, c0 = 0; q < chunks; ++q) {
-      const std::size_t len = C / chunks + (q < C % chunks ? 1 : 0);
-      blocks.push_back({tap * C + c0, len, tap, 1, c0, len});
-      c0 += len;
-    }
   return blocks;
+}
+
+std::vector<KBlock> k_blocks(const ConvParams& p, std::size_t kcmax) {
+  return k_blocks(static_cast<std::size_t>(p.in_channels), static_cast<std::size_t>(p.kernel[0]),
+                  static_cast<std::size_t>(p.kernel[1]), p.dilation[1] == 1, kcmax);
 }
 
 struct Geometry {
@@ -125,27 +142,38 @@ void igemm_tile(const detail::GemmIndirectKernels::Panel& ik, const Geometry& g,
                 std::size_t j0, std::size_t nc) {
   const std::size_t nr = w.nr, npad = ceil_div(g.M, nr) * nr, T = g.T;
   const detail::RowSplit split(mc, mr);
-  // Row pointers: micro-row t's block starts at split.first(t) * T, [tap][row] inside.
-  detail::Scratch buf(2 * mc * T + 16);
+  // Row pointers: micro-row t's block starts at split.first(t) * (T + KH), [tap][row] for the
+  // taps, then [kernel row][row] for whole kernel rows (used when `whole_rows[t]`).
+  const std::size_t stride = T + g.KH;
+  detail::Scratch buf(2 * mc * stride + split.count + 16);
   auto** ptrs = reinterpret_cast<const float**>(buf.data());
+  auto* whole_rows = reinterpret_cast<unsigned char*>(ptrs + mc * stride);
   const auto H = static_cast<std::int64_t>(g.H), W = static_cast<std::int64_t>(g.W);
+  const std::int64_t span = static_cast<std::int64_t>(g.KW - 1) * g.DW;
   for (std::size_t t = 0; t < split.count; ++t) {
     const std::size_t r0 = split.first(t), m = split.rows(t);
-    const float** dst = ptrs + r0 * T;
+    const float** dst = ptrs + r0 * stride;
+    const float** rows = dst + T * m;
+    bool inside_w = true;
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t q = i0 + r0 + i, n = q / (g.OH * g.OW), rem = q % (g.OH * g.OW);
       const auto oh = static_cast<std::int64_t>(rem / g.OW), ow = static_cast<std::int64_t>(rem % g.OW);
       const float* img = x + n * g.H * g.W * g.C;
+      const std::int64_t iw0 = ow * g.SW - g.PL;
+      inside_w = inside_w && iw0 >= 0 && iw0 + span < W;
       for (std::size_t kh = 0; kh < g.KH; ++kh) {
         const std::int64_t ih = oh * g.SH - g.PT + static_cast<std::int64_t>(kh) * g.DH;
+        const float* row = ih >= 0 && ih < H ? img + static_cast<std::size_t>(ih) * g.W * g.C : nullptr;
+        const bool whole = row != nullptr && iw0 >= 0 && iw0 + span < W;
+        rows[kh * m + i] = whole ? row + static_cast<std::size_t>(iw0) * g.C : zeros;
         for (std::size_t kw = 0; kw < g.KW; ++kw) {
-          const std::int64_t iw = ow * g.SW - g.PL + static_cast<std::int64_t>(kw) * g.DW;
-          const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+          const std::int64_t iw = iw0 + static_cast<std::int64_t>(kw) * g.DW;
           dst[(kh * g.KW + kw) * m + i] =
-              inside ? img + (static_cast<std::size_t>(ih) * g.W + static_cast<std::size_t>(iw)) * g.C : zeros;
+              row != nullptr && iw >= 0 && iw < W ? row + static_cast<std::size_t>(iw) * g.C : zeros;
         }
       }
     }
+    whole_rows[t] = inside_w ? 1 : 0;
   }
   const float* base = w.igemm.get();
   for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -160,8 +188,13 @@ void igemm_tile(const detail::GemmIndirectKernels::Panel& ik, const Geometry& g,
       detail::TileEpilogue ee = e;
       if (last && bias != nullptr) ee.bias_col = bias + j;
       const std::size_t r0 = split.first(t), m = split.rows(t);
-      ik.ukernel[m - 1][v - 1](kb.taps, kb.len, ptrs + r0 * T + kb.tap0 * m, kb.c0, bp, y + (i0 + r0) * g.M + j, g.M,
-                               n, ee);
+      float* c = y + (i0 + r0) * g.M + j;
+      const float* const* tp = ptrs + r0 * stride;
+      if (kb.rows && whole_rows[t] != 0) {
+        ik.ukernel[m - 1][v - 1](kb.taps / g.KW, g.KW * g.C, tp + (T + kb.tap0 / g.KW) * m, 0, bp, c, g.M, n, ee);
+      } else {
+        ik.ukernel[m - 1][v - 1](kb.taps, kb.len, tp + kb.tap0 * m, kb.c0, bp, c, g.M, n, ee);
+      }
     };
     if (mc > kPanelOuterMaxRows) {
       for (std::size_t t = 0; t < split.count; ++t)
@@ -173,13 +206,13 @@ void igemm_tile(const detail::GemmIndirectKernels::Panel& ik, const Geometry& g,
   }
 }
 
-void igemm(const Geometry& g, const ConvNhwcWeights& w, const float* x, const float* bias, float* y,
+void igemm(const ConvParams& p, const Geometry& g, const ConvNhwcWeights& w, const float* x, const float* bias, float* y,
            const Unary& act, bool accumulate) {
   const detail::KernelTable& kt = detail::table_for(w.isa);
   const detail::GemmIndirectKernels::Panel& panel = indirect_kernels(w.isa).panels[w.panel];
-  const std::vector<KBlock> blocks = k_blocks(g.C, g.T, w.kc);
-  detail::Scratch zeros(g.C + 16);
-  std::fill(zeros.data(), zeros.data() + g.C + 16, 0.f);
+  const std::vector<KBlock> blocks = k_blocks(p, w.kc);
+  detail::Scratch zeros(g.KW * g.C + 16);  // a whole kernel row's worth
+  std::fill(zeros.data(), zeros.data() + g.KW * g.C + 16, 0.f);
   const auto mr = static_cast<std::size_t>(panel.mr), vec = static_cast<std::size_t>(kt.vec);
   const Unary* a = act.op == UnaryOp::Identity ? nullptr : &act;
   std::size_t tm = 0, tn = 0;
@@ -228,7 +261,7 @@ ConvNhwcWeights pack_conv_weights_nhwc(const ConvParams& p, const float* w) {
   const std::size_t nr = r.nr, npad = ceil_div(g.M, nr) * nr, K = g.T * g.C;
   float* data = detail::aligned_alloc_floats(std::max<std::size_t>(K * npad, 16));
   r.igemm = std::shared_ptr<const float>(data, [](const float* q) { detail::aligned_free(const_cast<float*>(q)); });
-  for (const KBlock& kb : k_blocks(g.C, g.T, r.kc)) {
+  for (const KBlock& kb : k_blocks(p, r.kc)) {
     for (std::size_t pnl = 0; pnl < npad / nr; ++pnl) {
       float* dst = data + kb.k0 * npad + pnl * kb.kc * nr;
       for (std::size_t k = 0; k < kb.kc; ++k) {
@@ -269,7 +302,7 @@ void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcW
     gemm_packed(false, g.P, 1.f, x, g.C, w.b, accumulate ? 1.f : 0.f, y, g.M, ep);
     return;
   }
-  igemm(g, w, x, bias, y, act, accumulate);
+  igemm(p, g, w, x, bias, y, act, accumulate);
 }
 
 }  // namespace onnxforge::simd
