@@ -4,10 +4,15 @@
 //    never built: for each tile row (an output pixel) and kernel tap, a pointer to the input
 //    pixel's C channels (or to zeros in the padding), and the indirect micro-kernels
 //    (kernels/gemm.inl) read A rows through them, one segment per tap, the sums staying in
-//    registers across all the taps of a K block. The K blocks never split a tap unevenly:
-//    with C <= kc a block holds whole taps (near-equal counts), with C > kc each tap is cut
-//    into ceil(C / kc) near-equal chunks (one segment per block). B is packed once with exactly
-//    these blocks in the GEMM's panel layout.
+//    registers across all the segments of a K block. The K blocks never split a tap unevenly:
+//    whole kernel rows per block where KW * C <= kc (then a tile row whose kernel rows lie
+//    inside the input reads each kernel row as one segment of KW * C floats), else whole taps
+//    where C <= kc, else each tap cut into ceil(C / kc) near-equal chunks (one segment per
+//    block). B is packed once with exactly these blocks in the GEMM's panel layout, 48 or 64
+//    columns wide on AVX-512 (whichever pads fewer columns).
+//  - An NCHW input (x_nchw) is transposed to NHWC into scratch memory first.
+// The arithmetic per output element is the same whatever the tiling: the same bits at any
+// thread count.
 #include <algorithm>
 #include <array>
 #include <stdexcept>
