@@ -9,34 +9,23 @@
 #include <tbb/task_arena.h>
 
 #include <cstddef>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "perf/resnet50_convs.h"
 #include "simd/simd.h"
 
 namespace {
 
 namespace simd = onnxforge::simd;
 
-std::vector<float> random_vector(std::size_t n, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// Args: in channels, out channels, input size, kernel, stride, accumulate, count, threads.
+// Args: resnet50_conv_args (perf/resnet50_convs.h).
 void BM_Conv(benchmark::State& state) {
-  const std::int64_t c = state.range(0), m = state.range(1), hw = state.range(2), k = state.range(3),
-                     s = state.range(4);
+  const std::int64_t c = state.range(0), m = state.range(1), hw = state.range(2), k = state.range(3);
   const bool accumulate = state.range(5) != 0;
   const int threads = static_cast<int>(state.range(7));
-  simd::ConvParams p;
-  p.rank = 2, p.batch = 1, p.in_channels = c, p.out_channels = m;
-  p.in = {hw, hw, 1}, p.kernel = {k, k, 1}, p.stride = {s, s, 1};
-  p.pad_begin = {k / 2, k / 2, 0}, p.pad_end = {k / 2, k / 2, 0};
+  const simd::ConvParams p = onnxforge::perf::resnet50_conv_params(state);
+  using onnxforge::perf::random_vector;
   const auto x = random_vector(static_cast<std::size_t>(c * hw * hw), 1, 1.f);
   const auto w = random_vector(static_cast<std::size_t>(m * c * k * k), 2, 0.05f);
   const auto b = random_vector(static_cast<std::size_t>(m), 3, 0.1f);
@@ -62,27 +51,7 @@ void BM_Conv(benchmark::State& state) {
                  (simd::conv_prefers_direct(p) ? " direct" : packed ? " packed" : ""));
 }
 
-void shapes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"C", "M", "in", "k", "s", "acc", "count", "threads"});
-  struct Shape {
-    std::int64_t c, m, hw, k, s, acc, count;
-  };
-  const Shape all[] = {
-      {3, 64, 224, 7, 2, 0, 1},                                                       // stem
-      {64, 64, 56, 1, 1, 0, 1},     {64, 64, 56, 3, 1, 0, 3},    {64, 256, 56, 1, 1, 1, 3},
-      {64, 256, 56, 1, 1, 0, 1},    {256, 64, 56, 1, 1, 0, 2},                           // 56x56
-      {256, 128, 56, 1, 1, 0, 1},   {128, 128, 56, 3, 2, 0, 1},  {128, 512, 28, 1, 1, 1, 4},
-      {256, 512, 56, 1, 2, 0, 1},   {512, 128, 28, 1, 1, 0, 3},  {128, 128, 28, 3, 1, 0, 3},  // 28x28
-      {512, 256, 28, 1, 1, 0, 1},   {256, 256, 28, 3, 2, 0, 1},  {256, 1024, 14, 1, 1, 1, 6},
-      {512, 1024, 28, 1, 2, 0, 1},  {1024, 256, 14, 1, 1, 0, 5}, {256, 256, 14, 3, 1, 0, 5},  // 14x14
-      {1024, 512, 14, 1, 1, 0, 1},  {512, 512, 14, 3, 2, 0, 1},  {512, 2048, 7, 1, 1, 1, 3},
-      {1024, 2048, 14, 1, 2, 0, 1}, {2048, 512, 7, 1, 1, 0, 2},  {512, 512, 7, 3, 1, 0, 2},    // 7x7
-  };
-  for (int threads : {1, 2})
-    for (const Shape& s : all) b->Args({s.c, s.m, s.hw, s.k, s.s, s.acc, s.count, threads});
-}
-
-BENCHMARK(BM_Conv)->Apply(shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Conv)->Apply(onnxforge::perf::resnet50_conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

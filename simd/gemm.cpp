@@ -17,7 +17,6 @@ namespace onnxforge::simd {
 namespace detail {
 namespace {
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 std::size_t round_up(std::size_t a, std::size_t b) { return ceil_div(a, b) * b; }
 
 // Unpacked B is packed in column blocks of at most this many floats (K x width).
@@ -81,17 +80,6 @@ void pack_strided(const void* ctx, std::size_t k0, std::size_t kc, std::size_t j
     }
   }
 }
-
-// A tile's rows in micro-rows of near-equal height (at most mr): a remainder of one or two rows
-// would run a kernel with too few independent sums to hide the FMA latency (49 rows: 7 x 7,
-// not 6 x 8 + 1).
-struct RowSplit {
-  std::size_t count, height, tall;  // `tall` micro-rows of `height` rows, then height - 1 rows
-  RowSplit(std::size_t mc, std::size_t mr)
-      : count(ceil_div(mc, mr)), height(ceil_div(mc, count)), tall(mc - count * (height - 1)) {}
-  std::size_t first(std::size_t t) const { return t * height - (t > tall ? t - tall : 0); }
-  std::size_t rows(std::size_t t) const { return t < tall ? height : height - 1; }
-};
 
 // A rows [i0, i0 + mc), K steps [k0, k0 + kc) into one panel per micro-row of `split`: panel t
 // holds kc groups of mr floats at dst + t * mr * kc (rows past the micro-row zero-padded).
@@ -221,10 +209,36 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
   }
 }
 
-// Tile sizes (multiples of mr / nr) giving at least `threads` tiles when the problem allows,
-// preferring to split M (splitting N reads the same A rows once more per extra tile, and
-// re-packs them when A is transposed), then evened out so that the last tile in each direction
-// is not a sliver.
+void compute_region(const KernelTable& kt, const GemmProblem& p, const PanelView& panels, std::size_t j0,
+                    std::size_t width, bool parallel) {
+  const std::size_t threads = parallel ? static_cast<std::size_t>(max_threads()) : 1;
+  std::size_t tm = 0, tn = 0;
+  choose_tiles(p.M, width, static_cast<std::size_t>(kt.gemm.mr), static_cast<std::size_t>(kt.gemm.nr), threads, tm,
+               tn);
+  const std::size_t mt = ceil_div(p.M, tm), nt = ceil_div(width, tn);
+  parallel_each(mt * nt, parallel, [&](std::size_t t) {
+    const std::size_t i0 = (t % mt) * tm, jj = j0 + (t / mt) * tn;
+    compute_tile(kt, p, panels, i0, std::min(tm, p.M - i0), jj, std::min(tn, j0 + width - jj));
+  });
+}
+
+// C = act(beta * C + bias) when there is no product to add.
+void scale_only(const KernelTable& kt, const GemmProblem& p) {
+  const Epilogue* ep = p.ep;
+  for (std::size_t i = 0; i < p.M; ++i) {
+    float* row = p.c + i * p.ldc;
+    for (std::size_t j = 0; j < p.N; ++j) {
+      float v = p.beta == 0.f ? 0.f : p.beta * row[j];
+      if (ep != nullptr && ep->bias_kind == Bias::PerRow) v += ep->bias[i];
+      if (ep != nullptr && ep->bias_kind == Bias::PerCol) v += ep->bias[j];
+      row[j] = v;
+    }
+    if (ep != nullptr && ep->act.op != UnaryOp::Identity) kt.unary(ep->act, row, row, p.N);
+  }
+}
+
+}  // namespace
+
 void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads,
                   std::size_t& tm, std::size_t& tn) {
   const std::size_t mb = ceil_div(M, mr), nb = ceil_div(N, nr);
@@ -258,36 +272,6 @@ void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, 
   tm = tmb * mr;
   tn = tnb * nr;
 }
-
-void compute_region(const KernelTable& kt, const GemmProblem& p, const PanelView& panels, std::size_t j0,
-                    std::size_t width, bool parallel) {
-  const std::size_t threads = parallel ? static_cast<std::size_t>(max_threads()) : 1;
-  std::size_t tm = 0, tn = 0;
-  choose_tiles(p.M, width, static_cast<std::size_t>(kt.gemm.mr), static_cast<std::size_t>(kt.gemm.nr), threads, tm,
-               tn);
-  const std::size_t mt = ceil_div(p.M, tm), nt = ceil_div(width, tn);
-  parallel_each(mt * nt, parallel, [&](std::size_t t) {
-    const std::size_t i0 = (t % mt) * tm, jj = j0 + (t / mt) * tn;
-    compute_tile(kt, p, panels, i0, std::min(tm, p.M - i0), jj, std::min(tn, j0 + width - jj));
-  });
-}
-
-// C = act(beta * C + bias) when there is no product to add.
-void scale_only(const KernelTable& kt, const GemmProblem& p) {
-  const Epilogue* ep = p.ep;
-  for (std::size_t i = 0; i < p.M; ++i) {
-    float* row = p.c + i * p.ldc;
-    for (std::size_t j = 0; j < p.N; ++j) {
-      float v = p.beta == 0.f ? 0.f : p.beta * row[j];
-      if (ep != nullptr && ep->bias_kind == Bias::PerRow) v += ep->bias[i];
-      if (ep != nullptr && ep->bias_kind == Bias::PerCol) v += ep->bias[j];
-      row[j] = v;
-    }
-    if (ep != nullptr && ep->act.op != UnaryOp::Identity) kt.unary(ep->act, row, row, p.N);
-  }
-}
-
-}  // namespace
 
 BSource strided_b_source(const StridedB& b) {
   BSource s{&pack_strided, &b};

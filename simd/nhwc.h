@@ -3,12 +3,14 @@
 // convs, pools and elementwise ops as [N, H, W, C] (runtime/README.md, "Layouts"): a pointwise
 // conv is then a plain GEMM on the activations (no packing, no transposes) and a 3x3 conv an
 // implicit GEMM whose A rows are input pixels, each C floats long and contiguous.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "simd/conv.h"
 #include "simd/gemm.h"
+#include "simd/isa.h"
 #include "simd/unary.h"
 
 namespace onnxforge::simd {
@@ -18,12 +20,18 @@ namespace onnxforge::simd {
 bool conv_nhwc_supported(const ConvParams& p);
 
 // Weights packed once for conv_nhwc(); opaque to callers. Throws std::invalid_argument for
-// parameters conv_nhwc_supported() rejects.
+// parameters conv_nhwc_supported() rejects. Tied to the ISA level active when packing (as
+// PackedB): conv_nhwc() always runs that level's kernels.
 struct ConvNhwcWeights {
-  ConvParams params;           // what they were packed for (checked by conv_nhwc)
-  PackedB b;                   // implicit GEMM: K = KH*KW*C rows in (kh, kw, c) order, N = M
-  std::vector<float> fewc;     // few-input-channel direct kernel (CNN stems), when it applies
-  std::vector<float> plain;    // [M][C][KH][KW], kept only by paths that need it
+  ConvParams params;        // what they were packed for (checked by conv_nhwc)
+  PackedB b;                // pointwise (1x1, stride 1, no pads): W^T for a plain GEMM (K = C, N = M)
+  std::vector<float> fewc;  // few-input-channel direct kernel (CNN stems), when it applies
+  // Other convs, the implicit GEMM: K = KH*KW*C rows in (kh, kw, c) order, N = M, in the GEMM's
+  // panel layout (simd/detail/gemm_driver.h) over the K blocks of conv_nhwc.cpp.
+  std::shared_ptr<const float> igemm;
+  Isa isa = Isa::Sse;
+  std::size_t nr = 0, kc = 0;  // panel width and K block cap of the packing
+  int panel = 0;               // which indirect panel kind (GemmIndirectKernels::panels)
 };
 ConvNhwcWeights pack_conv_weights_nhwc(const ConvParams& p, const float* w);  // w: [M][C][KH][KW]
 

@@ -49,6 +49,26 @@ struct GemmProblem {
   const Epilogue* ep = nullptr;       // nullptr: none
 };
 
+inline std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// A tile's rows in micro-rows of near-equal height (at most mr): a remainder of one or two rows
+// would run a kernel with too few independent sums to hide the FMA latency (49 rows: 7 x 7,
+// not 6 x 8 + 1).
+struct RowSplit {
+  std::size_t count, height, tall;  // `tall` micro-rows of `height` rows, then height - 1 rows
+  RowSplit(std::size_t mc, std::size_t mr)
+      : count(ceil_div(mc, mr)), height(ceil_div(mc, count)), tall(mc - count * (height - 1)) {}
+  std::size_t first(std::size_t t) const { return t * height - (t > tall ? t - tall : 0); }
+  std::size_t rows(std::size_t t) const { return t < tall ? height : height - 1; }
+};
+
+// Tile sizes (multiples of mr / nr) giving at least `threads` tiles when the problem allows,
+// preferring to split M (splitting N reads the same A rows once more per extra tile, and
+// re-packs them when A is transposed), then evened out so that the last tile in each direction
+// is not a sliver.
+void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads,
+                  std::size_t& tm, std::size_t& tn);
+
 // Runs one problem. `parallel` false keeps it on the calling thread (used when the caller
 // already runs many problems in parallel).
 void gemm_run(const KernelTable& kt, const GemmProblem& p, bool parallel);

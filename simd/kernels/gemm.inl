@@ -183,6 +183,59 @@ void ukernel_wide(std::size_t kc, const float* a, std::size_t lda, const float* 
   ukernel_body<M, kGemmNv * kWidePanels, true>(kc, a, lda, b, ldb, pstride, c, ldc, kNr * kWidePanels, ep);
 }
 
+// Indirect A (GemmUKernelIndirect): per segment, the M row pointers are loaded once, then the
+// same steps as ukernel_body over the segment's k range (B from a packed panel, nr floats per
+// k step, prefetched kPrefetchK steps ahead; C prefetched kPrefetchC steps before the end).
+// PNV: vectors per panel row (the panel's k stride).
+template <int M, int NV, int PNV>
+void ukernel_indirect(std::size_t segs, std::size_t len, const float* const* ptrs, std::size_t off, const float* b,
+                      float* c, std::size_t ldc, std::size_t n, const TileEpilogue& ep) {
+  V acc[M][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
+  const float* rows[M];
+  auto step = [&](std::size_t k) __attribute__((always_inline)) {
+    V bv[NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) bv[j] = V::load_unaligned(b + j * kW);
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) __builtin_prefetch(b + j * kW + kPrefetchK * PNV * kW, 0, 3);
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) {
+      const V ai(rows[i][k]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) acc[i][j] = vfma(ai, bv[j], acc[i][j]);
+    }
+    b += PNV * kW;
+  };
+  // One loop nest (the sums stay in registers across the segments); C is prefetched
+  // kPrefetchC steps before the end of the last segment.
+  for (std::size_t s = 0; s < segs; ++s) {
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) rows[i] = ptrs[s * M + i] + off;
+    const bool last = s + 1 == segs;
+    const std::size_t mid = last && len > kPrefetchC ? len - kPrefetchC : len;
+    std::size_t k = 0;
+#pragma GCC unroll 2
+    for (; k < mid; ++k) step(k);
+    if (last)
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * kW, 1);
+#pragma GCC unroll 2
+    for (; k < len; ++k) step(k);
+  }
+  // A copy for the store: the general store takes the tile's address, which would keep `acc`
+  // itself in memory across the segments (GCC promotes it to registers only per loop).
+  V out[M][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) out[i][j] = acc[i][j];
+  store_tile<M, NV>(out, c, ldc, n, ep);
+}
+
 // ---- packing: dst[k * width + i] = src[i * ld + k] (rows of a row-major matrix become the
 // k-major panel layout), zero for rows <= i < width. Used for A and for transposed B. ----
 
@@ -247,7 +300,36 @@ GemmDirectKernels make_direct(std::integer_sequence<int, M...>) {
   return g;
 }
 
+// The wide indirect panel (GemmIndirectKernels::panels[1]): 6 rows x 4 vectors on AVX-512
+// (24 accumulators + 4 B vectors), none elsewhere.
+inline constexpr int kWideNv = kIsa == Isa::Avx512 ? 4 : 0;
+inline constexpr int kWideMr = kIsa == Isa::Avx512 ? 6 : 0;
+
+template <int PNV, int M, int... NV>
+void install_indirect_row(GemmIndirectKernels::Panel& g, std::integer_sequence<int, NV...>) {
+  ((g.ukernel[M - 1][NV] = &ukernel_indirect<M, NV + 1, PNV>), ...);
+}
+
+template <int PNV, int... M>
+GemmIndirectKernels::Panel make_indirect(std::integer_sequence<int, M...>) {
+  GemmIndirectKernels::Panel g;
+  g.nv = PNV;
+  g.mr = static_cast<int>(sizeof...(M));
+  (install_indirect_row<PNV, M + 1>(g, std::make_integer_sequence<int, PNV>{}), ...);
+  return g;
+}
+
 }  // namespace
+
+const GemmIndirectKernels& gemm_indirect_kernels() noexcept {
+  static const GemmIndirectKernels table = [] {
+    GemmIndirectKernels g;
+    g.panels[0] = make_indirect<kGemmNv>(std::make_integer_sequence<int, kGemmMr>{});
+    if constexpr (kWideNv > 0) g.panels[1] = make_indirect<kWideNv>(std::make_integer_sequence<int, kWideMr>{});
+    return g;
+  }();
+  return table;
+}
 
 const GemmDirectKernels& gemm_direct_kernels() noexcept {
   static const GemmDirectKernels table = [] {
