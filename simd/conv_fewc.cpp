@@ -67,7 +67,7 @@ void unpack_conv_fewc(const ConvParams& p, const float* packed, float* w) {
 
 // AVX-512 must be active. y = act(conv + bias (+ y)).
 void conv_fewc(const ConvParams& p, const float* x, const float* wp, const float* bias, float* y, const Unary& act,
-               bool accumulate) {
+               bool accumulate, bool y_nhwc) {
   const KernelTable& kt = active_table();
   const std::int64_t C = p.in_channels, M = p.out_channels, Mb = (M + 15) / 16;
   const std::int64_t HP = padded(p, 0), WP = padded(p, 1), OH = p.out(0), OW = p.out(1);
@@ -81,15 +81,28 @@ void conv_fewc(const ConvParams& p, const float* x, const float* wp, const float
       const std::int64_t oh = i % OH, g = (i / OH) % groups, n = i / (OH * groups);
       const ConvFewcArgs a{pad.data() + n * C * HP * WP, wp, bias, y + n * M * OH * OW, C, M, HP, WP,
                            p.kernel[0], p.kernel[1], OH, OW, p.stride[0], static_cast<int>(p.stride[1]), relu,
-                           accumulate};
+                           accumulate, y_nhwc};
       const std::int64_t mb0 = g * kFewcVectors;
       const int nv = static_cast<int>(std::min<std::int64_t>(kFewcVectors, Mb - mb0));
       avx512::conv_fewc_row(a, oh, mb0, nv);
-      if (other)
-        for (std::int64_t m = mb0 * 16; m < std::min(M, (mb0 + nv) * 16); ++m) {
-          float* r = a.y + (m * OH + oh) * OW;
-          kt.unary(act, r, r, static_cast<std::size_t>(OW));
+      if (!other) continue;
+      const std::int64_t m0 = mb0 * 16, m1 = std::min(M, (mb0 + nv) * 16);
+      if (y_nhwc) {
+        float* r = a.y + oh * OW * M;
+        if (m1 - m0 == M) {
+          kt.unary(act, r, r, static_cast<std::size_t>(OW * M));
+        } else {
+          for (std::int64_t ow = 0; ow < OW; ++ow) {
+            float* px = r + ow * M + m0;
+            kt.unary(act, px, px, static_cast<std::size_t>(m1 - m0));
+          }
         }
+        continue;
+      }
+      for (std::int64_t m = m0; m < m1; ++m) {
+        float* r = a.y + (m * OH + oh) * OW;
+        kt.unary(act, r, r, static_cast<std::size_t>(OW));
+      }
     }
   });
 }

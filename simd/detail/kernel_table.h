@@ -41,6 +41,22 @@ struct GemmKernels {
                       float* dst) = nullptr;
 };
 
+// One output row of a channels-last 2-D pool (simd/pool_nhwc.cpp): output columns [ow0, ow1)
+// of y, each pixel C floats. The driver clipped the kernel rows to the input: x is the first
+// valid row (column 0), `rows` of them row_stride floats apart. Max: the largest value or the
+// last NaN of the window, -inf for an empty window. Average: the sum divided by
+// count_h * (the window's columns clipped to the input, or with include_pad to the padded
+// input), at least 1.
+struct PoolRowArgs {
+  const float* x = nullptr;
+  std::size_t rows = 0, row_stride = 0;
+  std::int64_t W = 0, C = 0, KW = 1, SW = 1, pad_left = 0, pad_right = 0;
+  std::int64_t ow0 = 0, ow1 = 0;
+  float* y = nullptr;
+  std::int64_t count_h = 0;
+  bool include_pad = false;
+};
+
 // Row reductions: the value combined over the row, before any final transform.
 enum class RowReduce : std::uint8_t { Sum, SumAbs, SumSquare, Max, Min, Prod };
 
@@ -77,6 +93,16 @@ struct KernelTable {
   void (*depthwise_plane)(const float* plane, const std::int64_t* tap_offset, std::size_t taps, const float* w,
                           float bias, std::size_t row_step, std::size_t oh_n, std::size_t ow_n, float* out,
                           const Unary* act) = nullptr;
+
+  // Channels-last pooling: one output row, and out[j] = sum or max (NaN as in max_pool_row)
+  // over r < rows of x[r * stride + j] for j < n.
+  void (*max_pool_row)(const PoolRowArgs& a) = nullptr;
+  void (*avg_pool_row)(const PoolRowArgs& a) = nullptr;
+  void (*pool_reduce_rows)(bool max, const float* x, std::size_t rows, std::size_t stride, std::size_t n,
+                           float* out) = nullptr;
+  // y[j * ldy + i] = x[i * ldx + j] for i < rows, j < cols (a tile of a layout conversion).
+  void (*transpose_tile)(const float* x, std::size_t ldx, float* y, std::size_t ldy, std::size_t rows,
+                         std::size_t cols) = nullptr;
 };
 
 const KernelTable& active_table() noexcept;
@@ -89,6 +115,7 @@ const KernelTable& table_for(Isa isa) noexcept;
   void install_eltwise(KernelTable& t);          \
   void install_rows(KernelTable& t);             \
   void install_depthwise(KernelTable& t);        \
+  void install_pool(KernelTable& t);             \
   }
 ONNXFORGE_SIMD_DECLARE_INSTALLERS(sse)
 ONNXFORGE_SIMD_DECLARE_INSTALLERS(avx2)

@@ -79,9 +79,43 @@ __attribute__((always_inline)) inline void transpose16(__m512 (&r)[16]) {
   }
 }
 
+// buf [np][NV*16] (pixel-major) -> channels-last y from column ow0: each pixel's channel
+// vectors stored straight (the last one masked to M), with the same arithmetic per element as
+// the NCHW store.
+template <int NV>
+void store_nhwc(const ConvFewcArgs& a, std::int64_t oh, std::int64_t ow0, int np, std::int64_t mb0,
+                const float* buf) {
+  __m512 bias[NV];
+  __mmask16 mask[NV];
+#pragma GCC unroll 16
+  for (int v = 0; v < NV; ++v) {
+    const std::int64_t left = a.M - (mb0 + v) * 16;
+    mask[v] = left >= 16 ? static_cast<__mmask16>(0xffff)
+                         : static_cast<__mmask16>(left > 0 ? (1u << left) - 1u : 0u);
+    bias[v] = a.bias != nullptr ? _mm512_maskz_loadu_ps(mask[v], a.bias + (mb0 + v) * 16) : _mm512_setzero_ps();
+  }
+  float* row = a.y + (oh * a.OW + ow0) * a.M + mb0 * 16;
+  for (int p = 0; p < np; ++p) {
+    float* out = row + p * a.M;
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) {
+      if (mask[v] == 0) break;
+      __m512 s = _mm512_load_ps(buf + (p * NV + v) * 16);
+      if (a.bias != nullptr) s = _mm512_add_ps(s, bias[v]);
+      if (a.accumulate) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(mask[v], out + v * 16));
+      if (a.relu) s = _mm512_max_ps(s, _mm512_setzero_ps());
+      _mm512_mask_storeu_ps(out + v * 16, mask[v], s);
+    }
+  }
+}
+
 // buf [np][NV*16] (pixel-major) -> y rows from column ow0, with bias, residual, relu.
 template <int NV>
 void store(const ConvFewcArgs& a, std::int64_t oh, std::int64_t ow0, int np, std::int64_t mb0, const float* buf) {
+  if (a.y_nhwc) {
+    store_nhwc<NV>(a, oh, ow0, np, mb0, buf);
+    return;
+  }
   const __mmask16 mask = static_cast<__mmask16>((1u << np) - 1u);
   const std::int64_t plane = a.OH * a.OW;
   for (int v = 0; v < NV; ++v) {

@@ -2,7 +2,8 @@
 // 3x3 to 7x7, strides 1 to 4 (different per dim), asymmetric pads, 1 to 4 input channels,
 // output channels not a multiple of 16 or 64, output widths around the 16-pixel groups and the
 // tiles in them, bias, residual, epilogues, the same bits at every thread count; and the stem
-// through the public conv_packed() (routed on AVX-512, unpacked on other ISAs).
+// through the public conv_packed() (routed on AVX-512, unpacked on other ISAs). The channels-last
+// output (y_nhwc) holds the NCHW result's bits, transposed.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -94,6 +95,70 @@ TEST_F(ConvFewc, SameBitsAtEveryThreadCount) {
       tbb::global_control cap(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
       std::vector<float> got = d.res;
       detail::conv_fewc(p, d.x.data(), packed.data(), d.b.data(), got.data(), Unary::relu(), acc);
+      if (threads == 1) {
+        first = got;
+      } else {
+        EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * sizeof(float))) << "threads " << threads;
+      }
+    }
+  }
+}
+
+// Channels-last output: the NCHW result (checked against the reference above) transposed, bit
+// for bit, the residual given in NHWC.
+void check_nhwc(const Shape& s, const Unary& act, bool with_bias, bool accumulate, unsigned seed) {
+  const ConvParams p = params(s);
+  ASSERT_TRUE(detail::conv_fewc_fits(p)) << describe(p);
+  const Data d = make_data(p, seed);
+  const std::vector<float> packed = detail::pack_conv_fewc(p, d.w.data());
+  const std::int64_t M = p.out_channels, HW = p.out_spatial();
+  auto to_nhwc = [&](const std::vector<float>& v) {
+    std::vector<float> t(v.size());
+    for (std::int64_t n = 0; n < p.batch; ++n)
+      for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t i = 0; i < HW; ++i) t[(n * HW + i) * M + m] = v[(n * M + m) * HW + i];
+    return t;
+  };
+  const float* bias = with_bias ? d.b.data() : nullptr;
+  std::vector<float> nchw = accumulate ? d.res : std::vector<float>(d.res.size(), 99.f);
+  detail::conv_fewc(p, d.x.data(), packed.data(), bias, nchw.data(), act, accumulate);
+  std::vector<float> nhwc = accumulate ? to_nhwc(d.res) : std::vector<float>(d.res.size(), 99.f);
+  detail::conv_fewc(p, d.x.data(), packed.data(), bias, nhwc.data(), act, accumulate, true);
+  const std::vector<float> want = to_nhwc(nchw);
+  std::size_t diff = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) diff += std::memcmp(&want[i], &nhwc[i], sizeof(float)) != 0;
+  EXPECT_EQ(diff, 0u) << "fewc nhwc " << describe(p) << (accumulate ? " accumulate" : "");
+}
+
+TEST_F(ConvFewc, NhwcOutputMatchesNchwBits) {
+  unsigned seed = 800;
+  for (bool acc : {false, true})
+    for (const Unary& act : {Unary::none(), Unary::relu(), Unary::of(UnaryOp::Sigmoid)}) {
+      check_nhwc({1, 3, 64, 224, 224, 7, 7, 2, 2, 3, 3, 3, 3}, act, true, acc, seed++);
+      check_nhwc({2, 3, 64, 37, 45, 7, 7, 2, 2, 3, 3, 3, 3}, act, !acc, acc, seed++);
+      check_nhwc({1, 4, 70, 13, 19, 3, 3, 1, 1, 1, 0, 2, 1}, act, true, acc, seed++);
+    }
+  for (std::int64_t s : {1, 2, 3, 4})
+    for (std::int64_t m : {1, 15, 16, 17, 40, 63, 65, 80, 130}) {
+      check_nhwc({1, 3, m, 17, 38, 5, 5, s, s, 2, 2, 2, 2}, Unary::relu(), m % 2 == 0, m % 3 == 0, seed++);
+      check_nhwc({2, 2, m, 9, 23, 3, 3, s, 5 - s, 0, 2, 1, 0}, Unary::none(), true, m % 2 == 1, seed++);
+    }
+  // Output widths around the 16-pixel groups and the tiles in them.
+  for (std::int64_t ow = 1; ow <= 24; ++ow)
+    for (std::int64_t m : {16, 40, 64})
+      check_nhwc({1, 3, m, 3, ow + 1, 2, 2, 1, 1, 0, 0, 0, 0}, Unary::relu(), true, ow % 2 == 0, seed++);
+}
+
+TEST_F(ConvFewc, NhwcSameBitsAtEveryThreadCount) {
+  for (bool acc : {false, true}) {
+    const ConvParams p = params({2, 3, 80, 41, 53, 7, 7, 2, 2, 3, 3, 3, 3});
+    const Data d = make_data(p, 900);
+    const std::vector<float> packed = detail::pack_conv_fewc(p, d.w.data());
+    std::vector<float> first;
+    for (int threads : {1, 2, 3, 4}) {
+      tbb::global_control cap(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+      std::vector<float> got = d.res;
+      detail::conv_fewc(p, d.x.data(), packed.data(), d.b.data(), got.data(), Unary::of(UnaryOp::Sigmoid), acc, true);
       if (threads == 1) {
         first = got;
       } else {
