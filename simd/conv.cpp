@@ -530,26 +530,13 @@ bool use_direct(const ConvParams& p) {
          (p.out_channels % 16 == 0 || p.out_channels >= 48);
 }
 
-// Whether the direct few-input-channel kernel (AVX-512 only) is routed for p. Measured against
-// the padded-rows GEMM (K = C * kernel size is too short for it): ResNet's stem (3 -> 64, 7x7,
-// stride 2) 1.4-1.8x faster, 5x5 / 6x6 / 7x7 / 3x3-stride-2 stems with 1 to 4 channels and 16
-// to 64 outputs 1.1-2.4x, a 4x4 stride-4 patchify (3 -> 96) even. ONNXFORGE_CONV_FEWC=0 turns
-// it off (A/B measurements).
-bool use_fewc(const ConvParams& p) {
-  static const bool enabled = [] {
-    const char* e = std::getenv("ONNXFORGE_CONV_FEWC");
-    return e == nullptr || e[0] != '0';
-  }();
-  return enabled && detail::active_table().isa == Isa::Avx512 && detail::conv_fewc_fits(p) && p.in_channels <= 4;
-}
-
 }  // namespace
 
 ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w) {
   validate(p);
   const Geometry g = geometry(p);
   if (use_direct(p)) return ConvPackedWeights{{}, detail::pack_conv_direct(p, w)};
-  if (use_fewc(p)) return ConvPackedWeights{{}, detail::pack_conv_fewc(p, w), true};
+  if (detail::conv_fewc_routed(p)) return ConvPackedWeights{{}, detail::pack_conv_fewc(p, w), true};
   const std::int64_t G = p.group, Cg = p.in_channels / G, Mg = p.out_channels / G;
   const auto K = static_cast<std::size_t>(Cg * g.k_sp);
   ConvPackedWeights out;
@@ -558,7 +545,7 @@ ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w) {
   return out;
 }
 
-bool conv_prefers_direct(const ConvParams& p) { return use_direct(p) || use_fewc(p); }
+bool conv_prefers_direct(const ConvParams& p) { return use_direct(p) || detail::conv_fewc_routed(p); }
 
 bool conv_prefers_packed(const ConvParams& p) {
   const bool depthwise = p.rank <= 2 && p.group == p.in_channels && p.group > 1;
@@ -578,7 +565,7 @@ void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w
     const auto floats = static_cast<std::size_t>((p.out_channels + 15) / 16 * p.in_channels * g.k_sp * 16);
     if (!detail::conv_fewc_fits(p) || w.direct.size() != floats)
       throw std::invalid_argument("simd::conv_packed: the weights were packed for other parameters");
-    if (use_fewc(p)) {
+    if (detail::conv_fewc_routed(p)) {
       detail::conv_fewc(p, x, w.direct.data(), bias, y, act, accumulate);
     } else {  // another ISA forced after packing: the plain path on unpacked weights
       detail::Scratch plain(static_cast<std::size_t>(p.out_channels * p.in_channels * g.k_sp));
@@ -635,7 +622,7 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
   const bool depthwise = p.rank <= 2 && p.group == p.in_channels && p.group > 1;
   if (depthwise) {
     conv_depthwise(p, g, x, w, bias, y, act, accumulate);
-  } else if (use_fewc(p)) {  // packing its few weights costs next to nothing
+  } else if (detail::conv_fewc_routed(p)) {  // packing its few weights costs next to nothing
     detail::conv_fewc(p, x, detail::pack_conv_fewc(p, w).data(), bias, y, act, accumulate);
   } else if (padded_rows_fit(p, g)) {
     conv_padded_rows(p, g, x, w, bias, y, act, accumulate);

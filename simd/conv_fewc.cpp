@@ -1,6 +1,7 @@
 // Driver of the direct few-input-channel convolution (simd/detail/conv_fewc.h): fit test, weight
 // packing, the zero-padded input copy, threading over (image, channel group, output row).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -49,6 +50,19 @@ bool conv_fewc_fits(const ConvParams& p) {
   // One group's weights, kFewcVectors x 16 channels x C * KH * KW floats, must stay in L1:
   // 192 taps (48 KB) at most.
   return p.in_channels * taps(p) <= 192;
+}
+
+// Whether the direct few-input-channel kernel (AVX-512 only) is routed for p. Measured against
+// the padded-rows GEMM (K = C * kernel size is too short for it): ResNet's stem (3 -> 64, 7x7,
+// stride 2) 1.4-1.8x faster, 5x5 / 6x6 / 7x7 / 3x3-stride-2 stems with 1 to 4 channels and 16
+// to 64 outputs 1.1-2.4x, a 4x4 stride-4 patchify (3 -> 96) even. ONNXFORGE_CONV_FEWC=0 turns
+// it off (A/B measurements).
+bool conv_fewc_routed(const ConvParams& p) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("ONNXFORGE_CONV_FEWC");
+    return e == nullptr || e[0] != '0';
+  }();
+  return enabled && detail::active_table().isa == Isa::Avx512 && detail::conv_fewc_fits(p) && p.in_channels <= 4;
 }
 
 std::vector<float> pack_conv_fewc(const ConvParams& p, const float* w) {

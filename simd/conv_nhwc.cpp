@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "simd/detail/conv_fewc.h"
 #include "simd/detail/gemm_driver.h"
 #include "simd/detail/parallel.h"
 #include "simd/detail/scratch.h"
@@ -249,6 +250,9 @@ ConvNhwcWeights pack_conv_weights_nhwc(const ConvParams& p, const float* w) {
     if (g.C > 0 && g.M > 0) r.b = pack_b(true, g.C, g.M, w, g.C);  // w [M][C] is W^T stored transposed
     return r;
   }
+  // CNN stems read the NCHW graph input with the direct few-channel kernel (1.5-2x the implicit
+  // GEMM, whose K blocks are only C floats deep); the implicit GEMM stays for NHWC inputs.
+  if (detail::conv_fewc_routed(p)) r.fewc = detail::pack_conv_fewc(p, w);
   // The wider panel where it leaves fewer padded columns (64, 128, 256 ... channels).
   const detail::GemmIndirectKernels::Panel& wide = indirect_kernels(r.isa).panels[1];
   if (wide.nv > 0) {
@@ -284,6 +288,10 @@ void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcW
   if (g.P == 0 || g.M == 0) return;
   if (g.C == 0) {
     bias_only(g, w.isa, bias, y, act, accumulate);
+    return;
+  }
+  if (x_nchw && !w.fewc.empty() && detail::conv_fewc_routed(p)) {
+    detail::conv_fewc(p, x, w.fewc.data(), bias, y, act, accumulate, true);
     return;
   }
   detail::Scratch xt(x_nchw ? g.N * g.H * g.W * g.C : 1);

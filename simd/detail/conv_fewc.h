@@ -18,6 +18,9 @@ namespace onnxforge::simd::detail {
 // Driver (simd/conv_fewc.cpp). Whether the kernel handles p: 2-D, group 1, no dilation,
 // horizontal stride <= 4, C * KH * KW <= 192 (any pads, any vertical stride).
 bool conv_fewc_fits(const ConvParams& p);
+// Whether conv() / conv_packed() / conv_nhwc() route p to it: AVX-512 active, it fits, at most 4
+// input channels, and ONNXFORGE_CONV_FEWC is not 0.
+bool conv_fewc_routed(const ConvParams& p);
 // w [M][C][KH][KW] -> [ceil(M/16)][C][KH*KW][16] (for 3x3 the layout of the direct 3x3 kernel).
 std::vector<float> pack_conv_fewc(const ConvParams& p, const float* w);
 void unpack_conv_fewc(const ConvParams& p, const float* packed, float* w);

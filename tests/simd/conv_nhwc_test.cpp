@@ -125,6 +125,18 @@ TEST_P(ConvNhwc, EpiloguesResidualAndNchwInput) {
         }
 }
 
+TEST_P(ConvNhwc, StemsReadingNchwInput) {
+  // C <= 4 input channels from the NCHW graph input: the direct few-channel kernel on AVX-512
+  // (simd/conv_fewc.cpp, NHWC store), the implicit GEMM elsewhere and for NHWC input.
+  unsigned seed = 500;
+  for (bool nchw : {true, false})
+    for (bool acc : {false, true}) {
+      check({1, 3, 64, 30, 28, 7, 7, 2, 2, 3, 3, 3, 3}, Unary::relu(), true, acc, nchw, seed++);  // ResNet's
+      check({2, 1, 17, 13, 16, 5, 5, 1, 1, 2, 2, 2, 2}, Unary::none(), false, acc, nchw, seed++);
+      check({1, 4, 40, 19, 21, 3, 3, 2, 2, 1, 0, 0, 1}, Unary::of(UnaryOp::Sigmoid), true, acc, nchw, seed++);
+    }
+}
+
 TEST_P(ConvNhwc, SameBitsAtEveryThreadCount) {
   for (const Shape& s : {Shape{2, 64, 130, 17, 19, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 520, 100, 9, 14, 3, 3, 2, 2, 1, 1, 1, 1},
                          Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}})
