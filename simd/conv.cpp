@@ -14,21 +14,13 @@
 
 #include <xmmintrin.h>
 
+#include "simd/detail/conv_direct.h"
 #include "simd/detail/conv_fewc.h"
 #include "simd/detail/gemm_driver.h"
 #include "simd/detail/parallel.h"
 #include "simd/detail/scratch.h"
 
 namespace onnxforge::simd {
-
-namespace detail {
-// simd/conv_direct.cpp
-bool conv_direct_fits(const ConvParams& p);
-std::vector<float> pack_conv_direct(const ConvParams& p, const float* w);
-void unpack_conv_direct(const ConvParams& p, const float* packed, float* w);
-void conv_direct(const ConvParams& p, const float* x, const float* wp, const float* bias, float* y, const Unary& act,
-                 bool accumulate);
-}  // namespace detail
 
 std::int64_t ConvParams::out(int i) const {
   const std::int64_t span = dilation[i] * (kernel[i] - 1) + 1;
@@ -517,25 +509,13 @@ void transpose_out(const detail::KernelTable& kt, const float* t, std::size_t N,
   });
 }
 
-// Whether the direct 3x3 kernel (AVX-512 only) is routed for p. Measured on ResNet-50's 3x3
-// convs (64 to 512 channels, 56x56 to 7x7 outputs, stride 1 and 2): 13-30% faster than the
-// padded-rows GEMM and the packed GEMM at 1 thread. Few output channels would leave most of
-// the 16 lanes idle. ONNXFORGE_CONV_DIRECT=0 turns it off (A/B measurements).
-bool use_direct(const ConvParams& p) {
-  static const bool enabled = [] {
-    const char* e = std::getenv("ONNXFORGE_CONV_DIRECT");
-    return e == nullptr || e[0] != '0';
-  }();
-  return enabled && detail::active_table().isa == Isa::Avx512 && detail::conv_direct_fits(p) &&
-         (p.out_channels % 16 == 0 || p.out_channels >= 48);
-}
 
 }  // namespace
 
 ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w) {
   validate(p);
   const Geometry g = geometry(p);
-  if (use_direct(p)) return ConvPackedWeights{{}, detail::pack_conv_direct(p, w)};
+  if (detail::conv_direct_routed(p)) return ConvPackedWeights{{}, detail::pack_conv_direct(p, w)};
   if (detail::conv_fewc_routed(p)) return ConvPackedWeights{{}, detail::pack_conv_fewc(p, w), true};
   const std::int64_t G = p.group, Cg = p.in_channels / G, Mg = p.out_channels / G;
   const auto K = static_cast<std::size_t>(Cg * g.k_sp);
@@ -545,7 +525,7 @@ ConvPackedWeights pack_conv_weights(const ConvParams& p, const float* w) {
   return out;
 }
 
-bool conv_prefers_direct(const ConvParams& p) { return use_direct(p) || detail::conv_fewc_routed(p); }
+bool conv_prefers_direct(const ConvParams& p) { return detail::conv_direct_routed(p) || detail::conv_fewc_routed(p); }
 
 bool conv_prefers_packed(const ConvParams& p) {
   const bool depthwise = p.rank <= 2 && p.group == p.in_channels && p.group > 1;
@@ -579,7 +559,7 @@ void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w
     if (!detail::conv_direct_fits(p) || w.direct.size() != floats)
       throw std::invalid_argument("simd::conv_packed: the weights were packed for other parameters");
     if (p.batch == 0) return;
-    if (use_direct(p)) {
+    if (detail::conv_direct_routed(p)) {
       detail::conv_direct(p, x, w.direct.data(), bias, y, act, accumulate);
     } else {  // another ISA forced after packing: the plain path on unpacked weights
       detail::Scratch plain(static_cast<std::size_t>(p.out_channels * p.in_channels * 9));

@@ -5,8 +5,24 @@
 // the unpadded planes (borders: the out-of-range taps are skipped), the weights packed once
 // as [ceil(M/16)][C][3][3][16].
 #include <cstdint>
+#include <vector>
+
+namespace onnxforge::simd {
+struct ConvParams;
+struct Unary;
+}  // namespace onnxforge::simd
 
 namespace onnxforge::simd::detail {
+
+// Driver (simd/conv_direct.cpp).
+bool conv_direct_fits(const ConvParams& p);
+// Whether conv_packed() / conv_nhwc() route p to it (AVX-512 active, it fits, enough output
+// channels, ONNXFORGE_CONV_DIRECT not 0).
+bool conv_direct_routed(const ConvParams& p);
+std::vector<float> pack_conv_direct(const ConvParams& p, const float* w);
+void unpack_conv_direct(const ConvParams& p, const float* packed, float* w);
+void conv_direct(const ConvParams& p, const float* x, const float* wp, const float* bias, float* y, const Unary& act,
+                 bool accumulate);
 
 struct ConvDirectArgs {
   const float* x;     // one image [C][H][W]
