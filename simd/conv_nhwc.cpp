@@ -279,7 +279,10 @@ ConvNhwcWeights pack_conv_weights_nhwc(const ConvParams& p, const float* w) {
   // CNN stems read the NCHW graph input with the direct few-channel kernel (1.5-2x the implicit
   // GEMM, whose K blocks are only C floats deep); the implicit GEMM stays for NHWC inputs.
   if (detail::conv_fewc_routed(p)) r.fewc = detail::pack_conv_fewc(p, w);
-  if (direct_on_small_map(p)) r.direct = detail::pack_conv_direct(p, w);
+  if (direct_on_small_map(p)) {  // the implicit GEMM's copy would never be read
+    r.direct = detail::pack_conv_direct(p, w);
+    return r;
+  }
   // The wider panel where it leaves fewer padded columns (64, 128, 256 ... channels).
   const detail::GemmIndirectKernels::Panel& wide = indirect_kernels(r.isa).panels[1];
   if (wide.nv > 0) {
@@ -309,7 +312,7 @@ void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcW
   validate("conv_nhwc", p);
   const bool pointwise = is_pointwise(p);
   const Geometry g = geometry(p);
-  if (!same_conv(p, w.params) || w.nr == 0 || (!pointwise && w.igemm == nullptr) ||
+  if (!same_conv(p, w.params) || w.nr == 0 || (!pointwise && w.igemm == nullptr && w.direct.empty()) ||
       (pointwise && g.C > 0 && g.M > 0 && w.b.empty()))
     fail("conv_nhwc", "the weights were packed for other parameters");
   if (g.P == 0 || g.M == 0) return;
