@@ -120,6 +120,9 @@ struct KernelDef {
   // Aware kernels: whether this node works on NHWC input without converting it (from its
   // attributes, at plan time). The plan prefers NHWC outputs for producers whose readers all do.
   bool (*takes_nhwc)(const Graph&, NodeId) = nullptr;
+  // Aware kernels: whether the node writes NHWC from an NCHW input at no extra cost (a CNN stem
+  // reading the graph input), so that it may start a channels-last chain.
+  bool (*starts_nhwc)(const Graph&, NodeId) = nullptr;
 };
 
 // The kernel table, keyed by (domain, op type). Kernels check the node's opset themselves where

@@ -61,6 +61,12 @@ bool conv_takes_nhwc(const Graph& g, NodeId n) {
   return g.model().tensors.dims(g.initializer(w)).size() == 4;
 }
 
+// Plan time: a stem (at most 4 input channels) reads the NCHW graph input straight into NHWC
+// output (simd::conv_nhwc's few-channel kernel), so it may start a channels-last chain.
+bool conv_starts_nhwc(const Graph& g, NodeId n) {
+  return conv_takes_nhwc(g, n) && g.model().tensors.dims(g.initializer(g.input(n, 1)))[1] <= 4;
+}
+
 // y (shape ys, NHWC when y_nhwc) = act(conv(x) + bias (+ residual)) on the channels-last path.
 // The residual, of shape ys in either layout, may share y's buffer.
 void conv_channels_last(OpContext& c, const simd::ConvParams& p, const Tensor& x, const ConvState& st,
@@ -282,6 +288,7 @@ void register_conv(Registry& r) {
   def.prepare = prepare_conv;  // nothing packed yet: the weights stay readable (prepared_inputs 0)
   def.layout = LayoutUse::Aware;
   def.takes_nhwc = conv_takes_nhwc;
+  def.starts_nhwc = conv_starts_nhwc;
   r.add("", "Conv", def);
   r.add("", "ConvTranspose", {conv_transpose, true, -1, -1, true});
 }

@@ -22,7 +22,7 @@ bool batch_norm_takes_nhwc(const Graph& g, NodeId n) {
 
 void batch_norm(OpContext& c) {
   const bool training = c.attr_i("training_mode", 0) != 0;
-  const Tensor x = training ? to_nchw(c.input(0)) : c.input(0);
+  const Tensor x = training || !c.prefer_nhwc ? to_nchw(c.input(0)) : c.input(0);
   need_float(c, x);
   const Tensor &scale = c.input(1), &bias = c.input(2), &mean = c.input(3), &var = c.input(4);
   const float eps = c.attr_f("epsilon", 1e-5f);

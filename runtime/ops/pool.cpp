@@ -101,7 +101,7 @@ bool global_pool_takes_nhwc(const Graph&, NodeId) { return true; }
 template <Pool P>
 void pool(OpContext& c) {
   const Tensor& x_in = c.input(0);
-  const bool channels_last = x_in.nhwc && P != Pool::Lp && pool_takes_nhwc(c.graph, c.node);
+  const bool channels_last = x_in.nhwc && c.prefer_nhwc && P != Pool::Lp && pool_takes_nhwc(c.graph, c.node);
   const Tensor x = channels_last ? x_in : to_nchw(x_in);
   if (x.dtype != DType::Float && !(P == Pool::Max && (x.dtype == DType::Int8 || x.dtype == DType::Uint8)))
     c.error("unsupported element type");

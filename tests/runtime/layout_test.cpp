@@ -104,12 +104,12 @@ TEST(Layout, ResidualNetworkMatchesThePlainPlan) {
 TEST(Layout, BoundariesConvertWhereNchwIsNeeded) {
   Builder b;
   TinyModel& m = b.m;
-  ValueId x = m.input("x", DType::Float, {1, 8, 9, 10});
+  ValueId x = m.input("x", DType::Float, {1, 3, 9, 10});  // a stem starts the chain
   ValueId z = m.input("z", DType::Float, {1, 8, 9, 10});
   // A full NCHW tensor as the fused residual of a channels-last conv (converted by the conv),
   // then as an elementwise operand that cannot be viewed channels-last (the frame converts the
   // NHWC input of the Mul instead).
-  ValueId a = m.op("Mul", {m.op("Add", {b.conv(x, 8, 8, 3, 1, 1), z}), z});
+  ValueId a = m.op("Mul", {m.op("Add", {b.conv(x, 3, 8, 3, 1, 1), z}), z});
   ValueId c1 = m.op("Relu", {b.conv(a, 8, 8, 1, 1, 0)});
   // Squeeze-and-excitation: a [1, C, 1, 1] scale broadcast over the NHWC activations.
   ValueId se = m.op("Sigmoid", {b.conv(m.op("GlobalAveragePool", {c1}), 8, 8, 1, 1, 0)});
@@ -120,11 +120,28 @@ TEST(Layout, BoundariesConvertWhereNchwIsNeeded) {
   ValueId cat = m.op("Concat", {p, p}, {NewAttr::Int("axis", 1)});
   ValueId direct = b.conv(scaled, 8, 4, 1, 1, 0);
   ValueId after = m.op("Relu", {b.conv(direct, 4, 4, 3, 1, 1)});
-  m.outputs({cat, direct, after, scaled, p});  // p: NHWC (MaxPool keeps its input's layout), converted on the way out
+  m.outputs({cat, direct, after, p});  // p: NHWC (MaxPool keeps its input's layout), converted on the way out
   run_both(m.model,
-           {make<float>(DType::Float, {1, 8, 9, 10}, random_floats(720, 3)),
+           {make<float>(DType::Float, {1, 3, 9, 10}, random_floats(270, 3)),
             make<float>(DType::Float, {1, 8, 9, 10}, random_floats(720, 4))},
            3);
+}
+
+TEST(Layout, NoChainWithoutAStem) {
+  // Pointwise convs between depthwise ones (MobileNet): a channels-last chain would start and
+  // end at every pointwise conv, a transpose in and out each; everything stays NCHW.
+  Builder b;
+  TinyModel& m = b.m;
+  ValueId x = m.input("x", DType::Float, {1, 8, 12, 12});
+  ValueId dw_w = m.constant<float>("dw", DType::Float, {16, 1, 3, 3}, random_floats(144, 5));
+  ValueId e = m.op("Relu", {b.conv(x, 8, 16, 1, 1, 0)});
+  ValueId d = m.op("Conv", {e, dw_w}, {NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("pads", {1, 1, 1, 1}),
+                                       NewAttr::Int("group", 16)});
+  ValueId p = b.conv(m.op("Relu", {d}), 16, 8, 1, 1, 0);
+  m.outputs({m.op("Relu", {b.conv(m.op("Add", {p, x}), 8, 8, 1, 1, 0)})});
+  rt::Session s(m.model);
+  EXPECT_EQ(s.channels_last_count(), 0u);
+  run_both(m.model, {make<float>(DType::Float, {1, 8, 12, 12}, random_floats(8 * 144, 6))}, 0);
 }
 
 TEST(Layout, OffWhenDisabledOrNothingTakesIt) {
