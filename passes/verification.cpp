@@ -15,17 +15,13 @@ namespace onnxforge::passes {
 #ifdef ONNXFORGE_HAVE_RUNTIME
 bool runtime_available() { return true; }
 
-namespace {
-
-}  // namespace
-
 struct Reference::Impl {
   std::vector<std::string> input_names, output_names;
   std::vector<std::vector<rt::Tensor>> inputs, outputs;  // per seed
 };
 
 Reference::Reference(const Model& original, const VerifyOptions& o) : impl_(std::make_unique<Impl>()) {
-  rt::Session s(original);
+  rt::Session s(original, rt::comparison_options());
   impl_->input_names = s.input_names();
   impl_->output_names = s.output_names();
   int seeds = std::max(1, o.seeds);
@@ -44,7 +40,7 @@ VerifyResult Reference::check(const Model& candidate, Tolerance tol) const {
   VerifyResult r;
   std::vector<std::vector<rt::Tensor>> outs(impl_->inputs.size());
   try {
-    rt::Session s(candidate);
+    rt::Session s(candidate, rt::comparison_options());
     if (s.input_names() != impl_->input_names) fail("the optimized model's inputs differ from the original's");
     if (s.output_names() != impl_->output_names) fail("the optimized model's outputs differ from the original's");
     std::vector<std::string> errors(outs.size());

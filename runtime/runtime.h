@@ -38,6 +38,17 @@ struct SessionOptions {
   bool channels_last = true;
 };
 
+// Options for runs whose outputs are compared bit for bit against another model's: choices the
+// plan makes from the graph's structure that change float rounding are off. Channels-last chains
+// depend on every reader of a value (a Reshape reading a conv's output ends the chain) and NHWC
+// convs sum in another order than NCHW ones, so removing a dead reader would otherwise change the
+// last bits and fail a provably lossless pass.
+inline SessionOptions comparison_options() {
+  SessionOptions o;
+  o.channels_last = false;
+  return o;
+}
+
 struct OpProfile {
   std::string op;
   double ms = 0;  // total over all runs so far

@@ -71,7 +71,7 @@ std::vector<size_t> match(const std::vector<std::string>& a, const std::vector<s
 
 VerifyReport verify(const Model& ref, const Model& cand, const VerifyOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
-  Session sa(ref), sb(cand);
+  Session sa(ref, comparison_options()), sb(cand, comparison_options());
   InputPlan plan = plan_inputs(ref.main(), sa.input_values(), o.dims);
   auto in_map = match(sa.input_names(), sb.input_names(), "inputs");
   auto out_names = sa.output_names();

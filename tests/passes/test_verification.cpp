@@ -4,6 +4,7 @@
 #include "io/model_io.h"
 #include "numeric.h"
 #include "passes/pipeline.h"
+#include "runtime/runtime.h"
 #include "tests/common/models.h"
 
 namespace onnxforge::test {
@@ -49,6 +50,38 @@ TEST(Verification, FirstBreakingPassIsNamed) {
   EXPECT_EQ(passes::first_breaking_pass(dir / "m.onnx", list, ro, ref, &failure), 1);
   EXPECT_FALSE(failure.ok);
   EXPECT_GT(failure.max_diff, 0.0);
+}
+
+// A dead Reshape reading a conv's output keeps that value NCHW in the fast runtime; without it the
+// value and the next conv go channels-last, which sums in another order. Verification compares
+// in one layout, so removing the dead reader stays bit-identical (fuzz seed 703).
+TEST(Verification, LosslessPassesStayExactWhenTheyChangeTheRuntimeLayout) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  Builder b;
+  auto weights = [&](const std::string& name, std::vector<int64_t> dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919 % 1000) / 1000.0 - 0.5);
+    return b.f32(name, dims, v);
+  };
+  std::vector<NewAttr> pads = {NewAttr::Ints("pads", {1, 1, 1, 1})};
+  ValueId x = b.input("x", {1, 4, 12, 12});
+  ValueId stem = b.node("Conv", {x, weights("w1", {24, 4, 3, 3}), weights("b1", {24})}, pads);
+  b.node("Reshape", {stem, b.i64("flat", {1, -1})});  // dead
+  b.output(b.node("Conv", {stem, weights("w2", {24, 24, 3, 3}), weights("b2", {24})}, pads));
+  auto dir = temp_dir("passes_verify_layout");
+  save_model(*b.m, dir / "m.onnx");
+  auto original = load_model(dir / "m.onnx");
+  auto model = load_model(dir / "m.onnx");
+  std::vector<const passes::Pass*> dce = {passes::find_pass("eliminate_dead_nodes")};
+  passes::run_passes(*model, dce, passes::RunOptions{});
+  ASSERT_EQ(model->main().node_count(), 2u);
+  // The fast plans differ: only the optimized model keeps the stem's output channels-last.
+  EXPECT_LT(rt::Session(*original).channels_last_count(), rt::Session(*model).channels_last_count());
+  passes::Reference ref(*original, passes::VerifyOptions{2, {}});
+  auto v = ref.check(*model, passes::tolerance_of(passes::AccuracyClass::Lossless));
+  EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
 }
 
 }  // namespace
