@@ -1,6 +1,6 @@
 #pragma once
 // Random small valid ONNX graphs for differential fuzzing of the passes: elementwise ops,
-// MatMul(+bias), Conv(+BatchNormalization, +Relu), Reshape/Transpose chains (incl. the 0-in-
+// MatMul(+bias), Conv(+BatchNormalization, +Relu), pools, Reshape/Transpose chains (incl. the 0-in-
 // target case), Shape→Gather→Unsqueeze→Concat→Reshape chains, constant subgraphs, Constant
 // nodes, identities, duplicates (CSE) and fan-out. Every value has a static shape so each
 // generated model is valid by construction. Same seed, same graph.
@@ -63,7 +63,7 @@ class RandomGraph {
     test::Builder& b = *b_;
     Val x = pick(3) ? last() : any();
     const int64_t r = static_cast<int64_t>(x.shape.size());
-    switch (pick(14)) {
+    switch (pick(15)) {
       case 0: {  // unary
         static const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Neg", "Abs", "Identity"};
         add(b.node(ops[pick(6)], {x.v}), x.shape);
@@ -180,6 +180,22 @@ class RandomGraph {
       case 12: {  // identities: Dropout, Cast to the same type
         ValueId y = pick(2) ? b.node("Dropout", {x.v}) : b.node("Cast", {x.v}, {NewAttr::Int("to", 1)});
         add(y, x.shape);
+        break;
+      }
+      case 13: {  // pooling: same-size MaxPool/AveragePool, or squeeze-excitation x * sigmoid(GAP(x))
+        if (r != 4) return step_unary(x);
+        std::vector<NewAttr> at = {NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("pads", {1, 1, 1, 1})};
+        switch (pick(3)) {
+          case 0:
+            add(b.node("MaxPool", {x.v}, at), x.shape);
+            break;
+          case 1:
+            at.push_back(NewAttr::Int("count_include_pad", pick(2)));
+            add(b.node("AveragePool", {x.v}, at), x.shape);
+            break;
+          default:
+            add(b.node("Mul", {x.v, b.node("Sigmoid", {b.node("GlobalAveragePool", {x.v})})}), x.shape);
+        }
         break;
       }
       default: {  // dead branch
