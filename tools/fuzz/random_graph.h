@@ -23,7 +23,10 @@ class RandomGraph {
     b_ = &b;
     pool_.clear();
     bool image = pick(3) == 0;
-    if (image) add(b.input("x", {1, 4, 6, 6}), {1, 4, 6, 6});
+    if (image) {  // batch 1 or 2, maps of 5 to 8 rows and columns
+      const std::vector<int64_t> shape = {1 + pick(2), 4, 5 + pick(4), 5 + pick(4)};
+      add(b.input("x", shape), shape);
+    }
     else add(b.input("x", {4, 6}), {4, 6});
     int steps = 3 + pick(10);
     for (int i = 0; i < steps; ++i) step();
