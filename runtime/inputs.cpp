@@ -1,5 +1,6 @@
 #include "runtime/inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -50,6 +51,7 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
   InputPlan plan;
   Uses uses(g);
   std::map<std::string, int64_t> chosen;
+  std::vector<std::string> symbols;  // every symbolic dim's key, to reject a --dim naming none
   for (ValueId v : values) {
     InputSpec s;
     s.name = std::string(str(g.value_name(v)));
@@ -64,6 +66,7 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
         continue;
       }
       std::string key = d.param.empty() ? s.name + ":" + std::to_string(i) : std::string(str(d.param));
+      symbols.push_back(key);
       int64_t val;
       if (auto it = dims.find(key); it != dims.end()) val = it->second;
       else if (auto it2 = dims.find(s.name + ":" + std::to_string(i)); it2 != dims.end()) val = it2->second;
@@ -94,6 +97,18 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
       }
     }
     plan.inputs.push_back(std::move(s));
+  }
+  std::string known;
+  for (size_t i = 0; i < symbols.size(); ++i)
+    if (std::find(symbols.begin(), symbols.begin() + static_cast<std::ptrdiff_t>(i), symbols[i]) == symbols.begin() + static_cast<std::ptrdiff_t>(i))
+      known += (known.empty() ? "" : ", ") + symbols[i];
+  for (const auto& [key, value] : dims) {
+    bool used = std::find(symbols.begin(), symbols.end(), key) != symbols.end();
+    for (const InputSpec& s : plan.inputs) used = used || key.rfind(s.name + ":", 0) == 0;
+    if (used) continue;
+    plan.unknown_dims.push_back("--dim " + key + "=" + std::to_string(value) + ": the model's inputs have no symbolic dim '" +
+                                key + "' (" + (known.empty() ? std::string("they have none") : "theirs: " + known) + ")");
+    plan.notes.push_back(plan.unknown_dims.back());
   }
   return plan;
 }
@@ -158,29 +173,75 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs)
   return out;
 }
 
-void override_inputs(const InputPlan& plan, std::vector<Tensor>& inputs, const std::vector<std::string>& specs) {
-  for (const std::string& s : specs) {
+namespace {
+
+// The key of axis `i` of input `name` in a dims map: the dim's symbol, or "name:i" when unnamed.
+std::string dim_key(const std::string& name, size_t i, const Dim& d) {
+  return d.param.empty() ? name + ":" + std::to_string(i) : std::string(str(d.param));
+}
+
+std::string shape_text(std::span<const Dim> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + (shape[i].known() ? std::to_string(shape[i].value) : std::string(str(shape[i].param)));
+  return s + "]";
+}
+
+// Checks a file's tensor against input `v` and records the sizes it gives symbolic dims.
+Tensor fit_input_file(const Graph& g, ValueId v, const std::string& name, const std::string& file, Tensor t,
+                      std::map<std::string, int64_t>& dims, std::map<std::string, std::string>& given_by) {
+  const DType want = g.dtype(v) == DType::Undefined ? DType::Float : g.dtype(v);
+  if (t.dtype != want) {
+    if (!(is_float_dtype(t.dtype) && is_float_dtype(want)) && !(t.dtype == DType::Int32 && want == DType::Int64) &&
+        !(t.dtype == DType::Int64 && want == DType::Int32))
+      fail("--input ", name, ": file ", file, " holds ", dtype_name(t.dtype), " but the model expects ", dtype_name(want));
+    t = cast(t, want);
+  }
+  if (!g.has_shape(v)) return t;
+  auto shape = g.shape(v);
+  const std::string expected = " but the model declares " + shape_text(shape);
+  if (t.shape.size() != shape.size())
+    fail("--input ", name, ": file ", file, " holds shape ", shape_str(t.shape), expected);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i].known()) {
+      if (shape[i].value != t.shape[i])
+        fail("--input ", name, ": file ", file, " holds shape ", shape_str(t.shape), expected, " (axis ", i, ")");
+      continue;
+    }
+    const std::string key = dim_key(name, i, shape[i]);
+    auto [it, fresh] = dims.emplace(key, t.shape[i]);
+    if (!fresh && it->second != t.shape[i])
+      fail("--input ", name, ": file ", file, " gives dim '", key, "' = ", t.shape[i], " but ",
+           given_by.count(key) ? given_by[key] : "--dim " + key, " gives ", it->second);
+    given_by.emplace(key, "--input " + name);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
+                                   const std::vector<std::string>& files, uint64_t seed, InputPlan& plan) {
+  std::map<size_t, Tensor> given;
+  std::map<std::string, std::string> given_by;
+  for (const std::string& s : files) {
     auto eq = s.find('=');
     if (eq == std::string::npos) fail("--input '", s, "': expected NAME=FILE");
     std::string name = s.substr(0, eq), file = s.substr(eq + 1);
     size_t i = 0;
-    while (i < plan.inputs.size() && plan.inputs[i].name != name) ++i;
-    if (i == plan.inputs.size()) {
+    while (i < values.size() && str(g.value_name(values[i])) != name) ++i;
+    if (i == values.size()) {
       std::string names;
-      for (auto& in : plan.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      for (ValueId v : values) names += (names.empty() ? "" : ", ") + std::string(str(g.value_name(v)));
       fail("--input: the model has no input '", name, "' (inputs: ", names, ")");
     }
-    Tensor t = read_tensor_file(file);
-    if (t.dtype != plan.inputs[i].dtype) {
-      if (!(is_float_dtype(t.dtype) && is_float_dtype(plan.inputs[i].dtype)) &&
-          !(t.dtype == DType::Int32 && plan.inputs[i].dtype == DType::Int64) &&
-          !(t.dtype == DType::Int64 && plan.inputs[i].dtype == DType::Int32))
-        fail("--input ", name, ": file ", file, " holds ", dtype_name(t.dtype), " but the model expects ",
-             dtype_name(plan.inputs[i].dtype));
-      t = cast(t, plan.inputs[i].dtype);
-    }
-    inputs[i] = std::move(t);
+    given[i] = fit_input_file(g, values[i], name, file, read_tensor_file(file), dims, given_by);
   }
+  plan = plan_inputs(g, values, dims);
+  if (!plan.unknown_dims.empty()) fail(plan.unknown_dims[0]);
+  std::vector<Tensor> inputs = make_inputs(plan, seed);
+  for (auto& [i, t] : given) inputs[i] = std::move(t);
+  return inputs;
 }
 
 }  // namespace onnxforge::rt

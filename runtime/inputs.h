@@ -29,6 +29,7 @@ struct InputSpec {
 struct InputPlan {
   std::vector<InputSpec> inputs;     // in `values` order
   std::vector<std::string> notes;    // "dim 'sequence' = 128 (default; --dim sequence=N)"
+  std::vector<std::string> unknown_dims;  // a message per entry of `dims` no input has (also in notes)
 };
 
 // The inputs of `g` listed in `values` (e.g. Session::input_values()).
@@ -44,8 +45,14 @@ namespace onnxforge::rt {
 // "name=N" strings (command line --dim) to a map; throws naming the bad entry.
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs);
 
-// Replaces generated inputs with tensors from files ("name=FILE", .npy or TensorProto .pb);
-// checks dtype and that the name exists.
-void override_inputs(const InputPlan& plan, std::vector<Tensor>& inputs, const std::vector<std::string>& specs);
+// The inputs of one run (command line --input NAME=FILE and --dim): generated for `seed` from the
+// plan, except those given as files (.npy or TensorProto .pb). A file must hold its input's dtype
+// (floats convert to floats, int32 and int64 to each other), rank and static dims; the sizes it
+// gives symbolic dims size the generated inputs too. Throws onnxforge::Error naming the input
+// and the file on a mismatch, on a --dim that disagrees with a file or that no input has, and on
+// an unknown input.
+// `plan` receives the plan used (with its notes).
+std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
+                                   const std::vector<std::string>& files, uint64_t seed, InputPlan& plan);
 
 }  // namespace onnxforge::rt

@@ -49,9 +49,8 @@ int run(const Options& o) {
   rt::SessionOptions so_b;
   so_b.channels_last = !o.vs_nchw;
   std::unique_ptr<rt::Session> sb = mb ? std::make_unique<rt::Session>(*mb, so_b) : nullptr;
-  rt::InputPlan plan = rt::plan_inputs(ma->main(), sa.input_values(), rt::parse_dims(o.dims));
-  auto inputs = rt::make_inputs(plan, 0);
-  rt::override_inputs(plan, inputs, o.inputs);
+  rt::InputPlan plan;
+  auto inputs = rt::prepare_inputs(ma->main(), sa.input_values(), rt::parse_dims(o.dims), o.inputs, 0, plan);
   if (!o.json)
     for (const auto& n : plan.notes) std::cerr << "note: " << n << "\n";
   auto time_one = [&](const rt::Session& s) {

@@ -24,9 +24,8 @@ struct Options {
 int run(const Options& o) {
   auto model = load_model(o.model);
   rt::Session session(*model);
-  rt::InputPlan plan = rt::plan_inputs(model->main(), session.input_values(), rt::parse_dims(o.dims));
-  auto inputs = rt::make_inputs(plan, o.seed);
-  rt::override_inputs(plan, inputs, o.inputs);
+  rt::InputPlan plan;
+  auto inputs = rt::prepare_inputs(model->main(), session.input_values(), rt::parse_dims(o.dims), o.inputs, o.seed, plan);
   if (!o.json)
     for (const auto& n : plan.notes) std::cerr << "note: " << n << "\n";
   if (!o.save_inputs.empty()) {

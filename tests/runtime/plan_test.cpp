@@ -7,6 +7,7 @@
 #include "io/model_io.h"
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
+#include "runtime/tensor_io.h"
 #include "tests/common/models.h"
 #include "tests/runtime/graph_builder.h"
 
@@ -225,6 +226,39 @@ TEST(Inputs, DeterministicTokenIdsMasksAndDefaults) {
     }
     EXPECT_EQ(a[i].shape.back(), 8);
   }
+}
+
+TEST(Inputs, FilesSizeTheGeneratedInputsAndMismatchesAreErrors) {
+  auto model = load_model(test::zoo_model("bert_small"));
+  rt::Session s(*model);
+  const Graph& g = model->main();
+  auto dir = test::temp_dir("inputs_files");
+  auto ids = rt::Tensor::alloc(DType::Int64, {2, 5});
+  for (int64_t k = 0; k < ids.numel(); ++k) ids.ptr<int64_t>()[k] = k;
+  rt::write_npy(dir / "ids.npy", ids);
+  rt::write_npy(dir / "flat.npy", rt::Tensor::alloc(DType::Int64, {10}));
+  rt::write_npy(dir / "floats.npy", rt::Tensor::alloc(DType::Float, {2, 5}));
+  const std::string file = "input_ids=" + (dir / "ids.npy").string();
+  rt::InputPlan plan;
+  auto in = rt::prepare_inputs(g, s.input_values(), {}, {file}, 3, plan);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(in[i].shape, (rt::Shape{2, 5})) << plan.inputs[i].name;
+  EXPECT_EQ(in[0].get_i64(7), 7);  // the file's values
+  EXPECT_EQ(s.run(in)[0].shape[0], 2);
+  auto error = [&](std::map<std::string, int64_t> dims, const std::string& spec) {
+    try {
+      rt::prepare_inputs(g, s.input_values(), dims, {spec}, 3, plan);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error({}, "input_ids=" + (dir / "flat.npy").string()).find("holds shape [10] but the model declares [batch,sequence]"),
+            std::string::npos);
+  EXPECT_NE(error({}, "input_ids=" + (dir / "floats.npy").string()).find("holds float32 but the model expects int64"),
+            std::string::npos);
+  EXPECT_NE(error({{"sequence", 8}}, file).find("gives dim 'sequence' = 5 but --dim sequence gives 8"), std::string::npos);
+  EXPECT_NE(error({{"seq", 8}}, file).find("--dim seq=8: the model's inputs have no symbolic dim 'seq'"), std::string::npos);
+  EXPECT_NE(error({}, "nosuch=" + (dir / "ids.npy").string()).find("the model has no input 'nosuch'"), std::string::npos);
 }
 
 TEST(Plan, StepProfileListsEveryStepSlowestFirstAndAddsUpToTheOpProfile) {
