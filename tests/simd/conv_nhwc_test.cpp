@@ -107,6 +107,17 @@ TEST_P(ConvNhwc, OutputChannels) {
   }
 }
 
+TEST_P(ConvNhwc, PointwiseOnWidePanels) {
+  // Output channels the 64-column indirect panel fits (128, 256, 320 on AVX-512: the implicit
+  // GEMM with one tap), next to the plain GEMM's (64, 192), with every kind of K block.
+  unsigned seed = 250;
+  for (std::int64_t m : {64, 128, 192, 256, 320})
+    for (std::int64_t c : {3, 64, 385, 520}) {
+      check({1, c, m, 5, 7, 1, 1, 1, 1, 0, 0, 0, 0}, Unary::relu(), true, c % 2 == 0, false, seed++);
+      check({2, c, m, 3, 11, 1, 1, 1, 1, 0, 0, 0, 0}, Unary::of(UnaryOp::Sigmoid), c > 64, true, c == 64, seed++);
+    }
+}
+
 TEST_P(ConvNhwc, OutputMapSizes) {
   unsigned seed = 300;
   for (std::int64_t oh : {1, 2, 3, 7, 13, 20})
@@ -139,7 +150,7 @@ TEST_P(ConvNhwc, StemsReadingNchwInput) {
 
 TEST_P(ConvNhwc, SameBitsAtEveryThreadCount) {
   for (const Shape& s : {Shape{2, 64, 130, 17, 19, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 520, 100, 9, 14, 3, 3, 2, 2, 1, 1, 1, 1},
-                         Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}})
+                         Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}, Shape{2, 520, 128, 9, 13, 1, 1, 1, 1, 0, 0, 0, 0}})
     for (bool acc : {false, true}) {
       const ConvParams p = params(s);
       const Data d = make_data(p, 500);
