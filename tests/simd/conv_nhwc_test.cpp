@@ -95,6 +95,9 @@ TEST_P(ConvNhwc, InputChannelsAndKBlocks) {
     check({1, c, 20, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0}, Unary::none(), true, false, false, seed++);
     check({1, c, 20, 8, 7, 1, 1, 2, 2, 0, 0, 0, 0}, Unary::none(), true, true, false, seed++);
   }
+  // Weights small enough for a single K block longer than the GEMM's (K = 576 and 900).
+  check({2, 64, 64, 13, 11, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, true, false, seed++);
+  check({1, 100, 60, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1}, Unary::none(), true, false, true, seed++);
   // Several chunks per tap with a K of its own in every block.
   check({1, 1000, 17, 4, 5, 2, 2, 1, 1, 0, 0, 0, 0}, Unary::relu(), true, false, false, seed++);
 }
@@ -150,7 +153,8 @@ TEST_P(ConvNhwc, StemsReadingNchwInput) {
 
 TEST_P(ConvNhwc, SameBitsAtEveryThreadCount) {
   for (const Shape& s : {Shape{2, 64, 130, 17, 19, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 520, 100, 9, 14, 3, 3, 2, 2, 1, 1, 1, 1},
-                         Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}, Shape{2, 520, 128, 9, 13, 1, 1, 1, 1, 0, 0, 0, 0}})
+                         Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}, Shape{2, 520, 128, 9, 13, 1, 1, 1, 1, 0, 0, 0, 0},
+                         Shape{2, 100, 64, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1}})
     for (bool acc : {false, true}) {
       const ConvParams p = params(s);
       const Data d = make_data(p, 500);
