@@ -24,7 +24,7 @@ bool conv_nhwc_supported(const ConvParams& p);
 // PackedB): conv_nhwc() always runs that level's kernels.
 struct ConvNhwcWeights {
   ConvParams params;        // what they were packed for (checked by conv_nhwc)
-  PackedB b;                // pointwise (1x1, stride 1, no pads): W^T for a plain GEMM (K = C, N = M)
+  PackedB b;                // most pointwise convs (1x1, stride 1, no pads): W^T for a plain GEMM (K = C, N = M)
   std::vector<float> fewc;    // few-input-channel direct kernel (CNN stems), when it applies
   std::vector<float> direct;  // direct 3x3 kernel (NCHW, between transposes), on small maps
   // Other convs, the implicit GEMM: K = KH*KW*C rows in (kh, kw, c) order, N = M, in the GEMM's

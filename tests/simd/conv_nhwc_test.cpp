@@ -95,6 +95,9 @@ TEST_P(ConvNhwc, InputChannelsAndKBlocks) {
     check({1, c, 20, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0}, Unary::none(), true, false, false, seed++);
     check({1, c, 20, 8, 7, 1, 1, 2, 2, 0, 0, 0, 0}, Unary::none(), true, true, false, seed++);
   }
+  // Weights small enough for a single K block longer than the GEMM's (K = 576 and 900).
+  check({2, 64, 64, 13, 11, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, true, false, seed++);
+  check({1, 100, 60, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1}, Unary::none(), true, false, true, seed++);
   // Several chunks per tap with a K of its own in every block.
   check({1, 1000, 17, 4, 5, 2, 2, 1, 1, 0, 0, 0, 0}, Unary::relu(), true, false, false, seed++);
 }
@@ -105,6 +108,17 @@ TEST_P(ConvNhwc, OutputChannels) {
     check({1, 16, m, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, false, false, seed++);
     check({1, 8, m, 9, 10, 1, 1, 1, 1, 0, 0, 0, 0}, Unary::relu(), m % 2 == 0, m % 3 == 0, false, seed++);
   }
+}
+
+TEST_P(ConvNhwc, PointwiseOnWidePanels) {
+  // Output channels the 64-column indirect panel fits (128, 256, 320 on AVX-512: the implicit
+  // GEMM with one tap), next to the plain GEMM's (64, 192), with every kind of K block.
+  unsigned seed = 250;
+  for (std::int64_t m : {64, 128, 192, 256, 320})
+    for (std::int64_t c : {3, 64, 385, 520}) {
+      check({1, c, m, 5, 7, 1, 1, 1, 1, 0, 0, 0, 0}, Unary::relu(), true, c % 2 == 0, false, seed++);
+      check({2, c, m, 3, 11, 1, 1, 1, 1, 0, 0, 0, 0}, Unary::of(UnaryOp::Sigmoid), c > 64, true, c == 64, seed++);
+    }
 }
 
 TEST_P(ConvNhwc, OutputMapSizes) {
@@ -139,7 +153,8 @@ TEST_P(ConvNhwc, StemsReadingNchwInput) {
 
 TEST_P(ConvNhwc, SameBitsAtEveryThreadCount) {
   for (const Shape& s : {Shape{2, 64, 130, 17, 19, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 520, 100, 9, 14, 3, 3, 2, 2, 1, 1, 1, 1},
-                         Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}})
+                         Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}, Shape{2, 520, 128, 9, 13, 1, 1, 1, 1, 0, 0, 0, 0},
+                         Shape{2, 100, 64, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1}})
     for (bool acc : {false, true}) {
       const ConvParams p = params(s);
       const Data d = make_data(p, 500);
