@@ -30,7 +30,7 @@ std::string run_capture(const std::string& cmd) {
 
 TEST(ShapesVsRuntime, ZooModelsMatchOrtShapes) {
   if (std::system("node --version >/dev/null 2>&1") != 0 ||
-      !fs::exists(ONNXFORGE_SOURCE_DIR "/tools/peers/node_modules/onnxruntime-node"))
+      !onnxforge::test::ort_peer_installed())
     GTEST_SKIP() << "ONNX Runtime peer (tools/peers) not installed";
   size_t total = 0, exact = 0, symbolic = 0, wrong = 0;
   for (const auto& path : test::zoo_models()) {

@@ -50,6 +50,8 @@ std::vector<fs::path> zoo_models() {
 
 fs::path backend_data_dir() { return "/usr/share/libonnx-testdata/data"; }
 
+bool ort_peer_installed() { return fs::exists(ONNXFORGE_SOURCE_DIR "/tools/peers/node_modules/onnxruntime-node"); }
+
 namespace {
 // Every directory temp_dir() made, removed when the test process exits (set
 // ONNXFORGE_KEEP_TEST_DIRS=1 to keep them for a look). Left behind, a full test run used to leave

@@ -18,6 +18,9 @@ std::vector<std::filesystem::path> zoo_models();
 // Debian's libonnx-testdata root (/usr/share/libonnx-testdata/data).
 std::filesystem::path backend_data_dir();
 
+// Whether ONNX Runtime, the peer (tools/peers/install.sh), is installed.
+bool ort_peer_installed();
+
 // A fresh, empty temporary directory removed at process exit.
 std::filesystem::path temp_dir(const std::string& tag);
 

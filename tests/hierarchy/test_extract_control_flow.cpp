@@ -91,7 +91,7 @@ int onnx_check(const std::filesystem::path& p) {
 }
 
 // tests/hierarchy/verify_extract_ort.py: exit 0 only when every sub-model output equals ORT's
-// value of the source tensor exactly.
+// value of the source tensor exactly (checked where the ORT peer is installed).
 int ort_verify(const std::filesystem::path& full, const std::filesystem::path& sub) {
   return run("cd '" ONNXFORGE_SOURCE_DIR "' && /usr/bin/python3 tests/hierarchy/verify_extract_ort.py '" +
              full.string() + "' '" + sub.string() + "' > '" + sub.string() + ".ort.json' 2>&1");
@@ -193,7 +193,9 @@ TEST(ExtractControlFlow, SavedModelPassesOnnxCheckerAndRunsInOrt) {
   save_model(*with_cuts_exposed(*model, cut), full);
   EXPECT_EQ(onnx_check(sub), 0);
   EXPECT_EQ(onnx_check(full), 0);
-  EXPECT_EQ(ort_verify(full, sub), 0) << slurp(sub.string() + ".ort.json");
+  if (test::ort_peer_installed()) {
+    EXPECT_EQ(ort_verify(full, sub), 0) << slurp(sub.string() + ".ort.json");
+  }
   // the saved file reads back to the same structure
   auto back = load_model(sub);
   EXPECT_EQ(back->graph_count(), cut.model->graph_count());
@@ -220,7 +222,9 @@ TEST(ExtractControlFlow, UnnamedSubgraphsGetNamedAfterTheirOwner) {
   save_model(*with_cuts_exposed(*model, cut), dir / "full.onnx");
   EXPECT_EQ(onnx_check(dir / "enc.onnx"), 0);
   EXPECT_EQ(onnx_check(dir / "full.onnx"), 0);
-  EXPECT_EQ(ort_verify(dir / "full.onnx", dir / "enc.onnx"), 0) << slurp(dir / "enc.onnx.ort.json");
+  if (test::ort_peer_installed()) {
+    EXPECT_EQ(ort_verify(dir / "full.onnx", dir / "enc.onnx"), 0) << slurp(dir / "enc.onnx.ort.json");
+  }
 }
 
 TEST(ExtractControlFlow, BertLayerPassesOnnxCheckerAndRunsInOrt) {
@@ -232,7 +236,9 @@ TEST(ExtractControlFlow, BertLayerPassesOnnxCheckerAndRunsInOrt) {
   save_model(*cut.model, dir / "layer0.onnx");
   save_model(*with_cuts_exposed(*model, cut), dir / "full.onnx");
   EXPECT_EQ(onnx_check(dir / "layer0.onnx"), 0);
-  EXPECT_EQ(ort_verify(dir / "full.onnx", dir / "layer0.onnx"), 0) << slurp(dir / "layer0.onnx.ort.json");
+  if (test::ort_peer_installed()) {
+    EXPECT_EQ(ort_verify(dir / "full.onnx", dir / "layer0.onnx"), 0) << slurp(dir / "layer0.onnx.ort.json");
+  }
 }
 
 }  // namespace

@@ -15,8 +15,7 @@ namespace fs = std::filesystem;
 
 // The cross-check command for these models, or "" (with the reason) when it cannot run here.
 std::string crosscheck_command(std::string* why) {
-  fs::path peer = fs::path(ONNXFORGE_SOURCE_DIR) / "tools/peers/node_modules/onnxruntime-node";
-  if (!fs::exists(peer)) *why = "ONNX Runtime peer missing: tools/peers/install.sh";
+  if (!onnxforge::test::ort_peer_installed()) *why = "ONNX Runtime peer missing: tools/peers/install.sh";
   if (!fs::exists(ONNXFORGE_BINARY_DIR "/onnxforge")) *why = "build the onnxforge executable first";
   if (!why->empty()) return "";
   return "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tests/runtime/ort_crosscheck.py " ONNXFORGE_BINARY_DIR "/onnxforge";
