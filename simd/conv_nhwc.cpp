@@ -181,12 +181,14 @@ void igemm_tile(const detail::GemmIndirectKernels::Panel& ik, const Geometry& g,
     whole_rows[t] = inside_w ? 1 : 0;
   }
   const float* base = w.igemm.get();
+  const Unary* rows_act = detail::act_in_registers(act) ? nullptr : act;  // applied to whole tile rows
+  const detail::KernelTable& kt = detail::table_for(w.isa);
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     const KBlock& kb = blocks[b];
     const bool last = b + 1 == blocks.size();
     detail::TileEpilogue e;
     e.beta = b == 0 && !accumulate ? 0.f : 1.f;
-    if (last) e.act = act;
+    if (last && rows_act == nullptr) e.act = act;
     auto call = [&](std::size_t t, std::size_t j) {
       const std::size_t n = std::min(nr, j0 + nc - j), v = ceil_div(n, vec);
       const float* bp = base + kb.k0 * npad + (j / nr) * kb.kc * nr;
@@ -201,8 +203,12 @@ void igemm_tile(const detail::GemmIndirectKernels::Panel& ik, const Geometry& g,
         ik.ukernel[m - 1][v - 1](kb.taps, kb.len, tp + kb.tap0 * m, kb.c0, bp, c, g.M, n, ee);
       }
     };
-    for (std::size_t t = 0; t < split.count; ++t)
+    for (std::size_t t = 0; t < split.count; ++t) {
       for (std::size_t j = j0; j < j0 + nc; j += nr) call(t, j);
+      if (last && rows_act != nullptr)
+        for (std::size_t r = i0 + split.first(t); r < i0 + split.first(t) + split.rows(t); ++r)
+          kt.unary(*rows_act, y + r * g.M + j0, y + r * g.M + j0, nc);
+    }
   }
 }
 

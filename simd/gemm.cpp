@@ -131,6 +131,7 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
   const auto kcmax = static_cast<std::size_t>(g.kc), vec = static_cast<std::size_t>(kt.vec);
   const Epilogue* ep = p.ep;
   const Unary* act = ep != nullptr && ep->act.op != UnaryOp::Identity ? &ep->act : nullptr;
+  const Unary* rows_act = act_in_registers(act) ? nullptr : act;  // applied to whole tile rows at the end
   const std::size_t kcap = std::min(kcmax, p.K);
   const RowSplit split(mc, mr);
   const std::size_t a_floats = direct != nullptr ? 0 : split.count * mr * kcap;
@@ -149,7 +150,11 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
     TileEpilogue base;
     base.alpha = p.alpha;
     base.beta = k0 == 0 ? p.beta : 1.f;
-    if (last) base.act = act;
+    if (last && rows_act == nullptr) base.act = act;
+    auto activate = [&](std::size_t i, std::size_t m) {
+      if (!last || rows_act == nullptr) return;
+      for (std::size_t r = i; r < i + m; ++r) kt.unary(*rows_act, p.c + r * p.ldc + j0, p.c + r * p.ldc + j0, nc);
+    };
     // The B micro-panel of columns [j, j + n) for this K block, and its k stride.
     auto panel = [&](std::size_t j, std::size_t n, std::size_t& ldb) -> const float* {
       ldb = nr;
@@ -196,6 +201,7 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
         const float* bp = panel(j, n, ldb);
         for (std::size_t t = 0; t < split.count; ++t) micro(t, j, n, bp, ldb);
       }
+      activate(i0, mc);
     } else {
       for (std::size_t t = 0; t < split.count; ++t) {
         for (std::size_t j = j0; j < j0 + nc; j += nr) {
@@ -204,6 +210,7 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
           const float* bp = panel(j, n, ldb);
           micro(t, j, n, bp, ldb);
         }
+        activate(i0 + split.first(t), split.rows(t));
       }
     }
   }

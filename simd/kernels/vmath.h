@@ -167,10 +167,7 @@ inline V unary_op(V x, V alpha, V beta) {
 }
 
 // Activations cheap enough to apply on the accumulators; the rest run over the stored rows.
-inline bool in_register_act(const Unary* act) {
-  return act == nullptr || act->op == UnaryOp::Identity || act->op == UnaryOp::Relu || act->op == UnaryOp::Clip ||
-         act->op == UnaryOp::LeakyRelu;
-}
+inline bool in_register_act(const Unary* act) { return act_in_registers(act); }
 
 inline V register_act(V r, const Unary* act) {
   if (act == nullptr) return r;

@@ -169,6 +169,19 @@ TEST_P(Gemm, Epilogues) {
         c.ep.bias = kind == Bias::PerRow ? bias_row.data() : kind == Bias::PerCol ? bias_col.data() : nullptr;
         run_case(c, seed++);
       }
+  // Activations applied to whole tile rows after the last K block (Gelu, Sigmoid): tall tiles
+  // (rows outer) and a short one (panels outer), two column tiles, two K blocks, A in place and packed.
+  const auto wide_bias = random_floats(800, 7);
+  for (const Unary& act : {Unary::of(UnaryOp::Gelu), Unary::of(UnaryOp::Sigmoid)})
+    for (bool ta : {false, true})
+      for (float beta : {0.f, 1.f}) {
+        Case c;
+        c.ta = ta, c.M = 140, c.N = 800, c.K = 450, c.beta = beta;
+        c.ep.act = act;
+        c.ep.bias_kind = Bias::PerCol;
+        c.ep.bias = wide_bias.data();
+        run_case(c, seed++);
+      }
 }
 
 TEST_P(Gemm, ZeroSizes) {
