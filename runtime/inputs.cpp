@@ -22,6 +22,11 @@ bool has(const std::string& s, std::initializer_list<const char*> parts) {
   return false;
 }
 
+// The key of axis `i` of input `name` in a dims map: the dim's symbol, or "name:i" when unnamed.
+std::string dim_key(const std::string& name, size_t i, const Dim& d) {
+  return d.param.empty() ? name + ":" + std::to_string(i) : std::string(str(d.param));
+}
+
 // Rows of the embedding table a token-id input indexes, following Cast/Reshape/Unsqueeze...
 int64_t vocab_of(const Graph& g, const Uses& uses, ValueId v, int depth = 0) {
   if (depth > 4) return 0;
@@ -65,8 +70,8 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
         s.shape.push_back(d.value);
         continue;
       }
-      std::string key = d.param.empty() ? s.name + ":" + std::to_string(i) : std::string(str(d.param));
-      symbols.push_back(key);
+      std::string key = dim_key(s.name, i, d);
+      if (std::find(symbols.begin(), symbols.end(), key) == symbols.end()) symbols.push_back(key);
       int64_t val;
       if (auto it = dims.find(key); it != dims.end()) val = it->second;
       else if (auto it2 = dims.find(s.name + ":" + std::to_string(i)); it2 != dims.end()) val = it2->second;
@@ -99,9 +104,7 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
     plan.inputs.push_back(std::move(s));
   }
   std::string known;
-  for (size_t i = 0; i < symbols.size(); ++i)
-    if (std::find(symbols.begin(), symbols.begin() + static_cast<std::ptrdiff_t>(i), symbols[i]) == symbols.begin() + static_cast<std::ptrdiff_t>(i))
-      known += (known.empty() ? "" : ", ") + symbols[i];
+  for (const std::string& k : symbols) known += (known.empty() ? "" : ", ") + k;
   for (const auto& [key, value] : dims) {
     bool used = std::find(symbols.begin(), symbols.end(), key) != symbols.end();
     for (const InputSpec& s : plan.inputs) used = used || key.rfind(s.name + ":", 0) == 0;
@@ -174,11 +177,6 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs)
 }
 
 namespace {
-
-// The key of axis `i` of input `name` in a dims map: the dim's symbol, or "name:i" when unnamed.
-std::string dim_key(const std::string& name, size_t i, const Dim& d) {
-  return d.param.empty() ? name + ":" + std::to_string(i) : std::string(str(d.param));
-}
 
 std::string shape_text(std::span<const Dim> shape) {
   std::string s = "[";
