@@ -206,8 +206,7 @@ void igemm_tile(const detail::GemmIndirectKernels::Panel& ik, const Geometry& g,
     for (std::size_t t = 0; t < split.count; ++t) {
       for (std::size_t j = j0; j < j0 + nc; j += nr) call(t, j);
       if (last && rows_act != nullptr)
-        for (std::size_t r = i0 + split.first(t); r < i0 + split.first(t) + split.rows(t); ++r)
-          kt.unary(*rows_act, y + r * g.M + j0, y + r * g.M + j0, nc);
+        detail::activate_rows(kt, *rows_act, y, g.M, i0 + split.first(t), split.rows(t), j0, nc);
     }
   }
 }

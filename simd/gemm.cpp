@@ -153,7 +153,7 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
     if (last && rows_act == nullptr) base.act = act;
     auto activate = [&](std::size_t i, std::size_t m) {
       if (!last || rows_act == nullptr) return;
-      for (std::size_t r = i; r < i + m; ++r) kt.unary(*rows_act, p.c + r * p.ldc + j0, p.c + r * p.ldc + j0, nc);
+      activate_rows(kt, *rows_act, p.c, p.ldc, i, m, j0, nc);
     };
     // The B micro-panel of columns [j, j + n) for this K block, and its k stride.
     auto panel = [&](std::size_t j, std::size_t n, std::size_t& ldb) -> const float* {

@@ -114,6 +114,13 @@ struct KernelTable {
                          std::size_t cols) = nullptr;
 };
 
+// The drivers' activation of whole tile rows (act_in_registers): rows [r0, r0 + rows) of C,
+// columns [j0, j0 + n), in place.
+inline void activate_rows(const KernelTable& kt, const Unary& act, float* c, std::size_t ldc, std::size_t r0,
+                          std::size_t rows, std::size_t j0, std::size_t n) {
+  for (std::size_t r = r0; r < r0 + rows; ++r) kt.unary(act, c + r * ldc + j0, c + r * ldc + j0, n);
+}
+
 const KernelTable& active_table() noexcept;
 const KernelTable& table_for(Isa isa) noexcept;
 
