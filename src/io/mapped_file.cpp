@@ -13,18 +13,35 @@
 
 namespace onnxforge {
 
+namespace {
+
+const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  return "not a regular file";
+}
+
+}  // namespace
+
 std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open '", path.string(), "': ", std::strerror(errno));
+  // O_NONBLOCK: opening a FIFO for reading blocks until a writer appears (a model path or an
+  // external-data location pointing at one hung every command); with it, open returns at once
+  // and fstat refuses anything but a regular file. It has no effect on regular files.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw Error("cannot open '" + path.string() + "': " + std::strerror(errno), Error::Kind::Input, path.string());
   struct stat st{};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
-    fail("cannot stat '", path.string(), "': ", std::strerror(e));
+    throw Error("cannot stat '" + path.string() + "': " + std::strerror(e), Error::Kind::Input, path.string());
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail("'", path.string(), "' is not a regular file");
+    throw Error("'" + path.string() + "' is " + file_kind(st.st_mode) + ", not a regular file; onnxforge reads models and "
+                "external data only from regular files", Error::Kind::Input, path.string());
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;

@@ -28,6 +28,9 @@ struct SaveOptions {
   uint64_t external_min_bytes = 1024;
   // External-data file name (relative to the output folder); default "<output file name>.data".
   std::string external_file;
+  // Write nodes in the graphs' table order (a loaded model's file order) instead of sorting them
+  // topologically: `convert` keeps a model as it was, even one whose file is not sorted.
+  bool keep_node_order = false;
 };
 
 struct SaveStats {
@@ -39,6 +42,10 @@ struct SaveStats {
 // Writes atomically (temporary files in the target folder, then rename) and refuses to write
 // over the model's own input files.
 SaveStats save_model(const Model& model, const std::filesystem::path& path, const SaveOptions& options = {});
+
+// Whether every graph's nodes, in table order, come after the producers of what they read (a
+// loaded model: whether the file is topologically sorted, as ONNX requires).
+bool nodes_topologically_sorted(const Model& model);
 
 // Protobuf messages cannot exceed 2 GiB.
 inline constexpr uint64_t kProtobufLimit = (uint64_t{1} << 31) - 1;

@@ -5,6 +5,7 @@
 #include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <deque>
 #include <cstring>
@@ -352,7 +353,9 @@ class Reader {
     std::vector<TensorId> tensors;
     std::vector<GraphId> graphs;
     std::vector<std::string_view> extra;
+    uint32_t payload = 0;  // bit f: payload field f (2..11) was present
     while (c.next()) {
+      if (c.field() >= 2 && c.field() <= 11) payload |= 1u << c.field();
       switch (c.field()) {
         case 1: a.name = c.sym(); break;
         case 2: a.f = c.fixed32_float(); break;
@@ -385,7 +388,8 @@ class Reader {
         default: extra.push_back(c.verbatim()); break;  // doc, sparse tensors, type protos
       }
     }
-    if (a.type == AttrType::Undefined) a.type = infer_attr_type(a, ints, floats, strings, tensors, graphs);
+    check_attribute_payload(g, n, a, payload);
+    if (a.type == AttrType::Undefined && payload) a.type = infer_attr_type(a, ints, floats, strings, tensors, graphs);
     switch (a.type) {
       case AttrType::Ints: a.list_begin = static_cast<uint32_t>(g.ints_.size()); a.list_count = static_cast<uint32_t>(ints.size());
         g.ints_.insert(g.ints_.end(), ints.begin(), ints.end()); break;
@@ -403,6 +407,54 @@ class Reader {
     a.extra_count = static_cast<uint32_t>(extra.size());
     g.extra_.insert(g.extra_.end(), extra.begin(), extra.end());
     return a;
+  }
+
+  // The declared type must match the payload: an attribute declared GRAPH that holds no graph
+  // crashed every command at load, one declared TENSOR without a tensor crashed the writer.
+  // Function bodies may declare a type with only ref_attr_name (the caller supplies the value).
+  void check_attribute_payload(const Graph& g, NodeId n, const Attr& a, uint32_t payload) const {
+    static constexpr const char* kField[] = {"", "", "f (FLOAT)", "i (INT)", "s (STRING)", "t (TENSOR)", "g (GRAPH)",
+                                             "floats (FLOATS)", "ints (INTS)", "strings (STRINGS)",
+                                             "tensors (TENSORS)", "graphs (GRAPHS)"};
+    auto where = [&] {
+      return file_.path().string() + ": node " + std::to_string(n.index()) + describe_node(g, n) + ": attribute '" +
+             std::string(str(a.name)) + "'";
+    };
+    if (a.name.empty()) fail(where(), " has no name");
+    int own = 0;  // the payload field of the declared type (0: payload kept verbatim or none)
+    switch (a.type) {
+      case AttrType::Float: own = 2; break;
+      case AttrType::Int: own = 3; break;
+      case AttrType::String: own = 4; break;
+      case AttrType::Tensor: own = 5; break;
+      case AttrType::Graph: own = 6; break;
+      case AttrType::Floats: own = 7; break;
+      case AttrType::Ints: own = 8; break;
+      case AttrType::Strings: own = 9; break;
+      case AttrType::Tensors: own = 10; break;
+      case AttrType::Graphs: own = 11; break;
+      default: break;
+    }
+    if (a.type == AttrType::Undefined) {  // IR < 3: the type is whatever single payload is set
+      if (payload & (payload - 1))
+        fail(where(), " has no type and holds several values (fields ", describe_fields(payload, kField),
+             "); an attribute holds exactly one");
+      return;
+    }
+    const char* type_name = own ? kField[own] : "a type kept verbatim";
+    if (uint32_t other = payload & ~(own ? 1u << own : 0u))
+      fail(where(), " is declared ", type_name, " but holds ", describe_fields(other, kField),
+           " (corrupt or hostile file)");
+    if (!a.ref_attr_name.empty()) return;
+    if (a.type == AttrType::Graph && !a.graph.valid()) fail(where(), " is declared GRAPH but holds no graph");
+    if (a.type == AttrType::Tensor && !a.tensor.valid()) fail(where(), " is declared TENSOR but holds no tensor");
+  }
+
+  static std::string describe_fields(uint32_t bits, const char* const* names) {
+    std::string s;
+    for (int f = 2; f <= 11; ++f)
+      if (bits & (1u << f)) s += (s.empty() ? "" : ", ") + std::string(names[f]);
+    return s;
   }
 
   // IR < 3 style attributes carry no type field: infer it from what is set.
@@ -437,8 +489,10 @@ class Reader {
       if (c.field() == 1) {
         d.name = c.sym();
       } else if (c.field() == 2) {
+        uint64_t field_at = c.field_begin();
         auto [tat, tlen] = c.span();
-        read_type(d, tat, tlen);
+        if (!read_type(d, tat, tlen))  // a type with no element type: kept as it was, untyped
+          d.extra.push_back({reinterpret_cast<const char*>(file_.data()) + field_at, tat + tlen - field_at});
       } else {
         d.extra.push_back(c.verbatim());
       }
@@ -461,17 +515,22 @@ class Reader {
 
   // TypeProto. Plain tensor types (elem_type + dims with value/param) are modelled; anything else
   // (sequences, maps, optionals, sparse, denotations) is also kept verbatim in type_raw.
-  void read_type(Declaration& d, uint64_t at, uint64_t len) {
+  // Returns false for a TypeProto that declares no element type (empty, or a tensor_type
+  // without elem_type, as silero VAD v5 has): the value stays untyped and the caller keeps the
+  // field verbatim, so a round trip does not invent `elem_type: 0`.
+  bool read_type(Declaration& d, uint64_t at, uint64_t len) {
     Cursor c(file_, at, at + len);
-    bool plain = true;
-    d.typed = true;
+    bool plain = true, elem_type = false;
     while (c.next()) {
       if (c.field() != 1) { plain = false; c.verbatim(); continue; }
       auto [tat, tlen] = c.span();
       Cursor t(file_, tat, tat + tlen);
       while (t.next()) {
         if (t.field() == 1) {
-          d.dtype = static_cast<DType>(t.int64());
+          int64_t et = t.int64();
+          elem_type = true;
+          if (dtype_known(static_cast<int32_t>(et)) && et == static_cast<int32_t>(et)) d.dtype = static_cast<DType>(et);
+          else plain = false;  // unknown element type: kept verbatim, the value's dtype Undefined
         } else if (t.field() == 2) {
           d.has_shape = true;
           auto [sat, slen] = t.span();
@@ -495,7 +554,13 @@ class Reader {
         }
       }
     }
+    if (plain && !elem_type) {
+      if (!d.has_shape) return false;
+      plain = false;  // a shape without an element type: modelled, and written back verbatim
+    }
+    d.typed = true;
     if (!plain) d.type_raw = {reinterpret_cast<const char*>(file_.data()) + at, len};
+    return true;
   }
 
   void read_initializer(Graph& g, Cursor& c) {
@@ -555,32 +620,43 @@ class Reader {
     std::vector<uint64_t> varint_data;
     std::vector<std::byte> unpacked;  // unpacked fixed32/fixed64 elements
     bool external = false;
-    bool has_data = false;
+    bool has_data = false, packed = false;
+    uint32_t data_fields = 0;  // bit f: data field f was present
     while (c.next()) {
       switch (c.field()) {
         case 1: c.varints([&](uint64_t v) { dims.push_back(static_cast<int64_t>(v)); }); break;
         case 2: dtype = static_cast<int32_t>(c.int64()); break;
         case 8: e.name = c.sym(); break;
         case 9: case 4: case 10:
+          data_fields |= 1u << c.field();
           if (c.wire() == WFL::WIRETYPE_LENGTH_DELIMITED) {
             auto [dat, dlen] = c.span();
             e.data = file_.data() + dat;
             e.size = dlen;
             e.source.file_offset = dat;
-          } else {  // an unpacked repeated float/double element
-            uint64_t v;
-            if (c.field() == 4) { float f = c.fixed32_float(); std::memcpy(&v, &f, 4); unpacked.insert(unpacked.end(), reinterpret_cast<std::byte*>(&v), reinterpret_cast<std::byte*>(&v) + 4); }
-            else { std::string_view raw = c.verbatim(); unpacked.insert(unpacked.end(), reinterpret_cast<const std::byte*>(raw.data()) + raw.size() - 8, reinterpret_cast<const std::byte*>(raw.data()) + raw.size()); }
+            packed = true;
+          } else if (c.field() == 4) {  // an unpacked repeated float element
+            float f = c.fixed32_float();
+            auto* b = reinterpret_cast<const std::byte*>(&f);
+            unpacked.insert(unpacked.end(), b, b + 4);
+          } else if (c.field() == 10) {  // an unpacked repeated double element
+            c.expect(WFL::WIRETYPE_FIXED64);
+            std::string_view raw = c.verbatim();  // tag + 8 bytes
+            auto* b = reinterpret_cast<const std::byte*>(raw.data()) + raw.size() - 8;
+            unpacked.insert(unpacked.end(), b, b + 8);
+          } else {
+            c.expect(WFL::WIRETYPE_LENGTH_DELIMITED);  // raw_data: throws naming the wire type
           }
           e.source.data_field = c.field();
           has_data = true;
           break;
         case 5: case 7: case 11:
+          data_fields |= 1u << c.field();
           c.varints([&](uint64_t v) { varint_data.push_back(v); });
           e.source.data_field = c.field();
           has_data = true;
           break;
-        case 6: strings.emplace_back(c.bytes()); e.source.data_field = 6; has_data = true; break;
+        case 6: data_fields |= 1u << 6; strings.emplace_back(c.bytes()); e.source.data_field = 6; has_data = true; break;
         case 13: e.external_info.push_back(read_string_pair(c)); break;
         case 14: external = c.int64() == 1; break;
         default: e.extra_fields.push_back(c.verbatim()); break;  // segment, doc, metadata
@@ -589,6 +665,7 @@ class Reader {
     std::string where = "tensor '" + std::string(str(e.name)) + "'";
     if (!dtype_known(dtype)) fail(file_.path().string(), ": ", where, " has unknown data_type ", dtype);
     e.dtype = static_cast<DType>(dtype);
+    check_data_fields(e.dtype, data_fields, packed && !unpacked.empty(), where);
     uint64_t count = checked_count(dims, where);
     if (e.dtype == DType::String) {
       if (strings.size() != count && !(strings.empty() && count == 0))
@@ -616,6 +693,34 @@ class Reader {
     return model_.tensors.add(std::move(e), dims);
   }
 
+  // Each typed data field holds the element types TensorProto documents for it; anything else
+  // was read with the wrong width (a complex128 tensor in int64_data made the decoder copy 16
+  // bytes out of each 8-byte value).
+  void check_data_fields(DType t, uint32_t fields, bool mixed_packing, const std::string& where) const {
+    static constexpr const char* kName[] = {"", "", "", "", "float_data", "int32_data", "string_data", "int64_data",
+                                            "", "raw_data", "double_data", "uint64_data"};
+    if (fields & (fields - 1) || mixed_packing)
+      fail(file_.path().string(), ": ", where, " holds its data in more than one field; a tensor has one data field");
+    if (!fields) return;
+    int f = std::countr_zero(fields);
+    bool ok = false;
+    switch (f) {
+      case 4: ok = t == DType::Float || t == DType::Complex64; break;
+      case 5:
+        ok = dtype_bits(t) > 4 && dtype_bits(t) <= 32 && t != DType::Float && t != DType::Uint32 && t != DType::String;
+        break;
+      case 6: ok = t == DType::String; break;
+      case 7: ok = t == DType::Int64; break;
+      case 9: ok = t != DType::String && dtype_bits(t) > 0; break;
+      case 10: ok = t == DType::Double || t == DType::Complex128; break;
+      case 11: ok = t == DType::Uint32 || t == DType::Uint64; break;
+      default: break;
+    }
+    if (!ok)
+      fail(file_.path().string(), ": ", where, " of type ", dtype_name(t), " stores its data in ", kName[f],
+           ", which cannot hold that type");
+  }
+
   uint64_t checked_count(const std::vector<int64_t>& dims, const std::string& where) const {
     uint64_t count = 1;
     for (int64_t d : dims) {
@@ -631,7 +736,11 @@ class Reader {
   // natural little-endian layout. These are small in practice; weights use raw_data.
   void decode_into_owned(TensorStore::Entry& e, const std::vector<uint64_t>& v, const std::vector<std::byte>& unpacked,
                          uint64_t count, const std::string& where) {
-    uint64_t elements = unpacked.empty() ? v.size() : unpacked.size() / (dtype_bits(e.dtype) / 8);
+    const uint64_t element_bytes = static_cast<uint64_t>(dtype_bits(e.dtype) / 8);
+    if (!unpacked.empty() && unpacked.size() % element_bytes)
+      fail(file_.path().string(), ": ", where, " holds ", unpacked.size(), " data bytes, not a whole number of ",
+           dtype_name(e.dtype), " elements");
+    uint64_t elements = unpacked.empty() ? v.size() : unpacked.size() / element_bytes;
     if (elements != count)
       fail(file_.path().string(), ": ", where, " has ", elements, " data elements but its dims need ", count);
     auto bytes = *dtype_storage_bytes(e.dtype, count);
@@ -810,12 +919,16 @@ class Reader {
 };
 
 std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options) {
-  auto file = MappedFile::open(path);
-  auto model = std::make_unique<Model>();
-  model->path = path;
-  Reader reader(*model, std::move(file), options);
-  reader.read_model();
-  return model;
+  try {
+    auto file = MappedFile::open(path);
+    auto model = std::make_unique<Model>();
+    model->path = path;
+    Reader reader(*model, std::move(file), options);
+    reader.read_model();
+    return model;
+  } catch (const Error& e) {
+    throw e.about(path.string());  // errors name the model file for --json (an external file keeps its own)
+  }
 }
 
 }  // namespace onnxforge

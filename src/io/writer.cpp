@@ -3,9 +3,12 @@
 // (copy_file_range where possible), so unchanged weights are never copied through user space.
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <csignal>
 #include <cerrno>
 #include <cstring>
 #include <future>
@@ -200,52 +203,122 @@ class Encoder {
 };
 
 // A temporary file in the target folder, renamed into place on commit, removed otherwise.
+// Where the file system supports it the file is anonymous (O_TMPFILE) until commit links it
+// under a temporary name and renames that over the target, so a SIGKILL or a power cut while
+// writing leaves nothing behind. Elsewhere it has a recognisable name
+// (`.NAME.onnxforge-tmp.PID.RANDOM`) that the next save into that folder removes once its
+// process is gone (remove_stale_temporaries).
 class TempFile {
  public:
   explicit TempFile(const std::filesystem::path& target) : target_(target) {
-    std::random_device rd;
-    std::string name = target.filename().string();
-    name.insert(0, 1, '.');
-    name += ".tmp";
-    name += std::to_string(::getpid());
-    name += '_';
-    name += std::to_string(rd());
-    tmp_ = target.parent_path() / name;
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail("cannot create '", tmp_.string(), "' next to the output: ", std::strerror(errno));
+    std::filesystem::path dir = target.parent_path().empty() ? "." : target.parent_path();
+#ifdef O_TMPFILE
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd_ >= 0) {
+      anonymous_ = true;
+      ::fchmod(fd_, 0644 & ~process_umask());  // as open(O_CREAT, 0644) would have made it
+    }
+#endif
+    tmp_ = temp_name();
+    if (fd_ < 0) {
+      fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd_ < 0)
+        throw Error("cannot create '" + tmp_.string() + "' next to the output: " + std::strerror(errno),
+                    Error::Kind::Input, target_.string());
+    }
   }
   ~TempFile() {
     if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
+    if (!committed_ && (!anonymous_ || linked_)) ::unlink(tmp_.c_str());
   }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
   int fd() const { return fd_; }
-  uint64_t position() const { return static_cast<uint64_t>(::lseek(fd_, 0, SEEK_CUR)); }
   void close() {
     if (::close(fd_) != 0) {
       fd_ = -1;
-      fail("cannot finish writing '", tmp_.string(), "': ", std::strerror(errno));
+      fail("cannot finish writing '", target_.string(), "': ", std::strerror(errno));
     }
     fd_ = -1;
   }
   void commit() {
+    if (anonymous_) {
+      // linkat cannot replace an existing file: link under the temporary name, then rename.
+      std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, tmp_.c_str(), AT_SYMLINK_FOLLOW) != 0)
+        fail("cannot create '", tmp_.string(), "' next to the output: ", std::strerror(errno));
+      linked_ = true;
+    }
     if (fd_ >= 0) close();
     if (::rename(tmp_.c_str(), target_.c_str()) != 0)
       fail("cannot rename '", tmp_.string(), "' to '", target_.string(), "': ", std::strerror(errno));
     committed_ = true;
   }
 
+  static constexpr std::string_view kMarker = ".onnxforge-tmp.";
+
  private:
+  // The umask without changing it (umask(2) is process-wide; another thread may be creating files).
+  static mode_t process_umask() {
+    int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 022;
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return 022;
+    std::string_view text(buf, static_cast<size_t>(n));
+    auto at = text.find("Umask:");
+    if (at == std::string_view::npos) return 022;
+    at = text.find_first_of("01234567", at);
+    unsigned mask = 022;
+    if (at != std::string_view::npos) std::from_chars(text.data() + at, text.data() + text.size(), mask, 8);
+    return static_cast<mode_t>(mask & 0777);
+  }
+
+  std::filesystem::path temp_name() const {
+    std::random_device rd;
+    std::string name = "." + target_.filename().string();
+    name += kMarker;
+    name += std::to_string(::getpid());
+    name += '.';
+    name += std::to_string(rd());
+    return target_.parent_path() / name;
+  }
+
   std::filesystem::path target_, tmp_;
   int fd_ = -1;
-  bool committed_ = false;
+  bool anonymous_ = false, linked_ = false, committed_ = false;
 };
+
+// Removes `.NAME.onnxforge-tmp.PID.RANDOM` files in `dir` left by a process that no longer
+// exists (killed while writing on a file system without O_TMPFILE, or between link and rename).
+void remove_stale_temporaries(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir.empty() ? "." : dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    auto at = name.find(TempFile::kMarker);
+    if (name.empty() || name[0] != '.' || at == std::string::npos) continue;
+    std::string_view rest = std::string_view(name).substr(at + TempFile::kMarker.size());
+    auto dot = rest.find('.');
+    if (dot == std::string_view::npos) continue;
+    long pid = 0;
+    auto [p, err] = std::from_chars(rest.data(), rest.data() + dot, pid);
+    if (err != std::errc() || p != rest.data() + dot || pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // still running
+    std::error_code rm;
+    if (it->is_regular_file(rm)) std::filesystem::remove(it->path(), rm);
+  }
+}
 
 class Writer {
  public:
   Writer(const Model& m, const std::filesystem::path& out, const SaveOptions& o) : model_(m), out_(out), options_(o) {}
 
   SaveStats save() {
+    check_external_file_name();
     refuse_overwriting_inputs();
+    remove_stale_temporaries(out_.parent_path());
     external_ = decide_external();
     if (external_) {
       data_name_ = options_.external_file.empty() ? out_.filename().string() + ".data" : options_.external_file;
@@ -279,6 +352,26 @@ class Writer {
                "'); choose another output path");
     }
     (void)target;
+  }
+
+  // The external-data file lives in the output folder: a name that leads elsewhere wrote a
+  // model that onnxforge's own reader (and ONNX Runtime's) then refused.
+  void check_external_file_name() const {
+    const std::string& name = options_.external_file;
+    if (name.empty()) return;
+    std::filesystem::path rel(name);
+    bool escapes = rel.is_absolute() || rel.filename().empty() || rel.filename() == "." || rel.filename() == "..";
+    int depth = 0;
+    for (const auto& part : rel) {
+      if (part == "..") escapes |= --depth < 0;
+      else if (part != "." && !part.empty()) ++depth;
+    }
+    if (escapes)
+      throw Error("external data file '" + name + "' must be a file name relative to the output's folder (no absolute "
+                  "path, no '..' leading out of it)", Error::Kind::Usage);
+    if ((out_.parent_path() / rel).lexically_normal() == out_.lexically_normal())
+      throw Error("external data file '" + name + "' is the output model itself; choose another name",
+                  Error::Kind::Usage);
   }
 
   bool decide_external() const {
@@ -322,12 +415,24 @@ class Writer {
     return e;
   }
 
+  // Nodes in the graph's table order when asked to keep it (a faithful copy of a loaded model
+  // keeps the file's order even when it is not topologically sorted), else sorted.
+  std::vector<NodeId> node_order(const Graph& g) const {
+    return options_.keep_node_order ? g.nodes() : topological_order(g);
+  }
+
   Encoder encode_graph(const Graph& g) {
     Encoder e;
-    for (NodeId n : topological_order(g)) e.message(1, encode_node(g, n));
+    for (NodeId n : node_order(g)) e.message(1, encode_node(g, n));
     e.sym_if(2, g.name());
     for (ValueId v : g.initializers()) e.message(5, encode_tensor(model_.tensors, g.initializer(v), g.value_name(v), true));
     for (ValueId v : g.graph_inputs()) e.message(11, encode_value_info(g, v));
+    // IR < 4: every initializer must also be a graph input (the ONNX checker rejects the model
+    // otherwise); initializers a pass added (folded constants) are declared from their tensor.
+    // (The main graph only: a subgraph's inputs are its node's loop variables and arguments.)
+    if (model_.ir_version < 4 && &g == &model_.main())
+      for (ValueId v : g.initializers())
+        if (!g.is_graph_input(v)) e.message(11, encode_initializer_input(g, v));
     for (ValueId v : g.graph_outputs()) e.message(12, encode_value_info(g, v));
     for (ValueId v : g.value_infos()) e.message(13, encode_value_info(g, v));
     for (const auto& [v, bytes] : g.sparse_initializers()) e.raw(bytes, source());
@@ -402,6 +507,26 @@ class Writer {
     return e;
   }
 
+  Encoder encode_initializer_input(const Graph& g, ValueId v) {
+    const TensorStore& ts = model_.tensors;
+    TensorId t = g.initializer(v);
+    Encoder shape;
+    for (int64_t d : ts.dims(t)) {
+      Encoder dim;
+      dim.int_field(1, d);
+      shape.message(1, dim);
+    }
+    Encoder tensor_type;
+    tensor_type.int_field(1, static_cast<int64_t>(ts.dtype(t)));
+    tensor_type.message(2, shape);
+    Encoder type;
+    type.message(1, tensor_type);
+    Encoder e;
+    e.sym_field(1, g.value_name(v));
+    e.message(2, type);
+    return e;
+  }
+
   Encoder encode_function(const Function& f) {
     const Graph& body = model_.graph(f.body);
     Encoder e;
@@ -409,7 +534,7 @@ class Writer {
     for (ValueId v : body.graph_inputs()) e.sym_field(4, body.value_name(v));
     for (ValueId v : body.graph_outputs()) e.sym_field(5, body.value_name(v));
     for (Sym a : f.attributes) e.sym_field(6, a);
-    for (NodeId n : topological_order(body)) e.message(7, encode_node(body, n));
+    for (NodeId n : node_order(body)) e.message(7, encode_node(body, n));
     e.sym_if(10, f.domain);
     e.sym_if(13, f.overload);
     e.raw_all(f.fields, source());
@@ -506,11 +631,36 @@ class Writer {
 }  // namespace
 
 SaveStats save_model(const Model& model, const std::filesystem::path& path, const SaveOptions& options) {
-  std::filesystem::path out = path;
-  if (out.parent_path().empty()) out = std::filesystem::path(".") / out;
-  if (std::filesystem::is_directory(out)) fail("output '", path.string(), "' is a directory; give a file name");
-  Writer w(model, out, options);
-  return w.save();
+  try {
+    std::filesystem::path out = path;
+    if (out.parent_path().empty()) out = std::filesystem::path(".") / out;
+    if (std::filesystem::is_directory(out)) fail("output '", path.string(), "' is a directory; give a file name");
+    Writer w(model, out, options);
+    return w.save();
+  } catch (const Error& e) {
+    throw e.about(path.string());
+  }
+}
+
+bool nodes_topologically_sorted(const Model& model) {
+  for (size_t i = 0; i < model.graph_count(); ++i) {
+    const Graph& g = model.graph(GraphId(static_cast<uint32_t>(i)));
+    if (g.detached()) continue;
+    std::vector<uint8_t> done(g.node_capacity(), 0);
+    for (NodeId n : g.nodes()) {
+      auto ready = [&](ValueId v) {
+        if (!v.valid()) return true;
+        NodeId p = g.producer(v);
+        return !p.valid() || !g.alive(p) || done[p.index()];
+      };
+      for (ValueId v : g.inputs(n))
+        if (!ready(v)) return false;
+      for (ValueId v : g.implicit_inputs(n))
+        if (!ready(v)) return false;
+      done[n.index()] = 1;
+    }
+  }
+  return true;
 }
 
 }  // namespace onnxforge

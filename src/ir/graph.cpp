@@ -35,35 +35,86 @@ const Attr* Graph::attr(NodeId n, std::string_view name) const {
   return nullptr;
 }
 
-int64_t Graph::attr_int(NodeId n, std::string_view name, int64_t fallback) const {
+namespace {
+
+const char* attr_type_name(AttrType t) {
+  switch (t) {
+    case AttrType::Float: return "FLOAT";
+    case AttrType::Int: return "INT";
+    case AttrType::String: return "STRING";
+    case AttrType::Tensor: return "TENSOR";
+    case AttrType::Graph: return "GRAPH";
+    case AttrType::Floats: return "FLOATS";
+    case AttrType::Ints: return "INTS";
+    case AttrType::Strings: return "STRINGS";
+    case AttrType::Tensors: return "TENSORS";
+    case AttrType::Graphs: return "GRAPHS";
+    case AttrType::SparseTensor: return "SPARSE_TENSOR";
+    case AttrType::SparseTensors: return "SPARSE_TENSORS";
+    case AttrType::TypeProto: return "TYPE_PROTO";
+    case AttrType::TypeProtos: return "TYPE_PROTOS";
+    default: return "UNDEFINED";
+  }
+}
+
+}  // namespace
+
+// Every typed read goes through here: an attribute of another type than the op defines is an
+// error naming the node (a Conv whose `strides` is an INT, not INTS, silently ran with stride 1
+// before), never a silent fallback or a read of an unset payload. An attribute without any
+// value (type UNDEFINED, IR < 3) reads as absent.
+const Attr* Graph::typed_attr(NodeId n, std::string_view name, AttrType want) const {
   const Attr* a = attr(n, name);
-  return a && a->type == AttrType::Int ? a->i : fallback;
+  if (!a || a->type == AttrType::Undefined || !a->ref_attr_name.empty()) return nullptr;
+  if (a->type != want) {
+    std::string node = "node";
+    if (!node_name(n).empty()) node += " '" + std::string(str(node_name(n))) + "'";
+    fail(node, " (", str(op_type(n)), "): attribute '", name, "' is ", attr_type_name(a->type), ", but ",
+         str(op_type(n)), " defines it as ", attr_type_name(want));
+  }
+  return a;
+}
+
+int64_t Graph::attr_int(NodeId n, std::string_view name, int64_t fallback) const {
+  const Attr* a = typed_attr(n, name, AttrType::Int);
+  return a ? a->i : fallback;
 }
 
 float Graph::attr_float(NodeId n, std::string_view name, float fallback) const {
-  const Attr* a = attr(n, name);
-  return a && a->type == AttrType::Float ? a->f : fallback;
+  const Attr* a = typed_attr(n, name, AttrType::Float);
+  return a ? a->f : fallback;
 }
 
 std::string_view Graph::attr_string(NodeId n, std::string_view name, std::string_view fallback) const {
-  const Attr* a = attr(n, name);
-  return a && a->type == AttrType::String ? str(a->s) : fallback;
+  const Attr* a = typed_attr(n, name, AttrType::String);
+  return a ? str(a->s) : fallback;
 }
 
 std::span<const int64_t> Graph::attr_ints(NodeId n, std::string_view name) const {
-  const Attr* a = attr(n, name);
-  return a && a->type == AttrType::Ints ? ints(*a) : std::span<const int64_t>{};
+  const Attr* a = typed_attr(n, name, AttrType::Ints);
+  return a ? ints(*a) : std::span<const int64_t>{};
 }
 
 std::span<const float> Graph::attr_floats(NodeId n, std::string_view name) const {
-  const Attr* a = attr(n, name);
-  return a && a->type == AttrType::Floats ? floats(*a) : std::span<const float>{};
+  const Attr* a = typed_attr(n, name, AttrType::Floats);
+  return a ? floats(*a) : std::span<const float>{};
+}
+
+GraphId Graph::attr_graph(NodeId n, std::string_view name) const {
+  const Attr* a = typed_attr(n, name, AttrType::Graph);
+  return a ? a->graph : GraphId{};
+}
+
+TensorId Graph::attr_tensor(NodeId n, std::string_view name) const {
+  const Attr* a = typed_attr(n, name, AttrType::Tensor);
+  return a ? a->tensor : TensorId{};
 }
 
 std::vector<GraphId> Graph::subgraphs(NodeId n) const {
   std::vector<GraphId> out;
   for (const Attr& a : attrs(n)) {
-    if (a.type == AttrType::Graph) out.push_back(a.graph);
+    // Function bodies may declare a GRAPH attribute by reference only (no graph of their own).
+    if (a.type == AttrType::Graph && a.graph.valid()) out.push_back(a.graph);
     if (a.type == AttrType::Graphs)
       for (GraphId g : graphs(a)) out.push_back(g);
   }
@@ -83,6 +134,7 @@ std::vector<ValueId> Graph::implicit_inputs(NodeId n) const {
 // ---------------------------------------------------------------- Graph: values
 
 Sym Graph::value_name(ValueId v) const {
+  if (!v.valid()) return Sym{};
   ValueId o = outer_[v.index()];
   if (o.valid()) return model_->graph(parent_).value_name(o);
   return value_name_[v.index()];
@@ -97,6 +149,7 @@ std::optional<ValueId> Graph::find_value(std::string_view name) const {
 }
 
 std::span<const Dim> Graph::shape(ValueId v) const {
+  if (!v.valid()) return {};
   int32_t r = rank_[v.index()];
   if (r <= 0) return {};
   return {dims_.data() + dim_begin_[v.index()], static_cast<size_t>(r)};

@@ -124,6 +124,11 @@ class Graph {
   std::string_view attr_string(NodeId n, std::string_view name, std::string_view fallback = {}) const;
   std::span<const int64_t> attr_ints(NodeId n, std::string_view name) const;  // empty if absent
   std::span<const float> attr_floats(NodeId n, std::string_view name) const;
+  GraphId attr_graph(NodeId n, std::string_view name) const;    // invalid if absent
+  TensorId attr_tensor(NodeId n, std::string_view name) const;  // invalid if absent
+  // The attribute `name` when present with a value; throws onnxforge::Error naming the node when
+  // its declared type is not `want`. The attr_* readers above all go through it.
+  const Attr* typed_attr(NodeId n, std::string_view name, AttrType want) const;
   std::span<const int64_t> ints(const Attr& a) const { return {ints_.data() + a.list_begin, a.list_count}; }
   std::span<const float> floats(const Attr& a) const { return {floats_.data() + a.list_begin, a.list_count}; }
   std::span<const Sym> strings(const Attr& a) const { return {strings_.data() + a.list_begin, a.list_count}; }
@@ -137,21 +142,25 @@ class Graph {
   uint32_t value_count() const { return static_cast<uint32_t>(value_name_.size()); }
   Sym value_name(ValueId v) const;  // captures report the name of the outer value they read
   std::optional<ValueId> find_value(std::string_view name) const;
-  DType dtype(ValueId v) const { return dtype_[v.index()]; }
-  bool has_shape(ValueId v) const { return rank_[v.index()] >= 0; }
-  int32_t rank(ValueId v) const { return rank_[v.index()]; }  // -1 unknown
+  // The readers below take an absent value (an invalid id: an optional input left empty, or a
+  // required one a hostile file left empty) as a value nothing is known about, so code that
+  // forgets to check input(n, i).valid() reads "unknown" instead of out of bounds (a Mul whose
+  // first input name was empty crashed `optimize`).
+  DType dtype(ValueId v) const { return v.valid() ? dtype_[v.index()] : DType::Undefined; }
+  bool has_shape(ValueId v) const { return v.valid() && rank_[v.index()] >= 0; }
+  int32_t rank(ValueId v) const { return v.valid() ? rank_[v.index()] : -1; }  // -1 unknown
   std::span<const Dim> shape(ValueId v) const;
-  NodeId producer(ValueId v) const { return producer_[v.index()]; }
-  TensorId initializer(ValueId v) const { return init_tensor_[v.index()]; }
-  ValueId outer(ValueId v) const { return outer_[v.index()]; }  // capture target in parent()
-  bool is_graph_input(ValueId v) const { return flags_[v.index()] & kInput; }
-  bool is_graph_output(ValueId v) const { return flags_[v.index()] & kOutput; }
-  bool is_initializer(ValueId v) const { return init_tensor_[v.index()].valid(); }
-  bool is_sparse_initializer(ValueId v) const { return flags_[v.index()] & kSparse; }
+  NodeId producer(ValueId v) const { return v.valid() ? producer_[v.index()] : NodeId{}; }
+  TensorId initializer(ValueId v) const { return v.valid() ? init_tensor_[v.index()] : TensorId{}; }
+  ValueId outer(ValueId v) const { return v.valid() ? outer_[v.index()] : ValueId{}; }  // capture target in parent()
+  bool is_graph_input(ValueId v) const { return v.valid() && (flags_[v.index()] & kInput); }
+  bool is_graph_output(ValueId v) const { return v.valid() && (flags_[v.index()] & kOutput); }
+  bool is_initializer(ValueId v) const { return v.valid() && init_tensor_[v.index()].valid(); }
+  bool is_sparse_initializer(ValueId v) const { return v.valid() && (flags_[v.index()] & kSparse); }
   // An initializer whose value cannot be overridden at run time (not also a graph input).
   bool is_constant(ValueId v) const { return is_initializer(v) && !is_graph_input(v); }
-  bool has_type(ValueId v) const { return flags_[v.index()] & kTyped; }
-  std::string_view type_raw(ValueId v) const { return type_raw_[v.index()]; }  // non-tensor TypeProto
+  bool has_type(ValueId v) const { return v.valid() && (flags_[v.index()] & kTyped); }
+  std::string_view type_raw(ValueId v) const { return v.valid() ? type_raw_[v.index()] : std::string_view(); }  // non-tensor TypeProto
   std::span<const std::string_view> value_extra(ValueId v) const { return {extra_.data() + value_extra_begin_[v.index()], value_extra_count_[v.index()]}; }
 
   // ---- graph interface ----

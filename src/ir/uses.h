@@ -17,16 +17,18 @@ class Uses {
  public:
   explicit Uses(const Graph& g);
 
+  // An absent value (invalid id) has no uses, like Graph's readers (graph.h).
   std::span<const Use> of(ValueId v) const {
+    if (!v.valid()) return {};
     return {uses_.data() + offsets_[v.index()], offsets_[v.index() + 1] - offsets_[v.index()]};
   }
   uint32_t value_capacity() const { return static_cast<uint32_t>(graph_output_.size()); }
-  size_t count(ValueId v) const { return offsets_[v.index() + 1] - offsets_[v.index()]; }
+  size_t count(ValueId v) const { return v.valid() ? offsets_[v.index() + 1] - offsets_[v.index()] : 0; }
   // Read by exactly one node input and not a graph output.
   bool single(ValueId v) const { return count(v) == 1 && !graph_output_[v.index()]; }
-  bool is_graph_output(ValueId v) const { return graph_output_[v.index()]; }
+  bool is_graph_output(ValueId v) const { return v.valid() && graph_output_[v.index()]; }
   // Used at all: by a node (explicitly or from a subgraph) or as a graph output.
-  bool used(ValueId v) const { return count(v) > 0 || graph_output_[v.index()]; }
+  bool used(ValueId v) const { return count(v) > 0 || is_graph_output(v); }
 
  private:
   std::vector<uint32_t> offsets_;

@@ -2,6 +2,10 @@
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <functional>
 #include <random>
 
 #include "io/model_io.h"
@@ -258,4 +262,181 @@ TEST(BadInput, FailedSaveLeavesNoFile) {
   auto model = load_model(dir / "model.onnx");
   EXPECT_THROW(save_model(*model, dir / "missing_dir" / "out.onnx"), Error);
   for (auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename(), "model.onnx");
+}
+
+// ---------------------------------------------------------------- issue 14 reproducers
+
+namespace {
+
+onnx::ModelProto with_attribute(const std::function<void(onnx::AttributeProto*)>& fill, const std::string& op = "If") {
+  auto m = tiny_model();
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_name("node0");
+  n->add_input("x");
+  n->add_output("z");
+  fill(n->add_attribute());
+  return m;
+}
+
+}  // namespace
+
+TEST(BadInput, AttributeDeclaredGraphHoldingNone) {
+  auto m = with_attribute([](onnx::AttributeProto* a) {
+    a->set_name("then_branch");
+    a->set_type(onnx::AttributeProto::GRAPH);
+  });
+  std::string e = error_for_model(m, "attr_graph");
+  EXPECT_THAT(e, HasSubstr("node 1 'node0' (If): attribute 'then_branch' is declared GRAPH but holds no graph"));
+  EXPECT_THAT(e, HasSubstr("model.onnx"));
+}
+
+TEST(BadInput, AttributeDeclaredTensorHoldingNone) {
+  auto m = with_attribute([](onnx::AttributeProto* a) {
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+  }, "Constant");
+  EXPECT_THAT(error_for_model(m, "attr_tensor"), HasSubstr("is declared TENSOR but holds no tensor"));
+}
+
+TEST(BadInput, AttributePayloadOfAnotherType) {
+  auto m = with_attribute([](onnx::AttributeProto* a) {
+    a->set_name("alpha");
+    a->set_type(onnx::AttributeProto::INT);
+    a->add_floats(1.f);
+  }, "LeakyRelu");
+  EXPECT_THAT(error_for_model(m, "attr_other"), HasSubstr("is declared i (INT) but holds floats (FLOATS)"));
+  auto m2 = with_attribute([](onnx::AttributeProto* a) {  // IR < 3: no type, two payloads
+    a->set_name("alpha");
+    a->set_f(1.f);
+    a->set_i(2);
+  }, "LeakyRelu");
+  EXPECT_THAT(error_for_model(m2, "attr_two"), HasSubstr("has no type and holds several values"));
+}
+
+TEST(BadInput, TypedAccessorRefusesAnotherType) {
+  auto m = with_attribute([](onnx::AttributeProto* a) {
+    a->set_name("strides");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(2);
+  }, "Conv");
+  fs::path dir = temp_dir("accessor");
+  write_model(m, dir / "model.onnx");
+  auto model = load_model(dir / "model.onnx");
+  const Graph& g = model->main();
+  NodeId conv = g.nodes()[1];
+  EXPECT_EQ(g.attr_int(conv, "strides", 1), 2);
+  try {
+    g.attr_ints(conv, "strides");
+    FAIL() << "read an INT attribute as INTS";
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("node 'node0' (Conv): attribute 'strides' is INT, but Conv defines it as INTS"));
+  }
+  EXPECT_TRUE(g.attr_ints(conv, "dilations").empty());  // absent: the default
+  EXPECT_FALSE(g.attr_graph(conv, "body").valid());
+}
+
+TEST(BadInput, DataFieldMustHoldTheTensorsType) {
+  auto m = tiny_model();
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("c");
+  t->set_data_type(onnx::TensorProto::COMPLEX128);
+  t->add_dims(2);
+  for (int64_t v : {1, 2, 3, 4}) t->add_int64_data(v);  // a 16-byte over-read per element before
+  EXPECT_THAT(error_for_model(m, "complex"), HasSubstr("of type complex128 stores its data in int64_data"));
+  t->clear_int64_data();
+  for (double v : {1.0, 2.0, 3.0, 4.0}) t->add_double_data(v);
+  fs::path dir = temp_dir("complex_ok");
+  write_model(m, dir / "model.onnx");
+  auto ok = load_model(dir / "model.onnx");
+  EXPECT_EQ(ok->tensors.byte_size(ok->main().initializer(*ok->main().find_value("c"))), 32u);
+  t->clear_double_data();
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_float_data(1.f);
+  t->add_float_data(2.f);
+  t->set_raw_data(std::string(8, '\0'));
+  EXPECT_THAT(error_for_model(m, "twofields"), HasSubstr("more than one field"));
+}
+
+TEST(BadInput, RawDataWithTheWrongWireType) {
+  // TensorProto field 9 (raw_data) as a varint: the reader took the 8 bytes before the field.
+  auto m = tiny_model();
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(2);
+  t->mutable_unknown_fields()->AddVarint(9, 7);
+  EXPECT_THAT(error_for_model(m, "rawvarint"), HasSubstr("wire type"));
+}
+
+TEST(BadInput, FifoAndDirectoryAreRefusedWithoutBlocking) {
+  fs::path dir = temp_dir("fifo");
+  ASSERT_EQ(::mkfifo((dir / "model.onnx").c_str(), 0644), 0);
+  EXPECT_THAT(load_error(dir / "model.onnx"), HasSubstr("is a FIFO (named pipe), not a regular file"));
+  fs::create_directory(dir / "d.onnx");
+  EXPECT_THAT(load_error(dir / "d.onnx"), HasSubstr("is a directory"));
+  EXPECT_THAT(load_error("/dev/null"), HasSubstr("is a character device"));
+  write_model(external_model({{"location", "w.bin"}}), dir / "ext.onnx");
+  ASSERT_EQ(::mkfifo((dir / "w.bin").c_str(), 0644), 0);
+  try {
+    load_model(dir / "ext.onnx");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("FIFO"));
+    EXPECT_EQ(e.file(), (dir / "w.bin").string());  // the file at fault, for --json
+  }
+}
+
+TEST(BadInput, ErrorsNameTheirFile) {
+  fs::path dir = temp_dir("errfile");
+  write_bytes(dir / "model.onnx", "\x0a\x02hi");
+  try {
+    load_model(dir / "model.onnx");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.file(), (dir / "model.onnx").string());
+  }
+}
+
+TEST(BadInput, ExternalFileNameMustStayInTheOutputFolder) {
+  fs::path dir = temp_dir("extname");
+  write_model(tiny_model(), dir / "model.onnx");
+  auto model = load_model(dir / "model.onnx");
+  fs::create_directory(dir / "out");
+  for (const char* bad : {"../x.data", "/tmp/x.data", "sub/../../x.data", "..", "out.onnx"}) {
+    SaveOptions o;
+    o.placement = WeightPlacement::External;
+    o.external_file = bad;
+    EXPECT_THROW(save_model(*model, dir / "out" / "out.onnx", o), Error) << bad;
+  }
+  EXPECT_TRUE(fs::is_empty(dir / "out"));
+  EXPECT_FALSE(fs::exists(dir / "x.data"));
+}
+
+TEST(BadInput, SaveLeavesNoTemporaryAndRemovesStaleOnes) {
+  fs::path dir = temp_dir("tmpfiles");
+  write_model(tiny_model(), dir / "model.onnx");
+  auto model = load_model(dir / "model.onnx");
+  write_bytes(dir / ".out.onnx.onnxforge-tmp.2147483647.1", "stale");  // pid above any pid_max
+  save_model(*model, dir / "out.onnx");
+  std::vector<std::string> names;
+  for (auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"model.onnx", "out.onnx"}));
+  EXPECT_EQ(fs::status(dir / "out.onnx").permissions() & fs::perms::others_write, fs::perms::none);
+  EXPECT_NE(fs::status(dir / "out.onnx").permissions() & fs::perms::owner_read, fs::perms::none);
+}
+
+TEST(BadInput, UnknownElementTypeInAValueInfoIsKeptVerbatim) {
+  auto m = tiny_model();
+  auto* vi = m.mutable_graph()->add_value_info();
+  vi->set_name("ghost");
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(9999);
+  fs::path dir = temp_dir("elemtype");
+  write_model(m, dir / "model.onnx");
+  auto model = load_model(dir / "model.onnx");
+  save_model(*model, dir / "out.onnx");
+  onnx::ModelProto out;
+  ASSERT_TRUE(out.ParseFromString(read_bytes(dir / "out.onnx")));
+  EXPECT_EQ(out.graph().value_info(0).type().tensor_type().elem_type(), 9999);
 }
