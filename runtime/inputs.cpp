@@ -122,6 +122,11 @@ std::vector<Tensor> make_inputs(const InputPlan& plan, uint64_t seed) {
     uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
     for (char c : s.name) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
     std::mt19937_64 rng(h);
+    // Declared dims may be anything (2^31 elements made std::vector throw inside a worker and the
+    // process abort): the input and its double staging copy must fit the memory budget.
+    const uint64_t bytes = checked_bytes(s.dtype, s.shape);
+    check_memory(bytes + bytes / dtype_size(s.dtype) * sizeof(double),
+                 "input '" + s.name + "' of shape " + shape_str(s.shape) + " (" + std::string(dtype_name(s.dtype)) + ")");
     const int64_t n = numel(s.shape);
     std::vector<double> v(static_cast<size_t>(n));
     switch (s.kind) {

@@ -747,7 +747,7 @@ Tensor& Frame::alloc(const Step& s, size_t i, DType dtype, Shape shape) {
     return scratch_.back();
   }
   Tensor& t = vals_[v.index()];
-  uint64_t bytes = static_cast<uint64_t>(numel(shape)) * dtype_size(dtype);
+  uint64_t bytes = checked_bytes(dtype, shape);  // an overflowing shape must not match a slot's size
   if (layout_ && layout_->offset[v.index()] != Layout::kNone && layout_->size[v.index()] == bytes) {
     t = Tensor::view(dtype, std::move(shape), arena_.get() + layout_->offset[v.index()]);
   } else {

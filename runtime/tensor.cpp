@@ -2,11 +2,15 @@
 
 #include <mimalloc.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
 
+#include "io/budget.h"
+#include "io/units.h"
 #include "ir/error.h"
 #include "simd/nhwc.h"
 
@@ -32,17 +36,66 @@ std::string shape_str(std::span<const int64_t> shape) {
   return os.str();
 }
 
+// ------------------------------------------------------------------------- memory budget
+//
+// Every runtime buffer comes from alloc_bytes, which counts the bytes alive and refuses one that
+// would take the total past the budget. A hostile model (a Loop of 2^62 iterations stacking scan
+// outputs, Range to 2^62, ConstantOfShape of 2^64 elements) then stops with an error naming the
+// node and the size instead of growing until the OOM killer ends the process.
+
+uint64_t checked_bytes(DType dtype, std::span<const int64_t> shape) {
+  uint64_t n = 1;
+  bool overflow = false;
+  for (int64_t d : shape) {
+    if (d < 0) fail("a tensor of shape ", shape_str(shape), " has a negative dimension");
+    if (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d)) overflow = true;
+    else n *= static_cast<uint64_t>(d);
+  }
+  for (int64_t d : shape)
+    if (d == 0) return 0;  // an empty tensor, however large its other dims
+  const uint64_t es = dtype_size(dtype);
+  if (overflow || n > static_cast<uint64_t>(INT64_MAX) || n > UINT64_MAX / es)
+    throw Error("a tensor of shape " + shape_str(shape) + " (" + std::string(dtype_name(dtype)) +
+                    ") has more elements than memory can address",
+                Error::Kind::Memory);
+  return n * es;
+}
+
+// Under AddressSanitizer tensors come from the system allocator, which ASan instruments: an
+// out-of-bounds kernel write into a mimalloc block would go unseen (the fuzz targets rely on it).
+#if defined(__SANITIZE_ADDRESS__)
+#define ONNXFORGE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ONNXFORGE_ASAN 1
+#endif
+#endif
+
 std::shared_ptr<std::byte> alloc_bytes(size_t bytes) {
+  check_memory(bytes, "a buffer of " + std::to_string(bytes) + " bytes");
+#ifdef ONNXFORGE_ASAN
+  void* p = nullptr;
+  if (::posix_memalign(&p, 64, std::max<size_t>(bytes, 1)) != 0) p = nullptr;  // exact size: ASan sees 1 byte past
+  auto release = [](void* q) { std::free(q); };
+#else
   void* p = mi_malloc_aligned(bytes ? bytes : 1, 64);
-  if (!p) fail("out of memory allocating ", bytes, " bytes");
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { mi_free(q); });
+  auto release = [](void* q) { mi_free(q); };
+#endif
+  if (!p) throw Error("out of memory allocating " + human_bytes(bytes), Error::Kind::Memory);
+  note_allocated(bytes);
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [bytes, release](std::byte* q) {
+    note_released(bytes);
+    release(q);
+  });
 }
 
 Tensor Tensor::alloc(DType dtype, Shape shape) {
+  const uint64_t bytes = checked_bytes(dtype, shape);
+  check_memory(bytes, "a tensor of shape " + shape_str(shape) + " (" + std::string(dtype_name(dtype)) + ")");
   Tensor t;
   t.dtype = dtype;
   t.shape = std::move(shape);
-  t.hold = alloc_bytes(t.bytes());
+  t.hold = alloc_bytes(bytes);
   t.data = t.hold.get();
   return t;
 }

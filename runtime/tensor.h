@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "io/budget.h"  // the memory budget alloc_bytes and Tensor::alloc enforce
 #include "ir/types.h"
 
 namespace onnxforge::rt {
@@ -51,8 +52,12 @@ struct Tensor {
 using TensorView = Tensor;
 using OwnedTensor = Tensor;
 
-// Heap buffer with mimalloc, 64-byte aligned, released with the last shared_ptr.
+// Heap buffer with mimalloc, 64-byte aligned, released with the last shared_ptr. Counted against
+// the memory budget: throws onnxforge::Error (Kind::Memory) instead of exceeding it.
 std::shared_ptr<std::byte> alloc_bytes(size_t bytes);
+
+// Bytes of a dense tensor; throws on a negative dim or an element count that overflows.
+uint64_t checked_bytes(DType dtype, std::span<const int64_t> shape);
 
 // float16 / bfloat16 conversions (round to nearest even).
 float half_to_float(uint16_t h);

@@ -1,5 +1,7 @@
 #include "runtime/tensor_io.h"
 
+#include <charconv>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -66,10 +68,18 @@ Tensor read_npy(const std::filesystem::path& path) {
   Shape shape;
   std::string dims = m[1];
   std::regex num("[0-9]+");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
-    shape.push_back(std::stoll(it->str()));
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
+    int64_t d = 0;
+    const std::string text = it->str();
+    if (std::from_chars(text.data(), text.data() + text.size(), d).ec != std::errc())
+      fail(path.string(), ": dimension ", text, " is too large");
+    shape.push_back(d);
+  }
+  // The file's bytes must hold the shape before anything is allocated for it.
+  const uint64_t need = checked_bytes(dt, shape);
+  if (buf.size() < hstart + hlen || buf.size() - hstart - hlen < need)
+    fail(path.string(), ": truncated data (shape ", shape_str(shape), " needs ", need, " bytes)");
   Tensor t = Tensor::alloc(dt, shape);
-  if (buf.size() < hstart + hlen + t.bytes()) fail(path.string(), ": truncated data");
   std::memcpy(t.data, buf.data() + hstart + hlen, t.bytes());
   return t;
 }
@@ -171,6 +181,12 @@ Tensor read_tensor_pb(const std::filesystem::path& path, std::string* name) {
     }
   }
   if (dt == DType::String) fail(path.string(), ": string tensors are not supported");
+  {  // sizes checked before anything is allocated for the dims
+    const uint64_t need = checked_bytes(dt, dims), es = dtype_size(dt);
+    if (have_raw ? raw.size() != need : !fixed.empty() ? fixed.size() != need : ints.size() != need / es)
+      fail(path.string(), ": holds ", have_raw ? raw.size() : !fixed.empty() ? fixed.size() : ints.size() * es,
+           " bytes of data for shape ", shape_str(dims), ", which needs ", need);
+  }
   Tensor t = Tensor::alloc(dt, dims);
   const size_t n = static_cast<size_t>(t.numel());
   if (have_raw) {

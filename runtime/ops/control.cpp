@@ -9,9 +9,9 @@ void copy_strided(size_t es, const Shape& shape, const std::byte* base, const st
 namespace {
 
 GraphId graph_attr(const OpContext& c, std::string_view name) {
-  const Attr* a = c.graph.attr(c.node, name);
-  if (!a || !a->graph.valid()) c.error("attribute '" + std::string(name) + "' (a graph) is missing");
-  return a->graph;
+  GraphId g = c.graph.attr_graph(c.node, name);
+  if (!g.valid()) c.error("attribute '" + std::string(name) + "' (a graph) is missing");
+  return g;
 }
 
 void if_op(OpContext& c) {
@@ -52,20 +52,37 @@ void loop(OpContext& c) {
   const Tensor* m = c.in(0);
   const Tensor* cond_in = c.in(1);
   const int64_t max_trip = m && m->numel() ? m->get_i64(0) : std::numeric_limits<int64_t>::max();
+  if (max_trip < 0) c.error("trip count M = " + std::to_string(max_trip) + " is negative");
   bool cond = cond_in && cond_in->numel() ? cond_in->get_f64(0) != 0 : true;
   if (!m && !cond_in) c.error("Loop without a trip count or condition never ends");
   const size_t n_carried = c.input_count() >= 2 ? c.input_count() - 2 : 0;
   std::vector<Tensor> carried;
   for (size_t i = 0; i < n_carried; ++i) carried.push_back(c.input(i + 2).hold ? c.input(i + 2) : c.input(i + 2).clone());
+  if (bg.graph_outputs().size() < 1 + n_carried || bg.graph_inputs().size() != 2 + n_carried)
+    c.error("the body has " + std::to_string(bg.graph_inputs().size()) + " inputs and " +
+            std::to_string(bg.graph_outputs().size()) + " outputs; with " + std::to_string(n_carried) +
+            " loop-carried values it needs " + std::to_string(2 + n_carried) + " inputs and at least " +
+            std::to_string(1 + n_carried) + " outputs");
   const size_t n_scan = bg.graph_outputs().size() - 1 - n_carried;
   std::vector<std::vector<Tensor>> scans(n_scan);
+  // The stacked scan outputs count against the memory budget as they accumulate: iterations
+  // may share one buffer (a constant scan output), so the allocator alone never saw a 2^62-trip
+  // Loop grow its lists until the OOM killer ended it.
+  uint64_t scan_bytes = 0;
   for (int64_t it = 0; it < max_trip && cond; ++it) {
     std::vector<Tensor> ins{scalar_i64(it), scalar_bool(cond)};
     for (auto& t : carried) ins.push_back(t);
     auto outs = c.run_subgraph(body, std::move(ins));
+    if (outs.size() < 1 + n_carried + n_scan) c.error("the body returned fewer outputs than it declares");
     cond = outs[0].get_f64(0) != 0;
     for (size_t i = 0; i < n_carried; ++i) carried[i] = std::move(outs[1 + i]);
-    for (size_t i = 0; i < n_scan; ++i) scans[i].push_back(std::move(outs[1 + n_carried + i]));
+    for (size_t i = 0; i < n_scan; ++i) {
+      scan_bytes += checked_bytes(outs[1 + n_carried + i].dtype, outs[1 + n_carried + i].shape) + sizeof(Tensor);
+      scans[i].push_back(std::move(outs[1 + n_carried + i]));
+    }
+    if (n_scan)
+      check_memory(scan_bytes, "the scan outputs after " + std::to_string(it + 1) + " of " + std::to_string(max_trip) +
+                                   " iterations");
   }
   for (size_t i = 0; i < n_carried && i < c.output_count(); ++i) c.set_output(i, std::move(carried[i]));
   for (size_t i = 0; i < n_scan && n_carried + i < c.output_count(); ++i)
@@ -76,11 +93,20 @@ void scan(OpContext& c) {
   if (c.opset < 9) c.error("Scan-8 (with sequence_lens) is not supported");
   const GraphId body = graph_attr(c, "body");
   const Graph& bg = c.graph.model().graph(body);
-  const size_t n_in = static_cast<size_t>(c.attr_i("num_scan_inputs", 0));
+  const int64_t n_in_attr = c.attr_i("num_scan_inputs", 0);
+  if (n_in_attr < 1 || static_cast<uint64_t>(n_in_attr) > c.input_count())
+    c.error("num_scan_inputs " + std::to_string(n_in_attr) + " does not fit its " + std::to_string(c.input_count()) +
+            " inputs");
+  const size_t n_in = static_cast<size_t>(n_in_attr);
   const size_t n_state = c.input_count() - n_in;
+  if (bg.graph_outputs().size() < n_state || bg.graph_inputs().size() != n_state + n_in)
+    c.error("the body's inputs and outputs do not match the node's state and scan inputs");
   const size_t n_scan_out = bg.graph_outputs().size() - n_state;
   auto in_axes = c.attr_ints("scan_input_axes"), in_dirs = c.attr_ints("scan_input_directions");
   auto out_axes = c.attr_ints("scan_output_axes"), out_dirs = c.attr_ints("scan_output_directions");
+  if ((!in_axes.empty() && in_axes.size() != n_in) || (!in_dirs.empty() && in_dirs.size() != n_in) ||
+      (!out_axes.empty() && out_axes.size() != n_scan_out) || (!out_dirs.empty() && out_dirs.size() != n_scan_out))
+    c.error("scan_input_*/scan_output_* attributes do not match the number of scan inputs and outputs");
   std::vector<Tensor> state;
   for (size_t i = 0; i < n_state; ++i) state.push_back(c.input(i).clone());
   int64_t T = -1;
@@ -88,7 +114,9 @@ void scan(OpContext& c) {
   for (size_t j = 0; j < n_in; ++j) {
     const Tensor& x = c.input(n_state + j);
     axis[j] = norm_axis(c, in_axes.empty() ? 0 : in_axes[j], x.rank());
-    T = x.shape[static_cast<size_t>(axis[j])];
+    const int64_t len = x.shape[static_cast<size_t>(axis[j])];
+    if (j > 0 && len != T) c.error("scan inputs have different lengths along their scan axes");
+    T = len;
   }
   std::vector<std::vector<Tensor>> outs(n_scan_out);
   for (int64_t t = 0; t < T; ++t) {

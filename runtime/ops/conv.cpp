@@ -18,6 +18,27 @@ ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, b
   if (static_cast<int>(w.size()) != g.rank + 2) c.error("weight rank does not match input rank");
   auto ks = c.attr_ints("kernel_shape"), st = c.attr_ints("strides"), di = c.attr_ints("dilations"),
        pads = c.attr_ints("pads");
+  // Hostile attributes: strides=0 divided by zero (SIGFPE), short lists were read past their end.
+  const size_t r = static_cast<size_t>(g.rank);
+  auto check_len = [&](std::span<const int64_t> v, size_t n, const char* name) {
+    if (!v.empty() && v.size() != n)
+      c.error(std::string(name) + " has " + std::to_string(v.size()) + " values; input " + shape_str(x) + " needs " +
+              std::to_string(n));
+  };
+  check_len(ks, r, "kernel_shape");
+  check_len(st, r, "strides");
+  check_len(di, r, "dilations");
+  check_len(pads, 2 * r, "pads");
+  for (int64_t v : st)
+    if (v < 1) c.error("strides must be positive, got " + std::to_string(v));
+  for (int64_t v : di)
+    if (v < 1) c.error("dilations must be positive, got " + std::to_string(v));
+  for (int64_t v : pads)
+    if (v < 0) c.error("pads must not be negative, got " + std::to_string(v));
+  for (size_t u = 0; u < r; ++u) {
+    if (x[u + 2] < 0 || w[u + 2] < 0) c.error("negative spatial size");
+    if (!ks.empty() && ks[u] < 1) c.error("kernel_shape must be positive, got " + std::to_string(ks[u]));
+  }
   for (int i = 0; i < g.rank; ++i) {
     size_t u = static_cast<size_t>(i);
     g.in[u] = x[u + 2];
@@ -128,6 +149,15 @@ void conv(OpContext& c) {
   p.dilation = geo.dilation;
   p.pad_begin = geo.pad_begin;
   p.pad_end = geo.pad_end;
+  for (int i = 0; i < p.rank; ++i)
+    if (p.kernel[static_cast<size_t>(i)] != w.shape[static_cast<size_t>(i) + 2])
+      c.error("kernel_shape does not match weight " + shape_str(w.shape));
+  if (p.group < 1 || p.out_channels % p.group != 0)
+    c.error("group " + std::to_string(p.group) + " must be positive and divide the " + std::to_string(p.out_channels) +
+            " output channels");
+  for (int i = 0; i < p.rank; ++i)
+    if (p.out(i) < 1)
+      c.error("the kernel (with dilations) is larger than the padded input " + shape_str(x_in.shape));
   if (w.shape[1] * p.group != p.in_channels)
     c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x_in.shape) + " with group " +
             std::to_string(p.group));
@@ -207,8 +237,16 @@ void conv_transpose(OpContext& c) {
   ConvGeometry geo = conv_geometry(c, x.shape, w.shape, true);
   const int r = geo.rank;
   const int64_t N = x.shape[0], C = x.shape[1], group = c.attr_i("group", 1);
+  if (group < 1 || C % group != 0 || w.shape[0] != C)
+    c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x.shape) + " with group " +
+            std::to_string(group));
   const int64_t Mg = w.shape[1], M = Mg * group, Cg = C / group;
   auto out_pad = c.attr_ints("output_padding"), out_shape = c.attr_ints("output_shape");
+  if (!out_pad.empty() && out_pad.size() != static_cast<size_t>(r)) c.error("output_padding does not match the input rank");
+  if (!out_shape.empty() && out_shape.size() < static_cast<size_t>(r)) c.error("output_shape does not match the input rank");
+  for (int i = 0; i < r; ++i)
+    if (geo.kernel[static_cast<size_t>(i)] != w.shape[static_cast<size_t>(i) + 2])
+      c.error("kernel_shape does not match weight " + shape_str(w.shape));
   std::string_view ap = c.attr_s("auto_pad", "NOTSET");
   std::array<int64_t, 3> out{1, 1, 1};
   for (int i = 0; i < r; ++i) {
@@ -226,7 +264,9 @@ void conv_transpose(OpContext& c) {
         geo.pad_end[u] = total - total / 2;
       }
     }
+    if (geo.pad_begin[u] < 0 || geo.pad_end[u] < 0) c.error("output_shape is larger than the convolution can produce");
     out[u] = full - geo.pad_begin[u] - geo.pad_end[u];
+    if (out[u] < 1) c.error("the output would be empty: pads exceed the output size");
   }
   Shape ys{N, M};
   int64_t in_sp = 1, out_sp = 1, kprod = 1;

@@ -116,7 +116,13 @@ void conv_integer(OpContext& c) {
   const Tensor* wz = c.in(3);
   ConvGeometry g = conv_geometry(c, x.shape, w.shape, false);
   const int r = g.rank;
-  const int64_t N = x.shape[0], C = x.shape[1], M = w.shape[0], group = c.attr_i("group", 1), Cg = C / group;
+  const int64_t group = c.attr_i("group", 1);
+  if (group < 1 || x.shape[1] % group || w.shape[0] % group || w.shape[1] * group != x.shape[1])
+    c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x.shape) + " with group " +
+            std::to_string(group));
+  for (int i = 0; i < g.rank; ++i)
+    if (g.kernel[static_cast<size_t>(i)] != w.shape[static_cast<size_t>(i) + 2]) c.error("kernel_shape does not match weight");
+  const int64_t N = x.shape[0], C = x.shape[1], M = w.shape[0], Cg = C / group;
   std::array<int64_t, 3> out{1, 1, 1};
   Shape ys{N, M};
   for (int i = 0; i < r; ++i) {

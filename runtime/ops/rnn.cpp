@@ -53,7 +53,7 @@ void rnn(OpContext& c) {
   const bool lbr = c.attr_i("linear_before_reset", 0), input_forget = c.attr_i("input_forget", 0);
   std::vector<Act> acts;
   {
-    const Attr* a = c.graph.attr(c.node, "activations");
+    const Attr* a = c.graph.typed_attr(c.node, "activations", AttrType::Strings);
     auto alpha = c.attr_floats("activation_alpha"), beta = c.attr_floats("activation_beta");
     size_t ai = 0, bi = 0;
     std::vector<std::string> names;

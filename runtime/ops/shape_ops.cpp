@@ -133,9 +133,8 @@ void fill_from_attr_tensor(OpContext& c, TensorId t, const Shape& shape) {
 
 void constant_of_shape(OpContext& c) {
   Shape s = ints_of(c.input(0));
-  const Attr* a = c.graph.attr(c.node, "value");
-  if (a && a->tensor.valid()) {
-    fill_from_attr_tensor(c, a->tensor, s);
+  if (TensorId t = c.graph.attr_tensor(c.node, "value"); t.valid()) {
+    fill_from_attr_tensor(c, t, s);
   } else {
     Tensor& y = c.output(0, DType::Float, s);
     std::memset(y.data, 0, y.bytes());
@@ -144,10 +143,10 @@ void constant_of_shape(OpContext& c) {
 
 void constant(OpContext& c) {
   const TensorStore& ts = c.graph.model().tensors;
-  if (const Attr* a = c.graph.attr(c.node, "value"); a && a->tensor.valid()) {
-    auto dims = ts.dims(a->tensor);
-    if (ts.dtype(a->tensor) == DType::String) c.error("string constants are not supported");
-    c.set_output(0, Tensor::view(ts.dtype(a->tensor), Shape(dims.begin(), dims.end()), ts.bytes(a->tensor).data()).clone());
+  if (TensorId t = c.graph.attr_tensor(c.node, "value"); t.valid()) {
+    auto dims = ts.dims(t);
+    if (ts.dtype(t) == DType::String) c.error("string constants are not supported");
+    c.set_output(0, Tensor::view(ts.dtype(t), Shape(dims.begin(), dims.end()), ts.bytes(t).data()).clone());
   } else if (c.has_attr("value_float")) {
     c.output(0, DType::Float, {}).ptr<float>()[0] = c.attr_f("value_float", 0);
   } else if (c.has_attr("value_int")) {

@@ -121,9 +121,9 @@ std::optional<std::vector<double>> OpCtx::const_floats(size_t i) const {
 }
 
 std::optional<std::vector<int64_t>> OpCtx::ints_attr_or_input(std::string_view attr, size_t input) const {
-  if (const Attr* a = g.attr(n, attr)) {
-    auto s = g.ints(*a);
-    if (a->type == AttrType::Int) return std::vector<int64_t>{a->i};
+  if (const Attr* a = g.attr(n, attr); a && a->type == AttrType::Int) return std::vector<int64_t>{a->i};
+  if (g.attr(n, attr)) {
+    auto s = g.attr_ints(n, attr);  // throws naming the node when the attribute is not INTS
     return std::vector<int64_t>(s.begin(), s.end());
   }
   if (has_input(input)) return const_ints(input);
@@ -304,8 +304,8 @@ std::optional<std::vector<double>> Engine::constant_floats(const Graph& g0, Valu
     t = g->initializer(v);
   } else if (NodeId p = g->producer(v); p.valid() && g->is_op(p, "Constant")) {
     if (const Attr* a = g->attr(p, "value"); a && a->type == AttrType::Tensor) t = a->tensor;
-    else if (const Attr* f = g->attr(p, "value_float")) return std::vector<double>{f->f};
-    else if (const Attr* fs = g->attr(p, "value_floats")) {
+    else if (const Attr* f = g->attr(p, "value_float"); f && f->type == AttrType::Float) return std::vector<double>{f->f};
+    else if (const Attr* fs = g->attr(p, "value_floats"); fs && fs->type == AttrType::Floats) {
       auto s = g->floats(*fs);
       return std::vector<double>(s.begin(), s.end());
     }

@@ -20,9 +20,8 @@ VState merge(OpCtx& c, const VState& a, const VState& b) {
 bool same_shape(const VState& a, const VState& b) { return a.ranked == b.ranked && a.dims == b.dims && a.dtype == b.dtype; }
 
 Graph* body(OpCtx& c, std::string_view attr) {
-  const Attr* a = c.g.attr(c.n, attr);
-  if (!a || a->type != AttrType::Graph) return nullptr;
-  return &c.eng.model().graph(a->graph);
+  GraphId id = c.g.attr_graph(c.n, attr);
+  return id.valid() ? &c.eng.model().graph(id) : nullptr;
 }
 
 void if_(OpCtx& c) {

@@ -31,7 +31,23 @@ std::optional<Window> window(OpCtx& c, size_t ns, const VState* weight) {
     return out.size() == n;
   };
   if (!get("strides", w.strides, ns, 1) || !get("dilations", w.dilations, ns, 1) || !get("pads", w.pads, 2 * ns, 0) ||
-      !get("output_padding", w.output_padding, ns, 0))
+      !get("output_padding", w.output_padding, ns, 0)) {
+    c.conflict("kernel_shape, strides, dilations, pads or output_padding do not match the input's " +
+               std::to_string(ns) + " spatial dims");
+    return std::nullopt;
+  }
+  // Strides of 0 divided by zero (SIGFPE in optimize); the runtime refuses these too.
+  auto positive = [&](const std::vector<int64_t>& v, const char* name, int64_t least) {
+    for (int64_t x : v)
+      if (x < least) {
+        c.conflict(std::string(name) + " value " + std::to_string(x) + " is out of range");
+        return false;
+      }
+    return true;
+  };
+  if (!positive(w.kernel, "kernel_shape", 1) || !positive(w.strides, "strides", 1) ||
+      !positive(w.dilations, "dilations", 1) || !positive(w.pads, "pads", 0) ||
+      !positive(w.output_padding, "output_padding", 0))
     return std::nullopt;
   w.auto_pad = std::string(c.attr_string("auto_pad", "NOTSET"));
   w.ceil_mode = c.attr_int("ceil_mode", 0) != 0;

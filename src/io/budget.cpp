@@ -1,0 +1,60 @@
+#include "io/budget.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "io/units.h"
+#include "ir/error.h"
+
+namespace onnxforge {
+namespace {
+
+std::atomic<uint64_t> g_live{0};
+std::atomic<uint64_t> g_budget{0};  // 0: not set yet
+
+uint64_t read_u64_file(const char* path) {
+  FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  unsigned long long v = 0;
+  int n = std::fscanf(f, "%llu", &v);  // "max" (no limit) reads as nothing
+  std::fclose(f);
+  return n == 1 ? v : 0;
+}
+
+}  // namespace
+
+uint64_t default_memory_budget() {
+  uint64_t ram = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (const char* p : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
+    if (uint64_t limit = read_u64_file(p); limit > 0 && limit < ram) ram = limit;
+  if (ram == 0) ram = uint64_t{8} << 30;
+  return ram / 4 * 3;
+}
+
+void set_memory_budget(uint64_t bytes) { g_budget.store(bytes); }
+
+uint64_t memory_budget() {
+  uint64_t b = g_budget.load();
+  if (b == 0) {
+    b = default_memory_budget();
+    g_budget.store(b);
+  }
+  return b;
+}
+
+uint64_t memory_in_use() { return g_live.load(std::memory_order_relaxed); }
+void note_allocated(uint64_t bytes) { g_live.fetch_add(bytes, std::memory_order_relaxed); }
+void note_released(uint64_t bytes) { g_live.fetch_sub(bytes, std::memory_order_relaxed); }
+
+void check_memory(uint64_t bytes, const std::string& what) {
+  const uint64_t budget = memory_budget(), live = memory_in_use();
+  if (bytes <= budget && live <= budget - bytes) return;
+  std::string msg = what + " needs " + human_bytes(bytes);
+  if (live > 0) msg += " with " + human_bytes(live) + " already in use";
+  msg += ", over the memory budget of " + human_bytes(budget) + " (raise it with --max-memory SIZE)";
+  throw Error(msg, Error::Kind::Memory);
+}
+
+}  // namespace onnxforge
