@@ -11,6 +11,7 @@
 #include <random>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "io/model_io.h"
 #include "ir/error.h"
 #include "passes/pipeline.h"
@@ -23,7 +24,8 @@ using namespace onnxforge::passes;
 using json = nlohmann::json;
 
 struct Options {
-  std::vector<std::string> models, dims;
+  std::vector<std::string> models;
+  DimOptions dims;
   bool json_out = false, no_verify = false;
   int order_k = 0, seeds = 1;
 };
@@ -44,20 +46,26 @@ json step_json(const Step& s) {
   return {{"d_nodes", s.d_nodes}, {"d_initializers", s.d_inits}, {"d_bytes", s.d_bytes}, {"seconds", s.seconds}};
 }
 
-int64_t nodes_for_order(const std::string& path, const std::vector<const Pass*>& order, const RunOptions& ro) {
+std::unique_ptr<Model> load_with_shapes(const std::string& path, const DimOptions& o) {
   auto m = load_model(path);
+  resolve_dims(o, {m.get()});  // --input-shape on this copy
+  return m;
+}
+
+int64_t nodes_for_order(const std::string& path, const DimOptions& o, const std::vector<const Pass*>& order,
+                        const RunOptions& ro) {
+  auto m = load_with_shapes(path, o);
   specialise_dims(*m, ro.pass.dims);
   for (const Pass* p : order) run_one(*m, p, ro);
   return measure(*m).nodes;
 }
 
 int run(const Options& o) {
-  std::map<std::string, int64_t> dims;
-  for (const std::string& d : o.dims) {
-    auto eq = d.find('=');
-    if (eq == std::string::npos) fail("--dim expects name=N, got '", d, "'");
-    dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-  }
+  std::vector<std::unique_ptr<Model>> originals;
+  std::vector<Model*> all_models;
+  for (const std::string& path : o.models) all_models.push_back(originals.emplace_back(load_model(path)).get());
+  // A --dim must name a dim of some model's inputs (checked here, before any work).
+  std::map<std::string, int64_t> dims = resolve_dims(o.dims, all_models);
   RunOptions ro;
   ro.pass.evaluator = runtime_evaluator();
   ro.pass.dims = dims;
@@ -66,19 +74,20 @@ int run(const Options& o) {
   out["passes"] = json::array();
   for (const Pass* p : passes) out["passes"].push_back({{"name", p->name()}, {"accuracy_class", static_cast<int>(p->accuracy())}});
   bool tty = stderr_is_tty();
-  for (const std::string& path : o.models) {
+  for (size_t mi = 0; mi < o.models.size(); ++mi) {
+    const std::string& path = o.models[mi];
     json jm;
     jm["model"] = path;
-    auto original = load_model(path);
+    Model* original = originals[mi].get();
     ModelSize base = measure(*original);
     jm["before"] = {{"nodes", base.nodes}, {"initializers", base.initializers}, {"bytes", base.bytes}};
     for (const Pass* p : passes) {
       if (tty) std::cerr << "\r\033[K" << path << ": " << p->name() << " (isolated)" << std::flush;
-      auto m = load_model(path);
+      auto m = load_with_shapes(path, o.dims);
       specialise_dims(*m, dims);
       jm["isolated"][p->name()] = step_json(run_one(*m, p, ro));
     }
-    auto cum = load_model(path);
+    auto cum = load_with_shapes(path, o.dims);
     specialise_dims(*cum, dims);
     AccuracyClass worst = AccuracyClass::Lossless;
     for (const Pass* p : passes) {
@@ -108,14 +117,14 @@ int run(const Options& o) {
     if (o.order_k > 0) {
       std::mt19937_64 rng(12345);
       std::vector<const Pass*> canonical(passes.begin(), passes.end());
-      int64_t canon = nodes_for_order(path, canonical, ro);
+      int64_t canon = nodes_for_order(path, o.dims, canonical, ro);
       json orders = json::array();
       int64_t best = canon;
       for (int k = 0; k < o.order_k; ++k) {
         if (tty) std::cerr << "\r\033[K" << path << ": order " << k + 1 << "/" << o.order_k << std::flush;
         std::vector<const Pass*> order = canonical;
         std::shuffle(order.begin(), order.end(), rng);
-        int64_t n = nodes_for_order(path, order, ro);
+        int64_t n = nodes_for_order(path, o.dims, order, ro);
         best = std::min(best, n);
         json names = json::array();
         for (const Pass* p : order) names.push_back(p->name());
@@ -169,12 +178,13 @@ int run(const Options& o) {
 
 Command reg{"attribute", "Attribute node/initializer/byte reductions to each pass (isolated and cumulative)", [](CLI::App& app) {
   auto o = std::make_shared<Options>();
-  app.add_option("models", o->models, "Models")->required()->check(CLI::ExistingFile);
+  app.add_option("models", o->models, "Models")->required();
   app.add_flag("--json", o->json_out, "Print JSON");
-  app.add_option("--order-sensitivity", o->order_k, "Also run K shuffled pass orders");
-  app.add_option("--verify-seeds", o->seeds, "Seeds for the cumulative model's max_diff (default 1)");
+  app.add_option("--order-sensitivity", o->order_k, "Also run K shuffled pass orders")->check(CLI::NonNegativeNumber);
+  app.add_option("--verify-seeds", o->seeds, "Seeds for the cumulative model's max_diff (default 1)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--no-verify", o->no_verify, "Skip the max_diff check");
-  app.add_option("--dim", o->dims, "Fix a symbolic dimension: name=N (repeatable)");
+  add_dim_options(app, o->dims);
   return [o] { return run(*o); };
 }};
 

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/common.h"
+#include "io/units.h"
 #include "io/model_io.h"
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
@@ -23,7 +25,8 @@ struct Options {
   std::string model, vs;
   int threads = 0, iters = 0, warmup = 3;
   double min_time = 3.0;
-  std::vector<std::string> dims, inputs;
+  std::vector<std::string> inputs;
+  DimOptions dims;
   bool json = false, profile = false, nchw = false, vs_nchw = false;
 };
 
@@ -42,6 +45,9 @@ int run(const Options& o) {
   if (o.threads > 0) gc = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
   auto ma = load_model(o.model);
   std::unique_ptr<Model> mb = o.vs.empty() ? nullptr : load_model(o.vs);
+  std::vector<Model*> models{ma.get()};
+  if (mb) models.push_back(mb.get());
+  auto dims = resolve_dims(o.dims, models);
   rt::SessionOptions so;
   so.profile = o.profile;
   so.channels_last = !o.nchw;
@@ -50,7 +56,7 @@ int run(const Options& o) {
   so_b.channels_last = !o.vs_nchw;
   std::unique_ptr<rt::Session> sb = mb ? std::make_unique<rt::Session>(*mb, so_b) : nullptr;
   rt::InputPlan plan;
-  auto inputs = rt::prepare_inputs(ma->main(), sa.input_values(), rt::parse_dims(o.dims), o.inputs, 0, plan);
+  auto inputs = rt::prepare_inputs(ma->main(), sa.input_values(), dims, o.inputs, 0, plan);
   if (!o.json)
     for (const auto& n : plan.notes) std::cerr << "note: " << n << "\n";
   auto time_one = [&](const rt::Session& s) {
@@ -116,13 +122,13 @@ int run(const Options& o) {
 
 Command reg{"bench", "Measure a model's latency with onnxforge's runtime (optionally against another model)", [](CLI::App& app) {
   auto o = std::make_shared<Options>();
-  app.add_option("model", o->model, "Model to time")->required()->check(CLI::ExistingFile);
-  app.add_option("--vs", o->vs, "Second model, run alternately; the ratio of medians is reported")->check(CLI::ExistingFile);
-  app.add_option("--threads", o->threads, "Threads (default: all cores)");
-  auto* it = app.add_option("--iters", o->iters, "Timed runs per model");
-  app.add_option("--min-time", o->min_time, "Seconds of timed runs (default 3)")->excludes(it);
-  app.add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
-  app.add_option("--dim", o->dims, "NAME=N value of a symbolic dimension");
+  app.add_option("model", o->model, "Model to time")->required();
+  app.add_option("--vs", o->vs, "Second model, run alternately; the ratio of medians is reported");
+  app.add_option("--threads", o->threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  auto* it = app.add_option("--iters", o->iters, "Timed runs per model")->check(CLI::NonNegativeNumber);
+  app.add_option("--min-time", o->min_time, "Seconds of timed runs (default 3)")->excludes(it)->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  add_dim_options(app, o->dims);
   app.add_option("--input", o->inputs, "NAME=FILE input instead of a generated one");
   app.add_flag("--nchw", o->nchw, "Keep the model's activations NCHW (no channels-last chains)");
   app.add_flag("--vs-nchw", o->vs_nchw, "Likewise for the --vs model (--vs MODEL --vs-nchw: the layout's gain)");

@@ -38,8 +38,8 @@ int run(const Options& o) {
 Command reg{"diff", "Compare two models' topology ignoring names, overall and per module (exit 1 if different)",
             [](CLI::App& app) {
               auto o = std::make_shared<Options>();
-              app.add_option("a", o->a, "First model")->required()->check(CLI::ExistingFile);
-              app.add_option("b", o->b, "Second model")->required()->check(CLI::ExistingFile);
+              app.add_option("a", o->a, "First model")->required();
+              app.add_option("b", o->b, "Second model")->required();
               app.add_option("--hierarchy-a", o->sidecar_a, "Sidecar JSON for A")->check(CLI::ExistingFile);
               app.add_option("--hierarchy-b", o->sidecar_b, "Sidecar JSON for B")->check(CLI::ExistingFile);
               app.add_flag("--all-modules", o->all, "List unchanged modules too");

@@ -37,7 +37,7 @@ int run(const Options& o) {
 
 Command reg{"hierarchy", "Module tree, tagging coverage by operator category, untagged nodes by why", [](CLI::App& app) {
   auto o = std::make_shared<Options>();
-  app.add_option("model", o->model, "Model to read")->required()->check(CLI::ExistingFile);
+  app.add_option("model", o->model, "Model to read")->required();
   app.add_option("--hierarchy", o->sidecar, "Sidecar JSON (tools/export format) with node -> module maps")
       ->check(CLI::ExistingFile);
   app.add_flag("--json", o->json, "Print JSON");

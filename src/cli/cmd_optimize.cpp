@@ -1,17 +1,19 @@
-// onnxforge optimize IN -o OUT [--passes a,b] [--skip c] [--list-passes] [--fold-size 1M]
-//                   [--dim name=N]... [--report FILE.json] [--verify-seeds N] [--no-verify] [--force]
+// onnxforge optimize IN [-o] OUT [--passes a,b] [--skip c] [--list-passes] [--fold-size 1M]
+//                   [--dim name=N]... [--input-shape NAME:D0,D1...]... [--report FILE.json]
+//                   [--verify-seeds N] [--no-verify] [--overwrite] [--write-unverified]
 // Runs the pass pipeline to a fixed point, verifies the result against the original through the
 // runtime (unless --no-verify) and writes it. A model that fails verification is not written and
 // the first pass that broke it is named.
 #include <tbb/global_control.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "hierarchy/hierarchy.h"
 #include "io/model_io.h"
+#include "io/units.h"
 #include "ir/error.h"
 #include "passes/pipeline.h"
 #include "passes/registry.h"
@@ -22,28 +24,17 @@ namespace {
 using namespace onnxforge::passes;
 
 struct Options {
-  std::string in, out, report, fold_size;
-  std::vector<std::string> passes, skip, dims;
-  bool list = false, no_verify = false, force = false, json = false, strip_hierarchy = false;
+  std::string in, report, fold_size;
+  OutputOption out;
+  DimOptions dims;
+  std::vector<std::string> passes, skip;
+  bool list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
+       strip_hierarchy = false;
   int seeds = 3, threads = 0;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& list) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& d : list) {
-    auto eq = d.find('=');
-    if (eq == std::string::npos || eq == 0) fail("--dim expects name=N, got '", d, "'");
-    try {
-      out[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-    } catch (const std::exception&) {
-      fail("--dim expects name=N with an integer N, got '", d, "'");
-    }
-  }
-  return out;
 }
 
 int list_passes(bool json) {
@@ -59,9 +50,12 @@ int list_passes(bool json) {
 
 int run(const Options& o) {
   if (o.list) return list_passes(o.json);
-  if (o.in.empty() || o.out.empty()) fail("optimize needs an input model and -o OUTPUT (or --list-passes)");
-  if (std::filesystem::exists(o.out) && !o.force)
-    fail("output '", o.out, "' exists; pass --force to overwrite it");
+  if (o.in.empty()) fail_usage("optimize needs an input model and an output (or --list-passes)");
+  const std::string& out = o.out.required("optimize");
+  if (o.force) std::cerr << "note: --force is deprecated; it means --overwrite --write-unverified\n";
+  const bool overwrite = o.overwrite || o.force, write_unverified = o.write_unverified || o.force;
+  check_overwrite(out, overwrite);
+  if (!o.report.empty()) check_writable(o.report, "--report");
   std::unique_ptr<tbb::global_control> threads;
   if (o.threads > 0) threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
   auto t0 = std::chrono::steady_clock::now();
@@ -71,14 +65,14 @@ int run(const Options& o) {
   };
 
   RunOptions ro;
-  ro.pass.dims = parse_dims(o.dims);
   ro.pass.evaluator = runtime_evaluator();
-  if (!o.fold_size.empty()) ro.pass.fold_size = parse_size(o.fold_size);
+  if (!o.fold_size.empty()) ro.pass.fold_size = *parse_bytes(o.fold_size);
   if (tty) ro.progress = say;
   std::vector<const Pass*> passes = select_passes(o.passes, o.skip);
 
   say("loading " + o.in);
   auto model = load_model(o.in);
+  ro.pass.dims = resolve_dims(o.dims, {model.get()});  // a --dim the inputs lack is an error, as in `run`
   hier::read_tags(*model);  // module tags ride along in the graph tables through every pass
   double load_s = seconds_since(t0);
   bool verify = !o.no_verify;
@@ -89,6 +83,7 @@ int run(const Options& o) {
     say("running the original model for verification");
     auto t = std::chrono::steady_clock::now();
     auto original = load_model(o.in);
+    resolve_dims(o.dims, {original.get()});  // the same --input-shape on the reference
     try {
       ref = std::make_unique<Reference>(*original, VerifyOptions{o.seeds, ro.pass.dims});
     } catch (const Error& e) {
@@ -104,7 +99,7 @@ int run(const Options& o) {
 
   nlohmann::json report = stats_json(r);
   report["input"] = o.in;
-  report["output"] = o.out;
+  report["output"] = out;
   VerifyResult v;
   double verify_s = 0;
   if (verify) {
@@ -121,65 +116,75 @@ int run(const Options& o) {
       if (tty) std::cerr << "\n";
       std::string culprit = k >= 0 ? passes[k]->name() : "the combination of passes (no single pass alone)";
       report["breaking_pass"] = culprit;
-      if (!o.report.empty()) std::ofstream(o.report) << report.dump(2) << "\n";
+      if (!o.report.empty()) write_text_file(o.report, report.dump(2) + "\n");
       std::cerr << "error: the optimized model does not match the original (max_diff " << v.max_diff
                 << (v.error.empty() ? "" : ", " + v.error) << ")\n";
       for (const OutputDiff& d : v.outputs)
         if (!d.ok) std::cerr << "  output '" << d.name << "': max_abs " << d.max_abs << " " << d.problem << "\n";
-      if (!o.force) {
+      if (!write_unverified) {
         std::cerr << "first breaking pass: " << culprit << "\nnothing was written; rerun with --skip " << culprit
-                  << " (and please report the model), or --force to write it anyway\n";
+                  << " (and please report the model), or --write-unverified to write it anyway\n";
+        if (o.json) std::cout << report.dump(2) << "\n";
         return 1;
       }
-      std::cerr << "first breaking pass: " << culprit << "\n--force: writing the model although it failed verification\n";
+      std::cerr << "first breaking pass: " << culprit
+                << "\n--write-unverified: writing the model although it failed verification\n";
     }
   }
-  say("writing " + o.out);
+  say("writing " + out);
   auto ts = std::chrono::steady_clock::now();
   if (o.strip_hierarchy) hier::strip_hierarchy(*model);
   else hier::sync_tags_to_metadata(*model);
-  SaveStats saved = save_model(*model, o.out);  // atomic: replaces an existing output only when complete
+  SaveStats saved = save_model(*model, out);  // atomic: replaces an existing output only when complete
   double save_s = seconds_since(ts);
   if (tty) std::cerr << "\r\033[K";
   report["seconds"] = {{"load", load_s}, {"reference", ref_s}, {"passes", passes_s}, {"verify", verify_s},
                        {"save", save_s}, {"total", seconds_since(t0)}};
   report["saved"] = {{"model_bytes", saved.model_bytes}, {"external_bytes", saved.external_bytes},
                      {"tensors_verbatim", saved.tensors_verbatim}, {"tensors_reencoded", saved.tensors_reencoded}};
-  if (!o.report.empty()) std::ofstream(o.report) << report.dump(2) << "\n";
+  if (!o.report.empty()) write_text_file(o.report, report.dump(2) + "\n");
   if (o.json) {
     std::cout << report.dump(2) << "\n";
-    return 0;
+    return verify && !v.ok ? 1 : 0;  // written with --write-unverified, but the check said no
   }
-  std::cout << o.in << " -> " << o.out << ": nodes " << r.before.nodes << " -> " << r.after.nodes << ", initializers "
-            << r.before.initializers << " -> " << r.after.initializers << ", initializer bytes " << r.before.bytes
-            << " -> " << r.after.bytes << " (" << r.rounds << " rounds, passes " << passes_s << " s)\n";
+  std::cout << o.in << " -> " << out << ": nodes " << r.before.nodes << " -> " << r.after.nodes << ", initializers "
+            << r.before.initializers << " -> " << r.after.initializers << ", initializer bytes "
+            << human_bytes(static_cast<uint64_t>(r.before.bytes)) << " -> " << human_bytes(static_cast<uint64_t>(r.after.bytes))
+            << " (" << r.rounds << " rounds, passes " << human_seconds(passes_s) << ", total "
+            << human_seconds(seconds_since(t0)) << ")\n";
   for (const PassStats& s : r.passes)
-    if (s.applied)
+    if (s.applied) {
+      const int64_t bytes = -s.removed.bytes;
       std::cout << "  " << s.name << ": nodes " << std::showpos << -s.removed.nodes << ", initializers "
-                << -s.removed.initializers << ", bytes " << -s.removed.bytes << std::noshowpos << " (" << s.applied
-                << " matches, " << s.rounds << " rounds, " << s.seconds() << " s)\n";
+                << -s.removed.initializers << std::noshowpos << ", bytes " << (bytes < 0 ? "-" : "+")
+                << human_bytes(static_cast<uint64_t>(bytes < 0 ? -bytes : bytes)) << " (" << s.applied << " matches, "
+                << s.rounds << " rounds, " << human_seconds(s.seconds()) << ")\n";
+    }
   if (verify)
     std::cout << "verified on " << o.seeds << " seeds: max_diff " << v.max_diff << " (class "
               << static_cast<int>(r.worst) << " tolerance)\n";
   else std::cout << "not verified (--no-verify)\n";
-  return 0;
+  return verify && !v.ok ? 1 : 0;
 }
 
 Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and write it", [](CLI::App& app) {
   auto o = std::make_shared<Options>();
   app.add_option("model", o->in, "Model to optimize");
-  app.add_option("-o,--output", o->out, "Where to write the optimized model");
+  add_output_options(app, o->out, "Where to write the optimized model");
   app.add_option("--passes", o->passes, "Run only these passes (comma-separated)")->delimiter(',');
   app.add_option("--skip", o->skip, "Do not run these passes (comma-separated)")->delimiter(',');
   app.add_flag("--list-passes", o->list, "List the passes and exit");
-  app.add_option("--fold-size", o->fold_size, "Largest folded constant allowed beyond its inputs' size (default 1M)");
-  app.add_option("--dim", o->dims, "Fix a symbolic dimension: name=N (repeatable)");
+  app.add_option("--fold-size", o->fold_size, "Largest folded constant allowed beyond its inputs' size (default 1M)")
+      ->check(size_validator());
+  add_dim_options(app, o->dims, " (fixed in the output)");
   app.add_option("--report", o->report, "Write a JSON report to this file");
-  app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)");
+  app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)")->check(CLI::PositiveNumber);
   app.add_flag("--no-verify", o->no_verify, "Skip verification");
-  app.add_flag("--force", o->force, "Overwrite an existing output, and write the model even if verification fails");
+  app.add_flag("--overwrite", o->overwrite, "Replace an existing output");
+  app.add_flag("--write-unverified", o->write_unverified, "Write the model even if verification fails (still exit 1)");
+  app.add_flag("--force", o->force, "Deprecated: --overwrite and --write-unverified");
   app.add_flag("--strip-hierarchy", o->strip_hierarchy, "Remove module-hierarchy tags from the output");
-  app.add_option("--threads", o->threads, "Worker threads (default: all)");
+  app.add_option("--threads", o->threads, "Worker threads (default: all)")->check(CLI::NonNegativeNumber);
   app.add_flag("--json", o->json, "Print the report as JSON");
   return [o] { return run(*o); };
 }};

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/common.h"
+#include "io/units.h"
 #include "io/model_io.h"
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
@@ -16,16 +18,18 @@ namespace {
 
 struct Options {
   std::string model, out, save_inputs;
-  std::vector<std::string> inputs, dims;
+  std::vector<std::string> inputs;
+  DimOptions dims;
   uint64_t seed = 0;
   bool json = false;
 };
 
 int run(const Options& o) {
   auto model = load_model(o.model);
+  auto dims = resolve_dims(o.dims, {model.get()});
   rt::Session session(*model);
   rt::InputPlan plan;
-  auto inputs = rt::prepare_inputs(model->main(), session.input_values(), rt::parse_dims(o.dims), o.inputs, o.seed, plan);
+  auto inputs = rt::prepare_inputs(model->main(), session.input_values(), dims, o.inputs, o.seed, plan);
   if (!o.json)
     for (const auto& n : plan.notes) std::cerr << "note: " << n << "\n";
   if (!o.save_inputs.empty()) {
@@ -53,15 +57,16 @@ int run(const Options& o) {
                   rt::shape_str(outs[i].shape).c_str(), cs.sum, cs.abs_sum);
   }
   if (o.json) std::cout << j.dump(2) << "\n";
-  else std::printf("ran in %.2f ms (first run: plans the arena)%s\n", ms, o.out.empty() ? "" : (", outputs in " + o.out).c_str());
+  else std::printf("ran in %s (first run: plans the arena)%s\n", human_seconds(ms / 1e3).c_str(),
+                   o.out.empty() ? "" : (", outputs in " + o.out).c_str());
   return 0;
 }
 
 Command reg{"run", "Run a model on generated or given inputs; write outputs as .npy", [](CLI::App& app) {
   auto o = std::make_shared<Options>();
-  app.add_option("model", o->model, "Model to run")->required()->check(CLI::ExistingFile);
+  app.add_option("model", o->model, "Model to run")->required();
   app.add_option("--input", o->inputs, "NAME=FILE (.npy or TensorProto .pb) instead of a generated input");
-  app.add_option("--dim", o->dims, "NAME=N value of a symbolic dimension (default batch 1, sequence 128)");
+  add_dim_options(app, o->dims, " (default batch 1, sequence 128)");
   app.add_option("--seed", o->seed, "Seed of the generated inputs");
   app.add_option("--out", o->out, "Folder for the outputs (<name>.npy)");
   app.add_option("--save-inputs", o->save_inputs, "Folder to write the inputs used (<name>.npy)");

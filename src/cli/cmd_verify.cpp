@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "io/model_io.h"
 #include "runtime/inputs.h"
 #include "runtime/verify.h"
@@ -12,14 +13,14 @@ namespace {
 struct Options {
   std::string a, b;
   rt::VerifyOptions v;
-  std::vector<std::string> dims;
+  DimOptions dims;
   bool json = false;
 };
 
 int run(Options o) {
   auto a = load_model(o.a);
   auto b = load_model(o.b);
-  o.v.dims = rt::parse_dims(o.dims);
+  o.v.dims = resolve_dims(o.dims, {a.get(), b.get()});
   rt::VerifyReport r = rt::verify(*a, *b, o.v);
   if (o.json) std::cout << r.to_json().dump(2) << "\n";
   else std::cout << r.to_text();
@@ -28,14 +29,14 @@ int run(Options o) {
 
 Command reg{"verify", "Check that two models compute the same outputs on many seeds", [](CLI::App& app) {
   auto o = std::make_shared<Options>();
-  app.add_option("reference", o->a, "Reference model (the original)")->required()->check(CLI::ExistingFile);
-  app.add_option("candidate", o->b, "Model to check (the optimized one)")->required()->check(CLI::ExistingFile);
-  app.add_option("--seeds", o->v.seeds, "Number of input seeds")->capture_default_str();
+  app.add_option("reference", o->a, "Reference model (the original)")->required();
+  app.add_option("candidate", o->b, "Model to check (the optimized one)")->required();
+  app.add_option("--seeds", o->v.seeds, "Number of input seeds")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--first-seed", o->v.first_seed, "First seed")->capture_default_str();
   app.add_option("--atol", o->v.atol, "Absolute tolerance")->capture_default_str();
   app.add_option("--rtol", o->v.rtol, "Relative tolerance")->capture_default_str();
-  app.add_option("--dim", o->dims, "NAME=N value of a symbolic dimension");
-  app.add_option("--parallel", o->v.parallel, "Seeds in flight (1 = one at a time)");
+  add_dim_options(app, o->dims);
+  app.add_option("--parallel", o->v.parallel, "Seeds in flight (1 = one at a time)")->check(CLI::NonNegativeNumber);
   app.add_flag("--json", o->json, "Print JSON");
   return [o] { return run(*o); };
 }};

@@ -1,0 +1,54 @@
+#pragma once
+// What several commands share on the command line (docs/cli.md): --dim and --input-shape,
+// the output path given as -o or as a second positional, --overwrite, and checked writes of
+// side files such as --report. Malformed values are rejected while parsing, as usage errors
+// that name the option (exit 2), never later as an exception from std::stoll.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onnxforge::cli {
+
+// --dim NAME=N (repeatable) and --input-shape NAME:d0,d1,... (repeatable).
+struct DimOptions {
+  std::vector<std::string> dims, input_shapes;
+};
+void add_dim_options(CLI::App& app, DimOptions& o, const std::string& what = "");
+
+// Sizes of symbolic dims for the runtime's inputs and the passes: every --dim, plus the named
+// dims the --input-shape options give. Applies the --input-shape options to `models`' graph
+// inputs (their declared shapes become the given static shape) after checking each names an
+// input of the right rank whose static dims agree. A --dim that no input of any model has is a
+// usage error (the same rule as `run`), as is an --input-shape that contradicts a --dim.
+std::map<std::string, int64_t> resolve_dims(const DimOptions& o, const std::vector<Model*>& models);
+
+// Output path: `-o OUT` or the positional after the input (`optimize IN OUT`, as
+// onnx-simplifier users type), not both.
+struct OutputOption {
+  std::string option, positional;
+  const std::string& path() const { return option.empty() ? positional : option; }
+  const std::string& required(const char* command) const;  // path(); a usage error when none
+};
+void add_output_options(CLI::App& app, OutputOption& o, const std::string& help);
+
+// Refuses to replace an existing file unless --overwrite was given.
+void check_overwrite(const std::string& path, bool overwrite);
+
+// Fails early (a usage error naming `option`) when `path` could not be written: its folder is
+// missing or not writable, or it is a directory.
+void check_writable(const std::string& path, const char* option);
+
+// Writes a side file (a --report) atomically; throws onnxforge::Error naming the path when it
+// cannot be written (an unwritable path exited 0 before).
+void write_text_file(const std::filesystem::path& path, const std::string& text);
+
+// CLI11 check for a size with an optional K/M/G/T suffix.
+CLI::Validator size_validator();
+
+}  // namespace onnxforge::cli
