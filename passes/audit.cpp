@@ -77,6 +77,7 @@ AuditResult audit_model(const std::string& path) {
   auto model = load_model(path);
   a.opset = model->opset("");
   a.nodes = static_cast<int64_t>(model->main().node_count());
+  infer_shapes(*model);  // ranks and static dims for the forensics (tables only, no weights)
   a.forensics = forensics(*model);
   a.fingerprint = fingerprint(*model);
   RunOptions ro;

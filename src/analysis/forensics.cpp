@@ -10,17 +10,14 @@ namespace {
 
 bool op(const Graph& g, NodeId n, std::string_view t) { return n.valid() && g.is_op(n, t); }
 
-NodeId producer_op(const Graph& g, ValueId v, std::string_view t) {
-  if (!v.valid()) return {};
-  NodeId p = g.producer(v);
-  return op(g, p, t) ? p : NodeId{};
-}
+// The producer of `v`, or invalid (absent input, graph input, initializer).
+NodeId from(const Graph& g, ValueId v) { return v.valid() ? g.producer(v) : NodeId{}; }
 
 // A value that is a constant: an initializer that is not an input, or a Constant node's output.
 bool constant(const Graph& g, ValueId v) {
   if (!v.valid()) return true;  // absent optional input
   if (g.is_constant(v)) return true;
-  return op(g, g.producer(v), "Constant");
+  return op(g, from(g, v), "Constant");
 }
 
 // The only node reading `v` (one use, not a graph output), or invalid.
@@ -68,12 +65,12 @@ bool broadcasting(const Graph& g, NodeId n) {
 
 // Follows single-input "view" ops (Reshape, Transpose, Squeeze/Unsqueeze, Cast) upwards.
 NodeId through_views(const Graph& g, ValueId v, int max_steps = 6) {
-  NodeId p = v.valid() ? g.producer(v) : NodeId{};
+  NodeId p = v.valid() ? from(g, v) : NodeId{};
   for (int i = 0; i < max_steps && p.valid(); ++i) {
     if (!(op(g, p, "Reshape") || op(g, p, "Transpose") || op(g, p, "Squeeze") || op(g, p, "Unsqueeze") ||
           op(g, p, "Cast") || op(g, p, "Expand")))
       break;
-    p = g.producer(g.input(p, 0));
+    p = from(g, g.input(p, 0));
   }
   return p;
 }
@@ -98,7 +95,7 @@ NodeId projection_of(const Graph& g, ValueId v) {
 void attention(const Graph& g, NodeId softmax, Forensics& f) {
   // Scores: Softmax <- [Add mask | Where | Cast | Div/Mul scale]* <- MatMul(Q, K^T).
   std::string scale = "none";
-  NodeId p = g.producer(g.input(softmax, 0));
+  NodeId p = from(g, g.input(softmax, 0));
   NodeId qk;
   for (int i = 0; i < 6 && p.valid(); ++i) {
     if (op(g, p, "MatMul")) {
@@ -108,22 +105,22 @@ void attention(const Graph& g, NodeId softmax, Forensics& f) {
     if (op(g, p, "Div") && constant(g, g.input(p, 1))) scale = "scores-div";
     else if (op(g, p, "Mul") && (constant(g, g.input(p, 1)) || constant(g, g.input(p, 0)))) scale = "scores-mul";
     else if (op(g, p, "Div")) scale = "scores-div";
-    if (op(g, p, "Where")) p = g.producer(g.input(p, 1));
+    if (op(g, p, "Where")) p = from(g, g.input(p, constant(g, g.input(p, 1)) ? 2 : 1));  // masked_fill either way
     else if (op(g, p, "Add") || op(g, p, "Sub")) {
-      NodeId a = g.producer(g.input(p, 0)), b = g.producer(g.input(p, 1));
+      NodeId a = from(g, g.input(p, 0)), b = from(g, g.input(p, 1));
       p = (op(g, a, "MatMul") || op(g, a, "Div") || op(g, a, "Mul") || op(g, a, "Where") || op(g, a, "Cast")) ? a : b;
     } else
-      p = g.producer(g.input(p, 0));
+      p = from(g, g.input(p, 0));
   }
   if (!qk.valid()) return;
   // Softmax -> [Cast] -> MatMul(., V).
   ++f.attention_blocks;
   if (scale == "none") {
     auto scaled = [&](ValueId v) {
-      for (NodeId n = g.producer(v); n.valid();) {
+      for (NodeId n = from(g, v); n.valid();) {
         if (op(g, n, "Mul") || op(g, n, "Div")) return true;
         if (!(op(g, n, "Reshape") || op(g, n, "Transpose") || op(g, n, "Cast"))) return false;
-        n = g.producer(g.input(n, 0));
+        n = from(g, g.input(n, 0));
       }
       return false;
     };
@@ -292,13 +289,28 @@ Fingerprint fingerprint(const Model& m) {
       if (op(g, n, "MatMul") || op(g, n, "Gemm")) ++p.matmuls;
       if (op(g, n, "Softmax")) ++p.softmaxes;
       if (op(g, n, "Trilu")) p.causal_mask = true;
+      if (op(g, n, "Where") && !p.causal_mask) {
+        // GPT-2's masked_fill(bias[:, :, k-q:k, :k]): the condition is a slice of a stored
+        // square boolean table.
+        NodeId c = from(g, g.input(n, 0));
+        for (int k = 0; k < 6 && c.valid() && (op(g, c, "Slice") || op(g, c, "Cast") || op(g, c, "Unsqueeze"));
+             ++k) {
+          ValueId src = g.input(c, 0);
+          if (constant(g, src) && g.has_type(src) && (g.dtype(src) == DType::Bool || g.dtype(src) == DType::Uint8)) {
+            auto d = static_dims(g, src);
+            if (d && d->size() >= 2 && (*d)[d->size() - 1] == (*d)[d->size() - 2]) p.causal_mask = true;
+            break;
+          }
+          c = from(g, src);
+        }
+      }
       if (op(g, n, "Sin")) sin = true;
       if (op(g, n, "Cos")) cos = true;
       if (op(g, n, "LSTM") || op(g, n, "GRU") || op(g, n, "RNN")) p.recurrent = true;
       if (op(g, n, "Erf") || op(g, n, "Gelu")) p.has_gelu = true;
       if (op(g, n, "Tanh")) {  // GELU's tanh form: Tanh(c * (x + 0.044715 * x^3))
-        NodeId mul = g.producer(g.input(n, 0));
-        NodeId add = op(g, mul, "Mul") ? g.producer(g.input(mul, constant(g, g.input(mul, 0)) ? 1 : 0)) : NodeId{};
+        NodeId mul = from(g, g.input(n, 0));
+        NodeId add = op(g, mul, "Mul") ? from(g, g.input(mul, constant(g, g.input(mul, 0)) ? 1 : 0)) : NodeId{};
         if (op(g, add, "Add")) p.has_gelu = true;
       }
       if (op(g, n, "LayerNormalization") || op(g, n, "BatchNormalization") || op(g, n, "InstanceNormalization") ||
@@ -314,9 +326,9 @@ Fingerprint fingerprint(const Model& m) {
       }
       if (op(g, n, "ReduceMean")) {
         // A ReduceMean over a square with no mean subtracted: RMSNorm; with one: LayerNorm.
-        NodeId sq = g.producer(g.input(n, 0));
+        NodeId sq = from(g, g.input(n, 0));
         if (op(g, sq, "Pow") || op(g, sq, "Mul")) {
-          NodeId sub = g.producer(g.input(sq, 0));
+          NodeId sub = from(g, g.input(sq, 0));
           if (op(g, sub, "Sub")) p.has_layer_norm = true;
           else p.has_rms_norm = true;
           ++norms;
@@ -331,9 +343,21 @@ Fingerprint fingerprint(const Model& m) {
         const bool integer = t == DType::Int64 || t == DType::Int32;
         const bool real = t == DType::Float || t == DType::Float16 || t == DType::BFloat16;
         if (integer && r == 2) {
-          // Token ids are read by a Gather on an embedding table.
-          for (const Use& use : u.of(v))
-            if (op(g, use.node, "Gather") && use.slot == 1) p.token_input = true;
+          // Token ids are the indices of a Gather on an embedding table, maybe after a view
+          // (GPT-2 reshapes input_ids to [-1, seq] first).
+          std::vector<ValueId> frontier{v};
+          for (int depth = 0; depth < 3 && !p.token_input && !frontier.empty(); ++depth) {
+            std::vector<ValueId> next;
+            for (ValueId x : frontier)
+              for (const Use& use : u.of(x)) {
+                if (use.slot == Use::kImplicit) continue;
+                if (op(g, use.node, "Gather") && use.slot == 1) p.token_input = true;
+                if (op(g, use.node, "Reshape") || op(g, use.node, "Unsqueeze") || op(g, use.node, "Cast") ||
+                    op(g, use.node, "Squeeze"))
+                  next.push_back(g.output(use.node, 0));
+              }
+            frontier = std::move(next);
+          }
         }
         if (real && r == 4) p.image_input = true;
         if (real && (r == 2 || r == 3)) {
@@ -362,7 +386,7 @@ Fingerprint fingerprint(const Model& m) {
   } else if (p.token_input && attention) {
     p.family = Family::EncoderTransformer;
     p.reason = "token input, attention without a causal mask";
-  } else if (attention && p.convs >= 8 && p.attention_like * 4 < p.convs) {
+  } else if (attention && p.convs >= 8) {  // ViT/DeiT have one conv (the patch embedding)
     p.family = Family::Hybrid;
     p.reason = "convolutions and attention blocks";
   } else if (attention && p.image_input) {

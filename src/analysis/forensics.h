@@ -62,6 +62,7 @@ struct Fingerprint {
   nlohmann::json to_json() const;
 };
 
+// Both read declared and inferred types: run infer_shapes(model) first (tables only, cheap).
 Forensics forensics(const Model& m);
 Fingerprint fingerprint(const Model& m);
 

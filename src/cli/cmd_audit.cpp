@@ -33,7 +33,7 @@ std::string short_name(const std::string& path) {
 void print_table(const std::vector<Audit>& audits) {
   const size_t w0 = 26;
   size_t w = 12;
-  for (const auto& a : audits) w = std::max(w, short_name(a.path).size() + 2);
+  for (const auto& a : audits) w = std::max({w, short_name(a.path).size() + 2, std::string(family_name(a.fingerprint.family)).size() + 2});
   auto row = [&](const std::string& label, auto cell) {
     std::cout << std::left << std::setw(static_cast<int>(w0)) << label;
     for (const auto& a : audits) std::cout << std::right << std::setw(static_cast<int>(w)) << cell(a);

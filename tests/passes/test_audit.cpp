@@ -2,7 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "analysis/forensics.h"
-#include "common/models.h"
+#include "analysis/shapes.h"
+#include "tests/common/models.h"
 #include "io/model_io.h"
 #include "passes/audit.h"
 
@@ -21,6 +22,7 @@ class AuditZoo : public ::testing::TestWithParam<Expect> {};
 TEST_P(AuditZoo, FingerprintAndForensicsMatchTheArchitecture) {
   const Expect& e = GetParam();
   auto m = load_model(test::zoo_model(e.model));
+  infer_shapes(*m);
   const Fingerprint f = fingerprint(*m);
   EXPECT_EQ(f.family, e.family) << e.model << ": " << family_name(f.family) << " (" << f.reason << ")";
   const Forensics x = forensics(*m);
@@ -45,8 +47,31 @@ INSTANTIATE_TEST_SUITE_P(
                       Expect{"whisper_small_enc", Family::Speech, 2, 5}),
     [](const auto& info) { return std::string(info.param.model); });
 
+// The M11 models (tools/models, issue 17), where present in the zoo folder.
+class AuditM11 : public ::testing::TestWithParam<Expect> {};
+
+TEST_P(AuditM11, FamilyMatchesTheArchitecture) {
+  const Expect& e = GetParam();
+  const auto path = test::model_dir() / (std::string(e.model) + ".onnx");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not exported";
+  auto m = load_model(path);
+  infer_shapes(*m);
+  const Fingerprint f = fingerprint(*m);
+  EXPECT_EQ(f.family, e.family) << e.model << ": " << family_name(f.family) << " (" << f.reason << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, AuditM11,
+    ::testing::Values(Expect{"roberta_mini", Family::EncoderTransformer, 0, 0},
+                      Expect{"deit_mini", Family::VisionTransformer, 0, 0},
+                      Expect{"mobilevit_mini", Family::Hybrid, 0, 0},
+                      Expect{"yolov8n_mini", Family::VisionCnn, 0, 0},
+                      Expect{"wav2vec2_mini", Family::Speech, 0, 0}),
+    [](const auto& info) { return std::string(info.param.model); });
+
 TEST(Audit, LlamaFingerprintSeesRotaryAndRmsNorm) {
   auto m = load_model(test::zoo_model("llama_small"));
+  infer_shapes(*m);
   const Fingerprint f = fingerprint(*m);
   EXPECT_TRUE(f.rotary);
   EXPECT_TRUE(f.has_rms_norm);
@@ -57,6 +82,7 @@ TEST(Audit, LlamaFingerprintSeesRotaryAndRmsNorm) {
 
 TEST(Audit, Gpt2AttentionScaleAndFusedQkv) {
   auto m = load_model(test::zoo_model("gpt2_small_cfg"));
+  infer_shapes(*m);
   const Forensics x = forensics(*m);
   // GPT-2's c_attn computes Q, K and V in one Gemm and splits them; the scores are divided.
   EXPECT_EQ(x.qkv_pattern.count("fused-split") ? x.qkv_pattern.at("fused-split") : 0, 2);
@@ -65,6 +91,7 @@ TEST(Audit, Gpt2AttentionScaleAndFusedQkv) {
 
 TEST(Audit, BertProjectsQkvSeparately) {
   auto m = load_model(test::zoo_model("bert_small"));
+  infer_shapes(*m);
   const Forensics x = forensics(*m);
   EXPECT_EQ(x.qkv_pattern.count("separate") ? x.qkv_pattern.at("separate") : 0, 2);
   EXPECT_GT(x.shape_chains, 0);
