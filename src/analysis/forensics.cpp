@@ -3,39 +3,18 @@
 #include <algorithm>
 #include <set>
 
-#include "ir/uses.h"
+#include "ir/match.h"
 
 namespace onnxforge {
 namespace {
 
-bool op(const Graph& g, NodeId n, std::string_view t) { return n.valid() && g.is_op(n, t); }
+bool op(const Graph& g, NodeId n, std::string_view t) { return is(g, n, t); }
 
 // The producer of `v`, or invalid (absent input, graph input, initializer).
 NodeId from(const Graph& g, ValueId v) { return v.valid() ? g.producer(v) : NodeId{}; }
 
 // A value that is a constant: an initializer that is not an input, or a Constant node's output.
-bool constant(const Graph& g, ValueId v) {
-  if (!v.valid()) return true;  // absent optional input
-  if (g.is_constant(v)) return true;
-  return op(g, from(g, v), "Constant");
-}
-
-// The only node reading `v` (one use, not a graph output), or invalid.
-NodeId only_reader(const Graph& g, const Uses& u, ValueId v) {
-  if (!v.valid() || !u.single(v)) return {};
-  NodeId n = u.of(v)[0].node;
-  return g.alive(n) ? n : NodeId{};
-}
-
-std::optional<std::vector<int64_t>> static_dims(const Graph& g, ValueId v) {
-  if (!v.valid() || !g.has_shape(v)) return std::nullopt;
-  std::vector<int64_t> d;
-  for (const Dim& x : g.shape(v)) {
-    if (!x.known()) return std::nullopt;
-    d.push_back(x.value);
-  }
-  return d;
-}
+bool constant(const Graph& g, ValueId v) { return !v.valid() || constant_tensor(g, v).valid(); }
 
 bool is_shape_consumer_slot(const Graph& g, NodeId n, uint32_t slot) {
   return (op(g, n, "Reshape") && slot == 1) || (op(g, n, "Expand") && slot == 1) ||
@@ -147,7 +126,7 @@ void scan(const Graph& g, Forensics& f) {
       continue;
     }
     if (op(g, n, "Reshape") || op(g, n, "Transpose") || op(g, n, "Cast")) {
-      NodeId r = only_reader(g, u, g.output(n, 0));
+      NodeId r = single_consumer(g, u, g.output(n, 0));
       const std::string_view t = str(g.op_type(n));
       if (r.valid() && g.op_type(r) == g.op_type(n) && g.domain(r) == g.domain(n)) {
         if (t == "Reshape") ++f.consecutive_reshapes;
@@ -162,16 +141,16 @@ void scan(const Graph& g, Forensics& f) {
       if (id) ++f.noop_transposes;
     }
     if (op(g, n, "Reshape") || op(g, n, "Expand")) {
-      auto a = static_dims(g, g.input(n, 0)), b = static_dims(g, g.output(n, 0));
+      auto a = static_shape(g, g.input(n, 0)), b = static_shape(g, g.output(n, 0));
       if (a && b && *a == *b) ++(op(g, n, "Reshape") ? f.noop_reshapes : f.noop_expands);
       if (op(g, n, "Expand")) {
-        NodeId r = only_reader(g, u, g.output(n, 0));
+        NodeId r = single_consumer(g, u, g.output(n, 0));
         if (broadcasting(g, r)) ++f.expand_into_broadcast;
       }
     }
     if (op(g, n, "MatMul")) {
       const int32_t ra = g.input(n, 0).valid() ? g.rank(g.input(n, 0)) : -1;
-      NodeId r = only_reader(g, u, g.output(n, 0));
+      NodeId r = single_consumer(g, u, g.output(n, 0));
       if (ra >= 3 && op(g, r, "Add")) {
         ValueId other = g.input(r, 0) == g.output(n, 0) ? g.input(r, 1) : g.input(r, 0);
         if (constant(g, other)) ++f.matmul3d_add;
@@ -297,7 +276,7 @@ Fingerprint fingerprint(const Model& m) {
              ++k) {
           ValueId src = g.input(c, 0);
           if (constant(g, src) && g.has_type(src) && (g.dtype(src) == DType::Bool || g.dtype(src) == DType::Uint8)) {
-            auto d = static_dims(g, src);
+            auto d = static_shape(g, src);
             if (d && d->size() >= 2 && (*d)[d->size() - 1] == (*d)[d->size() - 2]) p.causal_mask = true;
             break;
           }
