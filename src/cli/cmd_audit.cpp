@@ -106,7 +106,7 @@ Command reg{"audit",
             "What an export wastes, which transformer blocks fuse (now, after an upgrade, or why not), the architecture family",
             [](CLI::App& app) {
               auto o = std::make_shared<Options>();
-              app.add_option("models", o->models, "Models to audit")->required()->check(CLI::ExistingFile);
+              app.add_option("models", o->models, "Models to audit")->required();
               app.add_flag("--json", o->json, "Print JSON (one object per model)");
               return [o] { return run(*o); };
             }};
