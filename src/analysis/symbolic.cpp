@@ -9,6 +9,22 @@
 namespace onnxforge {
 namespace {
 
+// Wrapping arithmetic on constants and coefficients: INT64_MAX "to the end" bounds flow through
+// Add/Mul, and hostile dims (2^62 * 6) wrap instead of overflowing (undefined behaviour).
+int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+int64_t wrap_sub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+
+// Floor division; a divisor of 0 (a hostile attribute that got this far) gives 0, and
+// INT64_MIN / -1 wraps, instead of trapping.
+int64_t floor_div_int(int64_t a, int64_t d) {
+  if (d == 0) return 0;
+  if (d == -1) return wrap_sub(0, a);
+  return a / d - ((a % d != 0) && ((a < 0) != (d < 0)));
+}
+int64_t floor_mod_int(int64_t a, int64_t d) { return wrap_sub(a, wrap_mul(floor_div_int(a, d), d)); }
+
+
 // A product of atoms (sorted by their text, repeated for powers) times a coefficient.
 struct Term {
   std::vector<Sym> atoms;
@@ -114,7 +130,7 @@ Poly normalize(Poly p) {
   std::sort(p.terms.begin(), p.terms.end(), term_less);
   std::vector<Term> merged;
   for (Term& t : p.terms) {
-    if (!merged.empty() && merged.back().atoms == t.atoms) merged.back().coef += t.coef;
+    if (!merged.empty() && merged.back().atoms == t.atoms) merged.back().coef = wrap_add(merged.back().coef, t.coef);
     else merged.push_back(std::move(t));
   }
   std::erase_if(merged, [](const Term& t) { return t.coef == 0; });
@@ -138,23 +154,23 @@ Poly to_poly(SymDim d) {
 
 Poly add(const Poly& a, const Poly& b, int64_t sign) {
   Poly r = a;
-  for (const Term& t : b.terms) r.terms.push_back(Term{t.atoms, sign * t.coef});
-  r.c += sign * b.c;
+  for (const Term& t : b.terms) r.terms.push_back(Term{t.atoms, wrap_mul(sign, t.coef)});
+  r.c = wrap_add(r.c, wrap_mul(sign, b.c));
   return r;
 }
 
 Poly mul(const Poly& a, const Poly& b) {
   Poly r;
-  r.c = a.c * b.c;
+  r.c = wrap_mul(a.c, b.c);
   auto scaled = [&](const Poly& p, int64_t k) {
     if (k == 0) return;
-    for (const Term& t : p.terms) r.terms.push_back(Term{t.atoms, t.coef * k});
+    for (const Term& t : p.terms) r.terms.push_back(Term{t.atoms, wrap_mul(t.coef, k)});
   };
   scaled(a, b.c);
   scaled(b, a.c);
   for (const Term& x : a.terms)
     for (const Term& y : b.terms) {
-      Term t{x.atoms, x.coef * y.coef};
+      Term t{x.atoms, wrap_mul(x.coef, y.coef)};
       t.atoms.insert(t.atoms.end(), y.atoms.begin(), y.atoms.end());
       std::sort(t.atoms.begin(), t.atoms.end(), atom_less);
       r.terms.push_back(std::move(t));
@@ -162,13 +178,6 @@ Poly mul(const Poly& a, const Poly& b) {
   return r;
 }
 
-// Wrapping arithmetic on constants: INT64_MAX "to the end" bounds flow through Add/Mul.
-int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-int64_t wrap_sub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
-
-int64_t floor_div_int(int64_t a, int64_t d) { return a / d - ((a % d != 0) && ((a < 0) != (d < 0))); }
-int64_t floor_mod_int(int64_t a, int64_t d) { return a - floor_div_int(a, d) * d; }
 
 // ---------------------------------------------------------------- parser for canonical text
 
@@ -391,18 +400,18 @@ std::optional<SymDim> exact_div(SymDim a, SymDim b) {
   Poly pa = to_poly(a), pb = to_poly(b);
   if (pb.terms.size() > 1 || (pb.terms.size() == 1 && pb.c != 0)) return std::nullopt;
   if (pb.terms.empty()) {  // constant divisor
-    if (pa.c % pb.c) return std::nullopt;
+    if (floor_mod_int(pa.c, pb.c)) return std::nullopt;
     for (const Term& t : pa.terms)
-      if (t.coef % pb.c) return std::nullopt;
-    Poly r{{}, pa.c / pb.c};
-    for (const Term& t : pa.terms) r.terms.push_back(Term{t.atoms, t.coef / pb.c});
+      if (floor_mod_int(t.coef, pb.c)) return std::nullopt;
+    Poly r{{}, floor_div_int(pa.c, pb.c)};  // exact: floor is the quotient (and -1 cannot trap)
+    for (const Term& t : pa.terms) r.terms.push_back(Term{t.atoms, floor_div_int(t.coef, pb.c)});
     return make(r);
   }
   const Term& m = pb.terms[0];  // monomial divisor: every term must contain it
   if (pa.c != 0) return std::nullopt;
   Poly r;
   for (const Term& t : pa.terms) {
-    if (t.coef % m.coef) return std::nullopt;
+    if (floor_mod_int(t.coef, m.coef)) return std::nullopt;
     std::vector<Sym> rest;
     auto it = t.atoms.begin();
     for (Sym x : m.atoms) {
@@ -412,12 +421,12 @@ std::optional<SymDim> exact_div(SymDim a, SymDim b) {
       it = found + 1;
     }
     rest.insert(rest.end(), it, t.atoms.end());
-    r.terms.push_back(Term{std::move(rest), t.coef / m.coef});
+    r.terms.push_back(Term{std::move(rest), floor_div_int(t.coef, m.coef)});
   }
   // A term whose atoms all cancelled is a constant.
   Poly out;
   for (Term& t : r.terms) {
-    if (t.atoms.empty()) out.c += t.coef;
+    if (t.atoms.empty()) out.c = wrap_add(out.c, t.coef);
     else out.terms.push_back(std::move(t));
   }
   return make(out);

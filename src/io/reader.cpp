@@ -371,7 +371,7 @@ class Reader {
             if (plen % 4) c.bad("packed floats of length ", plen);
             size_t old = floats.size();
             floats.resize(old + plen / 4);
-            std::memcpy(floats.data() + old, (t_scan ? t_scan->data() : file_.data()) + pat, plen);
+            if (plen) std::memcpy(floats.data() + old, (t_scan ? t_scan->data() : file_.data()) + pat, plen);
           }
           break;
         case 8: c.varints([&](uint64_t v) { ints.push_back(static_cast<int64_t>(v)); }); break;

@@ -440,3 +440,16 @@ TEST(BadInput, UnknownElementTypeInAValueInfoIsKeptVerbatim) {
   ASSERT_TRUE(out.ParseFromString(read_bytes(dir / "out.onnx")));
   EXPECT_EQ(out.graph().value_info(0).type().tensor_type().elem_type(), 9999);
 }
+
+TEST(BadInput, EmptyPackedFloatAttribute) {
+  // fuzz_reader: an empty packed `floats` field reached memcpy with a null destination (UBSan).
+  auto m = with_attribute([](onnx::AttributeProto* a) {
+    a->set_name("scales");
+    a->set_type(onnx::AttributeProto::FLOATS);
+  }, "Upsample");
+  m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->mutable_unknown_fields()->AddLengthDelimited(7, "");
+  fs::path dir = temp_dir("emptyfloats");
+  write_model(m, dir / "model.onnx");
+  auto model = load_model(dir / "model.onnx");
+  EXPECT_TRUE(model->main().attr_floats(model->main().nodes()[1], "scales").empty());
+}

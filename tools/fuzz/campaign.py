@@ -60,7 +60,7 @@ def mutate(m, r):
             a = r.choice(n.attribute)
             c = r.randrange(5)
             if c == 0:
-                a.type = r.randrange(16)
+                a.type = r.randrange(15)
             elif c == 1:
                 a.ClearField("g"); a.ClearField("t"); a.ClearField("ints"); a.ClearField("i")
             elif c == 2:
