@@ -5,16 +5,13 @@
 // the first pass that broke it is named.
 #include <tbb/global_control.h>
 
-#include <chrono>
 #include <fstream>
 #include <iostream>
 
+#include "api/engine.h"
 #include "cli/command.h"
-#include "hierarchy/hierarchy.h"
-#include "io/model_io.h"
 #include "ir/error.h"
 #include "passes/pipeline.h"
-#include "passes/registry.h"
 
 namespace onnxforge::cli {
 namespace {
@@ -27,10 +24,6 @@ struct Options {
   bool list = false, no_verify = false, force = false, json = false, strip_hierarchy = false;
   int seeds = 3, threads = 0;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& list) {
   std::map<std::string, int64_t> out;
@@ -47,13 +40,15 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& list) 
 }
 
 int list_passes(bool json) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const Pass* p : all_passes()) {
-    if (json) j.push_back({{"name", p->name()}, {"accuracy_class", static_cast<int>(p->accuracy())}, {"summary", p->summary()}});
-    else std::cout << p->name() << "  [class " << static_cast<int>(p->accuracy()) << ", " << accuracy_name(p->accuracy())
-                   << "]\n    " << p->summary() << "\n";
+  nlohmann::json j = api::list_passes();
+  if (json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
   }
-  if (json) std::cout << j.dump(2) << "\n";
+  for (const auto& p : j)
+    std::cout << p["name"].get<std::string>() << "  [class " << p["accuracy_class"].get<int>() << ", "
+              << accuracy_name(static_cast<AccuracyClass>(p["accuracy_class"].get<int>())) << "]\n    "
+              << p["summary"].get<std::string>() << "\n";
   return 0;
 }
 
@@ -64,103 +59,60 @@ int run(const Options& o) {
     fail("output '", o.out, "' exists; pass --force to overwrite it");
   std::unique_ptr<tbb::global_control> threads;
   if (o.threads > 0) threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
-  auto t0 = std::chrono::steady_clock::now();
   bool tty = stderr_is_tty();
-  auto say = [&](const std::string& s) {
-    if (tty) std::cerr << "\r\033[K" << s << std::flush;
+  auto clear = [&] {
+    if (tty) std::cerr << "\r\033[K";
   };
 
-  RunOptions ro;
-  ro.pass.dims = parse_dims(o.dims);
-  ro.pass.evaluator = runtime_evaluator();
-  if (!o.fold_size.empty()) ro.pass.fold_size = parse_size(o.fold_size);
-  if (tty) ro.progress = say;
-  std::vector<const Pass*> passes = select_passes(o.passes, o.skip);
-
-  say("loading " + o.in);
-  auto model = load_model(o.in);
-  hier::read_tags(*model);  // module tags ride along in the graph tables through every pass
-  double load_s = seconds_since(t0);
-  bool verify = !o.no_verify;
-  std::unique_ptr<Reference> ref;
-  double ref_s = 0;
-  if (verify) {
-    if (!runtime_available()) fail("verification needs the runtime, which this build lacks; use --no-verify");
-    say("running the original model for verification");
-    auto t = std::chrono::steady_clock::now();
-    auto original = load_model(o.in);
-    try {
-      ref = std::make_unique<Reference>(*original, VerifyOptions{o.seeds, ro.pass.dims});
-    } catch (const Error& e) {
-      if (tty) std::cerr << "\n";
-      fail("cannot verify: running the original model failed: ", e.what(), "\n(use --no-verify to skip verification)");
-    }
-    ref_s = seconds_since(t);
+  api::OptimizeSettings settings;
+  settings.passes = o.passes;
+  settings.skip = o.skip;
+  settings.dims = parse_dims(o.dims);
+  if (!o.fold_size.empty()) settings.fold_size = parse_size(o.fold_size);
+  settings.verify = !o.no_verify;
+  settings.seeds = o.seeds;
+  if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
+  api::OptimizeOutcome r;
+  try {
+    r = api::optimize(o.in, settings);
+  } catch (const Error&) {
+    if (tty) std::cerr << "\n";
+    throw;
   }
-  specialise_dims(*model, ro.pass.dims);
-  auto tp = std::chrono::steady_clock::now();
-  RunResult r = run_passes(*model, passes, ro);
-  double passes_s = seconds_since(tp);
-
-  nlohmann::json report = stats_json(r);
-  report["input"] = o.in;
-  report["output"] = o.out;
-  VerifyResult v;
-  double verify_s = 0;
-  if (verify) {
-    say("verifying");
-    auto t = std::chrono::steady_clock::now();
-    v = ref->check(*model, tolerance_of(r.worst));
-    verify_s = seconds_since(t);
-    report["verification"] = verify_json(v);
-    report["verification"]["seeds"] = o.seeds;
-    if (!v.ok) {
-      say("verification failed; finding the first pass that breaks the model");
-      VerifyResult first;
-      int k = first_breaking_pass(o.in, passes, ro, *ref, &first);
-      if (tty) std::cerr << "\n";
-      std::string culprit = k >= 0 ? passes[k]->name() : "the combination of passes (no single pass alone)";
-      report["breaking_pass"] = culprit;
-      if (!o.report.empty()) std::ofstream(o.report) << report.dump(2) << "\n";
-      std::cerr << "error: the optimized model does not match the original (max_diff " << v.max_diff
-                << (v.error.empty() ? "" : ", " + v.error) << ")\n";
-      for (const OutputDiff& d : v.outputs)
-        if (!d.ok) std::cerr << "  output '" << d.name << "': max_abs " << d.max_abs << " " << d.problem << "\n";
-      if (!o.force) {
-        std::cerr << "first breaking pass: " << culprit << "\nnothing was written; rerun with --skip " << culprit
-                  << " (and please report the model), or --force to write it anyway\n";
-        return 1;
-      }
-      std::cerr << "first breaking pass: " << culprit << "\n--force: writing the model although it failed verification\n";
+  r.report["output"] = o.out;
+  if (!r.ok()) {
+    if (tty) std::cerr << "\n";
+    if (!o.report.empty()) std::ofstream(o.report) << r.report.dump(2) << "\n";
+    std::cerr << "error: " << api::verification_failure_text(r) << "\n";
+    if (!o.force) {
+      std::cerr << "nothing was written; rerun with --skip " << r.breaking_pass
+                << " (and please report the model), or --force to write it anyway\n";
+      return 1;
     }
+    std::cerr << "--force: writing the model although it failed verification\n";
   }
-  say("writing " + o.out);
-  auto ts = std::chrono::steady_clock::now();
-  if (o.strip_hierarchy) hier::strip_hierarchy(*model);
-  else hier::sync_tags_to_metadata(*model);
-  SaveStats saved = save_model(*model, o.out);  // atomic: replaces an existing output only when complete
-  double save_s = seconds_since(ts);
-  if (tty) std::cerr << "\r\033[K";
-  report["seconds"] = {{"load", load_s}, {"reference", ref_s}, {"passes", passes_s}, {"verify", verify_s},
-                       {"save", save_s}, {"total", seconds_since(t0)}};
-  report["saved"] = {{"model_bytes", saved.model_bytes}, {"external_bytes", saved.external_bytes},
-                     {"tensors_verbatim", saved.tensors_verbatim}, {"tensors_reencoded", saved.tensors_reencoded}};
+  if (tty) std::cerr << "\r\033[K" << "writing " << o.out << std::flush;
+  api::write_optimized(r, o.out, o.strip_hierarchy);
+  clear();
+  const nlohmann::json& report = r.report;
   if (!o.report.empty()) std::ofstream(o.report) << report.dump(2) << "\n";
   if (o.json) {
     std::cout << report.dump(2) << "\n";
     return 0;
   }
-  std::cout << o.in << " -> " << o.out << ": nodes " << r.before.nodes << " -> " << r.after.nodes << ", initializers "
-            << r.before.initializers << " -> " << r.after.initializers << ", initializer bytes " << r.before.bytes
-            << " -> " << r.after.bytes << " (" << r.rounds << " rounds, passes " << passes_s << " s)\n";
-  for (const PassStats& s : r.passes)
-    if (s.applied)
-      std::cout << "  " << s.name << ": nodes " << std::showpos << -s.removed.nodes << ", initializers "
-                << -s.removed.initializers << ", bytes " << -s.removed.bytes << std::noshowpos << " (" << s.applied
-                << " matches, " << s.rounds << " rounds, " << s.seconds() << " s)\n";
-  if (verify)
-    std::cout << "verified on " << o.seeds << " seeds: max_diff " << v.max_diff << " (class "
-              << static_cast<int>(r.worst) << " tolerance)\n";
+  const RunResult& s = r.run;
+  std::cout << o.in << " -> " << o.out << ": nodes " << s.before.nodes << " -> " << s.after.nodes << ", initializers "
+            << s.before.initializers << " -> " << s.after.initializers << ", initializer bytes " << s.before.bytes
+            << " -> " << s.after.bytes << " (" << s.rounds << " rounds, passes " << report["seconds"]["passes"].get<double>()
+            << " s)\n";
+  for (const PassStats& p : s.passes)
+    if (p.applied)
+      std::cout << "  " << p.name << ": nodes " << std::showpos << -p.removed.nodes << ", initializers "
+                << -p.removed.initializers << ", bytes " << -p.removed.bytes << std::noshowpos << " (" << p.applied
+                << " matches, " << p.rounds << " rounds, " << p.seconds() << " s)\n";
+  if (r.verified)
+    std::cout << "verified on " << o.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
+              << static_cast<int>(s.worst) << " tolerance)\n";
   else std::cout << "not verified (--no-verify)\n";
   return 0;
 }

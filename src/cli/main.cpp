@@ -19,10 +19,7 @@ Command::Command(std::string name, std::string description, Setup setup) {
 
 bool stderr_is_tty() { return ::isatty(2) == 1; }
 
-}  // namespace onnxforge::cli
-
-int main(int argc, char** argv) {
-  using namespace onnxforge::cli;
+int run_command_line(int argc, char** argv) {
   CLI::App app{"onnxforge: make ONNX models smaller and faster, and prove it did no harm"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "onnxforge 0.1.0");
@@ -53,3 +50,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace onnxforge::cli

@@ -6,12 +6,9 @@
 #include <string>
 #include <utility>
 
-namespace onnxforge {
+#include "onnxforge/error.h"  // the class itself is part of the public API (include/onnxforge)
 
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace onnxforge {
 
 template <class... Parts>
 [[noreturn]] void fail(Parts&&... parts) {
