@@ -148,7 +148,7 @@ DType dtype_of(const py::dtype& d) {
   } else if (kind == 'b') {
     return DType::Bool;
   }
-  throw Error("arrays of dtype " + std::string(py::str(d)) + " cannot be model inputs (numeric and bool only)");
+  throw Error("arrays of dtype " + py::cast<std::string>(d.attr("name")) + " cannot be model inputs (numeric and bool only)");
 }
 
 py::dtype numpy_dtype(DType t) {

@@ -64,14 +64,14 @@ ONNXFORGE_API LoadedModel load(const std::filesystem::path& path);
 // lives; external data must be embedded).
 ONNXFORGE_API LoadedModel load_bytes(std::string_view serialized);
 
-enum class WeightPlacement {
+enum class WeightStorage {
   Auto,      // embedded while the model fits in a 2 GiB protobuf, else external
   Embed,     // everything in the .onnx file (error if over 2 GiB)
   External,  // tensors of at least external_min_bytes go to "<file name>.data"
 };
 
 struct SaveModelOptions {
-  WeightPlacement placement = WeightPlacement::Auto;
+  WeightStorage weights = WeightStorage::Auto;
   uint64_t external_min_bytes = 1024;
 };
 

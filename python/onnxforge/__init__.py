@@ -28,6 +28,9 @@ from . import _onnxforge as _engine
 from ._onnxforge import Error
 
 __version__ = _engine.__version__
+Error.__module__ = __name__
+Error.__doc__ = ("Bad input: a model that cannot be read or run, an unknown pass, inputs that do not fit. "
+                 "The message is the command line's (file, node, what to do).")
 
 __all__ = [
     "Error", "VerificationError", "Report", "OptimizeReport", "VerifyReport", "BenchReport",

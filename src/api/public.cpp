@@ -75,9 +75,9 @@ LoadedModel load_bytes(std::string_view serialized) {
 
 void save(const LoadedModel& model, const std::filesystem::path& path, const SaveModelOptions& options) {
   onnxforge::SaveOptions so;
-  so.placement = options.placement == WeightPlacement::Embed      ? onnxforge::WeightPlacement::Embed
-                 : options.placement == WeightPlacement::External ? onnxforge::WeightPlacement::External
-                                                                  : onnxforge::WeightPlacement::Auto;
+  so.placement = options.weights == WeightStorage::Embed      ? WeightPlacement::Embed
+                 : options.weights == WeightStorage::External ? WeightPlacement::External
+                                                              : WeightPlacement::Auto;
   so.external_min_bytes = options.external_min_bytes;
   save_model(*model.impl().model, path, so);
 }
