@@ -5,6 +5,7 @@ function(run_help out_var)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${ONNXFORGE} ${ARGN} --help failed (${rc})")
   endif()
+  string(REPLACE "${ONNXFORGE}" "onnxforge" text "${text}")  # "Usage: onnxforge ...", not the build path
   set(${out_var} "${text}" PARENT_SCOPE)
 endfunction()
 
@@ -16,8 +17,8 @@ function(roff_literal out_var text)
 endfunction()
 
 run_help(top)
-# Subcommands: the lines under "SUBCOMMANDS:" of the top-level help ("  name    description").
-string(REGEX REPLACE ".*SUBCOMMANDS:\n" "" listing "${top}")
+# Subcommands: the lines under "Subcommands:" of the top-level help ("  name    description").
+string(REGEX REPLACE ".*[Ss][Uu][Bb][Cc][Oo][Mm][Mm][Aa][Nn][Dd][Ss]:\n" "" listing "${top}")
 string(REPLACE "\n" ";" lines "${listing}")
 set(commands "")
 foreach(line IN LISTS lines)
