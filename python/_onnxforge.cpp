@@ -12,6 +12,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "api/scratch.h"
 #include "cli/command.h"
 #include "ir/error.h"
+#include "passes/audit.h"
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
 #include "runtime/verify.h"
@@ -366,6 +368,28 @@ py::tuple extract(const py::object& model, const std::string& name, const std::s
   return py::make_tuple(output ? py::object(py::none()) : py::object(py::bytes(bytes)), json);
 }
 
+// `audit --json`: one object per model, audited in parallel (each audit is serial inside).
+std::string audit(const std::vector<py::object>& models, const std::vector<std::string>& names) {
+  std::vector<ModelArg> in;
+  for (size_t i = 0; i < models.size(); ++i) in.push_back(model_arg(models[i], i < names.size() ? names[i] : ""));
+  std::vector<const ModelArg*> all;
+  for (const ModelArg& m : in) all.push_back(&m);
+  std::vector<nlohmann::json> out(in.size());
+  try {
+    py::gil_scoped_release unlocked;
+    tbb::parallel_for(size_t{0}, in.size(), [&](size_t i) {
+      out[i] = onnxforge::passes::audit_model(in[i].path.string()).to_json();
+      out[i]["model"] = in[i].name;
+    });
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    for (const ModelArg* m : all)
+      if (m->scratch) replace_all(msg, m->path.string(), m->name);
+    throw Error(msg);
+  }
+  return nlohmann::json(out).dump();
+}
+
 int cli(const std::vector<std::string>& args) {
   std::vector<std::string> argv_storage{"onnxforge"};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
@@ -403,6 +427,7 @@ PYBIND11_MODULE(_onnxforge, m) {
   m.def("hierarchy", &hierarchy, "model"_a, "name"_a, "sidecar"_a, "use_names"_a, "consumers"_a);
   m.def("extract", &extract, "model"_a, "name"_a, "module"_a, "output"_a, "sidecar"_a, "expose_cuts"_a, "verify"_a,
         "seeds"_a, "dims"_a, "external_data"_a);
+  m.def("audit", &audit, "models"_a, "names"_a);
   m.def("list_passes", [] { return api::list_passes().dump(); });
   m.def("cli", &cli, "args"_a);
   m.attr("__version__") = "0.1.0";

@@ -34,7 +34,7 @@ Error.__doc__ = ("Bad input: a model that cannot be read or run, an unknown pass
 
 __all__ = [
     "Error", "VerificationError", "Report", "OptimizeReport", "VerifyReport", "BenchReport",
-    "optimize", "inspect", "run", "verify", "bench", "hierarchy", "extract", "list_passes", "main",
+    "optimize", "inspect", "run", "verify", "bench", "hierarchy", "extract", "audit", "list_passes", "main",
 ]
 
 
@@ -386,6 +386,19 @@ def extract(model, module, output=None, *, sidecar=None, expose_cuts=None, verif
                                    None if expose_cuts is None else os.fspath(expose_cuts), bool(verify), int(seeds),
                                    _dims(dims), bool(external_data))
     return (output if output is not None else _model_out(data, kind)), json.loads(report)
+
+
+def audit(models):
+    """What an export wastes, which fusions into standard ops a model has room for, and what kind of
+    model it is; ``onnxforge audit --json``.
+
+    ``models`` is one model or a list of them (paths, bytes, ModelProtos). Returns one dict per
+    model (``forensics``, ``census``, ``fingerprint``...), a list for a list.
+    """
+    single = not isinstance(models, (list, tuple))
+    args = [_model_arg(m) for m in ([models] if single else models)]
+    out = json.loads(_engine.audit([a for a, _, _ in args], [n for _, n, _ in args]))
+    return out[0] if single else out
 
 
 def list_passes() -> list:
