@@ -138,7 +138,9 @@ class Registry {
   std::vector<std::pair<std::string, KernelDef>> table_;
 };
 
-// Register functions, one per ops/ file (called once by Registry::get()).
+// Register functions, one per ops/ file, all declared here (called once by Registry::get() in
+// registry.cpp). A kernel is built with designated initializers naming the fields it sets:
+//   r.add("", "MatMul", {.run = matmul, .fuses_activation = true, .residual_input = 2});
 void register_elementwise(Registry&);
 void register_binary(Registry&);
 void register_matmul(Registry&);
@@ -154,6 +156,9 @@ void register_cast(Registry&);
 void register_quant(Registry&);
 void register_control(Registry&);
 void register_attention(Registry&);
+void register_loss(Registry&);
+void register_misc(Registry&);
+void register_rnn(Registry&);
 
 // Not registered for any op: the plan runs MatMul -> Softmax(last axis) -> MatMul as one step
 // with this kernel (inputs: the first MatMul's two operands, then the second one's B).

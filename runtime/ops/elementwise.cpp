@@ -171,9 +171,7 @@ void not_op(OpContext& c) {
 
 void register_elementwise(Registry& r) {
   auto add = [&](const char* name, KernelFn f) {
-    KernelDef d{f, true, 0};
-    d.layout = LayoutUse::Elementwise;
-    r.add("", name, d);
+    r.add("", name, {.run = f, .inplace_input = 0, .layout = LayoutUse::Elementwise});
   };
   add("Abs", unary_kernel<UnaryOp::Abs>);
   add("Neg", unary_kernel<UnaryOp::Neg>);
@@ -213,9 +211,9 @@ void register_elementwise(Registry& r) {
   add("Celu", extra_kernel<Extra::Celu>);
   add("Shrink", extra_kernel<Extra::Shrink>);
   add("Clip", clip);
-  r.add("", "IsNaN", {is_nan});
-  r.add("", "IsInf", {is_inf});
-  r.add("", "Not", {not_op, false, 0});
+  r.add("", "IsNaN", {.run = is_nan});
+  r.add("", "IsInf", {.run = is_inf});
+  r.add("", "Not", {.run = not_op, .float_compute = false, .inplace_input = 0});
 }
 
 double scalar_unary(const simd::Unary& u, double x) { return scalar(u, x); }
