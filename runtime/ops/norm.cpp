@@ -20,8 +20,17 @@ bool batch_norm_takes_nhwc(const Graph& g, NodeId n) {
   return g.attr_int(n, "training_mode", 0) == 0 && (g.outputs(n).size() < 2 || !g.output(n, 1).valid());
 }
 
+// Training mode: the training_mode attribute from opset 14; before, the presence of the
+// mean/var outputs ("output case #1" of BatchNormalization-9).
+bool bn_training(const OpContext& c) {
+  if (c.opset >= 14) return c.attr_i("training_mode", 0) != 0;
+  for (size_t i = 1; i < c.output_count(); ++i)
+    if (c.has_output(i)) return true;
+  return false;
+}
+
 void batch_norm(OpContext& c) {
-  const bool training = c.attr_i("training_mode", 0) != 0;
+  const bool training = bn_training(c);
   const Tensor x = training || !c.prefer_nhwc ? to_nchw(c.input(0)) : c.input(0);
   need_float(c, x);
   const Tensor &scale = c.input(1), &bias = c.input(2), &mean = c.input(3), &var = c.input(4);
