@@ -1,6 +1,8 @@
 // The plan's fusions (see fusions.h): one matcher per fusion, the table at the end.
 #include "runtime/fusions.h"
 
+#include "ir/match.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -90,9 +92,15 @@ std::optional<FusedStep> decomposed_layer_norm(const FusionSite& site, const Ste
            g.output(m, 0).valid() && (last || !uses.is_graph_output(g.output(m, 0)));
   };
   auto last_axis_mean = [&](NodeId m) {
-    if (!is_op(m, "ReduceMean", 1) || g.attr_int(m, "keepdims", 1) != 1) return false;
-    auto axes = g.attr_ints(m, "axes");
-    return axes.size() == 1 && axes[0] == -1;
+    if (!(is_op(m, "ReduceMean", 1) || is_op(m, "ReduceMean", 2)) || g.attr_int(m, "keepdims", 1) != 1) return false;
+    if (g.inputs(m).size() == 1) {
+      auto axes = g.attr_ints(m, "axes");
+      return axes.size() == 1 && axes[0] == -1;
+    }
+    // Opset 18: the axes are an input, so that an upgraded model keeps this fusion and
+    // computes the same bits.
+    auto axes = constant_ints(g, g.input(m, 1));
+    return axes && axes->size() == 1 && (*axes)[0] == -1;
   };
   auto next = [&](NodeId m) { return only_reader(uses, g.output(m, 0)); };
   if (!last_axis_mean(n)) return std::nullopt;

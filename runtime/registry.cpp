@@ -26,6 +26,7 @@ Registry& Registry::get() {
     register_loss(*reg);
     register_misc(*reg);
     register_rnn(*reg);
+    register_transformer(*reg);
     std::sort(reg->table_.begin(), reg->table_.end(), [](auto& a, auto& b) { return a.first < b.first; });
     return reg;
   }();

@@ -232,12 +232,11 @@ void register_elementwise(const Registrar& reg) {
   for (const std::string& op : ops_with(kUnary)) reg(op, unary);
   // Other ops whose output 0 has input 0's type and shape.
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax", "CumSum", "Trilu", "LpNormalization",
-                         "MeanVarianceNormalization", "LRN", "InstanceNormalization", "RMSNormalization",
-                         "SimplifiedLayerNormalization", "RotaryEmbedding", "GroupNormalization", "ReverseSequence",
+                         "MeanVarianceNormalization", "LRN", "InstanceNormalization", "RotaryEmbedding", "GroupNormalization", "ReverseSequence",
                          "Scatter", "ScatterElements", "ScatterND", "EyeLike", "RandomNormalLike",
                          "RandomUniformLike", "Bernoulli", "com.microsoft::Gelu", "com.microsoft::FastGelu",
                          "com.microsoft::BiasGelu", "com.microsoft::QuickGelu", "com.microsoft::RotaryEmbedding",
-                         "com.microsoft::SimplifiedLayerNormalization", "com.microsoft::BiasAdd"})
+                         "com.microsoft::BiasAdd"})
     reg(op, unary);
   reg("Identity", identity);
   reg("Clip", clip);
