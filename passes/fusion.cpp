@@ -17,16 +17,18 @@ CensusRow& CensusRow::operator+=(const CensusRow& o) {
 int64_t fusion_opset(const Graph& g, const PassOptions&) { return g.model().opset(""); }
 
 const std::vector<const Fusion*>& all_fusions() {
-  static const std::vector<const Fusion*> list = {};
+  static const std::vector<const Fusion*> list = {
+      &fuse_layer_norm_fusion(),
+      &fuse_rms_norm_fusion(),
+      &fuse_gelu_fusion(),
+      &fuse_swish_fusion(),
+  };
   return list;
 }
 
 std::vector<CensusRow> fusion_census(const Model& m, const PassOptions& o) {
   std::vector<CensusRow> rows;
-  for (const Fusion* f : all_fusions()) {
-    const FusionInfo& i = f->info();
-    rows.push_back({i.name, i.op, i.min_opset});
-  }
+  for (const Fusion* f : all_fusions()) rows.push_back(f->info().census_row());
   for (size_t gi = 0; gi < m.graph_count(); ++gi) {
     const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
     if (g.detached()) continue;

@@ -68,6 +68,13 @@ struct FusionInfo {
   AccuracyClass accuracy = AccuracyClass::FloatBounded;
   std::string summary;
   std::vector<std::string> anchors;  // op types a block contains exactly once
+  CensusRow census_row() const {  // an empty row for this fusion
+    CensusRow r;
+    r.fusion = name;
+    r.op = op;
+    r.min_opset = min_opset;
+    return r;
+  }
 };
 
 // What every fusion offers besides being a Pass.
@@ -114,7 +121,7 @@ class FusionOf final : public Pass, public Fusion {
   }
 
   CensusRow census(const Graph& g, const Uses& uses, const PassOptions& o) const override {
-    CensusRow row{info_.name, info_.op, info_.min_opset};
+    CensusRow row = info_.census_row();
     const bool here = fusion_opset(g, o) >= info_.min_opset;
     each_anchor(g, [&](NodeId n) {
       Found<M> f = match_(g, uses, n, o);
@@ -141,6 +148,12 @@ class FusionOf final : public Pass, public Fusion {
   MatchFn match_;
   ApplyFn apply_;
 };
+
+// One accessor per fusion file (each is also listed in registry.cpp as a Pass).
+const Fusion& fuse_layer_norm_fusion();
+const Fusion& fuse_rms_norm_fusion();
+const Fusion& fuse_gelu_fusion();
+const Fusion& fuse_swish_fusion();
 
 // Every fusion into a standard op, in pipeline order.
 const std::vector<const Fusion*>& all_fusions();
