@@ -151,18 +151,14 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId anchor, const PassOptio
   if (!ok || !half_ok) return Miss{"constants differ"};
   if (const char* why = private_values(g, u, r.nodes, r.out)) return Miss{why};
   if (!is_float(dtype_of(g, x))) return Miss{"not floating point"};
+  result_last(g, r.nodes, r.out);
   return r;
 }
 
 bool apply(Edits& e, const Match& m) {
-  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
   std::vector<NewAttr> attrs;
   if (m.tanh) attrs.push_back(NewAttr::String("approximate", "tanh"));
-  ValueId y = e.new_value(str(e.g.value_name(m.out)));
-  e.add_node("Gelu", {m.x}, {y}, std::move(attrs), m.nodes);
-  e.replace_uses(m.out, y);
-  for (NodeId n : m.nodes) e.kill(n);
-  return true;
+  return e.replace_with(m.nodes, "Gelu", {m.x}, std::move(attrs)).valid();
 }
 
 const FusionOf<Match>& fusion() {

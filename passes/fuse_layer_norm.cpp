@@ -126,23 +126,19 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
   if (r.affine.mul.valid()) r.nodes.push_back(r.affine.mul);
   if (r.affine.add.valid()) r.nodes.push_back(r.affine.add);
   r.out = r.affine.out;
+  result_last(g, r.nodes, r.out);
   return r;
 }
 
 bool apply(Edits& e, const Match& m) {
-  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
-  Graph& g = e.g;
+  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;  // before adding constants
   ValueId scale = norm_parameter(e, "LayerNorm_scale", m.affine.scale_base, m.affine.scale_offset, 1.0, m.type, m.norm_dims);
   std::vector<ValueId> ins = {m.x, scale};
   if (m.affine.bias.valid()) ins.push_back(norm_parameter(e, "LayerNorm_bias", m.affine.bias, 0, 0, m.type, m.norm_dims));
   std::vector<NewAttr> attrs = {NewAttr::Int("axis", -static_cast<int64_t>(m.norm_dims.size())),
                                 NewAttr::Float("epsilon", m.eps)};
   if (m.stash) attrs.push_back(NewAttr::Int("stash_type", 1));
-  ValueId y = e.new_value(str(g.value_name(m.out)));
-  e.add_node("LayerNormalization", std::move(ins), {y}, std::move(attrs), m.nodes);
-  e.replace_uses(m.out, y);
-  for (NodeId n : m.nodes) e.kill(n);
-  return true;
+  return e.replace_with(m.nodes, "LayerNormalization", std::move(ins), std::move(attrs)).valid();
 }
 
 const FusionOf<Match>& fusion() {

@@ -42,7 +42,7 @@ struct Match {
 bool centered(const Graph& g, ValueId x) {
   NodeId sub = producer_op(g, x, "Sub");
   if (!sub.valid()) return false;
-  NodeId mean = producer_op(g, g.input(sub, 1), "ReduceMean");
+  NodeId mean = input_op(g, sub, 1, "ReduceMean");
   return mean.valid() && g.input(mean, 0) == g.input(sub, 0);
 }
 
@@ -83,7 +83,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
   if (NodeId up = producer_op(g, x, "Cast"); up.valid() && read_only_by(g, u, x, square_and_scale)) {
     const ValueId x0 = g.input(up, 0);
     const DType t0 = dtype_of(g, x0);
-    const NodeId down = u.single(n) ? reader_op(g, u, n, "Cast") : NodeId{};
+    const NodeId down = only_reader(g, u, n, "Cast");
     if (t0 == r.type) {
       r.x = x0;
       r.nodes.push_back(up);
@@ -98,7 +98,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
     }
   }
   // A Cast back to the same type after the normalization (float32 Llama: Cast(float) of float).
-  if (NodeId down = u.single(n) ? reader_op(g, u, n, "Cast") : NodeId{};
+  if (NodeId down = only_reader(g, u, n, "Cast");
       !r.stash && down.valid() && g.attr_int(down, "to", 0) == static_cast<int64_t>(r.type)) {
     r.nodes.push_back(down);
     n = g.output(down, 0);
@@ -112,21 +112,17 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
   r.affine = absorb_affine(g, u, n, r.type, rank_of(g, x), r.norm_dims, /*with_bias=*/false);
   if (r.affine.mul.valid()) r.nodes.push_back(r.affine.mul);
   r.out = r.affine.out;
+  result_last(g, r.nodes, r.out);
   return r;
 }
 
 bool apply(Edits& e, const Match& m) {
-  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
-  Graph& g = e.g;
+  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;  // before adding constants
   ValueId scale = norm_parameter(e, "RMSNorm_scale", m.affine.scale_base, m.affine.scale_offset, 1.0, m.type, m.norm_dims);
   std::vector<NewAttr> attrs = {NewAttr::Int("axis", -static_cast<int64_t>(m.norm_dims.size())),
                                 NewAttr::Float("epsilon", m.eps)};
   if (m.stash) attrs.push_back(NewAttr::Int("stash_type", 1));
-  ValueId y = e.new_value(str(g.value_name(m.out)));
-  e.add_node("RMSNormalization", {m.x, scale}, {y}, std::move(attrs), m.nodes);
-  e.replace_uses(m.out, y);
-  for (NodeId n : m.nodes) e.kill(n);
-  return true;
+  return e.replace_with(m.nodes, "RMSNormalization", {m.x, scale}, std::move(attrs)).valid();
 }
 
 const FusionOf<Match>& fusion() {

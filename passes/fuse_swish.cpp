@@ -52,18 +52,14 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&
   }
   if (const char* why = private_values(g, u, r.nodes, r.out)) return Miss{why};
   if (!is_float(dtype_of(g, r.x))) return Miss{"not floating point"};
+  result_last(g, r.nodes, r.out);
   return r;
 }
 
 bool apply(Edits& e, const Match& m) {
-  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
   std::vector<NewAttr> attrs;
   if (m.alpha != 1.0f) attrs.push_back(NewAttr::Float("alpha", m.alpha));
-  ValueId y = e.new_value(str(e.g.value_name(m.out)));
-  e.add_node("Swish", {m.x}, {y}, std::move(attrs), m.nodes);
-  e.replace_uses(m.out, y);
-  for (NodeId n : m.nodes) e.kill(n);
-  return true;
+  return e.replace_with(m.nodes, "Swish", {m.x}, std::move(attrs)).valid();
 }
 
 const FusionOf<Match>& fusion() {

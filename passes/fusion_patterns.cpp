@@ -5,24 +5,10 @@
 #include <cstring>
 
 #include "ir/error.h"
+#include "ir/float16.h"
 #include "passes/edits.h"
 
 namespace onnxforge::passes::pattern {
-
-ValueId other_input(const Graph& g, NodeId n, ValueId v) {
-  if (!n.valid() || g.inputs(n).size() != 2) return {};
-  if (g.input(n, 0) == v) return g.input(n, 1);
-  if (g.input(n, 1) == v) return g.input(n, 0);
-  return {};
-}
-
-std::optional<double> scalar(const Graph& g, ValueId v) {
-  TensorId t = constant_tensor(g, v);
-  if (!t.valid() || g.model().tensors.element_count(t) != 1) return std::nullopt;
-  auto vals = constant_values(g, v);
-  if (!vals || vals->size() != 1) return std::nullopt;
-  return (*vals)[0];
-}
 
 namespace {
 // Where a capture's type lives: the outer value it reads (through every enclosing scope).
@@ -53,24 +39,20 @@ int64_t rank_of(const Graph& g, ValueId v) {
 bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 bool is_float(DType t) { return t == DType::Float || t == DType::Double || is_half(t); }
 
-bool near(double got, double want, DType t) {
-  if (got == want) return true;
-  if (!std::isfinite(got)) return false;
-  // Two units in the last place of the stored type. float64 constants are often float32 values
-  // widened by the exporter (torch writes √(2/π) as 0.7978845834732056), so they get float32's.
-  double ulp;
+double rounding(DType t) {
   switch (t) {
-    case DType::Float16: ulp = std::ldexp(1.0, -10); break;
-    case DType::BFloat16: ulp = std::ldexp(1.0, -7); break;
-    case DType::Float: case DType::Double: ulp = std::ldexp(1.0, -23); break;
-    default: return false;  // integers: exact only
+    case DType::Float16: return std::ldexp(2.0, -10);
+    case DType::BFloat16: return std::ldexp(2.0, -7);
+    case DType::Float: case DType::Double: return std::ldexp(2.0, -23);
+    default: return 0;
   }
-  return std::fabs(got - want) <= 2 * ulp * std::fabs(want);
 }
 
 bool scalar_near(const Graph& g, ValueId v, double want) {
-  auto s = scalar(g, v);
-  return s && near(*s, want, dtype_of(g, v));
+  if (!scalar(g, v)) return false;
+  // A Constant's value_float / value_int carry no tensor: float32 rounding.
+  TensorId t = constant_tensor(g, v);
+  return constant_near(g, v, want, rounding(t.valid() ? g.model().tensors.dtype(t) : DType::Float));
 }
 
 const char* private_values(const Graph& g, const Uses& u, std::span<const NodeId> block, ValueId out) {
@@ -85,6 +67,11 @@ const char* private_values(const Graph& g, const Uses& u, std::span<const NodeId
       }
     }
   return nullptr;
+}
+
+void result_last(const Graph& g, std::vector<NodeId>& block, ValueId out) {
+  auto it = std::find(block.begin(), block.end(), g.producer(out));
+  if (it != block.end()) std::rotate(it, it + 1, block.end());
 }
 
 bool read_only_by(const Graph&, const Uses& u, ValueId v, std::span<const NodeId> nodes) {
@@ -215,13 +202,6 @@ bool param_ok(const Graph& g, ValueId c, DType t, int64_t rank, std::span<const 
   return ct.valid() && g.model().tensors.dtype(ct) == t && over_norm_dims(g.model().tensors.dims(ct), rank, norm);
 }
 
-// The single explicit reader of `v` when it is `op`.
-NodeId only_reader(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
-  if (!u.single(v) || u.of(v)[0].slot == Use::kImplicit) return {};
-  NodeId n = u.of(v)[0].node;
-  return is(g, n, op) ? n : NodeId{};
-}
-
 }  // namespace
 
 Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t, int64_t rank,
@@ -262,29 +242,6 @@ Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t,
 
 namespace {
 
-uint16_t half_bits(float f) {  // round to nearest even
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0));
-  if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflows to infinity
-  if (x < 0x38800000u) {                                               // subnormal or zero
-    float a;
-    std::memcpy(&a, &x, 4);
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
-  }
-  const uint32_t r = x + 0xfffu + ((x >> 13) & 1u) - (112u << 23);
-  return static_cast<uint16_t>(sign | (r >> 13));
-}
-
-uint16_t bf16_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
 void encode(double v, DType t, std::byte* out) {
   switch (t) {
     case DType::Float: {
@@ -294,12 +251,12 @@ void encode(double v, DType t, std::byte* out) {
     }
     case DType::Double: std::memcpy(out, &v, 8); return;
     case DType::Float16: {
-      uint16_t h = half_bits(static_cast<float>(v));
+      uint16_t h = float_to_half(static_cast<float>(v));
       std::memcpy(out, &h, 2);
       return;
     }
     case DType::BFloat16: {
-      uint16_t h = bf16_bits(static_cast<float>(v));
+      uint16_t h = float_to_bf16(static_cast<float>(v));
       std::memcpy(out, &h, 2);
       return;
     }

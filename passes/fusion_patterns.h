@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/match.h"
 #include "ir/uses.h"
 #include "passes/graph_util.h"
 
@@ -26,29 +27,32 @@ NodeId reader_if(const Graph& g, const Uses& u, ValueId v, P&& pred) {
     if (use.slot != Use::kImplicit && g.alive(use.node) && pred(use.node)) return use.node;
   return {};
 }
+// The first reader of `v` that is an `op` (other readers may exist: the caller's private_values
+// check reports them as a Miss).
 inline NodeId reader_op(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
   return reader_if(g, u, v, [&](NodeId n) { return g.is_op(n, op); });
+}
+// The single reader of `v` (single_consumer of ir/match.h) when it is an `op`, else invalid.
+inline NodeId only_reader(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
+  NodeId n = single_consumer(g, u, v);
+  return is(g, n, op) ? n : NodeId{};
 }
 // The producer of `v` when it is a default-domain `op`, else invalid.
 inline NodeId producer_op(const Graph& g, ValueId v, std::string_view op) {
   NodeId p = v.valid() ? g.producer(v) : NodeId{};
   return is(g, p, op) ? p : NodeId{};
 }
-// The input of binary node `n` that is not `v` (v itself when both are v), invalid when `n` does
-// not read `v` or is not binary.
-ValueId other_input(const Graph& g, NodeId n, ValueId v);
-
-// A constant with one element (any rank), as double.
-std::optional<double> scalar(const Graph& g, ValueId v);
 // The element type of a value (declared/inferred, or its constant's; a subgraph's capture has
 // those of the outer value it reads), Undefined when unknown.
 DType dtype_of(const Graph& g, ValueId v);
 // Rank likewise, -1 when unknown.
 int64_t rank_of(const Graph& g, ValueId v);
-// Whether `got` equals `want` up to the rounding of type `t` (a few units in the last place of
-// float32, float16 or bfloat16; exporters store √2, 1/√2, √(2/π), 0.044715 in any of them).
-bool near(double got, double want, DType t);
-// A one-element constant near `want` in its own type.
+// The relative rounding of a constant stored as `t`: two units in the last place of float32,
+// float16 or bfloat16 (float64 gets float32's: exporters widen float32 values, torch writes
+// √(2/π) as 0.7978845834732056); 0 for integers.
+double rounding(DType t);
+// A one-element constant (scalar() of ir/match.h) within its own type's rounding of `want`:
+// exporters store √2, 1/√2, √(2/π), 0.044715 at whatever precision their framework printed.
 bool scalar_near(const Graph& g, ValueId v, double want);
 bool is_float(DType t);  // float32/float16/bfloat16/float64
 bool is_half(DType t);   // float16/bfloat16
@@ -59,6 +63,9 @@ const char* private_values(const Graph& g, const Uses& u, std::span<const NodeId
 
 // `v` is read only by `nodes` (explicitly) and is not a graph output.
 bool read_only_by(const Graph& g, const Uses& u, ValueId v, std::span<const NodeId> nodes);
+
+// Orders a matched block for Edits::replace_with: the producer of the result `out` goes last.
+void result_last(const Graph& g, std::vector<NodeId>& block, ValueId out);
 
 // ReduceMean's axes in either form (attribute before opset 18, input from 18).
 struct ReduceAxes {

@@ -126,7 +126,7 @@ NodeId only(const Graph& g, std::string_view op) {
 }
 
 std::vector<double> values(const Graph& g, ValueId v) {
-  auto x = passes::constant_values(g, v);
+  auto x = constant_values(g, v);
   return x ? *x : std::vector<double>{};
 }
 
@@ -184,7 +184,7 @@ TEST(FuseLayerNorm, SeveralTrailingAxesAndBroadcastScale) {
   ASSERT_EQ(g.node_count(), 1u);
   NodeId ln = only(g, "LayerNormalization");
   EXPECT_EQ(g.attr_int(ln, "axis", 0), -2);
-  auto scale = passes::static_shape(g, g.input(ln, 1));
+  auto scale = static_shape(g, g.input(ln, 1));
   ASSERT_TRUE(scale);
   EXPECT_EQ(*scale, (std::vector<int64_t>{4, 6}));  // expanded to the normalized shape
   EXPECT_EQ(values(g, g.input(ln, 2)), std::vector<double>(24, 0.25));
