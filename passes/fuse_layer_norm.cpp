@@ -45,7 +45,7 @@ struct Match {
 
 // The two ReduceMeans of a LayerNorm: the same constant axes, trailing, keepdims. Returns how many
 // trailing dims they reduce (k), or the reason they do not qualify.
-std::variant<int64_t, Miss> norm_axes(const Graph& g, NodeId mean, NodeId var, ValueId x) {
+Found<int64_t> norm_axes(const Graph& g, NodeId mean, NodeId var, ValueId x) {
   ReduceAxes a = reduce_axes(g, mean), b = reduce_axes(g, var);
   if (!a.known || !b.known) return Miss{"axes not constant"};
   if (a.noop || b.noop) return Miss{"reduces no axis"};
@@ -84,8 +84,8 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
   if (!eps || !std::isfinite(*eps)) return Miss{"epsilon not constant"};
   if (const int64_t rx = rank_of(g, x); rx >= 0 && rank_of(g, tail->eps) > rx) return Miss{"epsilon broadcasts"};
   r.eps = static_cast<float>(*eps);
-  auto k = norm_axes(g, mean, var, x);
-  if (auto* miss = std::get_if<Miss>(&k)) return *miss;
+  Found<int64_t> k = norm_axes(g, mean, var, x);
+  if (!k) return Miss{k.why()};
   if (const char* why = private_values(g, u, r.nodes, tail->normalized)) return Miss{why};
 
   r.type = dtype_of(g, x);
@@ -110,7 +110,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
   if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
   if (is_half(r.type) && !r.stash) return Miss{"float16 statistics (no Cast to float)"};
   if (!is_float(r.type)) return Miss{"not floating point"};
-  auto dims = trailing_dims(g, x, std::get<int64_t>(k));
+  auto dims = trailing_dims(g, x, *k);
   if (!dims) return Miss{"normalized shape unknown"};
   r.norm_dims = *dims;
   r.affine = absorb_affine(g, u, n, r.type, rank_of(g, x), r.norm_dims, /*with_bias=*/true);

@@ -28,7 +28,13 @@ const std::vector<const Fusion*>& all_fusions() {
 
 std::vector<CensusRow> fusion_census(const Model& m, const PassOptions& o) {
   std::vector<CensusRow> rows;
-  for (const Fusion* f : all_fusions()) rows.push_back(f->info().census_row());
+  for (const Fusion* f : all_fusions()) {
+    const FusionInfo& i = f->info();
+    CensusRow& r = rows.emplace_back();
+    r.fusion = i.name;
+    r.op = i.op;
+    r.min_opset = i.min_opset;
+  }
   for (size_t gi = 0; gi < m.graph_count(); ++gi) {
     const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
     if (g.detached()) continue;
