@@ -101,7 +101,7 @@ void Edits::remove_initializer(ValueId v) {
   delta_->bytes += static_cast<int64_t>(g.model().tensors.byte_size(g.initializer(v)));
 }
 
-NodeId Edits::replace_with(std::initializer_list<NodeId> group, std::string_view op, std::vector<ValueId> inputs,
+NodeId Edits::replace_with(std::span<const NodeId> group, std::string_view op, std::vector<ValueId> inputs,
                            std::vector<NewAttr> attrs, std::string_view domain) {
   std::vector<NodeId> members;
   for (NodeId n : group)

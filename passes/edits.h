@@ -74,8 +74,13 @@ class Edits {
   // output 0 and takes over its readers; its tags are the union of the group's; every member
   // whose outputs nothing outside the group reads is killed (one still read elsewhere stays for
   // those readers). Returns the new node.
-  NodeId replace_with(std::initializer_list<NodeId> group, std::string_view op, std::vector<ValueId> inputs,
+  NodeId replace_with(std::span<const NodeId> group, std::string_view op, std::vector<ValueId> inputs,
                       std::vector<NewAttr> attrs = {}, std::string_view domain = {});
+  NodeId replace_with(std::initializer_list<NodeId> group, std::string_view op, std::vector<ValueId> inputs,
+                      std::vector<NewAttr> attrs = {}, std::string_view domain = {}) {
+    return replace_with(std::span<const NodeId>(group.begin(), group.size()), op, std::move(inputs), std::move(attrs),
+                        domain);
+  }
   // Node `n` goes away and the readers of its output 0 read `kept` instead. Returns false and
   // does nothing when `n` was touched this round, `kept`'s producer was killed, another output
   // of `n` is read, or `n`'s output is a graph output `kept` cannot take the name of

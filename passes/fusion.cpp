@@ -17,7 +17,12 @@ CensusRow& CensusRow::operator+=(const CensusRow& o) {
 int64_t fusion_opset(const Graph& g, const PassOptions&) { return g.model().opset(""); }
 
 const std::vector<const Fusion*>& all_fusions() {
-  static const std::vector<const Fusion*> list = {};
+  static const std::vector<const Fusion*> list = {
+      &fuse_layer_norm_fusion(),
+      &fuse_rms_norm_fusion(),
+      &fuse_gelu_fusion(),
+      &fuse_swish_fusion(),
+  };
   return list;
 }
 

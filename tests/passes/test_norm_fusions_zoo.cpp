@@ -1,0 +1,212 @@
+// The norm and activation fusions on the real spellings of the zoo's exporters: torch.onnx's
+// LayerNorm / GELU (erf and GPT-2's tanh) / Llama RMSNorm / SiLU in BERT, DistilBERT, GPT-2, ViT,
+// Whisper's encoder and Llama, exported at opset 14 and raised to the opset each fusion needs.
+// Every block of these models must be found and fused (the census shows none missed), and the
+// fused model must agree with the original (run at its own opset) within class 1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "analysis/shapes.h"
+#include "io/model_io.h"
+#include "ir/rewrite.h"
+#include "numeric.h"
+#include "passes/fusion.h"
+#include "passes/graph_util.h"
+#include "runtime/inputs.h"
+#include "runtime/runtime.h"
+#include "tests/common/models.h"
+
+namespace onnxforge::test {
+namespace {
+
+// Raises the default-domain opset of a torch export (opset 14) to `to` where nothing between
+// changes the meaning of an op the model has: the Reduce* axes attribute becomes an input at 18;
+// a model with an op whose meaning changes on the way (RoiAlign 16, GroupNormalization 21) fails
+// the test. (The opset upgrade pass does this in general; this is the test fixture.)
+void raise_opset(Model& m, int64_t to) {
+  static const char* kAxesToInput[] = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                                       "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+  const int64_t from = m.opset("");
+  ASSERT_GE(from, 13) << "the fixture starts from torch exports (opset 13+)";
+  for (size_t gi = 0; gi < m.graph_count(); ++gi) {
+    Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
+    if (g.detached()) continue;
+    Rewrite rw(g);
+    for (NodeId n : g.nodes()) {
+      for (const char* op : {"RoiAlign", "GroupNormalization"})
+        ASSERT_FALSE(g.is_op(n, op)) << op << " changes meaning on the way to opset " << to;
+      if (to < 18 || from >= 18) continue;
+      bool reduce = false;
+      for (const char* op : kAxesToInput) reduce = reduce || g.is_op(n, op);
+      const Attr* axes = g.attr(n, "axes");
+      if (!reduce || !axes) continue;
+      auto attrs = passes::copy_attrs(g, n);
+      ASSERT_TRUE(attrs);
+      std::vector<int64_t> values(g.ints(*axes).begin(), g.ints(*axes).end());
+      std::erase_if(*attrs, [](const NewAttr& a) { return a.name == "axes"; });
+      const int64_t count = static_cast<int64_t>(values.size());
+      TensorId t = m.tensors.add_owned(intern("axes"), DType::Int64, std::span<const int64_t>(&count, 1), passes::to_bytes(values));
+      ValueId y = rw.new_value(str(g.value_name(g.output(n, 0))));
+      NodeId tags[] = {n};
+      rw.add_node(str(g.op_type(n)), {g.input(n, 0), rw.new_initializer("axes", t)}, {y}, std::move(*attrs), tags);
+      rw.replace_uses(g.output(n, 0), y);
+      rw.kill(n);
+    }
+    rw.commit();
+  }
+  for (OpsetImport& o : m.opsets)
+    if (str(o.domain).empty() || str(o.domain) == "ai.onnx") o.version = to;
+  // IR version each opset needs (opset 23 needs IR 11).
+  const int64_t ir = to >= 23 ? 11 : to >= 21 ? 10 : to >= 19 ? 9 : 8;
+  m.ir_version = std::max(m.ir_version, ir);
+}
+
+// The original run op by op (the runtime plan's own fusions of decomposed LayerNorm/GELU off, so
+// no matcher at all decides how the original is computed) against the candidate as it would
+// run: max |a − b| over every output, and whether each element is within class 1.
+std::pair<double, bool> unfused_diff(const Model& original, const Model& candidate) {
+  rt::SessionOptions plain = rt::comparison_options();
+  plain.fuse_activations = false;
+  rt::Session a(original, plain), b(candidate, rt::comparison_options());
+  auto inputs = rt::make_inputs(rt::plan_inputs(original.main(), a.input_values(), {}), 7);
+  auto ra = a.run(inputs), rb = b.run(inputs);
+  const passes::Tolerance tol = passes::tolerance_of(passes::AccuracyClass::FloatBounded);
+  double worst = 0;
+  bool ok = ra.size() == rb.size();
+  for (size_t i = 0; ok && i < ra.size(); ++i) {
+    ok = ra[i].shape == rb[i].shape;
+    for (int64_t j = 0; ok && j < ra[i].numel(); ++j) {
+      const double x = ra[i].get_f64(j), d = std::fabs(x - rb[i].get_f64(j));
+      worst = std::max(worst, d);
+      ok = d <= tol.abs + tol.rel * std::fabs(x);
+    }
+  }
+  return {worst, ok};
+}
+
+struct Expect {
+  const char* model;
+  int64_t layer_norm, gelu, rms_norm, swish;
+};
+
+const passes::CensusRow& row(const std::vector<passes::CensusRow>& rows, std::string_view fusion) {
+  for (const auto& r : rows)
+    if (r.fusion == fusion) return r;
+  throw std::runtime_error("no fusion " + std::string(fusion));
+}
+
+std::string misses(const std::vector<passes::CensusRow>& rows) {
+  std::string s;
+  for (const auto& r : rows)
+    for (const auto& [why, n] : r.missed) s += r.fusion + ": " + why + " x" + std::to_string(n) + "; ";
+  return s;
+}
+
+// Loads, raises to `opset`, checks the census, optimizes with every pass, checks what is fused
+// and that nothing is left, verifies against the original. Prints the node counts. `full`:
+// also optimizes the original at its own opset for comparison and saves/reloads the result
+// (left out for the full-size models: each costs a pass over hundreds of MB).
+void fuse_and_verify(const std::filesystem::path& path, const Expect& e, int64_t opset, int seeds = 2, bool full = true) {
+  SCOPED_TRACE(path.filename().string() + " at opset " + std::to_string(opset));
+  auto original = load_model(path);
+  auto baseline = full ? load_model(path) : nullptr;
+  auto model = load_model(path);
+  raise_opset(*model, opset);
+  infer_shapes(*model);
+  auto before = passes::fusion_census(*model, {});
+  EXPECT_EQ(row(before, "fuse_layer_norm").found, e.layer_norm);
+  EXPECT_EQ(row(before, "fuse_gelu").found, e.gelu);
+  EXPECT_EQ(row(before, "fuse_rms_norm").found, e.rms_norm);
+  EXPECT_EQ(row(before, "fuse_swish").found, e.swish);
+  for (const auto& r : before) EXPECT_EQ(r.missed_total(), 0) << misses(before);
+
+  passes::RunResult base;
+  if (full) base = optimize(*baseline);
+  passes::RunResult r = optimize(*model);
+  const Graph& g = model->main();
+  const bool ln = opset >= 17, gelu = opset >= 20, rms = opset >= 23, swish = opset >= 24;
+  EXPECT_EQ(count_op(g, "LayerNormalization"), static_cast<size_t>(ln ? e.layer_norm : 0));
+  EXPECT_EQ(count_op(g, "Gelu"), static_cast<size_t>(gelu ? e.gelu : 0));
+  EXPECT_EQ(count_op(g, "RMSNormalization"), static_cast<size_t>(rms ? e.rms_norm : 0));
+  EXPECT_EQ(count_op(g, "Swish"), static_cast<size_t>(swish ? e.swish : 0));
+  auto after = passes::fusion_census(*model, {});
+  EXPECT_EQ(row(after, "fuse_layer_norm").found, ln ? 0 : e.layer_norm);
+  EXPECT_EQ(row(after, "fuse_gelu").found, gelu ? 0 : e.gelu);
+  EXPECT_EQ(row(after, "fuse_rms_norm").found, rms ? 0 : e.rms_norm);
+  const std::string base_nodes = full ? std::to_string(base.after.nodes) : "-";
+  std::printf("[ norms    ] %-18s opset %2lld: %lld nodes, optimize at opset 14: %s, at %lld: %lld (LN %zu, Gelu %zu, RMSNorm %zu, Swish %zu)\n",
+              path.stem().string().c_str(), static_cast<long long>(opset), static_cast<long long>(r.before.nodes),
+              base_nodes.c_str(), static_cast<long long>(opset), static_cast<long long>(r.after.nodes),
+              count_op(g, "LayerNormalization"), count_op(g, "Gelu"), count_op(g, "RMSNormalization"), count_op(g, "Swish"));
+  if (full && ((ln && e.layer_norm) || (gelu && e.gelu) || (rms && e.rms_norm) || (swish && e.swish))) {
+    EXPECT_LT(r.after.nodes, base.after.nodes);
+  }
+  passes::Reference ref(*original, passes::VerifyOptions{seeds, {}});
+  passes::VerifyResult v = ref.check(*model, passes::tolerance_of(r.worst));
+  EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
+  auto [plain_diff, plain_ok] = unfused_diff(*original, *model);
+  EXPECT_TRUE(plain_ok) << "against the original run op by op: max_diff " << plain_diff;
+  std::printf("[ norms    ] %-18s max_diff %.3g (original op by op: %.3g)\n", path.stem().string().c_str(), v.max_diff,
+              plain_diff);
+  if (!full) return;
+  auto dir = temp_dir("norm_fusions");
+  save_model(*model, dir / "out.onnx");
+  auto again = load_model(dir / "out.onnx");
+  EXPECT_EQ(count_op(again->main(), "LayerNormalization"), count_op(g, "LayerNormalization"));
+}
+
+// Swish-24 runs once the runtime has its kernel; until then the zoo runs stop at opset 23.
+bool runtime_has_swish() {
+  Builder b(24);
+  ValueId x = b.input("x", {2});
+  b.output(b.node("Swish", {x}));
+  try {
+    passes::Reference ref(*b.m, passes::VerifyOptions{1, {}});
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+const Expect kSmall[] = {
+    {"bert_small", 5, 2, 0, 0},   {"distilbert_small", 5, 2, 0, 0}, {"gpt2_small_cfg", 5, 2, 0, 0},
+    {"vit_small", 5, 2, 0, 0},    {"whisper_small_enc", 5, 4, 0, 0}, {"llama_small", 0, 0, 5, 2},
+};
+
+TEST(NormFusionsZoo, EveryBlockOfTheSmallExportsFusesAndVerifies) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  const int64_t top = runtime_has_swish() ? 24 : 23;
+  for (const Expect& e : kSmall) fuse_and_verify(zoo_model(e.model), e, top);
+}
+
+// Each fusion waits for its opset: at 17 only LayerNorms, at 20 also GELUs.
+TEST(NormFusionsZoo, OpsetGatesEachFusion) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  fuse_and_verify(zoo_model("bert_small"), kSmall[0], 17, 1);
+  fuse_and_verify(zoo_model("gpt2_small_cfg"), kSmall[2], 20, 1);
+  fuse_and_verify(zoo_model("llama_small"), kSmall[5], 20, 1);
+}
+
+// The full-size exports when present (tools/models/export_zoo.py --only NAME): the same blocks
+// at scale (BERT-base, GPT-2, DistilBERT, ViT-B/16, Whisper-tiny encoder, TinyLlama's 2 layers).
+TEST(NormFusionsZoo, FullSizeExportsWhenPresent) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  const Expect full[] = {
+      {"bert_base", 25, 12, 0, 0}, {"distilbert_base", 13, 6, 0, 0},  {"gpt2", 25, 12, 0, 0},
+      {"vit_b_16", 25, 12, 0, 0},  {"whisper_tiny_enc", 9, 6, 0, 0}, {"tinyllama_2l", 0, 0, 5, 2},
+  };
+  const int64_t top = runtime_has_swish() ? 24 : 23;
+  int found = 0;
+  for (const Expect& e : full) {
+    auto path = model_dir() / (std::string(e.model) + ".onnx");
+    if (!std::filesystem::exists(path)) continue;
+    ++found;
+    fuse_and_verify(path, e, top, 1, /*full=*/false);
+  }
+  if (found == 0) GTEST_SKIP() << "no full-size exports in " << model_dir();
+}
+
+}  // namespace
+}  // namespace onnxforge::test
