@@ -25,7 +25,10 @@ std::vector<CensusRow> fusion_census(const Model& m, const PassOptions& o) {
   std::vector<CensusRow> rows;
   for (const Fusion* f : all_fusions()) {
     const FusionInfo& i = f->info();
-    rows.push_back({i.name, i.op, i.min_opset});
+    CensusRow& r = rows.emplace_back();
+    r.fusion = i.name;
+    r.op = i.op;
+    r.min_opset = i.min_opset;
   }
   for (size_t gi = 0; gi < m.graph_count(); ++gi) {
     const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));

@@ -114,7 +114,10 @@ class FusionOf final : public Pass, public Fusion {
   }
 
   CensusRow census(const Graph& g, const Uses& uses, const PassOptions& o) const override {
-    CensusRow row{info_.name, info_.op, info_.min_opset};
+    CensusRow row;
+    row.fusion = info_.name;
+    row.op = info_.op;
+    row.min_opset = info_.min_opset;
     const bool here = fusion_opset(g, o) >= info_.min_opset;
     each_anchor(g, [&](NodeId n) {
       Found<M> f = match_(g, uses, n, o);
