@@ -302,18 +302,18 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
     chain_values.push_back(next);
   }
   // Every scores value is read only by the chain, except Shape readers whose result only sizes an
-  // Expand of a mask piece (DistilBERT expands its mask to the scores' shape): that Expand is
-  // replaced by the attention's own broadcasting.
+  // Expand of a mask piece (DistilBERT expands its mask to the scores' shape): an Expand to the
+  // scores' own shape is what the attention's broadcasting does anyway, so the piece is read
+  // before it (also when duplicate elimination made a later layer's Expand read this layer's
+  // Shape: any Expand whose output has the scores' dims).
   std::vector<NodeId> mask_side;
+  const auto scores_dims = heads::dims_of(g, g.output(m.mm1, 0));
   auto strip_expand = [&](ValueId v) {
     v = skip_noop_slices(g, v);
     NodeId ex = g.producer(v);
-    if (!is(g, ex, "Expand")) return v;
-    NodeId sh = g.producer(g.input(ex, 1));
-    if (!is(g, sh, "Shape") || std::find(chain_values.begin(), chain_values.end(), g.input(sh, 0)) == chain_values.end())
-      return v;
+    if (!is(g, ex, "Expand") || !scores_dims || heads::dims_of(g, v) != scores_dims) return v;
     mask_side.push_back(ex);
-    mask_side.push_back(sh);
+    if (NodeId sh = g.producer(g.input(ex, 1)); is(g, sh, "Shape")) mask_side.push_back(sh);
     return g.input(ex, 0);
   };
   for (MaskPiece& p : m.mask) p.m = strip_expand(p.m);
