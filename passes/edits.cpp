@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/match.h"
+
 namespace onnxforge::passes {
 
 Edits::Edits(Graph& graph, const Uses& u, const PassOptions& o)
@@ -126,6 +128,44 @@ void Edits::remove_initializer(ValueId v) {
   removed_inits_.push_back(v);
   delta_->initializers += 1;
   delta_->bytes += static_cast<int64_t>(g.model().tensors.byte_size(g.initializer(v)));
+}
+
+NodeId Edits::replace_with(std::initializer_list<NodeId> group, std::string_view op, std::vector<ValueId> inputs,
+                           std::vector<NewAttr> attrs, std::string_view domain) {
+  std::vector<NodeId> members;
+  for (NodeId n : group)
+    if (n.valid()) members.push_back(n);
+  if (members.empty() || any_touched(std::span<const NodeId>(members))) return {};
+  ValueId y = g.output(members.back(), 0);
+  ValueId r = new_value(str(g.value_name(y)));
+  NodeId added = add_node(op, std::move(inputs), {r}, std::move(attrs), members, domain);
+  // Which members die is decided on the round's use index, before the readers move.
+  auto read_outside = [&](NodeId n) {
+    for (ValueId v : g.outputs(n)) {
+      if (!v.valid() || v == y) continue;
+      if (uses.is_graph_output(v)) return true;
+      for (const Use& u : uses.of(v))
+        if (std::find(members.begin(), members.end(), u.node) == members.end()) return true;
+    }
+    return false;
+  };
+  std::vector<NodeId> dead;
+  for (NodeId n : members)
+    if (!read_outside(n)) dead.push_back(n);
+  replace_uses(y, r);
+  for (NodeId n : dead) kill(n);
+  return added;
+}
+
+bool Edits::forward(NodeId n, ValueId kept) {
+  if (touched(n) || !kept.valid() || killed(g.producer(kept))) return false;
+  for (size_t i = 1; i < g.outputs(n).size(); ++i)
+    if (ValueId v = g.output(n, i); v.valid() && uses.used(v)) return false;
+  ValueId out = g.output(n, 0);
+  if (!can_forward(g, uses, out, kept)) return false;
+  replace_uses(out, kept);
+  kill(n);
+  return true;
 }
 
 int64_t Edits::commit() {

@@ -5,6 +5,7 @@
 //    grew, so a "used once" condition checked at analysis time may no longer hold);
 //  - per-pass accounting of nodes, initializers and bytes removed;
 //  - initializer removal and constants from raw bytes.
+#include <initializer_list>
 #include <span>
 #include <unordered_map>
 #include <string_view>
@@ -65,6 +66,22 @@ class Edits {
   bool killed(NodeId n) const { return n.index() < killed_.size() && killed_[n.index()]; }
   // Removes an initializer (and a graph input of the same value, IR < 4) at commit.
   void remove_initializer(ValueId v);
+
+  // ---- actions: the rules every rewrite needs, written once (pass.h has an example)
+  // The nodes of `group` (data-flow order, the result last; invalid ids are skipped) become one
+  // node `op(inputs)` with `attrs`. Returns invalid and does nothing when a member was touched
+  // earlier this round. Otherwise: the new node's output is named after the last member's
+  // output 0 and takes over its readers; its tags are the union of the group's; every member
+  // whose outputs nothing outside the group reads is killed (one still read elsewhere stays for
+  // those readers). Returns the new node.
+  NodeId replace_with(std::initializer_list<NodeId> group, std::string_view op, std::vector<ValueId> inputs,
+                      std::vector<NewAttr> attrs = {}, std::string_view domain = {});
+  // Node `n` goes away and the readers of its output 0 read `kept` instead. Returns false and
+  // does nothing when `n` was touched this round, `kept`'s producer was killed, another output
+  // of `n` is read, or `n`'s output is a graph output `kept` cannot take the name of
+  // (can_forward in ir/match.h: an analysis should check it too, so it never reports a match
+  // that only moves an Identity around).
+  bool forward(NodeId n, ValueId kept);
 
   bool empty() const { return rw_.empty() && removed_inits_.empty() && !other_change_; }
   int64_t commit();
