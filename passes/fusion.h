@@ -5,7 +5,7 @@
 // A fusion is a pass whose matcher, given one anchor node (the op every block of its kind
 // contains once: the mean's ReduceMean of a LayerNorm, the Erf/Tanh of a GELU, the Softmax of an
 // attention block), says one of three things:
-//   - not a block of this kind (std::monostate): the anchor is an ordinary ReduceMean, Softmax...
+//   - not a block of this kind (`return {};`): the anchor is an ordinary ReduceMean, Softmax...
 //   - a block, fusable: the Match `apply` turns into one standard op;
 //   - a block the fusion cannot take, with the first check that failed (Miss{"axes not trailing"}).
 // `analyze` keeps the fusable blocks when the model's opset has the op. `census` counts every
@@ -18,7 +18,7 @@
 //   struct Match { NodeId mean, ...; };
 //   Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptions& o) {
 //     if (!is_candidate(...)) return {};           // not a LayerNorm
-//     if (!trailing_axes(...)) return Miss{"axes not trailing"};
+//     MATCH_IF(trailing_axes(...), "axes not trailing");
 //     return Match{...};
 //   }
 //   const Pass& fuse_layer_norm_pass() {
@@ -29,21 +29,16 @@
 //   }
 #include <map>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "ir/match.h"
 #include "passes/edits.h"
 #include "passes/pass.h"
 
 namespace onnxforge::passes {
 
-// Why a block was not fused: a static string naming the first check that failed.
-struct Miss {
-  const char* reason;
-};
-
-template <class M>
-using Found = std::variant<std::monostate, M, Miss>;
+// Matchers return onnxforge::Found<M> (ir/match.h): `return {};` (not a block of this kind),
+// `MATCH_IF(cond, "why")` / `return Miss{"why"}` (a block, not fusable), or the Match.
 
 // One fusion's count over one graph (and, summed, over a model or a zoo).
 struct CensusRow {
@@ -102,7 +97,7 @@ class FusionOf final : public Pass, public Fusion {
     if (fusion_opset(g, o) >= info_.min_opset)
       each_anchor(g, [&](NodeId n) {
         Found<M> f = match_(g, uses, n, o);
-        if (auto* m = std::get_if<M>(&f)) out.push_back(std::move(*m));
+        if (f) out.push_back(std::move(*f));
       });
     return std::any(std::move(out));
   }
@@ -121,9 +116,9 @@ class FusionOf final : public Pass, public Fusion {
     const bool here = fusion_opset(g, o) >= info_.min_opset;
     each_anchor(g, [&](NodeId n) {
       Found<M> f = match_(g, uses, n, o);
-      if (std::holds_alternative<std::monostate>(f)) return;
+      if (!f && !f.missed()) return;  // not a block of this kind
       ++row.found;
-      if (auto* miss = std::get_if<Miss>(&f)) ++row.missed[miss->reason];
+      if (f.missed()) ++row.missed[std::string(f.why())];
       else ++(here ? row.fusable_here : row.fusable_after_upgrade);
     });
     return row;
