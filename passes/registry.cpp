@@ -15,6 +15,8 @@ const std::vector<const Pass*>& all_passes() {
       &fuse_swish_pass(),
       &fuse_conv_batchnorm_pass(),
       &fuse_conv_relu_pass(),
+      &fuse_rotary_embedding_pass(),  // attention fusions: rotary first (attention reads its 3-D output)
+      &fuse_attention_pass(),
       &fuse_matmul_add_pass(),
       &eliminate_duplicate_constants_pass(),
       &eliminate_dead_nodes_pass(),
