@@ -14,14 +14,35 @@ CNN batch-norm statistics are calibrated on random images (train-mode forward pa
 activations stay in a realistic range. `<cnn>_bn` variants have the same weights as `<cnn>` but
 are exported with TrainingMode.PRESERVE (model in eval mode), which keeps BatchNormalization.
 
+Models (`--list` prints them with their sets; CI-size configurations are the `--small` set):
+
+  family           full-size (published configuration)            small (CI)
+  cnn              resnet50, mobilenet_v2, mobilenet_v3_small,    resnet_small, mobilenet_v2,
+                   efficientnet_b0 (+ `_bn`)                      mobilenet_v3_small, efficientnet_b0 (+ `_bn`)
+  vit              vit_b_16                                       vit_small
+  bert / roberta   bert_base, roberta_base                        bert_small, roberta_mini
+  distilbert       distilbert_base                                distilbert_small
+  gpt2 / llama     gpt2, tinyllama_2l, tinyllama (--tinyllama)    gpt2_small_cfg, llama_small
+  whisper_encoder  whisper_tiny_enc, whisper_base_enc             whisper_small_enc
+  deit             deit_small (distilled: CLS + distillation      deit_mini
+                   token, two heads averaged)
+  mobilevit        mobilevit_small (+ `_bn`)                      mobilevit_mini (+ `_bn`)
+  yolov8           yolov8n, yolov8s at 640 (+ `_bn`)              yolov8n_mini (YOLOv8n at 128, + `_bn`)
+  wav2vec2         wav2vec2_base (16000 samples)                  wav2vec2_mini (dynamic length)
+`_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
+full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
+every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
+module names) and yolo_models.py (Ultralytics').
+
 Output: `<out>/<name>.onnx` (TinyLlama: `<out>/tinyllama/model.onnx` + one file per tensor) and
 `<out>/zoo.json`, a manifest with, per model: file, family, sets, config, opset, inputs/outputs
 (dtype and shape; dynamic dims by name; token-id inputs carry their valid `range`), the seed and
-exporter settings, node/initializer/op counts, and `modules` (named_modules(): path -> class).
-A model is skipped when its file exists and its stamp (sha256 of this script and hf_models.py,
-the model config, opset and torch/torchvision versions) matches the manifest. Outputs are
-written to a temporary name and renamed; concurrent runs on the same folder are serialised by
-a lock file.
+exporter settings, node/initializer/op counts, and `modules` (named_modules(): path -> class;
+a module object reachable under several paths, like YOLOv8's shared SiLU, under each of them).
+A model is skipped when its file exists and its stamp (sha256 of this script, hf_models.py and
+yolo_models.py, the model config, opset and torch/torchvision versions) matches the manifest.
+Outputs are written to a temporary name and renamed; concurrent runs on the same folder are
+serialised by a lock file.
 """
 from __future__ import annotations
 
