@@ -28,7 +28,8 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
                    token, two heads averaged)
   mobilevit        mobilevit_small (+ `_bn`)                      mobilevit_mini (+ `_bn`)
   yolov8           yolov8n, yolov8s at 640 (+ `_bn`)              yolov8n_mini (YOLOv8n at 128, + `_bn`)
-  wav2vec2         wav2vec2_base (16000 samples)                  wav2vec2_mini (dynamic length)
+  wav2vec2         wav2vec2_base (16000 samples; `_dynlen`:       wav2vec2_mini (800 samples)
+                   dynamic length)
 `_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
 full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
 every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
@@ -196,16 +197,21 @@ def registry() -> list[Spec]:
         specs.append(_op17(specs[-2]))
     # YOLOv8n's real widths and depths at 128x128 (336 anchors instead of 8400)
     specs += _cnn("yolov8n_mini", S, dict(scale="n", nc=80, image=128), family="yolov8")
-    # 1 s of 16 kHz audio, a fixed length: the runtime's default for a symbolic length (128)
-    # is below the feature encoder's receptive field (400 samples). wav2vec2_mini keeps the
-    # length dynamic, with a 3-layer encoder whose field (40 samples) fits the default.
-    specs.append(Spec("wav2vec2_base", "wav2vec2", F, dict(WAV2VEC2_BASE, samples=16000),
+    # A fixed audio length (1 s of 16 kHz for base): a symbolic one is sized 128 by the runtime's
+    # defaults and 7 by the zoo-wide shape tests, both below the feature encoder's receptive field
+    # (400 samples for base, 20 for mini). `_dynlen` keeps the length dynamic, as the original
+    # allows (run it with --dim sequence=N, N >= 400).
+    specs.append(Spec("wav2vec2_base", "wav2vec2", F, dict(WAV2VEC2_BASE, samples=16000, dynamic_length=False),
                       notes="Wav2Vec2-base, 16000 samples"))
     specs.append(_op17(specs[-1]))
+    specs.append(Spec("wav2vec2_base_dynlen", "wav2vec2", F, dict(WAV2VEC2_BASE, samples=16000, dynamic_length=True),
+                      seed_name="wav2vec2_base",
+                      notes="same weights as wav2vec2_base; dynamic length (--dim sequence=N, N >= 400)"))
     specs.append(Spec("wav2vec2_mini", "wav2vec2", S,
                       dict(WAV2VEC2_BASE, conv_dim=[32, 32, 32], conv_stride=[5, 2, 2], conv_kernel=[10, 3, 3],
                            num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, hidden_size=64,
-                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, samples=None)))
+                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, samples=800,
+                           dynamic_length=False)))
     specs.append(_op17(specs[-1]))
     for s in specs:
         s.seed_name = s.seed_name or s.name
@@ -329,16 +335,14 @@ def _build(spec: Spec) -> Built:
                      {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, {})
     if spec.family == "wav2vec2":
         outputs = ["last_hidden_state", "extract_features"]
-        if c["samples"]:
-            x = torch.randn(B, c["samples"], generator=g)
+        x = torch.randn(B, c["samples"], generator=g)
+        if not c["dynamic_length"]:
             return Built(model, (x,), ["input_values"], outputs, {n: {0: "batch"} for n in ["input_values"] + outputs},
                          {})
-        samples = 800  # traced length: 39 frames, so nothing specialises on a tiny length
-        x = torch.randn(B, samples, generator=g)
         axes = {"input_values": {0: "batch", 1: "sequence"}}
         axes.update({n: {0: "batch", 1: "frames"} for n in outputs})
         return Built(model, (x,), ["input_values"], outputs, axes, {},
-                     trace_dims={"batch": B, "sequence": samples})
+                     trace_dims={"batch": B, "sequence": c["samples"]})
     if spec.family == "whisper_encoder":
         frames = 2 * c["max_source_positions"]
         x = torch.randn(B, c["num_mel_bins"], frames, generator=g)
