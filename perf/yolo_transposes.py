@@ -14,7 +14,9 @@ Per model and opset:
      elementwise -> Transpose that cancels, identity perms;
   2. the pass alone: `onnxforge optimize --passes eliminate_redundant_transposes` (matches
      applied, nodes removed, Transposes after, verification max_diff over 3 seeds);
-  3. the whole pipeline: `onnxforge optimize` (nodes before/after, Transposes after, max_diff);
+  3. the whole pipeline: `onnxforge optimize` (nodes before/after, Transposes after, max_diff),
+     and for comparison the Transposes left by ONNX Runtime's offline optimizer (ort.js optimize
+     at levels basic and all; its transpose optimizer can push a Transpose through Softmax);
   4. latency of the original against the optimized model: `onnxforge bench ORIG --vs OPT`
      (alternating runs, ratio of medians) and ONNX Runtime 1.30 (tools/peers/ort.js, graph
      optimization level all) on both, interleaved in rounds with onnxforge's, same inputs, same
@@ -118,6 +120,15 @@ def optimize(binary, src: Path, dst: Path, extra) -> dict:
             "transposes_after": count_op(dst, "Transpose")}
 
 
+def ort_transposes(ort, src: Path, tmp: Path) -> dict:
+    out = {}
+    for level in ("basic", "all"):
+        dst = tmp / f"{src.stem}.ort_{level}.onnx"
+        run(["node", ort, "optimize", src, "-o", dst, "--level", level])
+        out[level] = count_op(dst, "Transpose")
+    return out
+
+
 def latency(binary, ort, orig: Path, opt: Path, tmp: Path, threads: int, rounds: int, iters: int) -> dict:
     inputs = tmp / (orig.stem + ".inputs")
     run([binary, "run", orig, "--save-inputs", inputs, "--json"])
@@ -143,15 +154,17 @@ def report(results: list, args) -> str:
     out.append(f"Run {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, threads {args.threads}, "
                f"{args.rounds} rounds x {args.iters} iterations; onnxforge `{args.bin}`.\n")
     out.append("| model | opset | nodes | Transposes | cancelling pairs | composable pairs | T-unary-T | identity |"
-               " pass: applied / nodes removed | Transposes after (pass / pipeline) | pipeline nodes | max_diff (pass / pipeline) |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+               " pass: applied / nodes removed | Transposes after (pass / pipeline) | pipeline nodes |"
+               " max_diff (pass / pipeline) | ORT offline Transposes (basic / all) |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         c, p, f = r["census"], r["pass_only"], r["pipeline"]
         out.append(f"| {r['model']} | {r['opset']} | {c['nodes']} | {len(c['transposes'])} | {len(c['cancelling_pairs'])} | "
                    f"{len(c['composable_pairs'])} | {len(c['cancelling_through_unary'])} | {len(c['identity_perms'])} | "
                    f"{p['transpose_pass']['matches_applied']} / {p['transpose_pass']['nodes_removed']} | "
                    f"{p['transposes_after']} / {f['transposes_after']} | {f['nodes_before']} -> {f['nodes_after']} "
-                   f"(-{f['nodes_before'] - f['nodes_after']}) | {p['max_diff']:.3g} / {f['max_diff']:.3g} |")
+                   f"(-{f['nodes_before'] - f['nodes_after']}) | {p['max_diff']:.3g} / {f['max_diff']:.3g} | "
+                   f"{r['ort_offline_transposes']['basic']} / {r['ort_offline_transposes']['all']} |")
     out.append("\nTranspose nodes in the original graphs:\n")
     for r in results:
         for t in r["census"]["transposes"]:
@@ -190,7 +203,7 @@ def main() -> int:
     args = ap.parse_args()
     if not args.bin.exists():
         ap.error(f"{args.bin} does not exist (build the onnxforge target, or pass --bin)")
-    if not args.no_latency and not (args.ort.parent / "node_modules" / "onnxruntime-node").exists():
+    if not (args.ort.parent / "node_modules" / "onnxruntime-node").exists():
         ap.error(f"ONNX Runtime peer missing next to {args.ort} (tools/peers/install.sh, or pass --ort)")
     models = [m for m in args.models.split(",") if m]
     opsets = [int(o) for o in args.opsets.split(",") if o]
@@ -213,6 +226,7 @@ def main() -> int:
                                           ["--passes", "eliminate_redundant_transposes"])
                 opt = tmp / f"{m}.{opset}.opt.onnx"
                 r["pipeline"] = optimize(args.bin, src, opt, [])
+                r["ort_offline_transposes"] = ort_transposes(args.ort, src, tmp)
                 if not args.no_latency:
                     r["latency"] = latency(args.bin, args.ort, src, opt, tmp, args.threads, args.rounds, args.iters)
                 results.append(r)
