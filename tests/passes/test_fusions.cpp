@@ -1,4 +1,4 @@
-// fuse_conv_batchnorm, fuse_conv_relu, fuse_matmul_add.
+// fuse_conv_batchnorm, annotate_conv_activation, fuse_matmul_add.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -72,7 +72,7 @@ TEST(ConvRelu, MarksEpilogueAndDropsRedundantRelu) {
     b.output(b.node("Relu", {b.node("Relu", {c})}));
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"fuse_conv_relu"}, passes::AccuracyClass::Lossless);
+  auto m = optimize_and_check(make, {"annotate_conv_activation"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Relu"), 1u);
   NodeId conv = m->main().nodes()[0];
   for (NodeId n : m->main().nodes())

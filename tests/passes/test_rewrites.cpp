@@ -1,4 +1,4 @@
-// eliminate_redundant_transposes, cleanup_attention, simplify_shape_chains, fold_constants.
+// eliminate_redundant_transposes, fuse_consecutive_reshapes, simplify_shape_chains, fold_constants.
 #include <gtest/gtest.h>
 
 #include "passes/graph_util.h"
@@ -56,7 +56,7 @@ TEST(CleanupAttention, ConsecutiveReshapesCompose) {
     b.output(b.node("Relu", {r2}));
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"cleanup_attention", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  auto m = optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Reshape"), 1u);
 }
 
@@ -71,7 +71,7 @@ TEST(CleanupAttention, NeverComposesWhenSecondTargetHasZero) {
     b.output(b.node("Relu", {r2}));
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"cleanup_attention", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  auto m = optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Reshape"), 2u);
 }
 
@@ -84,7 +84,7 @@ TEST(CleanupAttention, ReshapeWithSeveralReadersIsKeptAndSameShapeReshapeGoes) {
   b.output(b.node("Relu", {r2}));
   b.output(b.node("Sigmoid", {r1}));
   b.output(b.node("Tanh", {same}));
-  optimize(*b.m, {"cleanup_attention", "eliminate_dead_nodes"});
+  optimize(*b.m, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"});
   EXPECT_EQ(count_op(b.g(), "Reshape"), 2u);  // r1 kept for Sigmoid, r2 reads x, `same` removed
 }
 
