@@ -17,7 +17,7 @@ struct Match {
 };
 
 bool order_preserving(const Graph& g, NodeId n) {
-  return is(g, n, "Reshape") || is(g, n, "Flatten") || is(g, n, "Squeeze") || is(g, n, "Unsqueeze");
+  return is_one_of(g, n, {"Reshape", "Flatten", "Squeeze", "Unsqueeze"});
 }
 
 // The output dims of Reshape(x, target) for a static input shape, or nullopt.
@@ -44,7 +44,7 @@ std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
   for (NodeId n : g.nodes()) {
-    if (!g.is_op(n, "Reshape")) continue;
+    if (!is(g, n, "Reshape")) continue;
     auto target = constant_ints(g, g.input(n, 1));
     if (!target) continue;
     bool allowzero = g.attr_int(n, "allowzero", 0) != 0;
@@ -52,10 +52,7 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
     // Same shape in and out: the Reshape does nothing.
     if (auto in = static_shape(g, x)) {
       auto res = reshaped(*in, *target, allowzero);
-      ValueId y = g.output(n, 0);
-      bool keeps_name = !uses.is_graph_output(y) ||
-                        (g.producer(x).valid() && !g.is_graph_input(x) && !uses.is_graph_output(x));
-      if (res && *res == *in && keeps_name) {
+      if (res && *res == *in && can_forward(g, uses, g.output(n, 0), x)) {
         out.push_back({n, {}});
         continue;
       }
@@ -71,13 +68,9 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
 }
 
 bool apply(Edits& e, const Match& m) {
-  Graph& g = e.g;
+  const Graph& g = e.g;
+  if (!m.inner.valid()) return e.forward(m.reshape, g.input(m.reshape, 0));
   if (e.any_touched(m.reshape, m.inner)) return false;
-  if (!m.inner.valid()) {
-    e.replace_uses(g.output(m.reshape, 0), g.input(m.reshape, 0));
-    e.kill(m.reshape);
-    return true;
-  }
   e.set_input(m.reshape, 0, g.input(m.inner, 0));
   if (e.uses.single(g.output(m.inner, 0))) e.kill(m.inner);
   return true;

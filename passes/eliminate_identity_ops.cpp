@@ -13,14 +13,6 @@ struct Match {
   ValueId keep;  // the value that replaces the node's output 0
 };
 
-// Removing the node must not just move the problem: when its output is a graph output, the
-// replacement must be renamable (Rewrite would otherwise insert an Identity again).
-bool removable_into(const Graph& g, const Uses& uses, ValueId out, ValueId in) {
-  if (!uses.is_graph_output(out)) return true;
-  return g.producer(in).valid() && !g.is_graph_input(in) && !g.is_initializer(in) && !g.outer(in).valid() &&
-         !uses.is_graph_output(in);
-}
-
 bool neutral_constant(const Graph& g, ValueId c, ValueId x, double neutral) {
   TensorId t = constant_tensor(g, c);
   if (!t.valid()) return false;
@@ -77,18 +69,13 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
     if (g.has_type(y) && g.has_type(keep) && g.dtype(y) != DType::Undefined && g.dtype(keep) != DType::Undefined &&
         g.dtype(y) != g.dtype(keep))
       continue;
-    if (!removable_into(g, uses, y, keep)) continue;
+    if (!can_forward(g, uses, y, keep)) continue;  // removing it would only move an Identity
     out.push_back({n, keep});
   }
   return out;
 }
 
-bool apply(Edits& e, const Match& m) {
-  if (e.touched(m.node) || e.killed(e.g.producer(m.keep))) return false;
-  e.replace_uses(e.g.output(m.node, 0), m.keep);
-  e.kill(m.node);
-  return true;
-}
+bool apply(Edits& e, const Match& m) { return e.forward(m.node, m.keep); }
 
 }  // namespace
 

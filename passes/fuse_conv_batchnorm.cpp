@@ -62,16 +62,16 @@ bool no_padding(const Graph& g, NodeId conv) {
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
   for (NodeId bn : g.nodes()) {
-    if (!g.is_op(bn, "BatchNormalization") || !bn_inference(g, uses, bn)) continue;
+    if (!is(g, bn, "BatchNormalization") || !bn_inference(g, uses, bn)) continue;
     // Conv → BN
-    NodeId conv = g.producer(g.input(bn, 0));
-    if ((is(g, conv, "Conv") || is(g, conv, "ConvTranspose")) && uses.single(g.input(bn, 0)) &&
+    NodeId conv = producer_of(g, bn, 0);
+    if (is_one_of(g, conv, {"Conv", "ConvTranspose"}) && uses.single(g.input(bn, 0)) &&
         weights_private(g, uses, conv)) {
       out.push_back({conv, bn, false, nullptr});
       continue;
     }
     // BN → Conv
-    NodeId next = single_consumer(g, uses, g.output(bn, 0));
+    NodeId next = single_consumer(g, uses, bn);
     if (is(g, next, "Conv") && g.input(next, 0) == g.output(bn, 0) && weights_private(g, uses, next) &&
         no_padding(g, next))
       out.push_back({next, bn, true, nullptr});
@@ -114,7 +114,7 @@ std::optional<Folded> fold(const Graph& g, const Match& m) {
   std::vector<double> s(C);
   for (size_t c = 0; c < C; ++c) s[c] = scale[c] / std::sqrt(var[c] + eps);
 
-  bool transpose = g.is_op(m.conv, "ConvTranspose");
+  bool transpose = is(g, m.conv, "ConvTranspose");
   int64_t group = g.attr_int(m.conv, "group", 1);
   int64_t out_ch = transpose ? wdims[1] * group : wdims[0];
   size_t inner = 1;
@@ -158,7 +158,8 @@ std::optional<Folded> fold(const Graph& g, const Match& m) {
 }
 
 bool apply(Edits& e, const Match& m) {
-  Graph& g = e.g;
+  const Graph& g = e.g;
+  // Checked before the new weights are added: a stale match must leave no orphan constants.
   if (!m.folded || e.any_touched(m.conv, m.bn)) return false;
   const Folded& f = *m.folded;
   auto attrs = copy_attrs(g, m.conv);
@@ -168,14 +169,8 @@ bool apply(Edits& e, const Match& m) {
   std::vector<int64_t> bdims{f.out_ch};
   ValueId nb = e.new_constant(hint + "_bias", f.dtype, bdims, f.b);
   ValueId x = m.bn_first ? g.input(m.bn, 0) : g.input(m.conv, 0);
-  ValueId y = m.bn_first ? g.output(m.conv, 0) : g.output(m.bn, 0);
-  ValueId r = e.new_value(str(g.value_name(y)));
-  NodeId tags[] = {m.conv, m.bn};
-  e.add_node(str(g.op_type(m.conv)), {x, nw, nb}, {r}, std::move(*attrs), tags);
-  e.replace_uses(y, r);
-  e.kill(m.bn);
-  e.kill(m.conv);
-  return true;
+  NodeId first = m.bn_first ? m.bn : m.conv, last = m.bn_first ? m.conv : m.bn;
+  return e.replace_with({first, last}, str(g.op_type(m.conv)), {x, nw, nb}, std::move(*attrs)).valid();
 }
 
 }  // namespace

@@ -32,18 +32,16 @@ bool clip_nonnegative(const Graph& g, NodeId clip) {
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
   for (NodeId n : g.nodes()) {
-    if (g.is_op(n, "Relu")) {
-      NodeId prev = g.producer(g.input(n, 0));
+    if (is(g, n, "Relu")) {
+      NodeId prev = producer_of(g, n, 0);
       bool redundant = is(g, prev, "Relu") || (is(g, prev, "Clip") && clip_nonnegative(g, prev));
-      ValueId y = g.output(n, 0);
-      bool keeps_name = !uses.is_graph_output(y) || !uses.is_graph_output(g.input(n, 0));
-      if (redundant && keeps_name) {
+      if (redundant && can_forward(g, uses, g.output(n, 0), g.input(n, 0))) {
         out.push_back({NodeId{}, n});
         continue;
       }
     }
-    if (!is(g, n, "Conv") && !is(g, n, "ConvTranspose")) continue;
-    NodeId act = single_consumer(g, uses, g.output(n, 0));
+    if (!is_one_of(g, n, {"Conv", "ConvTranspose"})) continue;
+    NodeId act = single_consumer(g, uses, n);
     if (!act.valid() || !epilogue_activation(g, act)) continue;
     if (g.metadata_value(n, kKey) == str(g.op_type(act))) continue;  // already recorded
     out.push_back({n, act});
@@ -53,12 +51,8 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
 
 bool apply(Edits& e, const Match& m) {
   Graph& g = e.g;
-  if (!m.conv.valid()) {
-    if (e.any_touched(m.act, g.producer(g.input(m.act, 0)))) return false;
-    e.replace_uses(g.output(m.act, 0), g.input(m.act, 0));
-    e.kill(m.act);
-    return true;
-  }
+  if (!m.conv.valid())  // the activation before it must still be the one analyze saw
+    return !e.touched(producer_of(g, m.act, 0)) && e.forward(m.act, g.input(m.act, 0));
   if (e.any_touched(m.conv, m.act)) return false;
   std::vector<MetadataEntry> meta;
   for (const MetadataEntry& x : g.metadata(m.conv))

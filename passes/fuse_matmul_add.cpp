@@ -28,12 +28,12 @@ std::vector<int64_t> dims_or_unknown(const Graph& g, ValueId v) {
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
   for (NodeId mm : g.nodes()) {
-    if (!g.is_op(mm, "MatMul")) continue;
+    if (!is(g, mm, "MatMul")) continue;
     ValueId a = g.input(mm, 0), b = g.input(mm, 1), y = g.output(mm, 0);
     if (known_rank(g, a) != 2 || known_rank(g, b) != 2) continue;
     NodeId add = single_consumer(g, uses, y);
     if (!is(g, add, "Add")) continue;
-    ValueId bias = g.input(add, 0) == y ? g.input(add, 1) : g.input(add, 0);
+    ValueId bias = other_input(g, add, y);
     if (!bias.valid() || bias == y) continue;
     DType t = g.has_type(b) ? g.dtype(b) : DType::Undefined;
     if (!gemm_type(t)) continue;
@@ -54,16 +54,8 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
 }
 
 bool apply(Edits& e, const Match& m) {
-  Graph& g = e.g;
-  if (e.any_touched(m.matmul, m.add)) return false;
-  ValueId y = g.output(m.add, 0);
-  ValueId r = e.new_value(str(g.value_name(y)));
-  NodeId tags[] = {m.matmul, m.add};
-  e.add_node("Gemm", {g.input(m.matmul, 0), g.input(m.matmul, 1), m.bias}, {r}, {}, tags);
-  e.replace_uses(y, r);
-  e.kill(m.add);
-  e.kill(m.matmul);
-  return true;
+  const Graph& g = e.g;
+  return e.replace_with({m.matmul, m.add}, "Gemm", {g.input(m.matmul, 0), g.input(m.matmul, 1), m.bias}).valid();
 }
 
 }  // namespace

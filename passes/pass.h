@@ -1,18 +1,41 @@
 #pragma once
 // A pass: a name, an accuracy class, a read-only `analyze` that returns matches and an `apply`
 // that turns one match into edits. Each pass lives in its own file and is listed in registry.cpp.
+// Matchers are written on the pattern vocabulary of ir/match.h (is, single_consumer,
+// other_input, scalar, constant_near...); edits on the actions of Edits (edits.h), which own the
+// rules every rewrite needs:
+//   - Edits::replace_with(group, op, inputs, attrs): stale check over the group, the new
+//     output named after the replaced one, tags = union of the group's, readers moved, the
+//     group killed (a member still read outside the group stays);
+//   - Edits::forward(node, kept): the node goes, its readers read `kept` — refused when that
+//     would only move a graph output's Identity around (check can_forward in analyze too).
 //
-//   struct Match { NodeId conv, bn; };
-//   std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions& o);  // parallel-safe
-//   bool apply(Edits& e, const Match& m);   // serial; returns false when the match went stale
-//   const Pass& fuse_conv_batchnorm_pass() {
-//     static const PassOf<Match> p{"fuse_conv_batchnorm", AccuracyClass::FloatBounded, "...", analyze, apply};
+//   // x * 1 → x and MatMul + Add → Gemm, in ten lines:
+//   struct Match { NodeId first, second; };
+//   std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {  // parallel-safe
+//     std::vector<Match> out;
+//     for (NodeId n : g.nodes()) {
+//       if (is(g, n, "Mul") && constant_all_equal(g, g.input(n, 1), 1) && can_forward(g, uses, g.output(n, 0), g.input(n, 0)))
+//         out.push_back({n, {}});
+//       else if (NodeId add = single_consumer(g, uses, n); is(g, n, "MatMul") && is(g, add, "Add")) out.push_back({n, add});
+//     }
+//     return out;
+//   }
+//   bool apply(Edits& e, const Match& m) {  // serial; false when the match went stale
+//     if (!m.second.valid()) return e.forward(m.first, e.g.input(m.first, 0));
+//     ValueId bias = other_input(e.g, m.second, e.g.output(m.first, 0));
+//     return e.replace_with({m.first, m.second}, "Gemm", {e.g.input(m.first, 0), e.g.input(m.first, 1), bias}).valid();
+//   }
+//   const Pass& example_pass() {
+//     static const PassOf<Match> p{"example", AccuracyClass::FloatBounded, "...", analyze, apply, {"Mul", "MatMul", "Add"}};
 //     return p;
 //   }
 //
 // `analyze` runs on a snapshot of the graph taken at the start of a round, concurrently with the
 // other passes' analyses. `apply` runs serially in pipeline order; a match whose nodes an earlier
-// match of the same round touched must return false (Edits::touched) and is found again next round.
+// match of the same round touched must return false (Edits::touched; replace_with and forward
+// check it) and is found again next round. (The real MatMul + Add pass also checks ranks and the
+// bias shape: fuse_matmul_add.cpp.)
 #include <any>
 #include <cstdint>
 #include <functional>

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/float16.h"
 #include "ir/types.h"
 
 namespace onnxforge::rt {
@@ -54,16 +55,7 @@ using OwnedTensor = Tensor;
 // Heap buffer with mimalloc, 64-byte aligned, released with the last shared_ptr.
 std::shared_ptr<std::byte> alloc_bytes(size_t bytes);
 
-// float16 / bfloat16 conversions (round to nearest even).
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-inline float bf16_to_float(uint16_t b) {
-  uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t float_to_bf16(float f);
+// float16 / bfloat16 conversions: ir/float16.h (half_to_float, float_to_half, bf16_to_float, float_to_bf16).
 
 // The tensor with its bytes in the plain row-major layout of its shape: `t` itself, or a
 // converted copy of a channels-last one.

@@ -104,7 +104,7 @@ TEST(ShapeChains, DynamicReshapeTargetBecomesZerosAndConstants) {
   auto m = optimize_and_check(make, {"simplify_shape_chains", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(m->main().node_count(), 1u);
   NodeId r = m->main().nodes()[0];
-  auto target = passes::constant_ints(m->main(), m->main().input(r, 1));
+  auto target = constant_ints(m->main(), m->main().input(r, 1));
   ASSERT_TRUE(target);
   EXPECT_EQ(*target, (std::vector<int64_t>{0, 0, 4, 16}));
 }

@@ -41,7 +41,7 @@ NodeId producer_named(const Graph& g, std::string_view name) {
 std::optional<std::vector<int64_t>> const_input(const Graph& g, std::string_view name, size_t slot) {
   NodeId n = producer_named(g, name);
   if (!n.valid()) return std::nullopt;
-  return passes::constant_ints(g, g.input(n, slot));
+  return constant_ints(g, g.input(n, slot));
 }
 
 std::string fresh(const std::string& base) {
@@ -88,7 +88,7 @@ TEST(ShapeChainsEngine, StaticChainsBecomeInitializers) {
   EXPECT_EQ(const_input(g, "zeros", 0), (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(const_input(g, "tiled", 1), (std::vector<int64_t>{1, 1, 2}));
   EXPECT_EQ(const_input(g, "i32", 0), (std::vector<int64_t>{8}));  // an int32 initializer
-  EXPECT_TRUE(passes::constant_tensor(g, g.input(producer_named(g, "not_two"), 0)).valid());  // bool
+  EXPECT_TRUE(constant_tensor(g, g.input(producer_named(g, "not_two"), 0)).valid());  // bool
 }
 
 // BERT's head split [batch, seq, 32] → [batch, seq, 4, 8], the merge back → [batch, seq, 32], a
@@ -271,7 +271,7 @@ TEST(ShapeChainsEngine, BertSmallExportHasNoShapeChainsFeedingReshapes) {
   const Graph& g = model->main();
   for (NodeId n : g.nodes())
     if (g.is_op(n, "Reshape")) {
-      EXPECT_TRUE(passes::constant_tensor(g, g.input(n, 1)).valid()) << str(g.node_name(n));
+      EXPECT_TRUE(constant_tensor(g, g.input(n, 1)).valid()) << str(g.node_name(n));
     }
   EXPECT_LE(count_op(g, "Shape"), 1u);
   EXPECT_EQ(count_op(g, "Concat"), 0u);

@@ -1,0 +1,212 @@
+#include "ir/match.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ir/float16.h"
+
+namespace onnxforge {
+
+namespace {
+
+template <class T>
+T load(const std::byte* p, uint64_t i) {
+  T x;
+  std::memcpy(&x, p + i * sizeof(T), sizeof(T));
+  return x;
+}
+
+bool numeric(DType t) {
+  switch (t) {
+    case DType::Float: case DType::Double: case DType::Float16: case DType::BFloat16: case DType::Int64:
+    case DType::Int32: case DType::Int16: case DType::Int8: case DType::Uint8: case DType::Uint16:
+    case DType::Uint32: case DType::Uint64: case DType::Bool:
+      return true;
+    default: return false;
+  }
+}
+
+// A numeric constant tensor whose bytes cover its elements (a truncated file is not a value).
+TensorId numeric_constant(const Graph& g, ValueId v) {
+  TensorId t = constant_tensor(g, v);
+  if (!t.valid() || !numeric(g.model().tensors.dtype(t))) return {};
+  const TensorStore& ts = g.model().tensors;
+  auto need = dtype_storage_bytes(ts.dtype(t), ts.element_count(t));
+  return need && *need <= ts.byte_size(t) ? t : TensorId{};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- nodes
+
+bool is(const Graph& g, NodeId n, std::string_view op) { return n.valid() && g.alive(n) && g.is_op(n, op); }
+
+bool is_one_of(const Graph& g, NodeId n, std::initializer_list<std::string_view> ops) {
+  for (std::string_view op : ops)
+    if (is(g, n, op)) return true;
+  return false;
+}
+
+NodeId producer_of(const Graph& g, NodeId n, size_t i) {
+  ValueId v = g.input(n, i);
+  return v.valid() ? g.producer(v) : NodeId{};
+}
+
+NodeId input_op(const Graph& g, NodeId n, size_t i, std::string_view op) {
+  NodeId p = producer_of(g, n, i);
+  return is(g, p, op) ? p : NodeId{};
+}
+
+ValueId other_input(const Graph& g, NodeId n, ValueId v) { return g.input(n, 0) == v ? g.input(n, 1) : g.input(n, 0); }
+
+// ---------------------------------------------------------------- readers
+
+Use single_use(const Uses& uses, ValueId v) {
+  if (!v.valid() || !uses.single(v)) return {NodeId{}, 0};
+  const Use& u = uses.of(v)[0];
+  return u.slot == Use::kImplicit ? Use{NodeId{}, 0} : u;
+}
+
+NodeId single_consumer(const Graph&, const Uses& uses, ValueId v) { return single_use(uses, v).node; }
+
+NodeId single_consumer(const Graph& g, const Uses& uses, NodeId n) {
+  return n.valid() ? single_use(uses, g.output(n, 0)).node : NodeId{};
+}
+
+bool feeds_graph_output(const Graph& g, const Uses& uses, NodeId n) {
+  for (ValueId v : g.outputs(n))
+    if (v.valid() && uses.is_graph_output(v)) return true;
+  return false;
+}
+
+bool can_forward(const Graph& g, const Uses& uses, ValueId out, ValueId kept) {
+  if (!uses.is_graph_output(out)) return true;
+  return g.producer(kept).valid() && !g.is_graph_input(kept) && !g.is_initializer(kept) && !g.outer(kept).valid() &&
+         !uses.is_graph_output(kept);
+}
+
+// ---------------------------------------------------------------- constants
+
+double element_as_double(const Model& m, TensorId t, uint64_t i) {
+  const std::byte* p = m.tensors.bytes(t).data();
+  switch (m.tensors.dtype(t)) {
+    case DType::Float: return load<float>(p, i);
+    case DType::Double: return load<double>(p, i);
+    case DType::Float16: return half_to_float(load<uint16_t>(p, i));
+    case DType::BFloat16: return bf16_to_float(load<uint16_t>(p, i));
+    case DType::Int64: return static_cast<double>(load<int64_t>(p, i));
+    case DType::Int32: return load<int32_t>(p, i);
+    case DType::Int16: return load<int16_t>(p, i);
+    case DType::Int8: return load<int8_t>(p, i);
+    case DType::Uint8: return load<uint8_t>(p, i);
+    case DType::Uint16: return load<uint16_t>(p, i);
+    case DType::Uint32: return load<uint32_t>(p, i);
+    case DType::Uint64: return static_cast<double>(load<uint64_t>(p, i));
+    case DType::Bool: return load<uint8_t>(p, i) ? 1.0 : 0.0;
+    default: return 0;
+  }
+}
+
+TensorId constant_tensor(const Graph& g, ValueId v) {
+  if (!v.valid()) return {};
+  if (g.is_constant(v)) return g.initializer(v);
+  NodeId p = g.producer(v);
+  if (p.valid() && g.is_op(p, "Constant")) {
+    const Attr* a = g.attr(p, "value");
+    if (a && a->type == AttrType::Tensor) return a->tensor;
+  }
+  return {};
+}
+
+std::optional<double> scalar(const Graph& g, ValueId v, DType want) {
+  if (!v.valid()) return std::nullopt;
+  auto wanted = [&](DType t) { return want == DType::Undefined || want == t; };
+  if (TensorId t = numeric_constant(g, v); t.valid()) {
+    const TensorStore& ts = g.model().tensors;
+    if (ts.element_count(t) != 1 || !wanted(ts.dtype(t))) return std::nullopt;
+    return element_as_double(g.model(), t, 0);
+  }
+  NodeId p = g.producer(v);
+  if (!is(g, p, "Constant")) return std::nullopt;
+  if (const Attr* a = g.attr(p, "value_float"); a && a->type == AttrType::Float && wanted(DType::Float)) return a->f;
+  if (const Attr* a = g.attr(p, "value_int"); a && a->type == AttrType::Int && wanted(DType::Int64))
+    return static_cast<double>(a->i);
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> constant_ints(const Graph& g, ValueId v) {
+  TensorId t = constant_tensor(g, v);
+  if (!t.valid()) return std::nullopt;
+  const TensorStore& ts = g.model().tensors;
+  DType d = ts.dtype(t);
+  if (d != DType::Int64 && d != DType::Int32) return std::nullopt;
+  uint64_t n = ts.element_count(t);
+  if (ts.byte_size(t) < n * (d == DType::Int64 ? 8 : 4)) return std::nullopt;
+  std::vector<int64_t> out(n);
+  for (uint64_t i = 0; i < n; ++i)
+    out[i] = d == DType::Int64 ? load<int64_t>(ts.bytes(t).data(), i) : load<int32_t>(ts.bytes(t).data(), i);
+  return out;
+}
+
+std::optional<std::vector<double>> constant_values(const Graph& g, ValueId v) {
+  TensorId t = numeric_constant(g, v);
+  if (!t.valid()) return std::nullopt;
+  uint64_t n = g.model().tensors.element_count(t);
+  std::vector<double> out(n);
+  for (uint64_t i = 0; i < n; ++i) out[i] = element_as_double(g.model(), t, i);
+  return out;
+}
+
+namespace {
+
+// Every element of numeric constant `v` satisfies `pred`; false for non-constants and for
+// tensors too large to scan in a matcher (16 M elements).
+template <class Pred>
+bool all_elements(const Graph& g, ValueId v, Pred pred) {
+  TensorId t = numeric_constant(g, v);
+  if (!t.valid()) return false;
+  uint64_t n = g.model().tensors.element_count(t);
+  if (n > (uint64_t{1} << 24)) return false;
+  for (uint64_t i = 0; i < n; ++i)
+    if (!pred(element_as_double(g.model(), t, i))) return false;
+  return true;
+}
+
+}  // namespace
+
+bool constant_all_equal(const Graph& g, ValueId v, double x) {
+  return all_elements(g, v, [x](double e) { return e == x; });
+}
+
+bool constant_near(const Graph& g, ValueId v, double x, double rel) {
+  TensorId t = numeric_constant(g, v);
+  if (!t.valid() || g.model().tensors.element_count(t) == 0) return false;
+  return all_elements(g, v, [x, tol = rel * std::fabs(x)](double e) { return std::fabs(e - x) <= tol; });
+}
+
+// ---------------------------------------------------------------- shapes
+
+std::optional<std::vector<int64_t>> static_shape(const Graph& g, ValueId v) {
+  if (!v.valid()) return std::nullopt;
+  TensorId t = constant_tensor(g, v);
+  if (t.valid()) {
+    auto d = g.model().tensors.dims(t);
+    return std::vector<int64_t>(d.begin(), d.end());
+  }
+  if (!g.has_shape(v)) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Dim& d : g.shape(v)) {
+    if (!d.known()) return std::nullopt;
+    out.push_back(d.value);
+  }
+  return out;
+}
+
+int64_t known_rank(const Graph& g, ValueId v) {
+  if (!v.valid()) return -1;
+  TensorId t = constant_tensor(g, v);
+  if (t.valid()) return static_cast<int64_t>(g.model().tensors.dims(t).size());
+  return g.has_shape(v) ? g.rank(v) : -1;
+}
+
+}  // namespace onnxforge
