@@ -18,9 +18,11 @@ struct Match {
   NodeId act;   // or: remove `act` (a redundant Relu) when conv is invalid
 };
 
-bool epilogue_activation(const Graph& g, NodeId n) {
-  return is(g, n, "Relu") || is(g, n, "Clip") || is(g, n, "LeakyRelu") || is(g, n, "Sigmoid") ||
-         is(g, n, "HardSigmoid") || is(g, n, "HardSwish") || is(g, n, "Tanh");
+std::vector<std::string> anchors() {
+  std::vector<std::string> a = ops_with(kEpilogue);  // Relu and Clip among them
+  a.push_back("Conv");
+  a.push_back("ConvTranspose");
+  return a;
 }
 
 bool clip_nonnegative(const Graph& g, NodeId clip) {
@@ -42,7 +44,7 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
     }
     if (!is_one_of(g, n, {"Conv", "ConvTranspose"})) continue;
     NodeId act = single_consumer(g, uses, n);
-    if (!act.valid() || !epilogue_activation(g, act)) continue;
+    if (!act.valid() || !has_fact(g, act, kEpilogue)) continue;
     if (g.metadata_value(n, kKey) == str(g.op_type(act))) continue;  // already recorded
     out.push_back({n, act});
   }
@@ -68,8 +70,7 @@ bool apply(Edits& e, const Match& m) {
 const Pass& fuse_conv_relu_pass() {
   static const PassOf<Match> p{"fuse_conv_relu", AccuracyClass::Lossless,
                                "mark Conv+activation pairs for epilogue fusion (standard graph), drop redundant Relus",
-                               analyze, apply,
-                              {"Conv", "ConvTranspose", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu", "Relu", "Sigmoid", "Tanh"}};
+                               analyze, apply, anchors()};
   return p;
 }
 
