@@ -2,9 +2,9 @@
 #include "runtime/fusions.h"
 
 #include <cmath>
-#include <limits>
 
 #include "ir/match.h"
+#include "ir/op_traits.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -28,30 +28,13 @@ std::optional<float> float_scalar(const Graph& g, ValueId v) {
 // Within float rounding of the constant an exporter wrote (sqrt 2 at whatever precision).
 bool near(std::optional<float> x, float want) { return x && std::fabs(*x - want) <= 1e-4f * std::fabs(want); }
 
-// The activation a kernel can apply in its epilogue (simd::Unary), if `n` is one.
+// The activation a producer can apply in its epilogue, if `n` is one: whether from op_traits
+// (kEpilogue), how from the activation's kernel (KernelDef::epilogue, the function its kernel
+// applies, parameters read the same way).
 std::optional<simd::Unary> fusable_activation(const Graph& g, NodeId n) {
-  if (is(g, n, "Relu")) return simd::Unary::relu();
-  if (is(g, n, "Sigmoid")) return simd::Unary::of(simd::UnaryOp::Sigmoid);
-  if (is(g, n, "Tanh")) return simd::Unary::of(simd::UnaryOp::Tanh);
-  if (is(g, n, "HardSwish")) return simd::Unary::hard_swish();
-  if (is(g, n, "LeakyRelu")) return simd::Unary::leaky_relu(g.attr_float(n, "alpha", 0.01f));
-  if (is(g, n, "HardSigmoid"))
-    return simd::Unary::hard_sigmoid(g.attr_float(n, "alpha", 0.2f), g.attr_float(n, "beta", 0.5f));
-  if (!is(g, n, "Clip")) return std::nullopt;
-  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-  if (g.model().opset("") < 11) {
-    lo = g.attr_float(n, "min", lo);
-    hi = g.attr_float(n, "max", hi);
-  } else {
-    for (size_t i = 1; i < 3; ++i) {  // bounds from initializers only (a Constant's is read when it runs)
-      ValueId v = g.input(n, i);
-      if (!v.valid()) continue;
-      auto x = g.is_constant(v) ? float_scalar(g, v) : std::nullopt;
-      if (!x) return std::nullopt;
-      (i == 1 ? lo : hi) = *x;
-    }
-  }
-  return simd::Unary::clip(lo, hi);
+  if (!n.valid() || !has_fact(g, n, kEpilogue)) return std::nullopt;
+  const KernelDef* k = Registry::get().find(norm_domain(g.domain(n)), str(g.op_type(n)));
+  return k && k->epilogue ? k->epilogue(g, n) : std::nullopt;
 }
 
 // ------------------------------------------------------------------------------ fusions
