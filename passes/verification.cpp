@@ -15,7 +15,8 @@ bool runtime_available() { return true; }
 // The core's reference runs, kept for every seed (the optimizer checks many candidates).
 struct Reference::Impl {
   explicit Impl(const Model& original, const VerifyOptions& o)
-      : ref(original, rt::VerifyOptions{.seeds = std::max(1, o.seeds), .dims = o.dims, .names = rt::Correspondence::SameNames},
+      : ref(original,
+            rt::VerifyOptions{.seeds = std::max(1, o.seeds), .dims = o.dims, .names = rt::Correspondence::SameNames},
             /*keep_runs=*/true) {}
   rt::Reference ref;
 };

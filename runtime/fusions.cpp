@@ -4,41 +4,14 @@
 #include "ir/match.h"
 
 #include <cmath>
-#include <cstring>
-#include <limits>
+
+#include "ir/match.h"
+#include "ir/op_traits.h"
 
 namespace onnxforge::rt {
 namespace {
 
-// ---------------------------------------------------------------------- pattern helpers
-
-// The single reader of v (one use, not a graph output), or an invalid node.
-Use only_reader(const Uses& uses, ValueId v) { return uses.single(v) ? uses.of(v)[0] : Use{NodeId{}, 0}; }
-
-// The input of binary node n that is not v.
-ValueId other_input(const Graph& g, NodeId n, ValueId v) { return g.input(n, 0) == v ? g.input(n, 1) : g.input(n, 0); }
-
-// The value of a float scalar known before any run (an initializer or a Constant node's output,
-// which the plan may not have folded yet when it looks ahead from a producer).
-std::optional<float> scalar_constant(const Graph& g, ValueId v) {
-  if (!v.valid()) return std::nullopt;
-  const TensorStore& ts = g.model().tensors;
-  TensorId t;
-  if (g.is_initializer(v) && g.is_constant(v)) {
-    t = g.initializer(v);
-  } else {
-    NodeId p = g.producer(v);
-    if (!p.valid() || !g.is_op(p, "Constant")) return std::nullopt;
-    if (const Attr* a = g.attr(p, "value_float"); a && a->type == AttrType::Float) return a->f;
-    const Attr* a = g.attr(p, "value");
-    if (!a || a->type != AttrType::Tensor) return std::nullopt;
-    t = a->tensor;
-  }
-  if (!t.valid() || ts.dtype(t) != DType::Float || ts.element_count(t) != 1) return std::nullopt;
-  float x;
-  std::memcpy(&x, ts.bytes(t).data(), 4);
-  return x;
-}
+// ---------------------------------------------------------------------- helpers
 
 bool float_out(const Graph& g, ValueId v) { return g.dtype(v) == DType::Float || g.dtype(v) == DType::Undefined; }
 
@@ -47,33 +20,23 @@ bool float_output0(const Graph& g, const Step& s) {
   return !s.outputs.empty() && s.outputs[0].valid() && float_out(g, s.outputs[0]);
 }
 
-// The activation a kernel can apply in its epilogue (simd::Unary), if `n` is one.
+// A float scalar known before any run, as float (an initializer or a Constant node's output,
+// which the plan may not have folded yet when it looks ahead from a producer).
+std::optional<float> float_scalar(const Graph& g, ValueId v) {
+  auto x = scalar(g, v, DType::Float);
+  return x ? std::optional<float>(static_cast<float>(*x)) : std::nullopt;
+}
+
+// Within float rounding of the constant an exporter wrote (sqrt 2 at whatever precision).
+bool near(std::optional<float> x, float want) { return x && std::fabs(*x - want) <= 1e-4f * std::fabs(want); }
+
+// The activation a producer can apply in its epilogue, if `n` is one: whether from op_traits
+// (kEpilogue), how from the activation's kernel (KernelDef::epilogue, the function its kernel
+// applies, parameters read the same way).
 std::optional<simd::Unary> fusable_activation(const Graph& g, NodeId n) {
-  if (g.is_op(n, "Relu")) return simd::Unary::relu();
-  if (g.is_op(n, "Sigmoid")) return simd::Unary::of(simd::UnaryOp::Sigmoid);
-  if (g.is_op(n, "Tanh")) return simd::Unary::of(simd::UnaryOp::Tanh);
-  if (g.is_op(n, "HardSwish")) return simd::Unary::hard_swish();
-  if (g.is_op(n, "LeakyRelu")) return simd::Unary::leaky_relu(g.attr_float(n, "alpha", 0.01f));
-  if (g.is_op(n, "HardSigmoid"))
-    return simd::Unary::hard_sigmoid(g.attr_float(n, "alpha", 0.2f), g.attr_float(n, "beta", 0.5f));
-  if (!g.is_op(n, "Clip")) return std::nullopt;
-  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-  if (g.model().opset("") < 11) {
-    lo = g.attr_float(n, "min", lo);
-    hi = g.attr_float(n, "max", hi);
-  } else {
-    for (size_t i = 1; i < 3; ++i) {
-      ValueId v = g.input(n, i);
-      if (!v.valid()) continue;
-      if (!g.is_constant(v)) return std::nullopt;
-      TensorId t = g.initializer(v);
-      if (g.model().tensors.dtype(t) != DType::Float || g.model().tensors.element_count(t) != 1) return std::nullopt;
-      float x;
-      std::memcpy(&x, g.model().tensors.bytes(t).data(), 4);
-      (i == 1 ? lo : hi) = x;
-    }
-  }
-  return simd::Unary::clip(lo, hi);
+  if (!n.valid() || !has_fact(g, n, kEpilogue)) return std::nullopt;
+  const KernelDef* k = Registry::get().find(norm_domain(g.domain(n)), str(g.op_type(n)));
+  return k && k->epilogue ? k->epilogue(g, n) : std::nullopt;
 }
 
 // ------------------------------------------------------------------------------ fusions
@@ -81,15 +44,13 @@ std::optional<simd::Unary> fusable_activation(const Graph& g, NodeId n) {
 // LayerNormalization over the last axis as exporters write it out, from its first ReduceMean:
 // y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * scale + bias (nine nodes, one step of
 // decomposed_layer_norm_kernel()).
-std::optional<FusedStep> decomposed_layer_norm(const FusionSite& site, const Step& s) {
+Found<FusedStep> decomposed_layer_norm(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
   const Uses& uses = site.uses;
-  const NodeId n = s.node;
-  if (!g.is_op(n, "ReduceMean") || !float_output0(g, s)) return std::nullopt;
-  // `last`: the chain's final node, whose output may be a graph output.
+  // One output read by the chain; `last`: the chain's final node, whose output may be a graph output.
   auto is_op = [&](NodeId m, std::string_view op, size_t n_in, bool last = false) {
-    return m.valid() && g.is_op(m, op) && g.inputs(m).size() == n_in && g.outputs(m).size() == 1 &&
-           g.output(m, 0).valid() && (last || !uses.is_graph_output(g.output(m, 0)));
+    return is(g, m, op) && g.inputs(m).size() == n_in && g.outputs(m).size() == 1 && g.output(m, 0).valid() &&
+           (last || !uses.is_graph_output(g.output(m, 0)));
   };
   auto last_axis_mean = [&](NodeId m) {
     if (!(is_op(m, "ReduceMean", 1) || is_op(m, "ReduceMean", 2)) || g.attr_int(m, "keepdims", 1) != 1) return false;
@@ -102,41 +63,46 @@ std::optional<FusedStep> decomposed_layer_norm(const FusionSite& site, const Ste
     auto axes = constant_ints(g, g.input(m, 1));
     return axes && axes->size() == 1 && (*axes)[0] == -1;
   };
-  auto next = [&](NodeId m) { return only_reader(uses, g.output(m, 0)); };
-  if (!last_axis_mean(n)) return std::nullopt;
+  auto next = [&](NodeId m) { return single_use(uses, g.output(m, 0)); };
+  const NodeId n = s.node;
+  MATCH_IF(is(g, n, "ReduceMean") && float_output0(g, s), "not a float ReduceMean");
+  MATCH_IF(last_axis_mean(n), "not a mean over the last axis");
   const ValueId x = g.input(n, 0);
-  if (!site.available[x.index()]) return std::nullopt;
+  MATCH_IF(site.available[x.index()], "x not computed yet");
   const Use u_sub = next(n);
   const NodeId sub = u_sub.node;
-  if (!is_op(sub, "Sub", 2) || u_sub.slot != 1 || g.input(sub, 0) != x) return std::nullopt;
+  MATCH_IF(is_op(sub, "Sub", 2) && u_sub.slot == 1 && g.input(sub, 0) == x, "no x - mean");
   const ValueId d = g.output(sub, 0);
-  if (uses.count(d) != 2) return std::nullopt;
+  MATCH_IF(uses.count(d) == 2, "x - mean not read twice");
   NodeId pow, div;
   for (const Use& u : uses.of(d)) {
     if (is_op(u.node, "Pow", 2) && u.slot == 0) pow = u.node;
     else if (is_op(u.node, "Div", 2) && u.slot == 0) div = u.node;
   }
-  if (!pow.valid() || !div.valid()) return std::nullopt;
-  if (auto two = scalar_constant(g, g.input(pow, 1)); !two || *two != 2.f) return std::nullopt;
+  MATCH_IF(pow.valid() && div.valid(), "x - mean not read by a Pow and a Div");
+  const auto two = float_scalar(g, g.input(pow, 1));
+  MATCH_IF(two && *two == 2.f, "not squared");
   const NodeId mean2 = next(pow).node;
-  if (!last_axis_mean(mean2)) return std::nullopt;
+  MATCH_IF(last_axis_mean(mean2), "no variance over the last axis");
   const NodeId add = next(mean2).node;
-  if (!is_op(add, "Add", 2)) return std::nullopt;
-  const auto eps = scalar_constant(g, other_input(g, add, g.output(mean2, 0)));
-  if (!eps) return std::nullopt;
+  MATCH_IF(is_op(add, "Add", 2), "no variance + eps");
+  const auto eps = float_scalar(g, other_input(g, add, g.output(mean2, 0)));
+  MATCH_IF(eps, "eps not a float scalar");
   const NodeId sqrt = next(add).node;
-  if (!is_op(sqrt, "Sqrt", 1)) return std::nullopt;
-  if (const Use u_div = next(sqrt); u_div.node != div || u_div.slot != 1) return std::nullopt;
+  MATCH_IF(is_op(sqrt, "Sqrt", 1), "no sqrt");
+  const Use u_div = next(sqrt);
+  MATCH_IF(u_div.node == div && u_div.slot == 1, "the sqrt does not divide x - mean");
   const NodeId mul = next(div).node;
-  if (!is_op(mul, "Mul", 2)) return std::nullopt;
+  MATCH_IF(is_op(mul, "Mul", 2), "no scale");
   const ValueId scale = other_input(g, mul, g.output(div, 0));
   const NodeId badd = next(mul).node;
-  if (!is_op(badd, "Add", 2, true)) return std::nullopt;
+  MATCH_IF(is_op(badd, "Add", 2, true), "no bias");
   const ValueId bias = other_input(g, badd, g.output(mul, 0));
-  if (!g.is_constant(scale) || !g.is_constant(bias)) return std::nullopt;
+  MATCH_IF(g.is_constant(scale) && g.is_constant(bias), "scale or bias not an initializer");
   for (ValueId v : {scale, bias})
-    if (g.model().tensors.dtype(g.initializer(v)) != DType::Float || g.model().tensors.dims(g.initializer(v)).size() != 1)
-      return std::nullopt;
+    MATCH_IF(g.model().tensors.dtype(g.initializer(v)) == DType::Float &&
+                 g.model().tensors.dims(g.initializer(v)).size() == 1,
+             "scale or bias not a float vector");
   FusedStep f;
   f.kernel = &decomposed_layer_norm_kernel();
   f.inputs = std::vector<ValueId>{x, scale, bias};
@@ -149,25 +115,24 @@ std::optional<FusedStep> decomposed_layer_norm(const FusionSite& site, const Ste
 
 // MatMul -> Softmax over the last axis -> MatMul (attention): one step of
 // softmax_attention_kernel(), the scores kept in cache.
-std::optional<FusedStep> softmax_attention(const FusionSite& site, const Step& s) {
+Found<FusedStep> softmax_attention(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
-  const Uses& uses = site.uses;
-  if (!g.is_op(s.node, "MatMul") || s.inputs.size() != 2 || s.outputs.size() != 1 || !float_output0(g, s))
-    return std::nullopt;
-  if (!s.inputs[1].valid() || site.is_const[s.inputs[1].index()]) return std::nullopt;
-  const Use u_sm = only_reader(uses, s.outputs[0]);
+  MATCH_IF(is(g, s.node, "MatMul") && s.inputs.size() == 2 && s.outputs.size() == 1 && float_output0(g, s),
+           "not a float MatMul");
+  MATCH_IF(s.inputs[1].valid() && !site.is_const[s.inputs[1].index()], "B is a constant (a projection)");
+  const Use u_sm = single_use(site.uses, s.outputs[0]);
   const NodeId sm = u_sm.node;
-  if (!sm.valid() || u_sm.slot != 0 || !g.is_op(sm, "Softmax") || g.outputs(sm).size() != 1) return std::nullopt;
+  MATCH_IF(is(g, sm, "Softmax") && u_sm.slot == 0 && g.outputs(sm).size() == 1, "not read by one Softmax");
   const ValueId p = g.output(sm, 0);
   const Attr* axis = g.attr(sm, "axis");
   const bool last_axis = axis ? axis->type == AttrType::Int && axis->i == -1 : s.opset >= 13;
-  if (!p.valid() || !float_out(g, p) || !last_axis) return std::nullopt;
-  const Use u_mm = only_reader(uses, p);
+  MATCH_IF(p.valid() && float_out(g, p) && last_axis, "not a float softmax over the last axis");
+  const Use u_mm = single_use(site.uses, p);
   const NodeId mm = u_mm.node;
-  if (!mm.valid() || u_mm.slot != 0 || !g.is_op(mm, "MatMul") || g.outputs(mm).size() != 1 || !g.output(mm, 0).valid())
-    return std::nullopt;
+  MATCH_IF(is(g, mm, "MatMul") && u_mm.slot == 0 && g.outputs(mm).size() == 1 && g.output(mm, 0).valid(),
+           "the probabilities are not the A of one MatMul");
   const ValueId v = g.inputs(mm).size() == 2 ? g.input(mm, 1) : ValueId{};
-  if (!v.valid() || !site.available[v.index()]) return std::nullopt;
+  MATCH_IF(v.valid() && site.available[v.index()], "V not computed yet");
   FusedStep f;
   f.kernel = &softmax_attention_kernel();
   f.inputs = s.inputs;
@@ -180,21 +145,20 @@ std::optional<FusedStep> softmax_attention(const FusionSite& site, const Step& s
 
 // Residual epilogue: a Conv/MatMul (KernelDef::residual_input) whose only reader is an Add takes
 // the Add's other operand as an extra input when that operand is computed earlier in the order.
-std::optional<FusedStep> residual_add(const FusionSite& site, const Step& s) {
+Found<FusedStep> residual_add(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
-  if (s.kernel->residual_input < 0 || !float_output0(g, s) || site.graph_output[s.outputs[0].index()])
-    return std::nullopt;
-  const Use u = only_reader(site.uses, s.outputs[0]);
+  MATCH_IF(s.kernel->residual_input >= 0 && float_output0(g, s), "no residual epilogue");
+  MATCH_IF(!site.graph_output[s.outputs[0].index()], "output 0 is a graph output");
+  const Use u = single_use(site.uses, s.outputs[0]);
   const NodeId add = u.node;
-  if (!add.valid() || !g.is_op(add, "Add") || g.inputs(add).size() != 2 || u.slot >= 2 || g.outputs(add).size() != 1 ||
-      !g.output(add, 0).valid() || !float_out(g, g.output(add, 0)))
-    return std::nullopt;
+  MATCH_IF(is(g, add, "Add") && g.inputs(add).size() == 2 && u.slot < 2 && g.outputs(add).size() == 1 &&
+               g.output(add, 0).valid() && float_out(g, g.output(add, 0)),
+           "not read by one float Add");
   const ValueId other = g.input(add, 1 - u.slot);
   const auto slot = static_cast<size_t>(s.kernel->residual_input);
-  if (!other.valid() || other == s.outputs[0] || !site.available[other.index()] || s.inputs.size() > slot)
-    return std::nullopt;
-  for (ValueId v : s.inputs)
-    if (v == other) return std::nullopt;
+  MATCH_IF(other.valid() && other != s.outputs[0] && site.available[other.index()], "the other operand comes later");
+  MATCH_IF(s.inputs.size() <= slot, "the residual slot is taken");
+  for (ValueId v : s.inputs) MATCH_IF(v != other, "the other operand is also an input");
   FusedStep f;
   f.inputs = s.inputs;
   f.inputs->resize(slot + 1);
@@ -206,14 +170,14 @@ std::optional<FusedStep> residual_add(const FusionSite& site, const Step& s) {
 
 // Activation epilogue (KernelDef::fuses_activation): one activation node reading output 0, or the
 // exporters' erf GELU, x * (1 + erf(x / sqrt 2)) * 0.5 (five nodes), runs as OpContext::fused_act.
-std::optional<FusedStep> activation(const FusionSite& site, const Step& s) {
+Found<FusedStep> activation(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
   const Uses& uses = site.uses;
-  if (!s.kernel->fuses_activation || !float_output0(g, s) || site.graph_output[s.outputs[0].index()])
-    return std::nullopt;
+  MATCH_IF(s.kernel->fuses_activation && float_output0(g, s), "no activation epilogue");
+  MATCH_IF(!site.graph_output[s.outputs[0].index()], "output 0 is a graph output");
   const ValueId v = s.outputs[0];
   FusedStep f;
-  if (const Use u = only_reader(uses, v); u.node.valid() && u.slot == 0) {
+  if (const Use u = single_use(uses, v); u.node.valid() && u.slot == 0) {
     if (auto act = fusable_activation(g, u.node)) {
       f.act = *act;
       f.output = g.output(u.node, 0);
@@ -224,27 +188,26 @@ std::optional<FusedStep> activation(const FusionSite& site, const Step& s) {
   // GELU: v -> Div(v, sqrt 2) -> Erf -> Add(., 1) -> Mul(v, .) -> Mul(., 0.5); every
   // intermediate read once.
   auto is_op = [&](NodeId n, std::string_view op) {
-    return n.valid() && g.is_op(n, op) && g.outputs(n).size() >= 1 && g.output(n, 0).valid();
+    return is(g, n, op) && g.outputs(n).size() >= 1 && g.output(n, 0).valid();
   };
-  auto near = [](std::optional<float> x, float want) { return x && std::fabs(*x - want) <= 1e-4f * std::fabs(want); };
-  auto next = [&](NodeId n) { return only_reader(uses, g.output(n, 0)).node; };
-  if (uses.count(v) != 2 || uses.is_graph_output(v)) return std::nullopt;
+  auto next = [&](NodeId n) { return single_consumer(g, uses, n); };
+  MATCH_IF(uses.count(v) == 2 && !uses.is_graph_output(v), "no single activation, and not read twice (GELU)");
   NodeId div, mul;
   for (const Use& u : uses.of(v)) {
     if (is_op(u.node, "Div") && u.slot == 0) div = u.node;
     else if (is_op(u.node, "Mul") && u.slot < 2) mul = u.node;
   }
-  if (!div.valid() || !mul.valid() || g.inputs(div).size() != 2 || !near(scalar_constant(g, g.input(div, 1)), 1.41421356f))
-    return std::nullopt;
+  MATCH_IF(div.valid() && mul.valid() && g.inputs(div).size() == 2, "not read by a Div and a Mul");
+  MATCH_IF(near(float_scalar(g, g.input(div, 1)), 1.41421356f), "the divisor is not sqrt(2)");
   const NodeId erf = next(div);
-  if (!is_op(erf, "Erf")) return std::nullopt;
+  MATCH_IF(is_op(erf, "Erf"), "no Erf after the division");
   const NodeId add = next(erf);
-  if (!is_op(add, "Add") || g.inputs(add).size() != 2) return std::nullopt;
-  if (!near(scalar_constant(g, other_input(g, add, g.output(erf, 0))), 1.f) || next(add) != mul || g.inputs(mul).size() != 2)
-    return std::nullopt;
+  MATCH_IF(is_op(add, "Add") && g.inputs(add).size() == 2, "no Add after the Erf");
+  MATCH_IF(near(float_scalar(g, other_input(g, add, g.output(erf, 0))), 1.f), "Erf not followed by + 1");
+  MATCH_IF(next(add) == mul && g.inputs(mul).size() == 2, "1 + erf does not multiply x");
   const NodeId half = next(mul);
-  if (!is_op(half, "Mul") || g.inputs(half).size() != 2) return std::nullopt;
-  if (!near(scalar_constant(g, other_input(g, half, g.output(mul, 0))), 0.5f)) return std::nullopt;
+  MATCH_IF(is_op(half, "Mul") && g.inputs(half).size() == 2, "no Mul after x * (1 + erf)");
+  MATCH_IF(near(float_scalar(g, other_input(g, half, g.output(mul, 0))), 0.5f), "not halved");
   f.act = simd::Unary::of(simd::UnaryOp::Gelu);
   f.output = g.output(half, 0);
   f.absorbed = {div, erf, add, mul, half};

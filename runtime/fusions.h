@@ -1,9 +1,10 @@
 #pragma once
 // Internal: the plan's own fusions (runtime/README.md, "How a model runs"). A fusion turns the
-// step being planned plus the nodes after it into one step. Each is a read-only matcher over the
-// graph that returns what the step becomes; the plan installs that (Plan::Plan). They are the
-// runtime's execution choices, not graph rewrites: the graph is never changed, and all of them
-// are off with SessionOptions::fuse_activations = false (the tests' reference plans).
+// step being planned plus the nodes after it into one step. Each is a read-only matcher written
+// on the pattern vocabulary (ir/match.h) that returns what the step becomes, or the first check
+// that failed; the plan installs the result (Plan::Plan). They are the runtime's execution
+// choices, not graph rewrites: the graph is never changed, and all of them are off with
+// SessionOptions::fuse_activations = false (the tests' reference plans).
 //
 // Adding a fusion: write its matcher in fusions.cpp and add a row to the table there.
 #include <memory>
@@ -11,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "ir/match.h"
 #include "ir/uses.h"
 #include "runtime/plan.h"
 
@@ -38,7 +40,7 @@ struct FusedStep {
 
 struct Fusion {
   const char* name;
-  std::optional<FusedStep> (*match)(const FusionSite&, const Step&);
+  Found<FusedStep> (*match)(const FusionSite&, const Step&);
 };
 
 // The fusions in the order the plan tries them on every step; each sees the step as the earlier

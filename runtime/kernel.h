@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -123,6 +124,11 @@ struct KernelDef {
   // Aware kernels: whether the node writes NHWC from an NCHW input at no extra cost (a CNN stem
   // reading the graph input), so that it may start a channels-last chain.
   bool (*starts_nhwc)(const Graph&, NodeId) = nullptr;
+  // Activation kernels: the function the node applies, for a producer that fuses it into its
+  // epilogue (fuses_activation, as OpContext::fused_act); nullopt when it cannot be known at plan
+  // time. Which activations the plan fuses is op_traits' kEpilogue; this is how.
+  using EpilogueFn = std::optional<simd::Unary> (*)(const Graph&, NodeId);
+  EpilogueFn epilogue = nullptr;
 };
 
 // The kernel table, keyed by (domain, op type). Kernels check the node's opset themselves where

@@ -119,7 +119,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
     if (opts.fuse_activations) {
       const FusionSite site{g, uses, available, is_const, graph_output};
       for (const Fusion& f : fusions()) {
-        std::optional<FusedStep> m = f.match(site, s);
+        Found<FusedStep> m = f.match(site, s);
         if (!m) continue;
         if (m->kernel) k = s.kernel = m->kernel;
         if (m->inputs) s.inputs = std::move(*m->inputs);

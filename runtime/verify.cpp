@@ -61,7 +61,8 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
   };
   if (a.shape != b.shape) return mismatch("shape " + shape_str(a.shape) + " became " + shape_str(b.shape));
   if (a.dtype != b.dtype)
-    return mismatch(std::string("type ") + std::string(dtype_name(a.dtype)) + " became " + std::string(dtype_name(b.dtype)));
+    return mismatch(std::string("type ") + std::string(dtype_name(a.dtype)) + " became " +
+                    std::string(dtype_name(b.dtype)));
   d.bit_exact = a.bytes() == 0 || std::memcmp(a.data, b.data, a.bytes()) == 0;
   const double floor = std::max(atol, 1e-30);
   for (int64_t i = 0, n = a.numel(); i < n; ++i) {
@@ -86,7 +87,9 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
 
 struct Reference::Impl {
   Impl(const Model& m, VerifyOptions opts)
-      : o(std::move(opts)), session(m, comparison_options()), plan(plan_inputs(m.main(), session.input_values(), o.dims)),
+      : o(std::move(opts)),
+        session(m, comparison_options()),
+        plan(plan_inputs(m.main(), session.input_values(), o.dims)),
         in_names(session.input_names()), out_names(session.output_names()) {}
   VerifyOptions o;
   Session session;

@@ -8,10 +8,10 @@
 #include "hierarchy/op_category.h"
 #include "ir/op_traits.h"
 #include "runtime/runtime.h"
-#include "tests/passes/builder.h"
+#include "tests/common/graph_builder.h"
 
 using namespace onnxforge;
-using onnxforge::test::Builder;
+using onnxforge::test::GraphBuilder;
 
 namespace {
 
@@ -62,7 +62,7 @@ TEST(OpTraits, DerivedListsExecuteAndInfer) {
 
 TEST(OpTraits, ShapeInferenceOfTheOpsItLearnedFromTheTable) {
   // HardSwish is inferred only through the table's elementwise-unary fact.
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, -1}, DType::Float, {"", "seq"});
   ValueId y = b.node("HardSwish", {x});
   ValueId n = b.node("Not", {b.node("IsNaN", {y})});
@@ -78,7 +78,7 @@ TEST(OpTraits, ShapeInferenceOfTheOpsItLearnedFromTheTable) {
 }
 
 TEST(OpTraits, DeterminismAndCategories) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {4});
   ValueId r = b.node("RandomNormalLike", {x});
   ValueId m = b.node("Multinomial", {x});
