@@ -52,6 +52,7 @@
 
 #include "analysis/shapes.h"
 #include "ir/error.h"
+#include "ir/float16.h"
 #include "ir/rewrite.h"
 #include "passes/edits.h"
 #include "passes/graph_util.h"
@@ -150,8 +151,6 @@ void set_model_opset(Model& m, int64_t version) {
 
 // ------------------------------------------------------------------ editing one graph
 
-constexpr int64_t kInt64 = 7, kFloat = 1;  // TensorProto data type numbers for Cast's `to`
-
 struct Editor {
   Model& m;
   Graph& g;
@@ -229,7 +228,8 @@ struct Editor {
     return constant(hint, DType::Float, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
                     std::as_bytes(std::span<const float>(v)));
   }
-  // A scalar of element type `t` holding x (float16/bfloat16 through a Cast of a float32).
+  // A scalar of element type `t` holding x (float16/bfloat16 rounded to nearest even from the
+  // float32 value, as a Cast would).
   ValueId scalar(std::string_view hint, DType t, double x) {
     auto one = [&]<class T>(T val) { return constant(hint, t, {}, std::as_bytes(std::span<const T>(&val, 1))); };
     switch (t) {
@@ -240,10 +240,8 @@ struct Editor {
       case DType::Int16: return one(static_cast<int16_t>(x));
       case DType::Int8: return one(static_cast<int8_t>(x));
       case DType::Uint8: return one(static_cast<uint8_t>(x));
-      case DType::Float16:
-      case DType::BFloat16:
-        return add1("Cast", {floats(hint, {static_cast<float>(x)}, true)},
-                    {NewAttr::Int("to", t == DType::Float16 ? 10 : 16)});
+      case DType::Float16: return one(float_to_half(static_cast<float>(x)));
+      case DType::BFloat16: return one(float_to_bf16(static_cast<float>(x)));
       default: refuse("cannot make a constant of element type " + std::string(dtype_name(t)));
     }
   }

@@ -15,7 +15,7 @@
 #include "analysis/shapes.h"
 #include "builder.h"
 #include "io/model_io.h"
-#include "passes/graph_util.h"
+#include "ir/match.h"
 #include "passes/upgrade_opset.h"
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
@@ -98,7 +98,7 @@ NodeId only(const Graph& g, std::string_view op) {
 }
 
 std::vector<int64_t> const_input(const Graph& g, NodeId n, size_t i) {
-  auto v = passes::constant_ints(g, g.input(n, i));
+  auto v = constant_ints(g, g.input(n, i));
   return v ? *v : std::vector<int64_t>{-999};
 }
 
@@ -336,7 +336,7 @@ TEST(UpgradeOpset, GroupNormalizationPerGroupBecomesPerChannel) {
   };
   auto m = upgrade_same(constant, 21, {x});
   NodeId gn = only(m->main(), "GroupNormalization");
-  auto s = passes::constant_values(m->main(), m->main().input(gn, 1));
+  auto s = constant_values(m->main(), m->main().input(gn, 1));
   ASSERT_TRUE(s);
   EXPECT_EQ(*s, (std::vector<double>{0.5, 0.5, 2, 2, -1, -1}));
   // Scale/bias from graph inputs and a symbolic channel count: expanded by ops.

@@ -368,7 +368,7 @@ TEST(Attention23, Float16) {
   // The reference sees the float16-rounded inputs.
   AttnData r = d;
   for (auto* v : {&r.q, &r.k, &r.v, &r.pk, &r.pv})
-    for (float& x : *v) x = rt::half_to_float(rt::float_to_half(x));
+    for (float& x : *v) x = half_to_float(float_to_half(x));
   const AttnRef want = reference(c, r);
   TinyModel m(23);
   auto got = run(m.model, build(m, c, d, DType::Float16));
