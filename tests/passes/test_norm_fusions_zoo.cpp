@@ -17,6 +17,7 @@
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
 #include "tests/common/models.h"
+#include "tests/runtime/ort_run.h"
 
 namespace onnxforge::test {
 namespace {
@@ -42,6 +43,35 @@ std::pair<double, bool> unfused_diff(const Model& original, const Model& candida
     }
   }
   return {worst, ok};
+}
+
+// ONNX Runtime 1.30 (the peer) runs the fused model and agrees with onnxforge's run of the
+// original within 1e-4 + 1e-3·|ref| (the bar for every fused output).
+void ort_agrees(const Model& original, const std::filesystem::path& fused, const std::string& label) {
+  if (!ort_peer_installed()) return;
+  rt::Session a(original, rt::comparison_options());
+  auto inputs = rt::make_inputs(rt::plan_inputs(original.main(), a.input_values(), {}), 3);
+  auto ref = a.run(inputs);
+  std::vector<std::pair<std::string, rt::Tensor>> named;
+  for (size_t i = 0; i < inputs.size(); ++i) named.emplace_back(a.input_names()[i], inputs[i]);
+  std::string error;
+  auto out = ort_run(fused, named, &error, 2);
+  ASSERT_TRUE(error.empty()) << error;
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const std::string name = a.output_names()[i];
+    ASSERT_TRUE(out.count(name)) << name;
+    const rt::Tensor& b = out.at(name);
+    ASSERT_EQ(b.shape, ref[i].shape) << name;
+    for (int64_t j = 0; j < b.numel(); ++j) {
+      const double x = ref[i].get_f64(j), d = std::fabs(x - b.get_f64(j));
+      worst = std::max(worst, d);
+      EXPECT_LE(d, 1e-4 + 1e-3 * std::fabs(x)) << name << "[" << j << "]";
+      if (d > 1e-4 + 1e-3 * std::fabs(x)) return;
+    }
+  }
+  std::printf("[ norms    ] %-18s ONNX Runtime 1.30 on the fused model: max_diff %.3g\n",
+              label.c_str(), worst);
 }
 
 struct Expect {
@@ -109,10 +139,11 @@ void fuse_and_verify(const std::filesystem::path& path, const Expect& e, int64_t
   std::printf("[ norms    ] %-18s max_diff %.3g (original op by op: %.3g)\n", path.stem().string().c_str(), v.max_diff,
               plain_diff);
   if (!full) return;
-  auto dir = temp_dir("norm_fusions");
+  auto dir = temp_dir("norm_fusions_" + path.stem().string());
   save_model(*model, dir / "out.onnx");
   auto again = load_model(dir / "out.onnx");
   EXPECT_EQ(count_op(again->main(), "LayerNormalization"), count_op(g, "LayerNormalization"));
+  ort_agrees(*original, dir / "out.onnx", path.stem().string());
 }
 
 const Expect kSmall[] = {
