@@ -724,9 +724,9 @@ TEST(FuseSwish, SiluAndScaledSigmoid) {
     b.output(b.node("Mul", {b.node("Sigmoid", {b.node("Mul", {f32s(b, "alpha", 1.702f), x})}), x}));
     return std::move(b.m);
   };
-  auto m = make();
-  EXPECT_EQ(census(*m, "fuse_swish").fusable_here, 3);
-  optimize(*m, {"fuse_swish", "eliminate_dead_nodes"});
+  auto before = make();
+  EXPECT_EQ(census(*before, "fuse_swish").fusable_here, 3);
+  auto m = optimize_and_check(make, {"fuse_swish", "eliminate_dead_nodes"});
   const Graph& g = m->main();
   EXPECT_EQ(g.node_count(), 3u);
   EXPECT_EQ(count_op(g, "Swish"), 3u);
