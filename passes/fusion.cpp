@@ -21,6 +21,7 @@ const std::vector<const Fusion*>& all_fusions() {
   static const std::vector<const Fusion*> list = {
       dynamic_cast<const Fusion*>(&fuse_rotary_embedding_pass()),
       dynamic_cast<const Fusion*>(&fuse_attention_pass()),
+      dynamic_cast<const Fusion*>(&fuse_qkv_projections_pass()),
   };
   return list;
 }

@@ -19,6 +19,7 @@ const Pass& cleanup_attention_pass();
 // Fusions into standard transformer ops (fusion.h): attention, rotary, QKV projections.
 const Pass& fuse_rotary_embedding_pass();
 const Pass& fuse_attention_pass();
+const Pass& fuse_qkv_projections_pass();
 const Pass& fuse_conv_batchnorm_pass();
 const Pass& fuse_conv_relu_pass();
 const Pass& fuse_matmul_add_pass();
