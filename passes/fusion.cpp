@@ -25,6 +25,7 @@ const std::vector<const Fusion*>& all_fusions() {
       &fuse_swish_fusion(),
       dynamic_cast<const Fusion*>(&fuse_rotary_embedding_pass()),
       dynamic_cast<const Fusion*>(&fuse_attention_pass()),
+      dynamic_cast<const Fusion*>(&fuse_qkv_projections_pass()),
   };
   return list;
 }

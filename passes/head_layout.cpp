@@ -220,10 +220,17 @@ std::vector<Step> walk_back(const Graph& g, ValueId v, const Layout& start, Size
     } else if (reshape_like(g, n)) {
       ValueId in = g.input(n, 0);
       auto d = dims_of(g, in);
-      if (unresolved && (!resolved(d) || !resolved(dims_of(g, cur.value)))) *unresolved = true;
-      if (!d) break;
+      if (!d) {
+        if (unresolved) *unresolved = true;
+        break;
+      }
       auto l = regroup(cur.layout, *d, sizes);
-      if (!l) break;
+      if (!l) {
+        // A fresh symbol (unk__N) where the export computes the shape: simplify_shape_chains may
+        // still name it; a regroup that fails on named dims is final.
+        if (unresolved && (!resolved(d) || !resolved(dims_of(g, cur.value)))) *unresolved = true;
+        break;
+      }
       next.value = in;
       next.layout = *l;
     } else if (o.scale && (is(g, n, "Mul") || is(g, n, "Div"))) {
@@ -283,10 +290,15 @@ std::vector<Step> walk_forward(const Graph& g, const Uses& uses, ValueId v, cons
       next.layout = out;
     } else if (reshape_like(g, n)) {
       auto d = dims_of(g, next.value);
-      if (unresolved && !resolved(d)) *unresolved = true;
-      if (!d) break;
+      if (!d) {
+        if (unresolved) *unresolved = true;
+        break;
+      }
       auto l = regroup(cur.layout, *d, sizes);
-      if (!l) break;
+      if (!l) {
+        if (unresolved && !resolved(d)) *unresolved = true;
+        break;
+      }
       next.layout = *l;
     } else {
       break;

@@ -17,6 +17,7 @@ const std::vector<const Pass*>& all_passes() {
       &annotate_conv_activation_pass(),
       &fuse_rotary_embedding_pass(),  // attention fusions: rotary first (attention reads its 3-D output)
       &fuse_attention_pass(),
+      &fuse_qkv_projections_pass(),
       &fuse_matmul_add_pass(),
       &eliminate_duplicate_constants_pass(),
       &eliminate_dead_nodes_pass(),

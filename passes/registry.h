@@ -26,6 +26,7 @@ const Pass& fuse_swish_pass();
 // Fusions into standard transformer ops (fusion.h): attention, rotary, QKV projections.
 const Pass& fuse_rotary_embedding_pass();
 const Pass& fuse_attention_pass();
+const Pass& fuse_qkv_projections_pass();
 const Pass& fuse_conv_batchnorm_pass();
 const Pass& annotate_conv_activation_pass();
 const Pass& fuse_matmul_add_pass();

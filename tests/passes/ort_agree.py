@@ -10,6 +10,7 @@ Prints one JSON object; exit 0 when every output agrees, 1 when one does not, 2 
 """
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,13 @@ def main():
     ap.add_argument("--pad", type=int, default=0)
     a = ap.parse_args()
     d = Path(tempfile.mkdtemp(prefix="ort_agree"))
+    try:
+        return compare(a, d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def compare(a, d):
     cmd = ["/usr/bin/python3", str(PEERS / "make_inputs.py"), a.original, "--out", str(d / "in"), "--seed", a.seed]
     for x in a.dim:
         cmd += ["--dim", x]

@@ -524,3 +524,50 @@ TEST(AttentionZoo, EveryBlockFusedAndOutputsAgree) {
 
 }  // namespace
 }  // namespace onnxforge::test
+
+namespace onnxforge::test {
+namespace {
+
+// ---- QKV projections -------------------------------------------------------------------------
+
+// x [B, S, 8] → three projections (widths 8, 4, 4: GQA-like), biases as given.
+std::unique_ptr<Model> qkv_model(std::vector<bool> bias, bool share_weight = false, int projections = 3) {
+  Builder b(17);
+  ValueId x = b.input("x", {-1, -1, 8}, DType::Float, {"batch", "seq"});
+  const int64_t widths[3] = {8, 4, 4};
+  ValueId shared = b.f32("w_shared", {8, 4}, noise(32, 40));
+  for (int i = 0; i < projections; ++i) {
+    ValueId w = share_weight && i > 0 ? shared : b.f32("w" + std::to_string(i), {8, widths[i]}, noise(size_t(8 * widths[i]), 30 + i));
+    ValueId y = b.node("MatMul", {x, w});
+    if (bias[size_t(i)]) y = b.node("Add", {b.f32("b" + std::to_string(i), {widths[i]}, noise(size_t(widths[i]), 50 + i)), y});
+    b.output(b.node("Relu", {y}));
+  }
+  return std::move(b.m);
+}
+
+TEST(FuseQkvProjections, ThreeProjectionsBecomeOneMatMulAndSplitBitExact) {
+  for (auto bias : {std::vector<bool>{true, true, true}, std::vector<bool>{true, false, true}, std::vector<bool>{false, false, false}}) {
+    SCOPED_TRACE(testing::PrintToString(bias));
+    auto m = optimize_and_check([bias] { return qkv_model(bias); }, {"fuse_qkv_projections", "eliminate_dead_nodes"},
+                                passes::AccuracyClass::Lossless);
+    const Graph& g = m->main();
+    EXPECT_EQ(count_op(g, "MatMul"), 1u);
+    EXPECT_EQ(count_op(g, "Split"), 1u);
+    EXPECT_EQ(count_op(g, "Add"), bias[0] || bias[1] || bias[2] ? 1u : 0u);
+  }
+}
+
+TEST(FuseQkvProjections, SharedWeightsOrTwoProjectionsAreLeftAlone) {
+  auto m = qkv_model({false, false, false}, true);
+  infer_shapes(*m);
+  auto rows = passes::fusion_census(*m, {});
+  EXPECT_EQ(census_row(rows, "fuse_qkv_projections")->missed.count("weights shared"), 1u);
+  optimize(*m, {"fuse_qkv_projections"});
+  EXPECT_EQ(count_op(m->main(), "MatMul"), 3u);
+  auto two = qkv_model({true, true, true}, false, 2);
+  optimize(*two, {"fuse_qkv_projections"});
+  EXPECT_EQ(count_op(two->main(), "MatMul"), 2u);
+}
+
+}  // namespace
+}  // namespace onnxforge::test
