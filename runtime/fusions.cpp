@@ -1,8 +1,6 @@
 // The plan's fusions (see fusions.h): one matcher per fusion, the table at the end.
 #include "runtime/fusions.h"
 
-#include "ir/match.h"
-
 #include <cmath>
 
 #include "ir/match.h"
