@@ -198,6 +198,7 @@ const OpTraits kTable[] = {
     {"Squeeze", Tensor, 0},
     {"Sub", Math, 0, 0.0},
     {"Sum", Math, kCommutative},
+    {"Swish", Act, 0},  // shape function and kernel in the transformer files (alpha attribute)
     {"Tan", Math, kUnary},
     {"Tanh", Math, kUnary | kEpilogue},
     {"ThresholdedRelu", Act, kUnary},
