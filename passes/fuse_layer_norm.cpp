@@ -33,31 +33,7 @@ namespace {
 
 using namespace pattern;
 
-struct Match {
-  std::vector<NodeId> nodes;  // everything the LayerNormalization replaces
-  ValueId x, out;
-  Affine affine;
-  std::vector<int64_t> norm_dims;
-  DType type = DType::Undefined;
-  float eps = 0;
-  bool stash = false;
-};
-
-// The two ReduceMeans of a LayerNorm: the same constant axes, trailing, keepdims. Returns how many
-// trailing dims they reduce (k), or the reason they do not qualify.
-Found<int64_t> norm_axes(const Graph& g, NodeId mean, NodeId var, ValueId x) {
-  ReduceAxes a = reduce_axes(g, mean), b = reduce_axes(g, var);
-  if (!a.known || !b.known) return Miss{"axes not constant"};
-  if (a.noop || b.noop) return Miss{"reduces no axis"};
-  if (!a.keepdims || !b.keepdims) return Miss{"keepdims=0"};
-  const int64_t r = rank_of(g, x);
-  auto na = negative_axes(a, r), nb = negative_axes(b, r);
-  if (!na || !nb) return Miss{"rank unknown"};
-  if (*na != *nb) return Miss{"axes differ"};
-  const int64_t k = trailing_count(*na);
-  if (k == 0) return Miss{"axes not trailing"};
-  return k;
-}
+using Match = NormMatch;
 
 Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions&) {
   const ValueId x = g.input(mean, 0), m = g.output(mean, 0);
@@ -78,13 +54,11 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
   Match r;
   r.nodes = {mean, sub, sq, var, tail->add, tail->sqrt, tail->scale};
   if (tail->recip.valid()) r.nodes.push_back(tail->recip);
-  if (g.is_op(sq, "Pow") && !scalar_near(g, g.input(sq, 1), 2.0)) return Miss{"constants differ"};
-  if (tail->one.valid() && !scalar_near(g, tail->one, 1.0)) return Miss{"constants differ"};
-  auto eps = scalar(g, tail->eps);
-  if (!eps || !std::isfinite(*eps)) return Miss{"epsilon not constant"};
-  if (const int64_t rx = rank_of(g, x); rx >= 0 && rank_of(g, tail->eps) > rx) return Miss{"epsilon broadcasts"};
-  r.eps = static_cast<float>(*eps);
-  Found<int64_t> k = norm_axes(g, mean, var, x);
+  Found<float> eps = inv_rms_constants(g, sq, *tail, x);
+  if (!eps) return Miss{eps.why()};
+  r.eps = *eps;
+  const NodeId reduces[] = {mean, var};
+  Found<int64_t> k = trailing_axes(g, reduces, x);
   if (!k) return Miss{k.why()};
   if (const char* why = private_values(g, u, r.nodes, tail->normalized)) return Miss{why};
 
@@ -130,16 +104,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
   return r;
 }
 
-bool apply(Edits& e, const Match& m) {
-  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;  // before adding constants
-  ValueId scale = norm_parameter(e, "LayerNorm_scale", m.affine.scale_base, m.affine.scale_offset, 1.0, m.type, m.norm_dims);
-  std::vector<ValueId> ins = {m.x, scale};
-  if (m.affine.bias.valid()) ins.push_back(norm_parameter(e, "LayerNorm_bias", m.affine.bias, 0, 0, m.type, m.norm_dims));
-  std::vector<NewAttr> attrs = {NewAttr::Int("axis", -static_cast<int64_t>(m.norm_dims.size())),
-                                NewAttr::Float("epsilon", m.eps)};
-  if (m.stash) attrs.push_back(NewAttr::Int("stash_type", 1));
-  return e.replace_with(m.nodes, "LayerNormalization", std::move(ins), std::move(attrs)).valid();
-}
+bool apply(Edits& e, const Match& m) { return apply_norm(e, m, "LayerNormalization"); }
 
 const FusionOf<Match>& fusion() {
   static const FusionOf<Match> p{{.name = "fuse_layer_norm",

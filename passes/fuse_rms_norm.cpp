@@ -28,15 +28,7 @@ namespace {
 
 using namespace pattern;
 
-struct Match {
-  std::vector<NodeId> nodes;
-  ValueId x, out;
-  Affine affine;
-  std::vector<int64_t> norm_dims;
-  DType type = DType::Undefined;
-  float eps = 0;
-  bool stash = false;
-};
+using Match = NormMatch;
 
 // x = Sub(X, ReduceMean(X)): the block is a LayerNorm's variance.
 bool centered(const Graph& g, ValueId x) {
@@ -58,20 +50,11 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
   Match r;
   r.nodes = {sq, reduce, tail->add, tail->sqrt, tail->scale};
   if (tail->recip.valid()) r.nodes.push_back(tail->recip);
-  if (g.is_op(sq, "Pow") && !scalar_near(g, g.input(sq, 1), 2.0)) return Miss{"constants differ"};
-  if (tail->one.valid() && !scalar_near(g, tail->one, 1.0)) return Miss{"constants differ"};
-  auto eps = scalar(g, tail->eps);
-  if (!eps || !std::isfinite(*eps)) return Miss{"epsilon not constant"};
-  if (const int64_t rx = rank_of(g, x); rx >= 0 && rank_of(g, tail->eps) > rx) return Miss{"epsilon broadcasts"};
-  r.eps = static_cast<float>(*eps);
-  ReduceAxes a = reduce_axes(g, reduce);
-  if (!a.known) return Miss{"axes not constant"};
-  if (a.noop) return Miss{"reduces no axis"};
-  if (!a.keepdims) return Miss{"keepdims=0"};
-  auto na = negative_axes(a, rank_of(g, x));
-  if (!na) return Miss{"rank unknown"};
-  const int64_t k = trailing_count(*na);
-  if (k == 0) return Miss{"axes not trailing"};
+  Found<float> eps = inv_rms_constants(g, sq, *tail, x);
+  if (!eps) return Miss{eps.why()};
+  r.eps = *eps;
+  Found<int64_t> k = trailing_axes(g, std::span<const NodeId>(&reduce, 1), x);
+  if (!k) return Miss{k.why()};
   if (const char* why = private_values(g, u, r.nodes, tail->normalized)) return Miss{why};
 
   r.type = dtype_of(g, x);
@@ -106,7 +89,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
   if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
   if (is_half(r.type) && !r.stash) return Miss{"float16 statistics (no Cast to float)"};
   if (!is_float(r.type)) return Miss{"not floating point"};
-  auto dims = trailing_dims(g, x, k);
+  auto dims = trailing_dims(g, x, *k);
   if (!dims) return Miss{"normalized shape unknown"};
   r.norm_dims = *dims;
   r.affine = absorb_affine(g, u, n, r.type, rank_of(g, x), r.norm_dims, /*with_bias=*/false);
@@ -116,14 +99,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
   return r;
 }
 
-bool apply(Edits& e, const Match& m) {
-  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;  // before adding constants
-  ValueId scale = norm_parameter(e, "RMSNorm_scale", m.affine.scale_base, m.affine.scale_offset, 1.0, m.type, m.norm_dims);
-  std::vector<NewAttr> attrs = {NewAttr::Int("axis", -static_cast<int64_t>(m.norm_dims.size())),
-                                NewAttr::Float("epsilon", m.eps)};
-  if (m.stash) attrs.push_back(NewAttr::Int("stash_type", 1));
-  return e.replace_with(m.nodes, "RMSNormalization", {m.x, scale}, std::move(attrs)).valid();
-}
+bool apply(Edits& e, const Match& m) { return apply_norm(e, m, "RMSNormalization"); }
 
 const FusionOf<Match>& fusion() {
   static const FusionOf<Match> p{{.name = "fuse_rms_norm",

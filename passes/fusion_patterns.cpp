@@ -166,6 +166,45 @@ std::optional<InvRms> match_inv_rms(const Graph& g, const Uses& u, ValueId v, Va
   return m;
 }
 
+Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail, ValueId x) {
+  if (is(g, square, "Pow") && !scalar_near(g, g.input(square, 1), 2.0)) return Miss{"constants differ"};
+  if (tail.one.valid() && !scalar_near(g, tail.one, 1.0)) return Miss{"constants differ"};
+  auto eps = scalar(g, tail.eps);
+  if (!eps || !std::isfinite(*eps)) return Miss{"epsilon not constant"};
+  if (const int64_t rx = rank_of(g, x); rx >= 0 && rank_of(g, tail.eps) > rx) return Miss{"epsilon broadcasts"};
+  return static_cast<float>(*eps);
+}
+
+Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, ValueId x) {
+  const int64_t r = rank_of(g, x);
+  std::optional<std::vector<int64_t>> first;
+  for (NodeId n : reduces) {
+    ReduceAxes a = reduce_axes(g, n);
+    if (!a.known) return Miss{"axes not constant"};
+    if (a.noop) return Miss{"reduces no axis"};
+    if (!a.keepdims) return Miss{"keepdims=0"};
+    auto neg = negative_axes(a, r);
+    if (!neg) return Miss{"rank unknown"};
+    if (first && *first != *neg) return Miss{"axes differ"};
+    first = std::move(neg);
+  }
+  const int64_t k = first ? trailing_count(*first) : 0;
+  if (k == 0) return Miss{"axes not trailing"};
+  return k;
+}
+
+bool apply_norm(Edits& e, const NormMatch& m, std::string_view op) {
+  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;  // before adding constants
+  const std::string hint(op);
+  std::vector<ValueId> ins = {
+      m.x, norm_parameter(e, hint + "_scale", m.affine.scale_base, m.affine.scale_offset, 1.0, m.type, m.norm_dims)};
+  if (m.affine.bias.valid()) ins.push_back(norm_parameter(e, hint + "_bias", m.affine.bias, 0, 0, m.type, m.norm_dims));
+  std::vector<NewAttr> attrs = {NewAttr::Int("axis", -static_cast<int64_t>(m.norm_dims.size())),
+                                NewAttr::Float("epsilon", m.eps)};
+  if (m.stash) attrs.push_back(NewAttr::Int("stash_type", 1));
+  return e.replace_with(m.nodes, op, std::move(ins), std::move(attrs)).valid();
+}
+
 std::optional<std::vector<int64_t>> trailing_dims(const Graph& graph, ValueId value, int64_t k) {
   auto [at, v] = declared(graph, value);
   const Graph& g = *at;

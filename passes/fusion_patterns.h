@@ -105,6 +105,26 @@ struct Affine {
 Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t, int64_t rank,
                      std::span<const int64_t> norm_dims, bool with_bias);
 
+// What a LayerNorm and an RMSNorm match hold: the nodes replaced (result last), the op's input,
+// its scale (and bias) as taken over, the normalized dims, epsilon, and the stash form.
+struct NormMatch {
+  std::vector<NodeId> nodes;
+  ValueId x, out;
+  Affine affine;
+  std::vector<int64_t> norm_dims;
+  DType type = DType::Undefined;
+  float eps = 0;
+  bool stash = false;  // float16/bfloat16 X, statistics in float: stash_type=1
+};
+// The constants of square → ReduceMean → InvRms: exponent 2 (Pow), the 1 of Div(1, ·), and a
+// one-element constant epsilon that does not broadcast `x`. Epsilon, or the Miss.
+Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail, ValueId x);
+// The ReduceMeans of a norm reduce the same constant axes, keepdims, and those are the trailing
+// ones of `x`: how many (k), or the Miss.
+Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, ValueId x);
+// The norm op (LayerNormalization / RMSNormalization) replacing `m.nodes`: one replace_with.
+bool apply_norm(Edits& e, const NormMatch& m, std::string_view op);
+
 // The trailing `k` dims of `v` when all known (captures: the outer value's).
 std::optional<std::vector<int64_t>> trailing_dims(const Graph& g, ValueId v, int64_t k);
 

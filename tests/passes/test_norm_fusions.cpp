@@ -664,7 +664,9 @@ TEST(FuseGelu, ConstantsByValueWithinTheirTypesRounding) {
   ValueId zh = h.node("Div", {xh, f16(h, "s2", {}, {1.4142135f})});
   ValueId ah = h.node("Add", {h.node("Erf", {zh}), f16(h, "one", {}, {1})});
   h.output(h.node("Mul", {h.node("Mul", {xh, ah}), f16(h, "half", {}, {0.5f})}), DType::Float16);
-  EXPECT_EQ(census(*h.m, "fuse_gelu").fusable_here, 1) << missed(census(*h.m, "fuse_gelu"));
+  // The float16 constants pass (the check that fails is the later one on the chain's type).
+  auto half_row = census(*h.m, "fuse_gelu");
+  EXPECT_EQ(half_row.missed["float16 chain (fused op rounds once)"], 1) << missed(half_row);
 
   GraphBuilder w(20);
   ValueId xw = w.input("x", {4, 8});
@@ -677,6 +679,37 @@ TEST(FuseGelu, ConstantsByValueWithinTheirTypesRounding) {
   EXPECT_EQ(row.missed["constants differ"], 3) << missed(row);
   optimize(*w.m, {"fuse_gelu"});
   EXPECT_EQ(count_op(w.g(), "Gelu"), 0u);
+}
+
+// A GELU computed in float16 rounds every step: 1 + erf(x/√2) loses most of its digits where
+// erf is near −1, so the fused op (computing in float, rounding once) differs from the chain by
+// more than class 1 allows (measured max_diff 0.00195 on 64×64 seeded inputs, erf and tanh
+// forms): a Miss. SiLU in float16 (two roundings) stays within the bound and is fused.
+TEST(FuseGelu, Float16ChainsAreMissesFloat16SiluFuses) {
+  auto make = [](int k) {
+    return [k] {
+      Builder b(24);
+      ValueId x = b.input("x", {64, 64}, DType::Float16);
+      if (k == 0) {
+        ValueId a = b.node("Add", {b.node("Erf", {b.node("Div", {x, f16(b, "s2", {}, {1.4142135f})})}), f16(b, "one", {}, {1})});
+        b.output(b.node("Mul", {b.node("Mul", {x, a}), f16(b, "half", {}, {0.5f})}), DType::Float16);
+      } else if (k == 1) {
+        ValueId inner = b.node("Add", {x, b.node("Mul", {b.node("Pow", {x, f16(b, "three", {}, {3})}), f16(b, "kappa", {}, {0.044715f})})});
+        ValueId a = b.node("Add", {b.node("Tanh", {b.node("Mul", {inner, f16(b, "beta", {}, {0.7978845608f})})}), f16(b, "one", {}, {1})});
+        b.output(b.node("Mul", {b.node("Mul", {f16(b, "half", {}, {0.5f}), x}), a}), DType::Float16);
+      } else {
+        b.output(b.node("Mul", {x, b.node("Sigmoid", {x})}), DType::Float16);
+      }
+      return std::move(b.m);
+    };
+  };
+  for (int k : {0, 1}) {
+    auto m = make(k)();
+    auto row = census(*m, "fuse_gelu");
+    EXPECT_EQ(row.missed["float16 chain (fused op rounds once)"], 1) << missed(row);
+  }
+  auto m = optimize_and_check(make(2), {"fuse_swish"});
+  EXPECT_EQ(count_op(m->main(), "Swish"), 1u);
 }
 
 TEST(FuseGelu, NearMissesAndOpsetGate) {

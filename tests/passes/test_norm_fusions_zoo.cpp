@@ -169,6 +169,14 @@ TEST(NormFusionsZoo, OpsetGatesEachFusion) {
   fuse_and_verify(zoo_model("llama_small"), kSmall[5], 23, 1);
 }
 
+// torchvision's ConvNeXt: every LayerNorm sits between Permutes (over the channels of NHWC, the
+// trailing axis) and fuses; the Transposes stay (tests/passes/data/make_convnext_mini.py).
+TEST(NormFusionsZoo, TorchvisionConvNeXtLayerNormsBetweenPermutes) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  fuse_and_verify(std::filesystem::path(ONNXFORGE_SOURCE_DIR) / "tests/passes/data/convnext_mini.onnx",
+                  {"convnext_mini", 5, 2, 0, 0}, 20);
+}
+
 // The full-size exports when present (tools/models/export_zoo.py --only NAME): the same blocks
 // at scale (BERT-base, GPT-2, DistilBERT, ViT-B/16, Whisper-tiny encoder, TinyLlama's 2 layers).
 TEST(NormFusionsZoo, FullSizeExportsWhenPresent) {
