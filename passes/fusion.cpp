@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/uses.h"
+#include "passes/registry.h"
 
 namespace onnxforge::passes {
 
@@ -22,6 +23,9 @@ const std::vector<const Fusion*>& all_fusions() {
       &fuse_rms_norm_fusion(),
       &fuse_gelu_fusion(),
       &fuse_swish_fusion(),
+      dynamic_cast<const Fusion*>(&fuse_rotary_embedding_pass()),
+      dynamic_cast<const Fusion*>(&fuse_attention_pass()),
+      dynamic_cast<const Fusion*>(&fuse_qkv_projections_pass()),
   };
   return list;
 }

@@ -32,7 +32,7 @@ int64_t numel(const std::vector<int64_t>& d) {
 }
 
 // A one-element float constant of rank 0.
-ValueId f32s(Builder& b, const std::string& name, float v) { return b.f32(name, {}, {v}); }
+ValueId f32s(GraphBuilder& b, const std::string& name, float v) { return b.f32(name, {}, {v}); }
 
 uint16_t to_half(float f) {  // test data only: values exactly representable or rounded by truncation
   uint32_t x;
@@ -43,14 +43,14 @@ uint16_t to_half(float f) {  // test data only: values exactly representable or 
   if (he <= 0) return static_cast<uint16_t>(sign);
   return static_cast<uint16_t>(sign | (he << 10) | (man >> 13));
 }
-ValueId f16(Builder& b, const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v) {
+ValueId f16(GraphBuilder& b, const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v) {
   std::vector<uint16_t> h;
   for (float x : v) h.push_back(to_half(x));
   return b.init(name, std::move(dims), h, DType::Float16);
 }
 
 // ReduceMean over `axes` in the form of the model's opset.
-ValueId reduce_mean(Builder& b, ValueId x, std::vector<int64_t> axes, int64_t keepdims = 1) {
+ValueId reduce_mean(GraphBuilder& b, ValueId x, std::vector<int64_t> axes, int64_t keepdims = 1) {
   static int k = 0;
   std::vector<NewAttr> attrs;
   if (keepdims != 1) attrs.push_back(NewAttr::Int("keepdims", keepdims));
@@ -69,23 +69,23 @@ struct Spelling {
   float eps = 1e-5f;
 };
 
-ValueId commute(Builder& b, const std::string& op, ValueId a, ValueId c, bool swap) {
+ValueId commute(GraphBuilder& b, const std::string& op, ValueId a, ValueId c, bool swap) {
   return swap ? b.node(op, {c, a}) : b.node(op, {a, c});
 }
 
 // d / sqrt(v + eps) in the spelling's form.
-ValueId inv_rms(Builder& b, ValueId d, ValueId v, const Spelling& s, const std::string& p) {
+ValueId inv_rms(GraphBuilder& b, ValueId d, ValueId v, const Spelling& s, const std::string& p) {
   ValueId sd = b.node("Sqrt", {commute(b, "Add", v, f32s(b, p + "eps", s.eps), s.swap)});
   if (s.inv == 0) return b.node("Div", {d, sd});
   ValueId r = s.inv == 1 ? b.node("Reciprocal", {sd}) : b.node("Div", {f32s(b, p + "one", 1.f), sd});
   return commute(b, "Mul", d, r, s.inv == 2 ? !s.swap : s.swap);
 }
 
-ValueId square(Builder& b, ValueId d, const Spelling& s, const std::string& p) {
+ValueId square(GraphBuilder& b, ValueId d, const Spelling& s, const std::string& p) {
   return s.mul_square ? b.node("Mul", {d, d}) : b.node("Pow", {d, f32s(b, p + "two", 2.f)});
 }
 
-ValueId layer_norm(Builder& b, ValueId x, const std::vector<int64_t>& norm_dims, const Spelling& s,
+ValueId layer_norm(GraphBuilder& b, ValueId x, const std::vector<int64_t>& norm_dims, const Spelling& s,
                    const std::string& p = "ln") {
   ValueId m = reduce_mean(b, x, s.axes);
   ValueId d = b.node("Sub", {x, m});
@@ -96,7 +96,7 @@ ValueId layer_norm(Builder& b, ValueId x, const std::vector<int64_t>& norm_dims,
   return y;
 }
 
-ValueId rms_norm(Builder& b, ValueId x, const std::vector<int64_t>& norm_dims, const Spelling& s,
+ValueId rms_norm(GraphBuilder& b, ValueId x, const std::vector<int64_t>& norm_dims, const Spelling& s,
                  const std::string& p = "rms") {
   ValueId v = reduce_mean(b, square(b, x, s, p), s.axes);
   ValueId y = inv_rms(b, x, v, s, p);
@@ -144,7 +144,7 @@ TEST(FuseLayerNorm, EverySpellingBecomesOneOp) {
             SCOPED_TRACE("opset " + std::to_string(opset) + " square " + std::to_string(mul_square) + " inv " +
                          std::to_string(inv) + " swap " + std::to_string(swap) + " affine " + std::to_string(affine));
             auto make = [&] {
-              Builder b(opset);
+              GraphBuilder b(opset);
               ValueId x = b.input("x", {-1, 5, 16}, DType::Float, {"batch"});
               b.output(layer_norm(b, x, {16}, s));
               return std::move(b.m);
@@ -168,7 +168,7 @@ TEST(FuseLayerNorm, EverySpellingBecomesOneOp) {
 // Normalizing over the two last dims (a [.., H, W] map): axis -2, scale of shape [H, W].
 TEST(FuseLayerNorm, SeveralTrailingAxesAndBroadcastScale) {
   auto make = [] {
-    Builder b(17);
+    GraphBuilder b(17);
     ValueId x = b.input("x", {2, 3, 4, 6});
     ValueId m = reduce_mean(b, x, {-2, -1});
     ValueId d = b.node("Sub", {x, m});
@@ -193,7 +193,7 @@ TEST(FuseLayerNorm, SeveralTrailingAxesAndBroadcastScale) {
 // ConvNeXt's LayerNorm: Permute to NHWC, LayerNorm over C (the last axis), Permute back.
 TEST(FuseLayerNorm, ConvNeXtBetweenPermutesFuses) {
   auto make = [] {
-    Builder b(17);
+    GraphBuilder b(17);
     ValueId x = b.input("x", {1, 8, 5, 5});
     ValueId t = b.node("Transpose", {x}, {NewAttr::Ints("perm", {0, 2, 3, 1})});
     ValueId y = layer_norm(b, t, {8}, Spelling{.eps = 1e-6f});
@@ -210,7 +210,7 @@ TEST(FuseLayerNorm, ConvNeXtBetweenPermutesFuses) {
 // [C, 1, 1]. Not a LayerNormalization (which normalizes axis..r-1): the census says why.
 TEST(FuseLayerNorm, NormOverChannelsOfNchwIsAMiss) {
   auto make = [] {
-    Builder b(17);
+    GraphBuilder b(17);
     ValueId x = b.input("x", {1, 8, 5, 5});
     Spelling s{.axes = {1}};
     ValueId m = reduce_mean(b, x, s.axes);
@@ -233,40 +233,40 @@ TEST(FuseLayerNorm, NormOverChannelsOfNchwIsAMiss) {
 TEST(FuseLayerNorm, NearMissesStayWithTheirReason) {
   struct Case {
     const char* reason;
-    std::function<void(Builder&, ValueId)> build;
+    std::function<void(GraphBuilder&, ValueId)> build;
   };
-  auto chain = [](Builder& b, ValueId x, ValueId mean, float two, ValueId eps) {
+  auto chain = [](GraphBuilder& b, ValueId x, ValueId mean, float two, ValueId eps) {
     ValueId d = b.node("Sub", {x, mean});
     ValueId v = reduce_mean(b, b.node("Pow", {d, f32s(b, "two", two)}), {-1});
     return b.node("Div", {d, b.node("Sqrt", {b.node("Add", {v, eps})})});
   };
   std::vector<Case> cases = {
       {"axes differ",
-       [](Builder& b, ValueId x) {
+       [](GraphBuilder& b, ValueId x) {
          ValueId m = reduce_mean(b, x, {-1});
          ValueId d = b.node("Sub", {x, m});
          ValueId v = reduce_mean(b, b.node("Pow", {d, f32s(b, "two", 2)}), {-2, -1});
          b.output(b.node("Div", {d, b.node("Sqrt", {b.node("Add", {v, f32s(b, "eps", 1e-5f)})})}));
        }},
       {"keepdims=0",
-       [](Builder& b, ValueId x) {
+       [](GraphBuilder& b, ValueId x) {
          ValueId m = reduce_mean(b, x, {-1}, 0);
          ValueId d = b.node("Sub", {x, m});
          ValueId v = reduce_mean(b, b.node("Pow", {d, f32s(b, "two", 2)}), {-1}, 0);
          b.output(b.node("Div", {d, b.node("Sqrt", {b.node("Add", {v, f32s(b, "eps", 1e-5f)})})}));
        }},
       {"epsilon not constant",
-       [&](Builder& b, ValueId x) { b.output(chain(b, x, reduce_mean(b, x, {-1}), 2, b.input("eps", {1}))); }},
+       [&](GraphBuilder& b, ValueId x) { b.output(chain(b, x, reduce_mean(b, x, {-1}), 2, b.input("eps", {1}))); }},
       {"constants differ",
-       [&](Builder& b, ValueId x) { b.output(chain(b, x, reduce_mean(b, x, {-1}), 3, f32s(b, "eps", 1e-5f))); }},
+       [&](GraphBuilder& b, ValueId x) { b.output(chain(b, x, reduce_mean(b, x, {-1}), 3, f32s(b, "eps", 1e-5f))); }},
       {"intermediate is a graph output",
-       [&](Builder& b, ValueId x) {
+       [&](GraphBuilder& b, ValueId x) {
          ValueId m = reduce_mean(b, x, {-1});
          b.output(chain(b, x, m, 2, f32s(b, "eps", 1e-5f)));
          b.output(m);
        }},
       {"intermediate has other readers",
-       [&](Builder& b, ValueId x) {
+       [&](GraphBuilder& b, ValueId x) {
          ValueId m = reduce_mean(b, x, {-1});
          b.output(chain(b, x, m, 2, f32s(b, "eps", 1e-5f)));
          b.output(b.node("Neg", {m}));
@@ -275,7 +275,7 @@ TEST(FuseLayerNorm, NearMissesStayWithTheirReason) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.reason);
     auto make = [&] {
-      Builder b(17);
+      GraphBuilder b(17);
       c.build(b, b.input("x", {4, 4, 4}));  // keepdims=0 still broadcasts
       return std::move(b.m);
     };
@@ -290,7 +290,7 @@ TEST(FuseLayerNorm, NearMissesStayWithTheirReason) {
 
 // Things that share pieces with a LayerNorm but are none: not counted at all.
 TEST(FuseLayerNorm, LookAlikesAreNotBlocks) {
-  Builder b(17);
+  GraphBuilder b(17);
   ValueId x = b.input("x", {2, 4, 8});
   // Softmax written out over ReduceSum, and a sum-normalization over ReduceMean.
   ValueId e = b.node("Exp", {x});
@@ -314,7 +314,7 @@ TEST(FuseLayerNorm, LookAlikesAreNotBlocks) {
 // LayerNormalization ends before it and the Mul stays. Likewise a scale from a graph input.
 TEST(FuseLayerNorm, ScaleOutsideTheNormalizedDimsStaysOutside) {
   auto make = [] {
-    Builder b(17);
+    GraphBuilder b(17);
     ValueId x = b.input("x", {2, 5, 8});
     ValueId y = layer_norm(b, x, {8}, Spelling{.scale = false, .bias = false});
     ValueId z = b.node("Mul", {y, b.f32("per_position", {5, 1}, noise(5, 4))});
@@ -333,7 +333,7 @@ TEST(FuseLayerNorm, ScaleOutsideTheNormalizedDimsStaysOutside) {
 TEST(FuseLayerNorm, DynamicShapes) {
   auto make = [](int64_t hidden) {
     return [hidden] {
-      Builder b(17);
+      GraphBuilder b(17);
       ValueId x = b.input("x", {-1, -1, hidden}, DType::Float, {"batch", "seq", "hidden"});
       b.output(layer_norm(b, x, {8}, Spelling{}));
       return std::move(b.m);
@@ -349,7 +349,7 @@ TEST(FuseLayerNorm, DynamicShapes) {
 
 // The opset decides: below 17 the block counts as fusable after an upgrade and stays.
 TEST(FuseLayerNorm, BelowOpset17OnlyTheCensusCounts) {
-  Builder b(16);
+  GraphBuilder b(16);
   ValueId x = b.input("x", {2, 4, 8});
   b.output(layer_norm(b, x, {8}, Spelling{}));
   auto row = census(*b.m, "fuse_layer_norm");
@@ -365,7 +365,7 @@ TEST(FuseLayerNorm, BelowOpset17OnlyTheCensusCounts) {
 TEST(FuseLayerNorm, SubgraphBodies) {
   auto make = [](bool capture_mean) {
     return [capture_mean] {
-      Builder b(17);
+      GraphBuilder b(17);
       Graph& g = b.g();
       ValueId x = b.input("x", {2, 4, 8});
       ValueId cond = b.input("cond", {}, DType::Bool);
@@ -434,7 +434,7 @@ TEST(FuseLayerNorm, Float16WithCastsBecomesStashType1) {
   enum Form { kCastBackThenAffine, kCastBackThenScale, kNoCast, kAffineInFloat };
   auto make = [](Form form) {
     return [form] {
-      Builder b(17);
+      GraphBuilder b(17);
       ValueId x16 = b.input("x", {2, 4, 16}, DType::Float16);
       ValueId x = form == kNoCast ? x16 : b.node("Cast", {x16}, {NewAttr::Int("to", 1)});
       ValueId n = layer_norm(b, x, {16}, Spelling{.scale = false, .bias = false});
@@ -486,7 +486,7 @@ TEST(FuseLayerNorm, Float16WithCastsBecomesStashType1) {
 // ------------------------------------------------------------------------------ RMSNorm
 
 // HF Llama's LlamaRMSNorm as torch.onnx writes it (float32 model: both Casts to float32).
-ValueId llama_rms(Builder& b, ValueId x, int64_t hidden, DType model_type, const std::string& p) {
+ValueId llama_rms(GraphBuilder& b, ValueId x, int64_t hidden, DType model_type, const std::string& p) {
   const int64_t to = static_cast<int64_t>(model_type);
   ValueId xf = b.node("Cast", {x}, {NewAttr::Int("to", 1)});
   ValueId v = reduce_mean(b, b.node("Pow", {xf, f32s(b, p + "two", 2)}), {-1});
@@ -499,7 +499,7 @@ ValueId llama_rms(Builder& b, ValueId x, int64_t hidden, DType model_type, const
 
 TEST(FuseRmsNorm, LlamaSpellingBecomesOneOp) {
   auto make = [] {
-    Builder b(23);
+    GraphBuilder b(23);
     ValueId x = b.input("x", {-1, -1, 32}, DType::Float, {"batch", "seq"});
     b.output(llama_rms(b, x, 32, DType::Float, "l"));
     return std::move(b.m);
@@ -527,7 +527,7 @@ TEST(FuseRmsNorm, EverySpelling) {
                          std::to_string(swap) + " " + std::to_string(scale));
             Spelling s{.mul_square = mul_square, .inv = inv, .swap = swap, .scale = scale, .bias = false};
             auto make = [&] {
-              Builder b(opset);
+              GraphBuilder b(opset);
               ValueId x = b.input("x", {2, 3, 16});
               b.output(rms_norm(b, x, {16}, s));
               return std::move(b.m);
@@ -542,7 +542,7 @@ TEST(FuseRmsNorm, EverySpelling) {
 TEST(FuseRmsNorm, GemmaOnePlusWeightFoldsIntoTheScale) {
   const std::vector<float> w = noise(16, 41, -0.5f, 0.5f);
   auto make = [&] {
-    Builder b(23);
+    GraphBuilder b(23);
     ValueId x = b.input("x", {2, 3, 16});
     ValueId n = rms_norm(b, x, {16}, Spelling{.inv = 2, .scale = false, .bias = false, .eps = 1e-6f});
     b.output(b.node("Mul", {n, b.node("Add", {f32s(b, "one_", 1.f), b.f32("gemma_w", {16}, w)})}));
@@ -559,7 +559,7 @@ TEST(FuseRmsNorm, GemmaOnePlusWeightFoldsIntoTheScale) {
 // float16 Llama: X16 → Cast(float) → chain → Cast(float16) → Mul(w16): stash_type=1 on X16.
 TEST(FuseRmsNorm, Float16LlamaBecomesStashType1) {
   auto make = [] {
-    Builder b(23);
+    GraphBuilder b(23);
     ValueId x = b.input("x", {2, 3, 32}, DType::Float16);
     b.output(llama_rms(b, x, 32, DType::Float16, "h"), DType::Float16);
     return std::move(b.m);
@@ -574,14 +574,14 @@ TEST(FuseRmsNorm, Float16LlamaBecomesStashType1) {
 
 TEST(FuseRmsNorm, NearMissesAndOpsetGate) {
   {  // mean square over axis 1 of NCHW
-    Builder b(23);
+    GraphBuilder b(23);
     ValueId x = b.input("x", {1, 8, 4, 4});
     b.output(rms_norm(b, x, {8, 1, 1}, Spelling{.scale = false, .bias = false, .axes = {1}}));
     auto row = census(*b.m, "fuse_rms_norm");
     EXPECT_EQ(row.missed["axes not trailing"], 1) << missed(row);
   }
   {  // the normalized value is also returned
-    Builder b(23);
+    GraphBuilder b(23);
     ValueId x = b.input("x", {2, 8});
     ValueId v = reduce_mean(b, b.node("Mul", {x, x}), {-1});
     ValueId s = b.node("Sqrt", {b.node("Add", {v, f32s(b, "eps", 1e-6f)})});
@@ -593,7 +593,7 @@ TEST(FuseRmsNorm, NearMissesAndOpsetGate) {
     EXPECT_EQ(count_op(b.g(), "RMSNormalization"), 0u);
   }
   {  // L2 normalization (ReduceSum, no mean) and a LayerNorm's variance are not RMSNorms
-    Builder b(23);
+    GraphBuilder b(23);
     ValueId x = b.input("x", {2, 8});
     ValueId ss = b.node("ReduceSum", {b.node("Mul", {x, x}), b.i64("ax", {-1})});
     b.output(b.node("Div", {x, b.node("Sqrt", {b.node("Add", {ss, f32s(b, "eps", 1e-6f)})})}));
@@ -602,7 +602,7 @@ TEST(FuseRmsNorm, NearMissesAndOpsetGate) {
     EXPECT_EQ(census(*b.m, "fuse_layer_norm").fusable_here, 1);
   }
   {  // opset 22: counted for an upgrade, untouched
-    Builder b(22);
+    GraphBuilder b(22);
     ValueId x = b.input("x", {2, 8});
     b.output(rms_norm(b, x, {8}, Spelling{}));
     auto row = census(*b.m, "fuse_rms_norm");
@@ -615,7 +615,7 @@ TEST(FuseRmsNorm, NearMissesAndOpsetGate) {
 // ------------------------------------------------------------------------------ GELU
 
 // One GELU written out: `form` picks the association and the constants' spelling.
-ValueId gelu_erf(Builder& b, ValueId x, int form, const std::string& p, float sqrt2 = 1.4142135f) {
+ValueId gelu_erf(GraphBuilder& b, ValueId x, int form, const std::string& p, float sqrt2 = 1.4142135f) {
   ValueId z = form % 2 == 0 ? b.node("Div", {x, f32s(b, p + "s2", sqrt2)}) : b.node("Mul", {f32s(b, p + "is2", 1 / sqrt2), x});
   ValueId a = form % 3 == 0 ? b.node("Add", {b.node("Erf", {z}), f32s(b, p + "one", 1)}) : b.node("Add", {f32s(b, p + "one", 1), b.node("Erf", {z})});
   switch (form % 4) {
@@ -626,7 +626,7 @@ ValueId gelu_erf(Builder& b, ValueId x, int form, const std::string& p, float sq
   }
 }
 
-ValueId gelu_tanh(Builder& b, ValueId x, bool gpt2, const std::string& p, float kappa = 0.044715f) {
+ValueId gelu_tanh(GraphBuilder& b, ValueId x, bool gpt2, const std::string& p, float kappa = 0.044715f) {
   ValueId cube = gpt2 ? b.node("Pow", {x, f32s(b, p + "three", 3)}) : b.node("Mul", {x, b.node("Mul", {x, x})});
   ValueId inner = b.node("Add", {x, b.node("Mul", {cube, f32s(b, p + "kappa", kappa)})});
   ValueId t = b.node("Tanh", {b.node("Mul", {inner, f32s(b, p + "beta", 0.7978845608f)})});
@@ -637,7 +637,7 @@ ValueId gelu_tanh(Builder& b, ValueId x, bool gpt2, const std::string& p, float 
 
 TEST(FuseGelu, EveryErfSpellingAndBothTanhSpellings) {
   auto make = [] {
-    Builder b(20);
+    GraphBuilder b(20);
     ValueId x = b.input("x", {-1, 6, 16}, DType::Float, {"batch"});
     for (int form = 0; form < 12; ++form) b.output(gelu_erf(b, x, form, "e" + std::to_string(form)));
     b.output(gelu_tanh(b, x, true, "gpt2"));
@@ -659,7 +659,7 @@ TEST(FuseGelu, EveryErfSpellingAndBothTanhSpellings) {
 
 // Constants stored as float64 or float16 (rounded) are the same GELU; a wrong one is a Miss.
 TEST(FuseGelu, ConstantsByValueWithinTheirTypesRounding) {
-  Builder h(20);
+  GraphBuilder h(20);
   ValueId xh = h.input("x", {4, 8}, DType::Float16);
   ValueId zh = h.node("Div", {xh, f16(h, "s2", {}, {1.4142135f})});
   ValueId ah = h.node("Add", {h.node("Erf", {zh}), f16(h, "one", {}, {1})});
@@ -668,7 +668,7 @@ TEST(FuseGelu, ConstantsByValueWithinTheirTypesRounding) {
   auto half_row = census(*h.m, "fuse_gelu");
   EXPECT_EQ(half_row.missed["float16 chain (fused op rounds once)"], 1) << missed(half_row);
 
-  Builder w(20);
+  GraphBuilder w(20);
   ValueId xw = w.input("x", {4, 8});
   w.output(gelu_erf(w, xw, 0, "a", 1.5f));              // x / 1.5
   w.output(gelu_tanh(w, xw, true, "b", 0.044716f));      // κ off by 2e-5 relative
@@ -714,14 +714,14 @@ TEST(FuseGelu, Float16ChainsAreMissesFloat16SiluFuses) {
 
 TEST(FuseGelu, NearMissesAndOpsetGate) {
   {  // BERT's pooler Tanh and a plain Erf are not GELUs
-    Builder b(20);
+    GraphBuilder b(20);
     ValueId x = b.input("x", {4, 8});
     b.output(b.node("Tanh", {b.node("MatMul", {x, b.f32("w", {8, 8}, noise(64, 1))})}));
     b.output(b.node("Erf", {x}));
     EXPECT_EQ(census(*b.m, "fuse_gelu").found, 0);
   }
   {  // the Erf's output is read twice
-    Builder b(20);
+    GraphBuilder b(20);
     ValueId x = b.input("x", {4, 8});
     ValueId e = b.node("Erf", {b.node("Div", {x, f32s(b, "s2", 1.4142135f)})});
     ValueId a = b.node("Add", {e, f32s(b, "one", 1)});
@@ -731,14 +731,14 @@ TEST(FuseGelu, NearMissesAndOpsetGate) {
     EXPECT_EQ(row.missed["intermediate has other readers"], 1) << missed(row);
   }
   {  // x under the erf and x in the product differ
-    Builder b(20);
+    GraphBuilder b(20);
     ValueId x = b.input("x", {4, 8}), y = b.input("y", {4, 8});
     ValueId a = b.node("Add", {b.node("Erf", {b.node("Div", {x, f32s(b, "s2", 1.4142135f)})}), f32s(b, "one", 1)});
     b.output(b.node("Mul", {b.node("Mul", {y, a}), f32s(b, "half", 0.5f)}));
     EXPECT_EQ(census(*b.m, "fuse_gelu").found, 0);
   }
   {  // opset 19: after an upgrade only
-    Builder b(19);
+    GraphBuilder b(19);
     b.output(gelu_erf(b, b.input("x", {4, 8}), 0, "g"));
     EXPECT_EQ(census(*b.m, "fuse_gelu").fusable_after_upgrade, 1);
     optimize(*b.m, {"fuse_gelu"});
@@ -750,7 +750,7 @@ TEST(FuseGelu, NearMissesAndOpsetGate) {
 
 TEST(FuseSwish, SiluAndScaledSigmoid) {
   auto make = [] {
-    Builder b(24);
+    GraphBuilder b(24);
     ValueId x = b.input("x", {2, 16});
     b.output(b.node("Mul", {x, b.node("Sigmoid", {x})}));
     b.output(b.node("Mul", {b.node("Sigmoid", {x}), x}));
@@ -769,7 +769,7 @@ TEST(FuseSwish, SiluAndScaledSigmoid) {
 }
 
 TEST(FuseSwish, NearMissesAndOpsetGate) {
-  Builder b(24);
+  GraphBuilder b(24);
   ValueId x = b.input("x", {2, 16});
   // a gate read twice, a per-channel α, and a Sigmoid of something else
   ValueId s = b.node("Sigmoid", {x});
@@ -784,7 +784,7 @@ TEST(FuseSwish, NearMissesAndOpsetGate) {
   optimize(*b.m, {"fuse_swish"});
   EXPECT_EQ(count_op(b.g(), "Swish"), 0u);
 
-  Builder old(23);
+  GraphBuilder old(23);
   ValueId xo = old.input("x", {2, 16});
   old.output(old.node("Mul", {xo, old.node("Sigmoid", {xo})}));
   EXPECT_EQ(census(*old.m, "fuse_swish").fusable_after_upgrade, 1);

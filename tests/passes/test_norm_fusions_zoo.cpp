@@ -108,7 +108,10 @@ void fuse_and_verify(const std::filesystem::path& path, const Expect& e, int64_t
   EXPECT_EQ(row(before, "fuse_gelu").found, e.gelu);
   EXPECT_EQ(row(before, "fuse_rms_norm").found, e.rms_norm);
   EXPECT_EQ(row(before, "fuse_swish").found, e.swish);
-  for (const auto& r : before) EXPECT_EQ(r.missed_total(), 0) << misses(before);
+  // The norm and activation fusions (the attention fusions need the shape chains simplified
+  // first: on the raw export their census counts unresolved head splits).
+  for (const char* f : {"fuse_layer_norm", "fuse_gelu", "fuse_rms_norm", "fuse_swish"})
+    EXPECT_EQ(row(before, f).missed_total(), 0) << misses(before);
 
   passes::RunResult base;
   if (full) base = optimize(*baseline);
