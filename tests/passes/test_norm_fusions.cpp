@@ -688,7 +688,7 @@ TEST(FuseGelu, ConstantsByValueWithinTheirTypesRounding) {
 TEST(FuseGelu, Float16ChainsAreMissesFloat16SiluFuses) {
   auto make = [](int k) {
     return [k] {
-      Builder b(24);
+      GraphBuilder b(24);
       ValueId x = b.input("x", {64, 64}, DType::Float16);
       if (k == 0) {
         ValueId a = b.node("Add", {b.node("Erf", {b.node("Div", {x, f16(b, "s2", {}, {1.4142135f})})}), f16(b, "one", {}, {1})});
