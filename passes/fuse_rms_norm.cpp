@@ -88,6 +88,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
   }
   if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
   if (is_half(r.type) && !r.stash) return Miss{"float16 statistics (no Cast to float)"};
+  if (r.type == DType::Undefined) return Miss{"type unknown"};
   if (!is_float(r.type)) return Miss{"not floating point"};
   auto dims = trailing_dims(g, x, *k);
   if (!dims) return Miss{"normalized shape unknown"};

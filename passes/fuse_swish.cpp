@@ -51,7 +51,9 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&
     r.out = g.output(mul, 0);
   }
   if (const char* why = private_values(g, u, r.nodes, r.out)) return Miss{why};
-  if (!is_float(dtype_of(g, r.x))) return Miss{"not floating point"};
+  const DType type = dtype_of(g, r.x);
+  if (type == DType::Undefined) return Miss{"type unknown"};
+  if (!is_float(type)) return Miss{"not floating point"};
   result_last(g, r.nodes, r.out);
   return r;
 }
