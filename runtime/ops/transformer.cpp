@@ -102,7 +102,9 @@ AttnDims attention_dims(const OpContext& c, const Tensor& q, const Tensor& k, co
 // broadcast dims and its last-dim length (keys beyond it are masked).
 struct MaskView {
   const Tensor* t = nullptr;
+  Tensor converted;  // a numeric mask of another type, as float32 (the spec's U: any numeric type)
   bool boolean = false;
+  const Tensor& values() const { return converted.data ? converted : *t; }
   int64_t sb = 0, sh = 0, sq = 0, len = 0;
   int64_t row(int64_t b, int64_t h, int64_t i) const { return b * sb + h * sh + i * sq; }
 };
@@ -112,8 +114,10 @@ MaskView mask_view(const OpContext& c, const Tensor* m, const AttnDims& d) {
   if (!m) return mv;
   mv.t = m;
   mv.boolean = m->dtype == DType::Bool;
-  if (m->dtype != DType::Float && !mv.boolean)
-    c.error("attn_mask must be bool or a float type, got " + std::string(dtype_name(m->dtype)));
+  if (m->dtype != DType::Float && !mv.boolean) {
+    if (m->dtype == DType::String) c.error("attn_mask must be bool or numeric, got a string tensor");
+    mv.converted = cast(*m, DType::Float);
+  }
   if (m->rank() < 1 || m->rank() > 4) c.error("attn_mask must have rank 1 to 4, got " + shape_str(m->shape));
   Shape s(4 - m->shape.size(), 1);
   s.insert(s.end(), m->shape.begin(), m->shape.end());
@@ -255,13 +259,13 @@ void attention(OpContext& c) {
       if (mv.t) limit = std::min(limit, mv.len);
       bool any = false;
       if (mv.t && mv.boolean) {
-        const uint8_t* m = mv.t->ptr<uint8_t>() + mv.row(b, h, i);
+        const uint8_t* m = mv.values().ptr<uint8_t>() + mv.row(b, h, i);
         for (int64_t j = 0; j < limit; ++j) {
           if (m[j]) any = true;
           else s[j] = kNegInf;
         }
       } else if (mv.t) {
-        const float* m = mv.t->ptr<float>() + mv.row(b, h, i);
+        const float* m = mv.values().ptr<float>() + mv.row(b, h, i);
         for (int64_t j = 0; j < limit; ++j) {
           any |= m[j] != kNegInf;
           s[j] += m[j];

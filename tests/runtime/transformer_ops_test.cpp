@@ -360,6 +360,29 @@ TEST(Attention23, ShortMaskMasksTheRest) {
   check_case(c, 301);
 }
 
+// A numeric mask of another type (the spec's U) is additive like a float one.
+TEST(Attention23, IntegerMaskIsAdditive) {
+  AttnCase c;
+  c.mask = 2, c.mask_shape = {c.Sq, c.T()};
+  AttnData d = make_data(c, 450);
+  std::vector<int32_t> ints;
+  for (float& v : d.maskf) {
+    v = std::isinf(v) ? -100000.f : std::round(v * 4);
+    ints.push_back(static_cast<int32_t>(v));
+  }
+  TinyModel mf(23), mi(23);
+  auto ff = build(mf, c, d);
+  auto fi = build(mi, c, d);
+  fi.back().second = test::make<int32_t>(DType::Int32, c.mask_shape, ints);
+  const ValueId mask = mi.g.graph_inputs().back();
+  const std::vector<Dim> dims(mi.g.shape(mask).begin(), mi.g.shape(mask).end());
+  mi.g.set_type(mask, DType::Int32, dims);
+  auto want = run(mf.model, ff), got = run(mi.model, fi);
+  std::vector<double> w;
+  for (int64_t e = 0; e < want[0].numel(); ++e) w.push_back(want[0].get_f64(e));
+  EXPECT_TRUE(near(w, got[0], 0, 0));
+}
+
 // float16 Q/K/V/caches: computed in float32, outputs in float16.
 TEST(Attention23, Float16) {
   AttnCase c;
