@@ -39,6 +39,9 @@ std::optional<simd::Unary> fusable_activation(const Graph& g, NodeId n) {
   if (op == "Sigmoid") return simd::Unary::of(simd::UnaryOp::Sigmoid);
   if (op == "Tanh") return simd::Unary::of(simd::UnaryOp::Tanh);
   if (op == "HardSwish") return simd::Unary::hard_swish();
+  // The standard ops the fusion passes emit (Gelu-20, Swish-24): fused like the chains they replace.
+  if (op == "Gelu") return simd::Unary::of(g.attr_string(n, "approximate", "none") == "tanh" ? simd::UnaryOp::GeluTanh : simd::UnaryOp::Gelu);
+  if (op == "Swish" && g.attr_float(n, "alpha", 1.f) == 1.f) return simd::Unary::of(simd::UnaryOp::Silu);
   if (op == "LeakyRelu") return simd::Unary::leaky_relu(g.attr_float(n, "alpha", 0.01f));
   if (op == "HardSigmoid") return simd::Unary::hard_sigmoid(g.attr_float(n, "alpha", 0.2f), g.attr_float(n, "beta", 0.5f));
   if (op == "Clip") {

@@ -742,3 +742,31 @@ TEST(TransformerOpsVsOrt, RotaryNormsGeluSwish) {
     agree_with_ort(m, {{"x", test::make<float>(DType::Float, {2, 500}, randn(1000, 7, 3.f))}}, "ln_gelu_swish");
   }
 }
+
+// The plan runs Gelu-20 (both forms) and Swish-24 (alpha 1) after a MatMul in its epilogue, as
+// it does for the decomposed chains they replace: the same numbers as the unfused plan.
+TEST(TransformerOpsFusion, GeluAndSwishInTheMatMulEpilogue) {
+  for (const char* act : {"Gelu", "GeluTanh", "Swish", "SwishAlpha"}) {
+    SCOPED_TRACE(act);
+    TinyModel m(24);
+    ValueId x = m.input("x", DType::Float, {2, 37, 64});
+    ValueId w = m.constant<float>("w", DType::Float, {64, 96}, randn(64 * 96, 3, 0.2f));
+    ValueId y = m.op("MatMul", {x, w});
+    const std::string a = act;
+    std::vector<NewAttr> attrs;
+    if (a == "GeluTanh") attrs.push_back(NewAttr::String("approximate", "tanh"));
+    if (a == "SwishAlpha") attrs.push_back(NewAttr::Float("alpha", 1.5f));
+    m.outputs({m.op(a.rfind("Gelu", 0) == 0 ? "Gelu" : "Swish", {y}, attrs)});
+    m.model.ir_version = 12;
+    rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+    EXPECT_EQ(fused.fused_count(), a == "SwishAlpha" ? 0u : 1u);
+    const rt::Tensor xin = test::make<float>(DType::Float, {2, 37, 64}, randn(2 * 37 * 64, 4, 2.f));
+    auto want = plain.run({xin})[0];
+    for (int run = 0; run < 2; ++run) {
+      auto got = fused.run({xin})[0];
+      std::vector<double> w64;
+      for (int64_t e = 0; e < want.numel(); ++e) w64.push_back(want.get_f64(e));
+      EXPECT_TRUE(near(w64, got, 1e-6, 1e-5)) << "run " << run;
+    }
+  }
+}
