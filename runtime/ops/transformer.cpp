@@ -327,11 +327,17 @@ void swish(OpContext& c) {
   for (size_t i = 0; i < n; ++i) Y[i] = X[i] / (1 + std::exp(-static_cast<double>(alpha) * X[i]));
 }
 
+// In a producer's epilogue: Silu when alpha is 1 (the Llama MLP's gate), else not fused.
+std::optional<simd::Unary> swish_epilogue(const Graph& g, NodeId n) {
+  if (g.attr_float(n, "alpha", 1.f) != 1.f) return std::nullopt;
+  return simd::Unary::of(simd::UnaryOp::Silu);
+}
+
 }  // namespace
 
 void register_transformer(Registry& r) {
   r.add("", "Attention", {.run = attention});
-  r.add("", "Swish", {.run = swish, .inplace_input = 0, .layout = LayoutUse::Elementwise});
+  r.add("", "Swish", {.run = swish, .inplace_input = 0, .layout = LayoutUse::Elementwise, .epilogue = swish_epilogue});
 }
 
 }  // namespace onnxforge::rt
