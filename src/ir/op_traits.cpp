@@ -81,7 +81,7 @@ const OpTraits kTable[] = {
     {"Gather", Tensor, 0},
     {"GatherElements", Tensor, 0},
     {"GatherND", Tensor, 0},
-    {"Gelu", Act, kUnary},
+    {"Gelu", Act, kUnary | kEpilogue},
     {"Gemm", Math, 0},
     {"GlobalAveragePool", NN, 0},
     {"GlobalLpPool", NN, 0},
@@ -198,7 +198,7 @@ const OpTraits kTable[] = {
     {"Squeeze", Tensor, 0},
     {"Sub", Math, 0, 0.0},
     {"Sum", Math, kCommutative},
-    {"Swish", Act, 0},  // shape function and kernel in the transformer files (alpha attribute)
+    {"Swish", Act, kEpilogue},  // kernel and shape function in the transformer files; fused when alpha = 1
     {"Tan", Math, kUnary},
     {"Tanh", Math, kUnary | kEpilogue},
     {"ThresholdedRelu", Act, kUnary},

@@ -16,19 +16,6 @@ constexpr int F16 = onnx::TensorProto::FLOAT16;
 constexpr int I64 = onnx::TensorProto::INT64;
 constexpr int B = onnx::TensorProto::BOOL;
 
-struct Inferred {
-  std::unique_ptr<Model> model;
-  ShapeReport report;
-  std::string operator[](const std::string& name) const { return type_of(*model, name); }
-};
-
-Inferred run(ModelProtoBuilder& b) {
-  Inferred r;
-  r.model = b.load();
-  r.report = infer_shapes(*r.model);
-  return r;
-}
-
 }  // namespace
 
 TEST(ShapeTransformer, Attention4dWithPastAndGqa) {

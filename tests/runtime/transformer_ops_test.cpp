@@ -360,6 +360,29 @@ TEST(Attention23, ShortMaskMasksTheRest) {
   check_case(c, 301);
 }
 
+// A numeric mask of another type (the spec's U) is additive like a float one.
+TEST(Attention23, IntegerMaskIsAdditive) {
+  AttnCase c;
+  c.mask = 2, c.mask_shape = {c.Sq, c.T()};
+  AttnData d = make_data(c, 450);
+  std::vector<int32_t> ints;
+  for (float& v : d.maskf) {
+    v = std::isinf(v) ? -100000.f : std::round(v * 4);
+    ints.push_back(static_cast<int32_t>(v));
+  }
+  TinyModel mf(23), mi(23);
+  auto ff = build(mf, c, d);
+  auto fi = build(mi, c, d);
+  fi.back().second = test::make<int32_t>(DType::Int32, c.mask_shape, ints);
+  const ValueId mask = mi.g.graph_inputs().back();
+  const std::vector<Dim> dims(mi.g.shape(mask).begin(), mi.g.shape(mask).end());
+  mi.g.set_type(mask, DType::Int32, dims);
+  auto want = run(mf.model, ff), got = run(mi.model, fi);
+  std::vector<double> w;
+  for (int64_t e = 0; e < want[0].numel(); ++e) w.push_back(want[0].get_f64(e));
+  EXPECT_TRUE(near(w, got[0], 0, 0));
+}
+
 // float16 Q/K/V/caches: computed in float32, outputs in float16.
 TEST(Attention23, Float16) {
   AttnCase c;
@@ -717,5 +740,33 @@ TEST(TransformerOpsVsOrt, RotaryNormsGeluSwish) {
                m.op("Swish", {x}), m.op("Swish", {x}, {NewAttr::Float("alpha", 1.702f)})});
     m.model.ir_version = 11;
     agree_with_ort(m, {{"x", test::make<float>(DType::Float, {2, 500}, randn(1000, 7, 3.f))}}, "ln_gelu_swish");
+  }
+}
+
+// The plan runs Gelu-20 (both forms) and Swish-24 (alpha 1) after a MatMul in its epilogue, as
+// it does for the decomposed chains they replace: the same numbers as the unfused plan.
+TEST(TransformerOpsFusion, GeluAndSwishInTheMatMulEpilogue) {
+  for (const char* act : {"Gelu", "GeluTanh", "Swish", "SwishAlpha"}) {
+    SCOPED_TRACE(act);
+    TinyModel m(24);
+    ValueId x = m.input("x", DType::Float, {2, 37, 64});
+    ValueId w = m.constant<float>("w", DType::Float, {64, 96}, randn(64 * 96, 3, 0.2f));
+    ValueId y = m.op("MatMul", {x, w});
+    const std::string a = act;
+    std::vector<NewAttr> attrs;
+    if (a == "GeluTanh") attrs.push_back(NewAttr::String("approximate", "tanh"));
+    if (a == "SwishAlpha") attrs.push_back(NewAttr::Float("alpha", 1.5f));
+    m.outputs({m.op(a.rfind("Gelu", 0) == 0 ? "Gelu" : "Swish", {y}, attrs)});
+    m.model.ir_version = 12;
+    rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+    EXPECT_EQ(fused.fused_count(), a == "SwishAlpha" ? 0u : 1u);
+    const rt::Tensor xin = test::make<float>(DType::Float, {2, 37, 64}, randn(2 * 37 * 64, 4, 2.f));
+    auto want = plain.run({xin})[0];
+    for (int run = 0; run < 2; ++run) {
+      auto got = fused.run({xin})[0];
+      std::vector<double> w64;
+      for (int64_t e = 0; e < want.numel(); ++e) w64.push_back(want.get_f64(e));
+      EXPECT_TRUE(near(w64, got, 1e-6, 1e-5)) << "run " << run;
+    }
   }
 }
