@@ -22,9 +22,15 @@ const std::vector<const Pass*>& all_passes() {
   return list;
 }
 
+const std::vector<const Pass*>& pre_passes() {
+  static const std::vector<const Pass*> list = {&upgrade_opset_pass()};
+  return list;
+}
+
 const Pass* find_pass(std::string_view name) {
-  for (const Pass* p : all_passes())
-    if (p->name() == name) return p;
+  for (const auto* list : {&pre_passes(), &all_passes()})
+    for (const Pass* p : *list)
+      if (p->name() == name) return p;
   return nullptr;
 }
 

@@ -8,7 +8,10 @@
 namespace onnxforge::passes {
 
 const std::vector<const Pass*>& all_passes();
-const Pass* find_pass(std::string_view name);  // nullptr when unknown
+// Passes the driver runs before the pipeline when asked (upgrade_opset with --target-opset);
+// not part of all_passes().
+const std::vector<const Pass*>& pre_passes();
+const Pass* find_pass(std::string_view name);  // nullptr when unknown (searches both lists)
 
 // One accessor per pass file.
 const Pass& fold_constants_pass();
@@ -26,5 +29,6 @@ const Pass& fuse_matmul_add_pass();
 const Pass& eliminate_duplicate_constants_pass();
 const Pass& eliminate_dead_nodes_pass();
 const Pass& eliminate_unused_initializers_pass();
+const Pass& upgrade_opset_pass();
 
 }  // namespace onnxforge::passes

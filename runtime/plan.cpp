@@ -145,9 +145,22 @@ std::optional<LayerNormChain> match_layer_norm(const Graph& g, const Uses& uses,
            g.outputs(m).size() == 1 && g.output(m, 0).valid() && (last || !uses.is_graph_output(g.output(m, 0)));
   };
   auto last_axis_mean = [&](NodeId m) {
-    if (!is_op(m, "ReduceMean", 1) || g.attr_int(m, "keepdims", 1) != 1) return false;
-    auto axes = g.attr_ints(m, "axes");
-    return axes.size() == 1 && axes[0] == -1;
+    if (!(is_op(m, "ReduceMean", 1) || is_op(m, "ReduceMean", 2)) || g.attr_int(m, "keepdims", 1) != 1) return false;
+    if (g.inputs(m).size() == 1) {
+      auto axes = g.attr_ints(m, "axes");
+      return axes.size() == 1 && axes[0] == -1;
+    }
+    // Opset 18: the axes are an input (an initializer or a Constant), so that an upgraded model
+    // keeps this fusion and computes the same bits.
+    ValueId v = g.input(m, 1);
+    TensorId t = g.is_constant(v) ? g.initializer(v) : TensorId{};
+    if (NodeId p = g.producer(v); p.valid() && norm_domain(g.domain(p)).empty() && str(g.op_type(p)) == "Constant")
+      if (const Attr* a = g.attr(p, "value"); a && a->type == AttrType::Tensor) t = a->tensor;
+    const TensorStore& ts = g.model().tensors;
+    int64_t axis = 0;
+    if (!t.valid() || ts.dtype(t) != DType::Int64 || ts.element_count(t) != 1) return false;
+    std::memcpy(&axis, ts.bytes(t).data(), 8);
+    return axis == -1;
   };
   auto only = [&](NodeId m) -> Use {  // the single reader of m's output
     ValueId o = g.output(m, 0);

@@ -48,6 +48,7 @@ class Registry {
     register_reduce(reg);
     register_misc(reg);
     register_control(reg);
+    register_transformer(reg);
   }
   std::unordered_map<uint64_t, InferFn> fns_;
 };

@@ -232,12 +232,11 @@ void register_elementwise(const Registrar& reg) {
                          "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Tan",
                          "Tanh", "ThresholdedRelu", "Celu", "Mish", "Shrink", "Gelu", "Softmax", "LogSoftmax",
                          "Hardmax", "CumSum", "Trilu", "LpNormalization", "MeanVarianceNormalization", "LRN",
-                         "InstanceNormalization", "RMSNormalization", "RotaryEmbedding", "BitwiseNot",
+                         "InstanceNormalization", "RotaryEmbedding", "BitwiseNot",
                          "GroupNormalization", "ReverseSequence", "Scatter", "ScatterElements", "ScatterND",
                          "EyeLike", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
                          "com.microsoft::Gelu", "com.microsoft::FastGelu", "com.microsoft::BiasGelu",
-                         "com.microsoft::QuickGelu", "com.microsoft::RotaryEmbedding",
-                         "com.microsoft::SimplifiedLayerNormalization", "com.microsoft::BiasAdd"})
+                         "com.microsoft::QuickGelu", "com.microsoft::RotaryEmbedding", "com.microsoft::BiasAdd"})
     reg(op, unary);
   reg("Identity", identity);
   reg("Clip", clip);

@@ -1,5 +1,6 @@
 // onnxforge optimize IN -o OUT [--passes a,b] [--skip c] [--list-passes] [--fold-size 1M]
 //                   [--dim name=N]... [--report FILE.json] [--verify-seeds N] [--no-verify] [--force]
+//                   [--target-opset N]
 // Runs the pass pipeline to a fixed point, verifies the result against the original through the
 // runtime (unless --no-verify) and writes it. A model that fails verification is not written and
 // the first pass that broke it is named.
@@ -15,6 +16,7 @@
 #include "ir/error.h"
 #include "passes/pipeline.h"
 #include "passes/registry.h"
+#include "passes/upgrade_opset.h"
 
 namespace onnxforge::cli {
 namespace {
@@ -26,6 +28,7 @@ struct Options {
   std::vector<std::string> passes, skip, dims;
   bool list = false, no_verify = false, force = false, json = false, strip_hierarchy = false;
   int seeds = 3, threads = 0;
+  int64_t target_opset = 0;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -79,6 +82,7 @@ int run(const Options& o) {
 
   say("loading " + o.in);
   auto model = load_model(o.in);
+  if (o.target_opset) check_target_opset(*model, o.target_opset);  // before any work: a downgrade is exit 2
   hier::read_tags(*model);  // module tags ride along in the graph tables through every pass
   double load_s = seconds_since(t0);
   bool verify = !o.no_verify;
@@ -99,12 +103,36 @@ int run(const Options& o) {
   }
   specialise_dims(*model, ro.pass.dims);
   auto tp = std::chrono::steady_clock::now();
+  // --target-opset: the upgrade runs first, on its own (class 0), so the pipeline's passes see
+  // the new opset; the bisection below replays it first too.
+  UpgradeReport upgrade;
+  std::vector<const Pass*> bisect = passes;
+  if (o.target_opset) {
+    say("upgrading to opset " + std::to_string(o.target_opset));
+    RunOptions uo = ro;
+    uo.pass.target_opset = o.target_opset;
+    uo.pass.upgrade_report = &upgrade;
+    run_passes(*model, pre_passes(), uo);
+    if (upgrade.to == 0) {  // already at the target: nothing ran
+      upgrade.from = upgrade.to = model->opset("");
+      upgrade.ir_from = upgrade.ir_to = model->ir_version;
+    }
+    bisect.insert(bisect.begin(), &upgrade_opset_pass());
+    ro.pass.target_opset = o.target_opset;  // for the bisection's fresh loads
+  }
   RunResult r = run_passes(*model, passes, ro);
   double passes_s = seconds_since(tp);
 
   nlohmann::json report = stats_json(r);
   report["input"] = o.in;
   report["output"] = o.out;
+  if (o.target_opset) {
+    nlohmann::json by;
+    for (auto& [k, n] : upgrade.by_adapter) by[k] = n;
+    report["upgrade"] = {{"opset_from", upgrade.from}, {"opset_to", upgrade.to}, {"ir_from", upgrade.ir_from},
+                         {"ir_to", upgrade.ir_to}, {"nodes_adapted", upgrade.adapted}, {"nodes_added", upgrade.added},
+                         {"adapters", by.is_null() ? nlohmann::json::object() : by}};
+  }
   VerifyResult v;
   double verify_s = 0;
   if (verify) {
@@ -117,9 +145,9 @@ int run(const Options& o) {
     if (!v.ok) {
       say("verification failed; finding the first pass that breaks the model");
       VerifyResult first;
-      int k = first_breaking_pass(o.in, passes, ro, *ref, &first);
+      int k = first_breaking_pass(o.in, bisect, ro, *ref, &first);
       if (tty) std::cerr << "\n";
-      std::string culprit = k >= 0 ? passes[k]->name() : "the combination of passes (no single pass alone)";
+      std::string culprit = k >= 0 ? bisect[k]->name() : "the combination of passes (no single pass alone)";
       report["breaking_pass"] = culprit;
       if (!o.report.empty()) std::ofstream(o.report) << report.dump(2) << "\n";
       std::cerr << "error: the optimized model does not match the original (max_diff " << v.max_diff
@@ -153,6 +181,9 @@ int run(const Options& o) {
   std::cout << o.in << " -> " << o.out << ": nodes " << r.before.nodes << " -> " << r.after.nodes << ", initializers "
             << r.before.initializers << " -> " << r.after.initializers << ", initializer bytes " << r.before.bytes
             << " -> " << r.after.bytes << " (" << r.rounds << " rounds, passes " << passes_s << " s)\n";
+  if (o.target_opset)
+    std::cout << "  upgrade_opset: opset " << upgrade.from << " -> " << upgrade.to << ", IR " << upgrade.ir_from << " -> "
+              << upgrade.ir_to << " (" << upgrade.adapted << " nodes adapted, " << upgrade.added << " added)\n";
   for (const PassStats& s : r.passes)
     if (s.applied)
       std::cout << "  " << s.name << ": nodes " << std::showpos << -s.removed.nodes << ", initializers "
@@ -181,6 +212,9 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_flag("--strip-hierarchy", o->strip_hierarchy, "Remove module-hierarchy tags from the output");
   app.add_option("--threads", o->threads, "Worker threads (default: all)");
   app.add_flag("--json", o->json, "Print the report as JSON");
+  app.add_option("--target-opset", o->target_opset,
+                 "Upgrade the default-domain opset to N first (7.." + std::to_string(kMaxRuntimeOpset) +
+                     "; never a downgrade), adapting the ops whose signature changes");
   return [o] { return run(*o); };
 }};
 
