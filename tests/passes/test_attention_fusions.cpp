@@ -125,7 +125,7 @@ class Toy {
   ValueId mask4() { return b_.node("Unsqueeze", {b_.node("Unsqueeze", {mask_, i64s({1})}), i64s({2})}); }
   // GPT-2's `bias` buffer: tril(ones(P, P)) as bool [1,1,P,P], sliced [shift:S+shift, 0:S].
   ValueId causal(ValueId s, int64_t shift) {
-    const int64_t P = 16;
+    const int64_t P = 160;  // verification runs seq 128
     std::vector<uint8_t> t(static_cast<size_t>(P * P));
     for (int64_t i = 0; i < P; ++i)
       for (int64_t j = 0; j < P; ++j) t[size_t(i * P + j)] = j <= i;
