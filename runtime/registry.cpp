@@ -5,11 +5,6 @@
 
 namespace onnxforge::rt {
 
-void register_loss(Registry&);  // ops/loss.cpp
-void register_misc(Registry&);  // ops/misc.cpp
-void register_rnn(Registry&);   // ops/rnn.cpp
-void register_transformer(Registry&);  // ops/transformer.cpp
-
 Registry& Registry::get() {
   static Registry* r = [] {
     auto* reg = new Registry;

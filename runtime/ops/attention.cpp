@@ -124,10 +124,10 @@ void softmax_attention(OpContext& c) {
 }  // namespace
 
 const KernelDef& softmax_attention_kernel() {
-  static const KernelDef def{softmax_attention};
+  static const KernelDef def{.run = softmax_attention};
   return def;
 }
 
-void register_attention(Registry& r) { r.add("", "RotaryEmbedding", {rotary}); }
+void register_attention(Registry& r) { r.add("", "RotaryEmbedding", {.run = rotary}); }
 
 }  // namespace onnxforge::rt

@@ -162,7 +162,7 @@ void register_gather(Registry& r) {
            {"Gather", gather}, {"GatherElements", gather_elements}, {"GatherND", gather_nd},
            {"ScatterND", scatter_nd}, {"ScatterElements", scatter_elements}, {"Scatter", scatter_elements},
            {"OneHot", one_hot}})
-    r.add("", name, {f, false});
+    r.add("", name, {.run = f, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

@@ -325,25 +325,22 @@ void decomposed_layer_norm(OpContext& c) {
 }  // namespace
 
 const KernelDef& decomposed_layer_norm_kernel() {
-  static const KernelDef def{decomposed_layer_norm, true, 0};  // y may overwrite x when x dies here
+  static const KernelDef def{.run = decomposed_layer_norm, .inplace_input = 0};  // y may overwrite x when x dies here
   return def;
 }
 
 void register_norm(Registry& r) {
-  KernelDef bn{batch_norm};
-  bn.layout = LayoutUse::Aware;
-  bn.takes_nhwc = batch_norm_takes_nhwc;
-  r.add("", "BatchNormalization", bn);
-  r.add("", "InstanceNormalization", {instance_norm});
-  r.add("", "LayerNormalization", {layer_norm, false, -1, -1, true});
-  r.add("", "RMSNormalization", {rms_norm, false});
-  r.add("", "SimplifiedLayerNormalization", {rms_norm, false});  // ORT's name for RMSNorm in the default domain
-  r.add("", "GroupNormalization", {group_norm});
-  r.add("", "Softmax", {softmax<0>, true, 0});
-  r.add("", "LogSoftmax", {softmax<1>, true, 0});
-  r.add("", "Hardmax", {softmax<2>});
-  r.add("", "LRN", {lrn});
-  r.add("", "MeanVarianceNormalization", {mvn});
+  r.add("", "BatchNormalization", {.run = batch_norm, .layout = LayoutUse::Aware, .takes_nhwc = batch_norm_takes_nhwc});
+  r.add("", "InstanceNormalization", {.run = instance_norm});
+  r.add("", "LayerNormalization", {.run = layer_norm, .float_compute = false, .fuses_activation = true});
+  r.add("", "RMSNormalization", {.run = rms_norm, .float_compute = false});
+  r.add("", "SimplifiedLayerNormalization", {.run = rms_norm, .float_compute = false});  // ORT's name for RMSNorm in the default domain
+  r.add("", "GroupNormalization", {.run = group_norm});
+  r.add("", "Softmax", {.run = softmax<0>, .inplace_input = 0});
+  r.add("", "LogSoftmax", {.run = softmax<1>, .inplace_input = 0});
+  r.add("", "Hardmax", {.run = softmax<2>});
+  r.add("", "LRN", {.run = lrn});
+  r.add("", "MeanVarianceNormalization", {.run = mvn});
 }
 
 }  // namespace onnxforge::rt

@@ -223,7 +223,7 @@ void register_shape_ops(Registry& r) {
            {"Identity", identity}, {"Dropout", dropout}, {"Shape", shape}, {"Size", size}, {"Expand", expand},
            {"ConstantOfShape", constant_of_shape}, {"Constant", constant}, {"Range", range}, {"EyeLike", eye_like},
            {"NonZero", non_zero}})
-    r.add("", name, {f, false});
+    r.add("", name, {.run = f, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

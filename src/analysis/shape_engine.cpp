@@ -558,6 +558,10 @@ ShapeReport infer_shapes(Model& m, const ShapeOptions& options) {
   return report;
 }
 
+bool has_shape_function(std::string_view domain, std::string_view op_type) {
+  return shape::Registry::get().find(intern(domain), intern(op_type)) != nullptr;
+}
+
 const std::vector<SymDim>* ShapeReport::value(GraphId g, ValueId v) const {
   if (g.index() >= values_by_graph.size()) return nullptr;
   auto it = values_by_graph[g.index()].find(v.index());

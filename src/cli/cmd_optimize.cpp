@@ -60,6 +60,22 @@ int list_passes(bool json) {
   return 0;
 }
 
+// Names passes had before issue 12, still accepted by --passes and --skip so that scripts and
+// notes keep working (with a note on stderr).
+std::vector<std::string> current_pass_names(std::vector<std::string> names) {
+  static const std::pair<std::string_view, std::string_view> renamed[] = {
+      {"cleanup_attention", "fuse_consecutive_reshapes"},
+      {"fuse_conv_relu", "annotate_conv_activation"},
+  };
+  for (std::string& n : names)
+    for (auto [old_name, new_name] : renamed)
+      if (n == old_name) {
+        std::cerr << "note: pass '" << old_name << "' is now called '" << new_name << "'\n";
+        n = new_name;
+      }
+  return names;
+}
+
 int run(const Options& o) {
   if (o.list) return list_passes(o.json);
   if (o.in.empty() || o.out.empty()) fail("optimize needs an input model and -o OUTPUT (or --list-passes)");
@@ -78,7 +94,7 @@ int run(const Options& o) {
   ro.pass.evaluator = runtime_evaluator();
   if (!o.fold_size.empty()) ro.pass.fold_size = parse_size(o.fold_size);
   if (tty) ro.progress = say;
-  std::vector<const Pass*> passes = select_passes(o.passes, o.skip);
+  std::vector<const Pass*> passes = select_passes(current_pass_names(o.passes), current_pass_names(o.skip));
 
   say("loading " + o.in);
   auto model = load_model(o.in);

@@ -8,7 +8,11 @@
 #include "io/model_io.h"
 #include "passes/fusion.h"
 #include "passes/graph_util.h"
-#include "builder.h"
+#include "tests/common/graph_builder.h"
+#include "optimize.h"
+#include "passes/driver.h"
+#include "passes/evaluator.h"
+#include "passes/registry.h"
 #include "tests/common/models.h"
 
 namespace onnxforge::test {

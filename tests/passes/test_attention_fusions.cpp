@@ -159,7 +159,7 @@ class Toy {
   }
 
   Spec s_;
-  Builder b_;
+  GraphBuilder b_;
   int64_t E_ = 0;
   int n_ = 0;
   ValueId x_, mask_, temperature_, cos_, sin_;
@@ -330,7 +330,7 @@ TEST(FuseAttention, BelowOpset23IsCountedForTheUpgrade) {
 
 // A Softmax that is not between two MatMuls is no attention block at all.
 TEST(FuseAttention, PlainSoftmaxIsNoBlock) {
-  Builder b(23);
+  GraphBuilder b(23);
   ValueId x = b.input("x", {2, 8});
   b.output(b.node("MatMul", {b.node("Softmax", {x}), b.f32("w", {8, 3}, noise(24, 1))}));
   infer_shapes(*b.m);
@@ -349,7 +349,7 @@ struct RopeSpec {
 // x [B, S, H*D] → split heads → rope → merge heads.
 std::unique_ptr<Model> rope_model(RopeSpec r, int64_t S = -1) {
   const int64_t H = 2, D = 8, R = r.rot ? r.rot : D, half = R / 2, P = 160;  // positions < 128 (verification's seq)
-  Builder b(23);
+  GraphBuilder b(23);
   b.m->ir_version = 11;
   int n = 0;
   auto i64s = [&](std::vector<int64_t> v, bool scalar = false) { return b.i64("i" + std::to_string(n++), v, scalar); };
@@ -532,7 +532,7 @@ namespace {
 
 // x [B, S, 8] → three projections (widths 8, 4, 4: GQA-like), biases as given.
 std::unique_ptr<Model> qkv_model(std::vector<bool> bias, bool share_weight = false, int projections = 3) {
-  Builder b(17);
+  GraphBuilder b(17);
   ValueId x = b.input("x", {-1, -1, 8}, DType::Float, {"batch", "seq"});
   const int64_t widths[3] = {8, 4, 4};
   ValueId shared = b.f32("w_shared", {8, 4}, noise(32, 40));

@@ -13,7 +13,11 @@
 #include <random>
 
 #include "analysis/shapes.h"
-#include "builder.h"
+#include "tests/common/graph_builder.h"
+#include "optimize.h"
+#include "passes/driver.h"
+#include "passes/evaluator.h"
+#include "passes/registry.h"
 #include "io/model_io.h"
 #include "ir/match.h"
 #include "passes/upgrade_opset.h"
@@ -108,7 +112,7 @@ std::vector<int64_t> const_input(const Graph& g, NodeId n, size_t i) {
 
 TEST(UpgradeOpset, SliceAndTopKAttributesBecomeInputs) {
   auto make = [] {
-    Builder b(9);
+    GraphBuilder b(9);
     ValueId x = b.input("x", {4, 6});
     b.output(b.node("Slice", {x}, {NewAttr::Ints("starts", {1, -4}), NewAttr::Ints("ends", {3, 100}), NewAttr::Ints("axes", {0, 1})}));
     auto tk = b.node_n("TopK", {x}, {NewAttr::Int("k", 2), NewAttr::Int("axis", 1)}, 2);
@@ -131,7 +135,7 @@ TEST(UpgradeOpset, SliceAndTopKAttributesBecomeInputs) {
 TEST(UpgradeOpset, ClipAndPadAttributesBecomeInputs) {
   for (DType t : {DType::Float, DType::Double, DType::Float16}) {
     auto make = [t] {
-      Builder b(7);
+      GraphBuilder b(7);
       ValueId x = b.input("x", {2, 3, 4}, t);
       b.output(b.node("Clip", {x}, {NewAttr::Float("min", -0.5f), NewAttr::Float("max", 0.75f)}), t);
       b.output(b.node("Clip", {x}, {NewAttr::Float("max", 0.25f)}), t);
@@ -151,7 +155,7 @@ TEST(UpgradeOpset, ClipAndPadAttributesBecomeInputs) {
 
 TEST(UpgradeOpset, SqueezeUnsqueezeReduceSumSplitAxesBecomeInputs) {
   auto make = [] {
-    Builder b(11);
+    GraphBuilder b(11);
     ValueId x = b.input("x", {2, 1, 6});
     ValueId sq = b.node("Squeeze", {x}, {NewAttr::Ints("axes", {1})});
     b.output(b.node("Unsqueeze", {sq}, {NewAttr::Ints("axes", {0, -1})}));
@@ -192,7 +196,7 @@ TEST(UpgradeOpset, SqueezeUnsqueezeReduceSumSplitAxesBecomeInputs) {
 TEST(UpgradeOpset, DropoutRatioAndMask) {
   // Dropout-7's mask has the input's type; from 10 it is bool (a Cast keeps the float mask).
   auto make = [] {
-    Builder b(7);
+    GraphBuilder b(7);
     ValueId x = b.input("x", {3, 4});
     auto d = b.node_n("Dropout", {x}, {NewAttr::Float("ratio", 0.3f)}, 2);
     b.output(d[0]);
@@ -223,7 +227,7 @@ TEST(UpgradeOpset, SoftmaxFlattenSemantics) {
     for (const Case& c : cases) {
       SCOPED_TRACE(std::string(op) + " " + rt::shape_str(c.shape) + " axis " + std::to_string(c.axis));
       auto make = [&] {
-        Builder b(11);
+        GraphBuilder b(11);
         ValueId x = b.input("x", c.shape);
         std::vector<NewAttr> attrs;
         if (c.axis != -100) attrs.push_back(NewAttr::Int("axis", c.axis));
@@ -242,7 +246,7 @@ TEST(UpgradeOpset, SoftmaxFlattenSemantics) {
   // Rank unknown: the flattening form, unless the axis is -1.
   for (int64_t axis : {1, -1}) {
     auto make = [axis] {
-      Builder b(12);
+      GraphBuilder b(12);
       ValueId x = b.g().add_value(intern("x"));
       b.g().set_dtype(x, DType::Float);
       b.g().set_graph_inputs({x});
@@ -261,7 +265,7 @@ TEST(UpgradeOpset, ResizeAndUpsample) {
     SCOPED_TRACE(mode);
     const rt::Tensor x = randn(DType::Float, {1, 2, 3, 5}, 7);
     auto up7 = [&] {
-      Builder b(7);
+      GraphBuilder b(7);
       ValueId in = b.input("x", {1, 2, 3, 5});
       b.output(b.node("Upsample", {in}, {NewAttr::String("mode", mode), NewAttr::Floats("scales", {1, 1, 2, 3})}));
       return std::move(b.m);
@@ -271,7 +275,7 @@ TEST(UpgradeOpset, ResizeAndUpsample) {
     EXPECT_EQ(m->main().attr_string(r, "coordinate_transformation_mode"), "asymmetric");
     EXPECT_EQ(count_op(m->main(), "Upsample"), 0u);
     auto up9 = [&] {
-      Builder b(9);
+      GraphBuilder b(9);
       ValueId in = b.input("x", {1, 2, 3, 5});
       b.output(b.node("Upsample", {in, b.f32("scales", {4}, {1, 1, 1.5f, 2.5f})}, {NewAttr::String("mode", mode)}));
       return std::move(b.m);
@@ -279,7 +283,7 @@ TEST(UpgradeOpset, ResizeAndUpsample) {
     upgrade_same(up9, 11, {x});
     upgrade_same(up9, 23, {x});
     auto rs10 = [&] {
-      Builder b(10);
+      GraphBuilder b(10);
       ValueId in = b.input("x", {1, 2, 3, 5});
       b.output(b.node("Resize", {in, b.f32("scales", {4}, {1, 1, 0.6f, 1.7f})}, {NewAttr::String("mode", mode)}));
       return std::move(b.m);
@@ -294,7 +298,7 @@ TEST(UpgradeOpset, BatchNormalizationIsTestSpatialAndTraining) {
   const rt::Tensor x = randn(DType::Float, {2, 3, 4}, 8);
   auto make = [](int64_t opset, bool training) {
     return [opset, training] {
-      Builder b(opset);
+      GraphBuilder b(opset);
       ValueId in = b.input("x", {2, 3, 4});
       std::vector<ValueId> p;
       for (const char* n : {"s", "b", "m"}) p.push_back(b.f32(n, {3}, {0.5f, -1.f, 2.f}));
@@ -328,7 +332,7 @@ TEST(UpgradeOpset, GroupNormalizationPerGroupBecomesPerChannel) {
   const rt::Tensor x = randn(DType::Float, {2, 6, 5}, 9);
   // Constant scale/bias: expanded to one value per channel.
   auto constant = [] {
-    Builder b(18);
+    GraphBuilder b(18);
     ValueId in = b.input("x", {2, 6, 5});
     b.output(b.node("GroupNormalization", {in, b.f32("s", {3}, {0.5f, 2.f, -1.f}), b.f32("b", {3}, {0.f, 1.f, -2.f})},
                     {NewAttr::Int("num_groups", 3)}));
@@ -341,7 +345,7 @@ TEST(UpgradeOpset, GroupNormalizationPerGroupBecomesPerChannel) {
   EXPECT_EQ(*s, (std::vector<double>{0.5, 0.5, 2, 2, -1, -1}));
   // Scale/bias from graph inputs and a symbolic channel count: expanded by ops.
   auto dynamic = [] {
-    Builder b(18);
+    GraphBuilder b(18);
     ValueId in = b.input("x", {2, -1, 5}, DType::Float, {"n", "channels"});
     b.output(b.node("GroupNormalization", {in, b.input("s", {3}), b.input("b", {3})}, {NewAttr::Int("num_groups", 3)}));
     return std::move(b.m);
@@ -355,7 +359,7 @@ TEST(UpgradeOpset, GroupNormalizationPerGroupBecomesPerChannel) {
 
 TEST(UpgradeOpset, LegacyBroadcastGemmPReluScatterOneHot) {
   auto make = [] {
-    Builder b(6);
+    GraphBuilder b(6);
     ValueId a = b.input("a", {2, 3, 4});
     ValueId c = b.input("c", {3, 4});
     b.output(b.node("Add", {a, c}, {NewAttr::Int("broadcast", 1), NewAttr::Int("axis", 1)}));
@@ -374,7 +378,7 @@ TEST(UpgradeOpset, LegacyBroadcastGemmPReluScatterOneHot) {
   EXPECT_TRUE(m->main().producer(m->main().input(pr, 1)).valid());
 
   // B aligned at axis 1 of a rank-3 A: an Unsqueeze gives it a trailing 1 (numpy alignment).
-  Builder b(6);
+  GraphBuilder b(6);
   ValueId a = b.input("a", {2, 3, 4});
   b.output(b.node("Add", {a, b.f32("c3", {3}, {10, 20, 30})}, {NewAttr::Int("broadcast", 1), NewAttr::Int("axis", 1)}));
   upgrade_opset(*b.m, 23);
@@ -385,7 +389,7 @@ TEST(UpgradeOpset, LegacyBroadcastGemmPReluScatterOneHot) {
 
   // Scatter -> ScatterElements; OneHot-9's negative indices stay all-off.
   auto odd = [] {
-    Builder b(9);
+    GraphBuilder b(9);
     ValueId d = b.input("d", {3, 3});
     ValueId idx = b.input("i", {1, 2}, DType::Int64);
     b.output(b.node("Scatter", {d, idx, b.f32("u", {1, 2}, {7, 8})}, {NewAttr::Int("axis", 1)}));
@@ -406,7 +410,7 @@ TEST(UpgradeOpset, LegacyBroadcastGemmPReluScatterOneHot) {
 
 // Attributes renamed or re-typed (runtime lacks some of these ops: structure only).
 TEST(UpgradeOpset, RenamedAndRetypedAttributes) {
-  Builder b(1);
+  GraphBuilder b(1);
   ValueId x = b.input("x", {2, 3});
   b.output(b.node("Cast", {x}, {NewAttr::String("to", "INT64")}), DType::Int64);
   b.output(b.node("Reshape", {x}, {NewAttr::Ints("shape", {3, 2}), NewAttr::Ints("consumed_inputs", {0})}));
@@ -424,7 +428,7 @@ TEST(UpgradeOpset, RenamedAndRetypedAttributes) {
   EXPECT_EQ(y[1].shape, (rt::Shape{3, 2}));
   EXPECT_EQ(y[2].shape, (rt::Shape{2, 6}));
 
-  Builder c(17);
+  GraphBuilder c(17);
   ValueId img = c.input("img", {1, 1, 4, 4});
   ValueId grid = c.input("grid", {1, 2, 2, 2});
   c.output(c.node("GridSample", {img, grid}, {NewAttr::String("mode", "bilinear")}));
@@ -436,7 +440,7 @@ TEST(UpgradeOpset, RenamedAndRetypedAttributes) {
   NodeId dft = only(h, "DFT");
   EXPECT_EQ(h.attr(dft, "axis"), nullptr);
   EXPECT_EQ(const_input(h, dft, 2), (std::vector<int64_t>{1}));
-  Builder d(11);
+  GraphBuilder d(11);
   ValueId fm = d.input("fm", {1, 1, 4, 4});
   d.output(d.node("RoiAlign", {fm, d.input("rois", {1, 4}), d.input("bi", {1}, DType::Int64)}));
   upgrade_opset(*d.m, 16);
@@ -446,7 +450,7 @@ TEST(UpgradeOpset, RenamedAndRetypedAttributes) {
 // ------------------------------------------------------------------ refusals
 
 TEST(UpgradeOpset, RefusesDowngradesAndOpsetsTheRuntimeCannotRun) {
-  Builder b(14);
+  GraphBuilder b(14);
   b.output(b.node("Relu", {b.input("x", {2})}));
   try {
     upgrade_opset(*b.m, 13);
@@ -468,7 +472,7 @@ TEST(UpgradeOpset, RefusesDowngradesAndOpsetsTheRuntimeCannotRun) {
   for (const char* nearest : {"floor", "round_prefer_floor", "ceil"}) {
     SCOPED_TRACE(nearest);
     auto make = [nearest] {
-      Builder s(11);
+      GraphBuilder s(11);
       ValueId x = s.input("x", {1, 1, 5, 7});
       s.output(s.node("Resize", {x, s.f32("roi", {0}, {}), s.f32("sc", {4}, {1, 1, 1.7f, 0.45f})},
                       {NewAttr::String("coordinate_transformation_mode", "tf_half_pixel_for_nn"),
@@ -560,7 +564,7 @@ m = h.make_model(g, opset_imports=[h.make_opsetid('', 12), h.make_opsetid('custo
 
 TEST(UpgradeOpset, IrVersionIsWrittenAndReadBack) {
   for (int64_t target : {13, 18, 21, 23, 24}) {
-    Builder b(9);
+    GraphBuilder b(9);
     b.output(b.node("Unsqueeze", {b.input("x", {3})}, {NewAttr::Ints("axes", {0})}));
     upgrade_opset(*b.m, target);
     const fs::path out = temp_dir("upgrade_ir") / ("m" + std::to_string(target) + ".onnx");
@@ -579,7 +583,7 @@ TEST(UpgradeOpset, RunsAsAPassThroughTheDriver) {
   EXPECT_EQ(passes::find_pass("upgrade_opset"), &passes::upgrade_opset_pass());
   EXPECT_EQ(std::count(passes::all_passes().begin(), passes::all_passes().end(), &passes::upgrade_opset_pass()), 0);
   EXPECT_EQ(passes::upgrade_opset_pass().accuracy(), passes::AccuracyClass::Lossless);
-  Builder b(12);
+  GraphBuilder b(12);
   ValueId x = b.input("x", {2, 3, 4});
   b.output(b.node("Softmax", {x}));
   passes::RunOptions o;

@@ -1,4 +1,5 @@
-// cleanup_attention — Reshape clean-ups around attention heads:                       class 0
+// fuse_consecutive_reshapes — Reshape chains (exporters write them around attention heads, but
+// nothing here is attention-specific):                                                class 0
 //  - Reshape(R(x), s2) → Reshape(x, s2) when R is a Reshape/Flatten/Squeeze/Unsqueeze (all keep
 //    element order) and s2 is a constant WITHOUT 0: a 0 copies a dim of the second Reshape's own
 //    input, which composing would change (the onnxoptimizer bug). When R has other consumers it
@@ -78,8 +79,8 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& cleanup_attention_pass() {
-  static const PassOf<Match> p{"cleanup_attention", AccuracyClass::Lossless,
+const Pass& fuse_consecutive_reshapes_pass() {
+  static const PassOf<Match> p{"fuse_consecutive_reshapes", AccuracyClass::Lossless,
                                "compose Reshape chains (never across a 0 in the target), drop no-op Reshapes",
                                analyze, apply,
                               {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}};
