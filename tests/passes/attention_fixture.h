@@ -6,7 +6,6 @@
 
 #include "analysis/shapes.h"
 #include "io/model_io.h"
-#include "ir/rewrite.h"
 #include "passes/fusion.h"
 #include "passes/graph_util.h"
 #include "tests/common/graph_builder.h"
@@ -18,46 +17,15 @@
 
 namespace onnxforge::test {
 
-// Raises a zoo model (opset 14) to opset 23 where nothing else changes meaning on the way for
-// the ops these exports use: the only signature change between 14 and 23 in them is the
-// Reduce* `axes` attribute becoming an input (18). (Until the upgrade pass lands on this
-// branch; the zoo has no Split/Pad/Resize/GroupNormalization/Dropout.)
-inline void raise_to_opset_23(Model& m) {
-  Graph& g = m.main();
-  for (NodeId n : g.nodes()) {
-    const std::string op(str(g.op_type(n)));
-    if (op == "Split" && g.input(n, 1).valid()) continue;  // sizes as an input: the same at 13 and 18
-    ASSERT_TRUE(op != "Split" && op != "Pad" && op != "Resize" && op != "GroupNormalization" && op != "Dropout" &&
-                op != "Upsample" && op != "Scatter")
-        << op << " changes meaning by opset 23: the fixture cannot raise this model";
-  }
-  Rewrite rw(g);
-  for (NodeId n : g.nodes()) {
-    const std::string op(str(g.op_type(n)));
-    if (!op.starts_with("Reduce") || op == "ReduceSum") continue;
-    auto axes = g.attr_ints(n, "axes");
-    if (axes.empty()) continue;
-    std::vector<int64_t> a(axes.begin(), axes.end());
-    const int64_t k = static_cast<int64_t>(a.size());
-    TensorId t = m.tensors.add_owned(intern("axes"), DType::Int64, std::span<const int64_t>(&k, 1), passes::to_bytes(a));
-    ValueId av = rw.new_initializer("axes", t);
-    std::vector<NewAttr> attrs;
-    for (const Attr& at : g.attrs(n))
-      if (str(at.name) == "keepdims") attrs.push_back(NewAttr::Int("keepdims", at.i));
-    ValueId out = rw.new_value("reduced");
-    rw.add_node(op, {g.input(n, 0), av}, {out}, attrs, std::span<const NodeId>(&n, 1));
-    rw.replace_uses(g.output(n, 0), out);
-    rw.kill(n);
-  }
-  rw.commit();
-  for (auto& o : m.opsets)
-    if (str(o.domain).empty() || str(o.domain) == "ai.onnx") o.version = 23;
-  m.ir_version = 11;
-}
-
+// A zoo model (opset 14) raised to opset 23 by the upgrade pass (`--target-opset 23`).
 inline std::unique_ptr<Model> zoo_at_23(const std::string& name) {
   auto m = load_model(zoo_model(name));
-  raise_to_opset_23(*m);
+  passes::RunOptions o;
+  o.pass.target_opset = 23;
+  const passes::Pass* up = passes::find_pass("upgrade_opset");
+  EXPECT_NE(up, nullptr);
+  if (up) passes::run_passes(*m, std::span<const passes::Pass* const>(&up, 1), o);
+  EXPECT_EQ(m->opset(""), 23);
   return m;
 }
 

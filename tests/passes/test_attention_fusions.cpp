@@ -125,7 +125,7 @@ class Toy {
   ValueId mask4() { return b_.node("Unsqueeze", {b_.node("Unsqueeze", {mask_, i64s({1})}), i64s({2})}); }
   // GPT-2's `bias` buffer: tril(ones(P, P)) as bool [1,1,P,P], sliced [shift:S+shift, 0:S].
   ValueId causal(ValueId s, int64_t shift) {
-    const int64_t P = 16;
+    const int64_t P = 160;  // verification runs seq 128
     std::vector<uint8_t> t(static_cast<size_t>(P * P));
     for (int64_t i = 0; i < P; ++i)
       for (int64_t j = 0; j < P; ++j) t[size_t(i * P + j)] = j <= i;
@@ -221,10 +221,7 @@ TEST(FuseAttention, EveryScaleSpellingIsOneScale) {
   EXPECT_FLOAT_EQ(m->main().attr_float(a, "scale", 0), 1.f / 3.f);
 }
 
-// Disabled at the merge: after the move to tests/common/graph_builder.h the run feeds this graph
-// 128-wide generated inputs against its 16-wide causal table (Where does not broadcast); the
-// matcher itself is exercised on the zoo models. Re-enable once the inputs are sized.
-TEST(FuseAttention, DISABLED_ProvablyCausalTableBecomesIsCausal) {
+TEST(FuseAttention, ProvablyCausalTableBecomesIsCausal) {
   Spec s;
   s.mask = Spec::Causal;
   auto m = fuse(toy(s));
@@ -235,10 +232,7 @@ TEST(FuseAttention, DISABLED_ProvablyCausalTableBecomesIsCausal) {
   EXPECT_EQ(count_op(m->main(), "Where"), 0u);
 }
 
-// Disabled at the merge: after the move to tests/common/graph_builder.h the run feeds this graph
-// 128-wide generated inputs against its 16-wide causal table (Where does not broadcast); the
-// matcher itself is exercised on the zoo models. Re-enable once the inputs are sized.
-TEST(FuseAttention, DISABLED_CausalWithPaddingKeepsTheCombinedMask) {
+TEST(FuseAttention, CausalWithPaddingKeepsTheCombinedMask) {
   Spec s;
   s.mask = Spec::CausalAndPadding;
   auto m = fuse(toy(s));
@@ -277,10 +271,7 @@ TEST(FuseAttention, GroupedQueryRepeatIsDroppedAndRotaryFused) {
 
 // ---- must not touch (or: fused, but the mask kept) -------------------------------------------
 
-// Disabled at the merge: after the move to tests/common/graph_builder.h the run feeds this graph
-// 128-wide generated inputs against its 16-wide causal table (Where does not broadcast); the
-// matcher itself is exercised on the zoo models. Re-enable once the inputs are sized.
-TEST(FuseAttention, DISABLED_PaddingMaskIsNotCausal) {
+TEST(FuseAttention, PaddingMaskIsNotCausal) {
   for (auto mk : {Spec::WherePadding, Spec::CausalShifted}) {
     SCOPED_TRACE(int(mk));
     Spec s;
