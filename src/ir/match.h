@@ -97,12 +97,19 @@ struct Miss {
   std::string_view why;
 };
 
+//
+// A third outcome serves the fusions' census (passes/fusion.h): `return {};` says the anchor is
+// not a block of this kind at all (an ordinary ReduceMean, not a LayerNorm), as opposed to a
+// block that failed a check.
 template <class M>
 class Found {
  public:
+  Found() = default;                              // not a block of this kind
   Found(M m) : match_(std::move(m)) {}           // NOLINT: implicit, so matchers `return M{...}`
-  Found(Miss miss) : why_(miss.why) {}            // NOLINT
+  Found(Miss miss) : why_(miss.why.empty() ? "unspecified" : miss.why) {}  // NOLINT
   explicit operator bool() const { return match_.has_value(); }
+  // A block that failed a check (why() names it).
+  bool missed() const { return !match_ && !why_.empty(); }
   const M& operator*() const { return *match_; }
   M& operator*() { return *match_; }
   const M* operator->() const { return &*match_; }

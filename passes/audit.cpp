@@ -1,0 +1,96 @@
+#include "passes/audit.h"
+
+#include <chrono>
+
+#include "analysis/shapes.h"
+#include "io/model_io.h"
+#include "passes/driver.h"
+#include "passes/evaluator.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+constexpr uint64_t kSmallConstant = 64u << 10;
+
+// The runtime's evaluator, refusing nodes that would read a large constant (a weight).
+const NodeEvaluator* small_constant_evaluator() {
+  static const NodeEvaluator ev = [] {
+    const NodeEvaluator* base = runtime_evaluator();
+    NodeEvaluator e;
+    e.supports = [base](const Graph& g, NodeId n) {
+      if (!base || !base->supports(g, n)) return false;
+      for (ValueId v : g.inputs(n)) {
+        if (!v.valid()) continue;
+        TensorId t = g.initializer(v);
+        if (t.valid() && g.model().tensors.byte_size(t) > kSmallConstant) return false;
+      }
+      return true;
+    };
+    if (base) e.evaluate = base->evaluate;
+    return e;
+  }();
+  return &ev;
+}
+
+// The passes that expose fusion patterns without reading weights (no Conv+BN folding, no
+// duplicate-constant hashing).
+std::vector<const Pass*> exposing_passes() {
+  std::vector<const Pass*> out;
+  for (const char* name : {"fold_constants", "simplify_shape_chains", "eliminate_identity_ops",
+                           "eliminate_redundant_transposes", "fuse_consecutive_reshapes", "eliminate_dead_nodes"})
+    if (const Pass* p = find_pass(name)) out.push_back(p);
+  return out;
+}
+
+nlohmann::json census_json(const std::vector<CensusRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rows)
+    out.push_back({{"fusion", r.fusion},
+                   {"op", r.op},
+                   {"min_opset", r.min_opset},
+                   {"found", r.found},
+                   {"fusable_here", r.fusable_here},
+                   {"fusable_after_upgrade", r.fusable_after_upgrade},
+                   {"missed", r.missed}});
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json AuditResult::to_json() const {
+  return {{"model", path},
+          {"opset", opset},
+          {"nodes", nodes},
+          {"nodes_simplified", nodes_simplified},
+          {"forensics", forensics.to_json()},
+          {"fingerprint", fingerprint.to_json()},
+          {"census", census_json(census)},
+          {"upgrade_hint", upgrade_hint(census)},
+          {"seconds", seconds}};
+}
+
+AuditResult audit_model(const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  AuditResult a;
+  a.path = path;
+  auto model = load_model(path);
+  a.opset = model->opset("");
+  a.nodes = static_cast<int64_t>(model->main().node_count());
+  infer_shapes(*model);  // ranks and static dims for the forensics (tables only, no weights)
+  a.forensics = forensics(*model);
+  a.fingerprint = fingerprint(*model);
+  RunOptions ro;
+  ro.pass.evaluator = small_constant_evaluator();
+  ro.pass.fold_size = kSmallConstant;
+  const auto exposing = exposing_passes();
+  run_passes(*model, exposing, ro);
+  const ShapeReport shapes = infer_shapes(*model);
+  ro.pass.shapes = &shapes;
+  a.nodes_simplified = static_cast<int64_t>(model->main().node_count());
+  a.census = fusion_census(*model, ro.pass);
+  a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,386 @@
+#include "analysis/forensics.h"
+
+#include <algorithm>
+#include <set>
+
+#include "ir/match.h"
+
+namespace onnxforge {
+namespace {
+
+bool op(const Graph& g, NodeId n, std::string_view t) { return is(g, n, t); }
+
+// The producer of `v`, or invalid (absent input, graph input, initializer).
+NodeId from(const Graph& g, ValueId v) { return v.valid() ? g.producer(v) : NodeId{}; }
+
+// A value that is a constant: an initializer that is not an input, or a Constant node's output.
+bool constant(const Graph& g, ValueId v) { return !v.valid() || constant_tensor(g, v).valid(); }
+
+bool is_shape_consumer_slot(const Graph& g, NodeId n, uint32_t slot) {
+  return (op(g, n, "Reshape") && slot == 1) || (op(g, n, "Expand") && slot == 1) ||
+         (op(g, n, "ConstantOfShape") && slot == 0) || (op(g, n, "Tile") && slot == 1) ||
+         (op(g, n, "Range")) || (op(g, n, "Slice") && slot >= 1) || (op(g, n, "Resize") && slot >= 2) ||
+         (op(g, n, "Pad") && slot == 1);
+}
+
+// Whether the value computed from a Shape node reaches a shape operand within a few steps.
+bool feeds_shape_operand(const Graph& g, const Uses& u, ValueId v, int depth) {
+  if (depth > 8) return false;
+  for (const Use& use : u.of(v)) {
+    if (use.slot == Use::kImplicit || !g.alive(use.node)) continue;
+    if (is_shape_consumer_slot(g, use.node, use.slot)) return true;
+    for (ValueId o : g.outputs(use.node))
+      if (o.valid() && feeds_shape_operand(g, u, o, depth + 1)) return true;
+  }
+  return false;
+}
+
+// Ops that broadcast their inputs (an Expand feeding one of them is often redundant).
+bool broadcasting(const Graph& g, NodeId n) {
+  for (const char* t : {"Add", "Sub", "Mul", "Div", "Where", "Pow", "And", "Or", "Equal", "Less", "Greater", "Max", "Min"})
+    if (op(g, n, t)) return true;
+  return false;
+}
+
+// Follows single-input "view" ops (Reshape, Transpose, Squeeze/Unsqueeze, Cast) upwards.
+NodeId through_views(const Graph& g, ValueId v, int max_steps = 6) {
+  NodeId p = v.valid() ? from(g, v) : NodeId{};
+  for (int i = 0; i < max_steps && p.valid(); ++i) {
+    if (!(op(g, p, "Reshape") || op(g, p, "Transpose") || op(g, p, "Squeeze") || op(g, p, "Unsqueeze") ||
+          op(g, p, "Cast") || op(g, p, "Expand")))
+      break;
+    p = from(g, g.input(p, 0));
+  }
+  return p;
+}
+
+// The projection behind one attention operand (Q, K or V): the MatMul/Gemm that computed it,
+// past views, an optional bias Add, rotary products and a scaling Mul/Div.
+NodeId projection_of(const Graph& g, ValueId v) {
+  NodeId p = through_views(g, v);
+  for (int i = 0; i < 6 && p.valid(); ++i) {
+    if (op(g, p, "MatMul") || op(g, p, "Gemm") || op(g, p, "Split") || op(g, p, "Slice")) return p;
+    if (op(g, p, "Add") || op(g, p, "Mul") || op(g, p, "Div")) {
+      // Prefer the non-constant operand.
+      ValueId a = g.input(p, 0), b = g.input(p, 1);
+      p = through_views(g, constant(g, a) ? b : a);
+      continue;
+    }
+    break;
+  }
+  return p;
+}
+
+void attention(const Graph& g, NodeId softmax, Forensics& f) {
+  // Scores: Softmax <- [Add mask | Where | Cast | Div/Mul scale]* <- MatMul(Q, K^T).
+  std::string scale = "none";
+  NodeId p = from(g, g.input(softmax, 0));
+  NodeId qk;
+  for (int i = 0; i < 6 && p.valid(); ++i) {
+    if (op(g, p, "MatMul")) {
+      qk = p;
+      break;
+    }
+    if (op(g, p, "Div") && constant(g, g.input(p, 1))) scale = "scores-div";
+    else if (op(g, p, "Mul") && (constant(g, g.input(p, 1)) || constant(g, g.input(p, 0)))) scale = "scores-mul";
+    else if (op(g, p, "Div")) scale = "scores-div";
+    if (op(g, p, "Where")) p = from(g, g.input(p, constant(g, g.input(p, 1)) ? 2 : 1));  // masked_fill either way
+    else if (op(g, p, "Add") || op(g, p, "Sub")) {
+      NodeId a = from(g, g.input(p, 0)), b = from(g, g.input(p, 1));
+      p = (op(g, a, "MatMul") || op(g, a, "Div") || op(g, a, "Mul") || op(g, a, "Where") || op(g, a, "Cast")) ? a : b;
+    } else
+      p = from(g, g.input(p, 0));
+  }
+  if (!qk.valid()) return;
+  // Softmax -> [Cast] -> MatMul(., V).
+  ++f.attention_blocks;
+  if (scale == "none") {
+    auto scaled = [&](ValueId v) {
+      for (NodeId n = from(g, v); n.valid();) {
+        if (op(g, n, "Mul") || op(g, n, "Div")) return true;
+        if (!(op(g, n, "Reshape") || op(g, n, "Transpose") || op(g, n, "Cast"))) return false;
+        n = from(g, g.input(n, 0));
+      }
+      return false;
+    };
+    const bool q = scaled(g.input(qk, 0)), k = scaled(g.input(qk, 1));
+    scale = q && k ? "q-and-k" : q ? "q-only" : k ? "k-only" : "none";
+  }
+  ++f.attention_scale[scale];
+  NodeId pq = projection_of(g, g.input(qk, 0)), pk = projection_of(g, g.input(qk, 1));
+  std::string qkv = "other";
+  if (pq.valid() && pk.valid()) {
+    if (pq == pk || (op(g, pq, "Split") && op(g, pk, "Split")) || (op(g, pq, "Slice") && op(g, pk, "Slice")))
+      qkv = "fused-split";
+    else if ((op(g, pq, "MatMul") || op(g, pq, "Gemm")) && (op(g, pk, "MatMul") || op(g, pk, "Gemm")))
+      qkv = g.input(pq, 0) == g.input(pk, 0) ? "separate" : "separate-inputs";
+  }
+  ++f.qkv_pattern[qkv];
+}
+
+void scan(const Graph& g, Forensics& f) {
+  const Uses u(g);
+  for (NodeId n : g.nodes()) {
+    if (op(g, n, "Shape")) {
+      if (feeds_shape_operand(g, u, g.output(n, 0), 0)) ++f.shape_chains;
+      continue;
+    }
+    if (op(g, n, "Reshape") || op(g, n, "Transpose") || op(g, n, "Cast")) {
+      NodeId r = single_consumer(g, u, g.output(n, 0));
+      const std::string_view t = str(g.op_type(n));
+      if (r.valid() && g.op_type(r) == g.op_type(n) && g.domain(r) == g.domain(n)) {
+        if (t == "Reshape") ++f.consecutive_reshapes;
+        else if (t == "Transpose") ++f.consecutive_transposes;
+        else ++f.cast_chains;
+      }
+    }
+    if (op(g, n, "Transpose")) {
+      auto perm = g.attr_ints(n, "perm");
+      bool id = !perm.empty();
+      for (size_t i = 0; i < perm.size(); ++i) id = id && perm[i] == static_cast<int64_t>(i);
+      if (id) ++f.noop_transposes;
+    }
+    if (op(g, n, "Reshape") || op(g, n, "Expand")) {
+      auto a = static_shape(g, g.input(n, 0)), b = static_shape(g, g.output(n, 0));
+      if (a && b && *a == *b) ++(op(g, n, "Reshape") ? f.noop_reshapes : f.noop_expands);
+      if (op(g, n, "Expand")) {
+        NodeId r = single_consumer(g, u, g.output(n, 0));
+        if (broadcasting(g, r)) ++f.expand_into_broadcast;
+      }
+    }
+    if (op(g, n, "MatMul")) {
+      const int32_t ra = g.input(n, 0).valid() ? g.rank(g.input(n, 0)) : -1;
+      NodeId r = single_consumer(g, u, g.output(n, 0));
+      if (ra >= 3 && op(g, r, "Add")) {
+        ValueId other = g.input(r, 0) == g.output(n, 0) ? g.input(r, 1) : g.input(r, 0);
+        if (constant(g, other)) ++f.matmul3d_add;
+      }
+    }
+    if (op(g, n, "Softmax")) attention(g, n, f);
+    if (op(g, n, "LayerNormalization")) ++f.layer_norm_ops;
+    if (op(g, n, "ReduceMean")) {
+      // The mean of a decomposed LayerNorm: some reader is Sub(x, mean) with the same x.
+      for (const Use& use : u.of(g.output(n, 0)))
+        if (use.slot == 1 && op(g, use.node, "Sub") && g.input(use.node, 0) == g.input(n, 0)) {
+          ++f.layer_norm_decomposed;
+          break;
+        }
+    }
+    if (!op(g, n, "Constant") && !g.inputs(n).empty() && g.subgraphs(n).empty()) {
+      bool all = true;
+      for (ValueId v : g.inputs(n)) all = all && constant(g, v);
+      if (all) ++f.constant_subgraph_nodes;
+    }
+  }
+}
+
+bool bookkeeping(const Graph& g, NodeId n) {
+  for (const char* t : {"Constant", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Cast", "Slice",
+                        "Identity", "ConstantOfShape", "Range", "Equal", "Where", "Expand"})
+    if (op(g, n, t)) return true;
+  return false;
+}
+
+}  // namespace
+
+nlohmann::json Forensics::to_json() const {
+  return {{"shape_chains", shape_chains},
+          {"consecutive_reshapes", consecutive_reshapes},
+          {"consecutive_transposes", consecutive_transposes},
+          {"cast_chains", cast_chains},
+          {"noop_transposes", noop_transposes},
+          {"noop_reshapes", noop_reshapes},
+          {"noop_expands", noop_expands},
+          {"matmul3d_add", matmul3d_add},
+          {"attention_blocks", attention_blocks},
+          {"qkv_pattern", qkv_pattern},
+          {"attention_scale", attention_scale},
+          {"constant_subgraph_nodes", constant_subgraph_nodes},
+          {"layer_norm_decomposed", layer_norm_decomposed},
+          {"layer_norm_ops", layer_norm_ops},
+          {"expand_into_broadcast", expand_into_broadcast}};
+}
+
+Forensics forensics(const Model& m) {
+  Forensics f;
+  for (size_t i = 0; i < m.graph_count(); ++i) {
+    const Graph& g = m.graph(GraphId(static_cast<uint32_t>(i)));
+    if (!g.detached()) scan(g, f);
+  }
+  return f;
+}
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::VisionCnn: return "vision CNN";
+    case Family::VisionTransformer: return "vision transformer";
+    case Family::EncoderTransformer: return "encoder transformer";
+    case Family::DecoderLlm: return "decoder LLM";
+    case Family::Hybrid: return "hybrid";
+    case Family::Speech: return "speech";
+    case Family::Unknown: break;
+  }
+  return "unknown";
+}
+
+nlohmann::json Fingerprint::to_json() const {
+  return {{"family", family_name(family)},
+          {"reason", reason},
+          {"compute_nodes", compute_nodes},
+          {"conv_fraction", conv_fraction},
+          {"matmul_fraction", matmul_fraction},
+          {"norm_fraction", norm_fraction},
+          {"convs", convs},
+          {"conv1d", conv1d},
+          {"matmuls", matmuls},
+          {"softmaxes", softmaxes},
+          {"attention_like", attention_like},
+          {"token_input", token_input},
+          {"image_input", image_input},
+          {"audio_input", audio_input},
+          {"causal_mask", causal_mask},
+          {"rotary", rotary},
+          {"silu", silu},
+          {"recurrent", recurrent},
+          {"layer_norm", has_layer_norm},
+          {"rms_norm", has_rms_norm},
+          {"gelu", has_gelu}};
+}
+
+Fingerprint fingerprint(const Model& m) {
+  Fingerprint p;
+  int64_t norms = 0;
+  bool sin = false, cos = false;
+  const Forensics f = forensics(m);
+  p.attention_like = f.attention_blocks;
+  for (size_t i = 0; i < m.graph_count(); ++i) {
+    const Graph& g = m.graph(GraphId(static_cast<uint32_t>(i)));
+    if (g.detached()) continue;
+    const Uses u(g);
+    for (NodeId n : g.nodes()) {
+      if (!bookkeeping(g, n)) ++p.compute_nodes;
+      if (op(g, n, "Conv") || op(g, n, "ConvTranspose")) {
+        ++p.convs;
+        if (g.attr_ints(n, "kernel_shape").size() == 1 ||
+            (g.input(n, 1).valid() && g.has_shape(g.input(n, 1)) && g.rank(g.input(n, 1)) == 3))
+          ++p.conv1d;
+      }
+      if (op(g, n, "MatMul") || op(g, n, "Gemm")) ++p.matmuls;
+      if (op(g, n, "Softmax")) ++p.softmaxes;
+      if (op(g, n, "Trilu")) p.causal_mask = true;
+      if (op(g, n, "Where") && !p.causal_mask) {
+        // GPT-2's masked_fill(bias[:, :, k-q:k, :k]): the condition is a slice of a stored
+        // square boolean table.
+        NodeId c = from(g, g.input(n, 0));
+        for (int k = 0; k < 6 && c.valid() && (op(g, c, "Slice") || op(g, c, "Cast") || op(g, c, "Unsqueeze"));
+             ++k) {
+          ValueId src = g.input(c, 0);
+          if (constant(g, src) && g.has_type(src) && (g.dtype(src) == DType::Bool || g.dtype(src) == DType::Uint8)) {
+            auto d = static_shape(g, src);
+            if (d && d->size() >= 2 && (*d)[d->size() - 1] == (*d)[d->size() - 2]) p.causal_mask = true;
+            break;
+          }
+          c = from(g, src);
+        }
+      }
+      if (op(g, n, "Sin")) sin = true;
+      if (op(g, n, "Cos")) cos = true;
+      if (op(g, n, "LSTM") || op(g, n, "GRU") || op(g, n, "RNN")) p.recurrent = true;
+      if (op(g, n, "Erf") || op(g, n, "Gelu")) p.has_gelu = true;
+      if (op(g, n, "Tanh")) {  // GELU's tanh form: Tanh(c * (x + 0.044715 * x^3))
+        NodeId mul = from(g, g.input(n, 0));
+        NodeId add = op(g, mul, "Mul") ? from(g, g.input(mul, constant(g, g.input(mul, 0)) ? 1 : 0)) : NodeId{};
+        if (op(g, add, "Add")) p.has_gelu = true;
+      }
+      if (op(g, n, "LayerNormalization") || op(g, n, "BatchNormalization") || op(g, n, "InstanceNormalization") ||
+          op(g, n, "GroupNormalization") || op(g, n, "RMSNormalization"))
+        ++norms;
+      if (op(g, n, "LayerNormalization")) p.has_layer_norm = true;
+      if (op(g, n, "RMSNormalization")) p.has_rms_norm = true;
+      if (op(g, n, "Sigmoid")) {
+        for (const Use& use : u.of(g.output(n, 0)))
+          if (op(g, use.node, "Mul") &&
+              (g.input(use.node, 0) == g.input(n, 0) || g.input(use.node, 1) == g.input(n, 0)))
+            p.silu = true;
+      }
+      if (op(g, n, "ReduceMean")) {
+        // A ReduceMean over a square with no mean subtracted: RMSNorm; with one: LayerNorm.
+        NodeId sq = from(g, g.input(n, 0));
+        if (op(g, sq, "Pow") || op(g, sq, "Mul")) {
+          NodeId sub = from(g, g.input(sq, 0));
+          if (op(g, sub, "Sub")) p.has_layer_norm = true;
+          else p.has_rms_norm = true;
+          ++norms;
+        }
+      }
+    }
+    if (i == 0) {
+      for (ValueId v : g.graph_inputs()) {
+        if (g.is_initializer(v) || !g.has_type(v)) continue;
+        const DType t = g.dtype(v);
+        const int32_t r = g.rank(v);
+        const bool integer = t == DType::Int64 || t == DType::Int32;
+        const bool real = t == DType::Float || t == DType::Float16 || t == DType::BFloat16;
+        if (integer && r == 2) {
+          // Token ids are the indices of a Gather on an embedding table, maybe after a view
+          // (GPT-2 reshapes input_ids to [-1, seq] first).
+          std::vector<ValueId> frontier{v};
+          for (int depth = 0; depth < 3 && !p.token_input && !frontier.empty(); ++depth) {
+            std::vector<ValueId> next;
+            for (ValueId x : frontier)
+              for (const Use& use : u.of(x)) {
+                if (use.slot == Use::kImplicit) continue;
+                if (op(g, use.node, "Gather") && use.slot == 1) p.token_input = true;
+                if (op(g, use.node, "Reshape") || op(g, use.node, "Unsqueeze") || op(g, use.node, "Cast") ||
+                    op(g, use.node, "Squeeze"))
+                  next.push_back(g.output(use.node, 0));
+              }
+            frontier = std::move(next);
+          }
+        }
+        if (real && r == 4) p.image_input = true;
+        if (real && (r == 2 || r == 3)) {
+          for (const Use& use : u.of(v))
+            if (op(g, use.node, "Conv") || op(g, use.node, "LSTM") || op(g, use.node, "GRU") ||
+                op(g, use.node, "Unsqueeze") || op(g, use.node, "Reshape"))
+              p.audio_input = true;
+        }
+      }
+    }
+  }
+  p.rotary = sin && cos;
+  p.has_layer_norm = p.has_layer_norm || f.layer_norm_decomposed > 0;
+  const double c = std::max<int64_t>(p.compute_nodes, 1);
+  p.conv_fraction = static_cast<double>(p.convs) / c;
+  p.matmul_fraction = static_cast<double>(p.matmuls) / c;
+  p.norm_fraction = static_cast<double>(norms) / c;
+
+  const bool attention = p.attention_like > 0;
+  if (p.recurrent || (p.audio_input && p.conv1d > 0)) {
+    p.family = Family::Speech;
+    p.reason = p.recurrent ? "recurrent ops" : "audio-shaped input read by 1-D convolutions";
+  } else if (p.token_input && attention && (p.causal_mask || p.rotary)) {
+    p.family = Family::DecoderLlm;
+    p.reason = std::string("token input, attention, ") + (p.rotary ? "rotary tables" : "a causal mask");
+  } else if (p.token_input && attention) {
+    p.family = Family::EncoderTransformer;
+    p.reason = "token input, attention without a causal mask";
+  } else if (attention && p.convs >= 8) {  // ViT/DeiT have one conv (the patch embedding)
+    p.family = Family::Hybrid;
+    p.reason = "convolutions and attention blocks";
+  } else if (attention && p.image_input) {
+    p.family = Family::VisionTransformer;
+    p.reason = "image input and attention blocks";
+  } else if (p.convs > 0 && !attention) {
+    p.family = Family::VisionCnn;
+    p.reason = "convolutions, no attention";
+  } else if (attention) {
+    p.family = Family::EncoderTransformer;
+    p.reason = "attention blocks";
+  } else {
+    p.reason = "no convolutions and no attention";
+  }
+  return p;
+}
+
+}  // namespace onnxforge

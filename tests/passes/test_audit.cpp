@@ -1,0 +1,111 @@
+// audit: forensics, fingerprint and census on the exported zoo (real exporter spellings).
+#include <gtest/gtest.h>
+
+#include "analysis/forensics.h"
+#include "analysis/shapes.h"
+#include "tests/common/models.h"
+#include "io/model_io.h"
+#include "passes/audit.h"
+
+namespace onnxforge {
+namespace {
+
+struct Expect {
+  const char* model;
+  Family family;
+  int64_t attention_blocks;  // one per layer in the small configurations (2 layers)
+  int64_t layer_norms;       // decomposed LayerNorms as exported
+};
+
+class AuditZoo : public ::testing::TestWithParam<Expect> {};
+
+TEST_P(AuditZoo, FingerprintAndForensicsMatchTheArchitecture) {
+  const Expect& e = GetParam();
+  auto m = load_model(test::zoo_model(e.model));
+  infer_shapes(*m);
+  const Fingerprint f = fingerprint(*m);
+  EXPECT_EQ(f.family, e.family) << e.model << ": " << family_name(f.family) << " (" << f.reason << ")";
+  const Forensics x = forensics(*m);
+  EXPECT_EQ(x.attention_blocks, e.attention_blocks) << e.model;
+  EXPECT_EQ(x.layer_norm_decomposed, e.layer_norms) << e.model;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, AuditZoo,
+    ::testing::Values(Expect{"resnet_small", Family::VisionCnn, 0, 0},
+                      Expect{"mobilenet_v3_small", Family::VisionCnn, 0, 0},
+                      Expect{"efficientnet_b0", Family::VisionCnn, 0, 0},
+                      // 2 layers x (attention + output) LayerNorms + the embeddings' LayerNorm.
+                      Expect{"bert_small", Family::EncoderTransformer, 2, 5},
+                      Expect{"distilbert_small", Family::EncoderTransformer, 2, 5},
+                      // 2 layers x (ln_1, ln_2) + ln_f.
+                      Expect{"gpt2_small_cfg", Family::DecoderLlm, 2, 5},
+                      // RMSNorms are not LayerNorms.
+                      Expect{"llama_small", Family::DecoderLlm, 2, 0},
+                      // 2 layers x 2 + the final LayerNorm.
+                      Expect{"vit_small", Family::VisionTransformer, 2, 5},
+                      Expect{"whisper_small_enc", Family::Speech, 2, 5}),
+    [](const auto& info) { return std::string(info.param.model); });
+
+// The M11 models (tools/models, issue 17), where present in the zoo folder.
+class AuditM11 : public ::testing::TestWithParam<Expect> {};
+
+TEST_P(AuditM11, FamilyMatchesTheArchitecture) {
+  const Expect& e = GetParam();
+  const auto path = test::model_dir() / (std::string(e.model) + ".onnx");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not exported";
+  auto m = load_model(path);
+  infer_shapes(*m);
+  const Fingerprint f = fingerprint(*m);
+  EXPECT_EQ(f.family, e.family) << e.model << ": " << family_name(f.family) << " (" << f.reason << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, AuditM11,
+    ::testing::Values(Expect{"roberta_mini", Family::EncoderTransformer, 0, 0},
+                      Expect{"deit_mini", Family::VisionTransformer, 0, 0},
+                      Expect{"mobilevit_mini", Family::Hybrid, 0, 0},
+                      Expect{"yolov8n_mini", Family::VisionCnn, 0, 0},
+                      Expect{"wav2vec2_mini", Family::Speech, 0, 0}),
+    [](const auto& info) { return std::string(info.param.model); });
+
+TEST(Audit, LlamaFingerprintSeesRotaryAndRmsNorm) {
+  auto m = load_model(test::zoo_model("llama_small"));
+  infer_shapes(*m);
+  const Fingerprint f = fingerprint(*m);
+  EXPECT_TRUE(f.rotary);
+  EXPECT_TRUE(f.has_rms_norm);
+  EXPECT_TRUE(f.silu);
+  EXPECT_TRUE(f.token_input);
+  EXPECT_FALSE(f.image_input);
+}
+
+TEST(Audit, Gpt2AttentionScaleAndFusedQkv) {
+  auto m = load_model(test::zoo_model("gpt2_small_cfg"));
+  infer_shapes(*m);
+  const Forensics x = forensics(*m);
+  // GPT-2's c_attn computes Q, K and V in one Gemm and splits them; the scores are divided.
+  EXPECT_EQ(x.qkv_pattern.count("fused-split") ? x.qkv_pattern.at("fused-split") : 0, 2);
+  EXPECT_EQ(x.attention_scale.count("scores-div") ? x.attention_scale.at("scores-div") : 0, 2);
+}
+
+TEST(Audit, BertProjectsQkvSeparately) {
+  auto m = load_model(test::zoo_model("bert_small"));
+  infer_shapes(*m);
+  const Forensics x = forensics(*m);
+  EXPECT_EQ(x.qkv_pattern.count("separate") ? x.qkv_pattern.at("separate") : 0, 2);
+  EXPECT_GT(x.shape_chains, 0);
+}
+
+TEST(Audit, ResultHasOneCensusRowPerFusionAndReadsTheModel) {
+  const passes::AuditResult a = passes::audit_model(test::zoo_model("bert_small").string());
+  EXPECT_EQ(a.census.size(), passes::all_fusions().size());
+  EXPECT_EQ(a.opset, 14);
+  EXPECT_GT(a.nodes, a.nodes_simplified);
+  const auto j = a.to_json();
+  EXPECT_EQ(j["fingerprint"]["family"], "encoder transformer");
+  EXPECT_TRUE(j["forensics"].contains("attention_blocks"));
+}
+
+}  // namespace
+}  // namespace onnxforge
