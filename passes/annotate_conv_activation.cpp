@@ -20,13 +20,6 @@ struct Match {
   NodeId act;   // or: remove `act` (a redundant Relu) when conv is invalid
 };
 
-std::vector<std::string> anchors() {
-  std::vector<std::string> a = ops_with(kEpilogue);  // Relu and Clip among them
-  a.push_back("Conv");
-  a.push_back("ConvTranspose");
-  return a;
-}
-
 bool clip_nonnegative(const Graph& g, NodeId clip) {
   if (g.model().opset("") < 11) return g.attr_float(clip, "min", -1) >= 0;
   auto v = constant_values(g, g.input(clip, 1));
@@ -72,7 +65,7 @@ bool apply(Edits& e, const Match& m) {
 const Pass& annotate_conv_activation_pass() {
   static const PassOf<Match> p{"annotate_conv_activation", AccuracyClass::Lossless,
                                "mark Conv+activation pairs for epilogue fusion (standard graph), drop redundant Relus",
-                               analyze, apply, anchors()};
+                               analyze, apply, ops_with(kEpilogue, {"Conv", "ConvTranspose"})};
   return p;
 }
 

@@ -139,6 +139,12 @@ bool Edits::forward(NodeId n, ValueId kept) {
   return true;
 }
 
+bool Edits::drop_if_unshared(NodeId n) {
+  if (!uses.single(g.output(n, 0))) return false;
+  kill(n);
+  return true;
+}
+
 int64_t Edits::commit() {
   if (!removed_inits_.empty()) {
     std::vector<ValueId> ins = g.graph_inputs();

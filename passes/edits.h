@@ -87,6 +87,9 @@ class Edits {
   // (can_forward in ir/match.h: an analysis should check it too, so it never reports a match
   // that only moves an Identity around).
   bool forward(NodeId n, ValueId kept);
+  // Kills `n` when the rewrite just moved the one reader of its output 0 elsewhere: the output
+  // had a single reader at the start of the round and is no graph output. Returns whether.
+  bool drop_if_unshared(NodeId n);
 
   bool empty() const { return rw_.empty() && removed_inits_.empty() && !other_change_; }
   int64_t commit();

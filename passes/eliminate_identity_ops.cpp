@@ -54,12 +54,6 @@ ValueId identity_input(const Graph& g, const Uses& uses, NodeId n) {
   return {};
 }
 
-std::vector<std::string> anchors() {
-  std::vector<std::string> a = ops_with_neutral();  // Add, Div, Mul, Sub
-  for (const char* op : {"Cast", "Dropout", "Identity"}) a.push_back(op);
-  return a;
-}
-
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
   for (NodeId n : g.nodes()) {
@@ -84,7 +78,7 @@ bool apply(Edits& e, const Match& m) { return e.forward(m.node, m.keep); }
 const Pass& eliminate_identity_ops_pass() {
   static const PassOf<Match> p{"eliminate_identity_ops", AccuracyClass::Lossless,
                                "remove Identity, inference Dropout, same-type Cast, x*1, x+0, x-0, x/1", analyze, apply,
-                               anchors()};
+                               ops_with_neutral({"Cast", "Dropout", "Identity"})};
   return p;
 }
 

@@ -35,11 +35,6 @@ bool elementwise_unary(const Graph& g, NodeId n) {
   return g.inputs(n).size() == 1 && g.outputs(n).size() == 1 && has_fact(g, n, kUnary);
 }
 
-std::vector<std::string> anchors() {
-  std::vector<std::string> a = ops_with(kUnary);
-  a.push_back("Transpose");
-  return a;
-}
 
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
@@ -86,7 +81,7 @@ bool apply(Edits& e, const Match& m) {
   if (e.any_touched(m.outer, m.inner)) return false;
   e.replace_uses(g.output(m.outer, 0), x);
   e.kill(m.outer);
-  if (e.uses.single(g.output(m.inner, 0))) e.kill(m.inner);
+  e.drop_if_unshared(m.inner);
   return true;
 }
 
@@ -95,7 +90,7 @@ bool apply(Edits& e, const Match& m) {
 const Pass& eliminate_redundant_transposes_pass() {
   static const PassOf<Match> p{"eliminate_redundant_transposes", AccuracyClass::Lossless,
                                "cancel or compose consecutive Transposes, push through unary elementwise ops",
-                               analyze, apply, anchors()};
+                               analyze, apply, ops_with(kUnary, {"Transpose"})};
   return p;
 }
 

@@ -73,7 +73,7 @@ bool apply(Edits& e, const Match& m) {
   if (!m.inner.valid()) return e.forward(m.reshape, g.input(m.reshape, 0));
   if (e.any_touched(m.reshape, m.inner)) return false;
   e.set_input(m.reshape, 0, g.input(m.inner, 0));
-  if (e.uses.single(g.output(m.inner, 0))) e.kill(m.inner);
+  e.drop_if_unshared(m.inner);
   return true;
 }
 

@@ -1,6 +1,5 @@
 #include "ir/op_traits.h"
 
-#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -250,20 +249,25 @@ bool has_fact(const Graph& g, NodeId n, OpFact f) {
   return t && t->has(f);
 }
 
-std::vector<std::string> ops_with(OpFact f) {
+namespace {
+
+template <class Pred>
+std::vector<std::string> default_domain_ops(Pred pred, std::initializer_list<std::string_view> also) {
   std::vector<std::string> out;
-  for (const OpTraits& t : kTable)
-    if (t.domain.empty() && t.has(f)) out.emplace_back(t.op);
-  std::sort(out.begin(), out.end());
+  for (const OpTraits& t : kTable)  // sorted by name
+    if (t.domain.empty() && pred(t)) out.emplace_back(t.op);
+  out.insert(out.end(), also.begin(), also.end());
   return out;
 }
 
-std::vector<std::string> ops_with_neutral() {
-  std::vector<std::string> out;
-  for (const OpTraits& t : kTable)
-    if (t.domain.empty() && t.neutral) out.emplace_back(t.op);
-  std::sort(out.begin(), out.end());
-  return out;
+}  // namespace
+
+std::vector<std::string> ops_with(OpFact f, std::initializer_list<std::string_view> also) {
+  return default_domain_ops([f](const OpTraits& t) { return t.has(f); }, also);
+}
+
+std::vector<std::string> ops_with_neutral(std::initializer_list<std::string_view> also) {
+  return default_domain_ops([](const OpTraits& t) { return t.neutral.has_value(); }, also);
 }
 
 OpCategory op_category(std::string_view op) {

@@ -9,6 +9,7 @@
 // hierarchy's coverage report always did. A default-domain op with no row is treated as
 // deterministic, foldable and without other facts — as before the table existed.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -63,9 +64,9 @@ const OpTraits* op_traits(std::string_view domain, std::string_view op);
 const OpTraits* op_traits(const Graph& g, NodeId n);
 // Node `n`'s op has fact `f`.
 bool has_fact(const Graph& g, NodeId n, OpFact f);
-// Default-domain ops with fact `f` (or with a neutral element), sorted: anchors and lists.
-std::vector<std::string> ops_with(OpFact f);
-std::vector<std::string> ops_with_neutral();
+// Default-domain ops with fact `f` (or with a neutral element), then `also`: anchors and lists.
+std::vector<std::string> ops_with(OpFact f, std::initializer_list<std::string_view> also = {});
+std::vector<std::string> ops_with_neutral(std::initializer_list<std::string_view> also = {});
 // The category of an op type in any domain; Other when the table has no row.
 OpCategory op_category(std::string_view op);
 // Ops with any random row fact, an unknown domain counting as random: never merge or fold.

@@ -175,13 +175,9 @@ Found<Pair> match_pair(const Graph& g, const Uses& uses, NodeId n) {
 TEST(Match, MatchIfReturnsTheFirstFailedCheck) {
   GraphBuilder b;
   ValueId x = b.input("x", {4});
-  ValueId r = b.node("Relu", {x});
+  ValueId r = b.node("Relu", {x}), r2 = b.node("Relu", {x});
   ValueId s = b.node("Sigmoid", {r});
-  ValueId r2 = b.node("Relu", {x});
-  ValueId t = b.node("Tanh", {r2});
-  b.output(s);
-  b.output(t);
-  b.output(r2);
+  for (ValueId out : {s, b.node("Tanh", {r2}), r2}) b.output(out);  // r2: read twice
   const Graph& g = b.g();
   Uses uses(g);
   auto hit = match_pair(g, uses, g.producer(r));

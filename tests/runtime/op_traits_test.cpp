@@ -80,23 +80,21 @@ TEST(OpTraits, ShapeInferenceOfTheOpsItLearnedFromTheTable) {
 
 TEST(OpTraits, DeterminismAndCategories) {
   GraphBuilder b;
-  ValueId x = b.input("x", {4});
-  ValueId r = b.node("RandomNormalLike", {x});
-  ValueId m = b.node("Multinomial", {x});
-  ValueId s = b.node("Sigmoid", {x});
   Graph& g = b.g();
-  ValueId c = g.add_value(intern("c"));
+  ValueId x = b.input("x", {4});
+  auto node = [&](const char* op) { return g.producer(b.node(op, {x})); };
+  NodeId sigmoid = node("Sigmoid");
+  EXPECT_TRUE(is_nondeterministic(g, node("RandomNormalLike")));
+  EXPECT_TRUE(is_nondeterministic(g, node("Multinomial")));
+  EXPECT_FALSE(is_nondeterministic(g, sigmoid));
   NodeId contrib = g.add_node(intern("FastGelu"), intern("com.microsoft"), intern("fg"), std::vector<ValueId>{x},
-                              std::vector<ValueId>{c});
-  EXPECT_TRUE(is_nondeterministic(g, g.producer(r)));
-  EXPECT_TRUE(is_nondeterministic(g, g.producer(m)));
-  EXPECT_FALSE(is_nondeterministic(g, g.producer(s)));
+                              std::vector<ValueId>{g.add_value(intern("c"))});
   EXPECT_TRUE(is_nondeterministic(g, contrib));  // other domains: assume the worst
   EXPECT_EQ(hier::categorize("com.microsoft", "FastGelu"), OpCategory::Activation);
   EXPECT_EQ(hier::categorize("", "Gelu"), OpCategory::Activation);
   EXPECT_EQ(hier::categorize("", "MatMul"), OpCategory::Math);
   EXPECT_EQ(hier::categorize("", "Reshape"), OpCategory::TensorManipulation);
   EXPECT_EQ(hier::categorize("", "NoSuchOp"), OpCategory::Other);
-  EXPECT_TRUE(has_fact(g, g.producer(s), kEpilogue));
+  EXPECT_TRUE(has_fact(g, sigmoid, kEpilogue));
   EXPECT_FALSE(has_fact(g, contrib, kUnary));
 }
