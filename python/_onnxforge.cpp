@@ -202,7 +202,7 @@ py::array to_numpy(const rt::Tensor& t0) {
 py::tuple optimize(const py::object& model, const std::string& name, const std::optional<std::filesystem::path>& output,
                    const std::vector<std::string>& passes, const std::vector<std::string>& skip,
                    const std::optional<std::map<std::string, int64_t>>& dims, std::optional<uint64_t> fold_size,
-                   bool verify, int seeds, std::optional<int> target_opset, bool strip_hierarchy, bool force, int threads,
+                   bool verify, int seeds, std::optional<int64_t> target_opset, bool strip_hierarchy, bool force, int threads,
                    const py::object& progress) {
   ModelArg in = model_arg(model, name);
   api::OptimizeSettings s;

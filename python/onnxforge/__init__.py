@@ -267,7 +267,8 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
         None returns it in memory: as ``bytes`` for bytes, else as an ``onnx.ModelProto``.
       passes: run only these passes (list or comma-separated str; :func:`list_passes` names them).
       skip: never run these passes.
-      target_opset: convert the model to this opset (not available in this version yet: raises).
+      target_opset: upgrade the default-domain opset to this version first (never a downgrade; ops whose
+        signature changes are adapted, bit-identical in the runtime).
       verify: run the original and the optimized model on ``seeds`` seeded inputs with the built-in
         runtime and compare every output within the tolerance of the worst accuracy class used.
       dims: values for symbolic dimensions, e.g. ``{"batch": 1, "sequence": 128}``; the optimized

@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "passes/pipeline.h"
 #include "passes/registry.h"
+#include "passes/upgrade_opset.h"
 #include "runtime/runtime.h"
 
 namespace onnxforge::api {
@@ -20,11 +21,22 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 }  // namespace
 
+std::vector<std::string> current_pass_names(std::vector<std::string> names, std::vector<std::string>* notes) {
+  static const std::pair<std::string_view, std::string_view> renamed[] = {
+      {"cleanup_attention", "fuse_consecutive_reshapes"},
+      {"fuse_conv_relu", "annotate_conv_activation"},
+  };
+  for (std::string& n : names)
+    for (auto [old_name, new_name] : renamed)
+      if (n == old_name) {
+        if (notes) notes->push_back("pass '" + std::string(old_name) + "' is now called '" + std::string(new_name) + "'");
+        n = new_name;
+      }
+  return names;
+}
+
 OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSettings& s) {
   using namespace onnxforge::passes;
-  if (s.target_opset)
-    fail("target_opset ", *s.target_opset,
-         ": opset conversion is not implemented in this build yet; leave it unset to keep the model's opset");
   if (s.seeds < 1 && s.verify) fail("verification needs at least 1 seed (got ", s.seeds, ")");
   auto t0 = Clock::now();
   auto say = [&](const std::string& line) {
@@ -35,11 +47,12 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   ro.pass.evaluator = runtime_evaluator();
   if (s.fold_size) ro.pass.fold_size = *s.fold_size;
   ro.progress = s.progress;
-  std::vector<const Pass*> passes = select_passes(s.passes, s.skip);
+  std::vector<const Pass*> passes = select_passes(current_pass_names(s.passes), current_pass_names(s.skip));
 
   OptimizeOutcome out;
   say("loading " + input.string());
   out.model = load_model(input);
+  if (s.target_opset) check_target_opset(*out.model, *s.target_opset);  // before any work: a downgrade is bad input
   hier::read_tags(*out.model);  // module tags ride along in the graph tables through every pass
   double load_s = seconds_since(t0);
   std::unique_ptr<Reference> ref;
@@ -58,11 +71,35 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   }
   specialise_dims(*out.model, ro.pass.dims);
   auto tp = Clock::now();
+  // target_opset: the upgrade runs first, on its own (class 0), so the pipeline's passes see the
+  // new opset; the bisection below replays it first too.
+  UpgradeReport upgrade;
+  std::vector<const Pass*> bisect = passes;
+  if (s.target_opset) {
+    say("upgrading to opset " + std::to_string(*s.target_opset));
+    RunOptions uo = ro;
+    uo.pass.target_opset = *s.target_opset;
+    uo.pass.upgrade_report = &upgrade;
+    run_passes(*out.model, pre_passes(), uo);
+    if (upgrade.to == 0) {  // already at the target: nothing ran
+      upgrade.from = upgrade.to = out.model->opset("");
+      upgrade.ir_from = upgrade.ir_to = out.model->ir_version;
+    }
+    bisect.insert(bisect.begin(), &upgrade_opset_pass());
+    ro.pass.target_opset = *s.target_opset;  // for the bisection's fresh loads
+  }
   out.run = run_passes(*out.model, passes, ro);
   double passes_s = seconds_since(tp);
 
   out.report = stats_json(out.run);
   out.report["input"] = input.string();
+  if (s.target_opset) {
+    nlohmann::json by = nlohmann::json::object();
+    for (auto& [k, n] : upgrade.by_adapter) by[k] = n;
+    out.report["upgrade"] = {{"opset_from", upgrade.from}, {"opset_to", upgrade.to}, {"ir_from", upgrade.ir_from},
+                             {"ir_to", upgrade.ir_to}, {"nodes_adapted", upgrade.adapted},
+                             {"nodes_added", upgrade.added}, {"adapters", by}};
+  }
   double verify_s = 0;
   if (s.verify) {
     say("verifying");
@@ -76,8 +113,8 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     if (!out.verification.ok) {
       say("verification failed; finding the first pass that breaks the model");
       VerifyResult first;
-      int k = first_breaking_pass(input, passes, ro, *ref, &first);
-      out.breaking_pass = k >= 0 ? passes[static_cast<size_t>(k)]->name() : "the combination of passes (no single pass alone)";
+      int k = first_breaking_pass(input, bisect, ro, *ref, &first);
+      out.breaking_pass = k >= 0 ? bisect[static_cast<size_t>(k)]->name() : "the combination of passes (no single pass alone)";
       out.report["breaking_pass"] = out.breaking_pass;
     }
   }

@@ -36,7 +36,7 @@ struct OptimizeSettings {
   std::optional<uint64_t> fold_size;      // default: the passes' own (1 MiB)
   bool verify = true;
   int seeds = 3;
-  std::optional<int> target_opset;        // not implemented yet: an Error when set
+  std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
   Progress progress;                      // short status lines; null = silent
 };
 
@@ -66,6 +66,11 @@ std::string verification_failure_text(const OptimizeOutcome& outcome);
 // completes outcome.report ("output", "saved", seconds.save and seconds.total).
 SaveStats write_optimized(OptimizeOutcome& outcome, const std::filesystem::path& output, bool strip_hierarchy,
                           const SaveOptions& options = {});
+
+// Pass names as the registry knows them today: names passes had before issue 12
+// (cleanup_attention, fuse_conv_relu) are still accepted by --passes/--skip and the Python
+// module, so that scripts and notes keep working; each rename adds a line to `notes`.
+std::vector<std::string> current_pass_names(std::vector<std::string> names, std::vector<std::string>* notes = nullptr);
 
 // Every pass in pipeline order: name, accuracy_class, summary (`optimize --list-passes --json`).
 nlohmann::json list_passes();

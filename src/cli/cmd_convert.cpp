@@ -1,10 +1,11 @@
-// onnxforge convert IN -o OUT [--external-data[=MIN_BYTES]] [--embed]
+// onnxforge convert IN -o OUT [--external-data[=MIN_BYTES]] [--embed] [--target-opset N]
 #include <chrono>
 #include <iostream>
 
 #include "cli/command.h"
 #include "io/model_io.h"
 #include "ir/error.h"
+#include "passes/upgrade_opset.h"
 
 namespace onnxforge::cli {
 namespace {
@@ -14,11 +15,17 @@ struct Options {
   std::optional<uint64_t> external_min;
   bool external = false, embed = false;
   std::string external_file;
+  int64_t target_opset = 0;
 };
 
 int run(const Options& o) {
   auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(o.input);
+  if (o.target_opset) {
+    passes::UpgradeReport u = passes::upgrade_opset(*model, o.target_opset);
+    std::cerr << "opset " << u.from << " -> " << u.to << ", IR " << u.ir_from << " -> " << u.ir_to << " (" << u.adapted
+              << " nodes adapted, " << u.added << " added)\n";
+  }
   SaveOptions save;
   if (o.embed) save.placement = WeightPlacement::Embed;
   if (o.external) {
@@ -48,6 +55,8 @@ Command reg{"convert", "Load and save a model: move weights into or out of exter
   ext->expected(0, 1)->type_name("[MIN_BYTES]");
   app.add_flag("--embed", o->embed, "Store every weight inside the .onnx file (up to 2 GiB)");
   app.add_option("--external-file", o->external_file, "External data file name (default <output>.data)");
+  app.add_option("--target-opset", o->target_opset,
+                 "Upgrade the default-domain opset to N (never a downgrade), adapting the ops whose signature changes");
   app.callback([o] {
     if (o->embed && o->external) throw CLI::ValidationError("--embed and --external-data exclude each other");
   });

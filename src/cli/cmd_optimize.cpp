@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "ir/error.h"
 #include "passes/pipeline.h"
+#include "passes/upgrade_opset.h"
 
 namespace onnxforge::cli {
 namespace {
@@ -23,6 +24,7 @@ struct Options {
   std::vector<std::string> passes, skip, dims;
   bool list = false, no_verify = false, force = false, json = false, strip_hierarchy = false;
   int seeds = 3, threads = 0;
+  int64_t target_opset = 0;
 };
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& list) {
@@ -65,12 +67,15 @@ int run(const Options& o) {
   };
 
   api::OptimizeSettings settings;
-  settings.passes = o.passes;
-  settings.skip = o.skip;
+  std::vector<std::string> notes;
+  settings.passes = api::current_pass_names(o.passes, &notes);
+  settings.skip = api::current_pass_names(o.skip, &notes);
+  for (const std::string& n : notes) std::cerr << "note: " << n << "\n";
   settings.dims = parse_dims(o.dims);
   if (!o.fold_size.empty()) settings.fold_size = parse_size(o.fold_size);
   settings.verify = !o.no_verify;
   settings.seeds = o.seeds;
+  if (o.target_opset) settings.target_opset = o.target_opset;
   if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
   api::OptimizeOutcome r;
   try {
@@ -105,6 +110,12 @@ int run(const Options& o) {
             << s.before.initializers << " -> " << s.after.initializers << ", initializer bytes " << s.before.bytes
             << " -> " << s.after.bytes << " (" << s.rounds << " rounds, passes " << report["seconds"]["passes"].get<double>()
             << " s)\n";
+  if (report.contains("upgrade")) {
+    const nlohmann::json& u = report["upgrade"];
+    std::cout << "  upgrade_opset: opset " << u["opset_from"] << " -> " << u["opset_to"] << ", IR " << u["ir_from"]
+              << " -> " << u["ir_to"] << " (" << u["nodes_adapted"] << " nodes adapted, " << u["nodes_added"]
+              << " added)\n";
+  }
   for (const PassStats& p : s.passes)
     if (p.applied)
       std::cout << "  " << p.name << ": nodes " << std::showpos << -p.removed.nodes << ", initializers "
@@ -133,6 +144,9 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_flag("--strip-hierarchy", o->strip_hierarchy, "Remove module-hierarchy tags from the output");
   app.add_option("--threads", o->threads, "Worker threads (default: all)");
   app.add_flag("--json", o->json, "Print the report as JSON");
+  app.add_option("--target-opset", o->target_opset,
+                 "Upgrade the default-domain opset to N first (7.." + std::to_string(kMaxRuntimeOpset) +
+                     "; never a downgrade), adapting the ops whose signature changes");
   return [o] { return run(*o); };
 }};
 

@@ -172,9 +172,20 @@ class Optimize(Temp):
         self.assertEqual(r.nodes_before, r.nodes_after)
         same_model(self, twice, once)
 
-    def test_target_opset_is_refused_until_implemented(self):
-        with self.assertRaisesRegex(onnxforge.Error, "not implemented"):
-            onnxforge.optimize(self.toy, target_opset=18)
+    def test_target_opset_upgrades_as_the_cli_does(self):
+        cli_out = self.dir / "cli_up.onnx"
+        want = cli_json("optimize", BERT, "-o", cli_out, "--target-opset", "24")
+        model, got = onnxforge.optimize(BERT, target_opset=24)
+        got = got.to_dict()
+        self.assertEqual(got["upgrade"], want["upgrade"])
+        self.assertEqual((got["upgrade"]["opset_from"], got["upgrade"]["opset_to"]), (14, 24))
+        self.assertEqual(got["after"], want["after"])
+        self.assertIn("Attention", [n.op_type for n in model.graph.node])  # the fusions the upgrade unlocks ran
+        same_model(self, model, cli_out)
+
+    def test_target_opset_never_downgrades(self):
+        with self.assertRaisesRegex(onnxforge.Error, "downgrade"):
+            onnxforge.optimize(BERT, target_opset=11)
 
 
 class BadInput(Temp):
