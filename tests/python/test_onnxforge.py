@@ -55,7 +55,7 @@ def cli_json(*args):
 
 def toy_cnn(seed=0, bias_shift=0.0):
     """Conv -> BatchNormalization -> Relu -> Identity -> Flatten -> MatMul -> Add: work for
-    fuse_conv_batchnorm, fuse_conv_relu, eliminate_identity_ops and fuse_matmul_add."""
+    fuse_conv_batchnorm, annotate_conv_activation, eliminate_identity_ops and fuse_matmul_add."""
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
     scale = rng.uniform(0.5, 1.5, 4).astype(np.float32)
@@ -115,7 +115,7 @@ class Optimize(Temp):
             self.assertEqual(r.verified, True)
             self.assertLess(r.max_diff, 1e-4)
         applied = {p["name"] for p in r_path.passes if p["matches_applied"]}
-        self.assertTrue({"fuse_conv_batchnorm", "fuse_conv_relu", "eliminate_identity_ops"} <= applied, applied)
+        self.assertTrue({"fuse_conv_batchnorm", "annotate_conv_activation", "eliminate_identity_ops"} <= applied, applied)
         self.assertEqual(r_proto["input"], "<ModelProto>")
         self.assertEqual(r_bytes["input"], "<bytes>")
         self.assertEqual(r_path["output"], str(self.dir / "out.onnx"))
@@ -143,6 +143,7 @@ class Optimize(Temp):
         self.assertIsNone(r.max_diff)
         _, r = onnxforge.optimize(self.toy, skip="fuse_conv_batchnorm,fuse_conv_relu", seeds=5)
         self.assertNotIn("fuse_conv_batchnorm", [p["name"] for p in r.passes])
+        self.assertNotIn("annotate_conv_activation", [p["name"] for p in r.passes])  # its name before issue 12
         self.assertEqual(r["verification"]["seeds"], 5)
         _, r = onnxforge.optimize(BERT, dims={"batch": 2, "sequence": 16}, verify=False)
         self.assertLess(r.nodes_after, r.nodes_before)
