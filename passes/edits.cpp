@@ -7,8 +7,7 @@
 namespace onnxforge::passes {
 
 Edits::Edits(Graph& graph, const Uses& u, const PassOptions& o)
-    : g(graph), uses(u), options(o), rw_(graph), touched_(graph.node_capacity(), 0), killed_(graph.node_capacity(), 0),
-      delta_(&sink_), values_at_start_(graph.value_count()) {}
+    : g(graph), uses(u), options(o), rw_(graph), touched_(graph.node_capacity(), 0), delta_(&sink_) {}
 
 void Edits::mark(NodeId n) {
   if (!n.valid()) return;
@@ -55,69 +54,41 @@ ValueId Edits::new_initializer(std::string_view hint, TensorId t) {
   return rw_.new_initializer(hint, t);
 }
 
+void Edits::gain(ValueId v) {
+  v = rw_.resolve(v);  // the value the reader will really read
+  if (!v.valid()) return;
+  if (v.index() >= gained_.size()) gained_.resize(v.index() + 1, 0);
+  gained_[v.index()] = 1;
+  mark(g.producer(v));  // it gained a reader: not dead, not "used once" any more
+}
+
 NodeId Edits::add_node(std::string_view op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
                        std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain) {
   delta_->nodes -= 1;
-  for (ValueId& v : inputs) {
-    v = resolve(v);
-    if (!v.valid()) continue;
-    if (v.index() >= read_by_new_.size()) read_by_new_.resize(v.index() + 1, 0);
-    read_by_new_[v.index()] = 1;
-    if (v.index() >= gained_.size()) gained_.resize(v.index() + 1, 0);
-    gained_[v.index()] = 1;
-    mark(g.producer(v));  // it gained a reader: not dead, not "used once" any more
-  }
+  for (ValueId v : inputs) gain(v);
   NodeId n = rw_.add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), tags_from, domain);
   mark(n);
   return n;
 }
 
-ValueId Edits::resolve(ValueId v) const {
-  for (auto it = forwarded_.find(v); it != forwarded_.end(); it = forwarded_.find(v)) v = it->second;
-  return v;
-}
-
 void Edits::replace_uses(ValueId from, ValueId to) {
-  to = resolve(to);
-  if (from == to) return;
-  if (to.index() >= gained_.size()) gained_.resize(to.index() + 1, 0);
-  gained_[to.index()] = 1;
+  if (from == rw_.resolve(to)) return;
+  gain(to);
   mark(g.producer(from));
-  mark(g.producer(to));
-  if (from.index() >= values_at_start_) {  // created this round: not in the use index
-    rw_.replace_uses(from, to);
-    return;
-  }
-  // Nodes added this round are not in the use index: only Rewrite's replacement reaches them.
-  bool read_by_new = from.index() < read_by_new_.size() && read_by_new_[from.index()];
-  bool simple = !uses.is_graph_output(from) && !g.outer(from).valid() && !read_by_new;
-  for (const Use& u : uses.of(from))
-    if (u.slot == Use::kImplicit || touched(u.node)) simple = false;
-  if (simple) {  // direct input edits: Rewrite::replace_uses rebuilds a use index per call
-    forwarded_[from] = to;
-    for (const Use& u : uses.of(from)) {
-      rw_.set_input(u.node, u.slot, to);
-      mark(u.node);
-    }
-    return;
-  }
-  for (const Use& u : uses.of(from)) mark(u.node);
+  // Values created this round are not in the use index (their readers are new, hence touched).
+  if (from.index() < uses.value_capacity())
+    for (const Use& u : uses.of(from)) mark(u.node);
   rw_.replace_uses(from, to);
 }
 
 void Edits::set_input(NodeId n, size_t i, ValueId v) {
-  v = resolve(v);
   mark(n);
-  mark(g.producer(v));
-  if (v.index() >= gained_.size()) gained_.resize(v.index() + 1, 0);
-  gained_[v.index()] = 1;
+  gain(v);
   rw_.set_input(n, i, v);
 }
 
 void Edits::kill(NodeId n) {
   if (killed(n)) return;
-  if (n.index() >= killed_.size()) killed_.resize(n.index() + 1, 0);
-  killed_[n.index()] = 1;
   mark(n);
   delta_->nodes += 1;
   rw_.kill(n);
@@ -130,7 +101,7 @@ void Edits::remove_initializer(ValueId v) {
   delta_->bytes += static_cast<int64_t>(g.model().tensors.byte_size(g.initializer(v)));
 }
 
-NodeId Edits::replace_with(std::initializer_list<NodeId> group, std::string_view op, std::vector<ValueId> inputs,
+NodeId Edits::replace_with(std::span<const NodeId> group, std::string_view op, std::vector<ValueId> inputs,
                            std::vector<NewAttr> attrs, std::string_view domain) {
   std::vector<NodeId> members;
   for (NodeId n : group)
@@ -168,6 +139,12 @@ bool Edits::forward(NodeId n, ValueId kept) {
   return true;
 }
 
+bool Edits::drop_if_unshared(NodeId n) {
+  if (!uses.single(g.output(n, 0))) return false;
+  kill(n);
+  return true;
+}
+
 int64_t Edits::commit() {
   if (!removed_inits_.empty()) {
     std::vector<ValueId> ins = g.graph_inputs();
@@ -181,10 +158,7 @@ int64_t Edits::commit() {
   }
   int64_t removed = rw_.commit();
   touched_.assign(g.node_capacity(), 0);
-  killed_.assign(g.node_capacity(), 0);
   gained_.clear();
-  read_by_new_.clear();
-  forwarded_.clear();
   other_change_ = false;
   return removed;
 }

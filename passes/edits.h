@@ -1,5 +1,6 @@
 #pragma once
-// Edits: the Rewrite batch of one round as the passes see it. Adds to ir/Rewrite
+// Edits: the Rewrite batch of one round as the passes see it. Rewrite records the edits (and
+// which nodes die, and what a replaced value resolves to); Edits alone decides staleness:
 //  - conservative staleness: a node is touched when it is killed, its inputs change, it reads a
 //    value being replaced, or it produces a value that something is redirected to (its use count
 //    grew, so a "used once" condition checked at analysis time may no longer hold);
@@ -7,7 +8,6 @@
 //  - initializer removal and constants from raw bytes.
 #include <initializer_list>
 #include <span>
-#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -63,7 +63,7 @@ class Edits {
   void replace_uses(ValueId from, ValueId to);
   void set_input(NodeId n, size_t i, ValueId v);
   void kill(NodeId n);
-  bool killed(NodeId n) const { return n.index() < killed_.size() && killed_[n.index()]; }
+  bool killed(NodeId n) const { return rw_.killed(n); }
   // Removes an initializer (and a graph input of the same value, IR < 4) at commit.
   void remove_initializer(ValueId v);
 
@@ -74,30 +74,36 @@ class Edits {
   // output 0 and takes over its readers; its tags are the union of the group's; every member
   // whose outputs nothing outside the group reads is killed (one still read elsewhere stays for
   // those readers). Returns the new node.
-  NodeId replace_with(std::initializer_list<NodeId> group, std::string_view op, std::vector<ValueId> inputs,
+  NodeId replace_with(std::span<const NodeId> group, std::string_view op, std::vector<ValueId> inputs,
                       std::vector<NewAttr> attrs = {}, std::string_view domain = {});
+  NodeId replace_with(std::initializer_list<NodeId> group, std::string_view op, std::vector<ValueId> inputs,
+                      std::vector<NewAttr> attrs = {}, std::string_view domain = {}) {
+    return replace_with(std::span<const NodeId>(group.begin(), group.size()), op, std::move(inputs), std::move(attrs),
+                        domain);
+  }
   // Node `n` goes away and the readers of its output 0 read `kept` instead. Returns false and
   // does nothing when `n` was touched this round, `kept`'s producer was killed, another output
   // of `n` is read, or `n`'s output is a graph output `kept` cannot take the name of
   // (can_forward in ir/match.h: an analysis should check it too, so it never reports a match
   // that only moves an Identity around).
   bool forward(NodeId n, ValueId kept);
+  // Kills `n` when the rewrite just moved the one reader of its output 0 elsewhere: the output
+  // had a single reader at the start of the round and is no graph output. Returns whether.
+  bool drop_if_unshared(NodeId n);
 
   bool empty() const { return rw_.empty() && removed_inits_.empty() && !other_change_; }
   int64_t commit();
 
  private:
   void mark(NodeId n);
+  void gain(ValueId v);  // something new reads v: its producer is touched
   Rewrite rw_;
-  std::vector<uint32_t> touched_;
-  std::vector<uint8_t> killed_, gained_, read_by_new_;  // read_by_new_: inputs of added nodes
+  std::vector<uint32_t> touched_;  // epoch of the pass that touched the node, 0 = untouched
+  std::vector<uint8_t> gained_;
   uint32_t epoch_ = 1;
   bool other_change_ = false;
   std::vector<ValueId> removed_inits_;
   Delta* delta_ = nullptr;
-  uint32_t values_at_start_ = 0;
-  std::unordered_map<ValueId, ValueId> forwarded_;  // replaced by direct input edits
-  ValueId resolve(ValueId v) const;  // values the use index knows
   Delta sink_;
 };
 

@@ -46,15 +46,11 @@ ValueId identity_input(const Graph& g, const Uses& uses, NodeId n) {
     if (!g.has_type(x) || g.dtype(x) == DType::Undefined) return {};
     return static_cast<int64_t>(g.dtype(x)) == g.attr_int(n, "to", -1) ? x : ValueId{};
   }
-  bool add = g.is_op(n, "Add"), mul = g.is_op(n, "Mul");
-  if (add || mul) {
-    double neutral = add ? 0 : 1;
-    if (neutral_constant(g, g.input(n, 1), x, neutral)) return x;
-    if (neutral_constant(g, x, g.input(n, 1), neutral)) return g.input(n, 1);
-    return {};
-  }
-  if (g.is_op(n, "Sub") && neutral_constant(g, g.input(n, 1), x, 0)) return x;
-  if (g.is_op(n, "Div") && neutral_constant(g, g.input(n, 1), x, 1)) return x;
+  // x+0, x*1, x-0, x/1; 0+x and 1*x for the commutative ones.
+  const OpTraits* t = op_traits(g, n);
+  if (!t || !t->neutral || g.inputs(n).size() != 2) return {};
+  if (neutral_constant(g, g.input(n, 1), x, *t->neutral)) return x;
+  if (t->has(kCommutative) && neutral_constant(g, x, g.input(n, 1), *t->neutral)) return g.input(n, 1);
   return {};
 }
 
@@ -82,7 +78,7 @@ bool apply(Edits& e, const Match& m) { return e.forward(m.node, m.keep); }
 const Pass& eliminate_identity_ops_pass() {
   static const PassOf<Match> p{"eliminate_identity_ops", AccuracyClass::Lossless,
                                "remove Identity, inference Dropout, same-type Cast, x*1, x+0, x-0, x/1", analyze, apply,
-                              {"Add", "Cast", "Div", "Dropout", "Identity", "Mul", "Sub"}};
+                               ops_with_neutral({"Cast", "Dropout", "Identity"})};
   return p;
 }
 

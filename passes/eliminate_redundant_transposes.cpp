@@ -32,14 +32,9 @@ bool is_identity(const std::vector<int64_t>& p) {
 }
 
 bool elementwise_unary(const Graph& g, NodeId n) {
-  static const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Abs", "Sqrt", "Erf", "Gelu",
-                              "LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus", "Softsign",
-                              "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Not", "Identity"};
-  if (g.inputs(n).size() != 1 || g.outputs(n).size() != 1) return false;
-  for (const char* op : ops)
-    if (g.is_op(n, op)) return true;
-  return false;
+  return g.inputs(n).size() == 1 && g.outputs(n).size() == 1 && has_fact(g, n, kUnary);
 }
+
 
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
@@ -86,7 +81,7 @@ bool apply(Edits& e, const Match& m) {
   if (e.any_touched(m.outer, m.inner)) return false;
   e.replace_uses(g.output(m.outer, 0), x);
   e.kill(m.outer);
-  if (e.uses.single(g.output(m.inner, 0))) e.kill(m.inner);
+  e.drop_if_unshared(m.inner);
   return true;
 }
 
@@ -95,8 +90,7 @@ bool apply(Edits& e, const Match& m) {
 const Pass& eliminate_redundant_transposes_pass() {
   static const PassOf<Match> p{"eliminate_redundant_transposes", AccuracyClass::Lossless,
                                "cancel or compose consecutive Transposes, push through unary elementwise ops",
-                               analyze, apply,
-                              {"Transpose", "Abs", "Ceil", "Cos", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Tanh"}};
+                               analyze, apply, ops_with(kUnary, {"Transpose"})};
   return p;
 }
 

@@ -35,10 +35,7 @@ struct Plan {
 };
 
 bool never_fold(const Graph& g, NodeId n) {
-  std::string_view op = str(g.op_type(n));
-  return is_nondeterministic(g, n) || !g.subgraphs(n).empty() || op == "QuantizeLinear" ||
-         op == "DequantizeLinear" || op == "DynamicQuantizeLinear" || op == "Constant" || op.starts_with("Sequence") ||
-         op == "Optional" || op == "OptionalGetElement";
+  return is_nondeterministic(g, n) || !g.subgraphs(n).empty() || has_fact(g, n, kNoFold);
 }
 
 uint64_t numel(const std::vector<int64_t>& d) {

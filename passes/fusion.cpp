@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/uses.h"
+#include "passes/registry.h"
 
 namespace onnxforge::passes {
 
@@ -17,7 +18,15 @@ CensusRow& CensusRow::operator+=(const CensusRow& o) {
 int64_t fusion_opset(const Graph& g, const PassOptions&) { return g.model().opset(""); }
 
 const std::vector<const Fusion*>& all_fusions() {
-  static const std::vector<const Fusion*> list = {};
+  static const std::vector<const Fusion*> list = {
+      &fuse_layer_norm_fusion(),
+      &fuse_rms_norm_fusion(),
+      &fuse_gelu_fusion(),
+      &fuse_swish_fusion(),
+      dynamic_cast<const Fusion*>(&fuse_rotary_embedding_pass()),
+      dynamic_cast<const Fusion*>(&fuse_attention_pass()),
+      dynamic_cast<const Fusion*>(&fuse_qkv_projections_pass()),
+  };
   return list;
 }
 

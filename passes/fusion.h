@@ -140,6 +140,12 @@ class FusionOf final : public Pass, public Fusion {
   ApplyFn apply_;
 };
 
+// One accessor per fusion file (each is also listed in registry.cpp as a Pass).
+const Fusion& fuse_layer_norm_fusion();
+const Fusion& fuse_rms_norm_fusion();
+const Fusion& fuse_gelu_fusion();
+const Fusion& fuse_swish_fusion();
+
 // Every fusion into a standard op, in pipeline order.
 const std::vector<const Fusion*>& all_fusions();
 

@@ -5,12 +5,6 @@
 
 namespace onnxforge::passes {
 
-bool is_nondeterministic(const Graph& g, NodeId n) {
-  std::string_view op = str(g.op_type(n));
-  if (!g.is_op(n, op)) return true;  // unknown domains: assume the worst
-  return op.starts_with("Random") || op == "Multinomial" || op == "Bernoulli";
-}
-
 std::vector<std::byte> to_bytes(std::span<const int64_t> v) {
   std::vector<std::byte> b(v.size() * 8);
   if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());

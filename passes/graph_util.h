@@ -1,6 +1,7 @@
 #pragma once
 // Helpers only the passes need (building attributes and constants). The read-only pattern
-// vocabulary — constants, scalars, shapes, readers, `is` — is ir/match.h, shared with the runtime.
+// vocabulary — constants, scalars, shapes, readers, `is` — is ir/match.h, shared with the runtime;
+// facts about ops (elementwise, random, neutral element...) are ir/op_traits.h.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -8,11 +9,9 @@
 
 #include "ir/graph.h"
 #include "ir/match.h"
+#include "ir/op_traits.h"
 
 namespace onnxforge::passes {
-
-// Node ops with side effects or randomness that must never be removed or merged.
-bool is_nondeterministic(const Graph& g, NodeId n);
 
 std::vector<std::byte> to_bytes(std::span<const int64_t> v);
 

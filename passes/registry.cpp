@@ -8,9 +8,16 @@ const std::vector<const Pass*>& all_passes() {
       &simplify_shape_chains_pass(),
       &eliminate_identity_ops_pass(),
       &eliminate_redundant_transposes_pass(),
-      &cleanup_attention_pass(),
+      &fuse_consecutive_reshapes_pass(),
+      &fuse_layer_norm_pass(),
+      &fuse_rms_norm_pass(),
+      &fuse_gelu_pass(),
+      &fuse_swish_pass(),
       &fuse_conv_batchnorm_pass(),
-      &fuse_conv_relu_pass(),
+      &annotate_conv_activation_pass(),
+      &fuse_rotary_embedding_pass(),  // attention fusions: rotary first (attention reads its 3-D output)
+      &fuse_attention_pass(),
+      &fuse_qkv_projections_pass(),
       &fuse_matmul_add_pass(),
       &eliminate_duplicate_constants_pass(),
       &eliminate_dead_nodes_pass(),
@@ -19,9 +26,15 @@ const std::vector<const Pass*>& all_passes() {
   return list;
 }
 
+const std::vector<const Pass*>& pre_passes() {
+  static const std::vector<const Pass*> list = {&upgrade_opset_pass()};
+  return list;
+}
+
 const Pass* find_pass(std::string_view name) {
-  for (const Pass* p : all_passes())
-    if (p->name() == name) return p;
+  for (const auto* list : {&pre_passes(), &all_passes()})
+    for (const Pass* p : *list)
+      if (p->name() == name) return p;
   return nullptr;
 }
 

@@ -8,19 +8,31 @@
 namespace onnxforge::passes {
 
 const std::vector<const Pass*>& all_passes();
-const Pass* find_pass(std::string_view name);  // nullptr when unknown
+// Passes the driver runs before the pipeline when asked (upgrade_opset with --target-opset);
+// not part of all_passes().
+const std::vector<const Pass*>& pre_passes();
+const Pass* find_pass(std::string_view name);  // nullptr when unknown (searches both lists)
 
 // One accessor per pass file.
 const Pass& fold_constants_pass();
 const Pass& simplify_shape_chains_pass();
 const Pass& eliminate_identity_ops_pass();
 const Pass& eliminate_redundant_transposes_pass();
-const Pass& cleanup_attention_pass();
+const Pass& fuse_consecutive_reshapes_pass();
+const Pass& fuse_layer_norm_pass();
+const Pass& fuse_rms_norm_pass();
+const Pass& fuse_gelu_pass();
+const Pass& fuse_swish_pass();
+// Fusions into standard transformer ops (fusion.h): attention, rotary, QKV projections.
+const Pass& fuse_rotary_embedding_pass();
+const Pass& fuse_attention_pass();
+const Pass& fuse_qkv_projections_pass();
 const Pass& fuse_conv_batchnorm_pass();
-const Pass& fuse_conv_relu_pass();
+const Pass& annotate_conv_activation_pass();
 const Pass& fuse_matmul_add_pass();
 const Pass& eliminate_duplicate_constants_pass();
 const Pass& eliminate_dead_nodes_pass();
 const Pass& eliminate_unused_initializers_pass();
+const Pass& upgrade_opset_pass();
 
 }  // namespace onnxforge::passes

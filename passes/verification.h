@@ -1,8 +1,8 @@
 #pragma once
-// Verification of an optimized model against its original through the runtime: deterministic
-// inputs per seed (from each input's name, type and shape), both models run on them, per-output
-// max abs/rel diff against a tolerance. Seeds run in parallel.
-// (Switch to runtime/verify.h once it exists: the interface here is what optimize needs.)
+// Verification of an optimized model against its original: the optimizer's adapter over the
+// runtime's verification core (runtime/verify.h). The original runs once per seed (its inputs
+// and outputs are kept), every candidate is checked against those runs with the tolerance of the
+// worst accuracy class applied; inputs and outputs must keep their names.
 #include <map>
 #include <memory>
 #include <string>

@@ -190,35 +190,56 @@ std::string shape_text(std::span<const Dim> shape) {
   return s + "]";
 }
 
-// Checks a file's tensor against input `v` and records the sizes it gives symbolic dims.
-Tensor fit_input_file(const Graph& g, ValueId v, const std::string& name, const std::string& file, Tensor t,
-                      std::map<std::string, int64_t>& dims, std::map<std::string, std::string>& given_by) {
+// Checks a given tensor (`what`: "--input NAME: file F") against input `v` and records the sizes
+// it gives symbolic dims.
+Tensor fit_input(const Graph& g, ValueId v, const std::string& name, const std::string& what, Tensor t,
+                 std::map<std::string, int64_t>& dims, std::map<std::string, std::string>& given_by) {
   const DType want = g.dtype(v) == DType::Undefined ? DType::Float : g.dtype(v);
   if (t.dtype != want) {
     if (!(is_float_dtype(t.dtype) && is_float_dtype(want)) && !(t.dtype == DType::Int32 && want == DType::Int64) &&
         !(t.dtype == DType::Int64 && want == DType::Int32))
-      fail("--input ", name, ": file ", file, " holds ", dtype_name(t.dtype), " but the model expects ", dtype_name(want));
+      fail(what, " holds ", dtype_name(t.dtype), " but the model expects ", dtype_name(want));
     t = cast(t, want);
   }
   if (!g.has_shape(v)) return t;
   auto shape = g.shape(v);
   const std::string expected = " but the model declares " + shape_text(shape);
   if (t.shape.size() != shape.size())
-    fail("--input ", name, ": file ", file, " holds shape ", shape_str(t.shape), expected);
+    fail(what, " holds shape ", shape_str(t.shape), expected);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i].known()) {
       if (shape[i].value != t.shape[i])
-        fail("--input ", name, ": file ", file, " holds shape ", shape_str(t.shape), expected, " (axis ", i, ")");
+        fail(what, " holds shape ", shape_str(t.shape), expected, " (axis ", i, ")");
       continue;
     }
     const std::string key = dim_key(name, i, shape[i]);
     auto [it, fresh] = dims.emplace(key, t.shape[i]);
     if (!fresh && it->second != t.shape[i])
-      fail("--input ", name, ": file ", file, " gives dim '", key, "' = ", t.shape[i], " but ",
+      fail(what, " gives dim '", key, "' = ", t.shape[i], " but ",
            given_by.count(key) ? given_by[key] : "--dim " + key, " gives ", it->second);
     given_by.emplace(key, "--input " + name);
   }
   return t;
+}
+
+size_t input_index(const Graph& g, const std::vector<ValueId>& values, const std::string& name, const char* option) {
+  size_t i = 0;
+  while (i < values.size() && str(g.value_name(values[i])) != name) ++i;
+  if (i == values.size()) {
+    std::string names;
+    for (ValueId v : values) names += (names.empty() ? "" : ", ") + std::string(str(g.value_name(v)));
+    fail(option, "the model has no input '", name, "' (inputs: ", names, ")");
+  }
+  return i;
+}
+
+std::vector<Tensor> with_given(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t>& dims,
+                               std::map<size_t, Tensor> given, uint64_t seed, InputPlan& plan) {
+  plan = plan_inputs(g, values, dims);
+  if (!plan.unknown_dims.empty()) fail(plan.unknown_dims[0]);
+  std::vector<Tensor> inputs = make_inputs(plan, seed);
+  for (auto& [i, t] : given) inputs[i] = std::move(t);
+  return inputs;
 }
 
 }  // namespace
@@ -231,20 +252,22 @@ std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& v
     auto eq = s.find('=');
     if (eq == std::string::npos) fail("--input '", s, "': expected NAME=FILE");
     std::string name = s.substr(0, eq), file = s.substr(eq + 1);
-    size_t i = 0;
-    while (i < values.size() && str(g.value_name(values[i])) != name) ++i;
-    if (i == values.size()) {
-      std::string names;
-      for (ValueId v : values) names += (names.empty() ? "" : ", ") + std::string(str(g.value_name(v)));
-      fail("--input: the model has no input '", name, "' (inputs: ", names, ")");
-    }
-    given[i] = fit_input_file(g, values[i], name, file, read_tensor_file(file), dims, given_by);
+    size_t i = input_index(g, values, name, "--input: ");
+    given[i] = fit_input(g, values[i], name, "--input " + name + ": file " + file, read_tensor_file(file), dims, given_by);
   }
-  plan = plan_inputs(g, values, dims);
-  if (!plan.unknown_dims.empty()) fail(plan.unknown_dims[0]);
-  std::vector<Tensor> inputs = make_inputs(plan, seed);
-  for (auto& [i, t] : given) inputs[i] = std::move(t);
-  return inputs;
+  return with_given(g, values, dims, std::move(given), seed, plan);
+}
+
+std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
+                                   std::vector<GivenInput> inputs, uint64_t seed, InputPlan& plan) {
+  std::map<size_t, Tensor> given;
+  std::map<std::string, std::string> given_by;
+  for (GivenInput& in : inputs) {
+    size_t i = input_index(g, values, in.name, "");
+    if (given.count(i)) fail("input '", in.name, "' is given twice");
+    given[i] = fit_input(g, values[i], in.name, in.what, std::move(in.tensor), dims, given_by);
+  }
+  return with_given(g, values, dims, std::move(given), seed, plan);
 }
 
 }  // namespace onnxforge::rt

@@ -55,4 +55,13 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs)
 std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
                                    const std::vector<std::string>& files, uint64_t seed, InputPlan& plan);
 
+// An input handed over in memory (the Python module's NumPy arrays): `what` names it in messages.
+struct GivenInput {
+  std::string name, what;
+  Tensor tensor;
+};
+// prepare_inputs with the given inputs in memory, checked like files.
+std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
+                                   std::vector<GivenInput> given, uint64_t seed, InputPlan& plan);
+
 }  // namespace onnxforge::rt

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -123,6 +124,11 @@ struct KernelDef {
   // Aware kernels: whether the node writes NHWC from an NCHW input at no extra cost (a CNN stem
   // reading the graph input), so that it may start a channels-last chain.
   bool (*starts_nhwc)(const Graph&, NodeId) = nullptr;
+  // Activation kernels: the function the node applies, for a producer that fuses it into its
+  // epilogue (fuses_activation, as OpContext::fused_act); nullopt when it cannot be known at plan
+  // time. Which activations the plan fuses is op_traits' kEpilogue; this is how.
+  using EpilogueFn = std::optional<simd::Unary> (*)(const Graph&, NodeId);
+  EpilogueFn epilogue = nullptr;
 };
 
 // The kernel table, keyed by (domain, op type). Kernels check the node's opset themselves where
@@ -138,7 +144,9 @@ class Registry {
   std::vector<std::pair<std::string, KernelDef>> table_;
 };
 
-// Register functions, one per ops/ file (called once by Registry::get()).
+// Register functions, one per ops/ file, all declared here (called once by Registry::get() in
+// registry.cpp). A kernel is built with designated initializers naming the fields it sets:
+//   r.add("", "MatMul", {.run = matmul, .fuses_activation = true, .residual_input = 2});
 void register_elementwise(Registry&);
 void register_binary(Registry&);
 void register_matmul(Registry&);
@@ -154,6 +162,10 @@ void register_cast(Registry&);
 void register_quant(Registry&);
 void register_control(Registry&);
 void register_attention(Registry&);
+void register_loss(Registry&);
+void register_misc(Registry&);
+void register_rnn(Registry&);
+void register_transformer(Registry&);  // ops/transformer.cpp: Attention, Swish
 
 // Not registered for any op: the plan runs MatMul -> Softmax(last axis) -> MatMul as one step
 // with this kernel (inputs: the first MatMul's two operands, then the second one's B).

@@ -1,5 +1,10 @@
 #pragma once
 // Internal: the execution plan of one graph and the frame that runs it.
+//   plan.cpp      Plan::Plan: order, kernels, folding, preparation, fusions, liveness
+//   fusions.cpp   the plan's fusions (a table of matchers, fusions.h)
+//   layout.cpp    channels-last planning (plan_layouts) and arena placement (record, arenas)
+//   frame.cpp     Frame (one execution) and OpContext
+//   session.cpp   Session; evaluate.cpp: evaluate_node, has_kernel, supported_ops
 #include <atomic>
 #include <deque>
 #include <map>
@@ -11,6 +16,11 @@
 #include "runtime/runtime.h"
 
 namespace onnxforge::rt {
+
+// "" for the default domain ("ai.onnx" included), else the domain.
+std::string_view norm_domain(Sym d);
+// "node 'name' (Op)" (or "(domain::Op)") for messages.
+std::string node_desc(const Graph& g, NodeId n);
 
 struct Step {
   NodeId node;

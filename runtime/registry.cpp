@@ -5,10 +5,6 @@
 
 namespace onnxforge::rt {
 
-void register_loss(Registry&);  // ops/loss.cpp
-void register_misc(Registry&);  // ops/misc.cpp
-void register_rnn(Registry&);   // ops/rnn.cpp
-
 Registry& Registry::get() {
   static Registry* r = [] {
     auto* reg = new Registry;
@@ -30,6 +26,7 @@ Registry& Registry::get() {
     register_loss(*reg);
     register_misc(*reg);
     register_rnn(*reg);
+    register_transformer(*reg);
     std::sort(reg->table_.begin(), reg->table_.end(), [](auto& a, auto& b) { return a.first < b.first; });
     return reg;
   }();

@@ -63,10 +63,12 @@ uint64_t checked_bytes(DType dtype, std::span<const int64_t> shape) {
 
 // Under AddressSanitizer tensors come from the system allocator, which ASan instruments: an
 // out-of-bounds kernel write into a mimalloc block would go unseen (the fuzz targets rely on it).
-#if defined(__SANITIZE_ADDRESS__)
+// Under ThreadSanitizer too: mimalloc's uninstrumented reuse of a block freed by another thread
+// would show as a race between the old and the new owner.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define ONNXFORGE_ASAN 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define ONNXFORGE_ASAN 1
 #endif
 #endif

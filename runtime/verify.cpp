@@ -2,9 +2,11 @@
 
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <mutex>
+#include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "ir/error.h"
@@ -13,44 +15,6 @@
 
 namespace onnxforge::rt {
 namespace {
-
-struct SeedDiff {
-  double max_abs = 0, max_rel = 0, max_ref = 0;
-  bool all_zero = true, pass = true;
-  std::string problem;
-};
-
-SeedDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
-  SeedDiff d;
-  if (a.shape != b.shape) {
-    d.pass = false;
-    d.problem = "shape " + shape_str(a.shape) + " became " + shape_str(b.shape);
-    return d;
-  }
-  if (a.dtype != b.dtype) {
-    d.pass = false;
-    d.problem = std::string("type ") + std::string(dtype_name(a.dtype)) + " became " + std::string(dtype_name(b.dtype));
-    return d;
-  }
-  for (int64_t i = 0, n = a.numel(); i < n; ++i) {
-    double x = a.get_f64(i), y = b.get_f64(i);
-    if (std::isnan(x) || std::isnan(y)) {
-      if (std::isnan(x) != std::isnan(y)) {
-        d.pass = false;
-        d.problem = "NaN at different positions";
-        d.max_abs = INFINITY;
-      }
-      continue;
-    }
-    if (x != 0) d.all_zero = false;
-    d.max_ref = std::max(d.max_ref, std::fabs(x));
-    double diff = x == y ? 0.0 : std::fabs(x - y);  // inf == inf
-    d.max_abs = std::max(d.max_abs, diff);
-    d.max_rel = std::max(d.max_rel, diff / std::max(std::fabs(x), atol));
-    if (!(diff <= atol + rtol * std::fabs(x))) d.pass = false;
-  }
-  return d;
-}
 
 // Maps b's values to a's order: by name when every name matches, else by position.
 std::vector<size_t> match(const std::vector<std::string>& a, const std::vector<std::string>& b, const char* what) {
@@ -67,55 +31,172 @@ std::vector<size_t> match(const std::vector<std::string>& a, const std::vector<s
   return m;
 }
 
-}  // namespace
+std::optional<size_t> index_of(const std::vector<std::string>& names, const std::string& n) {
+  auto it = std::find(names.begin(), names.end(), n);
+  if (it == names.end()) return std::nullopt;
+  return static_cast<size_t>(it - names.begin());
+}
 
-VerifyReport verify(const Model& ref, const Model& cand, const VerifyOptions& o) {
-  auto t0 = std::chrono::steady_clock::now();
-  Session sa(ref, comparison_options()), sb(cand, comparison_options());
-  InputPlan plan = plan_inputs(ref.main(), sa.input_values(), o.dims);
-  auto in_map = match(sa.input_names(), sb.input_names(), "inputs");
-  auto out_names = sa.output_names();
-  auto out_map = match(out_names, sb.output_names(), "outputs");
-  const size_t no = out_names.size();
-  std::vector<std::vector<SeedDiff>> diffs(no, std::vector<SeedDiff>(static_cast<size_t>(o.seeds)));
-  std::vector<std::pair<DType, Shape>> meta(no);
-  std::mutex mu;
-  auto one = [&](int s) {
-    auto ins = make_inputs(plan, o.first_seed + static_cast<uint64_t>(s));
-    std::vector<Tensor> ins_b(ins.size());
-    for (size_t i = 0; i < ins.size(); ++i) ins_b[in_map[i]] = ins[i];
-    auto ra = sa.run(ins);
-    auto rb = sb.run(ins_b);
-    for (size_t k = 0; k < no; ++k) {
-      diffs[k][static_cast<size_t>(s)] = compare(ra[k], rb[out_map[k]], o.atol, o.rtol);
-      if (s == 0) {
-        std::lock_guard l(mu);
-        meta[k] = {ra[k].dtype, ra[k].shape};
-      }
-    }
-  };
-  // The first seed alone records the arena layout; the rest run in parallel.
+// Seeds 0..n-1 (relative to first_seed): the first alone, so that it records the arena layout
+// the others then use; the rest in parallel unless options.parallel is 1.
+template <class F>
+void for_seeds(const VerifyOptions& o, F&& one) {
   if (o.seeds > 0) one(0);
   if (o.parallel == 1) {
     for (int s = 1; s < o.seeds; ++s) one(s);
   } else {
     tbb::parallel_for(1, std::max(o.seeds, 1), [&](int s) { one(s); });
   }
-  VerifyReport r;
-  r.seeds = o.seeds;
-  r.notes = plan.notes;
+}
+
+}  // namespace
+
+TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
+  TensorDiff d;
+  auto mismatch = [&](std::string problem) {
+    d.pass = d.bit_exact = false;
+    d.max_abs = INFINITY;
+    d.problem = std::move(problem);
+    return d;
+  };
+  if (a.shape != b.shape) return mismatch("shape " + shape_str(a.shape) + " became " + shape_str(b.shape));
+  if (a.dtype != b.dtype)
+    return mismatch(std::string("type ") + std::string(dtype_name(a.dtype)) + " became " +
+                    std::string(dtype_name(b.dtype)));
+  d.bit_exact = a.bytes() == 0 || std::memcmp(a.data, b.data, a.bytes()) == 0;
+  const double floor = std::max(atol, 1e-30);
+  for (int64_t i = 0, n = a.numel(); i < n; ++i) {
+    double x = a.get_f64(i), y = b.get_f64(i);
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) {
+        d.pass = false;
+        d.problem = "NaN at different positions";
+        d.max_abs = INFINITY;
+      }
+      continue;
+    }
+    if (x != 0) d.all_zero = false;
+    d.max_ref = std::max(d.max_ref, std::fabs(x));
+    double diff = x == y ? 0.0 : std::fabs(x - y);  // inf == inf
+    d.max_abs = std::max(d.max_abs, diff);
+    d.max_rel = std::max(d.max_rel, diff / std::max(std::fabs(x), floor));
+    if (!(diff <= atol + rtol * std::fabs(x))) d.pass = false;
+  }
+  return d;
+}
+
+struct Reference::Impl {
+  Impl(const Model& m, VerifyOptions opts)
+      : o(std::move(opts)),
+        session(m, comparison_options()),
+        plan(plan_inputs(m.main(), session.input_values(), o.dims)),
+        in_names(session.input_names()), out_names(session.output_names()) {}
+  VerifyOptions o;
+  Session session;
+  InputPlan plan;
+  std::vector<std::string> in_names, out_names;
+  bool keep = false;
+  std::vector<std::vector<Tensor>> inputs, outputs;  // per seed, with keep_runs
+};
+
+Reference::Reference(const Model& reference, VerifyOptions options, bool keep_runs)
+    : impl_(std::make_unique<Impl>(reference, std::move(options))) {
+  Impl& r = *impl_;
+  r.keep = keep_runs;
+  if (!keep_runs) return;
+  const auto n = static_cast<size_t>(std::max(r.o.seeds, 0));
+  r.inputs.resize(n);
+  r.outputs.resize(n);
+  for_seeds(r.o, [&](int s) {
+    r.inputs[static_cast<size_t>(s)] = make_inputs(r.plan, r.o.first_seed + static_cast<uint64_t>(s));
+    r.outputs[static_cast<size_t>(s)] = r.session.run(r.inputs[static_cast<size_t>(s)]);
+  });
+}
+
+Reference::~Reference() = default;
+
+const VerifyOptions& Reference::options() const { return impl_->o; }
+
+VerifyReport Reference::check(const Model& candidate) const { return check(candidate, impl_->o.atol, impl_->o.rtol); }
+
+VerifyReport Reference::check(const Model& candidate, double atol, double rtol) const {
+  auto t0 = std::chrono::steady_clock::now();
+  const Impl& r = *impl_;
+  const VerifyOptions& o = r.o;
+  Session sb(candidate, comparison_options());
+  const auto b_in = sb.input_names(), b_out = sb.output_names();
+  // Where each candidate input comes from (a reference input, or with ByName a reference
+  // output), and the (reference, candidate) output pairs compared, in report order.
+  struct Feed {
+    bool from_output = false;
+    size_t index = 0;
+  };
+  std::vector<Feed> feed(b_in.size());
+  std::vector<std::pair<size_t, size_t>> pairs;
+  switch (o.names) {
+    case Correspondence::NameOrPosition: {
+      auto in_map = match(r.in_names, b_in, "inputs");
+      for (size_t i = 0; i < in_map.size(); ++i) feed[in_map[i]] = {false, i};
+      auto out_map = match(r.out_names, b_out, "outputs");
+      for (size_t k = 0; k < out_map.size(); ++k) pairs.emplace_back(k, out_map[k]);
+      break;
+    }
+    case Correspondence::SameNames:
+      if (b_in != r.in_names) fail("the candidate model's inputs differ from the reference's");
+      if (b_out != r.out_names) fail("the candidate model's outputs differ from the reference's");
+      for (size_t i = 0; i < b_in.size(); ++i) feed[i] = {false, i};
+      for (size_t k = 0; k < b_out.size(); ++k) pairs.emplace_back(k, k);
+      break;
+    case Correspondence::ByName:
+      for (size_t i = 0; i < b_in.size(); ++i) {
+        if (auto j = index_of(r.in_names, b_in[i])) feed[i] = {false, *j};
+        else if (auto k = index_of(r.out_names, b_in[i])) feed[i] = {true, *k};
+        else fail("verification: the reference computes no tensor '", b_in[i], "' (an input of the candidate)");
+      }
+      for (size_t k = 0; k < b_out.size(); ++k) {
+        auto j = index_of(r.out_names, b_out[k]);
+        if (!j) fail("verification: the reference has no output '", b_out[k], "' (an output of the candidate)");
+        pairs.emplace_back(*j, k);
+      }
+      break;
+  }
+  const size_t no = pairs.size();
+  std::vector<std::vector<TensorDiff>> diffs(no, std::vector<TensorDiff>(static_cast<size_t>(std::max(o.seeds, 0))));
+  std::vector<std::pair<DType, Shape>> meta(no);
+  for_seeds(o, [&](int s) {
+    std::vector<Tensor> ins, outs;
+    if (r.keep) {
+      ins = r.inputs[static_cast<size_t>(s)];
+      outs = r.outputs[static_cast<size_t>(s)];
+    } else {
+      ins = make_inputs(r.plan, o.first_seed + static_cast<uint64_t>(s));
+      outs = r.session.run(ins);
+    }
+    std::vector<Tensor> ins_b(feed.size());
+    for (size_t i = 0; i < feed.size(); ++i) ins_b[i] = feed[i].from_output ? outs[feed[i].index] : ins[feed[i].index];
+    auto outs_b = sb.run(ins_b);
+    for (size_t k = 0; k < no; ++k) {
+      const Tensor& a = outs[pairs[k].first];
+      diffs[k][static_cast<size_t>(s)] = compare(a, outs_b[pairs[k].second], atol, rtol);
+      if (s == 0) meta[k] = {a.dtype, a.shape};  // seed 0 runs alone
+    }
+  });
+  VerifyReport rep;
+  rep.seeds = o.seeds;
+  rep.notes = r.plan.notes;
   for (size_t k = 0; k < no; ++k) {
     OutputDiff d;
-    d.name = out_names[k];
+    d.name = r.out_names[pairs[k].first];
     d.dtype = std::string(dtype_name(meta[k].first));
     d.shape = meta[k].second;
     std::vector<double> m;
-    for (const SeedDiff& s : diffs[k]) {
+    for (const TensorDiff& s : diffs[k]) {
       m.push_back(s.max_abs);
       d.max_rel = std::max(d.max_rel, s.max_rel);
       d.max_ref = std::max(d.max_ref, s.max_ref);
       d.all_zero &= s.all_zero;
       d.pass &= s.pass;
+      d.bit_exact &= s.bit_exact;
       if (d.problem.empty()) d.problem = s.problem;
     }
     if (!m.empty()) {
@@ -127,9 +208,16 @@ VerifyReport verify(const Model& ref, const Model& cand, const VerifyOptions& o)
       d.max_abs_mean = sum / static_cast<double>(m.size());
       d.max_abs_p99 = m[std::min(m.size() - 1, static_cast<size_t>(std::ceil(0.99 * static_cast<double>(m.size()))) - 1)];
     }
-    r.pass &= d.pass;
-    r.outputs.push_back(std::move(d));
+    rep.pass &= d.pass;
+    rep.outputs.push_back(std::move(d));
   }
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+VerifyReport verify(const Model& reference, const Model& candidate, const VerifyOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  VerifyReport r = Reference(reference, options).check(candidate);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

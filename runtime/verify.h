@@ -1,10 +1,15 @@
 #pragma once
-// Verification: two models (original and optimized) on the same deterministic inputs for many
-// seeds; per output, statistics of the per-seed max abs diff and a pass/fail against
-// |a - b| <= atol + rtol * |a| (a = reference, the first model) element by element. NaN equals
-// NaN at the same position; a shape or dtype change fails.
+// Verification, the one core every check uses: `verify` (the command), the optimizer's check
+// (passes/verification.h) and extraction's (hierarchy/extract_verify.h) are thin adapters over it.
+//
+// Two models (reference = the original, candidate) run on the project's deterministic inputs
+// (inputs.h) for many seeds, both with comparison_options() (runtime.h: no plan choice that
+// changes float rounding depends on the graph's structure); per output, statistics of the
+// per-seed max abs diff and a pass/fail against |a - b| <= atol + rtol * |a| (a = reference)
+// element by element. NaN equals NaN at the same position; a shape or dtype change fails.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,13 +20,35 @@
 
 namespace onnxforge::rt {
 
+// How the candidate's inputs and outputs correspond to the reference's.
+enum class Correspondence : uint8_t {
+  NameOrPosition,  // by name when every name matches, else by position (same counts)
+  SameNames,       // the same names in the same order, else the candidate fails to verify
+  ByName,          // the candidate is a piece of the reference: each of its inputs is a reference
+                   // input or output of that name (fed the reference's value), each output a
+                   // reference output of that name (extraction: the source with its cuts exposed)
+};
+
 struct VerifyOptions {
   int seeds = 20;
   uint64_t first_seed = 0;
   double atol = 1e-4, rtol = 1e-3;
   std::map<std::string, int64_t> dims;  // symbolic dim values (see inputs.h)
   int parallel = 0;                     // seeds in flight at once; 0 = TBB decides
+  Correspondence names = Correspondence::NameOrPosition;
 };
+
+// One reference tensor against one candidate tensor.
+struct TensorDiff {
+  double max_abs = 0;     // max |a - b|; infinite for a shape/dtype change or NaN at other positions
+  double max_rel = 0;     // max |a - b| / max(|a|, atol)
+  double max_ref = 0;     // max |a|
+  bool all_zero = true;   // a is 0 everywhere
+  bool pass = true;       // within atol + rtol * |a| everywhere
+  bool bit_exact = true;  // same dtype, shape and bytes
+  std::string problem;    // shape/dtype change, NaN at different positions
+};
+TensorDiff compare(const Tensor& reference, const Tensor& candidate, double atol, double rtol);
 
 struct OutputDiff {
   std::string name;
@@ -33,6 +60,7 @@ struct OutputDiff {
   double max_ref = 0;      // max |a|
   bool all_zero = true;    // the reference was 0 everywhere on every seed (the check proves little)
   bool pass = true;
+  bool bit_exact = true;   // on every seed
   std::string problem;     // shape/dtype/NaN mismatch
 };
 
@@ -41,13 +69,33 @@ struct VerifyReport {
   int seeds = 0;
   double seconds = 0;
   std::vector<std::string> notes;  // defaulted dims, input kinds
-  std::vector<OutputDiff> outputs;
+  std::vector<OutputDiff> outputs; // reference order (ByName: candidate order)
   nlohmann::json to_json() const;
   std::string to_text() const;
 };
 
-// Runs both models (plans built once; seeds in parallel). Throws onnxforge::Error if the models'
-// inputs or outputs do not correspond (by name, else by position) or a model fails to run.
+// The reference side of a comparison, built once: the model's plan and its input plan, and with
+// keep_runs its inputs and outputs for every seed, so that many candidates are checked against
+// one run of it (the optimizer checks after passes, and after each one when bisecting).
+class Reference {
+ public:
+  Reference(const Model& reference, VerifyOptions options, bool keep_runs = false);
+  ~Reference();
+  Reference(const Reference&) = delete;
+  Reference& operator=(const Reference&) = delete;
+  // Runs the candidate on every seed (the first alone: it records the arena layout; the rest in
+  // parallel) with options().atol/rtol. Throws onnxforge::Error if the models' inputs or
+  // outputs do not correspond or a model fails to run.
+  VerifyReport check(const Model& candidate) const;
+  VerifyReport check(const Model& candidate, double atol, double rtol) const;
+  const VerifyOptions& options() const;
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reference(reference, options).check(candidate), timed from the start.
 VerifyReport verify(const Model& reference, const Model& candidate, const VerifyOptions& options = {});
 
 }  // namespace onnxforge::rt

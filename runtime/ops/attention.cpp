@@ -16,7 +16,9 @@ void rotary(OpContext& c) {
   const Tensor* pos = c.in(3);
   const bool interleaved = c.attr_i("interleaved", 0);
   int64_t heads = c.attr_i("num_heads", 0);
-  if (x.dtype != DType::Float) c.error("expects float data");
+  if (x.dtype != DType::Float || cosc.dtype != DType::Float || sinc.dtype != DType::Float)
+    c.error("expects float data and caches");
+  if (x.rank() != 3 && x.rank() != 4) c.error("input must be 3-D or 4-D, got " + shape_str(x.shape));
   // View x as [B, S, H, D] through strides (4-D input is [B, H, S, D]).
   int64_t B = x.shape[0], S, H, D;
   int64_t sb, ss, sh;
@@ -25,32 +27,50 @@ void rotary(OpContext& c) {
     sb = H * S * D; sh = S * D; ss = D;
   } else {
     if (heads <= 0) c.error("num_heads is required for 3-D input");
+    if (x.shape[2] % heads) c.error("hidden size " + std::to_string(x.shape[2]) + " is not a multiple of num_heads " + std::to_string(heads));
     S = x.shape[1]; H = heads; D = x.shape[2] / heads;
     sb = S * H * D; ss = H * D; sh = D;
   }
   int64_t rot = c.attr_i("rotary_embedding_dim", 0);
   if (rot == 0) rot = D;
-  const int64_t half = rot / 2, cache_w = cosc.shape.back();
+  if (rot < 0 || rot > D || rot % 2) c.error("rotary_embedding_dim " + std::to_string(rot) + " must be even and at most the head size " + std::to_string(D));
+  const int64_t half = rot / 2;
+  // Caches are half-width: [max_pos, rot/2] indexed by position_ids, or [B, S, rot/2] without.
+  if (cosc.shape != sinc.shape) c.error("cos_cache " + shape_str(cosc.shape) + " and sin_cache " + shape_str(sinc.shape) + " differ");
+  if (cosc.rank() < 1 || cosc.shape.back() != half)
+    c.error("the caches' last dim must be rotary_embedding_dim / 2 = " + std::to_string(half) + ", got " + shape_str(cosc.shape));
+  int64_t max_pos = 0;
+  if (pos) {
+    if (cosc.rank() != 2) c.error("with position_ids the caches must be 2-D (max_position, rotary_dim / 2), got " + shape_str(cosc.shape));
+    if (pos->rank() != 2 || pos->shape[0] != B || pos->shape[1] != S)
+      c.error("position_ids " + shape_str(pos->shape) + " must be (batch " + std::to_string(B) + ", sequence " + std::to_string(S) + ")");
+    max_pos = cosc.shape[0];
+    for (int64_t i = 0, n = pos->numel(); i < n; ++i)
+      if (int64_t p = pos->get_i64(i); p < 0 || p >= max_pos)
+        c.error("position id " + std::to_string(p) + " is outside the caches' " + std::to_string(max_pos) + " positions");
+  } else if (cosc.rank() != 3 || cosc.shape[0] != B || cosc.shape[1] != S) {
+    c.error("without position_ids the caches must be (batch " + std::to_string(B) + ", sequence " + std::to_string(S) + ", rotary_dim / 2), got " + shape_str(cosc.shape));
+  }
   Tensor& y = c.output(0, x.dtype, x.shape);
   const float* X = x.ptr<float>();
   float* Y = y.ptr<float>();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t s = 0; s < S; ++s) {
-      const int64_t row = pos ? pos->get_i64(b * S + s) : -1;
-      const float* cs = cosc.ptr<float>() + (pos ? row * cache_w : (b * S + s) * cache_w);
-      const float* sn = sinc.ptr<float>() + (pos ? row * cache_w : (b * S + s) * cache_w);
-      for (int64_t h = 0; h < H; ++h) {
-        const float* xi = X + b * sb + s * ss + h * sh;
-        float* yo = Y + b * sb + s * ss + h * sh;
-        for (int64_t i = 0; i < half; ++i) {
-          const int64_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + half;
-          const float x1 = xi[i1], x2 = xi[i2];
-          yo[i1] = cs[i] * x1 - sn[i] * x2;
-          yo[i2] = sn[i] * x1 + cs[i] * x2;
-        }
-        for (int64_t i = rot; i < D; ++i) yo[i] = xi[i];
+  simd::parallel_for(B * S, [&](int64_t bs) {
+    const int64_t b = bs / S, s = bs % S;
+    const int64_t row = pos ? pos->get_i64(bs) : bs;
+    const float* cs = cosc.ptr<float>() + row * half;
+    const float* sn = sinc.ptr<float>() + row * half;
+    for (int64_t h = 0; h < H; ++h) {
+      const float* xi = X + b * sb + s * ss + h * sh;
+      float* yo = Y + b * sb + s * ss + h * sh;
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + half;
+        const float x1 = xi[i1], x2 = xi[i2];
+        yo[i1] = cs[i] * x1 - sn[i] * x2;
+        yo[i2] = sn[i] * x1 + cs[i] * x2;
       }
+      for (int64_t i = rot; i < D; ++i) yo[i] = xi[i];
     }
+  });
 }
 
 // y = softmax(a @ b, last axis) @ v. With equal batch dims, each batch's b and v are packed once
@@ -104,10 +124,10 @@ void softmax_attention(OpContext& c) {
 }  // namespace
 
 const KernelDef& softmax_attention_kernel() {
-  static const KernelDef def{softmax_attention};
+  static const KernelDef def{.run = softmax_attention};
   return def;
 }
 
-void register_attention(Registry& r) { r.add("", "RotaryEmbedding", {rotary}); }
+void register_attention(Registry& r) { r.add("", "RotaryEmbedding", {.run = rotary}); }
 
 }  // namespace onnxforge::rt

@@ -240,14 +240,10 @@ void mod_kernel(OpContext& c) {
 
 void register_binary(Registry& r) {
   auto add = [&](const char* name, KernelFn f) {
-    KernelDef d{f, true, 0, 1};
-    d.layout = LayoutUse::Elementwise;
-    r.add("", name, d);
+    r.add("", name, {.run = f, .inplace_input = 0, .inplace_input2 = 1, .layout = LayoutUse::Elementwise});
   };
   auto variadic = [&](const char* name, KernelFn f) {
-    KernelDef d{f};
-    d.layout = LayoutUse::Elementwise;
-    r.add("", name, d);
+    r.add("", name, {.run = f, .layout = LayoutUse::Elementwise});
   };
   add("Add", binary_kernel<BinaryOp::Add>);
   add("Sub", binary_kernel<BinaryOp::Sub>);
@@ -258,17 +254,17 @@ void register_binary(Registry& r) {
   variadic("Mean", variadic_kernel<BinaryOp::Add, true>);
   variadic("Max", variadic_kernel<BinaryOp::Max>);
   variadic("Min", variadic_kernel<BinaryOp::Min>);
-  r.add("", "Equal", {compare_kernel<CompareOp::Equal>});
-  r.add("", "Less", {compare_kernel<CompareOp::Less>});
-  r.add("", "LessOrEqual", {compare_kernel<CompareOp::LessOrEqual>});
-  r.add("", "Greater", {compare_kernel<CompareOp::Greater>});
-  r.add("", "GreaterOrEqual", {compare_kernel<CompareOp::GreaterOrEqual>});
-  r.add("", "And", {logic_kernel<Logic::And>, false});
-  r.add("", "Or", {logic_kernel<Logic::Or>, false});
-  r.add("", "Xor", {logic_kernel<Logic::Xor>, false});
-  r.add("", "Where", {where_kernel, false});
-  r.add("", "PRelu", {prelu_kernel});
-  r.add("", "Mod", {mod_kernel});
+  r.add("", "Equal", {.run = compare_kernel<CompareOp::Equal>});
+  r.add("", "Less", {.run = compare_kernel<CompareOp::Less>});
+  r.add("", "LessOrEqual", {.run = compare_kernel<CompareOp::LessOrEqual>});
+  r.add("", "Greater", {.run = compare_kernel<CompareOp::Greater>});
+  r.add("", "GreaterOrEqual", {.run = compare_kernel<CompareOp::GreaterOrEqual>});
+  r.add("", "And", {.run = logic_kernel<Logic::And>, .float_compute = false});
+  r.add("", "Or", {.run = logic_kernel<Logic::Or>, .float_compute = false});
+  r.add("", "Xor", {.run = logic_kernel<Logic::Xor>, .float_compute = false});
+  r.add("", "Where", {.run = where_kernel, .float_compute = false});
+  r.add("", "PRelu", {.run = prelu_kernel});
+  r.add("", "Mod", {.run = mod_kernel});
 }
 
 }  // namespace onnxforge::rt

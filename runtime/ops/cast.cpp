@@ -20,8 +20,8 @@ void cast_like(OpContext& c) { cast_to(c, c.input(1).dtype); }
 }  // namespace
 
 void register_cast(Registry& r) {
-  r.add("", "Cast", {cast_op, false});
-  r.add("", "CastLike", {cast_like, false});
+  r.add("", "Cast", {.run = cast_op, .float_compute = false});
+  r.add("", "CastLike", {.run = cast_like, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

@@ -166,9 +166,9 @@ void scan(OpContext& c) {
 }  // namespace
 
 void register_control(Registry& r) {
-  r.add("", "If", {if_op, false});
-  r.add("", "Loop", {loop, false});
-  r.add("", "Scan", {scan, false});
+  r.add("", "If", {.run = if_op, .float_compute = false});
+  r.add("", "Loop", {.run = loop, .float_compute = false});
+  r.add("", "Scan", {.run = scan, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

@@ -323,14 +323,16 @@ void conv_transpose(OpContext& c) {
 }  // namespace
 
 void register_conv(Registry& r) {
-  KernelDef def{conv, true, 3, -1, true};  // input 3: the fused residual, whose slot y may take
-  def.residual_input = 3;
-  def.prepare = prepare_conv;  // nothing packed yet: the weights stay readable (prepared_inputs 0)
-  def.layout = LayoutUse::Aware;
-  def.takes_nhwc = conv_takes_nhwc;
-  def.starts_nhwc = conv_starts_nhwc;
-  r.add("", "Conv", def);
-  r.add("", "ConvTranspose", {conv_transpose, true, -1, -1, true});
+  r.add("", "Conv",
+        {.run = conv,
+         .inplace_input = 3,  // the fused residual, whose slot y may take
+         .fuses_activation = true,
+         .prepare = prepare_conv,  // nothing packed yet: the weights stay readable (prepared_inputs 0)
+         .residual_input = 3,
+         .layout = LayoutUse::Aware,
+         .takes_nhwc = conv_takes_nhwc,
+         .starts_nhwc = conv_starts_nhwc});
+  r.add("", "ConvTranspose", {.run = conv_transpose, .fuses_activation = true});
 }
 
 }  // namespace onnxforge::rt

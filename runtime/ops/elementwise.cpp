@@ -1,6 +1,7 @@
 // Unary elementwise ops: float32 through simd::unary, other types through a scalar path.
 #include <cmath>
 
+#include "ir/match.h"
 #include "runtime/ops/common.h"
 #include "simd/unary.h"
 
@@ -45,15 +46,20 @@ double scalar(const Unary& u, double x) {
   return x;
 }
 
-Unary params(const OpContext& c, UnaryOp op) {
+// The function node n applies (its attributes read): the kernel's, and the plan's when it fuses
+// the node into its producer's epilogue (KernelDef::epilogue).
+Unary params(const Graph& g, NodeId n, UnaryOp op) {
   switch (op) {
-    case UnaryOp::LeakyRelu: return Unary::leaky_relu(c.attr_f("alpha", 0.01f));
-    case UnaryOp::ThresholdedRelu: return Unary::thresholded_relu(c.attr_f("alpha", 1.f));
-    case UnaryOp::HardSigmoid: return Unary::hard_sigmoid(c.attr_f("alpha", 0.2f), c.attr_f("beta", 0.5f));
+    case UnaryOp::LeakyRelu: return Unary::leaky_relu(g.attr_float(n, "alpha", 0.01f));
+    case UnaryOp::ThresholdedRelu: return Unary::thresholded_relu(g.attr_float(n, "alpha", 1.f));
+    case UnaryOp::HardSigmoid: return Unary::hard_sigmoid(g.attr_float(n, "alpha", 0.2f), g.attr_float(n, "beta", 0.5f));
     case UnaryOp::HardSwish: return Unary::hard_swish();
-    case UnaryOp::Elu: return Unary::elu(c.attr_f("alpha", 1.f));
-    case UnaryOp::Selu: return Unary::selu(c.attr_f("alpha", 1.67326319217681884765625f), c.attr_f("gamma", 1.05070102214813232421875f));
-    case UnaryOp::Gelu: return Unary::of(c.attr_s("approximate", "none") == "tanh" ? UnaryOp::GeluTanh : UnaryOp::Gelu);
+    case UnaryOp::Elu: return Unary::elu(g.attr_float(n, "alpha", 1.f));
+    case UnaryOp::Selu:
+      return Unary::selu(g.attr_float(n, "alpha", 1.67326319217681884765625f),
+                         g.attr_float(n, "gamma", 1.05070102214813232421875f));
+    case UnaryOp::Gelu:
+      return Unary::of(g.attr_string(n, "approximate", "none") == "tanh" ? UnaryOp::GeluTanh : UnaryOp::Gelu);
     default: return Unary::of(op);
   }
 }
@@ -88,7 +94,12 @@ void apply(OpContext& c, const Unary& u) {
 
 template <UnaryOp OP>
 void unary_kernel(OpContext& c) {
-  apply(c, params(c, OP));
+  apply(c, params(c.graph, c.node, OP));
+}
+
+template <UnaryOp OP>
+std::optional<Unary> unary_epilogue(const Graph& g, NodeId n) {
+  return params(g, n, OP);
 }
 
 // Ops without a simd kernel: scalar on double.
@@ -145,6 +156,21 @@ void clip(OpContext& c) {
   });
 }
 
+// As an epilogue the bounds must be known at plan time: attributes before opset 11, then
+// initializers (a Constant node's output is only a value once it has run).
+std::optional<Unary> clip_epilogue(const Graph& g, NodeId n) {
+  float lo = -INFINITY, hi = INFINITY;
+  if (g.model().opset("") < 11) return Unary::clip(g.attr_float(n, "min", lo), g.attr_float(n, "max", hi));
+  for (size_t i = 1; i < 3; ++i) {
+    const ValueId v = g.input(n, i);
+    if (!v.valid()) continue;
+    const std::optional<double> x = g.is_constant(v) ? onnxforge::scalar(g, v, DType::Float) : std::nullopt;
+    if (!x) return std::nullopt;
+    (i == 1 ? lo : hi) = static_cast<float>(*x);
+  }
+  return Unary::clip(lo, hi);
+}
+
 void is_nan(OpContext& c) {
   const Tensor& x = c.input(0);
   Tensor& y = c.output(0, DType::Bool, x.shape);
@@ -170,36 +196,35 @@ void not_op(OpContext& c) {
 }  // namespace
 
 void register_elementwise(Registry& r) {
-  auto add = [&](const char* name, KernelFn f) {
-    KernelDef d{f, true, 0};
-    d.layout = LayoutUse::Elementwise;
-    r.add("", name, d);
+  // Every unary op can run as an epilogue; op_traits' kEpilogue says which ones the plan fuses.
+  auto add = [&](const char* name, KernelFn f, KernelDef::EpilogueFn epilogue = nullptr) {
+    r.add("", name, {.run = f, .inplace_input = 0, .layout = LayoutUse::Elementwise, .epilogue = epilogue});
   };
-  add("Abs", unary_kernel<UnaryOp::Abs>);
-  add("Neg", unary_kernel<UnaryOp::Neg>);
-  add("Relu", unary_kernel<UnaryOp::Relu>);
-  add("LeakyRelu", unary_kernel<UnaryOp::LeakyRelu>);
-  add("ThresholdedRelu", unary_kernel<UnaryOp::ThresholdedRelu>);
-  add("Sigmoid", unary_kernel<UnaryOp::Sigmoid>);
-  add("HardSigmoid", unary_kernel<UnaryOp::HardSigmoid>);
-  add("HardSwish", unary_kernel<UnaryOp::HardSwish>);
-  add("Tanh", unary_kernel<UnaryOp::Tanh>);
-  add("Exp", unary_kernel<UnaryOp::Exp>);
-  add("Log", unary_kernel<UnaryOp::Log>);
-  add("Erf", unary_kernel<UnaryOp::Erf>);
-  add("Sqrt", unary_kernel<UnaryOp::Sqrt>);
-  add("Reciprocal", unary_kernel<UnaryOp::Reciprocal>);
-  add("Gelu", unary_kernel<UnaryOp::Gelu>);
-  add("Softplus", unary_kernel<UnaryOp::Softplus>);
-  add("Softsign", unary_kernel<UnaryOp::Softsign>);
-  add("Mish", unary_kernel<UnaryOp::Mish>);
-  add("Elu", unary_kernel<UnaryOp::Elu>);
-  add("Selu", unary_kernel<UnaryOp::Selu>);
-  add("Floor", unary_kernel<UnaryOp::Floor>);
-  add("Ceil", unary_kernel<UnaryOp::Ceil>);
-  add("Round", unary_kernel<UnaryOp::Round>);
-  add("Sin", unary_kernel<UnaryOp::Sin>);
-  add("Cos", unary_kernel<UnaryOp::Cos>);
+  add("Abs", unary_kernel<UnaryOp::Abs>, unary_epilogue<UnaryOp::Abs>);
+  add("Neg", unary_kernel<UnaryOp::Neg>, unary_epilogue<UnaryOp::Neg>);
+  add("Relu", unary_kernel<UnaryOp::Relu>, unary_epilogue<UnaryOp::Relu>);
+  add("LeakyRelu", unary_kernel<UnaryOp::LeakyRelu>, unary_epilogue<UnaryOp::LeakyRelu>);
+  add("ThresholdedRelu", unary_kernel<UnaryOp::ThresholdedRelu>, unary_epilogue<UnaryOp::ThresholdedRelu>);
+  add("Sigmoid", unary_kernel<UnaryOp::Sigmoid>, unary_epilogue<UnaryOp::Sigmoid>);
+  add("HardSigmoid", unary_kernel<UnaryOp::HardSigmoid>, unary_epilogue<UnaryOp::HardSigmoid>);
+  add("HardSwish", unary_kernel<UnaryOp::HardSwish>, unary_epilogue<UnaryOp::HardSwish>);
+  add("Tanh", unary_kernel<UnaryOp::Tanh>, unary_epilogue<UnaryOp::Tanh>);
+  add("Exp", unary_kernel<UnaryOp::Exp>, unary_epilogue<UnaryOp::Exp>);
+  add("Log", unary_kernel<UnaryOp::Log>, unary_epilogue<UnaryOp::Log>);
+  add("Erf", unary_kernel<UnaryOp::Erf>, unary_epilogue<UnaryOp::Erf>);
+  add("Sqrt", unary_kernel<UnaryOp::Sqrt>, unary_epilogue<UnaryOp::Sqrt>);
+  add("Reciprocal", unary_kernel<UnaryOp::Reciprocal>, unary_epilogue<UnaryOp::Reciprocal>);
+  add("Gelu", unary_kernel<UnaryOp::Gelu>, unary_epilogue<UnaryOp::Gelu>);
+  add("Softplus", unary_kernel<UnaryOp::Softplus>, unary_epilogue<UnaryOp::Softplus>);
+  add("Softsign", unary_kernel<UnaryOp::Softsign>, unary_epilogue<UnaryOp::Softsign>);
+  add("Mish", unary_kernel<UnaryOp::Mish>, unary_epilogue<UnaryOp::Mish>);
+  add("Elu", unary_kernel<UnaryOp::Elu>, unary_epilogue<UnaryOp::Elu>);
+  add("Selu", unary_kernel<UnaryOp::Selu>, unary_epilogue<UnaryOp::Selu>);
+  add("Floor", unary_kernel<UnaryOp::Floor>, unary_epilogue<UnaryOp::Floor>);
+  add("Ceil", unary_kernel<UnaryOp::Ceil>, unary_epilogue<UnaryOp::Ceil>);
+  add("Round", unary_kernel<UnaryOp::Round>, unary_epilogue<UnaryOp::Round>);
+  add("Sin", unary_kernel<UnaryOp::Sin>, unary_epilogue<UnaryOp::Sin>);
+  add("Cos", unary_kernel<UnaryOp::Cos>, unary_epilogue<UnaryOp::Cos>);
   add("Tan", extra_kernel<Extra::Tan>);
   add("Asin", extra_kernel<Extra::Asin>);
   add("Acos", extra_kernel<Extra::Acos>);
@@ -212,10 +237,10 @@ void register_elementwise(Registry& r) {
   add("Sign", extra_kernel<Extra::Sign>);
   add("Celu", extra_kernel<Extra::Celu>);
   add("Shrink", extra_kernel<Extra::Shrink>);
-  add("Clip", clip);
-  r.add("", "IsNaN", {is_nan});
-  r.add("", "IsInf", {is_inf});
-  r.add("", "Not", {not_op, false, 0});
+  add("Clip", clip, clip_epilogue);
+  r.add("", "IsNaN", {.run = is_nan});
+  r.add("", "IsInf", {.run = is_inf});
+  r.add("", "Not", {.run = not_op, .float_compute = false, .inplace_input = 0});
 }
 
 double scalar_unary(const simd::Unary& u, double x) { return scalar(u, x); }

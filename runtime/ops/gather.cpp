@@ -148,7 +148,9 @@ void one_hot(OpContext& c) {
     for (int64_t d = 0; d < depth; ++d)
       for (int64_t i = 0; i < inner; ++i) {
         int64_t v = ind.get_i64(o * inner + i);
-        if (v < 0) v += depth;
+        // Before opset 11 an index outside [0, depth) is all off; from 11 negatives count back.
+        if (c.opset < 11 && ind.get_f64(o * inner + i) < 0) v = depth;
+        else if (v < 0) v += depth;
         std::memcpy(y.data + static_cast<size_t>((o * depth + d) * inner + i) * es, vals.data + (v == d ? es : 0), es);
       }
 }
@@ -160,7 +162,7 @@ void register_gather(Registry& r) {
            {"Gather", gather}, {"GatherElements", gather_elements}, {"GatherND", gather_nd},
            {"ScatterND", scatter_nd}, {"ScatterElements", scatter_elements}, {"Scatter", scatter_elements},
            {"OneHot", one_hot}})
-    r.add("", name, {f, false});
+    r.add("", name, {.run = f, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

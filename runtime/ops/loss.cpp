@@ -63,8 +63,8 @@ void softmax_ce(OpContext& c) {
 }  // namespace
 
 void register_loss(Registry& r) {
-  r.add("", "NegativeLogLikelihoodLoss", {nll_loss});
-  r.add("", "SoftmaxCrossEntropyLoss", {softmax_ce});
+  r.add("", "NegativeLogLikelihoodLoss", {.run = nll_loss});
+  r.add("", "SoftmaxCrossEntropyLoss", {.run = softmax_ce});
 }
 
 }  // namespace onnxforge::rt

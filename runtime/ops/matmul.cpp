@@ -373,11 +373,16 @@ void einsum(OpContext& c) {
 }  // namespace
 
 void register_matmul(Registry& r) {
-  KernelDef mm{matmul, true, 2, -1, true, prepare_matmul, 1u << 1};  // input 2: a fused Add's operand
-  mm.residual_input = 2;
-  r.add("", "MatMul", mm);
-  r.add("", "Gemm", {gemm, true, -1, -1, true, prepare_gemm, 1u << 1});
-  r.add("", "Einsum", {einsum});
+  r.add("", "MatMul",
+        {.run = matmul,
+         .inplace_input = 2,  // a fused Add's operand
+         .fuses_activation = true,
+         .prepare = prepare_matmul,
+         .prepared_inputs = 1u << 1,
+         .residual_input = 2});
+  r.add("", "Gemm",
+        {.run = gemm, .fuses_activation = true, .prepare = prepare_gemm, .prepared_inputs = 1u << 1});
+  r.add("", "Einsum", {.run = einsum});
 }
 
 }  // namespace onnxforge::rt

@@ -168,14 +168,14 @@ void non_max_suppression(OpContext& c) {
 }  // namespace
 
 void register_misc(Registry& r) {
-  r.add("", "NonMaxSuppression", {non_max_suppression, false});
-  r.add("", "BitShift", {bit_shift, false});
-  r.add("", "Compress", {compress, false});
-  r.add("", "ReverseSequence", {reverse_sequence, false});
-  r.add("", "HannWindow", {window<0>, false});
-  r.add("", "HammingWindow", {window<1>, false});
-  r.add("", "BlackmanWindow", {window<2>, false});
-  r.add("", "Det", {det});
+  r.add("", "NonMaxSuppression", {.run = non_max_suppression, .float_compute = false});
+  r.add("", "BitShift", {.run = bit_shift, .float_compute = false});
+  r.add("", "Compress", {.run = compress, .float_compute = false});
+  r.add("", "ReverseSequence", {.run = reverse_sequence, .float_compute = false});
+  r.add("", "HannWindow", {.run = window<0>, .float_compute = false});
+  r.add("", "HammingWindow", {.run = window<1>, .float_compute = false});
+  r.add("", "BlackmanWindow", {.run = window<2>, .float_compute = false});
+  r.add("", "Det", {.run = det});
 }
 
 }  // namespace onnxforge::rt

@@ -281,7 +281,7 @@ void register_movement(Registry& r) {
   for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
            {"Transpose", transpose}, {"Concat", concat}, {"Split", split}, {"Slice", slice}, {"Tile", tile},
            {"Pad", pad}, {"Trilu", trilu}, {"DepthToSpace", depth_to_space}, {"SpaceToDepth", space_to_depth}})
-    r.add("", name, {f, false});
+    r.add("", name, {.run = f, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

@@ -20,8 +20,17 @@ bool batch_norm_takes_nhwc(const Graph& g, NodeId n) {
   return g.attr_int(n, "training_mode", 0) == 0 && (g.outputs(n).size() < 2 || !g.output(n, 1).valid());
 }
 
+// Training mode: the training_mode attribute from opset 14; before, the presence of the
+// mean/var outputs ("output case #1" of BatchNormalization-9).
+bool bn_training(const OpContext& c) {
+  if (c.opset >= 14) return c.attr_i("training_mode", 0) != 0;
+  for (size_t i = 1; i < c.output_count(); ++i)
+    if (c.has_output(i)) return true;
+  return false;
+}
+
 void batch_norm(OpContext& c) {
-  const bool training = c.attr_i("training_mode", 0) != 0;
+  const bool training = bn_training(c);
   const Tensor x = training || !c.prefer_nhwc ? to_nchw(c.input(0)) : c.input(0);
   need_float(c, x);
   const Tensor &scale = c.input(1), &bias = c.input(2), &mean = c.input(3), &var = c.input(4);
@@ -111,17 +120,47 @@ const float* expand_param(const Tensor* p, const Shape& norm_shape, std::vector<
   return buf.data();
 }
 
+// LayerNormalization and RMSNormalization convert float16/bfloat16 themselves (KernelDef
+// float_compute = false): their outputs do not all take X's type (LayerNormalization's Mean and
+// InvStdDev are float, stash_type's precision; RMSNormalization's Y takes the scale's type).
+// Stage one always runs in float32, which is stash_type = 1, the default.
+Tensor float_of(const OpContext& c, const Tensor& t) {
+  if (is_stored_float(t.dtype)) return cast(t, DType::Float);
+  need_float(c, t);
+  return t;
+}
+
+// Output i of type `type`: written directly when float32, else through a float32 temporary
+// that finish() converts.
+struct FloatOut {
+  OpContext& c;
+  size_t index;
+  DType type;
+  Tensor tmp;
+  Tensor* out = nullptr;
+  FloatOut(OpContext& ctx, size_t i, DType t, const Shape& shape) : c(ctx), index(i), type(t) {
+    if (type == DType::Float) out = &c.output(i, DType::Float, shape);
+    else tmp = Tensor::alloc(DType::Float, shape);
+  }
+  float* ptr() { return out ? out->ptr<float>() : tmp.ptr<float>(); }
+  void finish() {
+    if (!out) cast_into(tmp, c.output(index, type, tmp.shape));
+  }
+};
+
 void layer_norm(OpContext& c) {
-  const Tensor& x = c.input(0);
-  need_float(c, x);
+  const Tensor x = float_of(c, c.input(0));
+  const DType ytype = c.input(0).dtype;
   const int64_t axis = norm_axis(c, c.attr_i("axis", -1), x.rank());
   const float eps = c.attr_f("epsilon", 1e-5f);
   Shape norm_shape(x.shape.begin() + axis, x.shape.end());
   const int64_t cols = numel(norm_shape), rows = cols ? x.numel() / cols : 0;
   std::vector<float> sb, bb;
-  const float* scale = expand_param(c.in(1), norm_shape, sb);
-  const float* bias = expand_param(c.in(2), norm_shape, bb);
-  Tensor& y = c.output(0, x.dtype, x.shape);
+  const Tensor sc = c.in(1) ? float_of(c, *c.in(1)) : Tensor{};
+  const Tensor bi = c.in(2) ? float_of(c, *c.in(2)) : Tensor{};
+  const float* scale = expand_param(c.in(1) ? &sc : nullptr, norm_shape, sb);
+  const float* bias = expand_param(c.in(2) ? &bi : nullptr, norm_shape, bb);
+  FloatOut y(c, 0, ytype, x.shape);
   Shape stat_shape(x.shape.begin(), x.shape.begin() + axis);
   stat_shape.resize(x.shape.size(), 1);
   float* mean = c.output_count() > 1 && c.has_output(1) ? c.output(1, DType::Float, stat_shape).ptr<float>() : nullptr;
@@ -131,22 +170,24 @@ void layer_norm(OpContext& c) {
     ones.assign(static_cast<size_t>(cols), 1.f);
     scale = ones.data();
   }
-  simd::layer_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), scale, bias, eps, y.ptr<float>(),
+  simd::layer_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), scale, bias, eps, y.ptr(),
                    mean, inv);
-  if (c.fused_act.op != simd::UnaryOp::Identity) simd::unary(c.fused_act, y.ptr<float>(), y.ptr<float>(), static_cast<size_t>(y.numel()));
+  if (c.fused_act.op != simd::UnaryOp::Identity) simd::unary(c.fused_act, y.ptr(), y.ptr(), static_cast<size_t>(x.numel()));
+  y.finish();
 }
 
 void rms_norm(OpContext& c) {
-  const Tensor& x = c.input(0);
-  need_float(c, x);
+  const Tensor x = float_of(c, c.input(0));
   const int64_t axis = norm_axis(c, c.attr_i("axis", -1), x.rank());
   const float eps = c.attr_f("epsilon", 1e-5f);
   Shape norm_shape(x.shape.begin() + axis, x.shape.end());
   const int64_t cols = numel(norm_shape), rows = cols ? x.numel() / cols : 0;
   std::vector<float> sb;
-  const float* scale = expand_param(c.in(1), norm_shape, sb);
-  Tensor& y = c.output(0, x.dtype, x.shape);
-  simd::rms_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), scale, eps, y.ptr<float>());
+  const Tensor sc = c.in(1) ? float_of(c, *c.in(1)) : Tensor{};
+  const float* scale = expand_param(c.in(1) ? &sc : nullptr, norm_shape, sb);
+  FloatOut y(c, 0, c.in(1) ? c.in(1)->dtype : c.input(0).dtype, x.shape);
+  simd::rms_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), scale, eps, y.ptr());
+  y.finish();
 }
 
 void group_norm(OpContext& c) {
@@ -284,25 +325,22 @@ void decomposed_layer_norm(OpContext& c) {
 }  // namespace
 
 const KernelDef& decomposed_layer_norm_kernel() {
-  static const KernelDef def{decomposed_layer_norm, true, 0};  // y may overwrite x when x dies here
+  static const KernelDef def{.run = decomposed_layer_norm, .inplace_input = 0};  // y may overwrite x when x dies here
   return def;
 }
 
 void register_norm(Registry& r) {
-  KernelDef bn{batch_norm};
-  bn.layout = LayoutUse::Aware;
-  bn.takes_nhwc = batch_norm_takes_nhwc;
-  r.add("", "BatchNormalization", bn);
-  r.add("", "InstanceNormalization", {instance_norm});
-  r.add("", "LayerNormalization", {layer_norm, true, -1, -1, true});
-  r.add("", "RMSNormalization", {rms_norm});
-  r.add("", "SimplifiedLayerNormalization", {rms_norm});  // ORT's name for RMSNorm in the default domain
-  r.add("", "GroupNormalization", {group_norm});
-  r.add("", "Softmax", {softmax<0>, true, 0});
-  r.add("", "LogSoftmax", {softmax<1>, true, 0});
-  r.add("", "Hardmax", {softmax<2>});
-  r.add("", "LRN", {lrn});
-  r.add("", "MeanVarianceNormalization", {mvn});
+  r.add("", "BatchNormalization", {.run = batch_norm, .layout = LayoutUse::Aware, .takes_nhwc = batch_norm_takes_nhwc});
+  r.add("", "InstanceNormalization", {.run = instance_norm});
+  r.add("", "LayerNormalization", {.run = layer_norm, .float_compute = false, .fuses_activation = true});
+  r.add("", "RMSNormalization", {.run = rms_norm, .float_compute = false});
+  r.add("", "SimplifiedLayerNormalization", {.run = rms_norm, .float_compute = false});  // ORT's name for RMSNorm in the default domain
+  r.add("", "GroupNormalization", {.run = group_norm});
+  r.add("", "Softmax", {.run = softmax<0>, .inplace_input = 0});
+  r.add("", "LogSoftmax", {.run = softmax<1>, .inplace_input = 0});
+  r.add("", "Hardmax", {.run = softmax<2>});
+  r.add("", "LRN", {.run = lrn});
+  r.add("", "MeanVarianceNormalization", {.run = mvn});
 }
 
 }  // namespace onnxforge::rt

@@ -295,17 +295,14 @@ void global_pool(OpContext& c) {
 
 void register_pool(Registry& r) {
   auto aware = [](KernelFn f, bool (*takes)(const Graph&, NodeId)) {
-    KernelDef d{f};
-    d.layout = LayoutUse::Aware;
-    d.takes_nhwc = takes;
-    return d;
+    return KernelDef{.run = f, .layout = LayoutUse::Aware, .takes_nhwc = takes};
   };
   r.add("", "MaxPool", aware(pool<Pool::Max>, pool_takes_nhwc));
   r.add("", "AveragePool", aware(pool<Pool::Avg>, pool_takes_nhwc));
-  r.add("", "LpPool", {pool<Pool::Lp>});
+  r.add("", "LpPool", {.run = pool<Pool::Lp>});
   r.add("", "GlobalAveragePool", aware(global_pool<Pool::Avg>, global_pool_takes_nhwc));
   r.add("", "GlobalMaxPool", aware(global_pool<Pool::Max>, global_pool_takes_nhwc));
-  r.add("", "GlobalLpPool", {global_pool<Pool::Lp>});
+  r.add("", "GlobalLpPool", {.run = global_pool<Pool::Lp>});
 }
 
 }  // namespace onnxforge::rt

@@ -167,11 +167,11 @@ void conv_integer(OpContext& c) {
 }  // namespace
 
 void register_quant(Registry& r) {
-  r.add("", "DequantizeLinear", {dequantize, false});
-  r.add("", "QuantizeLinear", {quantize, true});
-  r.add("", "DynamicQuantizeLinear", {dynamic_quantize});
-  r.add("", "MatMulInteger", {matmul_integer, false});
-  r.add("", "ConvInteger", {conv_integer, false});
+  r.add("", "DequantizeLinear", {.run = dequantize, .float_compute = false});
+  r.add("", "QuantizeLinear", {.run = quantize});
+  r.add("", "DynamicQuantizeLinear", {.run = dynamic_quantize});
+  r.add("", "MatMulInteger", {.run = matmul_integer, .float_compute = false});
+  r.add("", "ConvInteger", {.run = conv_integer, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

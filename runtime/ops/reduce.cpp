@@ -175,20 +175,20 @@ void cumsum(OpContext& c) {
 }  // namespace
 
 void register_reduce(Registry& r) {
-  r.add("", "ReduceSum", {reduce<ReduceOp::Sum>});
-  r.add("", "ReduceMean", {reduce<ReduceOp::Mean>});
-  r.add("", "ReduceMax", {reduce<ReduceOp::Max>});
-  r.add("", "ReduceMin", {reduce<ReduceOp::Min>});
-  r.add("", "ReduceProd", {reduce<ReduceOp::Prod>});
-  r.add("", "ReduceL1", {reduce<ReduceOp::L1>});
-  r.add("", "ReduceL2", {reduce<ReduceOp::L2>});
-  r.add("", "ReduceSumSquare", {reduce<ReduceOp::SumSquare>});
-  r.add("", "ReduceLogSum", {reduce<ReduceOp::LogSum>});
-  r.add("", "ReduceLogSumExp", {reduce<ReduceOp::LogSumExp>});
-  r.add("", "ArgMax", {arg_reduce<true>});
-  r.add("", "ArgMin", {arg_reduce<false>});
-  r.add("", "TopK", {topk});
-  r.add("", "CumSum", {cumsum});
+  r.add("", "ReduceSum", {.run = reduce<ReduceOp::Sum>});
+  r.add("", "ReduceMean", {.run = reduce<ReduceOp::Mean>});
+  r.add("", "ReduceMax", {.run = reduce<ReduceOp::Max>});
+  r.add("", "ReduceMin", {.run = reduce<ReduceOp::Min>});
+  r.add("", "ReduceProd", {.run = reduce<ReduceOp::Prod>});
+  r.add("", "ReduceL1", {.run = reduce<ReduceOp::L1>});
+  r.add("", "ReduceL2", {.run = reduce<ReduceOp::L2>});
+  r.add("", "ReduceSumSquare", {.run = reduce<ReduceOp::SumSquare>});
+  r.add("", "ReduceLogSum", {.run = reduce<ReduceOp::LogSum>});
+  r.add("", "ReduceLogSumExp", {.run = reduce<ReduceOp::LogSumExp>});
+  r.add("", "ArgMax", {.run = arg_reduce<true>});
+  r.add("", "ArgMin", {.run = arg_reduce<false>});
+  r.add("", "TopK", {.run = topk});
+  r.add("", "CumSum", {.run = cumsum});
 }
 
 }  // namespace onnxforge::rt

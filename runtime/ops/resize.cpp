@@ -248,8 +248,8 @@ void upsample(OpContext& c) {
 }  // namespace
 
 void register_resize(Registry& r) {
-  r.add("", "Resize", {resize});
-  r.add("", "Upsample", {upsample});
+  r.add("", "Resize", {.run = resize});
+  r.add("", "Upsample", {.run = upsample});
 }
 
 }  // namespace onnxforge::rt

@@ -164,9 +164,9 @@ void rnn(OpContext& c) {
 }  // namespace
 
 void register_rnn(Registry& r) {
-  r.add("", "RNN", {rnn<Cell::Rnn>});
-  r.add("", "GRU", {rnn<Cell::Gru>});
-  r.add("", "LSTM", {rnn<Cell::Lstm>});
+  r.add("", "RNN", {.run = rnn<Cell::Rnn>});
+  r.add("", "GRU", {.run = rnn<Cell::Gru>});
+  r.add("", "LSTM", {.run = rnn<Cell::Lstm>});
 }
 
 }  // namespace onnxforge::rt

@@ -70,6 +70,14 @@ void identity(OpContext& c) { c.output_alias(0, 0, c.input(0).shape); }
 void dropout(OpContext& c) {
   c.output_alias(0, 0, c.input(0).shape);
   if (c.output_count() > 1 && c.has_output(1)) {
+    // The mask is bool from opset 10; before, it has the input's type (all ones).
+    if (c.opset < 10 && c.input(0).dtype != DType::Bool) {
+      Tensor one = cast(Tensor::view(DType::Float, {}, std::array<float, 1>{1.f}.data()), c.input(0).dtype);
+      Tensor& m = c.output(1, c.input(0).dtype, c.input(0).shape);
+      const size_t es = dtype_size(m.dtype);
+      for (int64_t i = 0; i < m.numel(); ++i) std::memcpy(m.data + static_cast<size_t>(i) * es, one.data, es);
+      return;
+    }
     Tensor& m = c.output(1, DType::Bool, c.input(0).shape);
     std::memset(m.data, 1, m.bytes());
   }
@@ -214,7 +222,7 @@ void register_shape_ops(Registry& r) {
            {"Identity", identity}, {"Dropout", dropout}, {"Shape", shape}, {"Size", size}, {"Expand", expand},
            {"ConstantOfShape", constant_of_shape}, {"Constant", constant}, {"Range", range}, {"EyeLike", eye_like},
            {"NonZero", non_zero}})
-    r.add("", name, {f, false});
+    r.add("", name, {.run = f, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

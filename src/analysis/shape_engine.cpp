@@ -48,6 +48,7 @@ class Registry {
     register_reduce(reg);
     register_misc(reg);
     register_control(reg);
+    register_transformer(reg);
   }
   std::unordered_map<uint64_t, InferFn> fns_;
 };
@@ -285,6 +286,9 @@ VState Engine::from_tensor(TensorId t, bool track_value) {
     for (uint64_t i = 0; i < count; ++i) val.push_back(SymDim::constant(element<int64_t>(ts, t, i)));
   } else if (s.dtype == DType::Int32 && holds<int32_t>(ts, t, count)) {
     for (uint64_t i = 0; i < count; ++i) val.push_back(SymDim::constant(element<int32_t>(ts, t, i)));
+  } else if (s.dtype == DType::Bool && holds<uint8_t>(ts, t, count)) {
+    // A folded Where condition of a shape (torch's expand(-1) after constant folding).
+    for (uint64_t i = 0; i < count; ++i) val.push_back(SymDim::constant(element<uint8_t>(ts, t, i) ? 1 : 0));
   } else {
     return s;
   }
@@ -552,6 +556,10 @@ ShapeReport infer_shapes(Model& m, const ShapeOptions& options) {
   shape::Engine(m, options, report).run();
   report.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return report;
+}
+
+bool has_shape_function(std::string_view domain, std::string_view op_type) {
+  return shape::Registry::get().find(intern(domain), intern(op_type)) != nullptr;
 }
 
 const std::vector<SymDim>* ShapeReport::value(GraphId g, ValueId v) const {

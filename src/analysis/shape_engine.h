@@ -81,6 +81,7 @@ void register_tensor(const Registrar& reg);
 void register_reduce(const Registrar& reg);
 void register_misc(const Registrar& reg);
 void register_control(const Registrar& reg);
+void register_transformer(const Registrar& reg);
 
 // The target shape held by a 1-D shape operand (Reshape, Expand, ConstantOfShape...): its
 // tracked value, else as many fresh dims as its length when that is a constant.

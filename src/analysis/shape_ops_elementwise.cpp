@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "analysis/shape_engine.h"
+#include "ir/op_traits.h"
 
 namespace onnxforge::shape {
 namespace {
@@ -227,17 +228,15 @@ void clip(OpCtx& c) {
 }  // namespace
 
 void register_elementwise(const Registrar& reg) {
-  for (const char* op : {"Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Elu", "Erf",
-                         "Exp", "Floor", "HardSigmoid", "HardSwish", "LeakyRelu", "Log", "Neg", "Reciprocal", "Relu",
-                         "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Tan",
-                         "Tanh", "ThresholdedRelu", "Celu", "Mish", "Shrink", "Gelu", "Softmax", "LogSoftmax",
-                         "Hardmax", "CumSum", "Trilu", "LpNormalization", "MeanVarianceNormalization", "LRN",
-                         "InstanceNormalization", "RMSNormalization", "RotaryEmbedding", "BitwiseNot",
-                         "GroupNormalization", "ReverseSequence", "Scatter", "ScatterElements", "ScatterND",
-                         "EyeLike", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
-                         "com.microsoft::Gelu", "com.microsoft::FastGelu", "com.microsoft::BiasGelu",
-                         "com.microsoft::QuickGelu", "com.microsoft::RotaryEmbedding",
-                         "com.microsoft::SimplifiedLayerNormalization", "com.microsoft::BiasAdd"})
+  // Elementwise unary ops (ir/op_traits.h); Identity and Not get their own functions below.
+  for (const std::string& op : ops_with(kUnary)) reg(op, unary);
+  // Other ops whose output 0 has input 0's type and shape.
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax", "CumSum", "Trilu", "LpNormalization",
+                         "MeanVarianceNormalization", "LRN", "InstanceNormalization", "RotaryEmbedding", "GroupNormalization", "ReverseSequence",
+                         "Scatter", "ScatterElements", "ScatterND", "EyeLike", "RandomNormalLike",
+                         "RandomUniformLike", "Bernoulli", "com.microsoft::Gelu", "com.microsoft::FastGelu",
+                         "com.microsoft::BiasGelu", "com.microsoft::QuickGelu", "com.microsoft::RotaryEmbedding",
+                         "com.microsoft::BiasAdd"})
     reg(op, unary);
   reg("Identity", identity);
   reg("Clip", clip);

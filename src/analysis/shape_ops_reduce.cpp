@@ -151,6 +151,26 @@ void det(OpCtx& c) {
   c.set(0, x.dtype, std::vector<SymDim>(x.dims.begin(), x.dims.end() - 2));
 }
 
+// BlackmanWindow / HammingWindow / HannWindow(size): `size` elements of output_datatype
+// (float by default).
+void window(OpCtx& c) {
+  DType t = dtype_of(c.attr_int("output_datatype", 1));
+  const auto* v = c.value(0);
+  c.set(0, t, {v && v->size() == 1 ? v->front() : c.fresh()});
+}
+
+// NegativeLogLikelihoodLoss(input [N, C, d...], target [N, d...]) and
+// SoftmaxCrossEntropyLoss(scores, labels): a scalar loss, or the target's shape with reduction
+// "none"; SoftmaxCrossEntropyLoss's optional log_prob has the scores' shape.
+void loss(OpCtx& c) {
+  DType t = c.in(0).dtype;
+  const VState& target = c.in(1);
+  if (c.attr_string("reduction", "mean") != "none") c.set(0, t, {});
+  else if (target.ranked) c.set(0, t, target.dims);
+  else c.set_dtype(0, t);
+  if (c.has_output(1)) same_as(c, 0, 1);
+}
+
 }  // namespace
 
 void register_reduce(const Registrar& reg) {
@@ -163,6 +183,8 @@ void register_reduce(const Registrar& reg) {
 }
 
 void register_misc(const Registrar& reg) {
+  for (const char* op : {"BlackmanWindow", "HammingWindow", "HannWindow"}) reg(op, window);
+  for (const char* op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"}) reg(op, loss);
   for (const char* op : {"RNN", "GRU", "LSTM"}) reg(op, recurrent);
   reg("NonMaxSuppression", non_max_suppression);
   reg("Unique", unique);

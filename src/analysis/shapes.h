@@ -85,4 +85,7 @@ struct ShapeReport {
 
 ShapeReport infer_shapes(Model& m, const ShapeOptions& options = {});
 
+// Whether shape inference has a function for (domain, op_type); "" and "ai.onnx" are the same.
+bool has_shape_function(std::string_view domain, std::string_view op_type);
+
 }  // namespace onnxforge

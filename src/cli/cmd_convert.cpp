@@ -1,8 +1,11 @@
 // onnxforge convert IN [-o] OUT [--external-data[=MIN_BYTES]] [--embed] [--external-file NAME] [--overwrite]
+//                  [--target-opset N]
 // A faithful copy: the nodes keep the file's order (even when it is not topologically sorted,
-// which is reported), fields onnxforge does not model are written back byte for byte.
+// which is reported), fields onnxforge does not model are written back byte for byte. With
+// --target-opset the model is upgraded (a pass runs), and written in topological order.
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +14,7 @@
 #include "io/model_io.h"
 #include "io/units.h"
 #include "ir/error.h"
+#include "passes/upgrade_opset.h"
 
 namespace onnxforge::cli {
 namespace {
@@ -21,6 +25,7 @@ struct Options {
   std::optional<uint64_t> external_min;
   bool external = false, embed = false, overwrite = false, force = false, json = false;
   std::string external_file;
+  int64_t target_opset = 0;
 };
 
 int run(const Options& o) {
@@ -30,11 +35,16 @@ int run(const Options& o) {
   auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(o.input);
   const bool sorted = nodes_topologically_sorted(*model);
+  std::optional<passes::UpgradeReport> upgrade;
+  if (o.target_opset) upgrade = passes::upgrade_opset(*model, o.target_opset);
   if (!sorted && !o.json)
-    std::cerr << "note: " << o.input << " is not topologically sorted (ONNX requires it); the copy keeps its node order "
-              << "(`optimize` sorts it)\n";
+    std::cerr << "note: " << o.input << " is not topologically sorted (ONNX requires it); "
+              << (upgrade ? "the upgraded copy is written sorted\n" : "the copy keeps its node order (`optimize` sorts it)\n");
+  if (upgrade && !o.json)
+    std::cerr << "opset " << upgrade->from << " -> " << upgrade->to << ", IR " << upgrade->ir_from << " -> " << upgrade->ir_to
+              << " (" << upgrade->adapted << " nodes adapted, " << upgrade->added << " added)\n";
   SaveOptions save;
-  save.keep_node_order = true;
+  save.keep_node_order = !upgrade;  // a faithful copy; an upgrade is a pass and may add nodes
   if (o.embed) save.placement = WeightPlacement::Embed;
   if (o.external) {
     save.placement = WeightPlacement::External;
@@ -48,6 +58,9 @@ int run(const Options& o) {
                         {"external_bytes", s.external_bytes}, {"tensors_external", s.tensors_external},
                         {"tensors_verbatim", s.tensors_verbatim}, {"tensors_reencoded", s.tensors_reencoded},
                         {"topologically_sorted", sorted}, {"seconds", sec}};
+    if (upgrade)
+      j["upgrade"] = {{"opset_from", upgrade->from}, {"opset_to", upgrade->to}, {"ir_from", upgrade->ir_from},
+                      {"ir_to", upgrade->ir_to}, {"nodes_adapted", upgrade->adapted}, {"nodes_added", upgrade->added}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -80,6 +93,9 @@ Command reg{"convert", "Load and save a model: move weights into or out of exter
   app.add_flag("--overwrite", o->overwrite, "Replace an existing output");
   app.add_flag("--force", o->force, "Deprecated: same as --overwrite");
   app.add_flag("--json", o->json, "Print JSON");
+  app.add_option("--target-opset", o->target_opset,
+                 "Upgrade the default-domain opset to N (never a downgrade), adapting the ops whose signature changes")
+      ->check(CLI::Range(passes::kMinTargetOpset, passes::kMaxRuntimeOpset));
   app.callback([o] {
     if (o->embed && o->external) throw CLI::ValidationError("--embed and --external-data exclude each other");
   });

@@ -1,22 +1,11 @@
 // onnxforge extract MODEL --module TAG -o SUB.onnx [--hierarchy FILE] [--expose-cuts FULL.onnx]
 //                   [--verify [--seeds N] [--dim name=N]] [--external-data] [--json]
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <iostream>
-#include <map>
-#include <nlohmann/json.hpp>
 
+#include "api/engine.h"
 #include "cli/command.h"
 #include "cli/common.h"
-#include "hierarchy/extract.h"
-#include "hierarchy/hierarchy.h"
-#include "io/model_io.h"
 #include "io/units.h"
-#include "ir/error.h"
-#include "hierarchy/extract_verify.h"
 
 namespace onnxforge::cli {
 namespace {
@@ -31,52 +20,33 @@ struct Options {
 
 int run(const Options& o) {
   const std::string& output = o.output.required("extract");
-  check_overwrite(output, o.overwrite);
-  if (!o.expose_cuts.empty()) check_overwrite(o.expose_cuts, o.overwrite);
-  auto t0 = std::chrono::steady_clock::now();
-  auto model = load_model(o.model);
-  std::vector<std::string> dims;
-  for (const auto& [k, v] : resolve_dims(o.dims, {model.get()})) dims.push_back(k + "=" + std::to_string(v));
-  hier::ReadOptions ro;
-  ro.sidecar = o.sidecar;
-  hier::read_tags(*model, ro);
-  hier::Extraction cut = hier::extract_module(*model, o.module);
-  SaveOptions so;
-  if (o.external) so.placement = WeightPlacement::External;
-  SaveStats stats = save_model(*cut.model, output, so);
-  if (!o.expose_cuts.empty()) save_model(*hier::with_cuts_exposed(*model, cut), o.expose_cuts, so);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<hier::OutputCheck> checks;
-  if (o.verify) checks = hier::verify_extraction(*model, cut, o.seeds, dims);
-  bool ok = std::all_of(checks.begin(), checks.end(), [](auto& c) { return c.max_diff == 0; });
+  api::ExtractSettings settings;
+  settings.sidecar = o.sidecar;
+  settings.expose_cuts = o.expose_cuts;
+  settings.verify = o.verify;
+  settings.seeds = o.seeds;
+  settings.dims = o.dims.dims;
+  settings.input_shapes = o.dims.input_shapes;
+  settings.overwrite = o.overwrite;
+  settings.external_data = o.external;
+  api::ExtractOutcome r = api::extract(o.model, o.module, output, settings);
   if (o.json) {
-    nlohmann::json j = {{"model", o.model}, {"module", o.module}, {"output", output}, {"nodes", cut.nodes},
-                        {"inputs", cut.inputs}, {"outputs", cut.outputs}, {"initializers", cut.initializers},
-                        {"initializer_bytes", cut.initializer_bytes}, {"model_bytes", stats.model_bytes},
-                        {"external_bytes", stats.external_bytes}, {"tensors_verbatim", stats.tensors_verbatim},
-                        {"seconds", seconds}};
-    if (!o.expose_cuts.empty()) j["expose_cuts"] = o.expose_cuts;
-    if (o.verify) {
-      nlohmann::json v = nlohmann::json::array();
-      double worst = 0;
-      for (auto& c : checks) {
-        v.push_back({{"output", c.name}, {"max_diff", c.max_diff}, {"bit_exact", c.bit_exact}});
-        worst = std::max(worst, c.max_diff);
-      }
-      j["verify"] = {{"seeds", o.seeds}, {"outputs", v}, {"max_diff", worst}, {"pass", ok}};
-    }
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << "Extracted '" << o.module << "': " << cut.nodes << " nodes, " << cut.inputs.size() << " inputs, "
-              << cut.outputs.size() << " outputs, " << cut.initializers << " initializers (" << human_bytes(cut.initializer_bytes)
-              << " shared with the source, not copied in memory) -> " << output << " in " << human_seconds(seconds) << "\n";
-    for (const auto& n : cut.inputs) std::cout << "  input  " << n << "\n";
-    for (const auto& n : cut.outputs) std::cout << "  output " << n << "\n";
-    for (auto& c : checks)
-      std::cout << "  verify " << c.name << ": max_diff " << c.max_diff << (c.bit_exact ? " (bit-exact)" : "") << "\n";
-    if (o.verify) std::cout << (ok ? "verify: PASS" : "verify: FAIL") << " (" << o.seeds << " seeds)\n";
+    std::cout << r.report.dump(2) << "\n";
+    return r.ok ? 0 : 1;
   }
-  return ok ? 0 : 1;
+  const hier::Extraction& cut = r.cut;
+  std::cout << "Extracted '" << o.module << "': " << cut.nodes << " nodes, " << cut.inputs.size() << " inputs, "
+            << cut.outputs.size() << " outputs, " << cut.initializers << " initializers (" << human_bytes(cut.initializer_bytes)
+            << " shared with the source, not copied in memory) -> " << output << " in " << human_seconds(r.seconds) << "\n";
+  for (const auto& n : cut.inputs) std::cout << "  input  " << n << "\n";
+  for (const auto& n : cut.outputs) std::cout << "  output " << n << "\n";
+  if (o.verify) {
+    for (const auto& c : r.report["verify"]["outputs"])
+      std::cout << "  verify " << c["output"].get<std::string>() << ": max_diff " << c["max_diff"].get<double>()
+                << (c["bit_exact"].get<bool>() ? " (bit-exact)" : "") << "\n";
+    std::cout << (r.ok ? "verify: PASS" : "verify: FAIL") << " (" << o.seeds << " seeds)\n";
+  }
+  return r.ok ? 0 : 1;
 }
 
 Command reg{"extract", "Cut one module out as a runnable model of its own", [](CLI::App& app) {

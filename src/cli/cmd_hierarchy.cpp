@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "api/engine.h"
 #include "cli/command.h"
 #include "hierarchy/hierarchy.h"
 #include "hierarchy/summary.h"
@@ -17,21 +18,18 @@ struct Options {
 };
 
 int run(const Options& o) {
+  if (o.json) {
+    std::cout << api::hierarchy(o.model, o.sidecar, !o.no_names, o.consumers).dump(2) << "\n";
+    return 0;
+  }
   auto model = load_model(o.model);
   hier::ReadOptions ro;
   ro.sidecar = o.sidecar;
   ro.use_names = !o.no_names;
   hier::TagReport report = hier::read_tags(*model, ro);
   hier::HierarchySummary s = hier::summarize_hierarchy(*model, report);
-  if (o.json) {
-    nlohmann::json j = s.to_json();
-    j["model"] = o.model;
-    if (o.consumers) j["consumers"] = hier::consuming_modules(*model);
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << hier::format_hierarchy(s, o.tree, ::isatty(1) == 1);
-    if (o.consumers) std::cout << hier::format_consumers(hier::consuming_modules(*model), 30);
-  }
+  std::cout << hier::format_hierarchy(s, o.tree, ::isatty(1) == 1);
+  if (o.consumers) std::cout << hier::format_consumers(hier::consuming_modules(*model), 30);
   return 0;
 }
 

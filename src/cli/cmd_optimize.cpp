@@ -6,17 +6,16 @@
 // the first pass that broke it is named.
 #include <tbb/global_control.h>
 
-#include <chrono>
 #include <iostream>
 
+#include "api/engine.h"
 #include "cli/command.h"
 #include "cli/common.h"
-#include "hierarchy/hierarchy.h"
-#include "io/model_io.h"
+#include "io/input_dims.h"
 #include "io/units.h"
 #include "ir/error.h"
 #include "passes/pipeline.h"
-#include "passes/registry.h"
+#include "passes/upgrade_opset.h"
 
 namespace onnxforge::cli {
 namespace {
@@ -31,20 +30,19 @@ struct Options {
   bool list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
        strip_hierarchy = false;
   int seeds = 3, threads = 0;
+  int64_t target_opset = 0;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 int list_passes(bool json) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const Pass* p : all_passes()) {
-    if (json) j.push_back({{"name", p->name()}, {"accuracy_class", static_cast<int>(p->accuracy())}, {"summary", p->summary()}});
-    else std::cout << p->name() << "  [class " << static_cast<int>(p->accuracy()) << ", " << accuracy_name(p->accuracy())
-                   << "]\n    " << p->summary() << "\n";
+  nlohmann::json j = api::list_passes();
+  if (json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
   }
-  if (json) std::cout << j.dump(2) << "\n";
+  for (const auto& p : j)
+    std::cout << p["name"].get<std::string>() << "  [class " << p["accuracy_class"].get<int>() << ", "
+              << accuracy_name(static_cast<AccuracyClass>(p["accuracy_class"].get<int>())) << "]\n    "
+              << p["summary"].get<std::string>() << "\n";
   return 0;
 }
 
@@ -54,117 +52,83 @@ int run(const Options& o) {
   const std::string& out = o.out.required("optimize");
   if (o.force) std::cerr << "note: --force is deprecated; it means --overwrite --write-unverified\n";
   const bool overwrite = o.overwrite || o.force, write_unverified = o.write_unverified || o.force;
-  check_overwrite(out, overwrite);
   if (!o.report.empty()) check_writable(o.report, "--report");
   std::unique_ptr<tbb::global_control> threads;
   if (o.threads > 0) threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
-  auto t0 = std::chrono::steady_clock::now();
   bool tty = stderr_is_tty();
-  auto say = [&](const std::string& s) {
-    if (tty) std::cerr << "\r\033[K" << s << std::flush;
+  auto clear = [&] {
+    if (tty) std::cerr << "\r\033[K";
   };
 
-  RunOptions ro;
-  ro.pass.evaluator = runtime_evaluator();
-  if (!o.fold_size.empty()) ro.pass.fold_size = *parse_bytes(o.fold_size);
-  if (tty) ro.progress = say;
-  std::vector<const Pass*> passes = select_passes(o.passes, o.skip);
-
-  say("loading " + o.in);
-  auto model = load_model(o.in);
-  ro.pass.dims = resolve_dims(o.dims, {model.get()});  // a --dim the inputs lack is an error, as in `run`
-  hier::read_tags(*model);  // module tags ride along in the graph tables through every pass
-  double load_s = seconds_since(t0);
-  bool verify = !o.no_verify;
-  std::unique_ptr<Reference> ref;
-  double ref_s = 0;
-  if (verify) {
-    if (!runtime_available()) fail("verification needs the runtime, which this build lacks; use --no-verify");
-    say("running the original model for verification");
-    auto t = std::chrono::steady_clock::now();
-    auto original = load_model(o.in);
-    resolve_dims(o.dims, {original.get()});  // the same --input-shape on the reference
-    try {
-      ref = std::make_unique<Reference>(*original, VerifyOptions{o.seeds, ro.pass.dims});
-    } catch (const Error& e) {
-      if (tty) std::cerr << "\n";
-      fail("cannot verify: running the original model failed: ", e.what(), "\n(use --no-verify to skip verification)");
-    }
-    ref_s = seconds_since(t);
+  api::OptimizeSettings settings;
+  std::vector<std::string> notes;
+  settings.passes = api::current_pass_names(o.passes, &notes);
+  settings.skip = api::current_pass_names(o.skip, &notes);
+  for (const std::string& n : notes) std::cerr << "note: " << n << "\n";
+  settings.dims = parse_dim_specs(o.dims.dims);
+  settings.input_shapes = o.dims.input_shapes;
+  settings.output = out;  // checked (exists without --overwrite) before any work
+  settings.overwrite = overwrite;
+  if (!o.fold_size.empty()) settings.fold_size = *parse_bytes(o.fold_size);
+  settings.verify = !o.no_verify;
+  settings.seeds = o.seeds;
+  if (o.target_opset) settings.target_opset = o.target_opset;
+  if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
+  api::OptimizeOutcome r;
+  try {
+    r = api::optimize(o.in, settings);
+  } catch (const Error&) {
+    if (tty) std::cerr << "\n";
+    throw;
   }
-  specialise_dims(*model, ro.pass.dims);
-  auto tp = std::chrono::steady_clock::now();
-  RunResult r = run_passes(*model, passes, ro);
-  double passes_s = seconds_since(tp);
-
-  nlohmann::json report = stats_json(r);
-  report["input"] = o.in;
-  report["output"] = out;
-  VerifyResult v;
-  double verify_s = 0;
-  if (verify) {
-    say("verifying");
-    auto t = std::chrono::steady_clock::now();
-    v = ref->check(*model, tolerance_of(r.worst));
-    verify_s = seconds_since(t);
-    report["verification"] = verify_json(v);
-    report["verification"]["seeds"] = o.seeds;
-    if (!v.ok) {
-      say("verification failed; finding the first pass that breaks the model");
-      VerifyResult first;
-      int k = first_breaking_pass(o.in, passes, ro, *ref, &first);
-      if (tty) std::cerr << "\n";
-      std::string culprit = k >= 0 ? passes[k]->name() : "the combination of passes (no single pass alone)";
-      report["breaking_pass"] = culprit;
-      if (!o.report.empty()) write_text_file(o.report, report.dump(2) + "\n");
-      std::cerr << "error: the optimized model does not match the original (max_diff " << v.max_diff
-                << (v.error.empty() ? "" : ", " + v.error) << ")\n";
-      for (const OutputDiff& d : v.outputs)
-        if (!d.ok) std::cerr << "  output '" << d.name << "': max_abs " << d.max_abs << " " << d.problem << "\n";
-      if (!write_unverified) {
-        std::cerr << "first breaking pass: " << culprit << "\nnothing was written; rerun with --skip " << culprit
-                  << " (and please report the model), or --write-unverified to write it anyway\n";
-        if (o.json) std::cout << report.dump(2) << "\n";
-        return 1;
-      }
-      std::cerr << "first breaking pass: " << culprit
-                << "\n--write-unverified: writing the model although it failed verification\n";
+  r.report["output"] = out;
+  if (!r.ok()) {
+    if (tty) std::cerr << "\n";
+    if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+    std::cerr << "error: " << api::verification_failure_text(r) << "\n";
+    if (!write_unverified) {
+      std::cerr << "nothing was written; rerun with --skip " << r.breaking_pass
+                << " (and please report the model), or --write-unverified to write it anyway\n";
+      if (o.json) std::cout << r.report.dump(2) << "\n";
+      return 1;
     }
+    std::cerr << "--write-unverified: writing the model although it failed verification\n";
   }
-  say("writing " + out);
-  auto ts = std::chrono::steady_clock::now();
-  if (o.strip_hierarchy) hier::strip_hierarchy(*model);
-  else hier::sync_tags_to_metadata(*model);
-  SaveStats saved = save_model(*model, out);  // atomic: replaces an existing output only when complete
-  double save_s = seconds_since(ts);
-  if (tty) std::cerr << "\r\033[K";
-  report["seconds"] = {{"load", load_s}, {"reference", ref_s}, {"passes", passes_s}, {"verify", verify_s},
-                       {"save", save_s}, {"total", seconds_since(t0)}};
-  report["saved"] = {{"model_bytes", saved.model_bytes}, {"external_bytes", saved.external_bytes},
-                     {"tensors_verbatim", saved.tensors_verbatim}, {"tensors_reencoded", saved.tensors_reencoded}};
+  if (tty) std::cerr << "\r\033[K" << "writing " << out << std::flush;
+  api::write_optimized(r, out, o.strip_hierarchy);
+  clear();
+  const nlohmann::json& report = r.report;
   if (!o.report.empty()) write_text_file(o.report, report.dump(2) + "\n");
   if (o.json) {
     std::cout << report.dump(2) << "\n";
-    return verify && !v.ok ? 1 : 0;  // written with --write-unverified, but the check said no
+    return r.ok() ? 0 : 1;  // written with --write-unverified, but the check said no
   }
-  std::cout << o.in << " -> " << out << ": nodes " << r.before.nodes << " -> " << r.after.nodes << ", initializers "
-            << r.before.initializers << " -> " << r.after.initializers << ", initializer bytes "
-            << human_bytes(static_cast<uint64_t>(r.before.bytes)) << " -> " << human_bytes(static_cast<uint64_t>(r.after.bytes))
-            << " (" << r.rounds << " rounds, passes " << human_seconds(passes_s) << ", total "
-            << human_seconds(seconds_since(t0)) << ")\n";
-  for (const PassStats& s : r.passes)
-    if (s.applied) {
-      const int64_t bytes = -s.removed.bytes;
-      std::cout << "  " << s.name << ": nodes " << std::showpos << -s.removed.nodes << ", initializers "
-                << -s.removed.initializers << std::noshowpos << ", bytes " << (bytes < 0 ? "-" : "+")
-                << human_bytes(static_cast<uint64_t>(bytes < 0 ? -bytes : bytes)) << " (" << s.applied << " matches, "
-                << s.rounds << " rounds, " << human_seconds(s.seconds()) << ")\n";
+  const RunResult& s = r.run;
+  const double passes_s = report["seconds"]["passes"].get<double>(), total_s = report["seconds"]["total"].get<double>();
+  std::cout << o.in << " -> " << out << ": nodes " << s.before.nodes << " -> " << s.after.nodes << ", initializers "
+            << s.before.initializers << " -> " << s.after.initializers << ", initializer bytes "
+            << human_bytes(static_cast<uint64_t>(s.before.bytes)) << " -> " << human_bytes(static_cast<uint64_t>(s.after.bytes))
+            << " (" << s.rounds << " rounds, passes " << human_seconds(passes_s) << ", total " << human_seconds(total_s)
+            << ")\n";
+  if (report.contains("upgrade")) {
+    const nlohmann::json& u = report["upgrade"];
+    std::cout << "  upgrade_opset: opset " << u["opset_from"] << " -> " << u["opset_to"] << ", IR " << u["ir_from"]
+              << " -> " << u["ir_to"] << " (" << u["nodes_adapted"] << " nodes adapted, " << u["nodes_added"]
+              << " added)\n";
+  }
+  for (const PassStats& p : s.passes)
+    if (p.applied) {
+      const int64_t bytes = -p.removed.bytes;
+      std::cout << "  " << p.name << ": nodes " << std::showpos << -p.removed.nodes << ", initializers "
+                << -p.removed.initializers << std::noshowpos << ", bytes " << (bytes < 0 ? "-" : "+")
+                << human_bytes(static_cast<uint64_t>(bytes < 0 ? -bytes : bytes)) << " (" << p.applied << " matches, "
+                << p.rounds << " rounds, " << human_seconds(p.seconds()) << ")\n";
     }
-  if (verify)
-    std::cout << "verified on " << o.seeds << " seeds: max_diff " << v.max_diff << " (class "
-              << static_cast<int>(r.worst) << " tolerance)\n";
+  if (r.verified)
+    std::cout << "verified on " << o.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
+              << static_cast<int>(s.worst) << " tolerance)\n";
   else std::cout << "not verified (--no-verify)\n";
-  return verify && !v.ok ? 1 : 0;
+  return r.ok() ? 0 : 1;
 }
 
 Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and write it", [](CLI::App& app) {
@@ -186,6 +150,9 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_flag("--strip-hierarchy", o->strip_hierarchy, "Remove module-hierarchy tags from the output");
   app.add_option("--threads", o->threads, "Worker threads (default: all)")->check(CLI::NonNegativeNumber);
   app.add_flag("--json", o->json, "Print the report as JSON");
+  app.add_option("--target-opset", o->target_opset,
+                 "Upgrade the default-domain opset to N first (7.." + std::to_string(kMaxRuntimeOpset) +
+                     "; never a downgrade), adapting the ops whose signature changes");
   return [o] { return run(*o); };
 }};
 

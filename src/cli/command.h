@@ -27,6 +27,10 @@ struct CommandEntry {
 };
 std::vector<CommandEntry>& commands();
 
+// The whole command line (the `onnxforge` executable's main, and `python3 -m onnxforge`): parses
+// argv, runs the subcommand and returns the exit code; reports errors on stderr.
+int run_command_line(int argc, char** argv);
+
 // True when stderr is a terminal (progress output goes there).
 bool stderr_is_tty();
 

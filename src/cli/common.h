@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "io/model_io.h"  // check_overwrite
 #include "ir/graph.h"
 
 namespace onnxforge::cli {
@@ -36,9 +37,6 @@ struct OutputOption {
   const std::string& required(const char* command) const;  // path(); a usage error when none
 };
 void add_output_options(CLI::App& app, OutputOption& o, const std::string& help);
-
-// Refuses to replace an existing file unless --overwrite was given.
-void check_overwrite(const std::string& path, bool overwrite);
 
 // Fails early (a usage error naming `option`) when `path` could not be written: its folder is
 // missing or not writable, or it is a directory.

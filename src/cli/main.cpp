@@ -89,11 +89,14 @@ std::string version_text() {
 }
 
 }  // namespace
-}  // namespace onnxforge::cli
 
-int main(int argc, char** argv) {
-  using namespace onnxforge::cli;
-  std::set_terminate(on_terminate);
+int run_command_line(int argc, char** argv) {
+  // Restored on return: the Python module runs the command line inside its own process.
+  struct Restore {
+    std::terminate_handler previous = std::set_terminate(on_terminate);
+    ~Restore() { std::set_terminate(previous); }
+  } restore;
+  g_json = false;
   for (int i = 1; i < argc; ++i)
     if (std::string_view(argv[i]) == "--json") g_json = true;  // until parsing says which command has it
   CLI::App app{"onnxforge: make ONNX models smaller and faster, and prove it did no harm"};
@@ -137,3 +140,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace onnxforge::cli

@@ -5,15 +5,14 @@
 #include <optional>
 #include <string_view>
 
+#include "ir/op_traits.h"
+
 namespace onnxforge::hier {
 
-enum class OpCategory : uint8_t {
-  Math, Activation, NNLayer, Reduction,  // compute
-  TensorManipulation,
-  Constant, Cast, ComparisonLogic,       // context-dependent
-  ControlFlow, Other, kCount
-};
+using onnxforge::OpCategory;  // the enum lives with the op facts (ir/op_traits.h)
 
+// The category of an op type, from the op traits table (the domain is not consulted: a
+// com.microsoft Gelu is an activation too).
 OpCategory categorize(std::string_view domain, std::string_view op_type);
 std::string_view category_name(OpCategory c);
 bool is_compute(OpCategory c);

@@ -43,6 +43,10 @@ struct SaveStats {
 // over the model's own input files.
 SaveStats save_model(const Model& model, const std::filesystem::path& path, const SaveOptions& options = {});
 
+// Refuses (a usage error naming the path) to replace an existing file unless `overwrite`: callers
+// check an output before any work, so that a long job does not end in a refusal (docs/cli.md).
+void check_overwrite(const std::filesystem::path& path, bool overwrite);
+
 // Whether every graph's nodes, in table order, come after the producers of what they read (a
 // loaded model: whether the file is topologically sorted, as ONNX requires).
 bool nodes_topologically_sorted(const Model& model);

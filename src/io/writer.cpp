@@ -663,4 +663,10 @@ bool nodes_topologically_sorted(const Model& model) {
   return true;
 }
 
+void check_overwrite(const std::filesystem::path& path, bool overwrite) {
+  std::error_code ec;
+  if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+    fail_usage("output '", path.string(), "' exists; pass --overwrite to replace it");
+}
+
 }  // namespace onnxforge

@@ -7,27 +7,9 @@
 #include <string>
 #include <utility>
 
+#include "onnxforge/error.h"  // the class itself is part of the public API (include/onnxforge)
+
 namespace onnxforge {
-
-class Error : public std::runtime_error {
- public:
-  // What the error is about, for `--json` output ({"error": {"kind", "message", "file"}}).
-  enum class Kind { Input, Usage, Memory };
-
-  using std::runtime_error::runtime_error;
-  Error(const std::string& message, Kind kind, std::string file = {})
-      : std::runtime_error(message), kind_(kind), file_(std::move(file)) {}
-
-  Kind kind() const { return kind_; }
-  // The file the error is about (a model, an external-data file, an input file), when known.
-  const std::string& file() const { return file_; }
-  // The same error, now known to be about `file` (kept when one is already set).
-  Error about(const std::string& file) const { return Error(what(), kind_, file_.empty() ? file : file_); }
-
- private:
-  Kind kind_ = Kind::Input;
-  std::string file_;
-};
 
 template <class... Parts>
 [[noreturn]] void fail(Parts&&... parts) {

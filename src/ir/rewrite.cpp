@@ -56,39 +56,22 @@ NodeId Rewrite::add_node(std::string_view op_type, std::vector<ValueId> inputs, 
   return n;
 }
 
-void Rewrite::mark(std::vector<uint8_t>& bits, NodeId n) {
-  if (bits.size() <= n.index()) bits.resize(std::max<size_t>(g_.node_capacity(), n.index() + 1), 0);
-  bits[n.index()] = 1;
-}
-
-const Uses& Rewrite::uses() {
-  if (!uses_) uses_ = std::make_unique<Uses>(g_);
-  return *uses_;
-}
-
 void Rewrite::replace_uses(ValueId from, ValueId to) {
+  to = resolve(to);  // a -> b then b -> a must not make a cycle
   if (from == to) return;
   replacements_[from] = to;
-  // Values created in this batch have no readers in the index yet: nothing to mark.
-  if (from.index() < uses().value_capacity())
-    for (const Use& u : uses().of(from)) mark(touched_, u.node);
 }
 
-void Rewrite::set_input(NodeId n, size_t i, ValueId v) {
-  input_edits_.emplace_back(n, i, v);
-  mark(touched_, n);
-}
+void Rewrite::set_input(NodeId n, size_t i, ValueId v) { input_edits_.emplace_back(n, i, v); }
 
 void Rewrite::kill(NodeId n) {
   if (killed(n)) return;
   kills_.push_back(n);
-  mark(killed_, n);
-  mark(touched_, n);
+  if (killed_.size() <= n.index()) killed_.resize(std::max<size_t>(g_.node_capacity(), n.index() + 1), 0);
+  killed_[n.index()] = 1;
 }
 
 bool Rewrite::killed(NodeId n) const { return n.index() < killed_.size() && killed_[n.index()]; }
-
-bool Rewrite::touched(NodeId n) const { return n.index() < touched_.size() && touched_[n.index()]; }
 
 // ------------------------------------------------------------------ commit
 
@@ -179,9 +162,7 @@ int64_t Rewrite::commit() {
   compact(g_);
   kills_.clear();
   added_.clear();
-  touched_.clear();
   killed_.clear();
-  uses_.reset();
   replacements_.clear();
   input_edits_.clear();
   return before - static_cast<int64_t>(g_.node_count());

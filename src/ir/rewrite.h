@@ -16,6 +16,7 @@
 // - a killed node's outputs that are still read somewhere is an error (a pass bug), reported
 //   with the node and value names;
 // - handles (NodeId, ValueId) taken before commit are invalid afterwards.
+// Which pending matches an edit invalidates ("touched") is the passes' business (passes/edits.h).
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -40,33 +41,29 @@ class Rewrite {
   NodeId add_node(std::string_view op_type, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
                   std::vector<NewAttr> attrs = {}, std::span<const NodeId> tags_from = {},
                   std::string_view domain = {});
-  // Every reader of `from` (nodes, subgraph captures, graph outputs) reads `to` instead.
+  // Every reader of `from` (nodes, subgraph captures, graph outputs) reads `to` instead —
+  // including nodes added later in this batch. Applied at commit.
   void replace_uses(ValueId from, ValueId to);
   void set_input(NodeId n, size_t i, ValueId v);
   void kill(NodeId n);
 
   bool killed(NodeId n) const;
-  // Nodes this batch killed or whose inputs it changed: a match touching them must be re-checked.
-  bool touched(NodeId n) const;
+  // The value readers of `v` will read after commit (replacements followed).
+  ValueId resolve(ValueId v) const;
   bool empty() const { return kills_.empty() && replacements_.empty() && input_edits_.empty() && added_.empty(); }
 
   // Applies everything and compacts the tables. Returns the number of nodes removed (net).
   int64_t commit();
 
  private:
-  ValueId resolve(ValueId v) const;
   void apply_input_edits();
   void apply_replacements();
   void keep_output_names();
   void check_no_dangling_reads() const;
 
-  void mark(std::vector<uint8_t>& bits, NodeId n);
-  const Uses& uses();  // of the graph as it was when the batch started; built once
-
   Graph& g_;
   std::vector<NodeId> kills_, added_;
-  std::vector<uint8_t> touched_, killed_;
-  std::unique_ptr<Uses> uses_;
+  std::vector<uint8_t> killed_;
   std::unordered_map<ValueId, ValueId> replacements_;
   std::vector<std::tuple<NodeId, size_t, ValueId>> input_edits_;
 };

@@ -163,4 +163,23 @@ inline std::string type_of(const Model& m, const std::string& name) {
   return "missing";
 }
 
+// A built model loaded and inferred: r["name"] is a value's type text, r.value("name") its
+// symbolic value.
+struct Inferred {
+  std::unique_ptr<Model> model;
+  ShapeReport report;
+  std::string operator[](const std::string& name) const { return type_of(*model, name); }
+  const std::vector<SymDim>* value(const std::string& name) const {
+    auto v = model->main().find_value(name);
+    return v ? report.value(GraphId(0), *v) : nullptr;
+  }
+};
+
+inline Inferred run(ModelProtoBuilder& b, const ShapeOptions& o = {}) {
+  Inferred r;
+  r.model = b.load();
+  r.report = infer_shapes(*r.model, o);
+  return r;
+}
+
 }  // namespace onnxforge::test

@@ -14,23 +14,6 @@ constexpr int F = onnx::TensorProto::FLOAT;
 constexpr int I64 = onnx::TensorProto::INT64;
 constexpr int B = onnx::TensorProto::BOOL;
 
-struct Inferred {
-  std::unique_ptr<Model> model;
-  ShapeReport report;
-  std::string operator[](const std::string& name) const { return type_of(*model, name); }
-  const std::vector<SymDim>* value(const std::string& name) const {
-    auto v = model->main().find_value(name);
-    return v ? report.value(GraphId(0), *v) : nullptr;
-  }
-};
-
-Inferred run(ModelProtoBuilder& b, const ShapeOptions& o = {}) {
-  Inferred r;
-  r.model = b.load();
-  r.report = infer_shapes(*r.model, o);
-  return r;
-}
-
 // x[batch, seq, 768] and its Shape -> Gather -> Unsqueeze pieces, as BERT exports them.
 void bert_prefix(ModelProtoBuilder& b) {
   b.input("x", F, "batch,seq,768");

@@ -230,3 +230,48 @@ TEST(CliContract, WriteUnverifiedFlag) {
   EXPECT_THAT(r.out, HasSubstr("--write-unverified"));
   EXPECT_THAT(r.out, HasSubstr("--overwrite"));
 }
+
+// Commands and options added after the contract was written (audit, --target-opset) follow it too.
+TEST(CliContract, AuditAndTargetOpset) {
+  fs::path m = tiny("newcmds");  // opset 13
+  fs::path out = m.parent_path() / "up.onnx";
+  // audit: 0 on a model, 2 on a missing one (with a JSON error under --json), 2 on a bad option.
+  CliResult r = run_cli({"audit", m, "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_FALSE(json::parse(r.out).empty()) << r.out;
+  r = run_cli({"audit", m, "/nonexistent/model.onnx", "--json"});
+  ASSERT_EQ(r.code, 2) << r.describe();
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["error"]["kind"], "input");
+  EXPECT_EQ(j["error"]["file"], "/nonexistent/model.onnx");
+  expect_usage_error({"audit", m, "--bogus"}, "--bogus");
+  // --target-opset: malformed or out of range values are usage errors naming the option.
+  for (const char* cmd : {"convert", "optimize"}) {
+    expect_usage_error({cmd, m, out, "--target-opset", "abc"}, "--target-opset");
+    expect_usage_error({cmd, m, out, "--target-opset", "99"}, "--target-opset");
+    // A downgrade is bad input (exit 2, nothing written), as JSON under --json.
+    r = run_cli({cmd, m, out, "--target-opset", "11", "--json"});
+    ASSERT_EQ(r.code, 2) << cmd << r.describe();
+    EXPECT_THAT(json::parse(r.out)["error"]["message"].get<std::string>(), HasSubstr("downgrade")) << cmd;
+    EXPECT_FALSE(fs::exists(out)) << cmd;
+    // Positional output, upgrade, and an existing output refused without --overwrite.
+    r = run_cli({cmd, m, out, "--target-opset", "17"});
+    ASSERT_EQ(r.code, 0) << cmd << r.describe();
+    EXPECT_EQ(load_model(out)->opset(""), 17) << cmd;
+    r = run_cli({cmd, m, out, "--target-opset", "18"});
+    EXPECT_EQ(r.code, 2) << cmd << r.describe();
+    EXPECT_THAT(r.err, HasSubstr("--overwrite")) << cmd;
+    EXPECT_EQ(load_model(out)->opset(""), 17) << cmd;
+    r = run_cli({cmd, m, out, "--target-opset", "18", "--overwrite"});
+    EXPECT_EQ(r.code, 0) << cmd << r.describe();
+    EXPECT_EQ(load_model(out)->opset(""), 18) << cmd;
+    fs::remove(out);
+  }
+  r = run_cli({"convert", m, out, "--target-opset", "17", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_EQ(json::parse(r.out)["upgrade"]["opset_to"], 17);
+  // optimize: the output is checked before any work, also with --target-opset.
+  r = run_cli({"optimize", m, out, "--target-opset", "17"});
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr("--overwrite"));
+}

@@ -66,6 +66,6 @@ TEST(OptimizeCli, StripHierarchyRemovesTheMetadata) {
   ASSERT_EQ(optimize(zoo_model("resnet_small_bn"), out, "--strip-hierarchy"), 0);
   auto m = load_model(out);
   for (NodeId n : m->main().nodes())
-    for (const MetadataEntry& e : m->main().metadata(n))  // other annotations (fuse_conv_relu) stay
+    for (const MetadataEntry& e : m->main().metadata(n))  // other annotations (annotate_conv_activation) stay
       EXPECT_NE(str(e.key).rfind("onnxforge.hierarchy", 0), 0u) << str(m->main().node_name(n)) << " " << str(e.key);
 }

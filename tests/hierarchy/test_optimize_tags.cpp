@@ -76,7 +76,8 @@ TEST(OptimizeTags, HierarchyExportKeepsEveryTag) {
 }
 
 TEST(OptimizeTags, NameDerivedTagsToo) {
-  for (std::string zoo : {"resnet_small_bn", "mobilenet_v3_small", "whisper_small_enc"})
+  for (std::string zoo : {"resnet_small_bn", "mobilenet_v3_small", "whisper_small_enc", "mobilevit_mini_bn",
+                          "yolov8n_mini_bn", "wav2vec2_mini", "roberta_mini_op17"})
     check_optimized(test::zoo_model(zoo), zoo);
 }
 

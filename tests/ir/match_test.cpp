@@ -8,16 +8,16 @@
 #include "ir/match.h"
 #include "ir/rewrite.h"
 #include "ir/uses.h"
-#include "tests/passes/builder.h"
+#include "tests/common/graph_builder.h"
 
 using namespace onnxforge;
-using onnxforge::test::Builder;
+using onnxforge::test::GraphBuilder;
 
 namespace {
 
 NodeId node_of(const Graph& g, ValueId v) { return g.producer(v); }
 
-ValueId f16_scalar(Builder& b, const std::string& name, float x) {
+ValueId f16_scalar(GraphBuilder& b, const std::string& name, float x) {
   std::vector<uint16_t> bits{float_to_half(x)};
   return b.init(name, {}, bits, DType::Float16);
 }
@@ -25,7 +25,7 @@ ValueId f16_scalar(Builder& b, const std::string& name, float x) {
 }  // namespace
 
 TEST(Match, IsChecksDomainLivenessAndValidity) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 3});
   ValueId r = b.node("Relu", {x});
   Graph& g = b.g();
@@ -46,7 +46,7 @@ TEST(Match, IsChecksDomainLivenessAndValidity) {
 }
 
 TEST(Match, ReadersProducersAndTheOtherInput) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {4});
   ValueId c = b.f32("c", {4}, {1, 2, 3, 4});
   ValueId s = b.node("Sigmoid", {x});
@@ -80,7 +80,7 @@ TEST(Match, ReadersProducersAndTheOtherInput) {
 }
 
 TEST(Match, CanForwardKeepsGraphOutputNamesWithoutAnIdentity) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {4});
   ValueId r = b.node("Relu", {x});
   ValueId id1 = b.node("Identity", {r});
@@ -99,7 +99,7 @@ TEST(Match, CanForwardKeepsGraphOutputNamesWithoutAnIdentity) {
 }
 
 TEST(Match, ScalarsInEveryFormAMatcherMeets) {
-  Builder b;
+  GraphBuilder b;
   ValueId f = b.f32("f", {1}, {1.41421356f});
   ValueId two = b.f32("two", {2}, {1, 2});
   ValueId i = b.i64("i", {7}, /*scalar=*/true);
@@ -120,7 +120,7 @@ TEST(Match, ScalarsInEveryFormAMatcherMeets) {
 }
 
 TEST(Match, ConstantNearAllowsFloatRoundingOnly) {
-  Builder b;
+  GraphBuilder b;
   ValueId sqrt2 = b.f32("sqrt2", {}, {1.41421354f});  // as PyTorch prints it
   ValueId halves = b.f32("halves", {3}, {0.5f, 0.5f, 0.5000001f});
   ValueId empty = b.f32("empty", {0}, {});
@@ -173,15 +173,11 @@ Found<Pair> match_pair(const Graph& g, const Uses& uses, NodeId n) {
 }  // namespace
 
 TEST(Match, MatchIfReturnsTheFirstFailedCheck) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {4});
-  ValueId r = b.node("Relu", {x});
+  ValueId r = b.node("Relu", {x}), r2 = b.node("Relu", {x});
   ValueId s = b.node("Sigmoid", {r});
-  ValueId r2 = b.node("Relu", {x});
-  ValueId t = b.node("Tanh", {r2});
-  b.output(s);
-  b.output(t);
-  b.output(r2);
+  for (ValueId out : {s, b.node("Tanh", {r2}), r2}) b.output(out);  // r2: read twice
   const Graph& g = b.g();
   Uses uses(g);
   auto hit = match_pair(g, uses, g.producer(r));

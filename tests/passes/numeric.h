@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "passes/verification.h"
-#include "builder.h"
+#include "optimize.h"
 
 namespace onnxforge::test {
 

@@ -30,7 +30,7 @@ std::vector<float> transposed(const std::vector<float>& w, int64_t rows, int64_t
 
 // y = x · Transpose(W): a Linear layer as PyTorch exports it without constant folding.
 std::unique_ptr<Model> linear(int64_t rows, int64_t cols, unsigned seed = 1) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {3, cols});
   ValueId w = b.f32("W", {rows, cols}, weights(rows, cols, seed));
   b.output(b.node("MatMul", {x, b.node("Transpose", {w})}));
@@ -98,7 +98,7 @@ TEST(DeferredTransposes, SaveStreamsThemEmbeddedAndExternal) {
 }
 
 TEST(DeferredTransposes, EqualRecipesMergeWithoutComputingDifferentWeightsDoNot) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {3, 512});
   ValueId w = b.f32("W", {1024, 512}, weights(1024, 512, 1));
   ValueId w_copy = b.f32("W_copy", {1024, 512}, weights(1024, 512, 1));  // same bytes, other initializer

@@ -32,7 +32,7 @@ const passes::PassStats& stats_of(const passes::RunResult& r, std::string_view n
 
 // Identity chains take several rounds to clear; nothing here is a Conv or a BatchNormalization.
 std::unique_ptr<Model> identity_chain() {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 3});
   ValueId v = x;
   for (int i = 0; i < 4; ++i) v = b.node("Relu", {b.node("Identity", {v})});

@@ -4,11 +4,11 @@
 
 #include "ir/match.h"
 #include "passes/edits.h"
-#include "tests/passes/builder.h"
+#include "tests/common/graph_builder.h"
 
 using namespace onnxforge;
 using namespace onnxforge::passes;
-using onnxforge::test::Builder;
+using onnxforge::test::GraphBuilder;
 
 namespace {
 
@@ -23,7 +23,7 @@ uint32_t tag(Model& m, const char* t) { return m.tag_set({intern(t)}); }
 }  // namespace
 
 TEST(Edits, ReplaceWithNamesTagsAndKillsTheGroup) {
-  Builder b;
+  GraphBuilder b;
   ValueId a = b.input("a", {2, 3});
   ValueId w = b.f32("w", {3, 4}, std::vector<float>(12, 1.f));
   ValueId bias = b.f32("bias", {4}, {1, 2, 3, 4});
@@ -55,7 +55,7 @@ TEST(Edits, ReplaceWithNamesTagsAndKillsTheGroup) {
 }
 
 TEST(Edits, ReplaceWithKeepsAMemberOthersStillRead) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 3, 4});
   ValueId t1 = b.node("Transpose", {x}, {NewAttr::Ints("perm", {1, 0, 2})}, "t1");
   ValueId t2 = b.node("Transpose", {t1}, {NewAttr::Ints("perm", {0, 2, 1})}, "t2");
@@ -76,7 +76,7 @@ TEST(Edits, ReplaceWithKeepsAMemberOthersStillRead) {
 }
 
 TEST(Edits, ForwardRefusesToMoveAnIdentityAround) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {4});
   ValueId r = b.node("Relu", {x}, {}, "r");
   ValueId keep = b.node("Identity", {r}, {}, "keep");    // graph output onto a node output: fine
@@ -102,7 +102,7 @@ TEST(Edits, ForwardRefusesToMoveAnIdentityAround) {
 }
 
 TEST(Edits, ForwardRefusesANodeWhoseOtherOutputsAreRead) {
-  Builder b(11);
+  GraphBuilder b(11);
   ValueId x = b.input("x", {4});
   auto outs = b.node_n("Dropout", {x}, {}, 2, "drop");
   ValueId y = b.node("Neg", {outs[0]});

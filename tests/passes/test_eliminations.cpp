@@ -9,7 +9,7 @@ namespace {
 
 TEST(DeadNodes, RemovesNodesThatReachNoOutput) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {2, 3});
     ValueId y = b.node("Relu", {x});
     b.node("Sigmoid", {b.node("Exp", {x})});  // dead chain
@@ -22,7 +22,7 @@ TEST(DeadNodes, RemovesNodesThatReachNoOutput) {
 }
 
 TEST(DeadNodes, KeepsGraphOutputsAndNames) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2});
   ValueId y = b.node("Relu", {x}, {}, "y");
   b.output(y);
@@ -33,7 +33,7 @@ TEST(DeadNodes, KeepsGraphOutputsAndNames) {
 
 TEST(IdentityOps, RemovesIdentityDropoutCastAndNeutralArithmetic) {
   auto make = [] {
-    Builder b(13);
+    GraphBuilder b(13);
     ValueId x = b.input("x", {2, 3});
     ValueId one = b.f32("one", {}, {1.0f});
     ValueId zero = b.f32("zero", {1}, {0.0f});
@@ -52,7 +52,7 @@ TEST(IdentityOps, RemovesIdentityDropoutCastAndNeutralArithmetic) {
 }
 
 TEST(IdentityOps, LeavesShapeChangingAndTrainingForms) {
-  Builder b(13);
+  GraphBuilder b(13);
   ValueId x = b.input("x", {3});
   ValueId zeros = b.f32("zeros", {2, 3}, {0, 0, 0, 0, 0, 0});  // broadcasts x to [2,3]
   ValueId t = b.init("train", {}, std::vector<uint8_t>{1}, DType::Bool);
@@ -66,7 +66,7 @@ TEST(IdentityOps, LeavesShapeChangingAndTrainingForms) {
 }
 
 TEST(IdentityOps, IdentityBetweenGraphInputAndOutputStays) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2});
   b.output(b.node("Identity", {x}, {}, "y"));
   auto r = optimize(*b.m, {"eliminate_identity_ops"});
@@ -75,7 +75,7 @@ TEST(IdentityOps, IdentityBetweenGraphInputAndOutputStays) {
 }
 
 TEST(UnusedInitializers, RemovesUnusedAndShadowingInputsBelowIr4) {
-  Builder b;
+  GraphBuilder b;
   b.m->ir_version = 3;
   ValueId x = b.input("x", {2});
   ValueId w = b.f32("w", {2}, {1, 2});
@@ -91,7 +91,7 @@ TEST(UnusedInitializers, RemovesUnusedAndShadowingInputsBelowIr4) {
 }
 
 TEST(UnusedInitializers, KeepsOverridableInputsFromIr4) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2});
   ValueId unused = b.f32("unused", {2}, {3, 4});
   auto ins = b.g().graph_inputs();
@@ -104,7 +104,7 @@ TEST(UnusedInitializers, KeepsOverridableInputsFromIr4) {
 
 TEST(DuplicateConstants, MergesEqualInitializersAndConstantsAndNodes) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {2});
     ValueId a = b.f32("a", {2}, {1, 2});
     ValueId a2 = b.f32("a2", {2}, {1, 2});
@@ -123,7 +123,7 @@ TEST(DuplicateConstants, MergesEqualInitializersAndConstantsAndNodes) {
 }
 
 TEST(DuplicateConstants, DifferentAttributesOrRandomOpsAreNotMerged) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 3});
   ValueId s1 = b.node("Softmax", {x}, {NewAttr::Int("axis", 0)});
   ValueId s2 = b.node("Softmax", {x}, {NewAttr::Int("axis", 1)});
@@ -136,7 +136,7 @@ TEST(DuplicateConstants, DifferentAttributesOrRandomOpsAreNotMerged) {
 }
 
 TEST(DuplicateConstants, GraphOutputsAreNotMergedAway) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2});
   ValueId y1 = b.node("Relu", {x}, {}, "y1");
   ValueId y2 = b.node("Relu", {x}, {}, "y2");

@@ -1,4 +1,4 @@
-// fuse_conv_batchnorm, fuse_conv_relu, fuse_matmul_add.
+// fuse_conv_batchnorm, annotate_conv_activation, fuse_matmul_add.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -16,14 +16,14 @@ std::vector<float> noise(size_t n, unsigned seed, float lo = -1, float hi = 1) {
   return v;
 }
 
-ValueId bn(Builder& b, ValueId x, int64_t c, const std::string& p) {
+ValueId bn(GraphBuilder& b, ValueId x, int64_t c, const std::string& p) {
   return b.node("BatchNormalization", {x, b.f32(p + "s", {c}, noise(c, 1)), b.f32(p + "b", {c}, noise(c, 2)),
                                        b.f32(p + "m", {c}, noise(c, 3)), b.f32(p + "v", {c}, noise(c, 4, 0.5f, 2))});
 }
 
 TEST(ConvBatchNorm, ConvAndConvTransposeFoldInFloat64) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {1, 3, 8, 8});
     ValueId c = b.node("Conv", {x, b.f32("w", {4, 3, 3, 3}, noise(108, 5)), b.f32("bias", {4}, noise(4, 6))},
                        {NewAttr::Ints("pads", {1, 1, 1, 1})});
@@ -40,7 +40,7 @@ TEST(ConvBatchNorm, ConvAndConvTransposeFoldInFloat64) {
 
 TEST(ConvBatchNorm, BatchNormBeforeUnpaddedConvFolds) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {1, 3, 6, 6});
     ValueId y = bn(b, x, 3, "bn");
     b.output(b.node("Conv", {y, b.f32("w", {4, 3, 1, 1}, noise(12, 5))}));
@@ -51,7 +51,7 @@ TEST(ConvBatchNorm, BatchNormBeforeUnpaddedConvFolds) {
 }
 
 TEST(ConvBatchNorm, SharedWeightsOrPaddedBatchNormFirstAreLeftAlone) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {1, 3, 6, 6});
   ValueId w = b.f32("w", {3, 3, 1, 1}, noise(9, 5));
   ValueId c1 = b.node("Conv", {x, w});
@@ -66,13 +66,13 @@ TEST(ConvBatchNorm, SharedWeightsOrPaddedBatchNormFirstAreLeftAlone) {
 
 TEST(ConvRelu, MarksEpilogueAndDropsRedundantRelu) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {1, 2, 4, 4});
     ValueId c = b.node("Conv", {x, b.f32("w", {2, 2, 1, 1}, noise(4, 5))});
     b.output(b.node("Relu", {b.node("Relu", {c})}));
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"fuse_conv_relu"}, passes::AccuracyClass::Lossless);
+  auto m = optimize_and_check(make, {"annotate_conv_activation"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Relu"), 1u);
   NodeId conv = m->main().nodes()[0];
   for (NodeId n : m->main().nodes())
@@ -82,7 +82,7 @@ TEST(ConvRelu, MarksEpilogueAndDropsRedundantRelu) {
 
 TEST(MatMulAdd, Rank2WithBiasBecomesGemm) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {3, 4});
     ValueId y = b.node("MatMul", {x, b.f32("w", {4, 5}, noise(20, 1))});
     b.output(b.node("Add", {y, b.f32("bias", {5}, noise(5, 2))}));
@@ -94,7 +94,7 @@ TEST(MatMulAdd, Rank2WithBiasBecomesGemm) {
 }
 
 TEST(MatMulAdd, Rank3WrongBiasOrSharedProductStay) {
-  Builder b;
+  GraphBuilder b;
   ValueId x3 = b.input("x3", {2, 3, 4});
   ValueId x = b.input("x", {3, 4});
   ValueId w = b.f32("w", {4, 5}, noise(20, 1));

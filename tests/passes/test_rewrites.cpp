@@ -1,4 +1,4 @@
-// eliminate_redundant_transposes, cleanup_attention, simplify_shape_chains, fold_constants.
+// eliminate_redundant_transposes, fuse_consecutive_reshapes, simplify_shape_chains, fold_constants.
 #include <gtest/gtest.h>
 
 #include "passes/graph_util.h"
@@ -11,7 +11,7 @@ NewAttr perm(std::vector<int64_t> p) { return NewAttr::Ints("perm", std::move(p)
 
 TEST(Transposes, CancellingPairIsRemovedComposedPairBecomesOne) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {2, 3, 4});
     ValueId a = b.node("Transpose", {b.node("Transpose", {x}, {perm({1, 0, 2})})}, {perm({1, 0, 2})});
     ValueId c = b.node("Transpose", {b.node("Transpose", {a}, {perm({0, 2, 1})})}, {perm({2, 0, 1})});
@@ -25,7 +25,7 @@ TEST(Transposes, CancellingPairIsRemovedComposedPairBecomesOne) {
 
 TEST(Transposes, PushedThroughUnaryWhenThatCancels) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {2, 3});
     ValueId t = b.node("Transpose", {b.node("Relu", {b.node("Transpose", {x}, {perm({1, 0})})})}, {perm({1, 0})});
     b.output(b.node("Sigmoid", {t}));
@@ -37,7 +37,7 @@ TEST(Transposes, PushedThroughUnaryWhenThatCancels) {
 }
 
 TEST(Transposes, InnerTransposeWithOtherReadersStays) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 3});
   ValueId t1 = b.node("Transpose", {x}, {perm({1, 0})});
   ValueId t2 = b.node("Transpose", {t1}, {perm({1, 0})});
@@ -49,14 +49,14 @@ TEST(Transposes, InnerTransposeWithOtherReadersStays) {
 
 TEST(CleanupAttention, ConsecutiveReshapesCompose) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {2, 3, 4});
     ValueId r1 = b.node("Reshape", {x, b.i64("s1", {6, 4})});
     ValueId r2 = b.node("Reshape", {r1, b.i64("s2", {2, 12})});
     b.output(b.node("Relu", {r2}));
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"cleanup_attention", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  auto m = optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Reshape"), 1u);
 }
 
@@ -64,19 +64,19 @@ TEST(CleanupAttention, ConsecutiveReshapesCompose) {
 // *intermediate* (6 → [6,2,2]); composing would copy x's dim 0 (2 → [2,2,6]).
 TEST(CleanupAttention, NeverComposesWhenSecondTargetHasZero) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {2, 3, 4});
     ValueId r1 = b.node("Reshape", {x, b.i64("s1", {6, 4})});
     ValueId r2 = b.node("Reshape", {r1, b.i64("s2", {0, 2, -1})});
     b.output(b.node("Relu", {r2}));
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"cleanup_attention", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  auto m = optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Reshape"), 2u);
 }
 
 TEST(CleanupAttention, ReshapeWithSeveralReadersIsKeptAndSameShapeReshapeGoes) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 3, 4});
   ValueId r1 = b.node("Reshape", {x, b.i64("s1", {6, 4})});
   ValueId r2 = b.node("Reshape", {r1, b.i64("s2", {24})});
@@ -84,14 +84,14 @@ TEST(CleanupAttention, ReshapeWithSeveralReadersIsKeptAndSameShapeReshapeGoes) {
   b.output(b.node("Relu", {r2}));
   b.output(b.node("Sigmoid", {r1}));
   b.output(b.node("Tanh", {same}));
-  optimize(*b.m, {"cleanup_attention", "eliminate_dead_nodes"});
+  optimize(*b.m, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"});
   EXPECT_EQ(count_op(b.g(), "Reshape"), 2u);  // r1 kept for Sigmoid, r2 reads x, `same` removed
 }
 
 // BERT's head split: Shape(x) → Gather(0), Gather(1) → Unsqueeze → Concat(.., 4, 16) → Reshape(x).
 TEST(ShapeChains, DynamicReshapeTargetBecomesZerosAndConstants) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {-1, -1, 64}, DType::Float, {"batch", "seq"});
     ValueId s = b.node("Shape", {x});
     ValueId axes = b.i64("axes", {0});
@@ -110,7 +110,7 @@ TEST(ShapeChains, DynamicReshapeTargetBecomesZerosAndConstants) {
 }
 
 TEST(ShapeChains, StaticChainFoldsToConstant) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 8});
   ValueId s = b.node("Shape", {x});
   ValueId n = b.node("Gather", {s, b.i64("i", {1}, true)});
@@ -123,7 +123,7 @@ TEST(ShapeChains, StaticChainFoldsToConstant) {
 TEST(FoldConstants, FoldsConstantSubgraphsAndConstantNodes) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {2});
     ValueId c = b.node("Add", {b.f32("a", {2}, {1, 2}), b.f32("b", {2}, {3, 4})});
     ValueId k = b.node("Mul", {c, b.f32("two", {}, {2})});
@@ -138,14 +138,14 @@ TEST(FoldConstants, FoldsConstantSubgraphsAndConstantNodes) {
 
 TEST(FoldConstants, SizeGuardKeepsModelSmall) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {1024, 1024});
   // ConstantOfShape([1024,1024]) of a 16-byte shape would add 4 MiB: over the 1 MiB budget.
   ValueId big = b.node("ConstantOfShape", {b.i64("shape", {1024, 1024})});
   b.output(b.node("Add", {x, big}));
   optimize(*b.m, {"fold_constants"});
   EXPECT_EQ(count_op(b.g(), "ConstantOfShape"), 1u);
-  Builder b2;
+  GraphBuilder b2;
   ValueId x2 = b2.input("x", {1024, 1024});
   ValueId big2 = b2.node("ConstantOfShape", {b2.i64("shape", {1024, 1024})});
   b2.output(b2.node("Add", {x2, big2}));
@@ -154,7 +154,7 @@ TEST(FoldConstants, SizeGuardKeepsModelSmall) {
 }
 
 TEST(FoldConstants, ShapeOfStaticValueFoldsAndOverridableInitializersDoNot) {
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 3});
   ValueId w = b.f32("w", {2}, {1, 2});
   auto ins = b.g().graph_inputs();

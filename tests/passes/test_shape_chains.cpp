@@ -50,20 +50,22 @@ std::string fresh(const std::string& base) {
 }
 
 // Element i of a shape as a 1-D value, the exporters' way: Unsqueeze(Gather(shape, i), [0]).
-ValueId dim_of(Builder& b, ValueId shape, int64_t i) {
+ValueId dim_of(GraphBuilder& b, ValueId shape, int64_t i) {
   ValueId scalar = b.node("Gather", {shape, b.i64(fresh("idx"), {i}, true)});
   return b.node("Unsqueeze", {scalar, b.i64(fresh("axes"), {0})});
 }
-ValueId scalar_dim(Builder& b, ValueId shape, int64_t i) { return b.node("Gather", {shape, b.i64(fresh("idx"), {i}, true)}); }
-ValueId vec(Builder& b, std::vector<int64_t> v) { return b.i64(fresh("c"), std::move(v)); }
-ValueId cat(Builder& b, std::vector<ValueId> parts, const std::string& name = {}) {
+ValueId scalar_dim(GraphBuilder& b, ValueId shape, int64_t i) {
+  return b.node("Gather", {shape, b.i64(fresh("idx"), {i}, true)});
+}
+ValueId vec(GraphBuilder& b, std::vector<int64_t> v) { return b.i64(fresh("c"), std::move(v)); }
+ValueId cat(GraphBuilder& b, std::vector<ValueId> parts, const std::string& name = {}) {
   return b.node("Concat", std::move(parts), {NewAttr::Int("axis", 0)}, name);
 }
-ValueId unsqueeze(Builder& b, ValueId scalar) { return b.node("Unsqueeze", {scalar, b.i64(fresh("axes"), {0})}); }
+ValueId unsqueeze(GraphBuilder& b, ValueId scalar) { return b.node("Unsqueeze", {scalar, b.i64(fresh("axes"), {0})}); }
 
 TEST(ShapeChainsEngine, StaticChainsBecomeInitializers) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {2, 8, 4});
     ValueId s = b.node("Shape", {x});
     ValueId rows = unsqueeze(b, b.node("Mul", {scalar_dim(b, s, 0), scalar_dim(b, s, 1)}));
@@ -94,7 +96,7 @@ TEST(ShapeChainsEngine, StaticChainsBecomeInitializers) {
 // engine resolves to 6 so that batch*4 can take the -1.
 TEST(ShapeChainsEngine, DynamicReshapeTargetsGetZerosAndOneMinusOne) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {-1, -1, 32}, DType::Float, {"batch", "seq"});
     ValueId s = b.node("Shape", {x});
     ValueId heads = b.node("Reshape", {x, cat(b, {dim_of(b, s, 0), dim_of(b, s, 1), vec(b, {4}), vec(b, {8})})}, {}, "split");
@@ -120,7 +122,7 @@ TEST(ShapeChainsEngine, DynamicReshapeTargetsGetZerosAndOneMinusOne) {
 
 TEST(ShapeChainsEngine, ExpandTargetsGetOnesAndSliceEndsTheFullDim) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {-1, 1, -1}, DType::Float, {"batch", "", "seq"});
     ValueId s = b.node("Shape", {x});
     b.output(b.node("Expand", {x, cat(b, {dim_of(b, s, 0), vec(b, {4}), dim_of(b, s, 2)})}, {}, "wide"));
@@ -139,7 +141,7 @@ TEST(ShapeChainsEngine, ExpandTargetsGetOnesAndSliceEndsTheFullDim) {
 // Shape(x) and Shape(Relu(x)) are both [batch, seq, 8]: the second chain reads the first.
 TEST(ShapeChainsEngine, EqualChainsAreMerged) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {-1, -1, 8}, DType::Float, {"batch", "seq"});
     ValueId y = b.node("Relu", {x});
     ValueId sx = b.node("Shape", {x}), sy = b.node("Shape", {y});
@@ -158,7 +160,7 @@ TEST(ShapeChainsEngine, EqualChainsAreMerged) {
 // Expand target with symbolic leading dims.
 TEST(ShapeChainsEngine, LeavesAloneWhatItCannotProve) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {-1, -1, 32}, DType::Float, {"batch", "seq"});
     ValueId z = b.input("z", {-1, -1, 32}, DType::Float, {"seq", "batch"});
     ValueId s = b.node("Shape", {x});
@@ -181,7 +183,7 @@ TEST(ShapeChainsEngine, LeavesAloneWhatItCannotProve) {
 
 TEST(ShapeChainsEngine, ShapeThatIsAGraphOutputKeepsItsName) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     ValueId x = b.input("x", {-1, -1, 32}, DType::Float, {"batch", "seq"});
     ValueId s = b.node("Shape", {x}, {}, "shape_out");
     b.output(s, DType::Int64);
@@ -196,7 +198,7 @@ TEST(ShapeChainsEngine, ShapeThatIsAGraphOutputKeepsItsName) {
   EXPECT_EQ(str(g.value_name(g.graph_outputs()[0])), "shape_out");
 }
 
-// Nodes and int64 initializers inside a body (Builder writes the main graph only).
+// Nodes and int64 initializers inside a body (GraphBuilder writes the main graph only).
 ValueId body_node(Graph& body, const std::string& op, std::vector<ValueId> ins, const std::string& out) {
   ValueId o = body.add_value(intern(out));
   body.add_node(intern(op), Sym{}, intern(out + "_node"), ins, std::vector<ValueId>{o});
@@ -216,7 +218,7 @@ ValueId body_i64(Model& m, Graph& body, const std::string& name, std::vector<int
 // then branch (the one the verifier's cond=true runs) has its own chain, folded inside the body.
 TEST(ShapeChainsEngine, SubgraphCaptureKeepsTheChainAndBodyChainsFold) {
   auto make = [] {
-    Builder b;
+    GraphBuilder b;
     Graph& g = b.g();
     ValueId x = b.input("x", {-1, -1, 32}, DType::Float, {"batch", "seq"});
     ValueId cond = b.input("cond", {}, DType::Bool);

@@ -33,7 +33,7 @@ const passes::PassOf<Match> broken{"broken_relu", passes::AccuracyClass::Lossles
 
 TEST(Verification, FirstBreakingPassIsNamed) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
-  Builder b;
+  GraphBuilder b;
   ValueId x = b.input("x", {2, 3});
   b.output(b.node("Relu", {b.node("Identity", {x})}));
   auto dir = temp_dir("passes_verify");
@@ -57,7 +57,7 @@ TEST(Verification, FirstBreakingPassIsNamed) {
 // in one layout, so removing the dead reader stays bit-identical (fuzz seed 703).
 TEST(Verification, LosslessPassesStayExactWhenTheyChangeTheRuntimeLayout) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
-  Builder b;
+  GraphBuilder b;
   auto weights = [&](const std::string& name, std::vector<int64_t> dims) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;

@@ -6,8 +6,9 @@
 
 #include "io/model_io.h"
 #include "runtime/runtime.h"
+#include "tests/common/graph_builder.h"
 #include "tests/common/models.h"
-#include "tests/runtime/graph_builder.h"
+#include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
 namespace fs = std::filesystem;

@@ -6,10 +6,11 @@
 #include <random>
 
 #include "runtime/runtime.h"
-#include "tests/runtime/graph_builder.h"
+#include "tests/common/graph_builder.h"
+#include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::TinyModel;
+using onnxforge::test::GraphBuilder;
 using onnxforge::test::make;
 using onnxforge::test::values;
 
@@ -85,18 +86,18 @@ TEST(FastPaths, Pool2dSeparableMatchesReference) {
   uint32_t seed = 1;
   for (const PoolCase& pc : cases)
     for (bool is_max : {true, false}) {
-      TinyModel m(17);
+      GraphBuilder m(17);
       const int64_t planes = 3;
-      ValueId x = m.input("x", DType::Float, {1, planes, pc.h, pc.w});
+      ValueId x = m.input("x", {1, planes, pc.h, pc.w});
       std::vector<NewAttr> attrs{NewAttr::Ints("kernel_shape", {pc.kh, pc.kw}),
                                  NewAttr::Ints("strides", {pc.sh, pc.sw}),
                                  NewAttr::Ints("pads", {pc.pt, pc.pl, pc.pb, pc.pr}),
                                  NewAttr::Int("ceil_mode", pc.ceil ? 1 : 0)};
       if (!is_max) attrs.push_back(NewAttr::Int("count_include_pad", pc.include_pad ? 1 : 0));
-      m.outputs({m.op(is_max ? "MaxPool" : "AveragePool", {x}, attrs)});
+      m.outputs({m.node(is_max ? "MaxPool" : "AveragePool", {x}, attrs)});
       auto in = random_floats(static_cast<size_t>(planes * pc.h * pc.w), seed++);
       in[5] = NAN;  // NaN propagates through max
-      rt::Session s(m.model);
+      rt::Session s(m.model());
       auto out = s.run({make<float>(DType::Float, {1, planes, pc.h, pc.w}, in)});
       const int64_t oh_n = out[0].shape[2], ow_n = out[0].shape[3];
       auto ref = pool_ref(is_max, in, planes, pc, oh_n, ow_n);
@@ -123,26 +124,26 @@ struct ConvCase {
 // Conv -> Add(residual) [-> Relu]: fused (default options) vs unfused (fuse_activations off),
 // first (heap) and second (arena, in place) runs.
 void check_residual(const ConvCase& cc, uint32_t seed) {
-  TinyModel m(17);
-  ValueId x = m.input("x", DType::Float, {1, cc.c, cc.h, cc.w});
+  GraphBuilder m(17);
+  ValueId x = m.input("x", {1, cc.c, cc.h, cc.w});
   const int64_t oh = (cc.h + 2 * cc.pad - cc.dil * (cc.k - 1) - 1) / cc.stride + 1;
   const int64_t ow = (cc.w + 2 * cc.pad - cc.dil * (cc.k - 1) - 1) / cc.stride + 1;
   std::vector<int64_t> rshape = cc.broadcast_residual ? std::vector<int64_t>{1, cc.m, 1, 1}
                                                       : std::vector<int64_t>{1, cc.m, oh, ow};
-  ValueId r = m.input("r", DType::Float, rshape);
-  ValueId rr = m.op("Neg", {m.op("Neg", {r})});  // the residual is an intermediate (arena slot)
+  ValueId r = m.input("r", rshape);
+  ValueId rr = m.node("Neg", {m.node("Neg", {r})});  // the residual is an intermediate (arena slot)
   std::vector<int64_t> wshape{cc.m, cc.c / cc.group, cc.k, cc.k};
-  ValueId w = m.constant<float>("w", DType::Float, wshape, random_floats(static_cast<size_t>(prod(wshape)), seed));
+  ValueId w = m.f32("w", wshape, random_floats(static_cast<size_t>(prod(wshape)), seed));
   std::vector<ValueId> ins{x, w};
-  if (cc.bias) ins.push_back(m.constant<float>("b", DType::Float, {cc.m}, random_floats(static_cast<size_t>(cc.m), seed + 1)));
-  ValueId y = m.op("Conv", ins,
-                   {NewAttr::Ints("kernel_shape", {cc.k, cc.k}), NewAttr::Ints("strides", {cc.stride, cc.stride}),
-                    NewAttr::Ints("pads", {cc.pad, cc.pad, cc.pad, cc.pad}),
-                    NewAttr::Ints("dilations", {cc.dil, cc.dil}), NewAttr::Int("group", cc.group)});
-  ValueId s = cc.residual_first ? m.op("Add", {rr, y}) : m.op("Add", {y, rr});
-  if (cc.relu) s = m.op("Relu", {s});
-  m.outputs({m.op("Neg", {s})});
-  rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+  if (cc.bias) ins.push_back(m.f32("b", {cc.m}, random_floats(static_cast<size_t>(cc.m), seed + 1)));
+  ValueId y = m.node("Conv", ins,
+                     {NewAttr::Ints("kernel_shape", {cc.k, cc.k}), NewAttr::Ints("strides", {cc.stride, cc.stride}),
+                      NewAttr::Ints("pads", {cc.pad, cc.pad, cc.pad, cc.pad}),
+                      NewAttr::Ints("dilations", {cc.dil, cc.dil}), NewAttr::Int("group", cc.group)});
+  ValueId s = cc.residual_first ? m.node("Add", {rr, y}) : m.node("Add", {y, rr});
+  if (cc.relu) s = m.node("Relu", {s});
+  m.outputs({m.node("Neg", {s})});
+  rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
   EXPECT_GE(fused.fused_count(), 1u);
   auto xin = make<float>(DType::Float, {1, cc.c, cc.h, cc.w}, random_floats(static_cast<size_t>(cc.c * cc.h * cc.w), seed + 2));
   auto rin = make<float>(DType::Float, rshape, random_floats(static_cast<size_t>(prod(rshape)), seed + 3));
@@ -180,22 +181,23 @@ TEST(FastPaths, ConvResidualFromALaterConvAndAViewOfTheInput) {
   // Add(conv_a(x), conv_b(x)): conv_b's output is computed after conv_a in the order, so the Add
   // fuses into conv_b; and Add(Conv(x), Reshape(x)) where the residual views x (in place on x's
   // slot would overwrite what the conv reads).
-  TinyModel m(17);
-  ValueId x0 = m.input("x", DType::Float, {1, 8, 6, 6});
-  ValueId x = m.op("Neg", {x0});
+  GraphBuilder m(17);
+  ValueId x0 = m.input("x", {1, 8, 6, 6});
+  ValueId x = m.node("Neg", {x0});
   auto conv = [&](const std::string& name, ValueId in, int64_t k, int64_t pad, uint32_t seed) {
-    ValueId w = m.constant<float>(name, DType::Float, {8, 8, k, k}, random_floats(static_cast<size_t>(64 * k * k), seed));
-    return m.op("Conv", {in, w}, {NewAttr::Ints("kernel_shape", {k, k}), NewAttr::Ints("pads", {pad, pad, pad, pad})});
+    ValueId w = m.f32(name, {8, 8, k, k}, random_floats(static_cast<size_t>(64 * k * k), seed));
+    return m.node("Conv", {in, w},
+                  {NewAttr::Ints("kernel_shape", {k, k}), NewAttr::Ints("pads", {pad, pad, pad, pad})});
   };
   ValueId a = conv("wa", x, 3, 1, 1);
   ValueId b = conv("wb", x, 1, 0, 2);
-  ValueId s1 = m.op("Relu", {m.op("Add", {a, b})});
-  ValueId shape = m.constant<int64_t>("shape", DType::Int64, {4}, {1, 8, 6, 6});
-  ValueId xv = m.op("Reshape", {s1, shape});
+  ValueId s1 = m.node("Relu", {m.node("Add", {a, b})});
+  ValueId shape = m.i64("shape", {1, 8, 6, 6});
+  ValueId xv = m.node("Reshape", {s1, shape});
   ValueId c = conv("wc", s1, 1, 0, 3);
-  ValueId s2 = m.op("Add", {c, xv});
+  ValueId s2 = m.node("Add", {c, xv});
   m.outputs({s2});
-  rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+  rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
   EXPECT_GE(fused.fused_count(), 3u);
   auto xin = make<float>(DType::Float, {1, 8, 6, 6}, random_floats(8 * 36, 5));
   auto ref = values<float>(plain.run({xin})[0]);
@@ -209,23 +211,23 @@ TEST(FastPaths, ConvResidualFromALaterConvAndAViewOfTheInput) {
 namespace {
 
 // A float scalar from a Constant node (as PyTorch exports them) or an initializer.
-ValueId scalar(TinyModel& m, const std::string& name, float v, bool as_node) {
-  if (!as_node) return m.constant<float>(name, DType::Float, {}, {v});
+ValueId scalar(GraphBuilder& m, const std::string& name, float v, bool as_node) {
+  if (!as_node) return m.f32(name, {}, {v});
   std::vector<float> data{v};
-  TensorId t = m.model.tensors.add_owned(intern(name), DType::Float, std::vector<int64_t>{},
-                                         std::as_bytes(std::span<const float>(data)));
-  return m.op("Constant", {}, {NewAttr::Tensor("value", t)});
+  TensorId t = m.model().tensors.add_owned(intern(name), DType::Float, std::vector<int64_t>{},
+                                           std::as_bytes(std::span<const float>(data)));
+  return m.node("Constant", {}, {NewAttr::Tensor("value", t)});
 }
 
 // x * (1 + erf(x / sqrt 2)) * 0.5 as exported, with the operands of Add/Mul in either order.
-ValueId gelu_chain(TinyModel& m, ValueId x, bool as_nodes, bool swap) {
-  ValueId d = m.op("Div", {x, scalar(m, "sqrt2_" + std::to_string(x.index()), 1.4142135f, as_nodes)});
-  ValueId e = m.op("Erf", {d});
+ValueId gelu_chain(GraphBuilder& m, ValueId x, bool as_nodes, bool swap) {
+  ValueId d = m.node("Div", {x, scalar(m, "sqrt2_" + std::to_string(x.index()), 1.4142135f, as_nodes)});
+  ValueId e = m.node("Erf", {d});
   ValueId one = scalar(m, "one_" + std::to_string(x.index()), 1.f, as_nodes);
-  ValueId a = swap ? m.op("Add", {one, e}) : m.op("Add", {e, one});
-  ValueId mm = swap ? m.op("Mul", {a, x}) : m.op("Mul", {x, a});
+  ValueId a = swap ? m.node("Add", {one, e}) : m.node("Add", {e, one});
+  ValueId mm = swap ? m.node("Mul", {a, x}) : m.node("Mul", {x, a});
   ValueId half = scalar(m, "half_" + std::to_string(x.index()), 0.5f, as_nodes);
-  return swap ? m.op("Mul", {half, mm}) : m.op("Mul", {mm, half});
+  return swap ? m.node("Mul", {half, mm}) : m.node("Mul", {mm, half});
 }
 
 void expect_same(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
@@ -238,26 +240,26 @@ void expect_same(const std::vector<float>& got, const std::vector<float>& ref, c
 TEST(FastPaths, MatMulBiasResidualAndGeluEpilogues) {
   for (bool as_nodes : {false, true})
     for (bool swap : {false, true}) {
-      TinyModel m(13);
+      GraphBuilder m(13);
       const int64_t T = 37, D = 24, F = 53;
-      ValueId x = m.input("x", DType::Float, {1, T, D});
-      ValueId w1 = m.constant<float>("w1", DType::Float, {D, F}, random_floats(D * F, 1));
-      ValueId b1 = m.constant<float>("b1", DType::Float, {F}, random_floats(F, 2));
-      ValueId w2 = m.constant<float>("w2", DType::Float, {F, D}, random_floats(F * D, 3));
-      ValueId b2 = m.constant<float>("b2", DType::Float, {D}, random_floats(D, 4));
-      ValueId xr = m.op("Neg", {x});  // before the MatMul it is added to (the plan only fuses then)
-      ValueId h = m.op("MatMul", {x, w1});
-      h = swap ? m.op("Add", {b1, h}) : m.op("Add", {h, b1});  // bias -> per-column epilogue
+      ValueId x = m.input("x", {1, T, D});
+      ValueId w1 = m.f32("w1", {D, F}, random_floats(D * F, 1));
+      ValueId b1 = m.f32("b1", {F}, random_floats(F, 2));
+      ValueId w2 = m.f32("w2", {F, D}, random_floats(F * D, 3));
+      ValueId b2 = m.f32("b2", {D}, random_floats(D, 4));
+      ValueId xr = m.node("Neg", {x});  // before the MatMul it is added to (the plan only fuses then)
+      ValueId h = m.node("MatMul", {x, w1});
+      h = swap ? m.node("Add", {b1, h}) : m.node("Add", {h, b1});  // bias -> per-column epilogue
       h = gelu_chain(m, h, as_nodes, swap);                      // GELU -> activation epilogue
-      ValueId y = m.op("MatMul", {h, w2});
-      y = m.op("Add", {y, xr});                                   // same-shape residual, beta = 1
-      y = m.op("Relu", {y});
-      ValueId z = m.op("MatMul", {y, m.constant<float>("w3", DType::Float, {D, 1}, random_floats(D, 5))});
-      z = m.op("Add", {z, b2});                                   // [.., 1] + [D]: broadcasts wider
-      ValueId v = m.op("MatMul", {x, m.op("Neg", {w1})});         // B not constant: no packed weights
-      v = m.op("Add", {v, m.op("Sigmoid", {v})});
-      m.outputs({m.op("Neg", {z}), m.op("Neg", {v})});
-      rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+      ValueId y = m.node("MatMul", {h, w2});
+      y = m.node("Add", {y, xr});                              // same-shape residual, beta = 1
+      y = m.node("Relu", {y});
+      ValueId z = m.node("MatMul", {y, m.f32("w3", {D, 1}, random_floats(D, 5))});
+      z = m.node("Add", {z, b2});                              // [.., 1] + [D]: broadcasts wider
+      ValueId v = m.node("MatMul", {x, m.node("Neg", {w1})});  // B not constant: no packed weights
+      v = m.node("Add", {v, m.node("Sigmoid", {v})});
+      m.outputs({m.node("Neg", {z}), m.node("Neg", {v})});
+      rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
       EXPECT_GE(fused.fused_count(), 5u);
       auto xin = make<float>(DType::Float, {1, T, D}, random_floats(T * D, 6));
       auto ref = plain.run({xin});
@@ -273,17 +275,17 @@ TEST(FastPaths, MatMulBiasResidualAndGeluEpilogues) {
 }
 
 TEST(FastPaths, ConvGeluAndIntegerMatMulAdd) {
-  TinyModel m(13);
-  ValueId x = m.input("x", DType::Float, {1, 6, 20});
-  ValueId w = m.constant<float>("w", DType::Float, {8, 6, 3}, random_floats(8 * 6 * 3, 7));
-  ValueId b = m.constant<float>("b", DType::Float, {8}, random_floats(8, 8));
-  ValueId c = m.op("Conv", {x, w, b}, {NewAttr::Ints("kernel_shape", {3}), NewAttr::Ints("pads", {1, 1})});
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {1, 6, 20});
+  ValueId w = m.f32("w", {8, 6, 3}, random_floats(8 * 6 * 3, 7));
+  ValueId b = m.f32("b", {8}, random_floats(8, 8));
+  ValueId c = m.node("Conv", {x, w, b}, {NewAttr::Ints("kernel_shape", {3}), NewAttr::Ints("pads", {1, 1})});
   ValueId g = gelu_chain(m, c, true, false);
-  ValueId i = m.input("i", DType::Int64, {3, 4});
-  ValueId k = m.constant<int64_t>("k", DType::Int64, {4, 2}, {1, -2, 3, 4, -5, 6, 7, 8});
-  ValueId s = m.op("Add", {m.op("MatMul", {i, k}), m.constant<int64_t>("kb", DType::Int64, {2}, {10, -20})});
-  m.outputs({m.op("Neg", {g}), s});
-  rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+  ValueId i = m.input("i", {3, 4}, DType::Int64);
+  ValueId k = m.init<int64_t>("k", {4, 2}, {1, -2, 3, 4, -5, 6, 7, 8}, DType::Int64);
+  ValueId s = m.node("Add", {m.node("MatMul", {i, k}), m.i64("kb", {10, -20})});
+  m.outputs({m.node("Neg", {g}), s});
+  rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
   auto xin = make<float>(DType::Float, {1, 6, 20}, random_floats(120, 9));
   auto iin = make<int64_t>(DType::Int64, {3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, -1, -2, -3, -4});
   auto ref = plain.run({xin, iin});
@@ -307,16 +309,16 @@ TEST(FastPaths, MatMulSoftmaxMatMulIsOneStepAndMatchesUnfused) {
   };
   uint32_t seed = 40;
   for (const Case& cs : cases) {
-    TinyModel m(cs.opset);
-    ValueId q = m.input("q", DType::Float, cs.q);
-    ValueId k = m.input("k", DType::Float, cs.k);
-    ValueId v = m.input("v", DType::Float, cs.v);
-    ValueId s = m.op("MatMul", {m.op("Neg", {q}), k});
+    GraphBuilder m(cs.opset);
+    ValueId q = m.input("q", cs.q);
+    ValueId k = m.input("k", cs.k);
+    ValueId v = m.input("v", cs.v);
+    ValueId s = m.node("MatMul", {m.node("Neg", {q}), k});
     std::vector<NewAttr> attrs;
     if (cs.axis_attr) attrs.push_back(NewAttr::Int("axis", -1));
-    ValueId p = m.op("Softmax", {s}, attrs);
-    m.outputs({m.op("Neg", {m.op("MatMul", {p, v})})});
-    rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+    ValueId p = m.node("Softmax", {s}, attrs);
+    m.outputs({m.node("Neg", {m.node("MatMul", {p, v})})});
+    rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
     EXPECT_GE(fused.fused_count(), 2u);
     EXPECT_EQ(fused.step_count() + 2, plain.step_count());
     std::vector<rt::Tensor> ins;
@@ -329,22 +331,23 @@ TEST(FastPaths, MatMulSoftmaxMatMulIsOneStepAndMatchesUnfused) {
 
 TEST(FastPaths, DecomposedLayerNormIsOneStep) {
   for (bool as_nodes : {false, true}) {
-    TinyModel m(13);
+    GraphBuilder m(13);
     const int64_t T = 7, D = 45;
-    ValueId x0 = m.input("x", DType::Float, {2, T, D});
-    ValueId x = m.op("Neg", {x0});
-    ValueId mean = m.op("ReduceMean", {x}, {NewAttr::Ints("axes", {-1})});
-    ValueId d = m.op("Sub", {x, mean});
-    ValueId var = m.op("ReduceMean", {m.op("Pow", {d, scalar(m, "two", 2.f, as_nodes)})}, {NewAttr::Ints("axes", {-1})});
-    ValueId sd = m.op("Sqrt", {m.op("Add", {var, scalar(m, "eps", 1e-5f, as_nodes)})});
-    ValueId n = m.op("Div", {d, sd});
-    ValueId g = m.constant<float>("gamma", DType::Float, {D}, random_floats(D, 11));
-    ValueId b = m.constant<float>("beta", DType::Float, {D}, random_floats(D, 12));
-    ValueId y = m.op("Add", {b, m.op("Mul", {g, n})});
+    ValueId x0 = m.input("x", {2, T, D});
+    ValueId x = m.node("Neg", {x0});
+    ValueId mean = m.node("ReduceMean", {x}, {NewAttr::Ints("axes", {-1})});
+    ValueId d = m.node("Sub", {x, mean});
+    ValueId var =
+        m.node("ReduceMean", {m.node("Pow", {d, scalar(m, "two", 2.f, as_nodes)})}, {NewAttr::Ints("axes", {-1})});
+    ValueId sd = m.node("Sqrt", {m.node("Add", {var, scalar(m, "eps", 1e-5f, as_nodes)})});
+    ValueId n = m.node("Div", {d, sd});
+    ValueId g = m.f32("gamma", {D}, random_floats(D, 11));
+    ValueId b = m.f32("beta", {D}, random_floats(D, 12));
+    ValueId y = m.node("Add", {b, m.node("Mul", {g, n})});
     // Not a LayerNorm over the last axis: left alone.
-    ValueId z = m.op("ReduceMean", {x}, {NewAttr::Ints("axes", {1})});
-    m.outputs({m.op("Add", {y, x}), z, y});  // the LayerNorm's output is also a graph output
-    rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+    ValueId z = m.node("ReduceMean", {x}, {NewAttr::Ints("axes", {1})});
+    m.outputs({m.node("Add", {y, x}), z, y});  // the LayerNorm's output is also a graph output
+    rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
     EXPECT_EQ(fused.step_count() + 8, plain.step_count());
     auto xin = make<float>(DType::Float, {2, T, D}, random_floats(2 * T * D, 13));
     auto ref = plain.run({xin});

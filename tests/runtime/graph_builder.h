@@ -1,4 +1,6 @@
 #pragma once
+// Kept for tests/runtime/transformer_ops_test.cpp only (written against it in parallel with the
+// move to tests/common/graph_builder.h); port that test and delete this file.
 // Builds small models in memory for runtime tests.
 #include <gtest/gtest.h>
 

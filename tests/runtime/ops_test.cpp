@@ -4,18 +4,19 @@
 #include <cmath>
 
 #include "runtime/runtime.h"
-#include "tests/runtime/graph_builder.h"
+#include "tests/common/graph_builder.h"
+#include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::TinyModel;
+using onnxforge::test::GraphBuilder;
 using onnxforge::test::make;
 using onnxforge::test::values;
 
 namespace {
 
 template <class T = float>
-std::vector<T> run1(TinyModel& m, std::vector<rt::Tensor> ins, rt::Shape* shape = nullptr) {
-  rt::Session s(m.model);
+std::vector<T> run1(GraphBuilder& m, std::vector<rt::Tensor> ins, rt::Shape* shape = nullptr) {
+  rt::Session s(m.model());
   auto o = s.run(ins);
   if (shape) *shape = o[0].shape;
   return values<T>(o[0]);
@@ -24,10 +25,10 @@ std::vector<T> run1(TinyModel& m, std::vector<rt::Tensor> ins, rt::Shape* shape 
 }  // namespace
 
 TEST(Ops, BroadcastingBinaryInEveryPosition) {
-  TinyModel m;
-  ValueId a = m.input("a", DType::Float, {2, 1, 3});
-  ValueId b = m.input("b", DType::Float, {4, 1});
-  m.outputs({m.op("Sub", {a, b})});
+  GraphBuilder m;
+  ValueId a = m.input("a", {2, 1, 3});
+  ValueId b = m.input("b", {4, 1});
+  m.outputs({m.node("Sub", {a, b})});
   rt::Shape s;
   auto y = run1(m, {make<float>(DType::Float, {2, 1, 3}, {1, 2, 3, 4, 5, 6}), make<float>(DType::Float, {4, 1}, {0, 1, 2, 3})}, &s);
   EXPECT_EQ(s, (rt::Shape{2, 4, 3}));
@@ -37,13 +38,13 @@ TEST(Ops, BroadcastingBinaryInEveryPosition) {
 }
 
 TEST(Ops, IntegerDivTruncatesAndPowMixedTypes) {
-  TinyModel m;
-  ValueId a = m.input("a", DType::Int64, {4});
-  ValueId b = m.input("b", DType::Int64, {4});
-  ValueId x = m.input("x", DType::Float, {2});
-  ValueId e = m.input("e", DType::Int64, {2});
-  m.outputs({m.op("Div", {a, b}), m.op("Pow", {x, e})});
-  rt::Session s(m.model);
+  GraphBuilder m;
+  ValueId a = m.input("a", {4}, DType::Int64);
+  ValueId b = m.input("b", {4}, DType::Int64);
+  ValueId x = m.input("x", {2});
+  ValueId e = m.input("e", {2}, DType::Int64);
+  m.outputs({m.node("Div", {a, b}), m.node("Pow", {x, e})});
+  rt::Session s(m.model());
   auto o = s.run({make<int64_t>(DType::Int64, {4}, {7, -7, 7, -7}), make<int64_t>(DType::Int64, {4}, {2, 2, -2, -2}),
                   make<float>(DType::Float, {2}, {3, 2}), make<int64_t>(DType::Int64, {2}, {2, 3})});
   EXPECT_EQ(values<int64_t>(o[0]), (std::vector<int64_t>{3, -3, -3, 3}));
@@ -52,19 +53,21 @@ TEST(Ops, IntegerDivTruncatesAndPowMixedTypes) {
 
 TEST(Ops, SliceAttributeFormAndInputFormWithNegativeSteps) {
   {
-    TinyModel m(9);
-    ValueId x = m.input("x", DType::Float, {2, 4});
-    m.outputs({m.op("Slice", {x}, {NewAttr::Ints("starts", {0, 1}), NewAttr::Ints("ends", {1, 1000}), NewAttr::Ints("axes", {0, 1})})});
+    GraphBuilder m(9);
+    ValueId x = m.input("x", {2, 4});
+    m.outputs(
+        {m.node("Slice", {x},
+                {NewAttr::Ints("starts", {0, 1}), NewAttr::Ints("ends", {1, 1000}), NewAttr::Ints("axes", {0, 1})})});
     EXPECT_EQ(run1(m, {make<float>(DType::Float, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}), (std::vector<float>{2, 3, 4}));
   }
   {
-    TinyModel m(13);
-    ValueId x = m.input("x", DType::Float, {2, 4});
-    ValueId st = m.constant<int64_t>("st", DType::Int64, {1}, {-1});
-    ValueId en = m.constant<int64_t>("en", DType::Int64, {1}, {INT64_MIN});
-    ValueId ax = m.constant<int64_t>("ax", DType::Int64, {1}, {1});
-    ValueId sp = m.constant<int64_t>("sp", DType::Int64, {1}, {-2});
-    m.outputs({m.op("Slice", {x, st, en, ax, sp})});
+    GraphBuilder m(13);
+    ValueId x = m.input("x", {2, 4});
+    ValueId st = m.i64("st", {-1});
+    ValueId en = m.i64("en", {INT64_MIN});
+    ValueId ax = m.i64("ax", {1});
+    ValueId sp = m.i64("sp", {-2});
+    m.outputs({m.node("Slice", {x, st, en, ax, sp})});
     rt::Shape s;
     EXPECT_EQ(run1(m, {make<float>(DType::Float, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}, &s), (std::vector<float>{4, 2, 8, 6}));
     EXPECT_EQ(s, (rt::Shape{2, 2}));
@@ -72,113 +75,114 @@ TEST(Ops, SliceAttributeFormAndInputFormWithNegativeSteps) {
 }
 
 TEST(Ops, SqueezeUnsqueezeAxesAttributeBefore13InputAfter) {
-  TinyModel m11(11);
-  ValueId x = m11.input("x", DType::Float, {1, 3});
-  m11.outputs({m11.op("Unsqueeze", {m11.op("Squeeze", {x}, {NewAttr::Ints("axes", {0})})}, {NewAttr::Ints("axes", {-1})})});
+  GraphBuilder m11(11);
+  ValueId x = m11.input("x", {1, 3});
+  m11.outputs(
+      {m11.node("Unsqueeze", {m11.node("Squeeze", {x}, {NewAttr::Ints("axes", {0})})}, {NewAttr::Ints("axes", {-1})})});
   rt::Shape s;
   run1(m11, {make<float>(DType::Float, {1, 3}, {1, 2, 3})}, &s);
   EXPECT_EQ(s, (rt::Shape{3, 1}));
-  TinyModel m13(13);
-  ValueId y = m13.input("y", DType::Float, {1, 3});
-  ValueId a0 = m13.constant<int64_t>("a0", DType::Int64, {1}, {0});
-  ValueId a1 = m13.constant<int64_t>("a1", DType::Int64, {2}, {0, -1});
-  m13.outputs({m13.op("Unsqueeze", {m13.op("Squeeze", {y, a0}), a1})});
+  GraphBuilder m13(13);
+  ValueId y = m13.input("y", {1, 3});
+  ValueId a0 = m13.i64("a0", {0});
+  ValueId a1 = m13.i64("a1", {0, -1});
+  m13.outputs({m13.node("Unsqueeze", {m13.node("Squeeze", {y, a0}), a1})});
   run1(m13, {make<float>(DType::Float, {1, 3}, {1, 2, 3})}, &s);
   EXPECT_EQ(s, (rt::Shape{1, 3, 1}));
 }
 
 TEST(Ops, ClipAttributesBefore11InputsAfter) {
-  TinyModel m6(6);
-  ValueId x = m6.input("x", DType::Float, {3});
-  m6.outputs({m6.op("Clip", {x}, {NewAttr::Float("min", -1), NewAttr::Float("max", 1)})});
+  GraphBuilder m6(6);
+  ValueId x = m6.input("x", {3});
+  m6.outputs({m6.node("Clip", {x}, {NewAttr::Float("min", -1), NewAttr::Float("max", 1)})});
   EXPECT_EQ(run1(m6, {make<float>(DType::Float, {3}, {-5, 0.5f, 5})}), (std::vector<float>{-1, 0.5f, 1}));
-  TinyModel m13(13);
-  ValueId y = m13.input("y", DType::Int32, {3});
-  ValueId lo = m13.constant<int32_t>("lo", DType::Int32, {}, {0});
-  m13.outputs({m13.op("Clip", {y, lo})});
+  GraphBuilder m13(13);
+  ValueId y = m13.input("y", {3}, DType::Int32);
+  ValueId lo = m13.init<int32_t>("lo", {}, {0}, DType::Int32);
+  m13.outputs({m13.node("Clip", {y, lo})});
   EXPECT_EQ(run1<int32_t>(m13, {make<int32_t>(DType::Int32, {3}, {-5, 2, 500})}), (std::vector<int32_t>{0, 2, 500}));
 }
 
 TEST(Ops, SplitSizesAttributeInputAndEqual) {
-  TinyModel m11(11);
-  ValueId x = m11.input("x", DType::Float, {5});
-  auto outs = m11.node("Split", {x}, {NewAttr::Ints("split", {2, 3})}, 2);
+  GraphBuilder m11(11);
+  ValueId x = m11.input("x", {5});
+  auto outs = m11.node_n("Split", {x}, {NewAttr::Ints("split", {2, 3})}, 2);
   m11.outputs(outs);
-  rt::Session s11(m11.model);
+  rt::Session s11(m11.model());
   auto o = s11.run({make<float>(DType::Float, {5}, {1, 2, 3, 4, 5})});
   EXPECT_EQ(values<float>(o[1]), (std::vector<float>{3, 4, 5}));
-  TinyModel m13(13);
-  ValueId y = m13.input("y", DType::Float, {6});
-  auto outs13 = m13.node("Split", {y}, {}, 3);
+  GraphBuilder m13(13);
+  ValueId y = m13.input("y", {6});
+  auto outs13 = m13.node_n("Split", {y}, {}, 3);
   m13.outputs(outs13);
-  rt::Session s13(m13.model);
+  rt::Session s13(m13.model());
   auto o13 = s13.run({make<float>(DType::Float, {6}, {1, 2, 3, 4, 5, 6})});
   EXPECT_EQ(values<float>(o13[2]), (std::vector<float>{5, 6}));
 }
 
 TEST(Ops, ReduceSumAxesAttributeBefore13InputAfterAndNoop) {
-  TinyModel m11(11);
-  ValueId x = m11.input("x", DType::Float, {2, 3});
-  m11.outputs({m11.op("ReduceSum", {x}, {NewAttr::Ints("axes", {1}), NewAttr::Int("keepdims", 0)})});
+  GraphBuilder m11(11);
+  ValueId x = m11.input("x", {2, 3});
+  m11.outputs({m11.node("ReduceSum", {x}, {NewAttr::Ints("axes", {1}), NewAttr::Int("keepdims", 0)})});
   EXPECT_EQ(run1(m11, {make<float>(DType::Float, {2, 3}, {1, 2, 3, 4, 5, 6})}), (std::vector<float>{6, 15}));
-  TinyModel m13(13);
-  ValueId y = m13.input("y", DType::Float, {2, 3});
-  ValueId ax = m13.constant<int64_t>("ax", DType::Int64, {1}, {0});
-  m13.outputs({m13.op("ReduceSum", {y, ax})});
+  GraphBuilder m13(13);
+  ValueId y = m13.input("y", {2, 3});
+  ValueId ax = m13.i64("ax", {0});
+  m13.outputs({m13.node("ReduceSum", {y, ax})});
   rt::Shape s;
   EXPECT_EQ(run1(m13, {make<float>(DType::Float, {2, 3}, {1, 2, 3, 4, 5, 6})}, &s), (std::vector<float>{5, 7, 9}));
   EXPECT_EQ(s, (rt::Shape{1, 3}));
-  TinyModel mn(13);
-  ValueId z = mn.input("z", DType::Float, {2});
-  mn.outputs({mn.op("ReduceSum", {z}, {NewAttr::Int("noop_with_empty_axes", 1)})});
+  GraphBuilder mn(13);
+  ValueId z = mn.input("z", {2});
+  mn.outputs({mn.node("ReduceSum", {z}, {NewAttr::Int("noop_with_empty_axes", 1)})});
   EXPECT_EQ(run1(mn, {make<float>(DType::Float, {2}, {1, 2})}), (std::vector<float>{1, 2}));
 }
 
 TEST(Ops, SoftmaxCoercesTo2DBefore13) {
   std::vector<float> in{1, 2, 3, 4};
-  TinyModel m11(11);
-  ValueId x = m11.input("x", DType::Float, {1, 2, 2});
-  m11.outputs({m11.op("Softmax", {x})});  // axis 1: over all 4 values
+  GraphBuilder m11(11);
+  ValueId x = m11.input("x", {1, 2, 2});
+  m11.outputs({m11.node("Softmax", {x})});  // axis 1: over all 4 values
   auto a = run1(m11, {make<float>(DType::Float, {1, 2, 2}, in)});
   double z = std::exp(1) + std::exp(2) + std::exp(3) + std::exp(4);
   EXPECT_NEAR(a[0], std::exp(1) / z, 1e-6);
-  TinyModel m13(13);
-  ValueId y = m13.input("y", DType::Float, {1, 2, 2});
-  m13.outputs({m13.op("Softmax", {y}, {NewAttr::Int("axis", 1)})});  // over the middle axis only
+  GraphBuilder m13(13);
+  ValueId y = m13.input("y", {1, 2, 2});
+  m13.outputs({m13.node("Softmax", {y}, {NewAttr::Int("axis", 1)})});  // over the middle axis only
   auto b = run1(m13, {make<float>(DType::Float, {1, 2, 2}, in)});
   EXPECT_NEAR(b[0], std::exp(1) / (std::exp(1) + std::exp(3)), 1e-6);
 }
 
 TEST(Ops, PadAttributeBefore11InputsAfterModes) {
-  TinyModel m2(2);
-  ValueId x = m2.input("x", DType::Float, {3});
-  m2.outputs({m2.op("Pad", {x}, {NewAttr::Ints("pads", {1, 2}), NewAttr::Float("value", 9)})});
+  GraphBuilder m2(2);
+  ValueId x = m2.input("x", {3});
+  m2.outputs({m2.node("Pad", {x}, {NewAttr::Ints("pads", {1, 2}), NewAttr::Float("value", 9)})});
   EXPECT_EQ(run1(m2, {make<float>(DType::Float, {3}, {1, 2, 3})}), (std::vector<float>{9, 1, 2, 3, 9, 9}));
-  TinyModel m13(13);
-  ValueId y = m13.input("y", DType::Float, {3});
-  ValueId p = m13.constant<int64_t>("p", DType::Int64, {2}, {2, 2});
-  m13.outputs({m13.op("Pad", {y, p}, {NewAttr::String("mode", "reflect")})});
+  GraphBuilder m13(13);
+  ValueId y = m13.input("y", {3});
+  ValueId p = m13.i64("p", {2, 2});
+  m13.outputs({m13.node("Pad", {y, p}, {NewAttr::String("mode", "reflect")})});
   EXPECT_EQ(run1(m13, {make<float>(DType::Float, {3}, {1, 2, 3})}), (std::vector<float>{3, 2, 1, 2, 3, 2, 1}));
 }
 
 TEST(Ops, DropoutRatioInputAndMaskAtInference) {
-  TinyModel m(13);
-  ValueId x = m.input("x", DType::Float, {3});
-  ValueId r = m.constant<float>("r", DType::Float, {}, {0.5f});
-  auto outs = m.node("Dropout", {x, r}, {}, 2);
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {3});
+  ValueId r = m.f32("r", {}, {0.5f});
+  auto outs = m.node_n("Dropout", {x, r}, {}, 2);
   m.outputs(outs);
-  rt::Session s(m.model);
+  rt::Session s(m.model());
   auto o = s.run({make<float>(DType::Float, {3}, {1, 2, 3})});
   EXPECT_EQ(values<float>(o[0]), (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(values<uint8_t>(o[1]), (std::vector<uint8_t>{1, 1, 1}));
 }
 
 TEST(Ops, ResizeScalesAndSizes) {
-  TinyModel m(13);
-  ValueId x = m.input("x", DType::Float, {1, 1, 2, 2});
-  ValueId roi = m.constant<float>("roi", DType::Float, {0}, {});
-  ValueId sc = m.constant<float>("sc", DType::Float, {4}, {1, 1, 2, 2});
-  m.outputs({m.op("Resize", {x, roi, sc}, {NewAttr::String("mode", "nearest")})});
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {1, 1, 2, 2});
+  ValueId roi = m.f32("roi", {0}, {});
+  ValueId sc = m.f32("sc", {4}, {1, 1, 2, 2});
+  m.outputs({m.node("Resize", {x, roi, sc}, {NewAttr::String("mode", "nearest")})});
   rt::Shape s;
   auto y = run1(m, {make<float>(DType::Float, {1, 1, 2, 2}, {1, 2, 3, 4})}, &s);
   EXPECT_EQ(s, (rt::Shape{1, 1, 4, 4}));
@@ -186,14 +190,14 @@ TEST(Ops, ResizeScalesAndSizes) {
 }
 
 TEST(Ops, NewFusedOpsAtAnyOpset) {
-  TinyModel m(14);  // Gelu is opset 20, LayerNormalization 17, RMSNormalization/RotaryEmbedding 23
-  ValueId x = m.input("x", DType::Float, {1, 2, 4});
-  ValueId sc = m.constant<float>("sc", DType::Float, {4}, {1, 1, 1, 1});
-  ValueId g = m.op("Gelu", {x});
-  ValueId ln = m.op("LayerNormalization", {x, sc}, {NewAttr::Float("epsilon", 0)});
-  ValueId rms = m.op("RMSNormalization", {x, sc}, {NewAttr::Float("epsilon", 0)});
+  GraphBuilder m(14);  // Gelu is opset 20, LayerNormalization 17, RMSNormalization/RotaryEmbedding 23
+  ValueId x = m.input("x", {1, 2, 4});
+  ValueId sc = m.f32("sc", {4}, {1, 1, 1, 1});
+  ValueId g = m.node("Gelu", {x});
+  ValueId ln = m.node("LayerNormalization", {x, sc}, {NewAttr::Float("epsilon", 0)});
+  ValueId rms = m.node("RMSNormalization", {x, sc}, {NewAttr::Float("epsilon", 0)});
   m.outputs({g, ln, rms});
-  rt::Session s(m.model);
+  rt::Session s(m.model());
   auto o = s.run({make<float>(DType::Float, {1, 2, 4}, {1, 2, 3, 4, -1, 0, 1, 2})});
   EXPECT_NEAR(values<float>(o[0])[0], 0.5 * (1 + std::erf(1 / std::sqrt(2.0))), 1e-6);
   EXPECT_NEAR(values<float>(o[1])[0], (1 - 2.5) / std::sqrt(1.25), 1e-5);
@@ -201,12 +205,12 @@ TEST(Ops, NewFusedOpsAtAnyOpset) {
 }
 
 TEST(Ops, RotaryEmbeddingMatchesTheDefinition) {
-  TinyModel m(14);
-  ValueId x = m.input("x", DType::Float, {1, 1, 2, 4});  // [B, H, S, D]
-  ValueId cs = m.constant<float>("cos", DType::Float, {2, 2}, {1, 1, 0.5f, 0.25f});
-  ValueId sn = m.constant<float>("sin", DType::Float, {2, 2}, {0, 0, 0.5f, 0.75f});
-  ValueId pos = m.constant<int64_t>("pos", DType::Int64, {1, 2}, {0, 1});
-  m.outputs({m.op("RotaryEmbedding", {x, cs, sn, pos})});
+  GraphBuilder m(14);
+  ValueId x = m.input("x", {1, 1, 2, 4});  // [B, H, S, D]
+  ValueId cs = m.f32("cos", {2, 2}, {1, 1, 0.5f, 0.25f});
+  ValueId sn = m.f32("sin", {2, 2}, {0, 0, 0.5f, 0.75f});
+  ValueId pos = m.init<int64_t>("pos", {1, 2}, {0, 1}, DType::Int64);
+  m.outputs({m.node("RotaryEmbedding", {x, cs, sn, pos})});
   auto y = run1(m, {make<float>(DType::Float, {1, 1, 2, 4}, {1, 2, 3, 4, 1, 2, 3, 4})});
   // position 0: identity; position 1: x1=(1,2), x2=(3,4): real = c*x1 - s*x2, imag = s*x1 + c*x2
   EXPECT_EQ((std::vector<float>(y.begin(), y.begin() + 4)), (std::vector<float>{1, 2, 3, 4}));
@@ -217,13 +221,13 @@ TEST(Ops, RotaryEmbeddingMatchesTheDefinition) {
 }
 
 TEST(Ops, GatherNegativeIndicesAndEinsum) {
-  TinyModel m;
-  ValueId d = m.input("d", DType::Float, {3, 2});
-  ValueId i = m.input("i", DType::Int64, {2});
-  ValueId a = m.input("a", DType::Float, {2, 3});
-  ValueId b = m.input("b", DType::Float, {3, 2});
-  m.outputs({m.op("Gather", {d, i}), m.op("Einsum", {a, b}, {NewAttr::String("equation", "ij,jk->ik")})});
-  rt::Session s(m.model);
+  GraphBuilder m;
+  ValueId d = m.input("d", {3, 2});
+  ValueId i = m.input("i", {2}, DType::Int64);
+  ValueId a = m.input("a", {2, 3});
+  ValueId b = m.input("b", {3, 2});
+  m.outputs({m.node("Gather", {d, i}), m.node("Einsum", {a, b}, {NewAttr::String("equation", "ij,jk->ik")})});
+  rt::Session s(m.model());
   auto o = s.run({make<float>(DType::Float, {3, 2}, {1, 2, 3, 4, 5, 6}), make<int64_t>(DType::Int64, {2}, {-1, 0}),
                   make<float>(DType::Float, {2, 3}, {1, 2, 3, 4, 5, 6}), make<float>(DType::Float, {3, 2}, {1, 0, 0, 1, 1, 1})});
   EXPECT_EQ(values<float>(o[0]), (std::vector<float>{5, 6, 1, 2}));
@@ -231,13 +235,13 @@ TEST(Ops, GatherNegativeIndicesAndEinsum) {
 }
 
 TEST(Ops, QuantizeDequantizeRoundTrip) {
-  TinyModel m(13);
-  ValueId x = m.input("x", DType::Float, {4});
-  ValueId sc = m.constant<float>("s", DType::Float, {}, {0.5f});
-  ValueId zp = m.constant<int8_t>("z", DType::Int8, {}, {1});
-  ValueId q = m.op("QuantizeLinear", {x, sc, zp});
-  m.outputs({q, m.op("DequantizeLinear", {q, sc, zp})});
-  rt::Session s(m.model);
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {4});
+  ValueId sc = m.f32("s", {}, {0.5f});
+  ValueId zp = m.init<int8_t>("z", {}, {1}, DType::Int8);
+  ValueId q = m.node("QuantizeLinear", {x, sc, zp});
+  m.outputs({q, m.node("DequantizeLinear", {q, sc, zp})});
+  rt::Session s(m.model());
   auto o = s.run({make<float>(DType::Float, {4}, {0.f, 1.25f, -100.f, 0.75f})});
   EXPECT_EQ(values<int8_t>(o[0]), (std::vector<int8_t>{1, 3, -128, 3}));  // 2.5 -> 2 (half to even) + 1
   EXPECT_EQ(values<float>(o[1]), (std::vector<float>{0.f, 1.f, -64.5f, 1.f}));

@@ -8,11 +8,12 @@
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
 #include "runtime/tensor_io.h"
+#include "tests/common/graph_builder.h"
 #include "tests/common/models.h"
-#include "tests/runtime/graph_builder.h"
+#include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::TinyModel;
+using onnxforge::test::GraphBuilder;
 using onnxforge::test::make;
 using onnxforge::test::values;
 
@@ -25,17 +26,17 @@ bool same_bits(const rt::Tensor& a, const rt::Tensor& b) {
 }  // namespace
 
 TEST(Plan, ArenaRunsMatchHeapRunsInPlaceAndViews) {
-  TinyModel m;
-  ValueId x = m.input("x", DType::Float, {2, 3});
-  ValueId a = m.op("Relu", {x});
-  ValueId b = m.op("Exp", {a});                        // in place on a's slot
-  ValueId shape = m.constant<int64_t>("shape", DType::Int64, {1}, {6});
-  ValueId r = m.op("Reshape", {b, shape});             // a view of b
-  ValueId c = m.op("Neg", {r});
-  ValueId d = m.op("Add", {c, r});                     // reads the view after Neg: b's slot must live
-  ValueId e = m.op("Sigmoid", {d});
+  GraphBuilder m;
+  ValueId x = m.input("x", {2, 3});
+  ValueId a = m.node("Relu", {x});
+  ValueId b = m.node("Exp", {a});             // in place on a's slot
+  ValueId shape = m.i64("shape", {6});
+  ValueId r = m.node("Reshape", {b, shape});  // a view of b
+  ValueId c = m.node("Neg", {r});
+  ValueId d = m.node("Add", {c, r});          // reads the view after Neg: b's slot must live
+  ValueId e = m.node("Sigmoid", {d});
   m.outputs({e, r});
-  rt::Session arena(m.model), heap(m.model, {true, false});
+  rt::Session arena(m.model()), heap(m.model(), {true, false});
   for (int seed = 0; seed < 3; ++seed) {
     std::vector<float> v{-1.f, 0.5f, 2.f, -3.f, 0.25f + static_cast<float>(seed), 1.f};
     auto in = make<float>(DType::Float, {2, 3}, v);
@@ -51,11 +52,11 @@ TEST(Plan, ArenaRunsMatchHeapRunsInPlaceAndViews) {
 }
 
 TEST(Plan, OutputsSurviveTheNextRun) {
-  TinyModel m;
-  ValueId x = m.input("x", DType::Float, {4});
-  ValueId y = m.op("Mul", {m.op("Abs", {x}), x});
+  GraphBuilder m;
+  ValueId x = m.input("x", {4});
+  ValueId y = m.node("Mul", {m.node("Abs", {x}), x});
   m.outputs({y});
-  rt::Session s(m.model);
+  rt::Session s(m.model());
   auto first = s.run({make<float>(DType::Float, {4}, {1, -2, 3, -4})});
   for (int i = 0; i < 3; ++i) s.run({make<float>(DType::Float, {4}, {9, 9, 9, 9})});
   EXPECT_EQ(values<float>(first[0]), (std::vector<float>{1, -4, 9, -16}));
@@ -75,18 +76,18 @@ TEST(Plan, ZooModelsArenaEqualsHeap) {
 }
 
 TEST(Plan, ConvReluIsFusedAndMatchesUnfused) {
-  TinyModel m(13);
-  ValueId x = m.input("x", DType::Float, {1, 2, 5, 5});
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {1, 2, 5, 5});
   std::vector<float> w(3 * 2 * 3 * 3);
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i)) * 0.5f;
-  ValueId wv = m.constant<float>("w", DType::Float, {3, 2, 3, 3}, w);
-  ValueId bv = m.constant<float>("b", DType::Float, {3}, {0.1f, -0.2f, 0.3f});
-  ValueId conv = m.op("Conv", {x, wv, bv}, {NewAttr::Ints("pads", {1, 1, 1, 1})});
-  ValueId lo = m.constant<float>("lo", DType::Float, {}, {0.f});
-  ValueId hi = m.constant<float>("hi", DType::Float, {}, {0.6f});
-  ValueId y = m.op("Clip", {conv, lo, hi});
+  ValueId wv = m.f32("w", {3, 2, 3, 3}, w);
+  ValueId bv = m.f32("b", {3}, {0.1f, -0.2f, 0.3f});
+  ValueId conv = m.node("Conv", {x, wv, bv}, {NewAttr::Ints("pads", {1, 1, 1, 1})});
+  ValueId lo = m.f32("lo", {}, {0.f});
+  ValueId hi = m.f32("hi", {}, {0.6f});
+  ValueId y = m.node("Clip", {conv, lo, hi});
   m.outputs({y});
-  rt::Session fused(m.model), plain(m.model, {false, true});
+  rt::Session fused(m.model()), plain(m.model(), {false, true});
   EXPECT_EQ(fused.fused_count(), 1u);
   EXPECT_EQ(fused.step_count(), 1u);
   EXPECT_EQ(plain.fused_count(), 0u);
@@ -104,28 +105,28 @@ TEST(Plan, ConvReluIsFusedAndMatchesUnfused) {
 }
 
 TEST(Plan, ConstantSubgraphsAreFoldedAtPlanTime) {
-  TinyModel m;
-  ValueId x = m.input("x", DType::Float, {2, 3});
-  ValueId w = m.constant<float>("w", DType::Float, {3, 2}, {1, 2, 3, 4, 5, 6});
-  ValueId wt = m.op("Transpose", {w});                 // folded: [2,3]
-  ValueId y = m.op("Add", {x, wt});
+  GraphBuilder m;
+  ValueId x = m.input("x", {2, 3});
+  ValueId w = m.f32("w", {3, 2}, {1, 2, 3, 4, 5, 6});
+  ValueId wt = m.node("Transpose", {w});  // folded: [2,3]
+  ValueId y = m.node("Add", {x, wt});
   m.outputs({y});
-  rt::Session s(m.model);
+  rt::Session s(m.model());
   EXPECT_EQ(s.step_count(), 1u);
   auto o = s.run({make<float>(DType::Float, {2, 3}, {0, 0, 0, 1, 1, 1})});
   EXPECT_EQ(values<float>(o[0]), (std::vector<float>{1, 3, 5, 3, 5, 7}));
 }
 
 TEST(Plan, MatMulWithPackedWeightsMatchesUnpacked) {
-  TinyModel m;
-  ValueId x = m.input("x", DType::Float, {2, 3, 4});
+  GraphBuilder m;
+  ValueId x = m.input("x", {2, 3, 4});
   std::vector<float> w(20);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.f;
-  ValueId wv = m.constant<float>("w", DType::Float, {4, 5}, w);
-  ValueId y = m.op("MatMul", {x, wv});
-  ValueId z = m.op("Relu", {y});
+  ValueId wv = m.f32("w", {4, 5}, w);
+  ValueId y = m.node("MatMul", {x, wv});
+  ValueId z = m.node("Relu", {y});
   m.outputs({z});
-  rt::Session s(m.model);
+  rt::Session s(m.model());
   std::vector<float> xv(24);
   for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i) * 0.1f - 1.f;
   auto o = s.run({make<float>(DType::Float, {2, 3, 4}, xv)});
@@ -139,12 +140,12 @@ TEST(Plan, MatMulWithPackedWeightsMatchesUnpacked) {
 }
 
 TEST(Plan, UnsupportedOpErrorNamesOpDomainVersionAndNode) {
-  TinyModel m(15);
-  ValueId x = m.input("x", DType::Float, {2});
-  m.outputs({m.node("FancyOp", {x}, {}, 1, "com.example")[0]});
-  m.model.opsets.push_back({intern("com.example"), 3, true});
+  GraphBuilder m(15);
+  ValueId x = m.input("x", {2});
+  m.outputs({m.node_n("FancyOp", {x}, {}, 1, "FancyOp0", "com.example")[0]});
+  m.model().opsets.push_back({intern("com.example"), 3, true});
   try {
-    rt::Session s(m.model);
+    rt::Session s(m.model());
     FAIL() << "expected an error";
   } catch (const Error& e) {
     std::string w = e.what();
@@ -156,11 +157,11 @@ TEST(Plan, UnsupportedOpErrorNamesOpDomainVersionAndNode) {
 }
 
 TEST(Plan, KernelErrorsNameTheNode) {
-  TinyModel m;
-  ValueId a = m.input("a", DType::Float, {2, 3});
-  ValueId b = m.input("b", DType::Float, {4});
-  m.outputs({m.op("Add", {a, b})});
-  rt::Session s(m.model);
+  GraphBuilder m;
+  ValueId a = m.input("a", {2, 3});
+  ValueId b = m.input("b", {4});
+  m.outputs({m.node("Add", {a, b})});
+  rt::Session s(m.model());
   try {
     s.run({make<float>(DType::Float, {2, 3}, std::vector<float>(6)), make<float>(DType::Float, {4}, std::vector<float>(4))});
     FAIL();
@@ -170,12 +171,12 @@ TEST(Plan, KernelErrorsNameTheNode) {
 }
 
 TEST(Plan, Float16IsStoredAndComputedInFloat) {
-  TinyModel m;
-  ValueId x = m.input("x", DType::Float16, {3});
-  ValueId y = m.op("Mul", {x, x});
-  ValueId z = m.op("Cast", {y}, {NewAttr::Int("to", 1)});
+  GraphBuilder m;
+  ValueId x = m.input("x", {3}, DType::Float16);
+  ValueId y = m.node("Mul", {x, x});
+  ValueId z = m.node("Cast", {y}, {NewAttr::Int("to", 1)});
   m.outputs({y, z});
-  rt::Session s(m.model);
+  rt::Session s(m.model());
   rt::Tensor in = rt::cast(make<float>(DType::Float, {3}, {1.5f, -2.f, 0.25f}), DType::Float16);
   auto o = s.run({in});
   EXPECT_EQ(o[0].dtype, DType::Float16);
@@ -183,23 +184,23 @@ TEST(Plan, Float16IsStoredAndComputedInFloat) {
 }
 
 TEST(EvaluateNode, FoldsOneNodeOnConstants) {
-  TinyModel m(13);
-  ValueId x = m.input("x", DType::Float, {2, 3});
-  ValueId axes = m.input("axes", DType::Int64, {1});
-  ValueId u = m.op("Unsqueeze", {x, axes});
-  ValueId t = m.op("Transpose", {x}, {NewAttr::Ints("perm", {1, 0})});
-  ValueId sh = m.op("Shape", {u});
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {2, 3});
+  ValueId axes = m.input("axes", {1}, DType::Int64);
+  ValueId u = m.node("Unsqueeze", {x, axes});
+  ValueId t = m.node("Transpose", {x}, {NewAttr::Ints("perm", {1, 0})});
+  ValueId sh = m.node("Shape", {u});
   m.outputs({u, t, sh});
   auto in = make<float>(DType::Float, {2, 3}, {1, 2, 3, 4, 5, 6});
   auto ax = make<int64_t>(DType::Int64, {1}, {-1});
   rt::TensorView views[] = {in, ax};
-  auto out = rt::evaluate_node(m.g, m.g.producer(u), views);
+  auto out = rt::evaluate_node(m.g(), m.g().producer(u), views);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].shape, (rt::Shape{2, 3, 1}));
   EXPECT_TRUE(out[0].hold != nullptr);  // owning, not a view of the input
-  auto tout = rt::evaluate_node(m.g, m.g.producer(t), std::span<const rt::TensorView>(views, 1));
+  auto tout = rt::evaluate_node(m.g(), m.g().producer(t), std::span<const rt::TensorView>(views, 1));
   EXPECT_EQ(values<float>(tout[0]), (std::vector<float>{1, 4, 2, 5, 3, 6}));
-  auto sout = rt::evaluate_node(m.g, m.g.producer(sh), std::span<const rt::TensorView>(out.data(), 1));
+  auto sout = rt::evaluate_node(m.g(), m.g().producer(sh), std::span<const rt::TensorView>(out.data(), 1));
   EXPECT_EQ(values<int64_t>(sout[0]), (std::vector<int64_t>{2, 3, 1}));
 }
 

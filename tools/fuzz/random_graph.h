@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/passes/builder.h"
+#include "tests/common/graph_builder.h"
 
 namespace onnxforge::fuzz {
 
@@ -19,7 +19,7 @@ class RandomGraph {
   explicit RandomGraph(uint64_t seed) : rng_(seed) {}
 
   std::unique_ptr<Model> build() {
-    test::Builder b(13);
+    test::GraphBuilder b(13);
     b_ = &b;
     pool_.clear();
     bool image = pick(3) == 0;
@@ -63,7 +63,7 @@ class RandomGraph {
   ValueId constant(const std::vector<int64_t>& shape) { return b_->f32(name("c"), shape, data(numel(shape))); }
 
   void step() {
-    test::Builder& b = *b_;
+    test::GraphBuilder& b = *b_;
     Val x = pick(3) ? last() : any();
     const int64_t r = static_cast<int64_t>(x.shape.size());
     switch (pick(15)) {
@@ -211,7 +211,7 @@ class RandomGraph {
   void step_unary(const Val& x) { add(b_->node("Relu", {x.v}), x.shape); }
 
   std::mt19937_64 rng_;
-  test::Builder* b_ = nullptr;
+  test::GraphBuilder* b_ = nullptr;
   std::vector<Val> pool_;
   int counter_ = 0;
 };

@@ -14,14 +14,36 @@ CNN batch-norm statistics are calibrated on random images (train-mode forward pa
 activations stay in a realistic range. `<cnn>_bn` variants have the same weights as `<cnn>` but
 are exported with TrainingMode.PRESERVE (model in eval mode), which keeps BatchNormalization.
 
+Models (`--list` prints them with their sets; CI-size configurations are the `--small` set):
+
+  family           full-size (published configuration)            small (CI)
+  cnn              resnet50, mobilenet_v2, mobilenet_v3_small,    resnet_small, mobilenet_v2,
+                   efficientnet_b0 (+ `_bn`)                      mobilenet_v3_small, efficientnet_b0 (+ `_bn`)
+  vit              vit_b_16                                       vit_small
+  bert / roberta   bert_base, roberta_base                        bert_small, roberta_mini
+  distilbert       distilbert_base                                distilbert_small
+  gpt2 / llama     gpt2, tinyllama_2l, tinyllama (--tinyllama)    gpt2_small_cfg, llama_small
+  whisper_encoder  whisper_tiny_enc, whisper_base_enc             whisper_small_enc
+  deit             deit_small (distilled: CLS + distillation      deit_mini
+                   token, two heads averaged)
+  mobilevit        mobilevit_small (+ `_bn`)                      mobilevit_mini (+ `_bn`)
+  yolov8           yolov8n, yolov8s at 640 (+ `_bn`)              yolov8n_mini (YOLOv8n at 128, + `_bn`)
+  wav2vec2         wav2vec2_base (16000 samples; `_dynlen`:       wav2vec2_mini (800 samples)
+                   dynamic length)
+`_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
+full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
+every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
+module names) and yolo_models.py (Ultralytics').
+
 Output: `<out>/<name>.onnx` (TinyLlama: `<out>/tinyllama/model.onnx` + one file per tensor) and
 `<out>/zoo.json`, a manifest with, per model: file, family, sets, config, opset, inputs/outputs
 (dtype and shape; dynamic dims by name; token-id inputs carry their valid `range`), the seed and
-exporter settings, node/initializer/op counts, and `modules` (named_modules(): path -> class).
-A model is skipped when its file exists and its stamp (sha256 of this script and hf_models.py,
-the model config, opset and torch/torchvision versions) matches the manifest. Outputs are
-written to a temporary name and renamed; concurrent runs on the same folder are serialised by
-a lock file.
+exporter settings, node/initializer/op counts, and `modules` (named_modules(): path -> class;
+a module object reachable under several paths, like YOLOv8's shared SiLU, under each of them).
+A model is skipped when its file exists and its stamp (sha256 of this script, hf_models.py and
+yolo_models.py, the model config, opset and torch/torchvision versions) matches the manifest.
+Outputs are written to a temporary name and renamed; concurrent runs on the same folder are
+serialised by a lock file.
 """
 from __future__ import annotations
 
@@ -57,7 +79,8 @@ MANIFEST = "zoo.json"
 @dataclass
 class Spec:
     name: str
-    family: str          # cnn | vit | bert | distilbert | gpt2 | llama | whisper_encoder
+    family: str          # cnn | vit | bert | roberta | distilbert | gpt2 | llama | whisper_encoder | deit |
+    #                      mobilevit | yolov8 | wav2vec2
     sets: tuple          # "small", "full", "tinyllama"
     config: dict
     bn_preserve: bool = False
@@ -65,23 +88,43 @@ class Spec:
     subdir: bool = False  # <out>/<name>/model.onnx (external data)
     notes: str = ""
     extra: dict = field(default_factory=dict)
+    opset: int | None = None  # fixed opset (the `_op17` variants); None: --opset
 
     @property
     def file(self) -> str:
         return f"{self.name}/model.onnx" if self.subdir else f"{self.name}.onnx"
 
 
-def _cnn(name, sets, cfg, bn_variant=True):
-    base = Spec(name, "cnn", sets, dict(cfg), seed_name=name)
+def _cnn(name, sets, cfg, bn_variant=True, family="cnn", notes=""):
+    base = Spec(name, family, sets, dict(cfg), seed_name=name, notes=notes)
     out = [base]
     if bn_variant:
-        out.append(Spec(name + "_bn", "cnn", sets, dict(cfg, bn_preserved=True), bn_preserve=True, seed_name=name,
+        out.append(Spec(name + "_bn", family, sets, dict(cfg, bn_preserved=True), bn_preserve=True, seed_name=name,
                         notes=f"same weights as {name}; BatchNormalization kept (TrainingMode.PRESERVE)"))
     return out
 
 
+def _op17(spec: Spec, sets=None) -> Spec:
+    """The same model and weights exported at opset 17, where torch 1.13 writes LayerNorm as
+    one LayerNormalization node instead of the ReduceMean/Sub/Pow/Sqrt/Div chain."""
+    return Spec(spec.name + "_op17", spec.family, sets or spec.sets, dict(spec.config),
+                seed_name=spec.seed_name or spec.name, opset=17,
+                notes=f"same weights as {spec.name}; opset 17")
+
+
 BERT_BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                  intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
+ROBERTA_BASE = dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                    intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1, pad_token_id=1,
+                    layer_norm_eps=1e-5)
+DEIT_SMALL = dict(image_size=224, patch_size=16, num_channels=3, hidden_size=384, num_hidden_layers=12,
+                  num_attention_heads=6, intermediate_size=1536, layer_norm_eps=1e-12, qkv_bias=True, num_labels=1000)
+MOBILEVIT_SMALL = dict(image_size=256, patch_size=2, num_channels=3, hidden_sizes=[144, 192, 240],
+                       neck_hidden_sizes=[16, 32, 64, 96, 128, 160, 640], num_attention_heads=4, mlp_ratio=2.0,
+                       expand_ratio=4.0, conv_kernel_size=3, layer_norm_eps=1e-5, qkv_bias=True, num_labels=1000)
+WAV2VEC2_BASE = dict(conv_dim=[512] * 7, conv_stride=[5, 2, 2, 2, 2, 2, 2], conv_kernel=[10, 3, 3, 3, 3, 2, 2],
+                     conv_bias=False, num_conv_pos_embeddings=128, num_conv_pos_embedding_groups=16, hidden_size=768,
+                     num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, layer_norm_eps=1e-5)
 TINYLLAMA = dict(vocab_size=32000, hidden_size=2048, num_hidden_layers=22, num_attention_heads=32,
                  num_key_value_heads=4, intermediate_size=5632, rms_norm_eps=1e-5, rope_theta=10000.0)
 
@@ -123,6 +166,53 @@ def registry() -> list[Spec]:
     specs.append(Spec("whisper_small_enc", "whisper_encoder", S,
                       dict(num_mel_bins=80, d_model=64, encoder_layers=2, encoder_attention_heads=4,
                            encoder_ffn_dim=128, max_source_positions=100)))
+    specs.append(Spec("whisper_base_enc", "whisper_encoder", F,
+                      dict(num_mel_bins=80, d_model=512, encoder_layers=6, encoder_attention_heads=8,
+                           encoder_ffn_dim=2048, max_source_positions=1500), notes="Whisper-base encoder"))
+    specs.append(_op17(specs[-1]))
+    # The M11 list (issue 17). Full: the published configurations. Small (`_mini`, the CI set):
+    # the same code at CI size; opset-17 variants where LayerNorm is in the graph.
+    specs.append(Spec("roberta_base", "roberta", F, dict(ROBERTA_BASE)))
+    specs.append(_op17(specs[-1]))
+    specs.append(Spec("roberta_mini", "roberta", S, dict(ROBERTA_BASE, vocab_size=1000, hidden_size=64,
+                                                         num_hidden_layers=2, num_attention_heads=4,
+                                                         intermediate_size=128, max_position_embeddings=130)))
+    specs.append(_op17(specs[-1]))
+    specs.append(Spec("deit_small", "deit", F, dict(DEIT_SMALL), notes="DeiT-small, distilled (two heads)"))
+    specs.append(_op17(specs[-1]))
+    specs.append(Spec("deit_mini", "deit", S, dict(DEIT_SMALL, image_size=64, hidden_size=64, num_hidden_layers=2,
+                                                   num_attention_heads=4, intermediate_size=128, num_labels=100)))
+    specs.append(_op17(specs[-1]))
+    specs += _cnn("mobilevit_small", F, dict(MOBILEVIT_SMALL), family="mobilevit")
+    specs.append(_op17(specs[-2]))
+    # MobileViT-xx-small's widths at 64x64 (the 2x2 map of the last stage is one 2x2 patch),
+    # one transformer layer per MobileViT block instead of 2/4/3 (export: 4.1 -> 1.6 CPU seconds)
+    specs += _cnn("mobilevit_mini", S, dict(MOBILEVIT_SMALL, image_size=64, hidden_sizes=[64, 80, 96],
+                                            neck_hidden_sizes=[16, 16, 24, 48, 64, 80, 320], expand_ratio=2.0,
+                                            transformer_stages=[1, 1, 1], num_labels=100), family="mobilevit")
+    specs.append(_op17(specs[-2]))
+    for scale in ("n", "s"):
+        specs += _cnn(f"yolov8{scale}", F, dict(scale=scale, nc=80, image=640), family="yolov8",
+                      notes=f"YOLOv8{scale} at 640x640, export head (anchors for that shape)")
+        specs.append(_op17(specs[-2]))
+    # YOLOv8n's real widths and depths at 128x128 (336 anchors instead of 8400)
+    specs += _cnn("yolov8n_mini", S, dict(scale="n", nc=80, image=128), family="yolov8")
+    # A fixed audio length (1 s of 16 kHz for base): a symbolic one is sized 128 by the runtime's
+    # defaults and 7 by the zoo-wide shape tests, both below the feature encoder's receptive field
+    # (400 samples for base, 20 for mini). `_dynlen` keeps the length dynamic, as the original
+    # allows (run it with --dim sequence=N, N >= 400).
+    specs.append(Spec("wav2vec2_base", "wav2vec2", F, dict(WAV2VEC2_BASE, samples=16000, dynamic_length=False),
+                      notes="Wav2Vec2-base, 16000 samples"))
+    specs.append(_op17(specs[-1]))
+    specs.append(Spec("wav2vec2_base_dynlen", "wav2vec2", F, dict(WAV2VEC2_BASE, samples=16000, dynamic_length=True),
+                      seed_name="wav2vec2_base",
+                      notes="same weights as wav2vec2_base; dynamic length (--dim sequence=N, N >= 400)"))
+    specs.append(Spec("wav2vec2_mini", "wav2vec2", S,
+                      dict(WAV2VEC2_BASE, conv_dim=[32, 32, 32], conv_stride=[5, 2, 2], conv_kernel=[10, 3, 3],
+                           num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, hidden_size=64,
+                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, samples=800,
+                           dynamic_length=False)))
+    specs.append(_op17(specs[-1]))
     for s in specs:
         s.seed_name = s.seed_name or s.name
     return specs
@@ -137,6 +227,7 @@ class Built:
     output_names: list
     dynamic_axes: dict
     input_info: dict  # name -> extra manifest fields (range / fill)
+    trace_dims: dict | None = None  # dynamic dim -> size traced, when not TRACE_DIMS'
 
 
 def _seed(name: str) -> int:
@@ -217,12 +308,41 @@ def _build(spec: Spec) -> Built:
         return Built(model, (x,), ["pixel_values"], ["logits"],
                      {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, {})
 
+    if spec.family == "yolov8":
+        import yolo_models
+        model = yolo_models.DetectionModel(c)
+        _add_noise(model, seed)
+        model.restore_dfl()
+        _calibrate_bn(model, c["image"], seed)
+        x = torch.randn(B, 3, c["image"], c["image"], generator=g)
+        model.prepare_export(x)
+        # ultralytics' names: `yolo export format=onnx` writes images -> output0
+        return Built(model, (x,), ["images"], ["output0"], {"images": {0: "batch"}, "output0": {0: "batch"}}, {})
+
     import hf_models as hf
-    cls = {"bert": hf.BertModel, "distilbert": hf.DistilBertModel, "gpt2": hf.GPT2Model,
-           "llama": hf.LlamaForCausalLM, "whisper_encoder": hf.WhisperEncoder}[spec.family]
+    cls = {"bert": hf.BertModel, "roberta": hf.RobertaModel, "distilbert": hf.DistilBertModel,
+           "gpt2": hf.GPT2Model, "llama": hf.LlamaForCausalLM, "whisper_encoder": hf.WhisperEncoder,
+           "deit": hf.DeiTForImageClassificationWithTeacher, "mobilevit": hf.MobileViTForImageClassification,
+           "wav2vec2": hf.Wav2Vec2Model}[spec.family]
     model = cls(c)
     _add_noise(model, seed)
+    if spec.family == "mobilevit":
+        _calibrate_bn(model, c["image_size"], seed)
     model.eval()
+    if spec.family in ("deit", "mobilevit"):
+        x = torch.randn(B, 3, c["image_size"], c["image_size"], generator=g)
+        return Built(model, (x,), ["pixel_values"], ["logits"],
+                     {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, {})
+    if spec.family == "wav2vec2":
+        outputs = ["last_hidden_state", "extract_features"]
+        x = torch.randn(B, c["samples"], generator=g)
+        if not c["dynamic_length"]:
+            return Built(model, (x,), ["input_values"], outputs, {n: {0: "batch"} for n in ["input_values"] + outputs},
+                         {})
+        axes = {"input_values": {0: "batch", 1: "sequence"}}
+        axes.update({n: {0: "batch", 1: "frames"} for n in outputs})
+        return Built(model, (x,), ["input_values"], outputs, axes, {},
+                     trace_dims={"batch": B, "sequence": c["samples"]})
     if spec.family == "whisper_encoder":
         frames = 2 * c["max_source_positions"]
         x = torch.randn(B, c["num_mel_bins"], frames, generator=g)
@@ -232,7 +352,8 @@ def _build(spec: Spec) -> Built:
     mask = torch.ones(B, T, dtype=torch.int64)
     mask[1, T - 3:] = 0  # one padded row, so the trace does not see an all-ones mask
     bs = {0: "batch", 1: "sequence"}
-    outputs = {"bert": ["last_hidden_state", "pooler_output"], "llama": ["logits"]}.get(spec.family,
+    outputs = {"bert": ["last_hidden_state", "pooler_output"], "roberta": ["last_hidden_state", "pooler_output"],
+               "llama": ["logits"]}.get(spec.family,
                                                                                        ["last_hidden_state"])
     axes = {"input_ids": bs, "attention_mask": bs}
     for o in outputs:
@@ -323,7 +444,9 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
         tmp = out / f".{spec.name}.{os.getpid()}.part"
     try:
         b = build(spec)
-        modules = {n: type(m).__name__ for n, m in b.model.named_modules()}
+        # every path, also those of a shared module object (YOLOv8's one SiLU serves all its
+        # Conv blocks; the exporter names each call by the path it was called through)
+        modules = {n: type(m).__name__ for n, m in b.model.named_modules(remove_duplicate=False)}
         n_params = sum(p.numel() for p in b.model.parameters())
         mode = torch.onnx.TrainingMode.PRESERVE if spec.bn_preserve else torch.onnx.TrainingMode.EVAL
         with _captured_fds(quiet), torch.enable_grad():  # grad on: vit's no-grad fast path is not exportable
@@ -343,7 +466,7 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
             "opset": opset,
             "inputs": _io(proto.graph.input, b.input_info),
             "outputs": _io(proto.graph.output),
-            "trace_dims": {k: v for k, v in TRACE_DIMS.items()
+            "trace_dims": {k: v for k, v in (b.trace_dims or TRACE_DIMS).items()
                            if any(k in ax.values() for ax in b.dynamic_axes.values())},
             "export": {"exporter": "torch.onnx.export", "torch": torch.__version__, "do_constant_folding": False,
                        "training": "PRESERVE" if spec.bn_preserve else "EVAL", "seed": _seed(spec.seed_name),
@@ -392,7 +515,7 @@ def package_version(pkg: str) -> str:
 
 def stamp_of(spec: Spec, opset: int) -> str:
     h = hashlib.sha256()
-    for f in (Path(__file__).resolve(), HERE / "hf_models.py"):
+    for f in (Path(__file__).resolve(), HERE / "hf_models.py", HERE / "yolo_models.py"):
         h.update(f.read_bytes())
     h.update(json.dumps({"name": spec.name, "family": spec.family, "config": spec.config, "opset": opset,
                          "bn": spec.bn_preserve, "seed": spec.seed_name, "torch": package_version("torch"),
@@ -476,7 +599,8 @@ def main() -> int:
     t_all = time.time()
     done, cached, failed = [], [], []
     for spec in todo:
-        stamp = stamp_of(spec, a.opset)
+        opset = spec.opset or a.opset
+        stamp = stamp_of(spec, opset)
         old = manifest["models"].get(spec.name)
         if not a.force and old and old.get("stamp") == stamp and (out / spec.file).exists():
             cached.append(spec.name)
@@ -492,7 +616,7 @@ def main() -> int:
         import torch
         torch.set_num_threads(max(1, os.cpu_count() or 1))
         try:
-            entry = export_one(spec, out, a.opset, stamp, quiet=not a.verbose)
+            entry = export_one(spec, out, opset, stamp, quiet=not a.verbose)
         except Exception as e:  # report, go on with the others, fail at the end
             print(f"export_zoo: {spec.name} failed: {type(e).__name__}: {e}", file=sys.stderr)
             manifest["models"].pop(spec.name, None)

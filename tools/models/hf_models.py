@@ -1,7 +1,8 @@
 """PyTorch re-implementations of Hugging Face transformer models for the onnxforge test zoo.
 
 Module names, class names and forward math mirror transformers' eager implementations
-(BertModel, DistilBertModel, GPT2Model, LlamaForCausalLM, WhisperEncoder) so that the
+(BertModel, RobertaModel, DistilBertModel, GPT2Model, LlamaForCausalLM, WhisperEncoder,
+DeiTForImageClassificationWithTeacher, MobileViTForImageClassification, Wav2Vec2Model) so that the
 TorchScript exporter writes the same scope paths into node names as a real HF export
 (`/encoder/layer.0/attention/self/query/MatMul`). Dropout is kept (identity in eval mode),
 caches, head masks and output_attentions are left out. Weights are initialised like HF's
@@ -56,10 +57,10 @@ def _extended_attention_mask(attention_mask, dtype):
 class BertEmbeddings(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.word_embeddings = nn.Embedding(c["vocab_size"], c["hidden_size"], padding_idx=0)
+        self.word_embeddings = nn.Embedding(c["vocab_size"], c["hidden_size"], padding_idx=c.get("pad_token_id", 0))
         self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["hidden_size"])
         self.token_type_embeddings = nn.Embedding(c["type_vocab_size"], c["hidden_size"])
-        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=1e-12)
+        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c.get("layer_norm_eps", 1e-12))
         self.dropout = nn.Dropout(0.1)
         self.register_buffer("position_ids", torch.arange(c["max_position_embeddings"]).expand((1, -1)), persistent=False)
         self.register_buffer("token_type_ids", torch.zeros(self.position_ids.size(), dtype=torch.long), persistent=False)
@@ -86,9 +87,10 @@ class BertSelfAttention(nn.Module):
         self.num_attention_heads = c["num_attention_heads"]
         self.attention_head_size = c["hidden_size"] // c["num_attention_heads"]
         self.all_head_size = self.num_attention_heads * self.attention_head_size
-        self.query = nn.Linear(c["hidden_size"], self.all_head_size)
-        self.key = nn.Linear(c["hidden_size"], self.all_head_size)
-        self.value = nn.Linear(c["hidden_size"], self.all_head_size)
+        bias = c.get("qkv_bias", True)
+        self.query = nn.Linear(c["hidden_size"], self.all_head_size, bias=bias)
+        self.key = nn.Linear(c["hidden_size"], self.all_head_size, bias=bias)
+        self.value = nn.Linear(c["hidden_size"], self.all_head_size, bias=bias)
         self.dropout = nn.Dropout(0.1)
 
     def transpose_for_scores(self, x):
@@ -96,14 +98,15 @@ class BertSelfAttention(nn.Module):
         x = x.view(new_x_shape)
         return x.permute(0, 2, 1, 3)
 
-    def forward(self, hidden_states, attention_mask):
+    def forward(self, hidden_states, attention_mask=None):
         mixed_query_layer = self.query(hidden_states)
         key_layer = self.transpose_for_scores(self.key(hidden_states))
         value_layer = self.transpose_for_scores(self.value(hidden_states))
         query_layer = self.transpose_for_scores(mixed_query_layer)
         attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
         attention_scores = attention_scores / math.sqrt(self.attention_head_size)
-        attention_scores = attention_scores + attention_mask
+        if attention_mask is not None:
+            attention_scores = attention_scores + attention_mask
         attention_probs = nn.functional.softmax(attention_scores, dim=-1)
         attention_probs = self.dropout(attention_probs)
         context_layer = torch.matmul(attention_probs, value_layer)
@@ -116,7 +119,7 @@ class BertSelfOutput(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
-        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=1e-12)
+        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c.get("layer_norm_eps", 1e-12))
         self.dropout = nn.Dropout(0.1)
 
     def forward(self, hidden_states, input_tensor):
@@ -126,10 +129,12 @@ class BertSelfOutput(nn.Module):
 
 
 class BertAttention(nn.Module):
+    SelfAttention, SelfOutput = BertSelfAttention, BertSelfOutput  # RoBERTa: its own classes
+
     def __init__(self, c):
         super().__init__()
-        self.self = BertSelfAttention(c)
-        self.output = BertSelfOutput(c)
+        self.self = self.SelfAttention(c)
+        self.output = self.SelfOutput(c)
 
     def forward(self, hidden_states, attention_mask):
         self_outputs = self.self(hidden_states, attention_mask)
@@ -150,7 +155,7 @@ class BertOutput(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.dense = nn.Linear(c["intermediate_size"], c["hidden_size"])
-        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=1e-12)
+        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c.get("layer_norm_eps", 1e-12))
         self.dropout = nn.Dropout(0.1)
 
     def forward(self, hidden_states, input_tensor):
@@ -160,11 +165,13 @@ class BertOutput(nn.Module):
 
 
 class BertLayer(nn.Module):
+    Attention, Intermediate, Output = BertAttention, BertIntermediate, BertOutput
+
     def __init__(self, c):
         super().__init__()
-        self.attention = BertAttention(c)
-        self.intermediate = BertIntermediate(c)
-        self.output = BertOutput(c)
+        self.attention = self.Attention(c)
+        self.intermediate = self.Intermediate(c)
+        self.output = self.Output(c)
 
     def forward(self, hidden_states, attention_mask):
         attention_output = self.attention(hidden_states, attention_mask)
@@ -173,9 +180,11 @@ class BertLayer(nn.Module):
 
 
 class BertEncoder(nn.Module):
+    Layer = BertLayer
+
     def __init__(self, c):
         super().__init__()
-        self.layer = nn.ModuleList([BertLayer(c) for _ in range(c["num_hidden_layers"])])
+        self.layer = nn.ModuleList([self.Layer(c) for _ in range(c["num_hidden_layers"])])
 
     def forward(self, hidden_states, attention_mask):
         for layer_module in self.layer:
@@ -195,11 +204,13 @@ class BertPooler(nn.Module):
 
 
 class BertModel(nn.Module):
+    Embeddings, Encoder, Pooler = BertEmbeddings, BertEncoder, BertPooler
+
     def __init__(self, c):
         super().__init__()
-        self.embeddings = BertEmbeddings(c)
-        self.encoder = BertEncoder(c)
-        self.pooler = BertPooler(c)
+        self.embeddings = self.Embeddings(c)
+        self.encoder = self.Encoder(c)
+        self.pooler = self.Pooler(c)
         _init_weights(self, 0.02)
 
     def forward(self, input_ids, attention_mask):
@@ -208,6 +219,77 @@ class BertModel(nn.Module):
         sequence_output = self.encoder(embedding_output, extended_attention_mask)
         pooled_output = self.pooler(sequence_output)
         return sequence_output, pooled_output
+
+
+# ----------------------------------------------------------------------------- RoBERTa
+def create_position_ids_from_input_ids(input_ids, padding_idx, past_key_values_length=0):
+    """modeling_roberta: positions count non-padding tokens from padding_idx + 1; padding
+    tokens get padding_idx (whose embedding row is the padding row)."""
+    mask = input_ids.ne(padding_idx).int()
+    incremental_indices = (torch.cumsum(mask, dim=1).type_as(mask) + past_key_values_length) * mask
+    return incremental_indices.long() + padding_idx
+
+
+class RobertaEmbeddings(BertEmbeddings):
+    """BertEmbeddings with RoBERTa's position ids (cumulative sum of the non-padding mask,
+    offset by padding_idx + 1) and one token type (type_vocab_size 1, never an input)."""
+
+    def __init__(self, c):
+        super().__init__(c)
+        self.padding_idx = c["pad_token_id"]
+        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["hidden_size"],
+                                                padding_idx=self.padding_idx)
+
+    def forward(self, input_ids):
+        position_ids = create_position_ids_from_input_ids(input_ids, self.padding_idx)
+        input_shape = input_ids.size()
+        seq_length = input_shape[1]
+        buffered_token_type_ids = self.token_type_ids[:, :seq_length]
+        token_type_ids = buffered_token_type_ids.expand(input_shape[0], seq_length)
+        inputs_embeds = self.word_embeddings(input_ids)
+        token_type_embeddings = self.token_type_embeddings(token_type_ids)
+        embeddings = inputs_embeds + token_type_embeddings
+        position_embeddings = self.position_embeddings(position_ids)
+        embeddings += position_embeddings
+        embeddings = self.LayerNorm(embeddings)
+        return self.dropout(embeddings)
+
+
+class RobertaSelfAttention(BertSelfAttention):
+    pass
+
+
+class RobertaSelfOutput(BertSelfOutput):
+    pass
+
+
+class RobertaAttention(BertAttention):
+    SelfAttention, SelfOutput = RobertaSelfAttention, RobertaSelfOutput
+
+
+class RobertaIntermediate(BertIntermediate):
+    pass
+
+
+class RobertaOutput(BertOutput):
+    pass
+
+
+class RobertaLayer(BertLayer):
+    Attention, Intermediate, Output = RobertaAttention, RobertaIntermediate, RobertaOutput
+
+
+class RobertaEncoder(BertEncoder):
+    Layer = RobertaLayer
+
+
+class RobertaPooler(BertPooler):
+    pass
+
+
+class RobertaModel(BertModel):
+    """RobertaModel (add_pooling_layer=True): BERT's encoder with RoBERTa's embeddings."""
+    Embeddings, Encoder, Pooler = RobertaEmbeddings, RobertaEncoder, RobertaPooler
 
 
 # ----------------------------------------------------------------------------- DistilBERT
@@ -643,14 +725,14 @@ def sinusoids(length, channels, max_timescale=10000):
 
 
 class WhisperAttention(nn.Module):
-    def __init__(self, embed_dim, num_heads):
+    def __init__(self, embed_dim, num_heads, k_bias=False):
         super().__init__()
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
         self.scaling = self.head_dim ** -0.5
         self.dropout = 0.0
-        self.k_proj = nn.Linear(embed_dim, embed_dim, bias=False)
+        self.k_proj = nn.Linear(embed_dim, embed_dim, bias=k_bias)
         self.v_proj = nn.Linear(embed_dim, embed_dim, bias=True)
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=True)
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=True)
@@ -734,3 +816,629 @@ class WhisperEncoder(nn.Module):
         for encoder_layer in self.layers:
             hidden_states = encoder_layer(hidden_states)
         return (self.layer_norm(hidden_states),)
+
+
+# ----------------------------------------------------------------------------- DeiT
+class DeiTPatchEmbeddings(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.image_size, self.patch_size = c["image_size"], c["patch_size"]
+        self.num_channels = c["num_channels"]
+        self.num_patches = (c["image_size"] // c["patch_size"]) ** 2
+        self.projection = nn.Conv2d(c["num_channels"], c["hidden_size"], kernel_size=c["patch_size"],
+                                    stride=c["patch_size"])
+
+    def forward(self, pixel_values):
+        return self.projection(pixel_values).flatten(2).transpose(1, 2)
+
+
+class DeiTEmbeddings(nn.Module):
+    """CLS token, distillation token, patch embeddings and position embeddings (num_patches + 2)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, c["hidden_size"]))
+        self.distillation_token = nn.Parameter(torch.zeros(1, 1, c["hidden_size"]))
+        self.patch_embeddings = DeiTPatchEmbeddings(c)
+        num_patches = self.patch_embeddings.num_patches
+        self.position_embeddings = nn.Parameter(torch.zeros(1, num_patches + 2, c["hidden_size"]))
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, pixel_values):
+        embeddings = self.patch_embeddings(pixel_values)
+        batch_size, seq_length, _ = embeddings.size()
+        cls_tokens = self.cls_token.expand(batch_size, -1, -1)
+        distillation_tokens = self.distillation_token.expand(batch_size, -1, -1)
+        embeddings = torch.cat((cls_tokens, distillation_tokens, embeddings), dim=1)
+        embeddings = embeddings + self.position_embeddings
+        return self.dropout(embeddings)
+
+
+class DeiTSelfAttention(BertSelfAttention):
+    """ViT's self-attention: BERT's without a mask."""
+
+    def forward(self, hidden_states):
+        return super().forward(hidden_states, None)
+
+
+class DeiTSelfOutput(nn.Module):
+    """dense + dropout; the residual is added in DeiTLayer (pre-norm layers)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, hidden_states, input_tensor):
+        return self.dropout(self.dense(hidden_states))
+
+
+class DeiTAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.attention = DeiTSelfAttention(c)
+        self.output = DeiTSelfOutput(c)
+
+    def forward(self, hidden_states):
+        self_outputs = self.attention(hidden_states)
+        return self.output(self_outputs, hidden_states)
+
+
+class DeiTIntermediate(BertIntermediate):
+    pass
+
+
+class DeiTOutput(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.dense = nn.Linear(c["intermediate_size"], c["hidden_size"])
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, hidden_states, input_tensor):
+        hidden_states = self.dropout(self.dense(hidden_states))
+        return hidden_states + input_tensor
+
+
+class DeiTLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.attention = DeiTAttention(c)
+        self.intermediate = DeiTIntermediate(c)
+        self.output = DeiTOutput(c)
+        self.layernorm_before = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.layernorm_after = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+
+    def forward(self, hidden_states):
+        attention_output = self.attention(self.layernorm_before(hidden_states))
+        hidden_states = attention_output + hidden_states  # first residual connection
+        layer_output = self.layernorm_after(hidden_states)
+        layer_output = self.intermediate(layer_output)
+        return self.output(layer_output, hidden_states)  # second residual connection
+
+
+class DeiTEncoder(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.layer = nn.ModuleList([DeiTLayer(c) for _ in range(c["num_hidden_layers"])])
+
+    def forward(self, hidden_states):
+        for layer_module in self.layer:
+            hidden_states = layer_module(hidden_states)
+        return hidden_states
+
+
+class DeiTModel(nn.Module):
+    """DeiTModel(add_pooling_layer=False), as DeiTForImageClassificationWithTeacher builds it."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.embeddings = DeiTEmbeddings(c)
+        self.encoder = DeiTEncoder(c)
+        self.layernorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+
+    def forward(self, pixel_values):
+        embedding_output = self.embeddings(pixel_values)
+        sequence_output = self.encoder(embedding_output)
+        return self.layernorm(sequence_output)
+
+
+class DeiTForImageClassificationWithTeacher(nn.Module):
+    """Two heads, one on the CLS token and one on the distillation token; inference averages
+    their logits."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.deit = DeiTModel(c)
+        self.cls_classifier = nn.Linear(c["hidden_size"], c["num_labels"])
+        self.distillation_classifier = nn.Linear(c["hidden_size"], c["num_labels"])
+        _init_weights(self, 0.02)
+        with torch.no_grad():  # DeiTPreTrainedModel._init_weights: trunc_normal for Linear/Conv2d
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Conv2d)):
+                    nn.init.trunc_normal_(m.weight, std=0.02)
+            for p in (self.deit.embeddings.cls_token, self.deit.embeddings.distillation_token,
+                      self.deit.embeddings.position_embeddings):
+                nn.init.trunc_normal_(p, std=0.02)
+
+    def forward(self, pixel_values):
+        sequence_output = self.deit(pixel_values)
+        cls_logits = self.cls_classifier(sequence_output[:, 0, :])
+        distillation_logits = self.distillation_classifier(sequence_output[:, 1, :])
+        return ((cls_logits + distillation_logits) / 2,)
+
+
+# ----------------------------------------------------------------------------- MobileViT
+def make_divisible(value, divisor=8, min_value=None):
+    """modeling_mobilevit.make_divisible (channels rounded to a multiple of 8, at most 10% down)."""
+    if min_value is None:
+        min_value = divisor
+    new_value = max(min_value, int(value + divisor / 2) // divisor * divisor)
+    if new_value < 0.9 * value:
+        new_value += divisor
+    return int(new_value)
+
+
+class MobileViTConvLayer(nn.Module):
+    """Conv2d (no bias) + BatchNorm2d + SiLU; normalization and activation optional."""
+
+    def __init__(self, c, in_channels, out_channels, kernel_size, stride=1, groups=1, bias=False, dilation=1,
+                 use_normalization=True, use_activation=True):
+        super().__init__()
+        padding = int((kernel_size - 1) / 2) * dilation
+        self.convolution = nn.Conv2d(in_channels, out_channels, kernel_size=kernel_size, stride=stride,
+                                     padding=padding, dilation=dilation, groups=groups, bias=bias,
+                                     padding_mode="zeros")
+        self.normalization = (nn.BatchNorm2d(out_channels, eps=1e-5, momentum=0.1, affine=True,
+                                             track_running_stats=True) if use_normalization else None)
+        self.activation = nn.SiLU() if use_activation else None
+
+    def forward(self, features):
+        features = self.convolution(features)
+        if self.normalization is not None:
+            features = self.normalization(features)
+        if self.activation is not None:
+            features = self.activation(features)
+        return features
+
+
+class MobileViTInvertedResidual(nn.Module):
+    """MobileNetV2's inverted residual: 1x1 expand, 3x3 depthwise, 1x1 reduce (no activation)."""
+
+    def __init__(self, c, in_channels, out_channels, stride, dilation=1):
+        super().__init__()
+        expanded_channels = make_divisible(int(round(in_channels * c["expand_ratio"])), 8)
+        self.use_residual = (stride == 1) and (in_channels == out_channels)
+        self.expand_1x1 = MobileViTConvLayer(c, in_channels, expanded_channels, kernel_size=1)
+        self.conv_3x3 = MobileViTConvLayer(c, expanded_channels, expanded_channels, kernel_size=3, stride=stride,
+                                           groups=expanded_channels, dilation=dilation)
+        self.reduce_1x1 = MobileViTConvLayer(c, expanded_channels, out_channels, kernel_size=1,
+                                             use_activation=False)
+
+    def forward(self, features):
+        residual = features
+        features = self.expand_1x1(features)
+        features = self.conv_3x3(features)
+        features = self.reduce_1x1(features)
+        return residual + features if self.use_residual else features
+
+
+class MobileViTMobileNetLayer(nn.Module):
+    def __init__(self, c, in_channels, out_channels, stride=1, num_stages=1):
+        super().__init__()
+        self.layer = nn.ModuleList()
+        for i in range(num_stages):
+            self.layer.append(MobileViTInvertedResidual(c, in_channels, out_channels,
+                                                        stride=stride if i == 0 else 1))
+            in_channels = out_channels
+
+    def forward(self, features):
+        for layer_module in self.layer:
+            features = layer_module(features)
+        return features
+
+
+class MobileViTSelfAttention(BertSelfAttention):
+    def __init__(self, c, hidden_size):
+        super().__init__(dict(c, hidden_size=hidden_size))
+
+    def forward(self, hidden_states):
+        return super().forward(hidden_states, None)
+
+
+class MobileViTSelfOutput(nn.Module):
+    def __init__(self, c, hidden_size):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, hidden_states):
+        return self.dropout(self.dense(hidden_states))
+
+
+class MobileViTAttention(nn.Module):
+    def __init__(self, c, hidden_size):
+        super().__init__()
+        self.attention = MobileViTSelfAttention(c, hidden_size)
+        self.output = MobileViTSelfOutput(c, hidden_size)
+
+    def forward(self, hidden_states):
+        return self.output(self.attention(hidden_states))
+
+
+class MobileViTIntermediate(nn.Module):
+    def __init__(self, c, hidden_size, intermediate_size):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, intermediate_size)
+        self.intermediate_act_fn = nn.SiLU()
+
+    def forward(self, hidden_states):
+        return self.intermediate_act_fn(self.dense(hidden_states))
+
+
+class MobileViTOutput(nn.Module):
+    def __init__(self, c, hidden_size, intermediate_size):
+        super().__init__()
+        self.dense = nn.Linear(intermediate_size, hidden_size)
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, hidden_states, input_tensor):
+        return self.dropout(self.dense(hidden_states)) + input_tensor
+
+
+class MobileViTTransformerLayer(nn.Module):
+    def __init__(self, c, hidden_size, intermediate_size):
+        super().__init__()
+        self.attention = MobileViTAttention(c, hidden_size)
+        self.intermediate = MobileViTIntermediate(c, hidden_size, intermediate_size)
+        self.output = MobileViTOutput(c, hidden_size, intermediate_size)
+        self.layernorm_before = nn.LayerNorm(hidden_size, eps=c["layer_norm_eps"])
+        self.layernorm_after = nn.LayerNorm(hidden_size, eps=c["layer_norm_eps"])
+
+    def forward(self, hidden_states):
+        attention_output = self.attention(self.layernorm_before(hidden_states))
+        hidden_states = attention_output + hidden_states
+        layer_output = self.layernorm_after(hidden_states)
+        layer_output = self.intermediate(layer_output)
+        return self.output(layer_output, hidden_states)
+
+
+class MobileViTTransformer(nn.Module):
+    def __init__(self, c, hidden_size, num_stages):
+        super().__init__()
+        self.layer = nn.ModuleList([MobileViTTransformerLayer(c, hidden_size, int(hidden_size * c["mlp_ratio"]))
+                                    for _ in range(num_stages)])
+
+    def forward(self, hidden_states):
+        for layer_module in self.layer:
+            hidden_states = layer_module(hidden_states)
+        return hidden_states
+
+
+class MobileViTLayer(nn.Module):
+    """MobileViT block: local kxk + 1x1 convs, unfold into patch_area sequences of patches, a
+    transformer over each, fold back, 1x1 projection, concatenate with the input, kxk fusion."""
+
+    def __init__(self, c, in_channels, out_channels, stride, hidden_size, num_stages, dilation=1):
+        super().__init__()
+        self.patch_width = c["patch_size"]
+        self.patch_height = c["patch_size"]
+        if stride == 2:
+            self.downsampling_layer = MobileViTInvertedResidual(
+                c, in_channels, out_channels, stride=stride if dilation == 1 else 1,
+                dilation=dilation - 1 if dilation > 1 else 1)
+            in_channels = out_channels
+        else:
+            self.downsampling_layer = None
+        self.conv_kxk = MobileViTConvLayer(c, in_channels, in_channels, kernel_size=c["conv_kernel_size"])
+        self.conv_1x1 = MobileViTConvLayer(c, in_channels, hidden_size, kernel_size=1, use_normalization=False,
+                                           use_activation=False)
+        self.transformer = MobileViTTransformer(c, hidden_size=hidden_size, num_stages=num_stages)
+        self.layernorm = nn.LayerNorm(hidden_size, eps=c["layer_norm_eps"])
+        self.conv_projection = MobileViTConvLayer(c, hidden_size, in_channels, kernel_size=1)
+        self.fusion = MobileViTConvLayer(c, 2 * in_channels, in_channels, kernel_size=c["conv_kernel_size"])
+
+    def unfolding(self, features):
+        patch_width, patch_height = self.patch_width, self.patch_height
+        patch_area = int(patch_width * patch_height)
+        batch_size, channels, orig_height, orig_width = features.shape
+        new_height = int(math.ceil(orig_height / patch_height) * patch_height)
+        new_width = int(math.ceil(orig_width / patch_width) * patch_width)
+        interpolate = False
+        if new_width != orig_width or new_height != orig_height:
+            features = nn.functional.interpolate(features, size=(new_height, new_width), mode="bilinear",
+                                                 align_corners=False)
+            interpolate = True
+        num_patch_width = new_width // patch_width
+        num_patch_height = new_height // patch_height
+        num_patches = num_patch_height * num_patch_width
+        # (B, C, H, W) -> (B * C * n_h, p_h, n_w, p_w) -> (B * C * n_h, n_w, p_h, p_w)
+        patches = features.reshape(batch_size * channels * num_patch_height, patch_height, num_patch_width,
+                                   patch_width)
+        patches = patches.transpose(1, 2)
+        # -> (B, C, N, P) -> (B, P, N, C) -> (B * P, N, C)
+        patches = patches.reshape(batch_size, channels, num_patches, patch_area)
+        patches = patches.transpose(1, 3)
+        patches = patches.reshape(batch_size * patch_area, num_patches, -1)
+        info_dict = {"orig_size": (orig_height, orig_width), "batch_size": batch_size, "channels": channels,
+                     "interpolate": interpolate, "num_patches": num_patches,
+                     "num_patches_width": num_patch_width, "num_patches_height": num_patch_height}
+        return patches, info_dict
+
+    def folding(self, patches, info_dict):
+        patch_width, patch_height = self.patch_width, self.patch_height
+        patch_area = int(patch_width * patch_height)
+        batch_size = info_dict["batch_size"]
+        channels = info_dict["channels"]
+        num_patches = info_dict["num_patches"]
+        num_patch_height = info_dict["num_patches_height"]
+        num_patch_width = info_dict["num_patches_width"]
+        # (B * P, N, C) -> (B, P, N, C) -> (B, C, N, P)
+        features = patches.contiguous().view(batch_size, patch_area, num_patches, -1)
+        features = features.transpose(1, 3)
+        # -> (B * C * n_h, n_w, p_h, p_w) -> (B * C * n_h, p_h, n_w, p_w) -> (B, C, H, W)
+        features = features.reshape(batch_size * channels * num_patch_height, num_patch_width, patch_height,
+                                    patch_width)
+        features = features.transpose(1, 2)
+        features = features.reshape(batch_size, channels, num_patch_height * patch_height,
+                                    num_patch_width * patch_width)
+        if info_dict["interpolate"]:
+            features = nn.functional.interpolate(features, size=info_dict["orig_size"], mode="bilinear",
+                                                 align_corners=False)
+        return features
+
+    def forward(self, features):
+        if self.downsampling_layer:
+            features = self.downsampling_layer(features)
+        residual = features
+        features = self.conv_kxk(features)
+        features = self.conv_1x1(features)
+        patches, info_dict = self.unfolding(features)
+        patches = self.transformer(patches)
+        patches = self.layernorm(patches)
+        features = self.folding(patches, info_dict)
+        features = self.conv_projection(features)
+        return self.fusion(torch.cat((residual, features), dim=1))
+
+
+class MobileViTEncoder(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        neck, hidden = c["neck_hidden_sizes"], c["hidden_sizes"]
+        stages = c.get("transformer_stages", (2, 4, 3))
+        self.layer = nn.ModuleList([
+            MobileViTMobileNetLayer(c, neck[0], neck[1], stride=1, num_stages=1),
+            MobileViTMobileNetLayer(c, neck[1], neck[2], stride=2, num_stages=3),
+            MobileViTLayer(c, neck[2], neck[3], stride=2, hidden_size=hidden[0], num_stages=stages[0]),
+            MobileViTLayer(c, neck[3], neck[4], stride=2, hidden_size=hidden[1], num_stages=stages[1]),
+            MobileViTLayer(c, neck[4], neck[5], stride=2, hidden_size=hidden[2], num_stages=stages[2]),
+        ])
+
+    def forward(self, hidden_states):
+        for layer_module in self.layer:
+            hidden_states = layer_module(hidden_states)
+        return hidden_states
+
+
+class MobileViTModel(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        neck = c["neck_hidden_sizes"]
+        self.conv_stem = MobileViTConvLayer(c, c["num_channels"], neck[0], kernel_size=3, stride=2)
+        self.encoder = MobileViTEncoder(c)
+        self.conv_1x1_exp = MobileViTConvLayer(c, neck[5], neck[6], kernel_size=1)
+
+    def forward(self, pixel_values):
+        embedding_output = self.conv_stem(pixel_values)
+        last_hidden_state = self.conv_1x1_exp(self.encoder(embedding_output))
+        return torch.mean(last_hidden_state, dim=[-2, -1], keepdim=False)  # pooler_output
+
+
+class MobileViTForImageClassification(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.mobilevit = MobileViTModel(c)
+        self.dropout = nn.Dropout(0.1, inplace=True)
+        self.classifier = nn.Linear(c["neck_hidden_sizes"][-1], c["num_labels"])
+        _init_weights(self, 0.02)
+        for m in self.modules():  # MobileViTPreTrainedModel._init_weights: convs too
+            if isinstance(m, nn.Conv2d):
+                m.weight.data.normal_(0.0, 0.02)
+
+    def forward(self, pixel_values):
+        pooled_output = self.mobilevit(pixel_values)
+        return (self.classifier(self.dropout(pooled_output)),)
+
+
+# ----------------------------------------------------------------------------- Wav2Vec2
+class Wav2Vec2NoLayerNormConvLayer(nn.Module):
+    def __init__(self, c, layer_id=0):
+        super().__init__()
+        self.in_conv_dim = c["conv_dim"][layer_id - 1] if layer_id > 0 else 1
+        self.out_conv_dim = c["conv_dim"][layer_id]
+        self.conv = nn.Conv1d(self.in_conv_dim, self.out_conv_dim, kernel_size=c["conv_kernel"][layer_id],
+                              stride=c["conv_stride"][layer_id], bias=c["conv_bias"])
+        self.activation = GELUActivation()
+
+    def forward(self, hidden_states):
+        return self.activation(self.conv(hidden_states))
+
+
+class Wav2Vec2GroupNormConvLayer(nn.Module):
+    """The first feature-encoder layer of feat_extract_norm="group" models: GroupNorm with one
+    group per channel."""
+
+    def __init__(self, c, layer_id=0):
+        super().__init__()
+        self.in_conv_dim = c["conv_dim"][layer_id - 1] if layer_id > 0 else 1
+        self.out_conv_dim = c["conv_dim"][layer_id]
+        self.conv = nn.Conv1d(self.in_conv_dim, self.out_conv_dim, kernel_size=c["conv_kernel"][layer_id],
+                              stride=c["conv_stride"][layer_id], bias=c["conv_bias"])
+        self.activation = GELUActivation()
+        self.layer_norm = nn.GroupNorm(num_groups=self.out_conv_dim, num_channels=self.out_conv_dim, affine=True)
+
+    def forward(self, hidden_states):
+        hidden_states = self.conv(hidden_states)
+        hidden_states = self.layer_norm(hidden_states)
+        return self.activation(hidden_states)
+
+
+class Wav2Vec2FeatureEncoder(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        n = len(c["conv_dim"])
+        self.conv_layers = nn.ModuleList([Wav2Vec2GroupNormConvLayer(c, layer_id=0)] +
+                                         [Wav2Vec2NoLayerNormConvLayer(c, layer_id=i + 1) for i in range(n - 1)])
+
+    def forward(self, input_values):
+        hidden_states = input_values[:, None]
+        for conv_layer in self.conv_layers:
+            hidden_states = conv_layer(hidden_states)
+        return hidden_states
+
+
+class Wav2Vec2FeatureProjection(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.layer_norm = nn.LayerNorm(c["conv_dim"][-1], eps=c["layer_norm_eps"])
+        self.projection = nn.Linear(c["conv_dim"][-1], c["hidden_size"])
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, hidden_states):
+        norm_hidden_states = self.layer_norm(hidden_states)
+        hidden_states = self.projection(norm_hidden_states)
+        hidden_states = self.dropout(hidden_states)
+        return hidden_states, norm_hidden_states
+
+
+class Wav2Vec2SamePadLayer(nn.Module):
+    def __init__(self, num_conv_pos_embeddings):
+        super().__init__()
+        self.num_pad_remove = 1 if num_conv_pos_embeddings % 2 == 0 else 0
+
+    def forward(self, hidden_states):
+        if self.num_pad_remove > 0:
+            hidden_states = hidden_states[:, :, : -self.num_pad_remove]
+        return hidden_states
+
+
+class Wav2Vec2PositionalConvEmbedding(nn.Module):
+    """A grouped Conv1d over time (kernel num_conv_pos_embeddings, padding half of it, one
+    trailing frame removed for even kernels) + GELU. HF applies weight_norm(dim=2) to the conv;
+    the zoo folds it (weight = g * v / ||v||, what remove_weight_norm does), as a deployed
+    export would, so the graph holds one plain weight."""
+
+    def __init__(self, c):
+        super().__init__()
+        k, groups, hidden = c["num_conv_pos_embeddings"], c["num_conv_pos_embedding_groups"], c["hidden_size"]
+        self.conv = nn.Conv1d(hidden, hidden, kernel_size=k, padding=k // 2, groups=groups)
+        with torch.no_grad():  # Wav2Vec2PreTrainedModel._init_weights
+            self.conv.weight.normal_(0.0, 2 * math.sqrt(1 / (k * hidden // groups)))
+            self.conv.bias.zero_()
+        nn.utils.weight_norm(self.conv, name="weight", dim=2)
+        nn.utils.remove_weight_norm(self.conv, name="weight")
+        self.padding = Wav2Vec2SamePadLayer(k)
+        self.activation = GELUActivation()
+
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.transpose(1, 2)
+        hidden_states = self.conv(hidden_states)
+        hidden_states = self.padding(hidden_states)
+        hidden_states = self.activation(hidden_states)
+        return hidden_states.transpose(1, 2)
+
+
+class Wav2Vec2Attention(WhisperAttention):
+    """BART attention (k_proj with bias), without masks or caches."""
+
+    def __init__(self, embed_dim, num_heads):
+        super().__init__(embed_dim, num_heads, k_bias=True)
+
+
+class Wav2Vec2FeedForward(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.intermediate_dropout = nn.Dropout(0.0)
+        self.intermediate_dense = nn.Linear(c["hidden_size"], c["intermediate_size"])
+        self.intermediate_act_fn = GELUActivation()
+        self.output_dense = nn.Linear(c["intermediate_size"], c["hidden_size"])
+        self.output_dropout = nn.Dropout(0.1)
+
+    def forward(self, hidden_states):
+        hidden_states = self.intermediate_dense(hidden_states)
+        hidden_states = self.intermediate_act_fn(hidden_states)
+        hidden_states = self.intermediate_dropout(hidden_states)
+        hidden_states = self.output_dense(hidden_states)
+        return self.output_dropout(hidden_states)
+
+
+class Wav2Vec2EncoderLayer(nn.Module):
+    """Post-norm layer (do_stable_layer_norm=False, the base model's)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.attention = Wav2Vec2Attention(c["hidden_size"], c["num_attention_heads"])
+        self.dropout = nn.Dropout(0.1)
+        self.layer_norm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.feed_forward = Wav2Vec2FeedForward(c)
+        self.final_layer_norm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+
+    def forward(self, hidden_states):
+        attn_residual = hidden_states
+        hidden_states = self.attention(hidden_states)
+        hidden_states = self.dropout(hidden_states)
+        hidden_states = attn_residual + hidden_states
+        hidden_states = self.layer_norm(hidden_states)
+        hidden_states = hidden_states + self.feed_forward(hidden_states)
+        return self.final_layer_norm(hidden_states)
+
+
+class Wav2Vec2Encoder(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.pos_conv_embed = Wav2Vec2PositionalConvEmbedding(c)
+        self.layer_norm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.dropout = nn.Dropout(0.1)
+        self.layers = nn.ModuleList([Wav2Vec2EncoderLayer(c) for _ in range(c["num_hidden_layers"])])
+
+    def forward(self, hidden_states):
+        position_embeddings = self.pos_conv_embed(hidden_states)
+        hidden_states = hidden_states + position_embeddings
+        hidden_states = self.layer_norm(hidden_states)
+        hidden_states = self.dropout(hidden_states)
+        for layer in self.layers:  # LayerDrop is training-only
+            hidden_states = layer(hidden_states)
+        return hidden_states
+
+
+class Wav2Vec2Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.feature_extractor = Wav2Vec2FeatureEncoder(c)
+        self.feature_projection = Wav2Vec2FeatureProjection(c)
+        # used only for SpecAugment in training (mask_time_prob > 0 in the base config)
+        self.masked_spec_embed = nn.Parameter(torch.empty(c["hidden_size"]).uniform_())
+        self.encoder = Wav2Vec2Encoder(c)
+        # Wav2Vec2PreTrainedModel._init_weights (the positional conv initialised itself)
+        for name, m in self.named_modules():
+            if name == "feature_projection.projection":
+                k = math.sqrt(1 / m.in_features)
+                nn.init.uniform_(m.weight, a=-k, b=k)
+                nn.init.uniform_(m.bias, a=-k, b=k)
+            elif isinstance(m, nn.Linear):
+                m.weight.data.normal_(0.0, 0.02)
+                m.bias.data.zero_()
+            elif isinstance(m, (nn.LayerNorm, nn.GroupNorm)):
+                m.weight.data.fill_(1.0)
+                m.bias.data.zero_()
+            elif isinstance(m, nn.Conv1d) and not name.startswith("encoder.pos_conv_embed"):
+                nn.init.kaiming_normal_(m.weight)
+                if m.bias is not None:
+                    k = math.sqrt(m.groups / (m.in_channels * m.kernel_size[0]))
+                    nn.init.uniform_(m.bias, a=-k, b=k)
+
+    def forward(self, input_values):
+        extract_features = self.feature_extractor(input_values)
+        extract_features = extract_features.transpose(1, 2)
+        hidden_states, extract_features = self.feature_projection(extract_features)
+        hidden_states = self.encoder(hidden_states)
+        return hidden_states, extract_features

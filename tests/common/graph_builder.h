@@ -1,27 +1,35 @@
 #pragma once
-// Building small models in memory for pass tests and the fuzzer.
+// Building small models in memory (the graph tables directly, no protobuf) for the tests of
+// passes/ and runtime/ and the passes' fuzzer. tests/analysis builds ModelProtos instead
+// (shape_builder.h), because shape inference is tested through the reader.
+//
+//   GraphBuilder b;                                   // opset 17 in the default domain
+//   ValueId x = b.input("x", {1, 4});                 // float; -1 = a symbolic dim
+//   ValueId w = b.f32("w", {4, 4}, weights);          // an initializer
+//   b.output(b.node("MatMul", {x, w}));               // value "MatMul_0", node "MatMul_0_node"
+//   rt::Session s(b.model());  /  optimize(*b.m);
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
-#include "passes/driver.h"
-#include "passes/registry.h"
 
 namespace onnxforge::test {
 
-class Builder {
+class GraphBuilder {
  public:
-  explicit Builder(int64_t opset = 17) : m(std::make_unique<Model>()) {
+  explicit GraphBuilder(int64_t opset = 17) : m(std::make_unique<Model>()) {
     m->opsets.push_back({Sym{}, opset, true});
     m->ir_version = 8;
     m->producer_name = intern("onnxforge-test");
   }
   std::unique_ptr<Model> m;
-  Graph& g() { return m->main(); }
+  Model& model() const { return *m; }
+  Graph& g() const { return m->main(); }
 
-  // dims: -1 means a symbolic dim named after `sym`.
+  // A graph input. dims: -1 means a symbolic dim named syms[i] (default "s<i>").
   ValueId input(const std::string& name, std::vector<int64_t> dims, DType t = DType::Float,
                 const std::vector<std::string>& syms = {}) {
     ValueId v = g().add_value(intern(name));
@@ -34,6 +42,7 @@ class Builder {
     g().set_graph_inputs(ins);
     return v;
   }
+  // An initializer holding `data` (C++ element type T stored as dtype t).
   template <class T>
   ValueId init(const std::string& name, std::vector<int64_t> dims, const std::vector<T>& data, DType t) {
     ValueId v = g().add_value(intern(name));
@@ -57,22 +66,30 @@ class Builder {
                                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * 8));
     return node("Constant", {}, {NewAttr::Tensor("value", t)}, name);
   }
+  // A node with `outs` outputs, named `name` (default "<op>_<counter>"; the node gets "_node"
+  // appended, outputs after the first "_out<i>").
   std::vector<ValueId> node_n(const std::string& op, std::vector<ValueId> ins, std::vector<NewAttr> attrs, size_t outs,
-                              const std::string& name = {}) {
+                              const std::string& name = {}, const std::string& domain = {}) {
     std::string base = name.empty() ? op + "_" + std::to_string(counter_++) : name;
     std::vector<ValueId> o;
     for (size_t i = 0; i < outs; ++i) o.push_back(g().add_value(intern(base + (i ? "_out" + std::to_string(i) : ""))));
-    g().add_node(intern(op), Sym{}, intern(base + "_node"), ins, o, attrs);
+    g().add_node(intern(op), intern(domain), intern(base + "_node"), ins, o, attrs);
     return o;
   }
   ValueId node(const std::string& op, std::vector<ValueId> ins, std::vector<NewAttr> attrs = {}, const std::string& name = {}) {
     return node_n(op, std::move(ins), std::move(attrs), 1, name)[0];
   }
+  // Appends v to the graph outputs. An untyped value gets type t (the writer and the passes
+  // want typed outputs); DType::Undefined leaves it untyped (the runtime takes the kernel's).
   void output(ValueId v, DType t = DType::Float) {
-    if (!g().has_type(v)) g().set_dtype(v, t);
+    if (t != DType::Undefined && !g().has_type(v)) g().set_dtype(v, t);
     auto outs = g().graph_outputs();
     outs.push_back(v);
     g().set_graph_outputs(outs);
+  }
+  // Several untyped outputs at once (runtime tests).
+  void outputs(const std::vector<ValueId>& vs) {
+    for (ValueId v : vs) output(v, DType::Undefined);
   }
 
  private:
@@ -84,18 +101,6 @@ inline size_t count_op(const Graph& g, std::string_view op) {
   for (NodeId x : g.nodes())
     if (g.is_op(x, op)) ++n;
   return n;
-}
-
-// Runs the named passes (all when empty) to a fixed point.
-inline passes::RunResult optimize(Model& m, std::vector<std::string> names = {}, uint64_t fold_size = 1 << 20) {
-  passes::RunOptions o;
-  o.pass.evaluator = passes::runtime_evaluator();
-  o.pass.fold_size = fold_size;
-  std::vector<const passes::Pass*> list;
-  if (names.empty()) list = passes::all_passes();
-  else
-    for (auto& n : names) list.push_back(passes::find_pass(n));
-  return passes::run_passes(m, list, o);
 }
 
 }  // namespace onnxforge::test

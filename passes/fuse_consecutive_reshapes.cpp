@@ -1,4 +1,5 @@
-// cleanup_attention — Reshape clean-ups around attention heads:                       class 0
+// fuse_consecutive_reshapes — Reshape chains (exporters write them around attention heads, but
+// nothing here is attention-specific):                                                class 0
 //  - Reshape(R(x), s2) → Reshape(x, s2) when R is a Reshape/Flatten/Squeeze/Unsqueeze (all keep
 //    element order) and s2 is a constant WITHOUT 0: a 0 copies a dim of the second Reshape's own
 //    input, which composing would change (the onnxoptimizer bug). When R has other consumers it
@@ -72,14 +73,14 @@ bool apply(Edits& e, const Match& m) {
   if (!m.inner.valid()) return e.forward(m.reshape, g.input(m.reshape, 0));
   if (e.any_touched(m.reshape, m.inner)) return false;
   e.set_input(m.reshape, 0, g.input(m.inner, 0));
-  if (e.uses.single(g.output(m.inner, 0))) e.kill(m.inner);
+  e.drop_if_unshared(m.inner);
   return true;
 }
 
 }  // namespace
 
-const Pass& cleanup_attention_pass() {
-  static const PassOf<Match> p{"cleanup_attention", AccuracyClass::Lossless,
+const Pass& fuse_consecutive_reshapes_pass() {
+  static const PassOf<Match> p{"fuse_consecutive_reshapes", AccuracyClass::Lossless,
                                "compose Reshape chains (never across a 0 in the target), drop no-op Reshapes",
                                analyze, apply,
                               {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}};

@@ -1,9 +1,11 @@
-// fuse_conv_relu — Conv → Relu/Clip/LeakyRelu/Sigmoid... pairs stay two standard nodes (see
-// passes/README.md, Experiment 05: every single-node encoding ONNX Runtime accepts is either
-// non-standard or loses the fusion); the pass records the pair on the Conv as node metadata
-// `onnxforge.epilogue = <activation op>`, which the runtime's plan fuses into the convolution's
-// epilogue and other tools ignore. It also removes activations made redundant by the one
-// before: Relu(Relu(x)), Relu(Clip(x, min >= 0)).                                      class 0
+// annotate_conv_activation — Conv → Relu/Clip/LeakyRelu/Sigmoid... pairs stay two standard
+// nodes (see passes/README.md, Experiment 05: every single-node encoding ONNX Runtime accepts is
+// either non-standard or loses the fusion); the pass only records the pair on the Conv as node
+// metadata `onnxforge.epilogue = <activation op>` for tools that want it. It fuses nothing:
+// onnxforge's runtime plan finds Conv → activation pairs by itself and does not read the
+// annotation; ORT ignores it. The activations are the op facts' epilogue ones (ir/op_traits.h). It also
+// removes activations made redundant by the one before: Relu(Relu(x)), Relu(Clip(x, min >= 0)).
+//                                                                                      class 0
 #include "passes/edits.h"
 #include "passes/graph_util.h"
 #include "passes/registry.h"
@@ -17,11 +19,6 @@ struct Match {
   NodeId conv;  // annotate conv with act's op type
   NodeId act;   // or: remove `act` (a redundant Relu) when conv is invalid
 };
-
-bool epilogue_activation(const Graph& g, NodeId n) {
-  return is(g, n, "Relu") || is(g, n, "Clip") || is(g, n, "LeakyRelu") || is(g, n, "Sigmoid") ||
-         is(g, n, "HardSigmoid") || is(g, n, "HardSwish") || is(g, n, "Tanh");
-}
 
 bool clip_nonnegative(const Graph& g, NodeId clip) {
   if (g.model().opset("") < 11) return g.attr_float(clip, "min", -1) >= 0;
@@ -42,7 +39,7 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
     }
     if (!is_one_of(g, n, {"Conv", "ConvTranspose"})) continue;
     NodeId act = single_consumer(g, uses, n);
-    if (!act.valid() || !epilogue_activation(g, act)) continue;
+    if (!act.valid() || !has_fact(g, act, kEpilogue)) continue;
     if (g.metadata_value(n, kKey) == str(g.op_type(act))) continue;  // already recorded
     out.push_back({n, act});
   }
@@ -65,11 +62,10 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& fuse_conv_relu_pass() {
-  static const PassOf<Match> p{"fuse_conv_relu", AccuracyClass::Lossless,
+const Pass& annotate_conv_activation_pass() {
+  static const PassOf<Match> p{"annotate_conv_activation", AccuracyClass::Lossless,
                                "mark Conv+activation pairs for epilogue fusion (standard graph), drop redundant Relus",
-                               analyze, apply,
-                              {"Conv", "ConvTranspose", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu", "Relu", "Sigmoid", "Tanh"}};
+                               analyze, apply, ops_with(kEpilogue, {"Conv", "ConvTranspose"})};
   return p;
 }
 

@@ -1,0 +1,647 @@
+// fuse_attention — scaled dot-product attention → Attention (opset 23).            class 1
+//
+//   Q ─(head split)─┐
+//                   MatMul ─ [scale] ─ [mask: Add m | Where(c, ·, fill)]* ─ Softmax(last axis) ─ MatMul ─(head merge)─ Y
+//   K ─(head split, transpose, [repeat_kv])─┘                                          V ─(head split, [repeat_kv])─┘
+//
+// Anchored on the Softmax. The head split/merge Reshape/Transposes are followed as data
+// (head_layout.h), not matched as spellings, so BERT's [B,S,H,D] split, Whisper's [B·H,S,D]
+// batches and ViT's seq-first [S,B·H,D] are one case; the pass emits the 3-D form
+// (B,S,H·D with q_num_heads/kv_num_heads) or the 4-D form (B,H,S,D), whichever needs fewer new
+// Reshape/Transposes, and adds those it needs (ViT: one Transpose per input).
+//  - scale: scalar Mul/Div on the scores, on Q alone (Whisper scales q_proj's output) or √ on
+//    both Q and K; multiplied up; `scale` is omitted when it equals 1/√head_size (rel. 1e-6).
+//  - grouped-query attention: Llama's repeat_kv (Unsqueeze at 2, Expand, Reshape: each kv head
+//    repeated in a row, the order Attention-23 broadcasts in) is dropped; kv_num_heads = Hkv.
+//  - masks: every Add/Where between the scores and the Softmax becomes one additive attn_mask,
+//    built in the graph from the model's own mask values in the original order, so masked
+//    positions get exactly the original values (s + (-FLT_MAX) rounds to -FLT_MAX; a fully
+//    masked row stays uniform as in the original). A masked_fill value must be a constant
+//    <= -1e4 (-inf allowed). `is_causal=1` replaces the mask only when the mask is one Where/Add
+//    whose values are provably "key j visible iff j <= query i" with Sq == Sk (a constant table
+//    such as GPT-2's `bias` buffer, sliced from row/column 0, every element checked): then top-
+//    left and bottom-right alignment agree, which the ONNX Runtime CPU/CUDA disagreement
+//    (onnxruntime#29020) makes a requirement. A causal mask combined with a padding mask stays
+//    a combined attn_mask: splitting it is not exact when a row's visible keys are all padding.
+//  - ONNX Runtime 1.30's CPU kernel does not broadcast attn_mask over query positions (a BERT
+//    [B,1,1,S] mask fails: REFERENCE.md), so a mask whose query dim is not provably Sq is
+//    expanded to [.., Sq, ..] with an Expand (its target from the mask's own key length when
+//    Sq == Sk, so every layer computes the same nodes and duplicate elimination keeps one).
+// Misses (census): "softmax not over last axis", "scale not constant", "scale after mask",
+// "masked_fill value not constant", "masked_fill value not large negative", "scores used
+// elsewhere", "probabilities used elsewhere", "heads not static", "head size not static",
+// "heads not found", "head layout not recognised", "key/value broadcast over batch", ...
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <algorithm>
+#include <set>
+
+#include "analysis/shapes.h"
+#include "passes/edits.h"
+#include "passes/fusion.h"
+#include "passes/graph_util.h"
+#include "passes/head_layout.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+using heads::Layout;
+using heads::Sizes;
+using heads::Step;
+
+struct Operand {
+  ValueId source;
+  heads::Conversion conv;
+  double scale = 1;
+  int64_t repeat = 1;
+};
+
+struct MaskPiece {
+  enum Kind { Add, WhereKeep, WhereFill } kind;  // s + m | Where(c, s, fill) | Where(c, fill, s)
+  ValueId m;                                     // additive mask or condition
+  ValueId fill;                                  // Where's fill constant
+};
+
+struct QueryLength {  // how to build the Expand target of a mask lacking the query dim
+  bool needed = false;
+  int64_t rank = 0;
+  int64_t static_len = -1;  // >= 0: constant target
+  ValueId from;             // else: Shape(from)[axis]
+  int64_t axis = 0;
+};
+
+struct Match {
+  NodeId softmax, mm1, mm2;
+  std::vector<NodeId> nodes;  // every node of the block (killed when nothing else reads it)
+  std::vector<MaskPiece> mask;
+  bool causal = false;
+  QueryLength qlen;
+  Operand q, k, v;
+  ValueId out;  // the value the Attention (after out_conv) replaces
+  heads::Conversion out_conv;
+  int rank = 3;
+  int64_t q_heads = 0, kv_heads = 0;
+  std::optional<float> scale;
+  DType dtype = DType::Float;
+};
+
+bool elementwise_link(const Graph& g, NodeId n) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Where", "Cast", "Tanh", "Slice", "Clip", "Neg"})
+    if (is(g, n, op)) return true;
+  return false;
+}
+
+// Whether `v` is computed from a MatMul through elementwise links only (a few steps): decides
+// which input of an Add/Where carries the scores, and whether a Softmax is an attention at all.
+bool from_matmul(const Graph& g, ValueId v, int depth = 8) {
+  NodeId p = g.producer(v);
+  if (!p.valid() || depth == 0) return false;
+  if (is(g, p, "MatMul")) return true;
+  if (!elementwise_link(g, p)) return false;
+  for (ValueId in : g.inputs(p))
+    if (in.valid() && from_matmul(g, in, depth - 1)) return true;
+  return false;
+}
+
+std::optional<double> scalar_value(const Graph& g, ValueId v) {
+  auto vals = constant_values(g, v);
+  if (!vals || vals->size() != 1) return std::nullopt;
+  return (*vals)[0];
+}
+
+// ---- causal proofs -------------------------------------------------------------------------
+
+// A constant table, possibly sliced: c = T[..., r0:, c0:]. Leading dims of the result must be 1.
+struct Table {
+  TensorId t;
+  std::vector<int64_t> dims;
+  int64_t r0 = 0, c0 = 0;
+};
+std::optional<Table> sliced_table(const Graph& g, ValueId v) {
+  int64_t r0 = 0, c0 = 0;
+  for (int guard = 0; guard < 8; ++guard) {
+    if (TensorId t = constant_tensor(g, v); t.valid()) {
+      auto d = g.model().tensors.dims(t);
+      if (d.size() < 2) return std::nullopt;
+      return Table{t, std::vector<int64_t>(d.begin(), d.end()), r0, c0};
+    }
+    NodeId s = g.producer(v);
+    if (!is(g, s, "Slice") || !g.input(s, 1).valid()) return std::nullopt;
+    auto rank = known_rank(g, g.input(s, 0));
+    auto starts = constant_ints(g, g.input(s, 1));
+    if (rank < 2 || !starts) return std::nullopt;
+    std::vector<int64_t> axes;
+    if (g.input(s, 3).valid()) {
+      auto a = constant_ints(g, g.input(s, 3));
+      if (!a) return std::nullopt;
+      axes = *a;
+    } else {
+      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    if (g.input(s, 4).valid()) {
+      auto st = constant_ints(g, g.input(s, 4));
+      if (!st) return std::nullopt;
+      for (int64_t x : *st)
+        if (x != 1) return std::nullopt;
+    }
+    if (axes.size() != starts->size()) return std::nullopt;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+      int64_t st = (*starts)[i];
+      if (st < 0) return std::nullopt;
+      if (a == rank - 2) r0 += st;
+      else if (a == rank - 1) c0 += st;
+      else if (st != 0) return std::nullopt;
+    }
+    v = g.input(s, 0);
+  }
+  return std::nullopt;
+}
+
+// Whether `v` (a mask piece's tensor, shape [1.., Sq, Sk]) holds "visible" exactly where key
+// j <= query i, for every Sq <= the table: `visible(x)` classifies an element as visible (1),
+// hidden (0) or neither (-1).
+template <class F>
+bool provably_causal(const Graph& g, ValueId v, F visible) {
+  auto d = heads::dims_of(g, v);
+  if (!d || d->size() < 2) return false;
+  for (size_t i = 0; i + 2 < d->size(); ++i)
+    if (!(*d)[i].is_constant(1)) return false;
+  auto tab = sliced_table(g, v);
+  if (!tab) return false;
+  const auto& td = tab->dims;
+  const size_t r = td.size();
+  int64_t lead = 1;
+  for (size_t i = 0; i + 2 < r; ++i) lead *= td[i];
+  if (lead != 1) return false;
+  const int64_t rows = td[r - 2], cols = td[r - 1];
+  if (rows * cols > (int64_t{1} << 24) || tab->r0 >= rows || tab->c0 >= cols) return false;
+  for (int64_t i = tab->r0; i < rows; ++i)
+    for (int64_t j = tab->c0; j < cols; ++j) {
+      int k = visible(element_as_double(g.model(), tab->t, static_cast<uint64_t>(i * cols + j)));
+      if (k < 0 || k != ((j - tab->c0) <= (i - tab->r0) ? 1 : 0)) return false;
+    }
+  return true;
+}
+
+constexpr double kLargeNegative = -1e4;
+
+// Slice(x, 0, >= dim, axes, 1) on every axis it names returns x (Llama slices its mask to the
+// key length it already has, per layer).
+ValueId skip_noop_slices(const Graph& g, ValueId v) {
+  for (NodeId s = g.producer(v); is(g, s, "Slice") && g.input(s, 2).valid(); s = g.producer(v)) {
+    auto d = heads::dims_of(g, g.input(s, 0));
+    auto starts = constant_ints(g, g.input(s, 1)), ends = constant_ints(g, g.input(s, 2));
+    if (!d || !starts || !ends || starts->size() != ends->size()) break;
+    std::vector<int64_t> axes;
+    if (g.input(s, 3).valid()) {
+      auto a = constant_ints(g, g.input(s, 3));
+      if (!a) break;
+      axes = *a;
+    } else {
+      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    std::vector<int64_t> steps(starts->size(), 1);
+    if (g.input(s, 4).valid()) {
+      auto st = constant_ints(g, g.input(s, 4));
+      if (!st) break;
+      steps = *st;
+    }
+    if (axes.size() != starts->size() || steps.size() != starts->size()) break;
+    bool noop = true;
+    for (size_t i = 0; i < axes.size() && noop; ++i) {
+      const int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(d->size()) : axes[i];
+      if (a < 0 || a >= static_cast<int64_t>(d->size())) return v;
+      const SymDim& dim = (*d)[static_cast<size_t>(a)];
+      noop = (*starts)[i] == 0 && steps[i] == 1 &&
+             ((*ends)[i] >= (int64_t{1} << 62) || (dim.is_constant() && (*ends)[i] >= dim.value()));
+    }
+    if (!noop) break;
+    v = g.input(s, 0);
+  }
+  return v;
+}
+
+// ---- the matcher -----------------------------------------------------------------------------
+
+Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassOptions&) {
+  if (!is(g, softmax, "Softmax")) return {};
+  const ValueId probs = g.output(softmax, 0);
+  NodeId mm2;
+  for (const Use& u : uses.of(probs))
+    if (u.slot == 0 && is(g, u.node, "MatMul")) mm2 = u.node;
+  if (!mm2.valid() || !from_matmul(g, g.input(softmax, 0))) return {};  // not an attention block
+
+  Match m;
+  m.softmax = softmax;
+  m.mm2 = mm2;
+  if (!uses.single(probs)) return Miss{"probabilities used elsewhere"};
+
+  // Softmax over the last axis (opset < 13: the 2-D flattening at `axis` is the same thing only
+  // when axis is the last one).
+  const int64_t srank = known_rank(g, g.input(softmax, 0));
+  if (srank < 0) return Miss{"shapes unknown"};
+  const int64_t opset = g.model().opset("");
+  int64_t axis = g.attr_int(softmax, "axis", opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += srank;
+  if (axis != srank - 1) return Miss{"softmax not over last axis"};
+
+  // Scores chain, Softmax back to the first MatMul: chain[i] produces chain_values[i] and reads
+  // the scores as chain_values[i + 1]; the last value is the first MatMul's output.
+  std::vector<NodeId> chain;
+  std::vector<ValueId> chain_values{g.input(softmax, 0)};
+  double chain_scale = 1;
+  bool seen_scale = false;  // walking back: a mask after a scale means the scale scales the mask too
+  for (int guard = 0;; ++guard) {
+    const ValueId cur = chain_values.back();
+    NodeId p = g.producer(cur);
+    if (guard > 16 || !p.valid()) return Miss{"unsupported op between scores and softmax"};
+    if (is(g, p, "MatMul")) {
+      m.mm1 = p;
+      break;
+    }
+    chain.push_back(p);
+    ValueId next;
+    if (is(g, p, "Mul") || is(g, p, "Div")) {
+      ValueId a = g.input(p, 0), b = g.input(p, 1);
+      const bool a_scores = from_matmul(g, a), b_scores = from_matmul(g, b);
+      if (a_scores == b_scores || (is(g, p, "Div") && b_scores)) return Miss{"unsupported op between scores and softmax"};
+      ValueId c = a_scores ? b : a;
+      if (!constant_tensor(g, c).valid()) return Miss{"scale not constant"};
+      auto s = scalar_value(g, c);
+      if (!s) return Miss{"scale not scalar"};
+      if (*s == 0 || !std::isfinite(*s)) return Miss{"scale not finite"};
+      seen_scale = true;
+      chain_scale = is(g, p, "Mul") ? chain_scale * *s : chain_scale / *s;
+      next = a_scores ? a : b;
+    } else if (is(g, p, "Add")) {
+      ValueId a = g.input(p, 0), b = g.input(p, 1);
+      const bool a_scores = from_matmul(g, a), b_scores = from_matmul(g, b);
+      if (a_scores == b_scores) return Miss{"unsupported op between scores and softmax"};
+      if (seen_scale) return Miss{"scale after mask"};
+      m.mask.insert(m.mask.begin(), MaskPiece{MaskPiece::Add, a_scores ? b : a, {}});
+      next = a_scores ? a : b;
+    } else if (is(g, p, "Where")) {
+      ValueId c = g.input(p, 0), a = g.input(p, 1), b = g.input(p, 2);
+      const bool a_scores = from_matmul(g, a), b_scores = from_matmul(g, b);
+      if (a_scores == b_scores) return Miss{"unsupported op between scores and softmax"};
+      ValueId fill = a_scores ? b : a;
+      if (!constant_tensor(g, fill).valid()) return Miss{"masked_fill value not constant"};
+      auto f = scalar_value(g, fill);
+      if (!f) return Miss{"masked_fill value not scalar"};
+      if (!(*f <= kLargeNegative)) return Miss{"masked_fill value not large negative"};
+      if (g.dtype(c) != DType::Bool) return Miss{"mask condition not boolean"};
+      if (seen_scale) return Miss{"scale after mask"};
+      m.mask.insert(m.mask.begin(), MaskPiece{a_scores ? MaskPiece::WhereKeep : MaskPiece::WhereFill, c, fill});
+      next = a_scores ? a : b;
+    } else {
+      return Miss{"unsupported op between scores and softmax"};
+    }
+    chain_values.push_back(next);
+  }
+  // Every scores value is read only by the chain, except Shape readers whose result only sizes an
+  // Expand of a mask piece (DistilBERT expands its mask to the scores' shape): an Expand to the
+  // scores' own shape is what the attention's broadcasting does anyway, so the piece is read
+  // before it (also when duplicate elimination made a later layer's Expand read this layer's
+  // Shape: any Expand whose output has the scores' dims).
+  std::vector<NodeId> mask_side;
+  const auto scores_dims = heads::dims_of(g, g.output(m.mm1, 0));
+  auto strip_expand = [&](ValueId v) {
+    v = skip_noop_slices(g, v);
+    NodeId ex = g.producer(v);
+    if (!is(g, ex, "Expand") || !scores_dims || heads::dims_of(g, v) != scores_dims) return v;
+    mask_side.push_back(ex);
+    if (NodeId sh = g.producer(g.input(ex, 1)); is(g, sh, "Shape")) mask_side.push_back(sh);
+    return g.input(ex, 0);
+  };
+  for (MaskPiece& p : m.mask) p.m = strip_expand(p.m);
+  for (size_t i = 0; i < chain_values.size(); ++i) {
+    const ValueId v = chain_values[i];
+    const NodeId reader = i == 0 ? softmax : chain[i - 1];
+    if (uses.is_graph_output(v)) return Miss{"scores used elsewhere"};
+    for (const Use& u : uses.of(v))
+      if (u.node != reader && std::find(mask_side.begin(), mask_side.end(), u.node) == mask_side.end())
+        return Miss{"scores used elsewhere"};
+  }
+
+  // Operands and their shapes.
+  const ValueId qa = g.input(m.mm1, 0), kb = g.input(m.mm1, 1), vb = g.input(mm2, 1), y = g.output(mm2, 0);
+  auto qd = heads::dims_of(g, qa), kd = heads::dims_of(g, kb), vd = heads::dims_of(g, vb), yd = heads::dims_of(g, y);
+  auto sd = heads::dims_of(g, g.output(m.mm1, 0));
+  if (!qd || !kd || !vd || !yd || !sd) return Miss{"shapes unknown"};
+  const size_t r = qd->size();
+  if (r != 3 && r != 4) return Miss{"scores rank not 3 or 4"};
+  if (kd->size() != r || vd->size() != r || yd->size() != r) return Miss{"key/value broadcast over batch"};
+  for (ValueId cv : chain_values) {  // a mask must not broadcast the scores to a larger shape
+    auto cd = heads::dims_of(g, cv);
+    if (!cd || *cd != *sd) return Miss{"mask broadcasts the scores"};
+  }
+  const auto& Q = *qd;
+  const auto& K = *kd;
+  const auto& V = *vd;
+  if (!Q[r - 1].is_constant() || !V[r - 1].is_constant()) return Miss{"head size not static"};
+  m.dtype = g.dtype(qa);
+  if (m.dtype != DType::Float && m.dtype != DType::Float16 && m.dtype != DType::BFloat16) return Miss{"not floating point"};
+
+  Sizes sizes;
+  sizes.of['s'] = Q[r - 2];
+  sizes.of['d'] = Q[r - 1];
+  sizes.of['t'] = K[r - 1];
+  sizes.of['e'] = V[r - 1];
+  Layout lq, lk, lv, lo;
+  char G = 'g';
+  if (r == 4) {
+    if (!(K[0] == Q[0]) || !(V[0] == Q[0])) return Miss{"key/value broadcast over batch"};
+    if (!(V[1] == K[1]) || !(K[1] == Q[1] || K[1].is_constant(1))) return Miss{"key/value heads differ"};
+    if (!Q[1].is_constant() || !K[1].is_constant()) return Miss{"heads not static"};
+    sizes.of['b'] = Q[0];
+    sizes.of['h'] = Q[1];
+    sizes.of['g'] = K[1];
+    lq = {"b", "h", "s", "d"};
+    lk = {"b", "g", "d", "t"};
+    lv = {"b", "g", "t", "e"};
+    lo = {"b", "h", "s", "e"};
+  } else {
+    if (!(K[0] == Q[0]) || !(V[0] == Q[0])) return Miss{"key/value broadcast over batch"};
+    sizes.of['x'] = Q[0];
+    G = 'h';
+    lq = {"x", "s", "d"};
+    lk = {"x", "d", "t"};
+    lv = {"x", "t", "e"};
+    lo = {"x", "s", "e"};
+  }
+  auto sq = [&](const Layout& l) { return heads::squeeze_ones(l, sizes); };
+  bool unresolved = false;
+  auto qs = heads::walk_back(g, qa, sq(lq), sizes, {.scale = true, .kv_repeat = false}, &unresolved);
+  auto ks = heads::walk_back(g, kb, sq(lk), sizes, {.scale = true, .kv_repeat = r == 4}, &unresolved);
+  auto vs = heads::walk_back(g, vb, sq(lv), sizes, {.scale = false, .kv_repeat = r == 4}, &unresolved);
+  auto os = heads::walk_forward(g, uses, y, sq(lo), sizes, &unresolved);
+  if (unresolved) return Miss{"head split shapes not resolved"};
+  if (r == 3) {
+    if (!sizes.has('b') || !sizes.has('h')) return Miss{"heads not found"};
+    for (auto* steps : {&qs, &ks, &vs, &os})
+      for (Step& s : *steps) s.layout = heads::split_x(s.layout, sizes);
+  }
+  if (!sizes.size('h').is_constant()) return Miss{"heads not static"};
+  const int64_t H = sizes.size('h').value();
+  const int64_t Gk = sizes.size(G).is_constant() ? sizes.size(G).value() : -1;
+  if (Gk <= 0) return Miss{"heads not static"};
+
+  // Canonical layouts of the op's inputs/outputs, per rank; 'g' shrinks with a kv repeat.
+  auto size_fn = [&](int64_t repeat) {
+    return [&sizes, G, repeat](char c) -> SymDim {
+      if (c == G && G == 'g') return SymDim::constant(sizes.size('g').value() / repeat);
+      return sizes.size(c);
+    };
+  };
+  auto canon = [&](char role, int rank, int64_t repeat) {
+    Layout l;
+    const std::string g1(1, G);
+    if (role == 'q') l = rank == 3 ? Layout{"b", "s", "hd"} : Layout{"b", "h", "s", "d"};
+    if (role == 'k') l = rank == 3 ? Layout{"b", "t", g1 + "d"} : Layout{"b", g1, "t", "d"};
+    if (role == 'v') l = rank == 3 ? Layout{"b", "t", g1 + "e"} : Layout{"b", g1, "t", "e"};
+    if (role == 'o') l = rank == 3 ? Layout{"b", "s", "he"} : Layout{"b", "h", "s", "e"};
+    Sizes s2 = sizes;
+    if (G == 'g') s2.of['g'] = SymDim::constant(sizes.size('g').value() / repeat);
+    return heads::squeeze_ones(l, s2);
+  };
+  // Net cost of a source: the Reshape/Transposes to add minus the walked nodes that die (every
+  // value between the source and the MatMul read only by the chain); ties go to the furthest.
+  struct Pick {
+    int cost = 1 << 20;
+    size_t step = 0;
+    heads::Conversion conv;
+  };
+  auto dying = [&](const std::vector<Step>& steps, NodeId reader) {
+    std::vector<int> d(steps.size(), 0);
+    bool dies = !uses.is_graph_output(steps[0].value);
+    for (const Use& u : uses.of(steps[0].value))
+      if (u.node != reader) dies = false;
+    for (size_t i = 1; i < steps.size(); ++i) {
+      d[i] = d[i - 1] + (dies ? static_cast<int>(steps[i].nodes.size()) : 0);
+      dies = dies && uses.single(steps[i].value);
+    }
+    return d;
+  };
+  const auto dq = dying(qs, m.mm1), dk = dying(ks, m.mm1), dv = dying(vs, mm2);
+  auto best_in = [&](const std::vector<Step>& steps, const std::vector<int>& die, char role, int rank, int64_t repeat) {
+    Pick p;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].repeat != repeat) continue;
+      auto c = heads::plan_conversion(steps[i].layout, canon(role, rank, repeat), size_fn(repeat));
+      if (c && c->cost() - die[i] <= p.cost) p = {c->cost() - die[i], i, *c};
+    }
+    return p;
+  };
+  auto best_out = [&](int rank) {
+    Pick p;
+    for (size_t i = 0; i < os.size(); ++i) {
+      auto c = heads::plan_conversion(canon('o', rank, 1), os[i].layout, size_fn(1));
+      const int net = c ? c->cost() - static_cast<int>(i) : 0;
+      if (c && net <= p.cost) p = {net, i, *c};
+    }
+    return p;
+  };
+  std::set<int64_t> repeats;
+  for (const Step& s : ks) repeats.insert(s.repeat);
+  int best_total = 1 << 20;
+  Pick bq, bk, bv, bo;
+  int64_t best_repeat = 1;
+  for (int rank : {4, 3}) {  // 3 last: it wins ties
+    Pick pq = best_in(qs, dq, 'q', rank, 1), po = best_out(rank);
+    for (int64_t rep : repeats) {
+      if (Gk % rep) continue;
+      Pick pk = best_in(ks, dk, 'k', rank, rep), pv = best_in(vs, dv, 'v', rank, rep);
+      const int total = pq.cost + pk.cost + pv.cost + po.cost;
+      if (total >= (1 << 19)) continue;
+      if (total < best_total || (total == best_total && (rank == 3 || rep > best_repeat))) {
+        best_total = total;
+        bq = pq, bk = pk, bv = pv, bo = po;
+        best_repeat = rep;
+        m.rank = rank;
+      }
+    }
+  }
+  if (best_total >= (1 << 19)) return Miss{"head layout not recognised"};
+  m.q_heads = H;
+  m.kv_heads = G == 'g' ? Gk / best_repeat : H;
+  if (m.kv_heads <= 0 || H % m.kv_heads) return Miss{"query heads not a multiple of key/value heads"};
+  m.q = {qs[bq.step].value, bq.conv, qs[bq.step].scale, 1};
+  m.k = {ks[bk.step].value, bk.conv, ks[bk.step].scale, best_repeat};
+  m.v = {vs[bv.step].value, bv.conv, 1, best_repeat};
+  m.out = os[bo.step].value;
+  m.out_conv = bo.conv;
+
+  // Scale.
+  const double total = m.q.scale * m.k.scale * chain_scale;
+  const double dflt = 1.0 / std::sqrt(static_cast<double>(sizes.size('d').value()));
+  if (!std::isfinite(total) || total <= 0) return Miss{"scale not positive"};
+  if (std::abs(total - dflt) > 1e-6 * dflt) m.scale = static_cast<float>(total);
+
+  // Masks: causal proof, ORT's query-length requirement.
+  const SymDim Sq = sizes.size('s'), Sk = sizes.size('t');
+  if (m.mask.size() == 1 && Sq == Sk) {
+    const MaskPiece& p = m.mask[0];
+    if (p.kind == MaskPiece::WhereKeep && g.dtype(p.m) == DType::Bool)
+      m.causal = provably_causal(g, p.m, [](double x) { return x != 0 ? 1 : 0; });
+    else if (p.kind == MaskPiece::WhereFill && g.dtype(p.m) == DType::Bool)
+      m.causal = provably_causal(g, p.m, [](double x) { return x != 0 ? 0 : 1; });
+    else if (p.kind == MaskPiece::Add)
+      m.causal = provably_causal(g, p.m, [](double x) { return x == 0 ? 1 : (x <= kLargeNegative ? 0 : -1); });
+  }
+  if (!m.mask.empty() && !m.causal) {
+    // Broadcast shape of the pieces; a rank-3 mask of merged batch·heads scores cannot be given
+    // to the 4-D broadcasting attn_mask.
+    ValueId with_sq, with_sk;
+    size_t mrank = 0;
+    for (const MaskPiece& p : m.mask) {
+      auto d = heads::dims_of(g, p.m);
+      if (!d) return Miss{"mask shape unknown"};
+      mrank = std::max(mrank, d->size());
+      for (size_t k = 0; k < d->size(); ++k) {
+        const SymDim& x = (*d)[d->size() - 1 - k];
+        if (k == 1 && x == Sq && !x.is_constant(1)) with_sq = p.m;
+        if (k == 0 && x == Sk) with_sk = p.m;
+      }
+      if (r == 3 && d->size() == 3 && !(*d)[0].is_constant(1)) return Miss{"mask on merged batch and heads"};
+      if (d->size() > 4) return Miss{"mask rank above 4"};
+    }
+    if (!with_sq.valid() && !Sq.is_constant(1)) {
+      m.qlen.needed = true;
+      m.qlen.rank = static_cast<int64_t>(std::max<size_t>(mrank, 2));
+      if (Sq.is_constant()) {
+        m.qlen.static_len = Sq.value();
+      } else if (Sq == Sk && with_sk.valid()) {
+        m.qlen.from = with_sk;
+        m.qlen.axis = -1;
+      } else {
+        // The query's own sequence axis.
+        const Step& s = qs[bq.step];
+        int64_t ax = -1;
+        for (size_t i = 0; i < s.layout.size(); ++i)
+          if (s.layout[i] == "s") ax = static_cast<int64_t>(i);
+        if (ax < 0) return Miss{"query length not found"};
+        m.qlen.from = s.value;
+        m.qlen.axis = ax;
+      }
+    }
+  }
+
+  // Nodes of the block.
+  auto add_walked = [&](const std::vector<Step>& steps, size_t upto) {
+    for (size_t i = 1; i <= upto; ++i)
+      for (NodeId n : steps[i].nodes) m.nodes.push_back(n);
+  };
+  m.nodes.push_back(m.mm1);
+  for (NodeId n : chain) m.nodes.push_back(n);
+  for (NodeId n : mask_side) m.nodes.push_back(n);
+  m.nodes.push_back(softmax);
+  m.nodes.push_back(mm2);
+  add_walked(qs, bq.step);
+  add_walked(ks, bk.step);
+  add_walked(vs, bv.step);
+  add_walked(os, bo.step);
+  return m;
+}
+
+// ---- apply -----------------------------------------------------------------------------------
+
+ValueId scalar_constant(Edits& e, DType t, double x) {
+  std::vector<std::byte> bytes;
+  if (t == DType::Float) {
+    float f = static_cast<float>(x);
+    bytes.resize(4);
+    std::memcpy(bytes.data(), &f, 4);
+  } else {
+    bytes.assign(static_cast<size_t>(*dtype_storage_bytes(t, 1)), std::byte{0});  // only 0 is asked for
+  }
+  return e.new_constant("attn_zero", t, {}, bytes);
+}
+
+ValueId ints_constant(Edits& e, const std::vector<int64_t>& v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return e.new_constant("attn_shape", DType::Int64, std::span<const int64_t>(&n, 1), to_bytes(v));
+}
+
+bool apply(Edits& e, const Match& m) {
+  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
+  const std::span<const NodeId> tags(m.nodes);
+  ValueId q = heads::emit(e, m.q.source, m.q.conv, tags);
+  ValueId k = heads::emit(e, m.k.source, m.k.conv, tags);
+  ValueId v = heads::emit(e, m.v.source, m.v.conv, tags);
+  std::vector<ValueId> inputs{q, k, v};
+  if (!m.mask.empty() && !m.causal) {
+    ValueId bias;
+    for (const MaskPiece& p : m.mask) {
+      ValueId out = e.new_value("attn_mask");
+      if (p.kind == MaskPiece::Add) {
+        if (!bias.valid()) {
+          bias = p.m;
+          continue;
+        }
+        e.add_node("Add", {bias, p.m}, {out}, {}, tags);
+      } else {
+        ValueId keep = bias.valid() ? bias : scalar_constant(e, m.dtype, 0);
+        if (p.kind == MaskPiece::WhereKeep) e.add_node("Where", {p.m, keep, p.fill}, {out}, {}, tags);
+        else e.add_node("Where", {p.m, p.fill, keep}, {out}, {}, tags);
+      }
+      bias = out;
+    }
+    if (m.qlen.needed) {
+      ValueId target;
+      const std::vector<int64_t> ones_before(static_cast<size_t>(m.qlen.rank - 2), 1);
+      if (m.qlen.static_len >= 0) {
+        std::vector<int64_t> t = ones_before;
+        t.push_back(m.qlen.static_len);
+        t.push_back(1);
+        target = ints_constant(e, t);
+      } else {
+        ValueId len = e.new_value("attn_query_len");
+        std::vector<NewAttr> at{NewAttr::Int("start", m.qlen.axis)};
+        if (m.qlen.axis != -1) at.push_back(NewAttr::Int("end", m.qlen.axis + 1));
+        e.add_node("Shape", {m.qlen.from}, {len}, at, tags);
+        target = e.new_value("attn_mask_shape");
+        std::vector<ValueId> parts;
+        if (!ones_before.empty()) parts.push_back(ints_constant(e, ones_before));
+        parts.push_back(len);
+        parts.push_back(ints_constant(e, {1}));
+        e.add_node("Concat", parts, {target}, {NewAttr::Int("axis", 0)}, tags);
+      }
+      ValueId expanded = e.new_value("attn_mask_expanded");
+      e.add_node("Expand", {bias, target}, {expanded}, {}, tags);
+      bias = expanded;
+    }
+    inputs.push_back(bias);
+  }
+  std::vector<NewAttr> attrs;
+  if (m.rank == 3) {
+    attrs.push_back(NewAttr::Int("q_num_heads", m.q_heads));
+    attrs.push_back(NewAttr::Int("kv_num_heads", m.kv_heads));
+  }
+  if (m.scale) attrs.push_back(NewAttr::Float("scale", *m.scale));
+  if (m.causal) attrs.push_back(NewAttr::Int("is_causal", 1));
+  ValueId y = e.new_value("attention");
+  e.add_node("Attention", inputs, {y}, attrs, tags);
+  ValueId out = heads::emit(e, y, m.out_conv, tags);
+  e.replace_uses(m.out, out);
+  heads::kill_unused(e, m.nodes, m.out);
+  return true;
+}
+
+}  // namespace
+
+const Pass& fuse_attention_pass() {
+  static const FusionOf<Match> p{{.name = "fuse_attention",
+                                  .op = "Attention",
+                                  .min_opset = 23,
+                                  .accuracy = AccuracyClass::FloatBounded,
+                                  .summary = "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 "
+                                             "(3-D or 4-D, grouped-query, attn_mask or a proven is_causal)",
+                                  .anchors = {"Softmax"}},
+                                 match, apply};
+  return p;
+}
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,127 @@
+// fuse_layer_norm — a LayerNorm written out in primitives becomes LayerNormalization (opset ≥ 17).
+//                                                                                        class 1
+//   m = ReduceMean(X)  d = Sub(X, m)  v = ReduceMean(Pow(d, 2) | Mul(d, d))
+//   n = Div(d, Sqrt(Add(v, eps))) | Mul(d, Reciprocal(·)) | Mul(d, Div(1, ·))
+//   y = n · scale + bias          (scale and bias optional; either operand order)
+// This is torch's spelling before opset 17 (every BERT/GPT-2/ViT/Whisper export at opset ≤ 16)
+// and the hand-written one (ConvNeXt's LayerNorm between Permutes is one over the last axis).
+//
+// Checks (a failed one is the census's reason): both ReduceMeans reduce the same axes and those
+// are the trailing ones (a norm over axis 1 of NCHW is not a LayerNormalization: onnxruntime#4293
+// fused without looking at the axes), keepdims, Sub and the variance read the same mean of the
+// same X, a scalar constant epsilon, nothing outside the block reads an intermediate. The scale
+// and bias are taken over only when constant, of X's type and varying only along the normalized
+// dims; otherwise the block ends before them (the LayerNormalization gets a ones scale and the
+// Mul stays): adaLN-style modulation after a plain LayerNorm is such a case.
+//
+// float16/bfloat16: X16 → Cast(float) → chain → Cast(X16's type) → scale/bias in X16's type is
+// the definition of LayerNormalization with stash_type=1 (statistics in float, normalized value
+// rounded to T, then scale and bias in T), so it becomes one LayerNormalization on X16. A chain
+// computed in float16 itself is a Miss: the fused op would compute the statistics in float and
+// the outputs could differ beyond the class's bound (a float16 Pow overflows above 255).
+// When the Cast back comes after the scale and bias, the float LayerNormalization sits between the
+// kept Casts (rounding once at the end, as before).
+#include <cmath>
+
+#include "passes/edits.h"
+#include "passes/fusion.h"
+#include "passes/fusion_patterns.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+using namespace pattern;
+
+using Match = NormMatch;
+
+Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions&) {
+  const ValueId x = g.input(mean, 0), m = g.output(mean, 0);
+  const NodeId sub =
+      reader_if(g, u, m, [&](NodeId n) { return g.is_op(n, "Sub") && g.input(n, 0) == x && g.input(n, 1) == m; });
+  if (!sub.valid()) return {};
+  const ValueId d = g.output(sub, 0);
+  const NodeId sq = reader_if(g, u, d, [&](NodeId n) {
+    return (g.is_op(n, "Pow") && g.input(n, 0) == d) || (g.is_op(n, "Mul") && g.input(n, 0) == d && g.input(n, 1) == d);
+  });
+  if (!sq.valid()) return {};
+  const NodeId var = reader_op(g, u, g.output(sq, 0), "ReduceMean");
+  if (!var.valid()) return {};
+  auto tail = match_inv_rms(g, u, g.output(var, 0), d);
+  if (!tail) return {};
+
+  // A LayerNorm block from here on: what fails is a Miss.
+  Match r;
+  r.nodes = {mean, sub, sq, var, tail->add, tail->sqrt, tail->scale};
+  if (tail->recip.valid()) r.nodes.push_back(tail->recip);
+  Found<float> eps = inv_rms_constants(g, sq, *tail, x);
+  if (!eps) return Miss{eps.why()};
+  r.eps = *eps;
+  const NodeId reduces[] = {mean, var};
+  Found<int64_t> k = trailing_axes(g, reduces, x);
+  if (!k) return Miss{k.why()};
+  if (const char* why = private_values(g, u, r.nodes, tail->normalized)) return Miss{why};
+
+  r.type = dtype_of(g, x);
+  r.x = x;
+  ValueId n = tail->normalized;
+  // float16/bfloat16 X cast up for the statistics and the normalized value cast back: stash_type=1.
+  const NodeId up = producer_op(g, x, "Cast");
+  const DType t0 = up.valid() ? dtype_of(g, g.input(up, 0)) : DType::Undefined;
+  if (r.type == DType::Float && is_half(t0)) {
+    const NodeId down = reader_op(g, u, n, "Cast");
+    const NodeId readers[] = {mean, sub};
+    if (down.valid() && u.single(n) && g.attr_int(down, "to", 0) == static_cast<int64_t>(t0) &&
+        read_only_by(g, u, x, readers)) {
+      r.stash = true;
+      r.type = t0;
+      r.x = g.input(up, 0);
+      r.nodes.push_back(up);
+      r.nodes.push_back(down);
+      n = g.output(down, 0);
+    }
+  }
+  if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
+  if (is_half(r.type) && !r.stash) return Miss{"float16 statistics (no Cast to float)"};
+  if (r.type == DType::Undefined) return Miss{"type unknown"};
+  if (!is_float(r.type)) return Miss{"not floating point"};
+  auto dims = trailing_dims(g, x, *k);
+  if (!dims) return Miss{"normalized shape unknown"};
+  r.norm_dims = *dims;
+  r.affine = absorb_affine(g, u, n, r.type, rank_of(g, x), r.norm_dims, /*with_bias=*/true);
+  // float16 with a bias: the chain rounds x̂ and x̂·γ to float16 before adding β, the op (here and in
+  // ONNX Runtime) rounds once at the end; where β cancels x̂·γ the two differ by an ulp of x̂·γ, far
+  // beyond the class's bound relative to the small result (measured: max_diff 0.00195 on random
+  // data). Without a bias the difference is an ulp of the result (within 1e-3·|y|), so γ is
+  // taken over; with one, scale and bias stay as they are after a ones-scaled stash op.
+  if (r.stash && r.affine.add.valid()) {
+    r.affine = Affine{};
+    r.affine.out = n;
+  }
+  if (r.affine.mul.valid()) r.nodes.push_back(r.affine.mul);
+  if (r.affine.add.valid()) r.nodes.push_back(r.affine.add);
+  r.out = r.affine.out;
+  result_last(g, r.nodes, r.out);
+  return r;
+}
+
+bool apply(Edits& e, const Match& m) { return apply_norm(e, m, "LayerNormalization"); }
+
+const FusionOf<Match>& fusion() {
+  static const FusionOf<Match> p{{.name = "fuse_layer_norm",
+                                  .op = "LayerNormalization",
+                                  .min_opset = 17,
+                                  .accuracy = AccuracyClass::FloatBounded,
+                                  .summary = "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (+ scale, bias) over the "
+                                             "trailing axes becomes LayerNormalization (float16 with Casts: stash_type=1)",
+                                  .anchors = {"ReduceMean"}},
+                                 match, apply};
+  return p;
+}
+
+}  // namespace
+
+const Fusion& fuse_layer_norm_fusion() { return fusion(); }
+const Pass& fuse_layer_norm_pass() { return fusion(); }
+
+}  // namespace onnxforge::passes

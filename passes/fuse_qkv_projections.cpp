@@ -1,0 +1,149 @@
+// fuse_qkv_projections — three projections of one input → one MatMul + Split.      class 1
+//
+//   q = x·Wq (+ bq), k = x·Wk (+ bk), v = x·Wv (+ bv)   →   Split(x·[Wq|Wk|Wv] (+ [bq|bk|bv]))
+//
+// Exactly three MatMuls read the same x with constant 2-D float weights of the same K (the
+// attention projections; Llama's GQA gives unequal widths). Biases are constant [N] Adds read only
+// after their MatMul; a projection without one (Whisper's k_proj) gets zeros. Each output element
+// is the same dot product over K as before, so the result is bit-identical when the GEMM's
+// accumulation order over K does not depend on the column (checked: max_diff 0 on the zoo in our
+// runtime); the concatenated weight is a deferred tensor (written straight from the three).
+// Anchored on the MatMul of the three that comes first in the graph (one block, one anchor).
+// Not in the default pipeline: see passes/README.md (Experiment 14) for what it measured.
+#include <algorithm>
+#include <cstring>
+
+#include "passes/edits.h"
+#include "passes/fusion.h"
+#include "passes/graph_util.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+struct Match {
+  ValueId x;
+  NodeId mm[3], add[3];  // add invalid: no bias
+  TensorId w[3], b[3];   // b invalid: zeros
+  int64_t k = 0, n[3] = {0, 0, 0};
+  std::vector<NodeId> nodes;
+};
+
+// A constant float32 weight [K, N] read as MatMul input 1.
+std::optional<std::pair<TensorId, std::pair<int64_t, int64_t>>> weight(const Graph& g, NodeId mm) {
+  TensorId t = constant_tensor(g, g.input(mm, 1));
+  if (!t.valid() || g.model().tensors.dtype(t) != DType::Float) return std::nullopt;
+  auto d = g.model().tensors.dims(t);
+  if (d.size() != 2) return std::nullopt;
+  return std::make_pair(t, std::make_pair(d[0], d[1]));
+}
+
+Found<Match> match(const Graph& g, const Uses& uses, NodeId anchor, const PassOptions&) {
+  if (!is(g, anchor, "MatMul") || !weight(g, anchor)) return {};
+  const ValueId x = g.input(anchor, 0);
+  std::vector<NodeId> mms;
+  for (const Use& u : uses.of(x))
+    if (u.slot == 0 && is(g, u.node, "MatMul") && weight(g, u.node) &&
+        weight(g, u.node)->second.first == weight(g, anchor)->second.first &&
+        std::find(mms.begin(), mms.end(), u.node) == mms.end())
+      mms.push_back(u.node);
+  if (mms.size() != 3) return {};
+  std::sort(mms.begin(), mms.end());
+  if (mms[0] != anchor) return {};  // the block is counted at its first MatMul
+  Match m;
+  m.x = x;
+  const int64_t xr = known_rank(g, x);
+  MATCH_IF(xr >= 2, "input rank unknown");
+  MATCH_IF(g.dtype(x) == DType::Float, "not float32");
+  for (int i = 0; i < 3; ++i) {
+    auto w = weight(g, mms[static_cast<size_t>(i)]);
+    m.mm[i] = mms[static_cast<size_t>(i)];
+    m.w[i] = w->first;
+    m.k = w->second.first;
+    m.n[i] = w->second.second;
+    MATCH_IF(uses.count(g.input(m.mm[i], 1)) == 1, "weights shared");
+    m.nodes.push_back(m.mm[i]);
+    const ValueId y = g.output(m.mm[i], 0);
+    NodeId add = single_consumer(g, uses, y);
+    if (is(g, add, "Add")) {
+      TensorId b = constant_tensor(g, other_input(g, add, y));
+      auto bd = b.valid() ? g.model().tensors.dims(b) : std::span<const int64_t>();
+      if (b.valid() && g.model().tensors.dtype(b) == DType::Float && bd.size() == 1 && bd[0] == m.n[i]) {
+        m.add[i] = add;
+        m.b[i] = b;
+        m.nodes.push_back(add);
+      }
+    }
+    const ValueId out = m.add[i].valid() ? g.output(m.add[i], 0) : y;
+    MATCH_IF(!g.outer(out).valid(), "projection read by a subgraph");
+  }
+  return m;
+}
+
+bool apply(Edits& e, const Match& m) {
+  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
+  Graph& g = e.g;
+  const int64_t n = m.n[0] + m.n[1] + m.n[2], k = m.k;
+  const int64_t wd[2] = {k, n};
+  TensorRecipe cat;
+  cat.key = "ConcatColumns " + std::to_string(m.n[0]) + "," + std::to_string(m.n[1]) + "," + std::to_string(m.n[2]);
+  cat.sources = {m.w[0], m.w[1], m.w[2]};
+  const int64_t widths[3] = {m.n[0], m.n[1], m.n[2]};
+  cat.compute = [k, n, widths](std::span<const std::span<const std::byte>> src, std::span<std::byte> out) {
+    for (int64_t r = 0; r < k; ++r) {
+      int64_t col = 0;
+      for (int i = 0; i < 3; ++i) {
+        std::memcpy(out.data() + (r * n + col) * 4, src[static_cast<size_t>(i)].data() + r * widths[i] * 4,
+                    static_cast<size_t>(widths[i]) * 4);
+        col += widths[i];
+      }
+    }
+  };
+  ValueId w = e.new_deferred_constant("qkv_weight", DType::Float, wd, static_cast<uint64_t>(k * n) * 4, std::move(cat));
+  const std::span<const NodeId> tags(m.nodes);
+  ValueId y = e.new_value("qkv");
+  e.add_node("MatMul", {m.x, w}, {y}, {}, tags);
+  const bool bias = m.add[0].valid() || m.add[1].valid() || m.add[2].valid();
+  if (bias) {
+    std::vector<float> b(static_cast<size_t>(n), 0.f);
+    int64_t col = 0;
+    for (int i = 0; i < 3; ++i) {
+      if (m.b[i].valid()) std::memcpy(b.data() + col, g.model().tensors.bytes(m.b[i]).data(), static_cast<size_t>(m.n[i]) * 4);
+      col += m.n[i];
+    }
+    const int64_t bd[1] = {n};
+    ValueId bv = e.new_constant("qkv_bias", DType::Float, bd,
+                                std::span<const std::byte>(reinterpret_cast<const std::byte*>(b.data()), b.size() * 4));
+    ValueId yb = e.new_value("qkv_biased");
+    e.add_node("Add", {y, bv}, {yb}, {}, tags);
+    y = yb;
+  }
+  const std::vector<int64_t> sizes{m.n[0], m.n[1], m.n[2]};
+  const int64_t sd[1] = {3};
+  ValueId split = e.new_constant("qkv_split", DType::Int64, sd, to_bytes(sizes));
+  std::vector<ValueId> outs{e.new_value("q"), e.new_value("k"), e.new_value("v")};
+  e.add_node("Split", {y, split}, outs, {NewAttr::Int("axis", -1)}, tags);
+  for (int i = 0; i < 3; ++i) {
+    NodeId last = m.add[i].valid() ? m.add[i] : m.mm[i];
+    e.replace_uses(g.output(last, 0), outs[static_cast<size_t>(i)]);
+    if (m.add[i].valid()) e.kill(m.add[i]);
+    e.kill(m.mm[i]);
+  }
+  return true;
+}
+
+}  // namespace
+
+const Pass& fuse_qkv_projections_pass() {
+  static const FusionOf<Match> p{{.name = "fuse_qkv_projections",
+                                  .op = "MatMul",
+                                  .min_opset = 13,
+                                  .accuracy = AccuracyClass::FloatBounded,
+                                  .summary = "three MatMuls of one input with constant weights (+ bias Adds) → one MatMul on the "
+                                             "concatenated weights (+ one Add) + Split",
+                                  .anchors = {"MatMul"}},
+                                 match, apply};
+  return p;
+}
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,122 @@
+// fuse_rms_norm — an RMSNorm written out in primitives becomes RMSNormalization (opset ≥ 23).
+//                                                                                        class 1
+//   v = ReduceMean(Pow(x, 2) | Mul(x, x))
+//   n = Div(x, Sqrt(Add(v, eps))) | Mul(x, Reciprocal(·)) | Mul(x, Div(1, ·))
+//   y = n · scale                 (scale optional; Gemma's scale (1 + w) folded into one constant)
+// The Llama export (HF LlamaRMSNorm through torch.onnx at opset 14) reads
+//   Cast(float) → Pow → ReduceMean → Add → Sqrt → Div(1, ·) → Mul → Cast(input type) → Mul(w, ·)
+// In a float32 model both Casts are to float32 and disappear into the op. In a float16/bfloat16
+// model (X16 → Cast(float) → chain → Cast(X16's type) → scale in X16's type) this is the
+// definition of RMSNormalization with stash_type=1, so it becomes one op on X16. A chain computed
+// in float16 itself is a Miss (the fused op's float statistics would change the outputs).
+//
+// RMSNormalization's Y takes the scale's type; the scale is taken over only when it has the
+// input's type (and is constant and varies only along the normalized dims), so Y keeps the type
+// the block's output had. Otherwise the op gets a ones scale and the Mul stays.
+//
+// Anchor: the ReduceMean of the mean square. A LayerNorm's variance ReduceMean has the same shape
+// (the mean square of X − mean(X)); it is not an RMSNorm block and is left to fuse_layer_norm.
+#include <cmath>
+
+#include "passes/edits.h"
+#include "passes/fusion.h"
+#include "passes/fusion_patterns.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+using namespace pattern;
+
+using Match = NormMatch;
+
+// x = Sub(X, ReduceMean(X)): the block is a LayerNorm's variance.
+bool centered(const Graph& g, ValueId x) {
+  NodeId sub = producer_op(g, x, "Sub");
+  if (!sub.valid()) return false;
+  NodeId mean = input_op(g, sub, 1, "ReduceMean");
+  return mean.valid() && g.input(mean, 0) == g.input(sub, 0);
+}
+
+Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptions&) {
+  const NodeId sq = g.producer(g.input(reduce, 0));
+  ValueId x;
+  if (is(g, sq, "Pow")) x = g.input(sq, 0);
+  else if (is(g, sq, "Mul") && g.input(sq, 0) == g.input(sq, 1)) x = g.input(sq, 0);
+  else return {};
+  auto tail = match_inv_rms(g, u, g.output(reduce, 0), x);
+  if (!tail || centered(g, x)) return {};
+
+  Match r;
+  r.nodes = {sq, reduce, tail->add, tail->sqrt, tail->scale};
+  if (tail->recip.valid()) r.nodes.push_back(tail->recip);
+  Found<float> eps = inv_rms_constants(g, sq, *tail, x);
+  if (!eps) return Miss{eps.why()};
+  r.eps = *eps;
+  Found<int64_t> k = trailing_axes(g, std::span<const NodeId>(&reduce, 1), x);
+  if (!k) return Miss{k.why()};
+  if (const char* why = private_values(g, u, r.nodes, tail->normalized)) return Miss{why};
+
+  r.type = dtype_of(g, x);
+  r.x = x;
+  ValueId n = tail->normalized;
+  const NodeId square_and_scale[] = {sq, tail->scale};
+  // A Cast in front whose output only the block reads: to the same type it is a no-op the op
+  // absorbs; from float16/bfloat16 to float it is the stash when the normalized value is cast back.
+  if (NodeId up = producer_op(g, x, "Cast"); up.valid() && read_only_by(g, u, x, square_and_scale)) {
+    const ValueId x0 = g.input(up, 0);
+    const DType t0 = dtype_of(g, x0);
+    const NodeId down = only_reader(g, u, n, "Cast");
+    if (t0 == r.type) {
+      r.x = x0;
+      r.nodes.push_back(up);
+    } else if (r.type == DType::Float && is_half(t0) && down.valid() &&
+               g.attr_int(down, "to", 0) == static_cast<int64_t>(t0)) {
+      r.x = x0;
+      r.type = t0;
+      r.stash = true;
+      r.nodes.push_back(up);
+      r.nodes.push_back(down);
+      n = g.output(down, 0);
+    }
+  }
+  // A Cast back to the same type after the normalization (float32 Llama: Cast(float) of float).
+  if (NodeId down = only_reader(g, u, n, "Cast");
+      !r.stash && down.valid() && g.attr_int(down, "to", 0) == static_cast<int64_t>(r.type)) {
+    r.nodes.push_back(down);
+    n = g.output(down, 0);
+  }
+  if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
+  if (is_half(r.type) && !r.stash) return Miss{"float16 statistics (no Cast to float)"};
+  if (r.type == DType::Undefined) return Miss{"type unknown"};
+  if (!is_float(r.type)) return Miss{"not floating point"};
+  auto dims = trailing_dims(g, x, *k);
+  if (!dims) return Miss{"normalized shape unknown"};
+  r.norm_dims = *dims;
+  r.affine = absorb_affine(g, u, n, r.type, rank_of(g, x), r.norm_dims, /*with_bias=*/false);
+  if (r.affine.mul.valid()) r.nodes.push_back(r.affine.mul);
+  r.out = r.affine.out;
+  result_last(g, r.nodes, r.out);
+  return r;
+}
+
+bool apply(Edits& e, const Match& m) { return apply_norm(e, m, "RMSNormalization"); }
+
+const FusionOf<Match>& fusion() {
+  static const FusionOf<Match> p{{.name = "fuse_rms_norm",
+                                  .op = "RMSNormalization",
+                                  .min_opset = 23,
+                                  .accuracy = AccuracyClass::FloatBounded,
+                                  .summary = "Pow/ReduceMean/Add/Sqrt/Div or Reciprocal (+ scale, Gemma's 1 + w) over "
+                                             "the trailing axes becomes RMSNormalization (float16 with Casts: stash_type=1)",
+                                  .anchors = {"ReduceMean"}},
+                                 match, apply};
+  return p;
+}
+
+}  // namespace
+
+const Fusion& fuse_rms_norm_fusion() { return fusion(); }
+const Pass& fuse_rms_norm_pass() { return fusion(); }
+
+}  // namespace onnxforge::passes

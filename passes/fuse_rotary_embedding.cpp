@@ -1,0 +1,503 @@
+// fuse_rotary_embedding — x·cos + rotate(x)·sin → RotaryEmbedding (opset 23).      class 1
+//
+//   rotate_half (GPT-NeoX/Llama):  Concat(Neg(x[..., h:]), x[..., :h])          interleaved=0
+//   rotate_every_two (GPT-J):      Reshape(Concat(Unsqueeze(Neg(x[..., 1::2])),
+//                                                 Unsqueeze(x[..., ::2])))       interleaved=1
+//   partial: Concat(rope(x[..., :R]), x[..., R:])                              rotary_embedding_dim=R
+// Anchored on the Neg (one per rotation). The op's caches are half-width, so the full-width
+// cos/sin must be provably two equal halves (interleaved: equal pairs) before halving:
+//  - a constant table, gathered by position ids (older HF Llama, GPT-NeoX) or already the
+//    positions 0..S-1 (a static-shape export folded it): every element compared bitwise; the
+//    half table becomes a 2-D cache (positions, R/2) + position_ids;
+//  - computed in the graph as Cos/Sin(Concat(f, f)) from inv_freq and the positions (HF Llama
+//    >= 4.38): the halves are the same values by construction; the op gets Cos(f), Sin(f) as
+//    3-D caches (B, S, R/2) without position ids — no constant table, so no maximum position to
+//    guess, and the values are the model's own.
+// A cache from anything else (a graph input, a table with unequal halves) is a Miss.
+// ONNX Runtime 1.30 wants position_ids as [B, S] and 3-D caches as [B, S, R/2] exactly (no
+// broadcast over batch; measured), and so does our kernel: a batch-1 shape gets an Expand to the
+// batch of a [B, S] graph input (input_ids), so every layer computes the same nodes.
+// The head split before x is followed as data (head_layout.h): when x is Transpose(Reshape(y))
+// of a [B, S, H·D] y, the op takes y in its 3-D form (num_heads) and the split is re-created
+// after it, where fuse_attention absorbs it.
+#include <algorithm>
+#include <cstring>
+
+#include "passes/edits.h"
+#include "passes/fusion.h"
+#include "passes/graph_util.h"
+#include "passes/head_layout.h"
+#include "passes/registry.h"
+
+namespace onnxforge::passes {
+namespace {
+
+using heads::Layout;
+using heads::Sizes;
+using heads::Step;
+
+enum class Cache { InGraph, Table };
+
+struct BatchSeq {  // how to get [B, S] (int64) for expanding position ids / caches
+  bool needed = false;
+  std::vector<int64_t> constant;  // non-empty: static
+  ValueId input;                  // else a [B, S] graph input: Shape(input)
+  bool from_x = false;            // else Shape of the op's own input
+};
+
+struct Match {
+  NodeId neg;
+  std::vector<NodeId> nodes;
+  ValueId out;  // the value the op replaces
+  ValueId source;
+  heads::Conversion in_conv, out_conv;
+  int rank = 4;
+  int64_t heads = 1, half = 0, rot_dim = 0;
+  bool interleaved = false;
+  Cache cache = Cache::Table;
+  ValueId freqs;                   // InGraph: f, [.., S, R/2]
+  TensorId cos_table, sin_table;   // Table: full-width [P, R]
+  int64_t rows = 0, width = 0;     // table dims
+  ValueId position_ids;            // Table: ids (invalid: 0..S-1, built as a constant)
+  int64_t seq_static = -1;         // Table without ids: S
+  bool ids_rank1 = false, ids_cast = false;
+  BatchSeq bs;
+  int64_t bs_rank4_axis = 2;       // from_x with a 4-D input: the seq axis
+  DType dtype = DType::Float;
+};
+
+std::optional<std::vector<int64_t>> ints_of(const Graph& g, ValueId v) {
+  return v.valid() ? constant_ints(g, v) : std::nullopt;
+}
+
+// Slice(x, start, end) along the last axis with step `step`: returns x, start, end.
+struct LastSlice {
+  ValueId x;
+  int64_t start = 0, end = 0;
+};
+std::optional<LastSlice> last_axis_slice(const Graph& g, NodeId s, int64_t step) {
+  if (!is(g, s, "Slice") || !g.input(s, 2).valid()) return std::nullopt;
+  const int64_t rank = known_rank(g, g.input(s, 0));
+  auto st = ints_of(g, g.input(s, 1)), en = ints_of(g, g.input(s, 2));
+  if (rank < 1 || !st || !en || st->size() != 1 || en->size() != 1) return std::nullopt;
+  int64_t axis = 0;
+  if (g.input(s, 3).valid()) {
+    auto a = ints_of(g, g.input(s, 3));
+    if (!a || a->size() != 1) return std::nullopt;
+    axis = (*a)[0] < 0 ? (*a)[0] + rank : (*a)[0];
+  }
+  if (axis != rank - 1) return std::nullopt;
+  int64_t stp = 1;
+  if (g.input(s, 4).valid()) {
+    auto a = ints_of(g, g.input(s, 4));
+    if (!a || a->size() != 1) return std::nullopt;
+    stp = (*a)[0];
+  }
+  if (stp != step) return std::nullopt;
+  return LastSlice{g.input(s, 0), (*st)[0], (*en)[0]};
+}
+
+bool last_axis_concat(const Graph& g, NodeId c) {
+  if (!is(g, c, "Concat") || g.inputs(c).size() != 2) return false;
+  const int64_t rank = known_rank(g, g.output(c, 0));
+  const int64_t axis = g.attr_int(c, "axis", 0);
+  return rank > 0 && (axis == -1 || axis == rank - 1);
+}
+
+// The other input of binary `n`, given one of them.
+ValueId other(const Graph& g, NodeId n, ValueId v) { return g.input(n, 0) == v ? g.input(n, 1) : g.input(n, 0); }
+
+// Unsqueeze axes (input at opset >= 13, attribute before).
+std::optional<std::vector<int64_t>> unsqueeze_axes(const Graph& g, NodeId n) {
+  if (g.input(n, 1).valid()) return constant_ints(g, g.input(n, 1));
+  auto a = g.attr_ints(n, "axes");
+  if (a.empty()) return std::nullopt;
+  return std::vector<int64_t>(a.begin(), a.end());
+}
+
+// cos/sin with their head-broadcast Unsqueezes (and same-data Reshapes) removed.
+ValueId strip_broadcast(const Graph& g, ValueId v) {
+  for (NodeId p = g.producer(v); is(g, p, "Unsqueeze") || is(g, p, "Squeeze"); p = g.producer(v)) v = g.input(p, 0);
+  return v;
+}
+
+// Full-width table T [P, R] behind `v`: a constant, or Slice(T) starting at row 0, with leading
+// 1-dims squeezed. Returns the tensor and its dims.
+std::optional<std::pair<TensorId, std::vector<int64_t>>> table_behind(const Graph& g, ValueId v) {
+  for (int guard = 0; guard < 8; ++guard) {
+    if (TensorId t = constant_tensor(g, v); t.valid()) {
+      auto d = g.model().tensors.dims(t);
+      std::vector<int64_t> dims;
+      for (size_t i = 0; i < d.size(); ++i)
+        if (i + 2 >= d.size() || d[i] != 1) dims.push_back(d[i]);
+      if (dims.size() != 2) return std::nullopt;
+      return std::make_pair(t, dims);
+    }
+    NodeId p = g.producer(v);
+    if (is(g, p, "Squeeze") || is(g, p, "Unsqueeze")) {
+      v = g.input(p, 0);  // only 1-dims move
+      continue;
+    }
+    if (is(g, p, "Slice")) {  // rows 0..n of the table: positions < n read the same rows
+      auto st = ints_of(g, g.input(p, 1));
+      auto steps = ints_of(g, g.input(p, 4));
+      if (!st) return std::nullopt;
+      for (int64_t s : *st)
+        if (s != 0) return std::nullopt;
+      if (steps)
+        for (int64_t s : *steps)
+          if (s != 1) return std::nullopt;
+      v = g.input(p, 0);
+      continue;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Whether every row of table t ([P, R]) is two equal halves (interleaved: equal pairs), bitwise.
+bool halves_equal(const Model& m, TensorId t, int64_t rows, int64_t width, bool interleaved) {
+  if (m.tensors.dtype(t) != DType::Float) return false;
+  const auto bytes = m.tensors.bytes(t);
+  if (bytes.size() < static_cast<size_t>(rows * width) * 4) return false;
+  const auto* p = reinterpret_cast<const uint32_t*>(bytes.data());
+  const int64_t h = width / 2;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < h; ++i) {
+      const uint32_t a = p[r * width + (interleaved ? 2 * i : i)], b = p[r * width + (interleaved ? 2 * i + 1 : i + h)];
+      if (a != b) return false;
+    }
+  return true;
+}
+
+Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptions&) {
+  if (!is(g, neg, "Neg")) return {};
+  Match m;
+  m.neg = neg;
+  // rotate(x)
+  NodeId x2s = g.producer(g.input(neg, 0));
+  NodeId after = single_consumer(g, uses, g.output(neg, 0));
+  NodeId cat, x1s, flat, un_neg, un_x1;
+  ValueId rotated;
+  if (auto s2 = last_axis_slice(g, x2s, 1); s2 && last_axis_concat(g, after) && g.input(after, 0) == g.output(neg, 0)) {
+    cat = after;
+    x1s = g.producer(g.input(cat, 1));
+    rotated = g.output(cat, 0);
+  } else if (auto s2i = last_axis_slice(g, x2s, 2); s2i && is(g, after, "Unsqueeze")) {
+    m.interleaved = true;
+    un_neg = after;
+    cat = single_consumer(g, uses, g.output(un_neg, 0));
+    if (!is(g, cat, "Concat") || g.inputs(cat).size() != 2 || g.input(cat, 0) != g.output(un_neg, 0)) return {};
+    un_x1 = g.producer(g.input(cat, 1));
+    if (!is(g, un_x1, "Unsqueeze")) return {};
+    x1s = g.producer(g.input(un_x1, 0));
+    flat = single_consumer(g, uses, g.output(cat, 0));
+    if (!is(g, flat, "Reshape")) return {};
+    rotated = g.output(flat, 0);
+  } else {
+    return {};
+  }
+  const bool il = m.interleaved;
+  auto s1 = last_axis_slice(g, x1s, il ? 2 : 1);
+  auto s2 = last_axis_slice(g, x2s, il ? 2 : 1);
+  if (!s1 || !s2 || s1->x != s2->x) return {};
+  const ValueId xr = s1->x;
+  auto xrd = heads::dims_of(g, xr);
+  if (!xrd || xrd->empty() || !xrd->back().is_constant()) return Miss{"rotary width not static"};
+  const int64_t R = xrd->back().value();
+  if (R % 2 || R == 0) return Miss{"rotary width odd"};
+  m.half = R / 2;
+  if (il) {
+    if (s1->start != 0 || s2->start != 1 || s1->end < R || s2->end < R) return {};
+    for (NodeId u : {un_neg, un_x1}) {
+      auto a = unsqueeze_axes(g, u);
+      const int64_t r = static_cast<int64_t>(xrd->size()) + 1;
+      if (!a || a->size() != 1 || ((*a)[0] != -1 && (*a)[0] != r - 1)) return {};
+    }
+    auto rd = heads::dims_of(g, rotated);
+    if (!rd || *rd != *xrd) return {};
+  } else {
+    if (s1->start != 0 || s1->end != m.half || s2->start != m.half || s2->end < R) return {};
+  }
+  // · sin, + x · cos
+  NodeId mul_sin = single_consumer(g, uses, rotated);
+  if (!is(g, mul_sin, "Mul")) return {};
+  const ValueId sin = other(g, mul_sin, rotated);
+  NodeId add = single_consumer(g, uses, g.output(mul_sin, 0));
+  if (!is(g, add, "Add")) return {};
+  NodeId mul_cos = g.producer(other(g, add, g.output(mul_sin, 0)));
+  if (!is(g, mul_cos, "Mul") || !uses.single(g.output(mul_cos, 0))) return {};
+  if (g.input(mul_cos, 0) != xr && g.input(mul_cos, 1) != xr) return {};
+  const ValueId cos = other(g, mul_cos, xr);
+  m.nodes = {neg, x2s, x1s, cat, mul_sin, mul_cos, add};
+  if (il) m.nodes.insert(m.nodes.end(), {un_neg, un_x1, flat});
+  for (ValueId v : {g.output(x1s, 0), g.output(x2s, 0), g.output(cat, 0)})
+    if (!uses.single(v)) return Miss{"rotation used elsewhere"};
+  // Partial rotation: x[..., :R] rotated, x[..., R:] concatenated back.
+  ValueId x = xr;
+  m.out = g.output(add, 0);
+  if (NodeId head = g.producer(xr); auto rs = last_axis_slice(g, head, 1)) {
+    NodeId tail_cat = single_consumer(g, uses, g.output(add, 0));
+    if (rs->start == 0 && rs->end == R && last_axis_concat(g, tail_cat) && g.input(tail_cat, 0) == g.output(add, 0)) {
+      auto ts = last_axis_slice(g, g.producer(g.input(tail_cat, 1)), 1);
+      auto xd = heads::dims_of(g, rs->x);
+      if (ts && ts->x == rs->x && ts->start == R && xd && xd->back().is_constant() && ts->end >= xd->back().value()) {
+        x = rs->x;
+        m.rot_dim = R;
+        m.out = g.output(tail_cat, 0);
+        m.nodes.insert(m.nodes.end(), {head, g.producer(g.input(tail_cat, 1)), tail_cat});
+      }
+    }
+  }
+  auto xd = heads::dims_of(g, x);
+  if (!xd || (xd->size() != 4 && xd->size() != 3)) return Miss{"rotary input rank not 3 or 4"};
+  m.dtype = g.dtype(x);
+  if (m.dtype != DType::Float) return Miss{"rotary input not float32"};
+  if (!xd->back().is_constant()) return Miss{"head size not static"};
+  const size_t r = xd->size();
+
+  // Which axis is the sequence: the one cos varies along (cos broadcasts over heads).
+  auto cd = heads::dims_of(g, cos), sd = heads::dims_of(g, sin);
+  if (!cd || !sd || cd->size() > r || *cd != *sd) return Miss{"cos/sin shapes differ"};
+  std::vector<SymDim> c(r - cd->size(), SymDim::constant(1));
+  c.insert(c.end(), cd->begin(), cd->end());
+  if (!(c[r - 1] == SymDim::constant(R))) return Miss{"cos/sin width differs"};
+  if (!c[0].is_constant(1) && !(c[0] == (*xd)[0])) return Miss{"cos/sin batch differs"};
+  Sizes sizes;
+  sizes.of['b'] = (*xd)[0];
+  sizes.of['d'] = (*xd)[r - 1];
+  Layout xl;
+  if (r == 3) {
+    if (!(c[1] == (*xd)[1])) return Miss{"cos/sin not per position"};
+    sizes.of['s'] = (*xd)[1];
+    sizes.of['h'] = SymDim::constant(1);
+    xl = {"b", "s", "d"};
+  } else if (c[1].is_constant(1) && c[2] == (*xd)[2]) {
+    sizes.of['h'] = (*xd)[1];
+    sizes.of['s'] = (*xd)[2];
+    xl = {"b", "h", "s", "d"};
+  } else if (c[2].is_constant(1) && c[1] == (*xd)[1]) {
+    sizes.of['s'] = (*xd)[1];
+    sizes.of['h'] = (*xd)[2];
+    xl = {"b", "s", "h", "d"};
+  } else {
+    return Miss{"cos/sin not per position"};
+  }
+  if (!sizes.size('h').is_constant()) return Miss{"heads not static"};
+  m.heads = sizes.size('h').value();
+  xl = heads::squeeze_ones(xl, sizes);
+
+  // Input form: walk back to the head split; 3-D when it costs no more nodes than 4-D.
+  bool unresolved = false;
+  auto steps = heads::walk_back(g, x, xl, sizes, {}, &unresolved);
+  if (unresolved) return Miss{"head split shapes not resolved"};
+  const SymDim B = sizes.size('b'), S = sizes.size('s');
+  auto size_fn = [&](char f) { return sizes.size(f); };
+  // Nodes between x and each step that die with the block (each value read only by the chain;
+  // a Shape reader does not count: the exporters' `x.shape[-1] // 2` chains fold away).
+  std::vector<int> dying(steps.size(), 0);
+  bool dies = !uses.is_graph_output(x);
+  for (const Use& u : uses.of(x))
+    if (std::find(m.nodes.begin(), m.nodes.end(), u.node) == m.nodes.end() && !is(g, u.node, "Shape")) dies = false;
+  for (size_t i = 1; i < steps.size(); ++i) {
+    dying[i] = dying[i - 1] + (dies ? static_cast<int>(steps[i].nodes.size()) : 0);
+    dies = dies && uses.single(steps[i].value);
+  }
+  int best = 1 << 20;
+  for (int rank : {4, 3}) {
+    const Layout canon = heads::squeeze_ones(rank == 3 ? Layout{"b", "s", "hd"} : Layout{"b", "h", "s", "d"}, sizes);
+    auto out = heads::plan_conversion(canon, xl, size_fn);
+    if (!out) continue;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      auto in = heads::plan_conversion(steps[i].layout, canon, size_fn);
+      if (!in) continue;
+      const int net = in->cost() + out->cost() - dying[i];
+      if (net < best || (net == best && rank == 3)) {
+        best = net;
+        m.rank = rank;
+        m.source = steps[i].value;
+        m.in_conv = *in;
+        m.out_conv = *out;
+      }
+    }
+  }
+  if (best >= (1 << 20)) return Miss{"head layout not recognised"};
+  for (size_t i = 1; i < steps.size(); ++i) {
+    if (steps[i - 1].value == m.source) break;
+    for (NodeId n : steps[i].nodes) m.nodes.push_back(n);
+  }
+
+  // Caches.
+  ValueId c0 = strip_broadcast(g, cos), s0 = strip_broadcast(g, sin);
+  NodeId cp = g.producer(c0), sp = g.producer(s0);
+  if (is(g, cp, "Cos") && is(g, sp, "Sin") && g.input(cp, 0) == g.input(sp, 0)) {
+    NodeId cc = g.producer(g.input(cp, 0));
+    if (!last_axis_concat(g, cc) || g.input(cc, 0) != g.input(cc, 1))
+      return Miss{il ? "interleaved rotary cache computed in graph" : "rotary cache halves not provably equal"};
+    m.cache = Cache::InGraph;
+    m.freqs = g.input(cc, 0);
+    auto fd = heads::dims_of(g, m.freqs);
+    if (!fd || fd->size() < 2 || fd->size() > 3 || !(fd->back() == SymDim::constant(m.half)) || !((*fd)[fd->size() - 2] == S))
+      return Miss{"rotary frequencies not [B, S, R/2]"};
+    if (g.dtype(m.freqs) != DType::Float) return Miss{"rotary input not float32"};
+    m.bs.needed = !(fd->size() == 3 && (*fd)[0] == B);
+  } else if (is(g, cp, "Gather") && is(g, sp, "Gather") && g.input(cp, 1) == g.input(sp, 1)) {
+    if (g.attr_int(cp, "axis", 0) != 0 || g.attr_int(sp, "axis", 0) != 0) return Miss{"rotary cache not constant"};
+    auto ct = table_behind(g, g.input(cp, 0)), st = table_behind(g, g.input(sp, 0));
+    if (!ct || !st || ct->second != st->second || ct->second[1] != R) return Miss{"rotary cache not constant"};
+    m.cos_table = ct->first;
+    m.sin_table = st->first;
+    m.rows = ct->second[0];
+    m.width = R;
+    m.position_ids = g.input(cp, 1);
+    auto idd = heads::dims_of(g, m.position_ids);
+    const DType it = g.dtype(m.position_ids);
+    if (!idd || idd->empty() || idd->size() > 2 || (it != DType::Int64 && it != DType::Int32))
+      return Miss{"position ids not [B, S]"};
+    if (!(idd->back() == S)) return Miss{"position ids not [B, S]"};
+    m.ids_rank1 = idd->size() == 1;
+    m.ids_cast = it != DType::Int64;
+    m.bs.needed = !(idd->size() == 2 && (*idd)[0] == B);
+  } else if (constant_tensor(g, c0).valid() && constant_tensor(g, s0).valid()) {
+    auto ct = table_behind(g, c0), st = table_behind(g, s0);
+    if (!ct || !st || ct->second != st->second || ct->second[1] != R || !S.is_constant() || ct->second[0] != S.value())
+      return Miss{"rotary cache not constant"};
+    m.cos_table = ct->first;
+    m.sin_table = st->first;
+    m.rows = ct->second[0];
+    m.width = R;
+    m.seq_static = S.value();
+    m.bs.needed = !B.is_constant(1);
+  } else {
+    return Miss{"rotary cache not constant"};
+  }
+  if (m.cache == Cache::Table) {
+    if (g.model().tensors.dtype(m.cos_table) != DType::Float || g.model().tensors.dtype(m.sin_table) != DType::Float)
+      return Miss{"rotary cache not float32"};
+    if (!halves_equal(g.model(), m.cos_table, m.rows, m.width, il) || !halves_equal(g.model(), m.sin_table, m.rows, m.width, il))
+      return Miss{"rotary cache halves not provably equal"};
+  }
+  if (m.bs.needed) {
+    if (B.is_constant() && S.is_constant()) {
+      m.bs.constant = {B.value(), S.value()};
+    } else {
+      for (ValueId in : g.graph_inputs()) {
+        auto d = heads::dims_of(g, in);
+        if (d && d->size() == 2 && (*d)[0] == B && (*d)[1] == S && !g.is_initializer(in)) {
+          m.bs.input = in;
+          break;
+        }
+      }
+      m.bs.from_x = !m.bs.input.valid();
+    }
+  }
+  return m;
+}
+
+ValueId ints_constant(Edits& e, std::string_view hint, const std::vector<int64_t>& v, bool scalar_shape = false) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return e.new_constant(hint, DType::Int64, scalar_shape ? std::span<const int64_t>() : std::span<const int64_t>(&n, 1),
+                        to_bytes(v));
+}
+
+// The half-width copy of a full-width [P, R] float table.
+ValueId half_table(Edits& e, TensorId t, int64_t rows, int64_t width, bool interleaved, std::string_view hint) {
+  const auto* p = reinterpret_cast<const float*>(e.g.model().tensors.bytes(t).data());
+  const int64_t h = width / 2;
+  std::vector<float> out(static_cast<size_t>(rows * h));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < h; ++i) out[static_cast<size_t>(r * h + i)] = p[r * width + (interleaved ? 2 * i : i)];
+  const int64_t dims[2] = {rows, h};
+  return e.new_constant(hint, DType::Float, dims,
+                        std::span<const std::byte>(reinterpret_cast<const std::byte*>(out.data()), out.size() * 4));
+}
+
+bool apply(Edits& e, const Match& m) {
+  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
+  const std::span<const NodeId> tags(m.nodes);
+  ValueId x = heads::emit(e, m.source, m.in_conv, tags);
+  // [B, S]
+  auto batch_seq = [&]() -> ValueId {
+    if (!m.bs.constant.empty()) return ints_constant(e, "rope_batch_seq", m.bs.constant);
+    ValueId out = e.new_value("rope_batch_seq");
+    if (m.bs.input.valid()) {
+      e.add_node("Shape", {m.bs.input}, {out}, {}, tags);
+    } else if (m.rank == 3) {
+      e.add_node("Shape", {x}, {out}, {NewAttr::Int("start", 0), NewAttr::Int("end", 2)}, tags);
+    } else {
+      ValueId b = e.new_value("rope_batch"), s = e.new_value("rope_seq");
+      e.add_node("Shape", {x}, {b}, {NewAttr::Int("start", 0), NewAttr::Int("end", 1)}, tags);
+      e.add_node("Shape", {x}, {s}, {NewAttr::Int("start", 2), NewAttr::Int("end", 3)}, tags);
+      e.add_node("Concat", {b, s}, {out}, {NewAttr::Int("axis", 0)}, tags);
+    }
+    return out;
+  };
+  std::vector<ValueId> inputs{x};
+  if (m.cache == Cache::InGraph) {
+    ValueId f = m.freqs;
+    if (m.bs.needed) {
+      ValueId target = e.new_value("rope_cache_shape"), fe = e.new_value("rope_freqs");
+      e.add_node("Concat", {batch_seq(), ints_constant(e, "rope_half", {m.half})}, {target}, {NewAttr::Int("axis", 0)}, tags);
+      e.add_node("Expand", {f, target}, {fe}, {}, tags);
+      f = fe;
+    }
+    ValueId c = e.new_value("rope_cos"), s = e.new_value("rope_sin");
+    e.add_node("Cos", {f}, {c}, {}, tags);
+    e.add_node("Sin", {f}, {s}, {}, tags);
+    inputs.push_back(c);
+    inputs.push_back(s);
+  } else {
+    inputs.push_back(half_table(e, m.cos_table, m.rows, m.width, m.interleaved, "rope_cos_cache"));
+    inputs.push_back(half_table(e, m.sin_table, m.rows, m.width, m.interleaved, "rope_sin_cache"));
+    ValueId ids;
+    if (m.position_ids.valid()) {
+      ids = m.position_ids;
+      if (m.ids_cast) {
+        ValueId c = e.new_value("rope_position_ids");
+        e.add_node("Cast", {ids}, {c}, {NewAttr::Int("to", static_cast<int64_t>(DType::Int64))}, tags);
+        ids = c;
+      }
+      if (m.ids_rank1) {
+        ValueId u = e.new_value("rope_position_ids");
+        e.add_node("Unsqueeze", {ids, ints_constant(e, "rope_axis", {0})}, {u}, {}, tags);
+        ids = u;
+      }
+    } else {
+      std::vector<int64_t> pos(static_cast<size_t>(m.seq_static));
+      for (int64_t i = 0; i < m.seq_static; ++i) pos[static_cast<size_t>(i)] = i;
+      const int64_t dims[2] = {1, m.seq_static};
+      ids = e.new_constant("rope_position_ids", DType::Int64, dims, to_bytes(pos));
+    }
+    if (m.bs.needed) {
+      ValueId ex = e.new_value("rope_position_ids");
+      e.add_node("Expand", {ids, batch_seq()}, {ex}, {}, tags);
+      ids = ex;
+    }
+    inputs.push_back(ids);
+  }
+  std::vector<NewAttr> attrs;
+  if (m.interleaved) attrs.push_back(NewAttr::Int("interleaved", 1));
+  if (m.rot_dim) attrs.push_back(NewAttr::Int("rotary_embedding_dim", m.rot_dim));
+  if (m.rank == 3) attrs.push_back(NewAttr::Int("num_heads", m.heads));
+  ValueId y = e.new_value("rotary");
+  e.add_node("RotaryEmbedding", inputs, {y}, attrs, tags);
+  e.replace_uses(m.out, heads::emit(e, y, m.out_conv, tags));
+  heads::kill_unused(e, m.nodes, m.out);
+  return true;
+}
+
+}  // namespace
+
+const Pass& fuse_rotary_embedding_pass() {
+  static const FusionOf<Match> p{{.name = "fuse_rotary_embedding",
+                                  .op = "RotaryEmbedding",
+                                  .min_opset = 23,
+                                  .accuracy = AccuracyClass::FloatBounded,
+                                  .summary = "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 "
+                                             "with half-width caches proven from the full-width ones",
+                                  .anchors = {"Neg"}},
+                                 match, apply};
+  return p;
+}
+
+}  // namespace onnxforge::passes

@@ -1,0 +1,349 @@
+#include "passes/fusion_patterns.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ir/error.h"
+#include "ir/float16.h"
+#include "passes/edits.h"
+
+namespace onnxforge::passes::pattern {
+
+namespace {
+// Where a capture's type lives: the outer value it reads (through every enclosing scope).
+std::pair<const Graph*, ValueId> declared(const Graph& g, ValueId v) {
+  const Graph* at = &g;
+  while (v.valid() && !at->has_type(v) && at->outer(v).valid() && at->parent().valid()) {
+    v = at->outer(v);
+    at = &at->model().graph(at->parent());
+  }
+  return {at, v};
+}
+}  // namespace
+
+DType dtype_of(const Graph& g, ValueId v) {
+  if (!v.valid()) return DType::Undefined;
+  if (TensorId t = constant_tensor(g, v); t.valid()) return g.model().tensors.dtype(t);
+  auto [at, d] = declared(g, v);
+  return at->has_type(d) ? at->dtype(d) : DType::Undefined;
+}
+
+int64_t rank_of(const Graph& g, ValueId v) {
+  if (!v.valid()) return -1;
+  if (int64_t r = known_rank(g, v); r >= 0) return r;
+  auto [at, d] = declared(g, v);
+  return known_rank(*at, d);
+}
+
+bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+bool is_float(DType t) { return t == DType::Float || t == DType::Double || is_half(t); }
+
+double rounding(DType t) {
+  switch (t) {
+    case DType::Float16: return std::ldexp(2.0, -10);
+    case DType::BFloat16: return std::ldexp(2.0, -7);
+    case DType::Float: case DType::Double: return std::ldexp(2.0, -23);
+    default: return 0;
+  }
+}
+
+bool scalar_near(const Graph& g, ValueId v, double want) {
+  if (!scalar(g, v)) return false;
+  // A Constant's value_float / value_int carry no tensor: float32 rounding.
+  TensorId t = constant_tensor(g, v);
+  return constant_near(g, v, want, rounding(t.valid() ? g.model().tensors.dtype(t) : DType::Float));
+}
+
+const char* private_values(const Graph& g, const Uses& u, std::span<const NodeId> block, ValueId out) {
+  auto inside = [&](NodeId n) { return std::find(block.begin(), block.end(), n) != block.end(); };
+  for (NodeId n : block)
+    for (ValueId v : g.outputs(n)) {
+      if (!v.valid() || v == out) continue;
+      if (u.is_graph_output(v)) return "intermediate is a graph output";
+      for (const Use& use : u.of(v)) {
+        if (use.slot == Use::kImplicit) return "intermediate read by a subgraph";
+        if (!inside(use.node)) return "intermediate has other readers";
+      }
+    }
+  return nullptr;
+}
+
+void result_last(const Graph& g, std::vector<NodeId>& block, ValueId out) {
+  auto it = std::find(block.begin(), block.end(), g.producer(out));
+  if (it != block.end()) std::rotate(it, it + 1, block.end());
+}
+
+bool read_only_by(const Graph&, const Uses& u, ValueId v, std::span<const NodeId> nodes) {
+  if (u.is_graph_output(v)) return false;
+  for (const Use& use : u.of(v))
+    if (use.slot == Use::kImplicit || std::find(nodes.begin(), nodes.end(), use.node) == nodes.end()) return false;
+  return true;
+}
+
+ReduceAxes reduce_axes(const Graph& g, NodeId reduce) {
+  ReduceAxes r;
+  r.keepdims = g.attr_int(reduce, "keepdims", 1) != 0;
+  if (g.model().opset("") >= 18) {
+    ValueId a = g.input(reduce, 1);
+    if (!a.valid()) {
+      r.known = true;
+      r.all = g.attr_int(reduce, "noop_with_empty_axes", 0) == 0;
+      r.noop = !r.all;
+      return r;
+    }
+    auto ints = constant_ints(g, a);
+    if (!ints) return r;
+    r.known = true;
+    r.axes = *ints;
+    if (r.axes.empty()) {
+      r.all = g.attr_int(reduce, "noop_with_empty_axes", 0) == 0;
+      r.noop = !r.all;
+    }
+    return r;
+  }
+  r.known = true;
+  if (const Attr* a = g.attr(reduce, "axes"); a && a->type == AttrType::Ints) {
+    auto ints = g.ints(*a);
+    r.axes.assign(ints.begin(), ints.end());
+  }
+  r.all = r.axes.empty();
+  return r;
+}
+
+std::optional<std::vector<int64_t>> negative_axes(const ReduceAxes& a, int64_t r) {
+  std::vector<int64_t> out;
+  if (a.all) {
+    if (r < 0) return std::nullopt;
+    for (int64_t i = -r; i < 0; ++i) out.push_back(i);
+    return out;
+  }
+  for (int64_t x : a.axes) {
+    if (x >= 0) {
+      if (r < 0 || x >= r) return std::nullopt;
+      x -= r;
+    } else if (r >= 0 && x < -r) {
+      return std::nullopt;
+    }
+    out.push_back(x);
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) return std::nullopt;
+  return out;
+}
+
+int64_t trailing_count(const std::vector<int64_t>& neg) {
+  const int64_t k = static_cast<int64_t>(neg.size());
+  for (int64_t i = 0; i < k; ++i)
+    if (neg[static_cast<size_t>(i)] != i - k) return 0;
+  return k;
+}
+
+std::optional<InvRms> match_inv_rms(const Graph& g, const Uses& u, ValueId v, ValueId num) {
+  InvRms m;
+  m.add = reader_op(g, u, v, "Add");
+  if (!m.add.valid()) return std::nullopt;
+  m.eps = other_input(g, m.add, v);
+  m.sqrt = reader_op(g, u, g.output(m.add, 0), "Sqrt");
+  if (!m.sqrt.valid()) return std::nullopt;
+  ValueId s = g.output(m.sqrt, 0);
+  // Div(num, s)
+  m.scale = reader_if(g, u, s, [&](NodeId n) { return g.is_op(n, "Div") && g.input(n, 0) == num && g.input(n, 1) == s; });
+  if (m.scale.valid()) {
+    m.normalized = g.output(m.scale, 0);
+    return m;
+  }
+  // Reciprocal(s) or Div(1, s), then Mul(num, ·)
+  m.recip = reader_if(g, u, s, [&](NodeId n) {
+    return g.is_op(n, "Reciprocal") || (g.is_op(n, "Div") && g.input(n, 1) == s && g.input(n, 0) != s);
+  });
+  if (!m.recip.valid()) return std::nullopt;
+  if (g.is_op(m.recip, "Div")) m.one = g.input(m.recip, 0);
+  ValueId r = g.output(m.recip, 0);
+  m.scale = reader_if(g, u, r, [&](NodeId n) { return g.is_op(n, "Mul") && other_input(g, n, r) == num; });
+  if (!m.scale.valid()) return std::nullopt;
+  m.normalized = g.output(m.scale, 0);
+  return m;
+}
+
+Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail, ValueId x) {
+  if (is(g, square, "Pow") && !scalar_near(g, g.input(square, 1), 2.0)) return Miss{"constants differ"};
+  if (tail.one.valid() && !scalar_near(g, tail.one, 1.0)) return Miss{"constants differ"};
+  auto eps = scalar(g, tail.eps);
+  if (!eps || !std::isfinite(*eps)) return Miss{"epsilon not constant"};
+  if (const int64_t rx = rank_of(g, x); rx >= 0 && rank_of(g, tail.eps) > rx) return Miss{"epsilon broadcasts"};
+  return static_cast<float>(*eps);
+}
+
+Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, ValueId x) {
+  const int64_t r = rank_of(g, x);
+  std::optional<std::vector<int64_t>> first;
+  for (NodeId n : reduces) {
+    ReduceAxes a = reduce_axes(g, n);
+    if (!a.known) return Miss{"axes not constant"};
+    if (a.noop) return Miss{"reduces no axis"};
+    if (!a.keepdims) return Miss{"keepdims=0"};
+    auto neg = negative_axes(a, r);
+    if (!neg) return Miss{"rank unknown"};
+    if (first && *first != *neg) return Miss{"axes differ"};
+    first = std::move(neg);
+  }
+  const int64_t k = first ? trailing_count(*first) : 0;
+  if (k == 0) return Miss{"axes not trailing"};
+  return k;
+}
+
+bool apply_norm(Edits& e, const NormMatch& m, std::string_view op) {
+  if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;  // before adding constants
+  const std::string hint(op);
+  std::vector<ValueId> ins = {
+      m.x, norm_parameter(e, hint + "_scale", m.affine.scale_base, m.affine.scale_offset, 1.0, m.type, m.norm_dims)};
+  if (m.affine.bias.valid()) ins.push_back(norm_parameter(e, hint + "_bias", m.affine.bias, 0, 0, m.type, m.norm_dims));
+  std::vector<NewAttr> attrs = {NewAttr::Int("axis", -static_cast<int64_t>(m.norm_dims.size())),
+                                NewAttr::Float("epsilon", m.eps)};
+  if (m.stash) attrs.push_back(NewAttr::Int("stash_type", 1));
+  return e.replace_with(m.nodes, op, std::move(ins), std::move(attrs)).valid();
+}
+
+std::optional<std::vector<int64_t>> trailing_dims(const Graph& graph, ValueId value, int64_t k) {
+  auto [at, v] = declared(graph, value);
+  const Graph& g = *at;
+  if (!v.valid() || !g.has_shape(v) || g.rank(v) < k) return std::nullopt;
+  auto shape = g.shape(v);
+  std::vector<int64_t> out;
+  for (size_t i = shape.size() - static_cast<size_t>(k); i < shape.size(); ++i) {
+    if (!shape[i].known()) return std::nullopt;
+    out.push_back(shape[i].value);
+  }
+  return out;
+}
+
+namespace {
+
+// A constant of dims `c` multiplies a rank-`rank` value without growing it and varies only along
+// its trailing `norm.size()` dims.
+bool over_norm_dims(std::span<const int64_t> c, int64_t rank, std::span<const int64_t> norm) {
+  const size_t k = norm.size();
+  if (static_cast<int64_t>(c.size()) > rank) return false;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const size_t j = c.size() - 1 - i;  // distance from the right
+    if (j < k) {
+      if (c[i] != 1 && c[i] != norm[k - 1 - j]) return false;
+    } else if (c[i] != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool param_ok(const Graph& g, ValueId c, DType t, int64_t rank, std::span<const int64_t> norm) {
+  TensorId ct = constant_tensor(g, c);
+  return ct.valid() && g.model().tensors.dtype(ct) == t && over_norm_dims(g.model().tensors.dims(ct), rank, norm);
+}
+
+}  // namespace
+
+Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t, int64_t rank,
+                     std::span<const int64_t> norm_dims, bool with_bias) {
+  Affine a;
+  a.out = normalized;
+  if (NodeId mul = only_reader(g, u, normalized, "Mul"); mul.valid()) {
+    ValueId c = other_input(g, mul, normalized);
+    if (c != normalized && param_ok(g, c, t, rank, norm_dims)) {
+      a.mul = mul;
+      a.scale = a.scale_base = c;
+    } else if (NodeId sum = producer_op(g, c, "Add"); sum.valid() && (t == DType::Float || t == DType::Double)) {
+      // Gemma: x̂ · (1 + w), both constants; folded into one scale.
+      for (int k = 0; k < 2 && !a.mul.valid(); ++k) {
+        ValueId w = g.input(sum, static_cast<size_t>(k)), one = g.input(sum, static_cast<size_t>(1 - k));
+        auto off = scalar(g, one);
+        if (off && dtype_of(g, one) == t && param_ok(g, w, t, rank, norm_dims)) {
+          a.mul = mul;
+          a.scale = c;
+          a.scale_base = w;
+          a.scale_offset = *off;
+        }
+      }
+    }
+    if (a.mul.valid()) a.out = g.output(mul, 0);
+  }
+  if (!with_bias) return a;
+  if (NodeId add = only_reader(g, u, a.out, "Add"); add.valid()) {
+    ValueId b = other_input(g, add, a.out);
+    if (b != a.out && param_ok(g, b, t, rank, norm_dims)) {
+      a.add = add;
+      a.bias = b;
+      a.out = g.output(add, 0);
+    }
+  }
+  return a;
+}
+
+namespace {
+
+void encode(double v, DType t, std::byte* out) {
+  switch (t) {
+    case DType::Float: {
+      float f = static_cast<float>(v);
+      std::memcpy(out, &f, 4);
+      return;
+    }
+    case DType::Double: std::memcpy(out, &v, 8); return;
+    case DType::Float16: {
+      uint16_t h = float_to_half(static_cast<float>(v));
+      std::memcpy(out, &h, 2);
+      return;
+    }
+    case DType::BFloat16: {
+      uint16_t h = float_to_bf16(static_cast<float>(v));
+      std::memcpy(out, &h, 2);
+      return;
+    }
+    default: fail("internal: norm parameter of type " + std::string(dtype_name(t)));
+  }
+}
+
+}  // namespace
+
+ValueId norm_parameter(Edits& e, std::string_view hint, ValueId src, double offset, double fill, DType t,
+                       std::span<const int64_t> dims) {
+  const Graph& g = e.g;
+  const TensorStore& ts = g.model().tensors;
+  TensorId st = constant_tensor(g, src);
+  if (st.valid() && offset == 0) {
+    auto sd = ts.dims(st);
+    if (std::equal(sd.begin(), sd.end(), dims.begin(), dims.end()) && g.is_constant(src)) return src;
+  }
+  const size_t esize = static_cast<size_t>(dtype_bits(t) / 8);
+  uint64_t n = 1;
+  for (int64_t d : dims) n *= static_cast<uint64_t>(d);
+  std::vector<std::byte> bytes(n * esize);
+  // Source strides right-aligned to `dims` (leading 1s of the source beyond dims.size() dropped;
+  // absorb_affine checked they are 1), 0 where the source broadcasts.
+  std::vector<uint64_t> stride(dims.size(), 0);
+  if (st.valid()) {
+    auto sd = ts.dims(st);
+    uint64_t s = 1;
+    for (size_t i = 0; i < sd.size() && i < dims.size(); ++i) {
+      const int64_t d = sd[sd.size() - 1 - i];
+      stride[dims.size() - 1 - i] = d == 1 ? 0 : s;
+      s *= static_cast<uint64_t>(d);
+    }
+  }
+  std::vector<int64_t> idx(dims.size(), 0);
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t from = 0;
+    for (size_t k = 0; k < dims.size(); ++k) from += static_cast<uint64_t>(idx[k]) * stride[k];
+    std::byte* out = bytes.data() + i * esize;
+    if (!st.valid()) encode(fill, t, out);
+    else if (offset == 0) std::memcpy(out, ts.bytes(st).data() + from * esize, esize);
+    else encode(element_as_double(g.model(), st, from) + offset, t, out);
+    for (size_t k = dims.size(); k-- > 0;) {
+      if (++idx[k] < dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return e.new_constant(hint, t, dims, bytes);
+}
+
+}  // namespace onnxforge::passes::pattern

@@ -1,0 +1,137 @@
+#pragma once
+// Pattern pieces the norm and activation fusions share (fuse_layer_norm, fuse_rms_norm, fuse_gelu,
+// fuse_swish): walking from a value to the reader of a given op, constants matched by value within
+// the rounding of their type, ReduceMean axes in either opset form, the inverse-RMS tail both norms
+// end in, and the scale/bias a norm can absorb. All read-only; matchers never look at names.
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/match.h"
+#include "ir/uses.h"
+#include "passes/graph_util.h"
+
+namespace onnxforge::passes {
+class Edits;
+}
+
+namespace onnxforge::passes::pattern {
+
+// The first node that reads `v` as an explicit input and satisfies `pred(node)`, or invalid.
+template <class P>
+NodeId reader_if(const Graph& g, const Uses& u, ValueId v, P&& pred) {
+  if (!v.valid()) return {};
+  for (const Use& use : u.of(v))
+    if (use.slot != Use::kImplicit && g.alive(use.node) && pred(use.node)) return use.node;
+  return {};
+}
+// The first reader of `v` that is an `op` (other readers may exist: the caller's private_values
+// check reports them as a Miss).
+inline NodeId reader_op(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
+  return reader_if(g, u, v, [&](NodeId n) { return g.is_op(n, op); });
+}
+// The single reader of `v` (single_consumer of ir/match.h) when it is an `op`, else invalid.
+inline NodeId only_reader(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
+  NodeId n = single_consumer(g, u, v);
+  return is(g, n, op) ? n : NodeId{};
+}
+// The producer of `v` when it is a default-domain `op`, else invalid.
+inline NodeId producer_op(const Graph& g, ValueId v, std::string_view op) {
+  NodeId p = v.valid() ? g.producer(v) : NodeId{};
+  return is(g, p, op) ? p : NodeId{};
+}
+// The element type of a value (declared/inferred, or its constant's; a subgraph's capture has
+// those of the outer value it reads), Undefined when unknown.
+DType dtype_of(const Graph& g, ValueId v);
+// Rank likewise, -1 when unknown.
+int64_t rank_of(const Graph& g, ValueId v);
+// The relative rounding of a constant stored as `t`: two units in the last place of float32,
+// float16 or bfloat16 (float64 gets float32's: exporters widen float32 values, torch writes
+// √(2/π) as 0.7978845834732056); 0 for integers.
+double rounding(DType t);
+// A one-element constant (scalar() of ir/match.h) within its own type's rounding of `want`:
+// exporters store √2, 1/√2, √(2/π), 0.044715 at whatever precision their framework printed.
+bool scalar_near(const Graph& g, ValueId v, double want);
+bool is_float(DType t);  // float32/float16/bfloat16/float64
+bool is_half(DType t);   // float16/bfloat16
+
+// Nodes of a matched block: every value they produce except `out` must be read only by block
+// nodes and must not be a graph output. Returns the first violation as a Miss reason, or nullptr.
+const char* private_values(const Graph& g, const Uses& u, std::span<const NodeId> block, ValueId out);
+
+// `v` is read only by `nodes` (explicitly) and is not a graph output.
+bool read_only_by(const Graph& g, const Uses& u, ValueId v, std::span<const NodeId> nodes);
+
+// Orders a matched block for Edits::replace_with: the producer of the result `out` goes last.
+void result_last(const Graph& g, std::vector<NodeId>& block, ValueId out);
+
+// ReduceMean's axes in either form (attribute before opset 18, input from 18).
+struct ReduceAxes {
+  bool known = false;     // constant (or absent: all axes)
+  bool all = false;       // no axes given: every axis
+  bool noop = false;      // opset 18 noop_with_empty_axes with no axes: the op reduces nothing
+  std::vector<int64_t> axes;
+  bool keepdims = true;
+};
+ReduceAxes reduce_axes(const Graph& g, NodeId reduce);
+// Normalizes `a` against rank `r` (r < 0: unknown, only negative axes allowed) into sorted negative
+// axes; nullopt when the rank is needed but unknown or an axis is out of range.
+std::optional<std::vector<int64_t>> negative_axes(const ReduceAxes& a, int64_t r);
+// Sorted negative axes are the trailing run -k..-1: returns k, or 0.
+int64_t trailing_count(const std::vector<int64_t>& neg);
+
+// The tail both norms end in: v → Add(eps) → Sqrt → Div(num, ·) | Mul(num, Reciprocal(·)) |
+// Mul(num, Div(1, ·)). Operands of Add and Mul in either order.
+struct InvRms {
+  NodeId add, sqrt, recip, scale;  // recip: Reciprocal or Div(1, ·) (invalid for Div(num, s)); scale: Div or Mul
+  ValueId eps, one;                // the epsilon operand; the 1 of Div(1, ·) when present
+  ValueId normalized;              // the output of `scale`
+};
+std::optional<InvRms> match_inv_rms(const Graph& g, const Uses& u, ValueId v, ValueId num);
+
+// The scale (and bias) after a normalized value that a LayerNormalization / RMSNormalization can
+// take over: a Mul by a constant (or by Add(constant, constant), Gemma's `1 + w`) and an Add of a
+// constant, each broadcasting only over the normalized (trailing `norm_dims.size()`) dims of a
+// rank-`rank` value of type `t`. Stops at the first reader it cannot take (that one stays).
+struct Affine {
+  NodeId mul, add;      // absorbed nodes (invalid when absent)
+  ValueId scale, bias;  // the constant operands (scale may be the output of `scale_sum`)
+  ValueId scale_base;   // Gemma: the tensor w of scale = w + offset
+  double scale_offset = 0;
+  ValueId out;          // the block's last value
+};
+Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t, int64_t rank,
+                     std::span<const int64_t> norm_dims, bool with_bias);
+
+// What a LayerNorm and an RMSNorm match hold: the nodes replaced (result last), the op's input,
+// its scale (and bias) as taken over, the normalized dims, epsilon, and the stash form.
+struct NormMatch {
+  std::vector<NodeId> nodes;
+  ValueId x, out;
+  Affine affine;
+  std::vector<int64_t> norm_dims;
+  DType type = DType::Undefined;
+  float eps = 0;
+  bool stash = false;  // float16/bfloat16 X, statistics in float: stash_type=1
+};
+// The constants of square → ReduceMean → InvRms: exponent 2 (Pow), the 1 of Div(1, ·), and a
+// one-element constant epsilon that does not broadcast `x`. Epsilon, or the Miss.
+Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail, ValueId x);
+// The ReduceMeans of a norm reduce the same constant axes, keepdims, and those are the trailing
+// ones of `x`: how many (k), or the Miss.
+Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, ValueId x);
+// The norm op (LayerNormalization / RMSNormalization) replacing `m.nodes`: one replace_with.
+bool apply_norm(Edits& e, const NormMatch& m, std::string_view op);
+
+// The trailing `k` dims of `v` when all known (captures: the outer value's).
+std::optional<std::vector<int64_t>> trailing_dims(const Graph& g, ValueId v, int64_t k);
+
+// A constant of type `t` and shape `dims`: `src` (a constant broadcasting to `dims` right-aligned,
+// leading 1s beyond `dims` allowed) plus `offset`, or `fill` everywhere when `src` is invalid.
+// Reuses `src` itself when nothing changes.
+ValueId norm_parameter(Edits& e, std::string_view hint, ValueId src, double offset, double fill, DType t,
+                       std::span<const int64_t> dims);
+
+}  // namespace onnxforge::passes::pattern

@@ -1,0 +1,420 @@
+"""onnxforge: make ONNX models smaller and faster, and prove that it did no harm.
+
+The engine is C++ (the same one as the ``onnxforge`` command); this package is a thin layer over
+it. Every function takes a model as a path (``str`` or ``os.PathLike``), as ``bytes`` (a serialized
+ModelProto) or as an ``onnx.ModelProto``, and releases the GIL while the engine works, so threads
+can optimize or run models in parallel.
+
+    import onnxforge
+    model, report = onnxforge.optimize(onnx_model)          # ModelProto in, ModelProto out
+    print(report.nodes_before, "->", report.nodes_after, report.verdict, report.max_diff)
+    onnxforge.optimize("model.onnx", "model.opt.onnx")       # file to file
+    outputs = onnxforge.run(model, {"input_ids": ids})       # dict of NumPy arrays
+    onnxforge.verify("model.onnx", "model.opt.onnx").passed
+
+Bad input (an unreadable file, a malformed model, an unknown pass) raises :class:`Error`, a
+``ValueError``, with the command line's message. Nothing is printed unless ``progress=True``.
+``python3 -m onnxforge ARGS`` runs the command line.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from collections.abc import Mapping
+
+from . import _onnxforge as _engine
+from ._onnxforge import Error
+
+__version__ = _engine.__version__
+Error.__module__ = __name__
+Error.__doc__ = ("Bad input: a model that cannot be read or run, an unknown pass, inputs that do not fit. "
+                 "The message is the command line's (file, node, what to do).")
+
+__all__ = [
+    "Error", "VerificationError", "Report", "OptimizeReport", "VerifyReport", "BenchReport",
+    "optimize", "inspect", "run", "verify", "bench", "hierarchy", "extract", "audit", "list_passes", "main",
+]
+
+
+class VerificationError(Error):
+    """The optimized model does not compute what the original computes, so nothing was written.
+
+    ``str(error)`` is what the command line prints (max_diff, the failing outputs, the first pass
+    that breaks the model on its own); ``error.report`` is the :class:`OptimizeReport`.
+    Rerun with ``skip=[error.report.breaking_pass]``, or with ``force=True`` to get the model anyway.
+    """
+
+    def __init__(self, message: str, report: "OptimizeReport"):
+        super().__init__(message)
+        self.report = report
+
+
+class Report(Mapping):
+    """A read-only report: a mapping with the command line's ``--json`` content (``dict(report)``
+    or :meth:`to_dict` give a plain dict), plus attributes for the usual fields."""
+
+    def __init__(self, data: dict):
+        self._data = data
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def to_dict(self) -> dict:
+        """A deep copy of the report as plain dicts and lists (JSON-serialisable)."""
+        return copy.deepcopy(self._data)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({json.dumps(self._data, indent=1)[:2000]})"
+
+
+class OptimizeReport(Report):
+    """What :func:`optimize` did: sizes before and after, per-pass statistics, verification.
+
+    The mapping is ``onnxforge optimize --json``'s report: ``before``/``after`` (nodes,
+    initializers, initializer_bytes), ``passes`` (per pass: nodes_removed, initializers_removed,
+    bytes_removed, matches_applied, rounds, seconds...), ``verification`` (ok, max_diff, outputs,
+    seeds), ``breaking_pass`` when verification failed, ``seconds``, ``input``, ``output``.
+    """
+
+    @property
+    def nodes_before(self) -> int:
+        return self._data["before"]["nodes"]
+
+    @property
+    def nodes_after(self) -> int:
+        return self._data["after"]["nodes"]
+
+    @property
+    def initializers_before(self) -> int:
+        return self._data["before"]["initializers"]
+
+    @property
+    def initializers_after(self) -> int:
+        return self._data["after"]["initializers"]
+
+    @property
+    def bytes_before(self) -> int:
+        """Initializer bytes before."""
+        return self._data["before"]["initializer_bytes"]
+
+    @property
+    def bytes_after(self) -> int:
+        """Initializer bytes after."""
+        return self._data["after"]["initializer_bytes"]
+
+    @property
+    def passes(self) -> list:
+        """Per-pass statistics (dicts), in pipeline order."""
+        return self._data.get("passes") or []
+
+    @property
+    def verified(self) -> bool:
+        return "verification" in self._data
+
+    @property
+    def max_diff(self) -> float | None:
+        """Largest absolute difference between original and optimized outputs (None: not verified)."""
+        v = self._data.get("verification")
+        return None if v is None else v["max_diff"]
+
+    @property
+    def verdict(self) -> str:
+        """``"pass"``, ``"fail"`` or ``"not verified"``."""
+        v = self._data.get("verification")
+        return "not verified" if v is None else ("pass" if v["ok"] else "fail")
+
+    @property
+    def breaking_pass(self) -> str | None:
+        return self._data.get("breaking_pass")
+
+
+class VerifyReport(Report):
+    """:func:`verify`'s result: ``onnxforge verify --json``'s content (``pass``, ``seeds``, per-output
+    statistics in ``outputs``), :attr:`passed`, :attr:`max_diff` and the printed :attr:`text`."""
+
+    def __init__(self, data: dict, text: str):
+        super().__init__(data)
+        self.text = text
+
+    @property
+    def passed(self) -> bool:
+        return bool(self._data["pass"])
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if self.passed else "fail"
+
+    @property
+    def max_diff(self) -> float:
+        """Largest per-seed max abs diff over all outputs."""
+        return max((float(o["max_abs"]["max"]) for o in self._data.get("outputs", [])), default=0.0)
+
+    @property
+    def outputs(self) -> list:
+        return self._data.get("outputs", [])
+
+    def __bool__(self):
+        return self.passed
+
+
+class BenchReport(Report):
+    """:func:`bench`'s result: ``onnxforge bench --json``'s content (``median_ms``, ``min_ms``,
+    ``iters``, ``steps``; with ``vs``: ``vs`` and ``ratio``; with ``profile``: ``profile``)."""
+
+    @property
+    def median_ms(self) -> float:
+        return self._data["median_ms"]
+
+    @property
+    def min_ms(self) -> float:
+        return self._data["min_ms"]
+
+    @property
+    def iters(self) -> int:
+        return self._data["iters"]
+
+    @property
+    def ratio(self) -> float | None:
+        """Median of ``vs`` over median of ``model`` (None without ``vs``)."""
+        return self._data.get("ratio")
+
+
+# ---- model arguments ----------------------------------------------------------------------------
+
+def _model_arg(model, what="model"):
+    """(path or bytes for the engine, display name, kind)."""
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model), "<bytes>", "bytes"
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        return path, path, "path"
+    if type(model).__name__ == "ModelProto" and hasattr(model, "SerializeToString"):
+        try:
+            data = model.SerializeToString()
+        except Exception as e:  # protobuf refuses messages over 2 GiB
+            raise Error(f"{what}: the ModelProto cannot be serialized ({e}); save it with external data "
+                        "and pass its path instead") from None
+        return data, "<ModelProto>", "proto"
+    raise TypeError(f"{what} must be a path, bytes or an onnx.ModelProto, not {type(model).__name__}")
+
+
+def _model_out(data: bytes, kind: str):
+    if kind == "bytes":
+        return data
+    try:
+        import onnx
+    except ImportError:
+        raise Error("returning an onnx.ModelProto needs the onnx package (Debian: python3-onnx); "
+                    "pass output=PATH, or the model as bytes to get bytes back") from None
+    return onnx.load_from_string(data)
+
+
+def _progress(progress):
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        def show(line):
+            print(f"onnxforge: {line}", file=sys.stderr, flush=True)
+        return show
+    if callable(progress):
+        return progress
+    raise TypeError("progress must be a bool or a callable taking one str")
+
+
+def _dims(dims):
+    return None if dims is None else {str(k): int(v) for k, v in dict(dims).items()}
+
+
+def _names(names, what):
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = names.split(",")
+    names = [str(n).strip() for n in names]
+    if any(not n for n in names):
+        raise Error(f"{what}: empty pass name")
+    return names
+
+
+def _threads(threads):
+    if threads is None:
+        return 0
+    threads = int(threads)
+    if threads < 1:
+        raise Error(f"threads must be at least 1 (got {threads}); None uses all cores")
+    return threads
+
+
+# ---- the functions ------------------------------------------------------------------------------
+
+def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, verify=True, seeds=3, dims=None,
+             fold_size=None, strip_hierarchy=False, force=False, overwrite=False, threads=None, progress=False):
+    """Optimize a model with onnxforge's passes and verify the result; ``onnxforge optimize``.
+
+    Args:
+      model: a path, ``bytes`` (serialized ModelProto) or an ``onnx.ModelProto``.
+      output: where to write the optimized model (atomically; external data as the input has it).
+        None returns it in memory: as ``bytes`` for bytes, else as an ``onnx.ModelProto``.
+      passes: run only these passes (list or comma-separated str; :func:`list_passes` names them).
+      skip: never run these passes.
+      target_opset: upgrade the default-domain opset to this version first (never a downgrade; ops whose
+        signature changes are adapted, bit-identical in the runtime).
+      verify: run the original and the optimized model on ``seeds`` seeded inputs with the built-in
+        runtime and compare every output within the tolerance of the worst accuracy class used.
+      dims: values for symbolic dimensions, e.g. ``{"batch": 1, "sequence": 128}``; the optimized
+        model is specialised to them.
+      fold_size: largest constant (bytes) a fold may create beyond its inputs' size (default 1 MiB).
+      strip_hierarchy: drop the module-hierarchy tags from the output.
+      force: return (and write) the model even if verification fails.
+      overwrite: replace an existing ``output`` (checked before any work; without it an existing file is an Error).
+      threads: worker threads for this call (None: all cores).
+      progress: True prints status lines to stderr; a callable receives them.
+
+    Returns:
+      ``(model, report)``: the optimized model (``output`` itself when given) and an
+      :class:`OptimizeReport`.
+
+    Raises:
+      Error: bad input (unreadable model, unknown pass, bad dims...).
+      VerificationError: the optimized model does not match the original (unless ``force``).
+    """
+    arg, name, kind = _model_arg(model)
+    out = None if output is None else os.fspath(output)
+    data, report_json, ok, failure = _engine.optimize(
+        arg, name, out, _names(passes, "passes"), _names(skip, "skip"), _dims(dims), fold_size, bool(verify),
+        int(seeds), target_opset, bool(strip_hierarchy), bool(force), bool(overwrite), _threads(threads),
+        _progress(progress))
+    report = OptimizeReport(json.loads(report_json))
+    if not ok and not force:
+        raise VerificationError(
+            f"{failure}\nnothing was written; rerun with skip=['{report.breaking_pass}'] (and please report "
+            "the model), or force=True to get it anyway", report)
+    return (output if output is not None else _model_out(data, kind)), report
+
+
+def inspect(model) -> dict:
+    """Counts, bytes, external files, operator inventory and what the passes can do:
+    ``onnxforge inspect --json``'s content as a dict."""
+    arg, name, _ = _model_arg(model)
+    return json.loads(_engine.inspect(arg, name))
+
+
+def run(model, inputs=None, *, seed=0, dims=None, threads=None) -> dict:
+    """Run a model with onnxforge's runtime; ``onnxforge run``.
+
+    Args:
+      inputs: ``{name: array}`` (anything ``numpy.asarray`` takes); inputs not given are generated
+        for ``seed`` from their name, dtype and shape (token ids, masks, positions, normal floats),
+        exactly as ``onnxforge run --seed`` and verification generate them.
+      dims: values for symbolic dimensions of generated inputs (default batch 1, sequence 128).
+      threads: worker threads for this call (None: all cores).
+
+    Returns:
+      ``{output name: numpy.ndarray}`` in the model's output order.
+    """
+    arg, name, _ = _model_arg(model)
+    if inputs is not None:
+        import numpy as np
+        inputs = {str(k): np.ascontiguousarray(v) for k, v in dict(inputs).items()}
+    return _engine.run(arg, name, inputs, int(seed), _dims(dims), _threads(threads))
+
+
+def verify(reference, candidate, *, seeds=20, atol=1e-4, rtol=1e-3, dims=None, first_seed=0, threads=None):
+    """Check that two models compute the same outputs on ``seeds`` seeded inputs; ``onnxforge verify``.
+
+    An output passes when ``|a - b| <= atol + rtol * |a|`` element by element (a: ``reference``).
+    Returns a :class:`VerifyReport` (truthy when every output passes); a mismatch is not an
+    exception, models that cannot be compared (different inputs, a model that fails to run) are.
+    """
+    a, a_name, _ = _model_arg(reference, "reference")
+    b, b_name, _ = _model_arg(candidate, "candidate")
+    data, text = _engine.verify(a, a_name, b, b_name, int(seeds), int(first_seed), float(atol), float(rtol), _dims(dims),
+                                0, _threads(threads))
+    return VerifyReport(json.loads(data), text)
+
+
+def bench(model, *, vs=None, iters=None, min_time=3.0, warmup=3, dims=None, inputs=None, threads=None, profile=False,
+          nchw=False, vs_nchw=False):
+    """Measure a model's latency with onnxforge's runtime; ``onnxforge bench``.
+
+    Runs ``warmup`` untimed runs, then ``iters`` timed runs (or as many as ``min_time`` seconds
+    take, at least 3). With ``vs``, a second model runs alternately with the first and the report
+    has its times and the ratio of medians. Returns a :class:`BenchReport`.
+    """
+    arg, name, _ = _model_arg(model)
+    vs_arg, vs_name = None, ""
+    if vs is not None:
+        vs_arg, vs_name, _ = _model_arg(vs, "vs")
+    if inputs is not None:
+        import numpy as np
+        inputs = {str(k): np.ascontiguousarray(v) for k, v in dict(inputs).items()}
+    data = _engine.bench(arg, name, vs_arg, vs_name, 0 if iters is None else int(iters), float(min_time), int(warmup),
+                         _dims(dims), inputs, bool(profile), bool(nchw), bool(vs_nchw), _threads(threads))
+    return BenchReport(json.loads(data))
+
+
+def hierarchy(model, *, sidecar=None, use_names=True, consumers=False) -> dict:
+    """The model's module tree, tagging coverage by operator category and untagged nodes by why:
+    ``onnxforge hierarchy --json``'s content. ``sidecar``: a JSON file with node -> module maps."""
+    arg, name, _ = _model_arg(model)
+    return json.loads(_engine.hierarchy(arg, name, None if sidecar is None else os.fspath(sidecar), bool(use_names),
+                                        bool(consumers)))
+
+
+def extract(model, module, output=None, *, sidecar=None, expose_cuts=None, verify=False, seeds=3, dims=None,
+            external_data=False, overwrite=False):
+    """Cut one module out as a runnable model of its own; ``onnxforge extract``.
+
+    ``module`` is a module path (``encoder.layer.0``) or a class path
+    (``/BertModel/BertEncoder/BertLayer.0``), as :func:`hierarchy` lists them. The sub-model is
+    written to ``output``, or returned like :func:`optimize` returns models when ``output`` is None.
+    With ``verify``, the source and the sub-model run on the same values and the report's
+    ``verify`` says whether every output matched exactly. An existing ``output`` (or ``expose_cuts``)
+    is replaced only with ``overwrite``.
+
+    Returns ``(sub-model or output, report dict)``.
+    """
+    arg, name, kind = _model_arg(model)
+    data, report = _engine.extract(arg, name, str(module), None if output is None else os.fspath(output),
+                                   None if sidecar is None else os.fspath(sidecar),
+                                   None if expose_cuts is None else os.fspath(expose_cuts), bool(verify), int(seeds),
+                                   _dims(dims), bool(external_data), bool(overwrite))
+    return (output if output is not None else _model_out(data, kind)), json.loads(report)
+
+
+def audit(models):
+    """What an export wastes, which fusions into standard ops a model has room for, and what kind of
+    model it is; ``onnxforge audit --json``.
+
+    ``models`` is one model or a list of them (paths, bytes, ModelProtos). Returns one dict per
+    model (``forensics``, ``census``, ``fingerprint``...), a list for a list.
+    """
+    single = not isinstance(models, (list, tuple))
+    args = [_model_arg(m) for m in ([models] if single else models)]
+    out = json.loads(_engine.audit([a for a, _, _ in args], [n for _, n, _ in args]))
+    return out[0] if single else out
+
+
+def list_passes() -> list:
+    """Every pass in pipeline order: ``{"name", "accuracy_class", "summary"}`` (0 lossless,
+    1 float-bounded, 2 empirically safe)."""
+    return json.loads(_engine.list_passes())
+
+
+def main(argv=None) -> int:
+    """Run the ``onnxforge`` command line in this process with ``argv`` (default ``sys.argv[1:]``);
+    returns its exit code."""
+    args = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return _engine.cli(args)

@@ -1,0 +1,226 @@
+// The plan's fusions (see fusions.h): one matcher per fusion, the table at the end.
+#include "runtime/fusions.h"
+
+#include <cmath>
+
+#include "ir/match.h"
+#include "ir/op_traits.h"
+
+namespace onnxforge::rt {
+namespace {
+
+// ---------------------------------------------------------------------- helpers
+
+bool float_out(const Graph& g, ValueId v) { return g.dtype(v) == DType::Float || g.dtype(v) == DType::Undefined; }
+
+// Output 0 of the step exists and is float (the fused kernels compute in float32).
+bool float_output0(const Graph& g, const Step& s) {
+  return !s.outputs.empty() && s.outputs[0].valid() && float_out(g, s.outputs[0]);
+}
+
+// A float scalar known before any run, as float (an initializer or a Constant node's output,
+// which the plan may not have folded yet when it looks ahead from a producer).
+std::optional<float> float_scalar(const Graph& g, ValueId v) {
+  auto x = scalar(g, v, DType::Float);
+  return x ? std::optional<float>(static_cast<float>(*x)) : std::nullopt;
+}
+
+// Within float rounding of the constant an exporter wrote (sqrt 2 at whatever precision).
+bool near(std::optional<float> x, float want) { return x && std::fabs(*x - want) <= 1e-4f * std::fabs(want); }
+
+// The activation a producer can apply in its epilogue, if `n` is one: whether from op_traits
+// (kEpilogue), how from the activation's kernel (KernelDef::epilogue, the function its kernel
+// applies, parameters read the same way).
+std::optional<simd::Unary> fusable_activation(const Graph& g, NodeId n) {
+  if (!n.valid() || !has_fact(g, n, kEpilogue)) return std::nullopt;
+  const KernelDef* k = Registry::get().find(norm_domain(g.domain(n)), str(g.op_type(n)));
+  return k && k->epilogue ? k->epilogue(g, n) : std::nullopt;
+}
+
+// ------------------------------------------------------------------------------ fusions
+
+// LayerNormalization over the last axis as exporters write it out, from its first ReduceMean:
+// y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * scale + bias (nine nodes, one step of
+// decomposed_layer_norm_kernel()).
+Found<FusedStep> decomposed_layer_norm(const FusionSite& site, const Step& s) {
+  const Graph& g = site.g;
+  const Uses& uses = site.uses;
+  // One output read by the chain; `last`: the chain's final node, whose output may be a graph output.
+  auto is_op = [&](NodeId m, std::string_view op, size_t n_in, bool last = false) {
+    return is(g, m, op) && g.inputs(m).size() == n_in && g.outputs(m).size() == 1 && g.output(m, 0).valid() &&
+           (last || !uses.is_graph_output(g.output(m, 0)));
+  };
+  auto last_axis_mean = [&](NodeId m) {
+    if (!(is_op(m, "ReduceMean", 1) || is_op(m, "ReduceMean", 2)) || g.attr_int(m, "keepdims", 1) != 1) return false;
+    if (g.inputs(m).size() == 1) {
+      auto axes = g.attr_ints(m, "axes");
+      return axes.size() == 1 && axes[0] == -1;
+    }
+    // Opset 18: the axes are an input, so that an upgraded model keeps this fusion and
+    // computes the same bits.
+    auto axes = constant_ints(g, g.input(m, 1));
+    return axes && axes->size() == 1 && (*axes)[0] == -1;
+  };
+  auto next = [&](NodeId m) { return single_use(uses, g.output(m, 0)); };
+  const NodeId n = s.node;
+  MATCH_IF(is(g, n, "ReduceMean") && float_output0(g, s), "not a float ReduceMean");
+  MATCH_IF(last_axis_mean(n), "not a mean over the last axis");
+  const ValueId x = g.input(n, 0);
+  MATCH_IF(site.available[x.index()], "x not computed yet");
+  const Use u_sub = next(n);
+  const NodeId sub = u_sub.node;
+  MATCH_IF(is_op(sub, "Sub", 2) && u_sub.slot == 1 && g.input(sub, 0) == x, "no x - mean");
+  const ValueId d = g.output(sub, 0);
+  MATCH_IF(uses.count(d) == 2, "x - mean not read twice");
+  NodeId pow, div;
+  for (const Use& u : uses.of(d)) {
+    if (is_op(u.node, "Pow", 2) && u.slot == 0) pow = u.node;
+    else if (is_op(u.node, "Div", 2) && u.slot == 0) div = u.node;
+  }
+  MATCH_IF(pow.valid() && div.valid(), "x - mean not read by a Pow and a Div");
+  const auto two = float_scalar(g, g.input(pow, 1));
+  MATCH_IF(two && *two == 2.f, "not squared");
+  const NodeId mean2 = next(pow).node;
+  MATCH_IF(last_axis_mean(mean2), "no variance over the last axis");
+  const NodeId add = next(mean2).node;
+  MATCH_IF(is_op(add, "Add", 2), "no variance + eps");
+  const auto eps = float_scalar(g, other_input(g, add, g.output(mean2, 0)));
+  MATCH_IF(eps, "eps not a float scalar");
+  const NodeId sqrt = next(add).node;
+  MATCH_IF(is_op(sqrt, "Sqrt", 1), "no sqrt");
+  const Use u_div = next(sqrt);
+  MATCH_IF(u_div.node == div && u_div.slot == 1, "the sqrt does not divide x - mean");
+  const NodeId mul = next(div).node;
+  MATCH_IF(is_op(mul, "Mul", 2), "no scale");
+  const ValueId scale = other_input(g, mul, g.output(div, 0));
+  const NodeId badd = next(mul).node;
+  MATCH_IF(is_op(badd, "Add", 2, true), "no bias");
+  const ValueId bias = other_input(g, badd, g.output(mul, 0));
+  MATCH_IF(g.is_constant(scale) && g.is_constant(bias), "scale or bias not an initializer");
+  for (ValueId v : {scale, bias})
+    MATCH_IF(g.model().tensors.dtype(g.initializer(v)) == DType::Float &&
+                 g.model().tensors.dims(g.initializer(v)).size() == 1,
+             "scale or bias not a float vector");
+  FusedStep f;
+  f.kernel = &decomposed_layer_norm_kernel();
+  f.inputs = std::vector<ValueId>{x, scale, bias};
+  f.output = g.output(badd, 0);
+  f.state = std::make_shared<const float>(*eps);
+  f.absorbed = {sub, pow, mean2, add, sqrt, div, mul, badd};
+  f.fused = f.absorbed.size();
+  return f;
+}
+
+// MatMul -> Softmax over the last axis -> MatMul (attention): one step of
+// softmax_attention_kernel(), the scores kept in cache.
+Found<FusedStep> softmax_attention(const FusionSite& site, const Step& s) {
+  const Graph& g = site.g;
+  MATCH_IF(is(g, s.node, "MatMul") && s.inputs.size() == 2 && s.outputs.size() == 1 && float_output0(g, s),
+           "not a float MatMul");
+  MATCH_IF(s.inputs[1].valid() && !site.is_const[s.inputs[1].index()], "B is a constant (a projection)");
+  const Use u_sm = single_use(site.uses, s.outputs[0]);
+  const NodeId sm = u_sm.node;
+  MATCH_IF(is(g, sm, "Softmax") && u_sm.slot == 0 && g.outputs(sm).size() == 1, "not read by one Softmax");
+  const ValueId p = g.output(sm, 0);
+  const Attr* axis = g.attr(sm, "axis");
+  const bool last_axis = axis ? axis->type == AttrType::Int && axis->i == -1 : s.opset >= 13;
+  MATCH_IF(p.valid() && float_out(g, p) && last_axis, "not a float softmax over the last axis");
+  const Use u_mm = single_use(site.uses, p);
+  const NodeId mm = u_mm.node;
+  MATCH_IF(is(g, mm, "MatMul") && u_mm.slot == 0 && g.outputs(mm).size() == 1 && g.output(mm, 0).valid(),
+           "the probabilities are not the A of one MatMul");
+  const ValueId v = g.inputs(mm).size() == 2 ? g.input(mm, 1) : ValueId{};
+  MATCH_IF(v.valid() && site.available[v.index()], "V not computed yet");
+  FusedStep f;
+  f.kernel = &softmax_attention_kernel();
+  f.inputs = s.inputs;
+  f.inputs->push_back(v);
+  f.output = g.output(mm, 0);
+  f.absorbed = {sm, mm};
+  f.fused = 2;
+  return f;
+}
+
+// Residual epilogue: a Conv/MatMul (KernelDef::residual_input) whose only reader is an Add takes
+// the Add's other operand as an extra input when that operand is computed earlier in the order.
+Found<FusedStep> residual_add(const FusionSite& site, const Step& s) {
+  const Graph& g = site.g;
+  MATCH_IF(s.kernel->residual_input >= 0 && float_output0(g, s), "no residual epilogue");
+  MATCH_IF(!site.graph_output[s.outputs[0].index()], "output 0 is a graph output");
+  const Use u = single_use(site.uses, s.outputs[0]);
+  const NodeId add = u.node;
+  MATCH_IF(is(g, add, "Add") && g.inputs(add).size() == 2 && u.slot < 2 && g.outputs(add).size() == 1 &&
+               g.output(add, 0).valid() && float_out(g, g.output(add, 0)),
+           "not read by one float Add");
+  const ValueId other = g.input(add, 1 - u.slot);
+  const auto slot = static_cast<size_t>(s.kernel->residual_input);
+  MATCH_IF(other.valid() && other != s.outputs[0] && site.available[other.index()], "the other operand comes later");
+  MATCH_IF(s.inputs.size() <= slot, "the residual slot is taken");
+  for (ValueId v : s.inputs) MATCH_IF(v != other, "the other operand is also an input");
+  FusedStep f;
+  f.inputs = s.inputs;
+  f.inputs->resize(slot + 1);
+  (*f.inputs)[slot] = other;
+  f.output = g.output(add, 0);
+  f.absorbed = {add};
+  return f;
+}
+
+// Activation epilogue (KernelDef::fuses_activation): one activation node reading output 0, or the
+// exporters' erf GELU, x * (1 + erf(x / sqrt 2)) * 0.5 (five nodes), runs as OpContext::fused_act.
+Found<FusedStep> activation(const FusionSite& site, const Step& s) {
+  const Graph& g = site.g;
+  const Uses& uses = site.uses;
+  MATCH_IF(s.kernel->fuses_activation && float_output0(g, s), "no activation epilogue");
+  MATCH_IF(!site.graph_output[s.outputs[0].index()], "output 0 is a graph output");
+  const ValueId v = s.outputs[0];
+  FusedStep f;
+  if (const Use u = single_use(uses, v); u.node.valid() && u.slot == 0) {
+    if (auto act = fusable_activation(g, u.node)) {
+      f.act = *act;
+      f.output = g.output(u.node, 0);
+      f.absorbed = {u.node};
+      return f;
+    }
+  }
+  // GELU: v -> Div(v, sqrt 2) -> Erf -> Add(., 1) -> Mul(v, .) -> Mul(., 0.5); every
+  // intermediate read once.
+  auto is_op = [&](NodeId n, std::string_view op) {
+    return is(g, n, op) && g.outputs(n).size() >= 1 && g.output(n, 0).valid();
+  };
+  auto next = [&](NodeId n) { return single_consumer(g, uses, n); };
+  MATCH_IF(uses.count(v) == 2 && !uses.is_graph_output(v), "no single activation, and not read twice (GELU)");
+  NodeId div, mul;
+  for (const Use& u : uses.of(v)) {
+    if (is_op(u.node, "Div") && u.slot == 0) div = u.node;
+    else if (is_op(u.node, "Mul") && u.slot < 2) mul = u.node;
+  }
+  MATCH_IF(div.valid() && mul.valid() && g.inputs(div).size() == 2, "not read by a Div and a Mul");
+  MATCH_IF(near(float_scalar(g, g.input(div, 1)), 1.41421356f), "the divisor is not sqrt(2)");
+  const NodeId erf = next(div);
+  MATCH_IF(is_op(erf, "Erf"), "no Erf after the division");
+  const NodeId add = next(erf);
+  MATCH_IF(is_op(add, "Add") && g.inputs(add).size() == 2, "no Add after the Erf");
+  MATCH_IF(near(float_scalar(g, other_input(g, add, g.output(erf, 0))), 1.f), "Erf not followed by + 1");
+  MATCH_IF(next(add) == mul && g.inputs(mul).size() == 2, "1 + erf does not multiply x");
+  const NodeId half = next(mul);
+  MATCH_IF(is_op(half, "Mul") && g.inputs(half).size() == 2, "no Mul after x * (1 + erf)");
+  MATCH_IF(near(float_scalar(g, other_input(g, half, g.output(mul, 0))), 0.5f), "not halved");
+  f.act = simd::Unary::of(simd::UnaryOp::Gelu);
+  f.output = g.output(half, 0);
+  f.absorbed = {div, erf, add, mul, half};
+  return f;
+}
+
+constexpr Fusion kFusions[] = {
+    {"decomposed_layer_norm", decomposed_layer_norm},
+    {"softmax_attention", softmax_attention},
+    {"residual_add", residual_add},
+    {"activation", activation},
+};
+
+}  // namespace
+
+std::span<const Fusion> fusions() { return kFusions; }
+
+}  // namespace onnxforge::rt
