@@ -86,6 +86,7 @@ struct OptimizeOptions {
   std::map<std::string, int64_t> dims;    // fix symbolic dims: {"batch", 1}
   bool verify = true;                     // run original and result on `seeds` seeded inputs
   int seeds = 3;
+  std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
   std::optional<uint64_t> fold_size;      // largest constant a fold may create (default 1 MiB)
   int threads = 0;                        // worker threads for this call (0: all)
   bool strip_hierarchy = false;           // drop module-hierarchy tags from the result

@@ -93,6 +93,7 @@ OptimizeResult optimize(const LoadedModel& model, const OptimizeOptions& options
   s.fold_size = options.fold_size;
   s.verify = options.verify;
   s.seeds = options.seeds;
+  s.target_opset = options.target_opset;
   s.progress = options.progress;
   api::OptimizeOutcome o = with_threads(options.threads, [&] { return api::optimize(in.path, s); });
   o.report["input"] = model.source();
