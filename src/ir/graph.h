@@ -11,7 +11,6 @@
 // Handles are stable until Rewrite::commit() compacts the tables (see rewrite.h).
 // Unmodelled protobuf fields are kept as verbatim field bytes (`std::string_view`s into the
 // mapping) and written back unchanged, so IR-10/11 fields survive onnx-1.12-era tooling.
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -295,12 +294,6 @@ class Model {
   uint32_t union_tags(std::span<const uint32_t> sets);
   size_t tag_set_count() const { return tag_sets_.size(); }
 
-  // The next number fresh_name (ir/rewrite.h) tries: per model, so the names passes make depend on
-  // the model and the passes only, not on what else the process optimized before (a Python
-  // process optimizing several models, or two at once on two threads, writes the same names as
-  // one CLI run). Atomic: fresh_name takes a const Graph and analyses may run in parallel.
-  uint64_t next_name_number() const { return name_numbers_.fetch_add(1, std::memory_order_relaxed); }
-
   // Where the model was read from (empty for models built in memory).
   std::filesystem::path path;
   // Mappings that tensor bytes and verbatim fields point into; kept alive with the model.
@@ -310,7 +303,6 @@ class Model {
   std::vector<std::unique_ptr<Graph>> graphs_;
   std::vector<std::vector<Sym>> tag_sets_;
   std::map<std::vector<Sym>, uint32_t> tag_index_;
-  mutable std::atomic<uint64_t> name_numbers_{0};
 };
 
 }  // namespace onnxforge

@@ -21,9 +21,10 @@ bool name_taken(const Model& m, const Graph& g, Sym name) {
 }  // namespace
 
 Sym fresh_name(const Graph& g, std::string_view hint) {
+  static std::atomic<uint64_t> counter{0};
   std::string base(hint.empty() ? std::string_view("onnxforge") : hint);
   for (;;) {
-    std::string candidate = base + "__" + std::to_string(g.model().next_name_number());
+    std::string candidate = base + "__" + std::to_string(counter++);
     Sym s = intern(candidate);
     if (!name_taken(g.model(), g, s)) return s;
   }
