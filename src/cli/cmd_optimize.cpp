@@ -1,5 +1,5 @@
 // onnxforge optimize IN -o OUT [--passes a,b] [--skip c] [--list-passes] [--fold-size 1M]
-//                   [--dim name=N]... [--report FILE.json] [--verify-seeds N] [--no-verify] [--force]
+//                   [--dim name=N]... [--report FILE.json] [--verify-seeds N] [--verify-budget S] [--no-verify] [--force]
 //                   [--target-opset N]
 // Runs the pass pipeline to a fixed point, verifies the result against the original through the
 // runtime (unless --no-verify) and writes it. A model that fails verification is not written and
@@ -28,6 +28,7 @@ struct Options {
   std::vector<std::string> passes, skip, dims;
   bool list = false, no_verify = false, force = false, json = false, strip_hierarchy = false;
   int seeds = 3, threads = 0;
+  double verify_budget = 0;
   int64_t target_opset = 0;
 };
 
@@ -110,12 +111,25 @@ int run(const Options& o) {
     auto t = std::chrono::steady_clock::now();
     auto original = load_model(o.in);
     try {
-      ref = std::make_unique<Reference>(*original, VerifyOptions{o.seeds, ro.pass.dims});
+      ref = std::make_unique<Reference>(*original, VerifyOptions{o.seeds, ro.pass.dims, o.verify_budget,
+                                                                 tty ? std::function<void(const std::string&)>(say) : nullptr});
     } catch (const Error& e) {
       if (tty) std::cerr << "\n";
       fail("cannot verify: running the original model failed: ", e.what(), "\n(use --no-verify to skip verification)");
     }
     ref_s = seconds_since(t);
+    if (tty && !ref->notes().empty()) std::cerr << "\r\033[K";
+    for (const std::string& n : ref->notes()) std::cerr << "note: " << n << "\n";
+    if (ref->over_budget()) {
+      if (!o.force) {
+        std::cerr << "error: " << o.in << " cannot be verified within --verify-budget " << o.verify_budget
+                  << " s; nothing was written: raise the budget, or pass --force to write it unverified\n";
+        return 1;
+      }
+      std::cerr << "--force: optimizing without verification\n";
+      verify = false;
+      ref.reset();
+    }
   }
   specialise_dims(*model, ro.pass.dims);
   auto tp = std::chrono::steady_clock::now();
@@ -157,7 +171,7 @@ int run(const Options& o) {
     v = ref->check(*model, tolerance_of(r.worst));
     verify_s = seconds_since(t);
     report["verification"] = verify_json(v);
-    report["verification"]["seeds"] = o.seeds;
+    report["verification"]["seeds"] = ref->seeds();
     if (!v.ok) {
       say("verification failed; finding the first pass that breaks the model");
       VerifyResult first;
@@ -206,9 +220,9 @@ int run(const Options& o) {
                 << -s.removed.initializers << ", bytes " << -s.removed.bytes << std::noshowpos << " (" << s.applied
                 << " matches, " << s.rounds << " rounds, " << s.seconds() << " s)\n";
   if (verify)
-    std::cout << "verified on " << o.seeds << " seeds: max_diff " << v.max_diff << " (class "
+    std::cout << "verified on " << ref->seeds() << " seeds: max_diff " << v.max_diff << " (class "
               << static_cast<int>(r.worst) << " tolerance)\n";
-  else std::cout << "not verified (--no-verify)\n";
+  else std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
   return 0;
 }
 
@@ -223,6 +237,10 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_option("--dim", o->dims, "Fix a symbolic dimension: name=N (repeatable)");
   app.add_option("--report", o->report, "Write a JSON report to this file");
   app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)");
+  app.add_option("--verify-budget", o->verify_budget,
+                 "Seconds verification may take: fewer seeds (never below 1) to fit, and a model whose one seed "
+                 "does not fit is reported (exit 1) instead of verified")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-verify", o->no_verify, "Skip verification");
   app.add_flag("--force", o->force, "Overwrite an existing output, and write the model even if verification fails");
   app.add_flag("--strip-hierarchy", o->strip_hierarchy, "Remove module-hierarchy tags from the output");
