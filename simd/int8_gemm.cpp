@@ -65,36 +65,43 @@ inline void store_cell(std::uint8_t* dst, std::size_t group, std::size_t k0, std
 }
 
 // Packs rows [m0, m0 + mr) of A (missing rows zero) into one panel; rowsum[i] = sum_k A'.
+// Word-at-a-time copies and a separate (vectorized) row sum: with few output columns (a conv's
+// 64 channels) packing A is a sizeable share of the work (3136 x 576 conv GEMM: 2.9 ms of
+// element-wise packing against 3.8 ms of kernel).
 void pack_a_panel(const Geometry& g, std::size_t kg, std::size_t K, const void* A, std::size_t lda, bool a_signed,
                   std::size_t m0, std::size_t M, std::uint8_t* dst, std::int32_t* rowsum) {
+  const std::uint8_t flip = a_signed ? 0x80 : 0;
   for (std::size_t i = 0; i < g.mr; ++i) {
     const std::size_t m = m0 + i;
+    std::uint8_t* out = dst + i * 4;
+    const std::size_t step = g.mr * 4;
     if (m >= M) {
-      for (std::size_t c = 0; c < kg; ++c) std::memset(dst + (c * g.mr + i) * 4, 0, 4);
+      for (std::size_t c = 0; c < kg; ++c) std::memset(out + c * step, 0, 4);
       rowsum[i] = 0;
       continue;
     }
-    const std::size_t row = m * lda;
+    const auto* src = static_cast<const std::uint8_t*>(A) + m * lda;
     std::int32_t sum = 0;
-    if (g.group == 4 && !a_signed) {
-      // Common case (DynamicQuantizeLinear's uint8): straight byte copies.
-      const auto* src = static_cast<const std::uint8_t*>(A) + row;
-      std::size_t c = 0;
-      for (; (c + 1) * 4 <= K; ++c) {
-        std::memcpy(dst + (c * g.mr + i) * 4, src + c * 4, 4);
-        sum += src[c * 4] + src[c * 4 + 1] + src[c * 4 + 2] + src[c * 4 + 3];
-      }
-      for (; c < kg; ++c)
-        store_cell(dst + (c * g.mr + i) * 4, 4, c * 4, K, [&](std::size_t k) { return sum += src[k], src[k]; });
-    } else {
-      for (std::size_t c = 0; c < kg; ++c)
-        store_cell(dst + (c * g.mr + i) * 4, g.group, c * g.group, K, [&](std::size_t k) {
-          const int v = a_value(A, row + k, a_signed);
-          sum += v;
-          return v;
-        });
-    }
+    for (std::size_t k = 0; k < K; ++k) sum += static_cast<std::uint8_t>(src[k] ^ flip);
     rowsum[i] = sum;
+    const std::size_t full = K / g.group;
+    if (g.group == 4) {
+      const std::uint32_t flip4 = flip * 0x01010101u;
+      for (std::size_t c = 0; c < full; ++c) {
+        std::uint32_t v;
+        std::memcpy(&v, src + c * 4, 4);
+        v ^= flip4;
+        std::memcpy(out + c * step, &v, 4);
+      }
+    } else {
+      for (std::size_t c = 0; c < full; ++c) {
+        const std::uint32_t v = static_cast<std::uint32_t>(src[2 * c] ^ flip) |
+                                (static_cast<std::uint32_t>(src[2 * c + 1] ^ flip) << 16);
+        std::memcpy(out + c * step, &v, 4);
+      }
+    }
+    for (std::size_t c = full; c < kg; ++c)
+      store_cell(out + c * step, g.group, c * g.group, K, [&](std::size_t k) { return src[k] ^ flip; });
   }
 }
 
