@@ -33,23 +33,30 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// 12 independent vpdpbusd chains: the int8 peak of one core (64 MACs = 128 ops per instruction).
+// 12 independent vpdpbusd chains in named registers (an array of vectors makes GCC copy it
+// between register sets every iteration): the int8 peak of one core, 64 MACs = 128 ops each.
+#define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 __attribute__((target("avx512f,avx512vnni"))) int vnni_loop(std::int64_t iters) {
-  __m512i a[12];
-  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_epi32(i);
+#define INIT(i) __m512i a##i = _mm512_set1_epi32(i);
+  CHAINS(INIT)
+#undef INIT
   const __m512i x = _mm512_set1_epi32(0x01010101), y = _mm512_set1_epi32(0x02020202);
   for (std::int64_t it = 0; it < iters; ++it) {
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) a[i] = _mm512_dpbusd_epi32(a[i], x, y);
-    __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), "+v"(a[6]),
-                     "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11]));
+#define STEP(i) a##i = _mm512_dpbusd_epi32(a##i, x, y);
+    CHAINS(STEP)
+#undef STEP
+    __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8),
+                     "+v"(a9), "+v"(a10), "+v"(a11));
   }
-  __m512i s = a[0];
-  for (int i = 1; i < 12; ++i) s = _mm512_add_epi32(s, a[i]);
+  __m512i s = a0;
+#define SUM(i) s = _mm512_add_epi32(s, a##i);
+  CHAINS(SUM)
+#undef SUM
   alignas(64) int out[16];
   _mm512_store_si512(out, s);
   return out[0] + out[15];
 }
+#undef CHAINS
 
 struct Shape {
   const char* name;
