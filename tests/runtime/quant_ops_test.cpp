@@ -317,3 +317,71 @@ TEST(QuantOps, QuantizeDequantizePerAxisAndBlocked) {
     EXPECT_GT(saturated, 0);
   }
 }
+
+namespace {
+
+// A [M, K] uint8 times B [K, N] int8 with zero points, as int64.
+int64_t dot(const std::vector<uint8_t>& a, int64_t za, const std::vector<uint8_t>& b, int64_t m, int64_t n, int64_t K,
+            int64_t N) {
+  int64_t acc = 0;
+  for (int64_t k = 0; k < K; ++k)
+    acc += (a[static_cast<size_t>(m * K + k)] - za) * val(b, static_cast<size_t>(k * N + n), DType::Int8);
+  return acc;
+}
+
+}  // namespace
+
+// com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (what ONNX Runtime fuses the
+// dynamic quantizer's MatMulInteger -> Cast -> Mul into): float(acc) * (a_scale * b_scale[n]) + bias.
+TEST(QuantOps, ContribIntegerMatMulsToFloat) {
+  const int64_t M = 6, K = 40, N = 9;
+  auto b = random_bytes(K * N);
+  std::vector<float> bs(N), bias(N);
+  for (int64_t n = 0; n < N; ++n) bs[static_cast<size_t>(n)] = 0.002f * static_cast<float>(n + 1), bias[static_cast<size_t>(n)] = 0.5f - 0.1f * static_cast<float>(n);
+  at_every_isa([&] {
+    {
+      auto a = random_bytes(M * K);
+      GraphBuilder g(13);
+      g.model().opsets.push_back({intern("com.microsoft"), 1, true});
+      ValueId A = g.input("a", {M, K}, DType::Uint8);
+      g.outputs({g.node_n("MatMulIntegerToFloat",
+                          {A, g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("as", {}, {0.03f}), g.f32("bs", {N}, bs),
+                           g.init<uint8_t>("az", {}, {uint8_t(9)}, DType::Uint8),
+                           g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("bias", {N}, bias)},
+                          {}, 1, "", "com.microsoft")[0]});
+      rt::Session s(g.model());
+      auto y = s.run({bytes_tensor(DType::Uint8, {M, K}, a)})[0];
+      ASSERT_EQ(y.dtype, DType::Float);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(y.ptr<float>()[m * N + n],
+                    static_cast<float>(dot(a, 9, b, m, n, K, N)) * (0.03f * bs[static_cast<size_t>(n)]) + bias[static_cast<size_t>(n)]);
+    }
+    {
+      std::vector<float> x(static_cast<size_t>(M * K));
+      std::normal_distribution<float> d;
+      for (auto& v : x) v = d(rng);
+      GraphBuilder g(13);
+      g.model().opsets.push_back({intern("com.microsoft"), 1, true});
+      ValueId X = g.input("x", {M, K});
+      g.outputs({g.node_n("DynamicQuantizeMatMul",
+                          {X, g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("bs", {N}, bs),
+                           g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("bias", {N}, bias)},
+                          {}, 1, "", "com.microsoft")[0]});
+      rt::Session s(g.model());
+      auto y = s.run({make<float>(DType::Float, {M, K}, x)})[0];
+      // DynamicQuantizeLinear from the spec.
+      float lo = 0, hi = 0;
+      for (float v : x) lo = std::min(lo, v), hi = std::max(hi, v);
+      const float scale = (hi - lo) / 255.f;
+      const int64_t zp = static_cast<int64_t>(std::clamp(std::nearbyint(-lo / scale), 0.f, 255.f));
+      std::vector<uint8_t> q(x.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        q[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(x[i] / scale) + static_cast<float>(zp), 0.f, 255.f));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(y.ptr<float>()[m * N + n],
+                    static_cast<float>(dot(q, zp, b, m, n, K, N)) * (scale * bs[static_cast<size_t>(n)]) + bias[static_cast<size_t>(n)]);
+    }
+  });
+}
