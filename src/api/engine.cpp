@@ -57,17 +57,28 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   double load_s = seconds_since(t0);
   std::unique_ptr<Reference> ref;
   double ref_s = 0;
-  if (s.verify) {
+  bool verify = s.verify;
+  if (verify) {
     if (!runtime_available()) fail("verification needs the runtime, which this build lacks; use --no-verify");
     say("running the original model for verification");
     auto t = Clock::now();
     auto original = load_model(input);  // a separate copy: the reference never sees a pass
     try {
-      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, ro.pass.dims});
+      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, ro.pass.dims, s.verify_budget, s.progress});
     } catch (const Error& e) {
       fail("cannot verify: running the original model failed: ", e.what(), "\n(use --no-verify to skip verification)");
     }
     ref_s = seconds_since(t);
+    out.notes = ref->notes();
+    if (ref->over_budget()) {
+      out.over_budget = true;
+      verify = false;
+      ref.reset();
+      if (!s.continue_over_budget) {
+        out.report = {{"input", input.string()}, {"over_budget", true}, {"notes", out.notes}};
+        return out;
+      }
+    }
   }
   specialise_dims(*out.model, ro.pass.dims);
   auto tp = Clock::now();
@@ -100,16 +111,18 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
                              {"ir_to", upgrade.ir_to}, {"nodes_adapted", upgrade.adapted},
                              {"nodes_added", upgrade.added}, {"adapters", by}};
   }
+  if (!out.notes.empty()) out.report["notes"] = out.notes;
+  if (out.over_budget) out.report["over_budget"] = true;
   double verify_s = 0;
-  if (s.verify) {
+  if (verify) {
     say("verifying");
     auto t = Clock::now();
     out.verified = true;
-    out.seeds = s.seeds;
+    out.seeds = ref->seeds();
     out.verification = ref->check(*out.model, tolerance_of(out.run.worst));
     verify_s = seconds_since(t);
     out.report["verification"] = verify_json(out.verification);
-    out.report["verification"]["seeds"] = s.seeds;
+    out.report["verification"]["seeds"] = ref->seeds();
     if (!out.verification.ok) {
       say("verification failed; finding the first pass that breaks the model");
       VerifyResult first;

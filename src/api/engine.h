@@ -36,6 +36,11 @@ struct OptimizeSettings {
   std::optional<uint64_t> fold_size;      // default: the passes' own (1 MiB)
   bool verify = true;
   int seeds = 3;
+  // Seconds verification may take (0: no limit): fewer seeds to fit, never below 1 (a note in
+  // outcome.notes). When even one seed does not fit, outcome.over_budget is set and, unless
+  // continue_over_budget, nothing else runs (the caller refuses to write an unverified model).
+  double verify_budget = 0;
+  bool continue_over_budget = false;
   std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
   Progress progress;                      // short status lines; null = silent
 };
@@ -47,10 +52,12 @@ struct OptimizeOutcome {
   passes::VerifyResult verification;
   int seeds = 0;
   std::string breaking_pass;     // when verification failed: the first pass that breaks the model alone
+  bool over_budget = false;      // one seed does not fit settings.verify_budget: not verified
+  std::vector<std::string> notes;  // what the verification budget did
   // What `optimize --json` prints: stats_json + "input", "verification", "breaking_pass" and
   // "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
   nlohmann::json report;
-  bool ok() const { return !verified || verification.ok; }
+  bool ok() const { return !over_budget && (!verified || verification.ok); }
 };
 
 // Loads `input`, runs the passes to a fixed point and, unless settings.verify is off, checks the

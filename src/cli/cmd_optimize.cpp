@@ -1,5 +1,5 @@
 // onnxforge optimize IN -o OUT [--passes a,b] [--skip c] [--list-passes] [--fold-size 1M]
-//                   [--dim name=N]... [--report FILE.json] [--verify-seeds N] [--no-verify] [--force]
+//                   [--dim name=N]... [--report FILE.json] [--verify-seeds N] [--verify-budget S] [--no-verify] [--force]
 // Runs the pass pipeline to a fixed point, verifies the result against the original through the
 // runtime (unless --no-verify) and writes it. A model that fails verification is not written and
 // the first pass that broke it is named.
@@ -24,6 +24,7 @@ struct Options {
   std::vector<std::string> passes, skip, dims;
   bool list = false, no_verify = false, force = false, json = false, strip_hierarchy = false;
   int seeds = 3, threads = 0;
+  double verify_budget = 0;
   int64_t target_opset = 0;
 };
 
@@ -75,6 +76,8 @@ int run(const Options& o) {
   if (!o.fold_size.empty()) settings.fold_size = parse_size(o.fold_size);
   settings.verify = !o.no_verify;
   settings.seeds = o.seeds;
+  settings.verify_budget = o.verify_budget;
+  settings.continue_over_budget = o.force;
   if (o.target_opset) settings.target_opset = o.target_opset;
   if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
   api::OptimizeOutcome r;
@@ -85,7 +88,17 @@ int run(const Options& o) {
     throw;
   }
   r.report["output"] = o.out;
-  if (!r.ok()) {
+  if (tty && !r.notes.empty()) std::cerr << "\r\033[K";
+  for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
+  if (r.over_budget) {
+    if (!o.force) {
+      if (!o.report.empty()) std::ofstream(o.report) << r.report.dump(2) << "\n";
+      std::cerr << "error: " << o.in << " cannot be verified within --verify-budget " << o.verify_budget
+                << " s; nothing was written: raise the budget, or pass --force to write it unverified\n";
+      return 1;
+    }
+    std::cerr << "--force: writing the model unverified (over --verify-budget)\n";
+  } else if (!r.ok()) {
     if (tty) std::cerr << "\n";
     if (!o.report.empty()) std::ofstream(o.report) << r.report.dump(2) << "\n";
     std::cerr << "error: " << api::verification_failure_text(r) << "\n";
@@ -122,9 +135,9 @@ int run(const Options& o) {
                 << -p.removed.initializers << ", bytes " << -p.removed.bytes << std::noshowpos << " (" << p.applied
                 << " matches, " << p.rounds << " rounds, " << p.seconds() << " s)\n";
   if (r.verified)
-    std::cout << "verified on " << o.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
+    std::cout << "verified on " << r.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
               << static_cast<int>(s.worst) << " tolerance)\n";
-  else std::cout << "not verified (--no-verify)\n";
+  else std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
   return 0;
 }
 
@@ -139,6 +152,10 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_option("--dim", o->dims, "Fix a symbolic dimension: name=N (repeatable)");
   app.add_option("--report", o->report, "Write a JSON report to this file");
   app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)");
+  app.add_option("--verify-budget", o->verify_budget,
+                 "Seconds verification may take: fewer seeds (never below 1) to fit, and a model whose one seed "
+                 "does not fit is reported (exit 1) instead of verified")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-verify", o->no_verify, "Skip verification");
   app.add_flag("--force", o->force, "Overwrite an existing output, and write the model even if verification fails");
   app.add_flag("--strip-hierarchy", o->strip_hierarchy, "Remove module-hierarchy tags from the output");
