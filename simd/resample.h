@@ -1,0 +1,42 @@
+#pragma once
+// Separable resampling (the kernels of ONNX Resize) and float16 <-> float32 conversion spans.
+//
+// A resize is described per axis by a table of taps: output index i along the axis reads the
+// source indices index[k * out + i] with weights weight[k * out + i], k < taps (tap-major, so
+// that a vector of outputs loads its taps contiguously). The op (runtime/ops/resize.cpp) builds
+// the tables from the coordinate transformation and the interpolation mode; these functions
+// only apply them. Results are accumulated in float, tap by tap.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace onnxforge::simd {
+
+// At most 64 taps per output (the tables the op builds for any interpolation mode, antialias
+// down to 1/16 scale).
+struct ResizeAxis {
+  std::int64_t in = 0, out = 0;
+  std::size_t taps = 1;
+  std::vector<std::int32_t> index;  // [taps][out], each in [0, in)
+  std::vector<float> weight;        // [taps][out]
+
+  // out == in and every output reads its own index with weight 1.
+  bool identity() const;
+};
+
+// y[p, oy, ox] = sum_a sum_b wh[oy, a] * ww[ox, b] * x[p, ih[oy, a], iw[ox, b]] for p < planes
+// (x is [planes, h.in, w.in], y [planes, h.out, w.out], both contiguous). Vertical taps blend
+// whole source rows (vectorized over the row), then the row is gathered along w; an output row
+// whose vertical taps equal the previous row's is a copy of it (nearest upsampling).
+void resize_2d(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, const float* x, float* y);
+
+// Along the middle axis of x [outer, a.in, inner] into y [outer, a.out, inner].
+void resize_axis(std::size_t outer, const ResizeAxis& a, std::size_t inner, const float* x, float* y);
+
+// float16 (IEEE binary16 bits) <-> float32, round to nearest even; round_to_half gives
+// float(half(x)), what a Cast to float16 and back leaves. Parallel over the span.
+void half_to_float(const std::uint16_t* x, float* y, std::size_t n);
+void float_to_half(const float* x, std::uint16_t* y, std::size_t n);
+void round_to_half(const float* x, float* y, std::size_t n);
+
+}  // namespace onnxforge::simd
