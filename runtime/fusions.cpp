@@ -171,19 +171,27 @@ Found<FusedStep> residual_add(const FusionSite& site, const Step& s) {
 Found<FusedStep> activation(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
   const Uses& uses = site.uses;
-  // A float16 output: the kernel computes in float and the frame rounds its output to float16
+  // A float16 (or bfloat16) output: the kernel computes in float and the frame rounds its output to float16
   // (Frame::run_step), so only activations that commute with that rounding may move before it:
   // Relu and Clip (monotone, fixing 0, and Clip's bounds are float16 values, exact in float)
   // give bit for bit what the graph's Conv -> float16 -> Relu gives.
-  const bool f16 = !s.outputs.empty() && s.outputs[0].valid() && g.dtype(s.outputs[0]) == DType::Float16;
+  // The output's type where the graph does not say: the producers that fuse activations
+  // (Conv, ConvTranspose, Gemm, MatMul) output their inputs' type.
+  bool f16 = false;
+  if (!s.outputs.empty() && s.outputs[0].valid()) {
+    DType t = g.dtype(s.outputs[0]);
+    for (size_t i = 0; t == DType::Undefined && i < s.inputs.size(); ++i)
+      if (s.inputs[i].valid())
+        t = g.is_initializer(s.inputs[i]) ? g.model().tensors.dtype(g.initializer(s.inputs[i])) : g.dtype(s.inputs[i]);
+    f16 = t == DType::Float16 || t == DType::BFloat16;
+  }
   MATCH_IF(s.kernel->fuses_activation && (float_output0(g, s) || f16), "no activation epilogue");
   MATCH_IF(!site.graph_output[s.outputs[0].index()], "output 0 is a graph output");
   const ValueId v = s.outputs[0];
   FusedStep f;
   if (const Use u = single_use(uses, v); u.node.valid() && u.slot == 0) {
     auto act = fusable_activation(g, u.node);
-    MATCH_IF(!f16 || (act && (act->op == simd::UnaryOp::Relu || act->op == simd::UnaryOp::Clip) &&
-                      g.dtype(g.output(u.node, 0)) == DType::Float16),
+    MATCH_IF(!f16 || (act && (act->op == simd::UnaryOp::Relu || act->op == simd::UnaryOp::Clip)),
              "float16 output: only Relu and Clip commute with its rounding");
     if (act) {
       f.act = *act;
