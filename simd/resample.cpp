@@ -143,4 +143,19 @@ void round_to_half(const float* x, float* y, std::size_t n) {
   convert_parallel(n, [&](std::size_t b, std::size_t m) { kt.round_to_half(x + b, y + b, m); });
 }
 
+void half_binary(BinaryOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::size_t n) {
+  const auto& kt = detail::active_table();
+  constexpr std::size_t kBlock = 2048;  // 3 x 8 KiB of float32 stay in L1
+  parallel_chunks(n, std::size_t{1} << 15, [&](std::size_t b0, std::size_t e0) {
+    alignas(64) float fa[kBlock], fb[kBlock];
+    for (std::size_t i = b0; i < e0; i += kBlock) {
+      const std::size_t m = std::min(kBlock, e0 - i);
+      kt.half_to_float(a + i, fa, m);
+      kt.half_to_float(b + i, fb, m);
+      kt.binary_vv(op, fa, fb, fa, m);
+      kt.float_to_half(fa, y + i, m);
+    }
+  });
+}
+
 }  // namespace onnxforge::simd

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "simd/binary.h"
+
 namespace onnxforge::simd {
 
 // At most 64 taps per output (the tables the op builds for any interpolation mode, antialias
@@ -38,5 +40,10 @@ void resize_axis(std::size_t outer, const ResizeAxis& a, std::size_t inner, cons
 void half_to_float(const std::uint16_t* x, float* y, std::size_t n);
 void float_to_half(const float* x, std::uint16_t* y, std::size_t n);
 void round_to_half(const float* x, float* y, std::size_t n);
+
+// y = half(op(float(a), float(b))) over n float16 elements, in cache-sized blocks (no float32
+// copies of whole tensors); y may be a or b. The bits equal converting, computing in float32
+// and converting back.
+void half_binary(BinaryOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::size_t n);
 
 }  // namespace onnxforge::simd

@@ -140,3 +140,40 @@ TEST(Float16, ConvActivationFusionIsBitIdentical) {
     EXPECT_EQ(diff, 0u) << act << ": fused and unfused float16 outputs differ";
   }
 }
+
+TEST(Float16, BinaryOpsRoundOnceFromFloat32) {
+  // Add/Sub/Mul/Div on float16 operands (blocked kernels for equal shapes, float32 for
+  // broadcasts): each element is half(float(a) op float(b)), bit for bit, also in place.
+  std::mt19937 rng(9);
+  std::normal_distribution<float> d(0.f, 3.f);
+  const int64_t n = 70001;  // several blocks and threads, a ragged tail
+  std::vector<uint16_t> a(static_cast<size_t>(n)), b(static_cast<size_t>(n)), row(7);
+  for (auto& h : a) h = float_to_half(d(rng));
+  for (auto& h : b) h = float_to_half(d(rng));
+  for (auto& h : row) h = float_to_half(d(rng));
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    GraphBuilder m(17);
+    ValueId x = m.input("x", {n}, DType::Float16);
+    ValueId y = m.input("y", {n}, DType::Float16);
+    ValueId z = m.input("z", {n / 7, 7}, DType::Float16);
+    ValueId r = m.init("r", {7}, row, DType::Float16);
+    m.outputs({m.node(op, {x, y}), m.node(op, {z, r})});
+    rt::Session s(m.model());
+    auto out = s.run({make<uint16_t>(DType::Float16, {n}, a), make<uint16_t>(DType::Float16, {n}, b),
+                      make<uint16_t>(DType::Float16, {n / 7, 7}, std::vector<uint16_t>(a.begin(), a.begin() + n / 7 * 7))});
+    auto f = [&](float p, float q) {
+      const std::string o = op;
+      return o == "Add" ? p + q : o == "Sub" ? p - q : o == "Mul" ? p * q : p / q;
+    };
+    const auto same = values<uint16_t>(out[0]), bc = values<uint16_t>(out[1]);
+    size_t bad = 0;
+    for (size_t i = 0; i < same.size(); ++i) {
+      const uint16_t want = float_to_half(f(half_to_float(a[i]), half_to_float(b[i])));
+      if (same[i] != want && bad++ < 5) ADD_FAILURE() << op << " at " << i << ": " << same[i] << " want " << want;
+    }
+    for (size_t i = 0; i < bc.size(); ++i) {
+      const uint16_t want = float_to_half(f(half_to_float(a[i]), half_to_float(row[i % 7])));
+      if (bc[i] != want && bad++ < 5) ADD_FAILURE() << op << " broadcast at " << i << ": " << bc[i] << " want " << want;
+    }
+  }
+}
