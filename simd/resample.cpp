@@ -143,6 +143,71 @@ void round_to_half(const float* x, float* y, std::size_t n) {
   convert_parallel(n, [&](std::size_t b, std::size_t m) { kt.round_to_half(x + b, y + b, m); });
 }
 
+bool conv_few_outputs_supported(const ConvParams& p) {
+  return p.rank == 2 && p.group == 1 && p.out_channels >= 1 && p.out_channels <= 4 && p.stride[1] == 1 &&
+         p.in_channels * p.kernel[0] * p.kernel[1] >= 16 && p.out(0) > 0 && p.out(1) > 0;
+}
+
+void conv_few_outputs(const ConvParams& p, const float* x, const float* w, const float* bias, float* y) {
+  if (!conv_few_outputs_supported(p)) fail("conv_few_outputs: unsupported parameters");
+  const auto& kt = detail::active_table();
+  const std::int64_t C = p.in_channels, M = p.out_channels, H = p.in[0], W = p.in[1], KH = p.kernel[0],
+                     KW = p.kernel[1], OH = p.out(0), OW = p.out(1), SH = p.stride[0], DH = p.dilation[0],
+                     DW = p.dilation[1], PT = p.pad_begin[0], PL = p.pad_begin[1];
+  // Columns [lo, hi) read every kw tap inside the row; the others are summed with bounds checks.
+  std::int64_t lo = 0, hi = OW;
+  for (std::int64_t kw = 0; kw < KW; ++kw) {
+    const std::int64_t off = kw * DW - PL;  // iw = ow + off
+    lo = std::max(lo, -off);
+    hi = std::min(hi, W - off);
+  }
+  hi = std::max(hi, lo);
+  const std::size_t rows = static_cast<std::size_t>(p.batch * M * OH);
+  parallel_chunks(rows, 4, [&](std::size_t r0, std::size_t r1) {
+    const float* src[kMaxResizeTaps];
+    float wt[kMaxResizeTaps];
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::int64_t oh = static_cast<std::int64_t>(r) % OH, m = static_cast<std::int64_t>(r) / OH % M,
+                         n = static_cast<std::int64_t>(r) / OH / M;
+      float* yr = y + r * static_cast<std::size_t>(OW);
+      const float b = bias ? bias[m] : 0.f;
+      for (std::int64_t j = 0; j < OW; ++j) yr[j] = b;
+      const float* xn = x + n * C * H * W;
+      const float* wm = w + m * C * KH * KW;
+      std::size_t t = 0;
+      auto flush = [&] {
+        if (t <= 1) return;  // only the accumulator itself
+        kt.blend_rows(src, wt, t, yr + lo, static_cast<std::size_t>(hi - lo));
+        t = 0;
+      };
+      for (std::int64_t c = 0; c < C; ++c)
+        for (std::int64_t kh = 0; kh < KH; ++kh) {
+          const std::int64_t ih = oh * SH + kh * DH - PT;
+          if (ih < 0 || ih >= H) continue;
+          const float* xrow = xn + (c * H + ih) * W;
+          for (std::int64_t kw = 0; kw < KW; ++kw) {
+            const float wv = wm[(c * KH + kh) * KW + kw];
+            const std::int64_t off = kw * DW - PL;
+            for (std::int64_t j = 0; j < lo; ++j)
+              if (j + off >= 0 && j + off < W) yr[j] += wv * xrow[j + off];
+            for (std::int64_t j = hi; j < OW; ++j)
+              if (j + off >= 0 && j + off < W) yr[j] += wv * xrow[j + off];
+            if (hi <= lo) continue;
+            if (t == 0) {  // the accumulator is tap 0 with weight 1
+              src[0] = yr + lo;
+              wt[0] = 1.f;
+              t = 1;
+            }
+            src[t] = xrow + lo + off;
+            wt[t++] = wv;
+            if (t == kMaxResizeTaps) flush();
+          }
+        }
+      flush();
+    }
+  });
+}
+
 void half_binary(BinaryOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* y, std::size_t n) {
   const auto& kt = detail::active_table();
   constexpr std::size_t kBlock = 2048;  // 3 x 8 KiB of float32 stay in L1

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "simd/binary.h"
+#include "simd/conv.h"
 
 namespace onnxforge::simd {
 
@@ -40,6 +41,14 @@ void resize_axis(std::size_t outer, const ResizeAxis& a, std::size_t inner, cons
 void half_to_float(const std::uint16_t* x, float* y, std::size_t n);
 void float_to_half(const float* x, std::uint16_t* y, std::size_t n);
 void round_to_half(const float* x, float* y, std::size_t n);
+
+// A 2-D convolution with few output channels (segmentation side outputs, 1 channel from 64):
+// y[m] = bias[m] + sum over input channels and taps of w * the shifted input row, as weighted
+// sums of whole rows (blend_rows), stride 1 along width. The GEMM paths compute one useful row
+// of an 8-16-row tile there and gather an im2col panel per output: ISNet's 1 x 64 x 3 x 3 convs
+// at 512x512 ran at 2.5 GFLOP/s. Whether these parameters qualify:
+bool conv_few_outputs_supported(const ConvParams& p);
+void conv_few_outputs(const ConvParams& p, const float* x, const float* w, const float* bias, float* y);
 
 // y = half(op(float(a), float(b))) over n float16 elements, in cache-sized blocks (no float32
 // copies of whole tensors); y may be a or b. The bits equal converting, computing in float32

@@ -9,6 +9,7 @@
 #include "simd/gemm.h"
 #include "simd/nhwc.h"
 #include "simd/parallel.h"
+#include "simd/resample.h"
 
 namespace onnxforge::rt {
 
@@ -149,6 +150,13 @@ void conv(OpContext& c) {
   if (res && res->nhwc) {
     res_plain = to_nchw(*res);
     res = &res_plain;
+  }
+  if (!res && simd::conv_few_outputs_supported(p)) {
+    Tensor& y = c.output(0, DType::Float, ys);
+    simd::conv_few_outputs(p, x.ptr<float>(), w.ptr<float>(), pb, y.ptr<float>());
+    if (c.fused_act.op != simd::UnaryOp::Identity)
+      simd::unary(c.fused_act, y.ptr<float>(), y.ptr<float>(), static_cast<size_t>(y.numel()));
+    return;
   }
   const simd::ConvPackedWeights* packed = nullptr;
   if (c.state && (simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p))) {
