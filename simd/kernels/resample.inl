@@ -62,7 +62,10 @@ void gather_row(const float* x, const std::int32_t* index, const float* w, std::
 }
 
 // IEEE binary16 <-> binary32, round to nearest even (as ONNX Cast). F16C where the level has
-// it; the scalar loops are the bit-exact definitions in ir/float16.h.
+// it; h2f/f2h are copies of ir/float16.h's half_to_float/float_to_half (the bit-exact
+// definitions, tests/runtime/float16_test.cpp holds them equal): including that header here
+// would emit its inline functions with this level's instructions, a copy the linker may hand
+// to baseline code (isa_config.h).
 inline float h2f(std::uint16_t h) {
   std::uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, u;
   if (exp == 0) {
