@@ -114,7 +114,7 @@ Tensor Frame::conversion_buffer(bool output, size_t k, Shape shape) {
   std::vector<Tensor>& pool = output ? convert_out_ : convert_in_;
   if (pool.size() <= k) pool.resize(k + 1);
   const int64_t n = numel(shape);
-  if (pool[k].numel() < n) pool[k] = Tensor::alloc(DType::Float, {n});
+  if (pool[k].data == nullptr || pool[k].numel() < n) pool[k] = Tensor::alloc(DType::Float, {std::max<int64_t>(n, 1)});
   return Tensor::view(DType::Float, std::move(shape), pool[k].data);
 }
 

@@ -151,20 +151,22 @@ void conv(OpContext& c) {
     res_plain = to_nchw(*res);
     res = &res_plain;
   }
-  if (!res && simd::conv_few_outputs_supported(p)) {
-    Tensor& y = c.output(0, DType::Float, ys);
-    simd::conv_few_outputs(p, x.ptr<float>(), w.ptr<float>(), pb, y.ptr<float>());
-    if (c.fused_act.op != simd::UnaryOp::Identity)
-      simd::unary(c.fused_act, y.ptr<float>(), y.ptr<float>(), static_cast<size_t>(y.numel()));
-    return;
-  }
+  // Few output channels: the row-sum kernel never accumulates onto a residual (a fused residual
+  // goes through a temporary and an Add below), so that fused and unfused plans give the same
+  // bits, conv + bias first, then + residual, as the GEMM paths do.
+  const bool few = simd::conv_few_outputs_supported(p);
   const simd::ConvPackedWeights* packed = nullptr;
-  if (c.state && (simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p))) {
+  if (!few && c.state && (simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p))) {
     const auto& st = *static_cast<const ConvState*>(c.state);
     std::call_once(st.once, [&] { st.packed = simd::pack_conv_weights(p, w.ptr<float>()); });
     packed = &st.packed;
   }
   auto run = [&](const float* px, float* py, const simd::Unary& act, bool accumulate) {
+    if (few) {
+      simd::conv_few_outputs(p, px, w.ptr<float>(), pb, py);
+      if (act.op != simd::UnaryOp::Identity) simd::unary(act, py, py, static_cast<size_t>(numel(ys)));
+      return;
+    }
     if (packed) simd::conv_packed(p, px, *packed, pb, py, act, accumulate);
     else simd::conv(p, px, w.ptr<float>(), pb, py, act, accumulate);
   };
@@ -178,7 +180,7 @@ void conv(OpContext& c) {
     const auto* q0 = static_cast<const std::byte*>(t.data);
     return p0 < q0 + t.bytes() && q0 < p0 + a.bytes();
   };
-  if (res->shape == ys) {
+  if (res->shape == ys && !few) {
     // y = act(conv + bias + residual): the residual is copied into y (or y already is its
     // buffer, in place) and the GEMM accumulates onto it.
     Tensor& y = c.output(0, DType::Float, ys);

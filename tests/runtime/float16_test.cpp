@@ -177,3 +177,19 @@ TEST(Float16, BinaryOpsRoundOnceFromFloat32) {
     }
   }
 }
+
+TEST(Float16, ScalarOperandsConvertIntoFreshBuffers) {
+  // The first conversion into a run's buffer slot may be a scalar (a Clip bound): the slot must
+  // be allocated even though an empty tensor's shape {} also counts one element.
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {4}, DType::Float16);
+  ValueId lo = m.input("lo", {}, DType::Float16);
+  ValueId hi = m.input("hi", {}, DType::Float16);
+  m.outputs({m.node("Clip", {lo, lo, hi}), m.node("Clip", {x, lo, hi})});
+  rt::Session s(m.model());
+  const uint16_t l = float_to_half(-0.5f), h = float_to_half(0.25f);
+  auto out = s.run({make<uint16_t>(DType::Float16, {4}, {float_to_half(-1.f), float_to_half(0.f), float_to_half(0.1f), float_to_half(3.f)}),
+                    make<uint16_t>(DType::Float16, {}, {l}), make<uint16_t>(DType::Float16, {}, {h})});
+  EXPECT_EQ(values<uint16_t>(out[0]), std::vector<uint16_t>{l});
+  EXPECT_EQ(values<uint16_t>(out[1]), (std::vector<uint16_t>{l, float_to_half(0.f), float_to_half(0.1f), h}));
+}
