@@ -93,6 +93,9 @@ class Frame {
   std::vector<Tensor> run(std::vector<Tensor> inputs);
   const Tensor& lookup(ValueId v) const;  // a value of this frame's graph (captures: parent's)
   const Plan& plan() const { return plan_; }
+  // A float32 view of `shape` on the run's reusable buffer `k` for converted float16/bfloat16
+  // operands (outputs: the kernel's float32 results before rounding back), grown as needed.
+  Tensor conversion_buffer(bool output, size_t k, Shape shape);
 
  private:
   void run_step(const Step& s, size_t index);
@@ -107,6 +110,7 @@ class Frame {
   std::vector<uint64_t> sizes_;
   std::vector<ValueId> alias_of_;
   std::deque<Tensor> scratch_;
+  std::vector<Tensor> convert_in_, convert_out_;  // conversion_buffer()
   friend class OpContext;
 };
 
