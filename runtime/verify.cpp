@@ -88,11 +88,13 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
 struct Reference::Impl {
   Impl(const Model& m, VerifyOptions opts)
       : o(std::move(opts)),
-        session(m, comparison_options()),
-        plan(plan_inputs(m.main(), session.input_values(), o.dims)),
-        in_names(session.input_names()), out_names(session.output_names()) {}
+        session(std::make_unique<Session>(m, comparison_options())),
+        plan(plan_inputs(m.main(), session->input_values(), o.dims)),
+        in_names(session->input_names()), out_names(session->output_names()) {}
   VerifyOptions o;
-  Session session;
+  // With keep_runs, gone once the runs are kept: the reference's packed weights and the
+  // candidate's are then never resident together (verifying TinyLlama holds one model's worth).
+  std::unique_ptr<Session> session;
   InputPlan plan;
   std::vector<std::string> in_names, out_names;
   bool keep = false;
@@ -109,8 +111,9 @@ Reference::Reference(const Model& reference, VerifyOptions options, bool keep_ru
   r.outputs.resize(n);
   for_seeds(r.o, [&](int s) {
     r.inputs[static_cast<size_t>(s)] = make_inputs(r.plan, r.o.first_seed + static_cast<uint64_t>(s));
-    r.outputs[static_cast<size_t>(s)] = r.session.run(r.inputs[static_cast<size_t>(s)]);
+    r.outputs[static_cast<size_t>(s)] = r.session->run(r.inputs[static_cast<size_t>(s)]);
   });
+  r.session.reset();
 }
 
 Reference::~Reference() = default;
@@ -170,7 +173,7 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol) 
       outs = r.outputs[static_cast<size_t>(s)];
     } else {
       ins = make_inputs(r.plan, o.first_seed + static_cast<uint64_t>(s));
-      outs = r.session.run(ins);
+      outs = r.session->run(ins);
     }
     std::vector<Tensor> ins_b(feed.size());
     for (size_t i = 0; i < feed.size(); ++i) ins_b[i] = feed[i].from_output ? outs[feed[i].index] : ins[feed[i].index];
