@@ -224,11 +224,18 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
 // left, a folded value is freed (or kept as a shape only) and a weight's pages are released now,
 // so the plan's peak memory stays near the packed weights rather than all copies at once.
 void Plan::consumed(ValueId v, bool shape_still_read) {
-  if (!v.valid() || remaining_[v.index()] == 0 || --remaining_[v.index()] > 0) return;
+  if (!v.valid() || remaining_[v.index()] == 0) return;
+  // Any packing reader keeps the shape, whichever reader comes last (a weight packed by a MatMul
+  // and folded into another node lost its shape when the fold came last).
+  if (shape_still_read) {
+    if (shape_kept_.empty()) shape_kept_.assign(graph.value_count(), 0);
+    shape_kept_[v.index()] = 1;
+  }
+  if (--remaining_[v.index()] > 0) return;
   Tensor& t = constants[v.index()];
   if (!t.data) return;
   if (!folded_[v.index()]) release_pages(graph.model(), t);
-  if (shape_still_read) {
+  if (shape_still_read || (!shape_kept_.empty() && shape_kept_[v.index()])) {
     t.data = nullptr;
     t.hold.reset();
   } else if (folded_[v.index()]) {
