@@ -89,6 +89,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
 
   is_const.assign(nv, 0);
   folded_.assign(nv, 0);
+  lazy_fold_.assign(nv, NodeId{});
   for (ValueId v : g.initializers())
     if (g.is_constant(v) || g.parent().valid()) is_const[v.index()] = 1;
   std::vector<NodeId> order = topological_order(g);
@@ -121,6 +122,18 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
     if (all_const)
       for (ValueId v : g.inputs(n)) resolve_deferred(v);
     for (ValueId v : g.implicit_inputs(n)) resolve_deferred(v);
+    // A weight transpose (an export's MatMul(x, Transpose(W))) folds when something needs its
+    // bytes; a MatMul packs straight from W (prepare_from_transpose), so no transposed copy of
+    // a weight exists next to the packed ones (verifying TinyLlama: the 262 MB lm_head).
+    if (opts.fold_constants && weight_transpose(n)) {
+      const ValueId y = g.output(n, 0);
+      const Tensor& w = constants[g.input(n, 0).index()];
+      constants[y.index()] = Tensor::view(w.dtype, Shape{w.shape[1], w.shape[0]}, nullptr);
+      is_const[y.index()] = 1;
+      folded_[y.index()] = 1;
+      lazy_fold_[y.index()] = n;
+      continue;
+    }
     // Nodes whose inputs are all constants run once, here (weight transposes, Constant, shape
     // arithmetic on constants), unless they own subgraphs.
     if (opts.fold_constants && fold(n)) {
@@ -246,6 +259,13 @@ void Plan::consumed(ValueId v, bool shape_still_read) {
 // Computes a deferred initializer into plan memory, accounted like a folded value: consumed()
 // frees it after the last plan-time reader, a run-time reader keeps it.
 void Plan::resolve_deferred(ValueId v) {
+  if (v.valid() && v.index() < lazy_fold_.size() && lazy_fold_[v.index()].valid()) {
+    const NodeId n = lazy_fold_[v.index()];
+    lazy_fold_[v.index()] = NodeId{};
+    if (fold(n))
+      for (ValueId in : graph.inputs(n)) consumed(in);
+    return;
+  }
   if (!v.valid() || v.index() >= deferred_.size() || !deferred_[v.index()].valid()) return;
   const TensorId t = deferred_[v.index()];
   deferred_[v.index()] = TensorId{};
@@ -262,6 +282,19 @@ void Plan::resolve_deferred(ValueId v) {
 std::shared_ptr<const void> Plan::prepare_from_transpose(const Step& s, const KernelDef* k) {
   if (!k->prepare_transposed_b || !(k->prepared_inputs >> 1 & 1u) || s.inputs.size() < 2) return nullptr;
   const ValueId b = s.inputs[1];
+  if (b.valid() && b.index() < lazy_fold_.size() && lazy_fold_[b.index()].valid()) {
+    const ValueId w = graph.input(lazy_fold_[b.index()], 0);
+    std::vector<const Tensor*> cins(s.inputs.size(), nullptr);
+    cins[1] = &constants[w.index()];
+    std::shared_ptr<const void> state;
+    try {
+      state = k->prepare_transposed_b(graph, s.node, cins);
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+    if (state) consumed(w);  // this reader of W is done (W's pages go with its last reader)
+    return state;
+  }
   if (!b.valid() || b.index() >= deferred_.size() || !deferred_[b.index()].valid()) return nullptr;
   const TensorStore& ts = graph.model().tensors;
   const TensorRecipe* r = ts.recipe(deferred_[b.index()]);
@@ -280,6 +313,19 @@ std::shared_ptr<const void> Plan::prepare_from_transpose(const Step& s, const Ke
   }
   if (state) release_pages(graph.model(), wt);
   return state;
+}
+
+// Transpose(W) of a 2-D float initializer, swapping its axes.
+bool Plan::weight_transpose(NodeId n) const {
+  const Graph& g = graph;
+  if (!g.is_op(n, "Transpose") || g.inputs(n).size() != 1 || g.outputs(n).size() != 1 || !g.output(n, 0).valid())
+    return false;
+  const ValueId x = g.input(n, 0);
+  if (!x.valid() || !is_const[x.index()] || folded_[x.index()] || !g.is_initializer(x)) return false;
+  const Tensor& w = constants[x.index()];
+  if (!w.data || w.dtype != DType::Float || w.rank() != 2) return false;
+  auto p = g.attr_ints(n, "perm");
+  return p.empty() || (p.size() == 2 && p[0] == 1 && p[1] == 0);
 }
 
 bool Plan::fold(NodeId n) {
