@@ -24,7 +24,12 @@ CASES=("$@")
 TMP=$(mktemp -d /tmp/onnxforge_fused.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 median() { /usr/bin/python3 -c 'import sys,statistics; print("%.3f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
-ms() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["median_ms"])'; }
+# ort.js prints one JSON line last; onnxforge bench --json one (multi-line) object.
+ms() { /usr/bin/python3 -c 'import json,sys
+t = sys.stdin.read().strip()
+try: j = json.loads(t)
+except ValueError: j = json.loads(t.splitlines()[-1])
+print(j["median_ms"])'; }
 load() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["load_ms"])'; }
 
 printf "%-18s %6s %6s %10s %10s %8s %10s %8s %9s %9s %s\n" model nodes fused "ORT orig" "ORT fused" ratio "ours fused" "ours/ORT" "ORT load" "load fsd" agree
