@@ -8,6 +8,8 @@ const std::vector<const Pass*>& all_passes() {
       &simplify_shape_chains_pass(),
       &eliminate_identity_ops_pass(),
       &eliminate_redundant_transposes_pass(),
+      &sink_transposes_pass(),
+      &unflatten_gemm_pass(),
       &fuse_consecutive_reshapes_pass(),
       &fuse_layer_norm_pass(),
       &fuse_rms_norm_pass(),

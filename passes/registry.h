@@ -18,6 +18,8 @@ const Pass& fold_constants_pass();
 const Pass& simplify_shape_chains_pass();
 const Pass& eliminate_identity_ops_pass();
 const Pass& eliminate_redundant_transposes_pass();
+const Pass& sink_transposes_pass();
+const Pass& unflatten_gemm_pass();
 const Pass& fuse_consecutive_reshapes_pass();
 const Pass& fuse_layer_norm_pass();
 const Pass& fuse_rms_norm_pass();

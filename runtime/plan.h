@@ -77,7 +77,13 @@ class Plan {
   bool fold(NodeId n);
   void plan_layouts();
   void consumed(ValueId v, bool shape_still_read = false);
+  void resolve_deferred(ValueId v);
+  std::shared_ptr<const void> prepare_from_transpose(const Step& s, const KernelDef* k);
   std::vector<uint8_t> folded_;
+  std::vector<TensorId> deferred_;
+  std::vector<uint8_t> shape_kept_;
+  std::vector<NodeId> lazy_fold_;    // per value: the weight Transpose that folds when needed
+  bool weight_transpose(NodeId n) const;  // per value: a packing reader still reads its shape  // per value: a deferred initializer not computed yet
   std::vector<uint32_t> remaining_;  // plan-time readers left per value
   std::map<GraphId, std::unique_ptr<Plan>> subplans_;
   mutable std::mutex mu_;

@@ -131,11 +131,13 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
 struct Reference::Impl {
   Impl(const Model& m, VerifyOptions opts)
       : o(std::move(opts)),
-        session(m, comparison_options()),
-        plan(plan_inputs(m.main(), session.input_values(), o.dims)),
-        in_names(session.input_names()), out_names(session.output_names()) {}
+        session(std::make_unique<Session>(m, comparison_options())),
+        plan(plan_inputs(m.main(), session->input_values(), o.dims)),
+        in_names(session->input_names()), out_names(session->output_names()) {}
   VerifyOptions o;
-  Session session;
+  // With keep_runs, gone once the runs are kept: the reference's packed weights and the
+  // candidate's are then never resident together (verifying TinyLlama holds one model's worth).
+  std::unique_ptr<Session> session;
   InputPlan plan;
   std::vector<std::string> in_names, out_names;
   bool keep = false;
@@ -155,7 +157,7 @@ Reference::Reference(const Model& reference, VerifyOptions options, bool keep_ru
   // Budget: each seed runs the reference now and the candidate in check(), so twice what is timed.
   SeedRun run = for_seeds(r.o, "original", 2.0, [&](int s) {
     r.inputs[static_cast<size_t>(s)] = make_inputs(r.plan, r.o.first_seed + static_cast<uint64_t>(s));
-    r.outputs[static_cast<size_t>(s)] = r.session.run(r.inputs[static_cast<size_t>(s)]);
+    r.outputs[static_cast<size_t>(s)] = r.session->run(r.inputs[static_cast<size_t>(s)]);
   });
   r.o.seeds = run.seeds;
   r.inputs.resize(static_cast<size_t>(run.seeds));
@@ -163,6 +165,7 @@ Reference::Reference(const Model& reference, VerifyOptions options, bool keep_ru
   r.budget_notes = std::move(run.notes);
   r.over_budget = run.over_budget;
   r.o.budget_seconds = 0;  // spent: check() runs the seeds kept
+  r.session.reset();  // the outputs are stored: the reference's plan and packed weights can go
 }
 
 const std::vector<std::string>& Reference::budget_notes() const { return impl_->budget_notes; }
@@ -233,7 +236,7 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol) 
       outs = r.outputs[static_cast<size_t>(s)];
     } else {
       ins = make_inputs(r.plan, o.first_seed + static_cast<uint64_t>(s));
-      outs = r.session.run(ins);
+      outs = r.session->run(ins);
     }
     std::vector<Tensor> ins_b(feed.size());
     for (size_t i = 0; i < feed.size(); ++i) ins_b[i] = feed[i].from_output ? outs[feed[i].index] : ins[feed[i].index];
