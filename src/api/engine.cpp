@@ -9,7 +9,10 @@
 #include "hierarchy/summary.h"
 #include "ir/error.h"
 #include "passes/pipeline.h"
+#include "analysis/shapes.h"
+#include "passes/fusion.h"
 #include "passes/registry.h"
+#include "passes/targets.h"
 #include "passes/upgrade_opset.h"
 #include "runtime/runtime.h"
 
@@ -48,6 +51,10 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   if (s.fold_size) ro.pass.fold_size = *s.fold_size;
   ro.progress = s.progress;
   std::vector<const Pass*> passes = select_passes(current_pass_names(s.passes), current_pass_names(s.skip));
+  const TargetProfile& target = target_profile(s.target);  // bad usage before any work
+  if (s.target_opset) check_target_max_opset(target, *s.target_opset);
+  const TargetPlan plan = plan_for_target(passes, target);
+  passes = plan.passes;
 
   OptimizeOutcome out;
   say("loading " + input.string());
@@ -93,6 +100,23 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
 
   out.report = stats_json(out.run);
   out.report["input"] = input.string();
+  out.report["target"] = {{"name", target.name}, {"max_opset", target.max_opset},
+                          {"fusions_dropped", plan.dropped}, {"decompositions", plan.decompositions},
+                          {"no_decomposition", plan.no_decomposition}};
+  if (const int64_t opset = out.model->opset(""); opset > target.max_opset)
+    out.report["target"]["note"] = "the model is at opset " + std::to_string(opset) + ", above what target '" +
+                                   target.name + "' accepts (" + std::to_string(target.max_opset) +
+                                   "); onnxforge never downgrades";
+  if (!s.target_opset) {
+    // The census of the result: blocks still unfused because the model's opset lacks their op,
+    // counted only for ops the target accepts at an opset it takes.
+    infer_shapes(*out.model);
+    std::vector<CensusRow> rows;
+    for (CensusRow& r : fusion_census(*out.model, ro.pass))
+      if (target.accepts(r.op) && r.min_opset <= target.max_opset) rows.push_back(std::move(r));
+    out.hint = upgrade_hint(rows);
+  }
+  out.report["hint"] = out.hint;
   if (s.target_opset) {
     nlohmann::json by = nlohmann::json::object();
     for (auto& [k, n] : upgrade.by_adapter) by[k] = n;

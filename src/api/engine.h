@@ -37,6 +37,9 @@ struct OptimizeSettings {
   bool verify = true;
   int seeds = 3;
   std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
+  // Deployment target (passes/targets.h): generic (every op, the model's opset), ort, tensorrt,
+  // tflite. Fusions into ops the target lacks do not run; ops it lacks are decomposed.
+  std::string target = "generic";
   Progress progress;                      // short status lines; null = silent
 };
 
@@ -47,8 +50,11 @@ struct OptimizeOutcome {
   passes::VerifyResult verification;
   int seeds = 0;
   std::string breaking_pass;     // when verification failed: the first pass that breaks the model alone
-  // What `optimize --json` prints: stats_json + "input", "verification", "breaking_pass" and
-  // "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
+  // Without target_opset: what an upgrade would unlock for the target, one line ("25
+  // LayerNormalization and 12 Gelu blocks can be fused with --target-opset 20"), or empty.
+  std::string hint;
+  // What `optimize --json` prints: stats_json + "input", "target", "hint", "verification",
+  // "breaking_pass" and "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
   nlohmann::json report;
   bool ok() const { return !verified || verification.ok; }
 };
