@@ -66,6 +66,16 @@ struct OneOp {
   bool read_mean = false;  // LayerNormalization's Mean output read by a graph output
 };
 
+OneOp spec(std::string op, int64_t opset, std::vector<NewAttr> attrs = {}, bool bias = true, bool read_mean = false) {
+  OneOp s;
+  s.op = std::move(op);
+  s.opset = opset;
+  s.attrs = std::move(attrs);
+  s.bias = bias;
+  s.read_mean = read_mean;
+  return s;
+}
+
 std::unique_ptr<Model> one_op(const OneOp& s) {
   GraphBuilder b(s.opset);
   ValueId x = b.input("x", {2, 5, 16});
@@ -98,46 +108,49 @@ void decomposes(const OneOp& s, const std::string& pass) {
 }
 
 TEST(Decompositions, LayerNormAtOpset17And18) {
-  decomposes({.op = "LayerNormalization", .opset = 17, .attrs = {NewAttr::Float("epsilon", 1e-3f)}}, "decompose_layer_norm");
-  decomposes({.op = "LayerNormalization", .opset = 18}, "decompose_layer_norm");
-  decomposes({.op = "LayerNormalization", .opset = 23, .attrs = {NewAttr::Int("axis", -2)}, .bias = false},
-             "decompose_layer_norm");
-  decomposes({.op = "LayerNormalization", .opset = 17, .attrs = {NewAttr::Int("axis", 2)}}, "decompose_layer_norm");
+  decomposes(spec("LayerNormalization", 17, {NewAttr::Float("epsilon", 1e-3f)}), "decompose_layer_norm");
+  decomposes(spec("LayerNormalization", 18), "decompose_layer_norm");
+  decomposes(spec("LayerNormalization", 23, {NewAttr::Int("axis", -2)}, false), "decompose_layer_norm");
+  decomposes(spec("LayerNormalization", 17, {NewAttr::Int("axis", 2)}), "decompose_layer_norm");
   // opset 17: the axes of ReduceMean are an attribute; 18: an input.
-  auto m17 = one_op({.op = "LayerNormalization", .opset = 17});
+  auto m17 = one_op(spec("LayerNormalization", 17));
   optimize(*m17, {"decompose_layer_norm"});
   for (NodeId n : m17->main().nodes())
-    if (m17->main().is_op(n, "ReduceMean")) EXPECT_EQ(m17->main().inputs(n).size(), 1u);
-  auto m18 = one_op({.op = "LayerNormalization", .opset = 18});
+    if (m17->main().is_op(n, "ReduceMean")) {
+      EXPECT_EQ(m17->main().inputs(n).size(), 1u);
+    }
+  auto m18 = one_op(spec("LayerNormalization", 18));
   optimize(*m18, {"decompose_layer_norm"});
   for (NodeId n : m18->main().nodes())
-    if (m18->main().is_op(n, "ReduceMean")) EXPECT_EQ(m18->main().inputs(n).size(), 2u);
+    if (m18->main().is_op(n, "ReduceMean")) {
+      EXPECT_EQ(m18->main().inputs(n).size(), 2u);
+    }
 }
 
 TEST(Decompositions, GeluBothForms) {
-  decomposes({.op = "Gelu", .opset = 20}, "decompose_gelu");
-  decomposes({.op = "Gelu", .opset = 20, .attrs = {NewAttr::String("approximate", "tanh")}}, "decompose_gelu");
+  decomposes(spec("Gelu", 20), "decompose_gelu");
+  decomposes(spec("Gelu", 20, {NewAttr::String("approximate", "tanh")}), "decompose_gelu");
 }
 
 TEST(Decompositions, RmsNormAndSwish) {
-  decomposes({.op = "RMSNormalization", .opset = 23, .attrs = {NewAttr::Float("epsilon", 1e-6f)}}, "decompose_rms_norm");
-  decomposes({.op = "RMSNormalization", .opset = 23, .attrs = {NewAttr::Int("axis", -2)}}, "decompose_rms_norm");
-  decomposes({.op = "Swish", .opset = 24}, "decompose_swish");
-  decomposes({.op = "Swish", .opset = 24, .attrs = {NewAttr::Float("alpha", 1.702f)}}, "decompose_swish");
+  decomposes(spec("RMSNormalization", 23, {NewAttr::Float("epsilon", 1e-6f)}), "decompose_rms_norm");
+  decomposes(spec("RMSNormalization", 23, {NewAttr::Int("axis", -2)}), "decompose_rms_norm");
+  decomposes(spec("Swish", 24), "decompose_swish");
+  decomposes(spec("Swish", 24, {NewAttr::Float("alpha", 1.702f)}), "decompose_swish");
 }
 
 // What a decomposition must not touch: a LayerNormalization whose Mean output is read (nothing
 // else computes it), a Gelu with an approximation the spec does not define, and a graph without
 // the op (nothing changes at all).
 TEST(Decompositions, MustNotTouch) {
-  auto ln = one_op({.op = "LayerNormalization", .opset = 17, .read_mean = true});
+  auto ln = one_op(spec("LayerNormalization", 17, {}, true, true));
   passes::RunResult r = optimize(*ln, {"decompose_layer_norm"});
   EXPECT_EQ(count_op(ln->main(), "LayerNormalization"), 1u);
   EXPECT_EQ(r.after.nodes, r.before.nodes);
-  auto gelu = one_op({.op = "Gelu", .opset = 20, .attrs = {NewAttr::String("approximate", "sigmoid")}});
+  auto gelu = one_op(spec("Gelu", 20, {NewAttr::String("approximate", "sigmoid")}));
   optimize(*gelu, {"decompose_gelu"});
   EXPECT_EQ(count_op(gelu->main(), "Gelu"), 1u);
-  auto swish = one_op({.op = "Swish", .opset = 24});
+  auto swish = one_op(spec("Swish", 24));
   r = optimize(*swish, {"decompose_layer_norm", "decompose_gelu", "decompose_rms_norm"});
   EXPECT_EQ(count_op(swish->main(), "Swish"), 1u);
   EXPECT_EQ(r.after.nodes, r.before.nodes);
@@ -146,7 +159,7 @@ TEST(Decompositions, MustNotTouch) {
 // The decompositions are not in the default pipeline: without a target nothing is undone.
 TEST(Decompositions, NotInTheDefaultPipeline) {
   for (const passes::Pass* p : passes::all_passes()) EXPECT_EQ(p->name().rfind("decompose_", 0), std::string::npos);
-  auto m = one_op({.op = "LayerNormalization", .opset = 17});
+  auto m = one_op(spec("LayerNormalization", 17));
   optimize(*m);
   EXPECT_EQ(count_op(m->main(), "LayerNormalization"), 1u);
 }
