@@ -292,6 +292,10 @@ TEST(Targets, UpgradeHint) {
   EXPECT_NE(g.hint.find("2 Gelu"), std::string::npos) << g.hint;
   EXPECT_NE(g.hint.find("--target-opset 2"), std::string::npos) << g.hint;
   EXPECT_EQ(g.report["hint"], g.hint);
+  // The fingerprint's family is reported; it selects no passes (measured: nothing to gain,
+  // docs/benchmarks.md), so the list of skipped passes is empty.
+  EXPECT_EQ(g.report["family"]["name"], "encoder transformer");
+  EXPECT_TRUE(g.report["family"]["passes_skipped"].empty());
   // With the upgrade asked for, nothing is left to hint at.
   api::OptimizeOutcome up = api::optimize(bert, quick("generic", 24));
   EXPECT_TRUE(up.hint.empty()) << up.hint;
