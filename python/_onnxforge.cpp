@@ -203,7 +203,7 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
                    const std::vector<std::string>& passes, const std::vector<std::string>& skip,
                    const std::optional<std::map<std::string, int64_t>>& dims, std::optional<uint64_t> fold_size,
                    bool verify, int seeds, std::optional<int64_t> target_opset, bool strip_hierarchy, bool force, int threads,
-                   const py::object& progress) {
+                   const py::object& progress, const std::string& target) {
   ModelArg in = model_arg(model, name);
   api::OptimizeSettings s;
   s.passes = passes;
@@ -213,6 +213,7 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
   s.verify = verify;
   s.seeds = seeds;
   s.target_opset = target_opset;
+  s.target = target;
   ProgressBridge bridge{progress, {}, {}};
   s.progress = bridge.fn();
   struct Result {
@@ -417,7 +418,7 @@ PYBIND11_MODULE(_onnxforge, m) {
   });
   using namespace pybind11::literals;
   m.def("optimize", &optimize, "model"_a, "name"_a, "output"_a, "passes"_a, "skip"_a, "dims"_a, "fold_size"_a, "verify"_a,
-        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "threads"_a, "progress"_a);
+        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "threads"_a, "progress"_a, "target"_a = "generic");
   m.def("inspect", &inspect, "model"_a, "name"_a);
   m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a);
   m.def("verify", &verify, "a"_a, "a_name"_a, "b"_a, "b_name"_a, "seeds"_a, "first_seed"_a, "atol"_a, "rtol"_a, "dims"_a,

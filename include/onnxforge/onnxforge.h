@@ -91,6 +91,10 @@ struct OptimizeOptions {
   int threads = 0;                        // worker threads for this call (0: all)
   bool strip_hierarchy = false;           // drop module-hierarchy tags from the result
   std::function<void(const std::string&)> progress;  // status lines; may be called from worker threads
+  std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
+  // Deployment target: "generic" (every op, the model's opset), "ort", "tensorrt", "tflite".
+  // Fusions into ops the target lacks do not run; such ops already in the model are decomposed.
+  std::string target = "generic";
 };
 
 struct PassReport {
@@ -115,6 +119,7 @@ struct OptimizeReport {
   int seeds = 0;
   std::string breaking_pass;                  // when verification failed
   std::string failure;                        // when verification failed: what `onnxforge optimize` prints
+  std::string hint;                           // what an opset upgrade would unlock (empty: nothing)
   std::string json;                           // what `onnxforge optimize --json` prints
 };
 

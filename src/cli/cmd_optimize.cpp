@@ -1,5 +1,6 @@
 // onnxforge optimize IN -o OUT [--passes a,b] [--skip c] [--list-passes] [--fold-size 1M]
 //                   [--dim name=N]... [--report FILE.json] [--verify-seeds N] [--verify-budget S] [--no-verify] [--force]
+//                   [--target-opset N] [--target generic|ort|tensorrt|tflite]
 // Runs the pass pipeline to a fixed point, verifies the result against the original through the
 // runtime (unless --no-verify) and writes it. A model that fails verification is not written and
 // the first pass that broke it is named.
@@ -26,6 +27,7 @@ struct Options {
   int seeds = 3, threads = 0;
   double verify_budget = 0;
   int64_t target_opset = 0;
+  std::string target = "generic";
 };
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& list) {
@@ -79,6 +81,7 @@ int run(const Options& o) {
   settings.verify_budget = o.verify_budget;
   settings.continue_over_budget = o.force;
   if (o.target_opset) settings.target_opset = o.target_opset;
+  settings.target = o.target;
   if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
   api::OptimizeOutcome r;
   try {
@@ -138,6 +141,7 @@ int run(const Options& o) {
     std::cout << "verified on " << r.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
               << static_cast<int>(s.worst) << " tolerance)\n";
   else std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
+  if (!r.hint.empty()) std::cout << r.hint << "\n";
   return 0;
 }
 
@@ -164,6 +168,9 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_option("--target-opset", o->target_opset,
                  "Upgrade the default-domain opset to N first (7.." + std::to_string(kMaxRuntimeOpset) +
                      "; never a downgrade), adapting the ops whose signature changes");
+  app.add_option("--target", o->target,
+                 "Deployment target: generic (default: every op, the model's opset), ort, tensorrt, tflite; "
+                 "fusions into ops the target lacks do not run, and such ops are decomposed");
   return [o] { return run(*o); };
 }};
 
