@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "ir/error.h"
 #include "zoo/zoo.h"
 
@@ -73,7 +75,7 @@ std::string read_text(const fs::path& p) {
 }
 
 void write_text(const fs::path& p, const std::string& text) {
-  fs::path tmp = p.string() + ".tmp";
+  fs::path tmp = p.string() + ".tmp." + std::to_string(::getpid());  // two reports of one OUTDIR may overlap
   {
     std::ofstream out(tmp, std::ios::binary);
     out << text;
