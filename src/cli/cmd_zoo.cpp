@@ -54,6 +54,8 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
   run->add_flag("--resume", r->resume, "Skip models whose result exists for the same file and options");
   run->add_flag("--retry-failed", r->retry_failed, "With --resume: redo models whose earlier result failed");
   run->add_option("--shard", r->shard, "I/N: this task's share of the models; auto: from Slurm/Kubernetes array variables");
+  run->add_option("--shard-count", r->shard_count, "N for --shard auto with JOB_COMPLETION_INDEX (else ONNXFORGE_SHARD_COUNT)");
+  run->add_option("--set", r->set, "JSON manifests: only models whose \"sets\" contain this (zoo.json: small)");
   run->add_flag("--keep-models", r->keep_models, "Keep the optimized models under OUTDIR/models/");
   run->add_option("--passes", r->passes, "Run only these passes (comma-separated; none: no pass)")->delimiter(',');
   run->add_option("--skip", r->skip, "Do not run these passes (comma-separated)")->delimiter(',');

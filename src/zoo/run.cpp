@@ -76,13 +76,19 @@ ModelEntry manifest_model(const fs::path& manifest, const std::string& file) {
   return e;
 }
 
-void add_json_manifest(const fs::path& m, std::vector<ModelEntry>& out) {
+void add_json_manifest(const fs::path& m, std::vector<ModelEntry>& out, const std::string& set) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(std::ifstream(m));
   } catch (const std::exception& e) {
     fail("zoo: manifest '", m.string(), "' is not valid JSON: ", e.what());
   }
+  auto wanted = [&](const nlohmann::json& item) {
+    if (set.empty() || !item.is_object() || !item.contains("sets")) return true;
+    for (const auto& x : item["sets"])
+      if (x == set) return true;
+    return false;
+  };
   auto one = [&](const nlohmann::json& item, const std::string& key_name) {
     if (item.is_string()) return manifest_model(m, item.get<std::string>());
     if (!item.is_object()) fail("zoo: manifest '", m.string(), "': each model is a path or an object");
@@ -103,9 +109,11 @@ void add_json_manifest(const fs::path& m, std::vector<ModelEntry>& out) {
   };
   const nlohmann::json& models = j.is_object() && j.contains("models") ? j["models"] : j;
   if (models.is_array()) {
-    for (const auto& item : models) out.push_back(one(item, ""));
+    for (const auto& item : models)
+      if (wanted(item)) out.push_back(one(item, ""));
   } else if (models.is_object()) {
-    for (const auto& [k, item] : models.items()) out.push_back(one(item, k));
+    for (const auto& [k, item] : models.items())
+      if (wanted(item)) out.push_back(one(item, k));
   } else {
     fail("zoo: manifest '", m.string(), "' must be a list of models or {\"models\": [...]}");
   }
@@ -139,13 +147,16 @@ bool looks_like_manifest(const fs::path& p) {
 
 }  // namespace
 
-std::vector<ModelEntry> discover(const std::vector<std::string>& inputs) {
+std::vector<ModelEntry> discover(const std::vector<std::string>& inputs, const std::string& set) {
   std::vector<ModelEntry> out;
   for (const std::string& in : inputs) {
     fs::path p = in;
     if (fs::is_directory(p)) add_folder(p, out);
     else if (!fs::exists(p)) fail("zoo: input '", in, "' does not exist");
-    else if (looks_like_manifest(p)) (p.extension() == ".json" ? add_json_manifest : add_text_manifest)(p, out);
+    else if (looks_like_manifest(p)) {
+      if (p.extension() == ".json") add_json_manifest(p, out, set);
+      else add_text_manifest(p, out);
+    }
     else {
       ModelEntry e;
       e.path = fs::absolute(p).lexically_normal();
@@ -584,9 +595,9 @@ int run(const RunOptions& o) {
   if (o.outdir.empty()) fail("zoo run: give the output folder with -o OUTDIR");
   if (o.jobs < 1) fail("zoo run: --jobs must be at least 1");
   if (!fs::exists(o.exe)) fail("zoo run: cannot find the onnxforge binary at '", o.exe.string(), "'");
-  std::vector<ModelEntry> all = discover(o.inputs);
+  std::vector<ModelEntry> all = discover(o.inputs, o.set);
   if (all.empty()) fail("zoo run: no .onnx models in ", join(o.inputs));
-  Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard);
+  Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard, o.shard_count);
   std::vector<ModelEntry> models = select_shard(all, shard);
 
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -34,7 +34,9 @@ struct ModelEntry {
 // Folders (searched recursively for .onnx), model files, manifests (text: one model a line;
 // JSON: {"models": [{"path", "name", "dims", "skip", "timeout"}]} or {"models": {name: {"file"...}}}).
 // Throws onnxforge::Error naming the input for anything unreadable.
-std::vector<ModelEntry> discover(const std::vector<std::string>& inputs);
+// `set`: in a JSON manifest, only models whose "sets" list contains it (export_zoo.py's zoo.json
+// marks the CI models "small"); models without "sets" are always taken.
+std::vector<ModelEntry> discover(const std::vector<std::string>& inputs, const std::string& set = "");
 
 // Shard selection: models sorted by a hash of their relative path, every count-th from index.
 struct Shard {
@@ -63,6 +65,8 @@ struct RunOptions {
   int bench_iters = 0;
   bool attribute = true, bench = true, keep_models = false, resume = false, retry_failed = false;
   std::string shard;  // "", "I/N" or "auto"
+  int shard_count = 0;  // --shard-count: N for --shard auto under a Kubernetes Indexed Job
+  std::string set;    // JSON manifests: only models of this set
   bool tty = false;   // progress line instead of a line per model
 };
 
