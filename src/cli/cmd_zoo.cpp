@@ -75,6 +75,8 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
   report->add_flag("--json", rep->json, "Print summary.json instead of the table");
   report->add_option("--max-slowdown", rep->max_slowdown, "Allowed worsening of the after/before latency ratio")
       ->capture_default_str();
+  report->add_option("--latency-stat", rep->latency_stat, "median, or min (fastest runs: steadier on a busy machine)")
+      ->capture_default_str();
 
   return [=, &app]() -> int {
     if (run->parsed()) {

@@ -119,7 +119,7 @@ nlohmann::json summarize(const fs::path& outdir) {
     }
     for (const char* k : {"nodes_before", "nodes_after", "bytes_before", "bytes_after", "worst_accuracy_class",
                           "max_diff", "max_diff_class", "verified", "latency_before_ms", "latency_after_ms",
-                          "latency_ratio", "optimize_seconds", "peak_rss_kb"})
+                          "latency_ratio", "latency_min_ratio", "optimize_seconds", "peak_rss_kb"})
       if (s.contains(k)) m[k] = s[k];
     if (m["status"] != "ok") {
       ++failed;
@@ -192,7 +192,9 @@ nlohmann::json summarize(const fs::path& outdir) {
   return out;
 }
 
-nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, double max_slowdown) {
+nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, double max_slowdown,
+                           const std::string& latency_stat) {
+  const char* ratio = latency_stat == "min" ? "latency_min_ratio" : "latency_ratio";
   std::map<std::string, const nlohmann::json*> cur;
   for (const auto& m : now["models"]) cur[m["id"].get<std::string>()] = &m;
   nlohmann::json out = nlohmann::json::array();
@@ -221,10 +223,10 @@ nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base
     if (m.contains("max_diff_class") && b.contains("max_diff_class") &&
         m["max_diff_class"].get<int>() > b["max_diff_class"].get<int>())
       add(m, "larger max_diff class", fmt(num(b, "max_diff")), fmt(num(m, "max_diff")));
-    if (m.contains("latency_ratio") && b.contains("latency_ratio")) {
-      double rb = b["latency_ratio"], rn = m["latency_ratio"];
+    if (m.contains(ratio) && b.contains(ratio)) {
+      double rb = b[ratio], rn = m[ratio];
       if (rn > rb * (1.0 + max_slowdown))
-        add(m, "slower (after/before latency)", fmt(rb), fmt(rn) + " (+" + fmt(100.0 * (rn / rb - 1.0), 2) + "% > " + fmt(100.0 * max_slowdown, 2) + "%)");
+        add(m, latency_stat == "min" ? "slower (after/before fastest run)" : "slower (after/before latency)", fmt(rb), fmt(rn) + " (+" + fmt(100.0 * (rn / rb - 1.0), 2) + "% > " + fmt(100.0 * max_slowdown, 2) + "%)");
     }
   }
   return out;
@@ -458,7 +460,9 @@ int report(const ReportOptions& o) {
       fail("zoo report: baseline '", b.string(), "' is neither a zoo OUTDIR nor a summary.json");
     }
     if (!base.contains("models")) fail("zoo report: baseline '", b.string(), "' has no \"models\" (not a zoo summary)");
-    regs = regressions(s, base, o.max_slowdown);
+    if (o.latency_stat != "median" && o.latency_stat != "min") fail("--latency-stat is median or min, got '", o.latency_stat, "'");
+    regs = regressions(s, base, o.max_slowdown, o.latency_stat);
+    s["latency_stat"] = o.latency_stat;
     s["baseline"] = fs::absolute(b).string();
     s["max_slowdown"] = o.max_slowdown;
     s["regressions"] = regs;

@@ -81,6 +81,7 @@ struct ReportOptions {
   std::optional<fs::path> baseline;
   bool json = false;  // print summary.json on stdout instead of the markdown table
   double max_slowdown = 0.10;
+  std::string latency_stat = "median";  // or "min": the gate compares ratios of the fastest runs
 };
 // Writes summary.json, summary.md and report.html into outdir; returns 0, or 1 when the baseline
 // gate found a regression (or any model failed? no: failures are listed, the gate decides).
@@ -89,7 +90,8 @@ int report(const ReportOptions& o);
 // Pieces of the report, public for the tests.
 nlohmann::json summarize(const fs::path& outdir);  // merges OUTDIR's results
 // Regressions of `now` against `base` (summaries): one row per regression.
-nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, double max_slowdown);
+nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, double max_slowdown,
+                           const std::string& latency_stat = "median");
 // Decade of a max_diff: -99 for an exact 0, else ceil(log10(max_diff)).
 int max_diff_class(double max_diff);
 struct Fit {
