@@ -91,7 +91,6 @@ struct OptimizeOptions {
   int threads = 0;                        // worker threads for this call (0: all)
   bool strip_hierarchy = false;           // drop module-hierarchy tags from the result
   std::function<void(const std::string&)> progress;  // status lines; may be called from worker threads
-  std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
   // Deployment target: "generic" (every op, the model's opset), "ort", "tensorrt", "tflite".
   // Fusions into ops the target lacks do not run; such ops already in the model are decomposed.
   std::string target = "generic";
