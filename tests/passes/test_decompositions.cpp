@@ -37,24 +37,8 @@ std::vector<float> noise(size_t n, unsigned seed, float lo = -1, float hi = 1) {
 // max |a − b| over every output of two models on the same seeded inputs, both run op by op
 // (the runtime plan's fusions of decomposed LayerNorm/GELU off), and whether every element is
 // within class 1 (1e-4 + 1e-3·|a|).
-std::pair<double, bool> plain_diff(const Model& a_model, const Model& b_model, uint64_t seed = 5) {
-  rt::SessionOptions plain = rt::comparison_options();
-  plain.fuse_activations = false;
-  rt::Session a(a_model, plain), b(b_model, plain);
-  auto inputs = rt::make_inputs(rt::plan_inputs(a_model.main(), a.input_values(), {}), seed);
-  auto ra = a.run(inputs), rb = b.run(inputs);
-  const passes::Tolerance tol = passes::tolerance_of(passes::AccuracyClass::FloatBounded);
-  double worst = 0;
-  bool ok = ra.size() == rb.size();
-  for (size_t i = 0; ok && i < ra.size(); ++i) {
-    ok = ra[i].shape == rb[i].shape;
-    for (int64_t j = 0; ok && j < ra[i].numel(); ++j) {
-      const double x = ra[i].get_f64(j), d = std::fabs(x - rb[i].get_f64(j));
-      worst = std::max(worst, d);
-      ok = d <= tol.abs + tol.rel * std::fabs(x);
-    }
-  }
-  return {worst, ok};
+std::pair<double, bool> plain_diff(const Model& a, const Model& b, uint64_t seed = 5) {
+  return class1_diff(a, b, seed, /*fuse_b=*/false);
 }
 
 // One standard op on a [2, 5, 16] input.
