@@ -33,7 +33,10 @@ int run_command_line(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and exit 0; any other parse failure (an unknown option, a value
+    // a validator rejects: CLI11 returns its own codes such as 105) is bad usage: exit 2.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   try {
     for (auto& [sub, run] : runners)
