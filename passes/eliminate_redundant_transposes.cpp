@@ -15,16 +15,6 @@ struct Match {
   std::vector<int64_t> composed;    // empty: identity
 };
 
-std::optional<std::vector<int64_t>> perm_of(const Graph& g, NodeId t) {
-  auto p = g.attr_ints(t, "perm");
-  if (!p.empty()) return std::vector<int64_t>(p.begin(), p.end());
-  int64_t r = known_rank(g, g.input(t, 0));
-  if (r < 0) return std::nullopt;
-  std::vector<int64_t> rev(r);
-  for (int64_t i = 0; i < r; ++i) rev[i] = r - 1 - i;
-  return rev;
-}
-
 bool is_identity(const std::vector<int64_t>& p) {
   for (size_t i = 0; i < p.size(); ++i)
     if (p[i] != static_cast<int64_t>(i)) return false;
@@ -40,7 +30,7 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
   std::vector<Match> out;
   for (NodeId t2 : g.nodes()) {
     if (!is(g, t2, "Transpose")) continue;
-    auto p2 = perm_of(g, t2);
+    auto p2 = transpose_perm(g, t2);
     if (!p2) continue;
     if (is_identity(*p2)) {
       if (can_forward(g, uses, g.output(t2, 0), g.input(t2, 0))) out.push_back({t2, {}, {}, {}});
@@ -53,7 +43,7 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
       if (!prev.valid() || !uses.single(g.input(middle, 0))) continue;
     }
     if (!is(g, prev, "Transpose")) continue;
-    auto p1 = perm_of(g, prev);
+    auto p1 = transpose_perm(g, prev);
     if (!p1 || p1->size() != p2->size()) continue;
     std::vector<int64_t> q(p2->size());
     for (size_t i = 0; i < q.size(); ++i) q[i] = (*p1)[(*p2)[i]];

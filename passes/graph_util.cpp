@@ -73,4 +73,14 @@ bool same_attrs(const Graph& g, NodeId x, NodeId y) {
   return true;
 }
 
+std::optional<std::vector<int64_t>> transpose_perm(const Graph& g, NodeId t) {
+  auto p = g.attr_ints(t, "perm");
+  if (!p.empty()) return std::vector<int64_t>(p.begin(), p.end());
+  int64_t r = known_rank(g, g.input(t, 0));
+  if (r < 0) return std::nullopt;
+  std::vector<int64_t> rev(r);
+  for (int64_t i = 0; i < r; ++i) rev[i] = r - 1 - i;
+  return rev;
+}
+
 }  // namespace onnxforge::passes

@@ -21,4 +21,8 @@ std::optional<std::vector<NewAttr>> copy_attrs(const Graph& g, NodeId n);
 // Attribute rows equal (same name, type and payload).
 bool same_attrs(const Graph& g, NodeId a, NodeId b);
 
+// A Transpose's permutation: its `perm`, or the reversal when absent (needs the input's rank);
+// nullopt when neither is known.
+std::optional<std::vector<int64_t>> transpose_perm(const Graph& g, NodeId t);
+
 }  // namespace onnxforge::passes

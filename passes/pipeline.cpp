@@ -18,7 +18,10 @@ std::vector<const Pass*> select_passes(const std::vector<std::string>& only, con
   for (const auto& n : only) known(n);
   for (const auto& n : skip) known(n);
   std::vector<const Pass*> out;
-  for (const Pass* p : all_passes()) {
+  std::vector<const Pass*> candidates = all_passes();
+  if (!only.empty())  // a decomposition runs only when named (or put in by a --target), before the pipeline
+    candidates.insert(candidates.begin(), decomposition_passes().begin(), decomposition_passes().end());
+  for (const Pass* p : candidates) {
     if (!only.empty() && std::find(only.begin(), only.end(), p->name()) == only.end()) continue;
     if (std::find(skip.begin(), skip.end(), p->name()) != skip.end()) continue;
     out.push_back(p);

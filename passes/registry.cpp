@@ -8,6 +8,8 @@ const std::vector<const Pass*>& all_passes() {
       &simplify_shape_chains_pass(),
       &eliminate_identity_ops_pass(),
       &eliminate_redundant_transposes_pass(),
+      &sink_transposes_pass(),
+      &unflatten_gemm_pass(),
       &fuse_consecutive_reshapes_pass(),
       &fuse_layer_norm_pass(),
       &fuse_rms_norm_pass(),
@@ -31,8 +33,14 @@ const std::vector<const Pass*>& pre_passes() {
   return list;
 }
 
+const std::vector<const Pass*>& decomposition_passes() {
+  static const std::vector<const Pass*> list = {&decompose_layer_norm_pass(), &decompose_rms_norm_pass(),
+                                                &decompose_gelu_pass(), &decompose_swish_pass()};
+  return list;
+}
+
 const Pass* find_pass(std::string_view name) {
-  for (const auto* list : {&pre_passes(), &all_passes()})
+  for (const auto* list : {&pre_passes(), &all_passes(), &decomposition_passes()})
     for (const Pass* p : *list)
       if (p->name() == name) return p;
   return nullptr;

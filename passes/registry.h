@@ -11,13 +11,18 @@ const std::vector<const Pass*>& all_passes();
 // Passes the driver runs before the pipeline when asked (upgrade_opset with --target-opset);
 // not part of all_passes().
 const std::vector<const Pass*>& pre_passes();
-const Pass* find_pass(std::string_view name);  // nullptr when unknown (searches both lists)
+// The inverse of each fusion (decompose_*): not in the default pipeline; a --target that lacks
+// an op puts its decomposition in front (passes/targets.h), --passes can name one.
+const std::vector<const Pass*>& decomposition_passes();
+const Pass* find_pass(std::string_view name);  // nullptr when unknown (searches the three lists)
 
 // One accessor per pass file.
 const Pass& fold_constants_pass();
 const Pass& simplify_shape_chains_pass();
 const Pass& eliminate_identity_ops_pass();
 const Pass& eliminate_redundant_transposes_pass();
+const Pass& sink_transposes_pass();
+const Pass& unflatten_gemm_pass();
 const Pass& fuse_consecutive_reshapes_pass();
 const Pass& fuse_layer_norm_pass();
 const Pass& fuse_rms_norm_pass();
@@ -34,5 +39,9 @@ const Pass& eliminate_duplicate_constants_pass();
 const Pass& eliminate_dead_nodes_pass();
 const Pass& eliminate_unused_initializers_pass();
 const Pass& upgrade_opset_pass();
+const Pass& decompose_layer_norm_pass();
+const Pass& decompose_rms_norm_pass();
+const Pass& decompose_gelu_pass();
+const Pass& decompose_swish_pass();
 
 }  // namespace onnxforge::passes

@@ -16,14 +16,25 @@ bool runtime_available() { return true; }
 struct Reference::Impl {
   explicit Impl(const Model& original, const VerifyOptions& o)
       : ref(original,
-            rt::VerifyOptions{.seeds = std::max(1, o.seeds), .dims = o.dims, .names = rt::Correspondence::SameNames},
+            rt::VerifyOptions{.seeds = std::max(1, o.seeds),
+                              .dims = o.dims,
+                              .names = rt::Correspondence::SameNames,
+                              .progress = progress_of(o),
+                              .budget_seconds = o.budget_seconds},
             /*keep_runs=*/true) {}
+  static std::function<void(const rt::VerifyProgress&)> progress_of(const VerifyOptions& o) {
+    if (!o.progress) return nullptr;
+    return [f = o.progress](const rt::VerifyProgress& p) { f(p.line()); };
+  }
   rt::Reference ref;
 };
 
 Reference::Reference(const Model& original, const VerifyOptions& o) : impl_(std::make_unique<Impl>(original, o)) {}
 
 Reference::~Reference() = default;
+int Reference::seeds() const { return impl_->ref.options().seeds; }
+const std::vector<std::string>& Reference::notes() const { return impl_->ref.budget_notes(); }
+bool Reference::over_budget() const { return impl_->ref.over_budget(); }
 
 VerifyResult Reference::check(const Model& candidate, Tolerance tol) const {
   VerifyResult r;
@@ -47,6 +58,12 @@ bool runtime_available() { return false; }
 struct Reference::Impl {};
 Reference::Reference(const Model&, const VerifyOptions&) { fail("verification needs the runtime; use --no-verify"); }
 Reference::~Reference() = default;
+int Reference::seeds() const { return 0; }
+const std::vector<std::string>& Reference::notes() const {
+  static const std::vector<std::string> none;
+  return none;
+}
+bool Reference::over_budget() const { return false; }
 VerifyResult Reference::check(const Model&, Tolerance) const { return {}; }
 #endif
 

@@ -3,6 +3,7 @@
 // runtime's verification core (runtime/verify.h). The original runs once per seed (its inputs
 // and outputs are kept), every candidate is checked against those runs with the tolerance of the
 // worst accuracy class applied; inputs and outputs must keep their names.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,11 @@ namespace onnxforge::passes {
 struct VerifyOptions {
   int seeds = 3;
   std::map<std::string, int64_t> dims;  // symbolic dim values (default: batch-like 1, others 16)
+  // Seconds verification may take (0: no limit; rt::VerifyOptions::budget_seconds): the seed count
+  // is lowered to fit, never below 1; Reference::over_budget() when one seed does not fit.
+  double budget_seconds = 0;
+  // A progress line after each seed ("verifying: original model, seed 2/3, ... about 4 s left").
+  std::function<void(const std::string&)> progress{};
 };
 
 struct OutputDiff {
@@ -38,6 +44,9 @@ class Reference {
   Reference(const Model& original, const VerifyOptions& options);
   ~Reference();
   VerifyResult check(const Model& candidate, Tolerance tol) const;
+  int seeds() const;                             // after the budget
+  const std::vector<std::string>& notes() const;  // what the budget did
+  bool over_budget() const;                      // even one seed does not fit the budget
   struct Impl;
 
  private:

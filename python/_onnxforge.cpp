@@ -205,7 +205,7 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
                    const std::vector<std::string>& passes, const std::vector<std::string>& skip,
                    const std::optional<std::map<std::string, int64_t>>& dims, std::optional<uint64_t> fold_size,
                    bool verify, int seeds, std::optional<int64_t> target_opset, bool strip_hierarchy, bool force, bool overwrite, int threads,
-                   const py::object& progress) {
+                   const py::object& progress, const std::string& target) {
   ModelArg in = model_arg(model, name);
   api::OptimizeSettings s;
   s.passes = passes;
@@ -217,6 +217,7 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
   s.target_opset = target_opset;
   if (output) s.output = *output;  // an existing output without overwrite: an Error before any work
   s.overwrite = overwrite;
+  s.target = target;
   ProgressBridge bridge{progress, {}, {}};
   s.progress = bridge.fn();
   struct Result {
@@ -424,7 +425,7 @@ PYBIND11_MODULE(_onnxforge, m) {
   });
   using namespace pybind11::literals;
   m.def("optimize", &optimize, "model"_a, "name"_a, "output"_a, "passes"_a, "skip"_a, "dims"_a, "fold_size"_a, "verify"_a,
-        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a);
+        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a, "target"_a = "generic");
   m.def("inspect", &inspect, "model"_a, "name"_a);
   m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a);
   m.def("verify", &verify, "a"_a, "a_name"_a, "b"_a, "b_name"_a, "seeds"_a, "first_seed"_a, "atol"_a, "rtol"_a, "dims"_a,

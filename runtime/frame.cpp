@@ -20,7 +20,11 @@ class StepSink final : public OutputSink {
       : f_(f), s_(s), ins_(ins), temps_(temps), alloc_(std::move(alloc)), alias_(std::move(alias)),
         set_(std::move(set)), sub_(std::move(sub)) {}
   Tensor& alloc(size_t i, DType dtype, Shape shape) override {
-    if (temps_) return (*temps_)[i] = Tensor::alloc(dtype, std::move(shape));
+    if (temps_) {
+      // float32 results are rounded into the real output and dropped: a reused buffer.
+      if (dtype == DType::Float) return (*temps_)[i] = f_.conversion_buffer(true, i, std::move(shape));
+      return (*temps_)[i] = Tensor::alloc(dtype, std::move(shape));
+    }
     return alloc_(i, dtype, std::move(shape));
   }
   void alias(size_t i, size_t input, Shape shape) override {
@@ -102,6 +106,18 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   return outs;
 }
 
+// Converting float16 operands into fresh float32 tensors cost a page-faulted allocation per
+// operand per step (ISNet fp16 at 1024x1024: its convs read up to 128 MiB of float32 each); the
+// buffers now live as long as the run. ISNet fp16 vs the same network in fp32, same run: see
+// git log.
+Tensor Frame::conversion_buffer(bool output, size_t k, Shape shape) {
+  std::vector<Tensor>& pool = output ? convert_out_ : convert_in_;
+  if (pool.size() <= k) pool.resize(k + 1);
+  const int64_t n = numel(shape);
+  if (pool[k].data == nullptr || pool[k].numel() < n) pool[k] = Tensor::alloc(DType::Float, {std::max<int64_t>(n, 1)});
+  return Tensor::view(DType::Float, std::move(shape), pool[k].data);
+}
+
 Tensor& Frame::alloc(const Step& s, size_t i, DType dtype, Shape shape) {
   ValueId v = i < s.outputs.size() ? s.outputs[i] : ValueId{};
   if (!v.valid()) {
@@ -143,7 +159,8 @@ void Frame::run_step(const Step& s, size_t index) {
       if (ins[k] && is_stored_float(ins[k]->dtype)) {
         if (stored == DType::Undefined) stored = ins[k]->dtype;
         if (ins[k]->data) {
-          converted[k] = cast(*ins[k], DType::Float);
+          converted[k] = conversion_buffer(false, k, ins[k]->shape);
+          cast_into(*ins[k], converted[k]);
         } else {  // a prepared constant: only its shape is read
           converted[k] = *ins[k];
           converted[k].dtype = DType::Float;

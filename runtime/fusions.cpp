@@ -171,12 +171,29 @@ Found<FusedStep> residual_add(const FusionSite& site, const Step& s) {
 Found<FusedStep> activation(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
   const Uses& uses = site.uses;
-  MATCH_IF(s.kernel->fuses_activation && float_output0(g, s), "no activation epilogue");
+  // A float16 (or bfloat16) output: the kernel computes in float and the frame rounds its output to float16
+  // (Frame::run_step), so only activations that commute with that rounding may move before it:
+  // Relu and Clip (monotone, fixing 0, and Clip's bounds are float16 values, exact in float)
+  // give bit for bit what the graph's Conv -> float16 -> Relu gives.
+  // The output's type where the graph does not say: the producers that fuse activations
+  // (Conv, ConvTranspose, Gemm, MatMul) output their inputs' type.
+  bool f16 = false;
+  if (!s.outputs.empty() && s.outputs[0].valid()) {
+    DType t = g.dtype(s.outputs[0]);
+    for (size_t i = 0; t == DType::Undefined && i < s.inputs.size(); ++i)
+      if (s.inputs[i].valid())
+        t = g.is_initializer(s.inputs[i]) ? g.model().tensors.dtype(g.initializer(s.inputs[i])) : g.dtype(s.inputs[i]);
+    f16 = t == DType::Float16 || t == DType::BFloat16;
+  }
+  MATCH_IF(s.kernel->fuses_activation && (float_output0(g, s) || f16), "no activation epilogue");
   MATCH_IF(!site.graph_output[s.outputs[0].index()], "output 0 is a graph output");
   const ValueId v = s.outputs[0];
   FusedStep f;
   if (const Use u = single_use(uses, v); u.node.valid() && u.slot == 0) {
-    if (auto act = fusable_activation(g, u.node)) {
+    auto act = fusable_activation(g, u.node);
+    MATCH_IF(!f16 || (act && (act->op == simd::UnaryOp::Relu || act->op == simd::UnaryOp::Clip)),
+             "float16 output: only Relu and Clip commute with its rounding");
+    if (act) {
       f.act = *act;
       f.output = g.output(u.node, 0);
       f.absorbed = {u.node};
@@ -189,6 +206,7 @@ Found<FusedStep> activation(const FusionSite& site, const Step& s) {
     return is(g, n, op) && g.outputs(n).size() >= 1 && g.output(n, 0).valid();
   };
   auto next = [&](NodeId n) { return single_consumer(g, uses, n); };
+  MATCH_IF(!f16, "float16 output: no GELU epilogue");
   MATCH_IF(uses.count(v) == 2 && !uses.is_graph_output(v), "no single activation, and not read twice (GELU)");
   NodeId div, mul;
   for (const Use& u : uses.of(v)) {

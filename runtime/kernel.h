@@ -112,6 +112,11 @@ struct KernelDef {
   using PrepareFn = std::shared_ptr<const void> (*)(const Graph&, NodeId, std::span<const Tensor* const>);
   PrepareFn prepare = nullptr;
   uint32_t prepared_inputs = 0;
+  // The same preparation when input 1 is a deferred weight transpose (fold_constants records
+  // MatMul(x, Transpose(W)) weights as recipes): given W itself ([N, K], the input's transpose),
+  // so the plan packs straight from W and never computes the transposed copy (verifying
+  // TinyLlama: one weight-sized buffer less per weight, the largest 262 MB).
+  PrepareFn prepare_transposed_b = nullptr;
   // Residual epilogue: the plan may fuse a following Add (Conv + Add (+ Relu) in residual
   // networks). The Add's other operand becomes input `residual_input` of the step (absent inputs
   // before it stay empty), the kernel adds it to output 0 before `fused_act`, and output 0 is

@@ -68,9 +68,19 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
   constants.resize(nv);
   graph_output.assign(nv, 0);
   const TensorStore& ts = g.model().tensors;
+  deferred_.assign(nv, TensorId{});
   for (ValueId v : g.initializers()) {
     TensorId t = g.initializer(v);
     auto dims = ts.dims(t);
+    // A deferred tensor (a folded weight transpose, a concatenated QKV weight) is computed when a
+    // node first needs it, into memory of this plan that goes once the plan-time readers (weight
+    // packing) are done; reading it through the store would keep every computed copy for the
+    // model's lifetime (verifying TinyLlama-1.1B: 12 GiB).
+    if (ts.is_deferred(t)) {
+      constants[v.index()] = Tensor::view(ts.dtype(t), Shape(dims.begin(), dims.end()), nullptr);
+      deferred_[v.index()] = t;
+      continue;
+    }
     constants[v.index()] = Tensor::view(ts.dtype(t), Shape(dims.begin(), dims.end()), ts.bytes(t).data());
   }
   for (ValueId v : g.graph_outputs()) graph_output[v.index()] = 1;
@@ -79,6 +89,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
 
   is_const.assign(nv, 0);
   folded_.assign(nv, 0);
+  lazy_fold_.assign(nv, NodeId{});
   for (ValueId v : g.initializers())
     if (g.is_constant(v) || g.parent().valid()) is_const[v.index()] = 1;
   std::vector<NodeId> order = topological_order(g);
@@ -104,6 +115,25 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
       fail("the runtime has no kernel for operator ", dom.empty() ? "" : std::string(dom) + "::", str(g.op_type(n)),
            " (domain '", dom.empty() ? "ai.onnx" : dom, "', opset ", version, ") used by ", node_desc(g, n),
            "; see runtime/README.md to add one");
+    // Deferred constants are computed for a node that folds (all inputs constant) or reads them
+    // at run time; a weight the kernel packs is packed from its recipe's source when it can be.
+    bool all_const = true;
+    for (ValueId v : g.inputs(n)) all_const &= !v.valid() || is_const[v.index()];
+    if (all_const)
+      for (ValueId v : g.inputs(n)) resolve_deferred(v);
+    for (ValueId v : g.implicit_inputs(n)) resolve_deferred(v);
+    // A weight transpose (an export's MatMul(x, Transpose(W))) folds when something needs its
+    // bytes; a MatMul packs straight from W (prepare_from_transpose), so no transposed copy of
+    // a weight exists next to the packed ones (verifying TinyLlama: the 262 MB lm_head).
+    if (opts.fold_constants && weight_transpose(n)) {
+      const ValueId y = g.output(n, 0);
+      const Tensor& w = constants[g.input(n, 0).index()];
+      constants[y.index()] = Tensor::view(w.dtype, Shape{w.shape[1], w.shape[0]}, nullptr);
+      is_const[y.index()] = 1;
+      folded_[y.index()] = 1;
+      lazy_fold_[y.index()] = n;
+      continue;
+    }
     // Nodes whose inputs are all constants run once, here (weight transposes, Constant, shape
     // arithmetic on constants), unless they own subgraphs.
     if (opts.fold_constants && fold(n)) {
@@ -132,19 +162,27 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
       }
     }
     for (GraphId sub : g.subgraphs(n)) subplans_[sub] = std::make_unique<Plan>(g.model().graph(sub), opts);
-    if (k->prepare) {
-      std::vector<const Tensor*> cins(s.inputs.size(), nullptr);
+    if (auto direct = k->prepare ? prepare_from_transpose(s, k) : nullptr) {
+      s.state = std::move(direct);  // packed from the transpose's source: input 1 keeps its shape only
+      consumed(s.inputs[1], true);
       for (size_t i = 0; i < s.inputs.size(); ++i)
-        if (s.inputs[i].valid() && is_const[s.inputs[i].index()] && constants[s.inputs[i].index()].data)
-          cins[i] = &constants[s.inputs[i].index()];
-      try {
-        s.state = k->prepare(g, n, cins);
-      } catch (const std::exception&) {
-        s.state = nullptr;  // the kernel reports the problem when it runs
+        if (i != 1) resolve_deferred(s.inputs[i]);
+    } else {
+      for (ValueId v : s.inputs) resolve_deferred(v);  // a fusion may have brought in other inputs
+      if (k->prepare) {
+        std::vector<const Tensor*> cins(s.inputs.size(), nullptr);
+        for (size_t i = 0; i < s.inputs.size(); ++i)
+          if (s.inputs[i].valid() && is_const[s.inputs[i].index()] && constants[s.inputs[i].index()].data)
+            cins[i] = &constants[s.inputs[i].index()];
+        try {
+          s.state = k->prepare(g, n, cins);
+        } catch (const std::exception&) {
+          s.state = nullptr;  // the kernel reports the problem when it runs
+        }
+        if (s.state)
+          for (size_t i = 0; i < s.inputs.size() && i < 32; ++i)
+            if (k->prepared_inputs >> i & 1u) consumed(s.inputs[i], true);
       }
-      if (s.state)
-        for (size_t i = 0; i < s.inputs.size() && i < 32; ++i)
-          if (k->prepared_inputs >> i & 1u) consumed(s.inputs[i], true);
     }
     steps.push_back(std::move(s));
   }
@@ -164,6 +202,8 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
         for (ValueId v : g.implicit_inputs(st.node)) needed[v.index()] = 1;
     }
     for (ValueId v : g.graph_outputs()) needed[v.index()] = 1;
+    for (uint32_t v = 0; v < nv; ++v)
+      if (needed[v]) resolve_deferred(ValueId{v});
     for (uint32_t v = 0; v < nv; ++v) {
       if (needed[v] && !folded_[v]) copy_small_weight(g.model(), constants[v]);
       if (needed[v] || !constants[v].data) continue;
@@ -197,16 +237,95 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
 // left, a folded value is freed (or kept as a shape only) and a weight's pages are released now,
 // so the plan's peak memory stays near the packed weights rather than all copies at once.
 void Plan::consumed(ValueId v, bool shape_still_read) {
-  if (!v.valid() || remaining_[v.index()] == 0 || --remaining_[v.index()] > 0) return;
+  if (!v.valid() || remaining_[v.index()] == 0) return;
+  // Any packing reader keeps the shape, whichever reader comes last (a weight packed by a MatMul
+  // and folded into another node lost its shape when the fold came last).
+  if (shape_still_read) {
+    if (shape_kept_.empty()) shape_kept_.assign(graph.value_count(), 0);
+    shape_kept_[v.index()] = 1;
+  }
+  if (--remaining_[v.index()] > 0) return;
   Tensor& t = constants[v.index()];
   if (!t.data) return;
   if (!folded_[v.index()]) release_pages(graph.model(), t);
-  if (shape_still_read) {
+  if (shape_still_read || (!shape_kept_.empty() && shape_kept_[v.index()])) {
     t.data = nullptr;
     t.hold.reset();
   } else if (folded_[v.index()]) {
     t = Tensor{};
   }
+}
+
+// Computes a deferred initializer into plan memory, accounted like a folded value: consumed()
+// frees it after the last plan-time reader, a run-time reader keeps it.
+void Plan::resolve_deferred(ValueId v) {
+  if (v.valid() && v.index() < lazy_fold_.size() && lazy_fold_[v.index()].valid()) {
+    const NodeId n = lazy_fold_[v.index()];
+    lazy_fold_[v.index()] = NodeId{};
+    if (fold(n))
+      for (ValueId in : graph.inputs(n)) consumed(in);
+    return;
+  }
+  if (!v.valid() || v.index() >= deferred_.size() || !deferred_[v.index()].valid()) return;
+  const TensorId t = deferred_[v.index()];
+  deferred_[v.index()] = TensorId{};
+  Tensor& c = constants[v.index()];
+  Tensor x = Tensor::alloc(c.dtype, c.shape);
+  graph.model().tensors.compute_into(t, {x.data, x.bytes()});
+  c = std::move(x);
+  if (folded_.empty()) folded_.assign(graph.value_count(), 0);
+  folded_[v.index()] = 1;
+}
+
+// A MatMul whose weight is a deferred 2-D transpose of a stored tensor W: the kernel's
+// prepare_transposed_b packs from W's bytes (then W's pages are released), nullptr otherwise.
+std::shared_ptr<const void> Plan::prepare_from_transpose(const Step& s, const KernelDef* k) {
+  if (!k->prepare_transposed_b || !(k->prepared_inputs >> 1 & 1u) || s.inputs.size() < 2) return nullptr;
+  const ValueId b = s.inputs[1];
+  if (b.valid() && b.index() < lazy_fold_.size() && lazy_fold_[b.index()].valid()) {
+    const ValueId w = graph.input(lazy_fold_[b.index()], 0);
+    std::vector<const Tensor*> cins(s.inputs.size(), nullptr);
+    cins[1] = &constants[w.index()];
+    std::shared_ptr<const void> state;
+    try {
+      state = k->prepare_transposed_b(graph, s.node, cins);
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+    if (state) consumed(w);  // this reader of W is done (W's pages go with its last reader)
+    return state;
+  }
+  if (!b.valid() || b.index() >= deferred_.size() || !deferred_[b.index()].valid()) return nullptr;
+  const TensorStore& ts = graph.model().tensors;
+  const TensorRecipe* r = ts.recipe(deferred_[b.index()]);
+  if (!r || r->key != "Transpose 1 0" || r->sources.size() != 1) return nullptr;
+  const TensorId w = r->sources[0];
+  auto wd = ts.dims(w);
+  if (ts.is_deferred(w) || ts.dtype(w) != DType::Float || wd.size() != 2) return nullptr;
+  Tensor wt = Tensor::view(DType::Float, Shape(wd.begin(), wd.end()), ts.bytes(w).data());
+  std::vector<const Tensor*> cins(s.inputs.size(), nullptr);
+  cins[1] = &wt;
+  std::shared_ptr<const void> state;
+  try {
+    state = k->prepare_transposed_b(graph, s.node, cins);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  if (state) release_pages(graph.model(), wt);
+  return state;
+}
+
+// Transpose(W) of a 2-D float initializer, swapping its axes.
+bool Plan::weight_transpose(NodeId n) const {
+  const Graph& g = graph;
+  if (!g.is_op(n, "Transpose") || g.inputs(n).size() != 1 || g.outputs(n).size() != 1 || !g.output(n, 0).valid())
+    return false;
+  const ValueId x = g.input(n, 0);
+  if (!x.valid() || !is_const[x.index()] || folded_[x.index()] || !g.is_initializer(x)) return false;
+  const Tensor& w = constants[x.index()];
+  if (!w.data || w.dtype != DType::Float || w.rank() != 2) return false;
+  auto p = g.attr_ints(n, "perm");
+  return p.empty() || (p.size() == 2 && p[0] == 1 && p[1] == 0);
 }
 
 bool Plan::fold(NodeId n) {

@@ -77,7 +77,13 @@ class Plan {
   bool fold(NodeId n);
   void plan_layouts();
   void consumed(ValueId v, bool shape_still_read = false);
+  void resolve_deferred(ValueId v);
+  std::shared_ptr<const void> prepare_from_transpose(const Step& s, const KernelDef* k);
   std::vector<uint8_t> folded_;
+  std::vector<TensorId> deferred_;
+  std::vector<uint8_t> shape_kept_;
+  std::vector<NodeId> lazy_fold_;    // per value: the weight Transpose that folds when needed
+  bool weight_transpose(NodeId n) const;  // per value: a packing reader still reads its shape  // per value: a deferred initializer not computed yet
   std::vector<uint32_t> remaining_;  // plan-time readers left per value
   std::map<GraphId, std::unique_ptr<Plan>> subplans_;
   mutable std::mutex mu_;
@@ -93,6 +99,9 @@ class Frame {
   std::vector<Tensor> run(std::vector<Tensor> inputs);
   const Tensor& lookup(ValueId v) const;  // a value of this frame's graph (captures: parent's)
   const Plan& plan() const { return plan_; }
+  // A float32 view of `shape` on the run's reusable buffer `k` for converted float16/bfloat16
+  // operands (outputs: the kernel's float32 results before rounding back), grown as needed.
+  Tensor conversion_buffer(bool output, size_t k, Shape shape);
 
  private:
   void run_step(const Step& s, size_t index);
@@ -107,6 +116,7 @@ class Frame {
   std::vector<uint64_t> sizes_;
   std::vector<ValueId> alias_of_;
   std::deque<Tensor> scratch_;
+  std::vector<Tensor> convert_in_, convert_out_;  // conversion_buffer()
   friend class OpContext;
 };
 

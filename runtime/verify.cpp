@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -37,16 +38,58 @@ std::optional<size_t> index_of(const std::vector<std::string>& names, const std:
   return static_cast<size_t>(it - names.begin());
 }
 
+// What the budget allowed: the seeds run and notes on lowering them.
+struct SeedRun {
+  int seeds = 0;
+  bool over_budget = false;
+  std::vector<std::string> notes;
+};
+
+std::string secs(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, s < 10 ? "%.1f s" : "%.0f s", s);
+  return b;
+}
+
 // Seeds 0..n-1 (relative to first_seed): the first alone, so that it records the arena layout
-// the others then use; the rest in parallel unless options.parallel is 1.
+// the others then use; the rest in parallel unless options.parallel is 1. With a budget, the
+// first seed's time (times `weight`: the runs a seed will cost in all, relative to what one() does
+// now) decides how many seeds run. Reports progress after each seed.
 template <class F>
-void for_seeds(const VerifyOptions& o, F&& one) {
-  if (o.seeds > 0) one(0);
-  if (o.parallel == 1) {
-    for (int s = 1; s < o.seeds; ++s) one(s);
-  } else {
-    tbb::parallel_for(1, std::max(o.seeds, 1), [&](int s) { one(s); });
+SeedRun for_seeds(const VerifyOptions& o, const char* phase, double weight, F&& one) {
+  SeedRun run{std::max(o.seeds, 0), false, {}};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::mutex mu;
+  int done = 0;
+  auto finished = [&] {
+    if (!o.progress) return;
+    std::lock_guard l(mu);
+    o.progress(VerifyProgress{phase, ++done, run.seeds, since()});
+  };
+  if (run.seeds == 0) return run;
+  one(0);
+  if (o.budget_seconds > 0) {
+    const double per_seed = since() * weight;
+    const int fit = static_cast<int>(std::min<double>(run.seeds, o.budget_seconds / std::max(per_seed, 1e-9)));
+    if (fit < 1) {
+      run.over_budget = true;
+      run.notes.push_back("one seed takes about " + secs(per_seed) + ", over the verification budget of " +
+                          secs(o.budget_seconds) + ": the model cannot be verified within it");
+      run.seeds = 1;
+    } else if (fit < run.seeds) {
+      run.notes.push_back("verification budget " + secs(o.budget_seconds) + ": " + std::to_string(fit) + " of " +
+                          std::to_string(run.seeds) + " seeds (one takes about " + secs(per_seed) + ")");
+      run.seeds = fit;
+    }
   }
+  finished();
+  if (o.parallel == 1) {
+    for (int s = 1; s < run.seeds; ++s) one(s), finished();
+  } else {
+    tbb::parallel_for(1, std::max(run.seeds, 1), [&](int s) { one(s), finished(); });
+  }
+  return run;
 }
 
 }  // namespace
@@ -88,15 +131,19 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
 struct Reference::Impl {
   Impl(const Model& m, VerifyOptions opts)
       : o(std::move(opts)),
-        session(m, comparison_options()),
-        plan(plan_inputs(m.main(), session.input_values(), o.dims)),
-        in_names(session.input_names()), out_names(session.output_names()) {}
+        session(std::make_unique<Session>(m, comparison_options())),
+        plan(plan_inputs(m.main(), session->input_values(), o.dims)),
+        in_names(session->input_names()), out_names(session->output_names()) {}
   VerifyOptions o;
-  Session session;
+  // With keep_runs, gone once the runs are kept: the reference's packed weights and the
+  // candidate's are then never resident together (verifying TinyLlama holds one model's worth).
+  std::unique_ptr<Session> session;
   InputPlan plan;
   std::vector<std::string> in_names, out_names;
   bool keep = false;
   std::vector<std::vector<Tensor>> inputs, outputs;  // per seed, with keep_runs
+  std::vector<std::string> budget_notes;
+  bool over_budget = false;
 };
 
 Reference::Reference(const Model& reference, VerifyOptions options, bool keep_runs)
@@ -107,10 +154,29 @@ Reference::Reference(const Model& reference, VerifyOptions options, bool keep_ru
   const auto n = static_cast<size_t>(std::max(r.o.seeds, 0));
   r.inputs.resize(n);
   r.outputs.resize(n);
-  for_seeds(r.o, [&](int s) {
+  // Budget: each seed runs the reference now and the candidate in check(), so twice what is timed.
+  SeedRun run = for_seeds(r.o, "original", 2.0, [&](int s) {
     r.inputs[static_cast<size_t>(s)] = make_inputs(r.plan, r.o.first_seed + static_cast<uint64_t>(s));
-    r.outputs[static_cast<size_t>(s)] = r.session.run(r.inputs[static_cast<size_t>(s)]);
+    r.outputs[static_cast<size_t>(s)] = r.session->run(r.inputs[static_cast<size_t>(s)]);
   });
+  r.o.seeds = run.seeds;
+  r.inputs.resize(static_cast<size_t>(run.seeds));
+  r.outputs.resize(static_cast<size_t>(run.seeds));
+  r.budget_notes = std::move(run.notes);
+  r.over_budget = run.over_budget;
+  r.o.budget_seconds = 0;  // spent: check() runs the seeds kept
+  r.session.reset();  // the outputs are stored: the reference's plan and packed weights can go
+}
+
+const std::vector<std::string>& Reference::budget_notes() const { return impl_->budget_notes; }
+bool Reference::over_budget() const { return impl_->over_budget; }
+
+std::string VerifyProgress::line() const {
+  std::string s = std::string("verifying: ") + (std::string_view(phase) == "original" ? "original model" : "optimized model") +
+                  ", seed " + std::to_string(done) + "/" + std::to_string(total);
+  if (done > 0) s += ", " + secs(elapsed / done) + " per seed";
+  if (done < total && eta() >= 0) s += ", about " + secs(eta()) + " left";
+  return s;
 }
 
 Reference::~Reference() = default;
@@ -163,14 +229,14 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol) 
   const size_t no = pairs.size();
   std::vector<std::vector<TensorDiff>> diffs(no, std::vector<TensorDiff>(static_cast<size_t>(std::max(o.seeds, 0))));
   std::vector<std::pair<DType, Shape>> meta(no);
-  for_seeds(o, [&](int s) {
+  SeedRun run = for_seeds(o, "check", 1.0, [&](int s) {
     std::vector<Tensor> ins, outs;
     if (r.keep) {
       ins = r.inputs[static_cast<size_t>(s)];
       outs = r.outputs[static_cast<size_t>(s)];
     } else {
       ins = make_inputs(r.plan, o.first_seed + static_cast<uint64_t>(s));
-      outs = r.session.run(ins);
+      outs = r.session->run(ins);
     }
     std::vector<Tensor> ins_b(feed.size());
     for (size_t i = 0; i < feed.size(); ++i) ins_b[i] = feed[i].from_output ? outs[feed[i].index] : ins[feed[i].index];
@@ -182,8 +248,12 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol) 
     }
   });
   VerifyReport rep;
-  rep.seeds = o.seeds;
+  rep.seeds = run.seeds;
   rep.notes = r.plan.notes;
+  rep.notes.insert(rep.notes.end(), r.budget_notes.begin(), r.budget_notes.end());
+  rep.notes.insert(rep.notes.end(), run.notes.begin(), run.notes.end());
+  rep.over_budget = r.over_budget || run.over_budget;
+  for (auto& d : diffs) d.resize(static_cast<size_t>(run.seeds));
   for (size_t k = 0; k < no; ++k) {
     OutputDiff d;
     d.name = r.out_names[pairs[k].first];
@@ -226,6 +296,7 @@ nlohmann::json VerifyReport::to_json() const {
   nlohmann::json j;
   j["pass"] = pass;
   j["seeds"] = seeds;
+  j["over_budget"] = over_budget;
   j["seconds"] = seconds;
   j["notes"] = notes;
   auto& outs = j["outputs"] = nlohmann::json::array();

@@ -8,6 +8,7 @@
 // per-seed max abs diff and a pass/fail against |a - b| <= atol + rtol * |a| (a = reference)
 // element by element. NaN equals NaN at the same position; a shape or dtype change fails.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,17 @@ enum class Correspondence : uint8_t {
                    // reference output of that name (extraction: the source with its cuts exposed)
 };
 
+// Where a verification is, after each seed (VerifyOptions::progress).
+struct VerifyProgress {
+  const char* phase = "";  // "original" (the reference's own runs) or "check" (candidate, with the
+                           // reference alongside unless its runs were kept)
+  int done = 0, total = 0; // seeds finished / to run in this phase
+  double elapsed = 0;      // seconds since the phase started
+  double eta() const { return done ? elapsed / done * (total - done) : -1; }  // seconds left, -1 unknown
+  // "verifying: original model, seed 2/3, 4.1 s per seed, about 4 s left"
+  std::string line() const;
+};
+
 struct VerifyOptions {
   int seeds = 20;
   uint64_t first_seed = 0;
@@ -36,6 +48,13 @@ struct VerifyOptions {
   std::map<std::string, int64_t> dims;  // symbolic dim values (see inputs.h)
   int parallel = 0;                     // seeds in flight at once; 0 = TBB decides
   Correspondence names = Correspondence::NameOrPosition;
+  // Called after each seed, one call at a time (from whichever thread finished the seed).
+  std::function<void(const VerifyProgress&)> progress{};
+  // Seconds the verification may take (0: no limit): the first seed is timed and the seed count
+  // lowered so that the rest fits (a kept reference counts each seed twice: its own run now and
+  // the candidate's in check()), never below 1, with a note saying so. A model whose single seed
+  // does not fit is over budget (Reference::over_budget): it runs that one seed and no more.
+  double budget_seconds = 0;
 };
 
 // One reference tensor against one candidate tensor.
@@ -66,7 +85,8 @@ struct OutputDiff {
 
 struct VerifyReport {
   bool pass = true;
-  int seeds = 0;
+  int seeds = 0;             // seeds run (the budget may have lowered VerifyOptions::seeds)
+  bool over_budget = false;  // even one seed did not fit VerifyOptions::budget_seconds
   double seconds = 0;
   std::vector<std::string> notes;  // defaulted dims, input kinds
   std::vector<OutputDiff> outputs; // reference order (ByName: candidate order)
@@ -88,7 +108,12 @@ class Reference {
   // outputs do not correspond or a model fails to run.
   VerifyReport check(const Model& candidate) const;
   VerifyReport check(const Model& candidate, double atol, double rtol) const;
-  const VerifyOptions& options() const;
+  const VerifyOptions& options() const;  // seeds: the count after the budget lowered it
+  // The budget's verdict on the reference's runs (keep_runs): notes on lowered seed counts, and
+  // whether even one seed does not fit (then the caller should report the model as unverifiable
+  // within the budget instead of running on).
+  const std::vector<std::string>& budget_notes() const;
+  bool over_budget() const;
   struct Impl;
 
  private:

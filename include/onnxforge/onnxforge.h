@@ -86,10 +86,14 @@ struct OptimizeOptions {
   std::map<std::string, int64_t> dims;    // fix symbolic dims: {"batch", 1}
   bool verify = true;                     // run original and result on `seeds` seeded inputs
   int seeds = 3;
+  std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
   std::optional<uint64_t> fold_size;      // largest constant a fold may create (default 1 MiB)
   int threads = 0;                        // worker threads for this call (0: all)
   bool strip_hierarchy = false;           // drop module-hierarchy tags from the result
   std::function<void(const std::string&)> progress;  // status lines; may be called from worker threads
+  // Deployment target: "generic" (every op, the model's opset), "ort", "tensorrt", "tflite".
+  // Fusions into ops the target lacks do not run; such ops already in the model are decomposed.
+  std::string target = "generic";
 };
 
 struct PassReport {
@@ -114,6 +118,7 @@ struct OptimizeReport {
   int seeds = 0;
   std::string breaking_pass;                  // when verification failed
   std::string failure;                        // when verification failed: what `onnxforge optimize` prints
+  std::string hint;                           // what an opset upgrade would unlock (empty: nothing)
   std::string json;                           // what `onnxforge optimize --json` prints
 };
 

@@ -258,7 +258,8 @@ def _threads(threads):
 # ---- the functions ------------------------------------------------------------------------------
 
 def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, verify=True, seeds=3, dims=None,
-             fold_size=None, strip_hierarchy=False, force=False, overwrite=False, threads=None, progress=False):
+             fold_size=None, strip_hierarchy=False, force=False, overwrite=False, threads=None, progress=False,
+             target="generic"):
     """Optimize a model with onnxforge's passes and verify the result; ``onnxforge optimize``.
 
     Args:
@@ -269,6 +270,10 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
       skip: never run these passes.
       target_opset: upgrade the default-domain opset to this version first (never a downgrade; ops whose
         signature changes are adapted, bit-identical in the runtime).
+      target: "generic" (default: every op, the model's opset), "ort", "tensorrt" or "tflite": fusions
+        into ops the target lacks do not run, such ops already in the model are decomposed, and a
+        ``target_opset`` above the target's maximum is an Error. ``report["hint"]`` says what an
+        upgrade would unlock.
       verify: run the original and the optimized model on ``seeds`` seeded inputs with the built-in
         runtime and compare every output within the tolerance of the worst accuracy class used.
       dims: values for symbolic dimensions, e.g. ``{"batch": 1, "sequence": 128}``; the optimized
@@ -293,7 +298,7 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
     data, report_json, ok, failure = _engine.optimize(
         arg, name, out, _names(passes, "passes"), _names(skip, "skip"), _dims(dims), fold_size, bool(verify),
         int(seeds), target_opset, bool(strip_hierarchy), bool(force), bool(overwrite), _threads(threads),
-        _progress(progress))
+        _progress(progress), str(target))
     report = OptimizeReport(json.loads(report_json))
     if not ok and not force:
         raise VerificationError(

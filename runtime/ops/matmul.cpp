@@ -59,6 +59,13 @@ std::shared_ptr<const void> prepare_matmul(const Graph&, NodeId, std::span<const
   return packed_weight(in[1]->ptr<float>(), false, K, N, N);
 }
 
+// B given as its transpose Bt [N, K] (KernelDef::prepare_transposed_b).
+std::shared_ptr<const void> prepare_matmul_bt(const Graph&, NodeId, std::span<const Tensor* const> in) {
+  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0) return nullptr;
+  const auto N = static_cast<size_t>(in[1]->shape[0]), K = static_cast<size_t>(in[1]->shape[1]);
+  return packed_weight(in[1]->ptr<float>(), true, K, N, K);
+}
+
 std::shared_ptr<const void> prepare_gemm(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0) return nullptr;
   const bool tb = g.attr_int(n, "transB", 0);
@@ -379,6 +386,7 @@ void register_matmul(Registry& r) {
          .fuses_activation = true,
          .prepare = prepare_matmul,
          .prepared_inputs = 1u << 1,
+         .prepare_transposed_b = prepare_matmul_bt,
          .residual_input = 2});
   r.add("", "Gemm",
         {.run = gemm, .fuses_activation = true, .prepare = prepare_gemm, .prepared_inputs = 1u << 1});

@@ -1,43 +1,163 @@
-// Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
-// ConvInteger (integer arithmetic exact in int64/double).
+// Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (elementwise, vectorized
+// loops over contiguous rows), MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv and the
+// com.microsoft MatMulIntegerToFloat / DynamicQuantizeMatMul (on simd/int8_gemm.h, constant
+// weights packed once per plan).
+//
+// Rounding is the spec's: round half to even, then the zero point, then saturation. The float
+// steps are the ones the spec (and ONNX Runtime) write: x / scale in float32, and
+// (x - zero_point) * scale in float32. Requantization (QLinear*) multiplies the int32 sum by the
+// float32 a_scale * b_scale / y_scale, as ONNX Runtime's MLAS does.
+#include <smmintrin.h>
+
 #include <cmath>
+#include <limits>
+#include <mutex>
+#include <type_traits>
 
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
+#include "simd/int8_gemm.h"
+#include "simd/parallel.h"
 
 namespace onnxforge::rt {
 namespace {
 
-// Per-tensor or per-axis parameter index of element i.
-struct AxisParam {
-  int64_t inner = 1, n = 1;
+// ---- quantization parameters -------------------------------------------------------------
+
+// Where element i of x finds its scale / zero point: per tensor, per axis (a 1-D parameter along
+// `axis`) or per block (opset 21's block_size: parameters shaped like x with the axis divided).
+struct QParams {
+  int64_t axis_n = 1, inner = 1, block = 0;  // block > 0: blocked
   bool per_axis = false;
-  int64_t at(int64_t i) const { return per_axis ? (i / inner) % n : 0; }
+  int64_t at(int64_t i) const {
+    if (!per_axis) return 0;
+    const int64_t a = (i / inner) % axis_n;
+    if (block == 0) return a;
+    const int64_t nb = (axis_n + block - 1) / block, o = i / (inner * axis_n);
+    return (o * nb + a / block) * inner + i % inner;
+  }
 };
 
-AxisParam axis_param(const OpContext& c, const Tensor& x, const Tensor& scale) {
-  AxisParam p;
-  if (scale.numel() <= 1) return p;
+QParams qparams(const OpContext& c, const Tensor& x, const Tensor& scale) {
+  QParams p;
+  if (scale.numel() <= 1 && c.attr_i("block_size", 0) == 0) return p;
   const int64_t axis = norm_axis(c, c.attr_i("axis", 1), x.rank());
   p.per_axis = true;
-  p.n = x.shape[static_cast<size_t>(axis)];
+  p.axis_n = x.shape[static_cast<size_t>(axis)];
   for (int64_t i = axis + 1; i < x.rank(); ++i) p.inner *= x.shape[static_cast<size_t>(i)];
+  p.block = c.attr_i("block_size", 0);
+  if (p.block < 0) c.error("block_size must be positive");
+  const int64_t want = p.block ? x.numel() / std::max<int64_t>(1, p.axis_n) * ((p.axis_n + p.block - 1) / p.block)
+                               : p.axis_n;
+  if (scale.numel() != want)
+    c.error("scale has " + std::to_string(scale.numel()) + " elements, the quantization axis needs " +
+            std::to_string(want));
   return p;
+}
+
+int32_t zero_point_at(const Tensor* zp, int64_t k) {
+  return zp && zp->numel() ? static_cast<int32_t>(zp->get_i64(zp->numel() > 1 ? k : 0)) : 0;
+}
+
+template <class Q>
+constexpr float q_lo() { return static_cast<float>(std::numeric_limits<Q>::min()); }
+template <class Q>
+constexpr float q_hi() { return static_cast<float>(std::numeric_limits<Q>::max()); }
+
+// round_half_even(v) + zp, saturated to Q. v is clamped to +-2^22 first (cannot change the
+// saturated result: |zp| < 2^16) so that adding and subtracting 1.5 * 2^23 rounds half to even in
+// the default rounding mode; this form vectorizes (nearbyint does not, without -fno-trapping-math).
+// NaN gives the bottom of the range (as the SSE path below: maxps returns its second operand).
+template <class Q>
+inline Q saturate_round(float v, float zp) {
+  constexpr float kMagic = 12582912.f, kBig = 4194304.f;
+  v = v > -kBig ? v : -kBig;
+  v = v < kBig ? v : kBig;
+  v = (v + kMagic) - kMagic;
+  v += zp;
+  v = v > q_lo<Q>() ? v : q_lo<Q>();
+  v = v < q_hi<Q>() ? v : q_hi<Q>();
+  return static_cast<Q>(static_cast<int32_t>(v));
+}
+
+// Four at a time with SSE4.1 (the x86-64-v2 base): roundps to nearest even, clamp, pack. The
+// scalar form compiled to branches: 15 ns per element, 6 ms for one BERT-base activation
+// [128, 3072] (measured), against memory speed.
+template <class Q>
+void quantize_span(const float* x, Q* y, size_t n, float scale, float zp) {
+  const __m128 s = _mm_set1_ps(scale), z = _mm_set1_ps(zp), lo = _mm_set1_ps(q_lo<Q>()), hi = _mm_set1_ps(q_hi<Q>());
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128 v = _mm_round_ps(_mm_div_ps(_mm_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm_min_ps(_mm_max_ps(_mm_add_ps(v, z), lo), hi);
+    __m128i q = _mm_cvtps_epi32(v);
+    q = _mm_packs_epi32(q, q);
+    q = std::is_signed_v<Q> ? _mm_packs_epi16(q, q) : _mm_packus_epi16(q, q);
+    const int32_t w = _mm_cvtsi128_si32(q);
+    std::memcpy(y + i, &w, 4);
+  }
+  for (; i < n; ++i) y[i] = saturate_round<Q>(x[i] / scale, zp);
+}
+
+template <class Q>
+void dequantize_span(const Q* x, float* y, size_t n, float scale, int32_t zp) {
+  for (size_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zp) * scale;
+}
+
+// Runs f(begin, end) over rows of `inner` elements in parallel chunks of about 64 KiB.
+template <class F>
+void over_rows(int64_t rows, int64_t inner, F&& f) {
+  const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 65536 / std::max<int64_t>(1, inner)));
+  simd::parallel_chunks(static_cast<size_t>(rows), grain, [&](size_t r0, size_t r1) { f(r0, r1); });
 }
 
 void dequantize(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& s = c.input(1);
   const Tensor* zp = c.in(2);
-  AxisParam ap = axis_param(c, x, s);
-  Tensor& y = c.output(0, s.dtype == DType::Float ? DType::Float : s.dtype, x.shape);
-  std::vector<float> out(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    int64_t k = ap.at(i);
-    double z = zp && zp->numel() ? static_cast<double>(zp->get_i64(k)) : 0.0;
-    out[static_cast<size_t>(i)] = static_cast<float>((static_cast<double>(x.get_i64(i)) - z) * s.get_f64(k));
+  if (zp && zp->numel() && zp->dtype != x.dtype) c.error("x and x_zero_point must have the same type");
+  const QParams qp = qparams(c, x, s);
+  const DType out = s.dtype == DType::Float ? DType::Float : s.dtype;
+  if (out == DType::Float && qp.block == 0 && (x.dtype == DType::Uint8 || x.dtype == DType::Int8 || x.dtype == DType::Int32)) {
+    Tensor& y = c.output(0, DType::Float, x.shape);
+    const int64_t rows = qp.per_axis ? x.numel() / qp.inner : 1, inner = qp.per_axis ? qp.inner : x.numel();
+    over_rows(rows, inner, [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        const int64_t k = qp.per_axis ? static_cast<int64_t>(r) % qp.axis_n : 0;
+        const float sc = s.ptr<float>()[k];
+        const int32_t z = zero_point_at(zp, k);
+        const size_t off = r * static_cast<size_t>(inner), n = static_cast<size_t>(inner);
+        float* yp = y.ptr<float>() + off;
+        if (x.dtype == DType::Uint8) dequantize_span(x.ptr<uint8_t>() + off, yp, n, sc, z);
+        else if (x.dtype == DType::Int8) dequantize_span(x.ptr<int8_t>() + off, yp, n, sc, z);
+        else dequantize_span(x.ptr<int32_t>() + off, yp, n, sc, z);
+      }
+    });
+    return;
   }
-  cast_into(Tensor::view(DType::Float, x.shape, out.data()), y);
+  // Other types (16-bit integers, float16/bfloat16 scales, blocks): element by element.
+  Tensor& y = c.output(0, out, x.shape);
+  std::vector<float> v(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    const int64_t k = qp.at(i);
+    v[static_cast<size_t>(i)] =
+        static_cast<float>(x.get_i64(i) - zero_point_at(zp, k)) * static_cast<float>(s.get_f64(k));
+  }
+  cast_into(Tensor::view(DType::Float, x.shape, v.data()), y);
+}
+
+template <class Q>
+void quantize_rows(const OpContext& c, const Tensor& x, const Tensor& s, const Tensor* zp, const QParams& qp, Tensor& y) {
+  (void)c;
+  const int64_t rows = qp.per_axis ? x.numel() / qp.inner : 1, inner = qp.per_axis ? qp.inner : x.numel();
+  over_rows(rows, inner, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const int64_t k = qp.per_axis ? static_cast<int64_t>(r) % qp.axis_n : 0;
+      const size_t off = r * static_cast<size_t>(inner);
+      quantize_span<Q>(x.ptr<float>() + off, y.ptr<Q>() + off, static_cast<size_t>(inner), s.ptr<float>()[k],
+                       static_cast<float>(zero_point_at(zp, k)));
+    }
+  });
 }
 
 void quantize(OpContext& c) {
@@ -45,123 +165,606 @@ void quantize(OpContext& c) {
   const Tensor& s = c.input(1);
   const Tensor* zp = c.in(2);
   DType to = zp ? zp->dtype : DType::Uint8;
-  if (c.has_attr("output_dtype") && c.attr_i("output_dtype", 0)) to = static_cast<DType>(c.attr_i("output_dtype", 2));
-  AxisParam ap = axis_param(c, x, s);
+  if (c.attr_i("output_dtype", 0)) to = static_cast<DType>(c.attr_i("output_dtype", 0));
+  if (zp && zp->dtype != to) c.error("output_dtype and y_zero_point's type differ");
+  const QParams qp = qparams(c, x, s);
   Tensor& y = c.output(0, to, x.shape);
-  const double lo = to == DType::Int8 ? -128 : to == DType::Uint8 ? 0 : to == DType::Int16 ? -32768 : 0;
-  const double hi = to == DType::Int8 ? 127 : to == DType::Uint8 ? 255 : to == DType::Int16 ? 32767 : 65535;
+  if (x.dtype == DType::Float && s.dtype == DType::Float && qp.block == 0) {
+    if (to == DType::Uint8) return quantize_rows<uint8_t>(c, x, s, zp, qp, y);
+    if (to == DType::Int8) return quantize_rows<int8_t>(c, x, s, zp, qp, y);
+  }
+  double lo = 0, hi = 0;
+  switch (to) {
+    case DType::Int8: lo = -128, hi = 127; break;
+    case DType::Uint8: lo = 0, hi = 255; break;
+    case DType::Int16: lo = -32768, hi = 32767; break;
+    case DType::Uint16: lo = 0, hi = 65535; break;
+    default: c.error("QuantizeLinear to " + std::string(dtype_name(to)) + " is not supported (int8/uint8/int16/uint16)");
+  }
   std::vector<double> q(static_cast<size_t>(x.numel()));
   for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    int64_t k = ap.at(i);
-    double z = zp && zp->numel() ? static_cast<double>(zp->get_i64(k)) : 0.0;
-    double v = std::nearbyint(static_cast<double>(static_cast<float>(x.get_f64(i) / s.get_f64(k)))) + z;
-    q[static_cast<size_t>(i)] = std::clamp(v, lo, hi);
+    const int64_t k = qp.at(i);
+    const float r = static_cast<float>(x.get_f64(i)) / static_cast<float>(s.get_f64(k));
+    const double v = std::nearbyint(static_cast<double>(r)) + zero_point_at(zp, k);
+    q[static_cast<size_t>(i)] = std::isnan(v) ? hi : std::clamp(v, lo, hi);
   }
   cast_into(Tensor::view(DType::Double, x.shape, q.data()), y);
 }
 
+// ---- DynamicQuantizeLinear ---------------------------------------------------------------
+
+struct MinMax {
+  float lo = 0, hi = 0;  // the spec's range always includes 0
+};
+
+MinMax min_max(const float* x, size_t n) {
+  MinMax r;
+  std::mutex mu;
+  simd::parallel_chunks(n, 1 << 16, [&](size_t b, size_t e) {
+    __m128 vlo = _mm_setzero_ps(), vhi = _mm_setzero_ps();
+    size_t i = b;
+    for (; i + 4 <= e; i += 4) {
+      const __m128 v = _mm_loadu_ps(x + i);
+      vlo = _mm_min_ps(vlo, v), vhi = _mm_max_ps(vhi, v);
+    }
+    alignas(16) float l4[4], h4[4];
+    _mm_store_ps(l4, vlo), _mm_store_ps(h4, vhi);
+    float lo = std::min(std::min(l4[0], l4[1]), std::min(l4[2], l4[3]));
+    float hi = std::max(std::max(h4[0], h4[1]), std::max(h4[2], h4[3]));
+    for (; i < e; ++i) {
+      lo = x[i] < lo ? x[i] : lo;
+      hi = x[i] > hi ? x[i] : hi;
+    }
+    std::lock_guard l(mu);
+    r.lo = std::min(r.lo, lo), r.hi = std::max(r.hi, hi);
+  });
+  return r;
+}
+
+// scale = (max(0, max x) - min(0, min x)) / 255; zero point = saturate(round(0 - min / scale)).
+// An all-zero input gives scale 0 and zero point 0 (ONNX Runtime's result; the spec's formula
+// divides by zero there).
+std::pair<float, uint8_t> dynamic_params(const float* x, size_t n) {
+  const MinMax m = min_max(x, n);
+  const float scale = (m.hi - m.lo) / 255.f;
+  const uint8_t zp = scale == 0 ? 0 : saturate_round<uint8_t>((0.f - m.lo) / scale, 0.f);
+  return {scale, zp};
+}
+
 void dynamic_quantize(OpContext& c) {
   const Tensor& x = c.input(0);
-  float mn = 0, mx = 0;
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    mn = std::min(mn, x.ptr<float>()[i]);
-    mx = std::max(mx, x.ptr<float>()[i]);
-  }
-  float scale = (mx - mn) / 255.f;
-  float zpf = scale == 0 ? 0 : std::clamp(std::nearbyint(0 - mn / scale), 0.f, 255.f);
+  if (x.dtype != DType::Float) c.error("DynamicQuantizeLinear takes float32 input");
+  const size_t n = static_cast<size_t>(x.numel());
+  auto [scale, zp] = dynamic_params(x.ptr<float>(), n);
   Tensor& y = c.output(0, DType::Uint8, x.shape);
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    float v = scale == 0 ? zpf : std::nearbyint(x.ptr<float>()[i] / scale) + zpf;
-    y.ptr<uint8_t>()[i] = static_cast<uint8_t>(std::clamp(v, 0.f, 255.f));
+  if (scale == 0) {
+    std::fill_n(y.ptr<uint8_t>(), n, zp);
+  } else {
+    simd::parallel_chunks(n, 1 << 16, [&](size_t b, size_t e) {
+      quantize_span<uint8_t>(x.ptr<float>() + b, y.ptr<uint8_t>() + b, e - b, scale, static_cast<float>(zp));
+    });
   }
   c.output(1, DType::Float, {}).ptr<float>()[0] = scale;
-  c.output(2, DType::Uint8, {}).ptr<uint8_t>()[0] = static_cast<uint8_t>(zpf);
+  c.output(2, DType::Uint8, {}).ptr<uint8_t>()[0] = zp;
 }
+
+// ---- integer matmul ----------------------------------------------------------------------
+
+bool is_8bit(DType t) { return t == DType::Uint8 || t == DType::Int8; }
+
+// A weight packed for simd::gemm8 at plan time (2-D constant B with a constant or absent zero
+// point), or per group for a conv.
+struct PackedWeights {
+  std::vector<simd::PackedB8> groups;
+  std::vector<int32_t> depthwise;  // depthwise convs: w - w_zero_point per (channel, tap)
+};
+
+// Zero points as int32 (nullptr when absent).
+std::vector<int32_t> zero_points(const Tensor* zp) {
+  std::vector<int32_t> v;
+  if (zp)
+    for (int64_t i = 0; i < zp->numel(); ++i) v.push_back(static_cast<int32_t>(zp->get_i64(i)));
+  return v;
+}
+
+// Constant input i of node n: present (in) or absent in the graph (ok, nullptr); a
+// non-constant present input makes the preparation give up.
+bool const_or_absent(const Graph& g, NodeId n, std::span<const Tensor* const> in, size_t i) {
+  return (i < in.size() && in[i]) || !g.input(n, i).valid();
+}
+
+std::shared_ptr<const void> prepare_matmul_b(const Graph& g, NodeId n, std::span<const Tensor* const> in, size_t b_at,
+                                             size_t zp_at) {
+  if (b_at >= in.size() || !in[b_at] || in[b_at]->rank() != 2 || !is_8bit(in[b_at]->dtype)) return nullptr;
+  if (!const_or_absent(g, n, in, zp_at)) return nullptr;
+  const Tensor& b = *in[b_at];
+  const Tensor* zp = zp_at < in.size() ? in[zp_at] : nullptr;
+  const auto K = static_cast<size_t>(b.shape[0]), N = static_cast<size_t>(b.shape[1]);
+  if (zp && zp->numel() != 1 && static_cast<size_t>(zp->numel()) != N) return nullptr;
+  const std::vector<int32_t> z = zero_points(zp);
+  auto p = std::make_shared<PackedWeights>();
+  p->groups.push_back(simd::pack_b8(false, K, N, b.data, N, b.dtype == DType::Int8, z.data(), z.size()));
+  return p;
+}
+
+std::shared_ptr<const void> prepare_matmul_integer(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  return prepare_matmul_b(g, n, in, 1, 3);
+}
+
+// The int32 product of a MatMulInteger-style node: A (inputs a_at, zero point az_at) times B
+// (b_at, bz_at), numpy.matmul shapes. Calls done(y) with the int32 result (its own buffer, or
+// `into` when given and the shapes allow).
+struct IntProduct {
+  Shape shape;
+  std::vector<int32_t> owned;
+  int32_t* data = nullptr;
+};
+
+Shape matmul_out_shape(const OpContext& c, const Shape& as0, const Shape& bs0) {
+  Shape as = as0, bs = bs0;
+  if (as.empty() || bs.empty()) c.error("MatMul operands must have rank >= 1");
+  const bool a1 = as.size() == 1, b1 = bs.size() == 1;
+  if (a1) as.insert(as.begin(), 1);
+  if (b1) bs.push_back(1);
+  if (as.back() != bs[bs.size() - 2])
+    c.error("inner dimensions differ: " + shape_str(as0) + " x " + shape_str(bs0));
+  Shape batch = broadcast_shapes(c, Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2));
+  if (!a1) batch.push_back(as[as.size() - 2]);
+  if (!b1) batch.push_back(bs.back());
+  return batch;
+}
+
+// y (int32, shape matmul_out_shape) = (A - za) x (B - zb).
+void int_matmul(const OpContext& c, const Tensor& a, const Tensor* az, const Tensor& b, const Tensor* bz,
+                const PackedWeights* packed, int32_t* y) {
+  if (!is_8bit(a.dtype) || !is_8bit(b.dtype)) c.error("A and B must be int8 or uint8");
+  if (az && az->numel() && az->dtype != a.dtype) c.error("a_zero_point's type differs from A's");
+  if (bz && bz->numel() && bz->dtype != b.dtype) c.error("b_zero_point's type differs from B's");
+  Shape as = a.shape, bs = b.shape;
+  const bool a1 = as.size() == 1;
+  if (a1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  const bool a_signed = a.dtype == DType::Int8, b_signed = b.dtype == DType::Int8;
+  const std::vector<int32_t> zb = zero_points(bz);
+  if (!zb.empty() && zb.size() != 1 && static_cast<int64_t>(zb.size()) != N)
+    c.error("b_zero_point must have 1 or N elements (per column)");
+  if (packed || bs.size() == 2) {
+    // B shared by every row of every batch: one GEMM over all of A's rows.
+    simd::PackedB8 local;
+    if (!packed)
+      local = simd::pack_b8(false, static_cast<size_t>(K), static_cast<size_t>(N), b.data, static_cast<size_t>(N),
+                            b_signed, zb.data(), zb.size());
+    const simd::PackedB8& pb = packed ? packed->groups[0] : local;
+    if (az && az->numel() > 1) {
+      // Per-row A zero points (the spec allows them for 2-D A): one row at a time.
+      if (as.size() != 2 || az->numel() != M) c.error("a_zero_point must have 1 or M elements");
+      for (int64_t m = 0; m < M; ++m)
+        simd::gemm8(1, reinterpret_cast<const uint8_t*>(a.data) + m * K, static_cast<size_t>(K), a_signed,
+                    zero_point_at(az, m), pb, y + m * N, static_cast<size_t>(N));
+      return;
+    }
+    simd::gemm8(static_cast<size_t>(a.numel() / std::max<int64_t>(K, 1)), a.data, static_cast<size_t>(K), a_signed,
+                zero_point_at(az, 0), pb, y, static_cast<size_t>(N));
+    return;
+  }
+  if (az && az->numel() > 1) c.error("a_zero_point must be a scalar when B has batch dimensions");
+  const int32_t za = zero_point_at(az, 0);
+  Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
+  Shape batch = broadcast_shapes(c, abatch, bbatch);
+  for_each_broadcast<2>(batch, {bcast_strides(abatch, batch), bcast_strides(bbatch, batch)},
+                        [&](int64_t bi, const std::array<int64_t, 2>& o) {
+                          const auto* bp = reinterpret_cast<const uint8_t*>(b.data) + o[1] * K * N;
+                          simd::PackedB8 pb = simd::pack_b8(false, static_cast<size_t>(K), static_cast<size_t>(N), bp,
+                                                            static_cast<size_t>(N), b_signed, zb.data(), zb.size());
+                          simd::gemm8(static_cast<size_t>(M), reinterpret_cast<const uint8_t*>(a.data) + o[0] * M * K,
+                                      static_cast<size_t>(K), a_signed, za, pb, y + bi * M * N, static_cast<size_t>(N));
+                        });
+}
+
+const PackedWeights* packed_state(const OpContext& c) { return static_cast<const PackedWeights*>(c.state); }
 
 void matmul_integer(OpContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
-  const Tensor* az = c.in(2);
-  const Tensor* bz = c.in(3);
-  Shape as = a.shape, bs = b.shape;
-  const bool a1 = as.size() == 1, b1 = bs.size() == 1;
-  if (a1) as.insert(as.begin(), 1);
-  if (b1) bs.push_back(1);
-  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
-  Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
-  Shape batch = broadcast_shapes(c, abatch, bbatch);
-  Shape ys = batch;
-  if (!a1) ys.push_back(M);
-  if (!b1) ys.push_back(N);
-  Tensor& y = c.output(0, DType::Int32, ys);
-  for_each_broadcast<2>(batch, {bcast_strides(abatch, batch), bcast_strides(bbatch, batch)},
-                        [&](int64_t bi, const std::array<int64_t, 2>& o) {
-                          for (int64_t m = 0; m < M; ++m)
-                            for (int64_t n = 0; n < N; ++n) {
-                              int64_t acc = 0;
-                              for (int64_t k = 0; k < K; ++k) {
-                                int64_t za = az ? az->get_i64(az->numel() > 1 ? m : 0) : 0;
-                                int64_t zb = bz ? bz->get_i64(bz->numel() > 1 ? n : 0) : 0;
-                                acc += (a.get_i64(o[0] * M * K + m * K + k) - za) * (b.get_i64(o[1] * K * N + k * N + n) - zb);
-                              }
-                              y.ptr<int32_t>()[bi * M * N + m * N + n] = static_cast<int32_t>(acc);
-                            }
-                        });
+  Tensor& y = c.output(0, DType::Int32, matmul_out_shape(c, a.shape, b.shape));
+  int_matmul(c, a, c.in(2), b, c.in(3), packed_state(c), y.ptr<int32_t>());
+}
+
+// Requantization of int32 sums: y = saturate(round(acc * mult[col]) + zp), mult per column.
+template <class Q>
+void requantize(const int32_t* acc, Q* y, size_t rows, size_t cols, const float* mult, bool per_col, float zp) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < cols; ++j)
+      y[r * cols + j] = saturate_round<Q>(static_cast<float>(acc[r * cols + j]) * mult[per_col ? j : 0], zp);
+}
+
+// The float32 a_scale * b_scale[n] / y_scale per column (one value when b_scale is per tensor).
+std::vector<float> multipliers(const OpContext& c, const Tensor& as, const Tensor& bs, const Tensor* ys, int64_t n) {
+  if (as.numel() != 1) c.error("a_scale must be a scalar");
+  if (bs.numel() != 1 && bs.numel() != n) c.error("b_scale must have 1 or N elements");
+  std::vector<float> m(static_cast<size_t>(bs.numel()));
+  for (int64_t i = 0; i < bs.numel(); ++i) {
+    m[static_cast<size_t>(i)] = static_cast<float>(as.get_f64(0)) * static_cast<float>(bs.get_f64(i));
+    if (ys) m[static_cast<size_t>(i)] /= static_cast<float>(ys->get_f64(0));
+  }
+  return m;
+}
+
+void qlinear_matmul(OpContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(3);
+  const Tensor* yz = c.in(7);
+  const Shape ys = matmul_out_shape(c, a.shape, b.shape);
+  const int64_t N = b.rank() == 1 ? 1 : b.shape.back();
+  std::vector<int32_t> acc(static_cast<size_t>(numel(ys)));
+  int_matmul(c, a, c.in(2), b, c.in(5), packed_state(c), acc.data());
+  const std::vector<float> mult = multipliers(c, c.input(1), c.input(4), &c.input(6), N);
+  const DType to = yz ? yz->dtype : DType::Uint8;
+  Tensor& y = c.output(0, to, ys);
+  const size_t rows = acc.size() / static_cast<size_t>(std::max<int64_t>(N, 1));
+  const float z = static_cast<float>(zero_point_at(yz, 0));
+  if (to == DType::Uint8)
+    requantize(acc.data(), y.ptr<uint8_t>(), rows, static_cast<size_t>(N), mult.data(), mult.size() > 1, z);
+  else if (to == DType::Int8)
+    requantize(acc.data(), y.ptr<int8_t>(), rows, static_cast<size_t>(N), mult.data(), mult.size() > 1, z);
+  else
+    c.error("y_zero_point must be int8 or uint8");
+}
+
+std::shared_ptr<const void> prepare_qlinear_matmul(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  return prepare_matmul_b(g, n, in, 3, 5);
+}
+
+// com.microsoft MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zp, b_zp, bias):
+// float(A x B) * a_scale * b_scale (+ bias), what ONNX Runtime fuses DynamicQuantizeLinear ->
+// MatMulInteger -> Cast -> Mul into.
+void integer_product_to_float(OpContext& c, const Tensor& a, const Tensor* az, float a_scale, const Tensor& b,
+                              const Tensor* bz, const Tensor& b_scale, const Tensor* bias) {
+  const Shape ys = matmul_out_shape(c, a.shape, b.shape);
+  const int64_t N = b.rank() == 1 ? 1 : b.shape.back();
+  Tensor& y = c.output(0, DType::Float, ys);
+  // The int32 product goes to y's bytes and is converted in place (same size, element by element).
+  auto* acc = reinterpret_cast<int32_t*>(y.data);
+  int_matmul(c, a, az, b, bz, packed_state(c), acc);
+  if (b_scale.numel() != 1 && b_scale.numel() != N) c.error("b_scale must have 1 or N elements");
+  if (bias && bias->numel() != N) c.error("bias must have N elements");
+  std::vector<float> mult(static_cast<size_t>(b_scale.numel()));
+  for (size_t i = 0; i < mult.size(); ++i) mult[i] = a_scale * static_cast<float>(b_scale.get_f64(static_cast<int64_t>(i)));
+  const size_t rows = static_cast<size_t>(numel(ys) / std::max<int64_t>(N, 1)), cols = static_cast<size_t>(N);
+  float* out = y.ptr<float>();
+  over_rows(static_cast<int64_t>(rows), static_cast<int64_t>(cols), [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r)
+      for (size_t j = 0; j < cols; ++j) {
+        int32_t v;
+        std::memcpy(&v, out + r * cols + j, 4);
+        float f = static_cast<float>(v) * mult[mult.size() > 1 ? j : 0];
+        if (bias) f += bias->ptr<float>()[j];
+        out[r * cols + j] = f;
+      }
+  });
+}
+
+void matmul_integer_to_float(OpContext& c) {
+  integer_product_to_float(c, c.input(0), c.in(4), static_cast<float>(c.input(2).get_f64(0)), c.input(1), c.in(5),
+                           c.input(3), c.in(6));
+}
+
+std::shared_ptr<const void> prepare_matmul_integer_to_float(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  return prepare_matmul_b(g, n, in, 1, 5);
+}
+
+// com.microsoft DynamicQuantizeMatMul(A float, B, b_scale, b_zp, bias): A quantized as
+// DynamicQuantizeLinear does, then MatMulIntegerToFloat.
+void dynamic_quantize_matmul(OpContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.dtype != DType::Float) c.error("A must be float32");
+  auto [scale, zp] = dynamic_params(x.ptr<float>(), static_cast<size_t>(x.numel()));
+  Tensor q = Tensor::alloc(DType::Uint8, x.shape);
+  const size_t n = static_cast<size_t>(x.numel());
+  if (scale == 0)
+    std::fill_n(q.ptr<uint8_t>(), n, zp);
+  else
+    simd::parallel_chunks(n, 1 << 16, [&](size_t b, size_t e) {
+      quantize_span<uint8_t>(x.ptr<float>() + b, q.ptr<uint8_t>() + b, e - b, scale, static_cast<float>(zp));
+    });
+  uint8_t zpv = zp;
+  const Tensor az = Tensor::view(DType::Uint8, {}, &zpv);
+  integer_product_to_float(c, q, &az, scale, c.input(1), c.in(3), c.input(2), c.in(4));
+}
+
+std::shared_ptr<const void> prepare_dynamic_quantize_matmul(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  return prepare_matmul_b(g, n, in, 1, 3);
+}
+
+// ---- integer convolution -----------------------------------------------------------------
+
+// Input indices of ConvInteger and QLinearConv.
+struct ConvSlots {
+  size_t x, x_zp, w, w_zp;
+};
+constexpr ConvSlots kConvInteger{0, 2, 1, 3};
+constexpr ConvSlots kQLinearConv{0, 2, 3, 5};
+
+// A depthwise conv's weights minus their zero points, [M][taps].
+std::vector<int32_t> depthwise_weights(const Tensor& w, const std::vector<int32_t>& z) {
+  const int64_t M = w.shape[0], taps = w.numel() / std::max<int64_t>(M, 1);
+  std::vector<int32_t> v(static_cast<size_t>(w.numel()));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < taps; ++k)
+      v[static_cast<size_t>(m * taps + k)] =
+          static_cast<int32_t>(w.get_i64(m * taps + k)) - (z.empty() ? 0 : z[z.size() > 1 ? static_cast<size_t>(m) : 0]);
+  return v;
+}
+
+// Per group g: B[k][m] = W[g * Mg + m][k] (K = C/group * kernel size), column zero points.
+std::shared_ptr<const void> prepare_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in, ConvSlots s) {
+  if (s.w >= in.size() || !in[s.w] || in[s.w]->rank() < 3 || !is_8bit(in[s.w]->dtype)) return nullptr;
+  if (!const_or_absent(g, n, in, s.w_zp)) return nullptr;
+  const Tensor& w = *in[s.w];
+  const Tensor* zp = s.w_zp < in.size() ? in[s.w_zp] : nullptr;
+  const int64_t M = w.shape[0], group = g.attr_int(n, "group", 1);
+  if (group < 1 || M % group) return nullptr;
+  if (zp && zp->numel() != 1 && zp->numel() != M) return nullptr;
+  const int64_t Mg = M / group, K = w.numel() / std::max<int64_t>(M, 1);
+  const std::vector<int32_t> z = zero_points(zp);
+  auto p = std::make_shared<PackedWeights>();
+  if (Mg == 1 && w.shape[1] == 1) {
+    p->depthwise = depthwise_weights(w, z);
+    return p;
+  }
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const int32_t* zg = z.size() > 1 ? z.data() + gi * Mg : z.data();
+    p->groups.push_back(simd::pack_b8(true, static_cast<size_t>(K), static_cast<size_t>(Mg),
+                                      reinterpret_cast<const uint8_t*>(w.data) + gi * Mg * K, static_cast<size_t>(K),
+                                      w.dtype == DType::Int8, zg, z.size() > 1 ? static_cast<size_t>(Mg) : z.size()));
+  }
+  return p;
+}
+
+// The int32 convolution, in chunks of output positions: for image n, group gi, positions
+// [p0, p0 + rows), emit(n, gi, p0, rows, tile) gets tile[r * Mg + m] for output channel
+// gi * Mg + m. Patches are gathered (im2col, padding = x's zero point) per chunk into per-thread
+// scratch, so memory stays at chunk size for any image.
+struct ConvRun {
+  ConvGeometry geo;
+  std::array<int64_t, 3> out{1, 1, 1};
+  int64_t N = 0, C = 0, M = 0, group = 1, Cg = 0, Mg = 0, K = 0, P = 0, in_sp = 1;
+};
+
+template <class Emit>
+void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit) {
+  const Tensor& x = c.input(s.x);
+  const Tensor& w = c.input(s.w);
+  if (!is_8bit(x.dtype) || !is_8bit(w.dtype)) c.error("x and w must be int8 or uint8");
+  const Tensor* xz = c.in(s.x_zp);
+  if (xz && xz->numel() > 1) c.error("x_zero_point must be a scalar (per-tensor)");
+  if (xz && xz->numel() && xz->dtype != x.dtype) c.error("x_zero_point's type differs from x's");
+  cr.geo = conv_geometry(c, x.shape, w.shape, false);
+  const ConvGeometry& g = cr.geo;
+  cr.N = x.shape[0], cr.C = x.shape[1], cr.M = w.shape[0], cr.group = c.attr_i("group", 1);
+  if (cr.group < 1 || cr.C % cr.group || cr.M % cr.group || w.shape[1] != cr.C / cr.group)
+    c.error("channels " + std::to_string(cr.C) + " and weight " + shape_str(w.shape) + " do not match group " +
+            std::to_string(cr.group));
+  cr.Cg = cr.C / cr.group, cr.Mg = cr.M / cr.group;
+  // A kernel_shape attribute that disagrees with the weight would size K past the weight's end.
+  for (int i = 0; i < g.rank; ++i)
+    if (g.kernel[static_cast<size_t>(i)] != w.shape[static_cast<size_t>(i) + 2])
+      c.error("kernel_shape does not match weight " + shape_str(w.shape));
+  int64_t ksp = 1;
+  cr.P = 1;
+  for (int i = 0; i < g.rank; ++i) {
+    const size_t u = static_cast<size_t>(i);
+    cr.out[u] = (g.in[u] + g.pad_begin[u] + g.pad_end[u] - g.dilation[u] * (g.kernel[u] - 1) - 1) / g.stride[u] + 1;
+    if (cr.out[u] < 1) c.error("the convolution's output would be empty: input " + shape_str(x.shape));
+    cr.P *= cr.out[u], ksp *= g.kernel[u], cr.in_sp *= g.in[u];
+  }
+  cr.K = cr.Cg * ksp;
+  const std::vector<int32_t> wz = zero_points(c.in(s.w_zp));
+  if (!wz.empty() && wz.size() != 1 && static_cast<int64_t>(wz.size()) != cr.M)
+    c.error("w_zero_point must have 1 or M elements");
+  PackedWeights local;
+  const bool depthwise = cr.Mg == 1 && cr.Cg == 1;
+  if (depthwise && !packed) {
+    local.depthwise = depthwise_weights(w, wz);
+    packed = &local;
+  } else if (!packed) {
+    for (int64_t gi = 0; gi < cr.group; ++gi)
+      local.groups.push_back(simd::pack_b8(true, static_cast<size_t>(cr.K), static_cast<size_t>(cr.Mg),
+                                           reinterpret_cast<const uint8_t*>(w.data) + gi * cr.Mg * cr.K,
+                                           static_cast<size_t>(cr.K), w.dtype == DType::Int8,
+                                           wz.size() > 1 ? wz.data() + gi * cr.Mg : wz.data(),
+                                           wz.size() > 1 ? static_cast<size_t>(cr.Mg) : wz.size()));
+    packed = &local;
+  }
+  const bool x_signed = x.dtype == DType::Int8;
+  const int32_t xzv = zero_point_at(xz, 0);
+  const auto pad_byte = static_cast<uint8_t>(xzv);
+  const auto* xb = reinterpret_cast<const uint8_t*>(x.data);
+  // 3-D view of the geometry (missing trailing dims are 1).
+  const int64_t ID = g.rank == 3 ? g.in[0] : 1, IH = g.rank >= 2 ? g.in[static_cast<size_t>(g.rank - 2)] : 1,
+                IW = g.in[static_cast<size_t>(g.rank - 1)];
+  auto dim3 = [&](const std::array<int64_t, 3>& a, int64_t fill) {
+    return std::array<int64_t, 3>{g.rank == 3 ? a[0] : fill, g.rank >= 2 ? a[static_cast<size_t>(g.rank - 2)] : fill,
+                                  a[static_cast<size_t>(g.rank - 1)]};
+  };
+  const auto O = dim3(cr.out, 1), KS = dim3(g.kernel, 1), ST = dim3(g.stride, 1), DL = dim3(g.dilation, 1),
+             PB = dim3(g.pad_begin, 0);
+  const bool pointwise = ksp == 1 && ST == std::array<int64_t, 3>{1, 1, 1} && PB == std::array<int64_t, 3>{0, 0, 0} &&
+                         g.pad_end == std::array<int64_t, 3>{0, 0, 0};
+  // 96 positions per chunk: a multiple of both kernels' row tiles (8 and 6).
+  constexpr int64_t kChunk = 96;
+  const int64_t chunks = (cr.P + kChunk - 1) / kChunk;
+  const int64_t items = cr.N * cr.group * chunks;
+  const int64_t K = cr.K, Mg = cr.Mg, Cg = cr.Cg, C = cr.C, in_sp = cr.in_sp, P = cr.P;
+  if (depthwise) {
+    // One channel per item, taps from a table: a GEMM with one column would waste 31 of the 32
+    // lanes of every tile (MobileNetV2's depthwise convs, 2.2x ONNX Runtime's time that way).
+    if (packed->depthwise.empty()) c.error("internal: depthwise weights were not prepared");
+    // Row by row: for each tap, the output columns whose input column is inside the image form
+    // one range, accumulated with a tight (at stride 1, vectorized) loop; outside the range the
+    // input is the zero point, which contributes 0.
+    auto row_taps = [&](auto type_tag, const uint8_t* xc_raw, const int32_t* wt, int64_t od, int64_t oh, int32_t* acc) {
+      using X = decltype(type_tag);
+      const X* xc = reinterpret_cast<const X*>(xc_raw);
+      std::fill_n(acc, O[2], 0);
+      int64_t k = 0;
+      for (int64_t kd = 0; kd < KS[0]; ++kd) {
+        const int64_t id = od * ST[0] + kd * DL[0] - PB[0];
+        for (int64_t kh = 0; kh < KS[1]; ++kh) {
+          const int64_t ih = oh * ST[1] + kh * DL[1] - PB[1];
+          if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+            k += KS[2];
+            continue;
+          }
+          const X* row = xc + (id * IH + ih) * IW;
+          for (int64_t kw = 0; kw < KS[2]; ++kw, ++k) {
+            const int64_t off = kw * DL[2] - PB[2];  // iw = ow * stride + off
+            const int64_t lo = off >= 0 ? 0 : (-off + ST[2] - 1) / ST[2];
+            const int64_t hi = std::min<int64_t>(O[2], IW - off <= 0 ? 0 : (IW - off + ST[2] - 1) / ST[2]);
+            const int32_t wv = wt[k];
+            if (ST[2] == 1) {
+              const X* src = row + off;
+              for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += (static_cast<int32_t>(src[ow]) - xzv) * wv;
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += (static_cast<int32_t>(row[ow * ST[2] + off]) - xzv) * wv;
+            }
+          }
+        }
+      }
+    };
+    simd::parallel_chunks(static_cast<size_t>(cr.N * cr.group), 1, [&](size_t i0, size_t i1) {
+      std::vector<int32_t> acc(static_cast<size_t>(O[2]));
+      for (size_t item = i0; item < i1; ++item) {
+        const int64_t n = static_cast<int64_t>(item) / cr.group, ch = static_cast<int64_t>(item) % cr.group;
+        const uint8_t* xc = xb + (n * C + ch) * in_sp;
+        const int32_t* wt = packed->depthwise.data() + ch * K;
+        for (int64_t od = 0; od < O[0]; ++od)
+          for (int64_t oh = 0; oh < O[1]; ++oh) {
+            if (x_signed) row_taps(int8_t{}, xc, wt, od, oh, acc.data());
+            else row_taps(uint8_t{}, xc, wt, od, oh, acc.data());
+            emit(n, ch, (od * O[1] + oh) * O[2], O[2], acc.data());
+          }
+      }
+    });
+    return;
+  }
+  simd::parallel_chunks(static_cast<size_t>(items), 1, [&](size_t i0, size_t i1) {
+    std::vector<uint8_t> col(static_cast<size_t>(kChunk * K));
+    std::vector<int32_t> tile(static_cast<size_t>(kChunk * Mg));
+    for (size_t item = i0; item < i1; ++item) {
+      const int64_t ch = static_cast<int64_t>(item) % chunks, ng = static_cast<int64_t>(item) / chunks;
+      const int64_t n = ng / cr.group, gi = ng % cr.group;
+      const int64_t p0 = ch * kChunk, rows = std::min(kChunk, P - p0);
+      const uint8_t* xg = xb + (n * C + gi * Cg) * in_sp;
+      if (pointwise) {
+        // 1x1, stride 1, no padding: the patch of position p is x[:, p] (a transpose).
+        for (int64_t cc = 0; cc < Cg; ++cc) {
+          const uint8_t* src = xg + cc * in_sp + p0;
+          for (int64_t r = 0; r < rows; ++r) col[static_cast<size_t>(r * K + cc)] = src[r];
+        }
+      } else {
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t p = p0 + r;
+          const int64_t od = p / (O[1] * O[2]), oh = (p / O[2]) % O[1], ow = p % O[2];
+          uint8_t* dst = col.data() + r * K;
+          for (int64_t cc = 0; cc < Cg; ++cc) {
+            const uint8_t* xc = xg + cc * in_sp;
+            for (int64_t kd = 0; kd < KS[0]; ++kd) {
+              const int64_t id = od * ST[0] + kd * DL[0] - PB[0];
+              for (int64_t kh = 0; kh < KS[1]; ++kh) {
+                const int64_t ih = oh * ST[1] + kh * DL[1] - PB[1];
+                const bool row_in = id >= 0 && id < ID && ih >= 0 && ih < IH;
+                const uint8_t* xrow = xc + (id * IH + ih) * IW;
+                const int64_t iw0 = ow * ST[2] - PB[2];
+                if (row_in && DL[2] == 1 && iw0 >= 0 && iw0 + KS[2] <= IW) {
+                  std::memcpy(dst, xrow + iw0, static_cast<size_t>(KS[2]));
+                  dst += KS[2];
+                  continue;
+                }
+                for (int64_t kw = 0; kw < KS[2]; ++kw) {
+                  const int64_t iw = iw0 + kw * DL[2];
+                  *dst++ = row_in && iw >= 0 && iw < IW ? xrow[iw] : pad_byte;
+                }
+              }
+            }
+          }
+        }
+      }
+      simd::gemm8(static_cast<size_t>(rows), col.data(), static_cast<size_t>(K), x_signed, xzv,
+                  packed->groups[static_cast<size_t>(gi)], tile.data(), static_cast<size_t>(Mg), false);
+      emit(n, gi, p0, rows, tile.data());
+    }
+  });
+}
+
+// [N, M, output spatial...] of a conv with input x and weight w.
+Shape conv_shape(const OpContext& c, const Tensor& x, const Tensor& w) {
+  const ConvGeometry g = conv_geometry(c, x.shape, w.shape, false);
+  Shape s{x.shape[0], w.shape[0]};
+  for (int i = 0; i < g.rank; ++i) {
+    const size_t u = static_cast<size_t>(i);
+    s.push_back((g.in[u] + g.pad_begin[u] + g.pad_end[u] - g.dilation[u] * (g.kernel[u] - 1) - 1) / g.stride[u] + 1);
+  }
+  return s;
 }
 
 void conv_integer(OpContext& c) {
+  ConvRun cr;
+  Tensor* y = &c.output(0, DType::Int32, conv_shape(c, c.input(0), c.input(1)));
+  int32_t* yp = y->ptr<int32_t>();
+  conv_int8(c, kConvInteger, packed_state(c), cr,
+            [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
+              for (int64_t m = 0; m < cr.Mg; ++m) {
+                int32_t* dst = yp + (n * cr.M + gi * cr.Mg + m) * cr.P + p0;
+                for (int64_t r = 0; r < rows; ++r) dst[r] = tile[r * cr.Mg + m];
+              }
+            });
+}
+
+std::shared_ptr<const void> prepare_conv_integer(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  return prepare_conv(g, n, in, kConvInteger);
+}
+std::shared_ptr<const void> prepare_qlinear_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  return prepare_conv(g, n, in, kQLinearConv);
+}
+
+template <class Q>
+void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult, const Tensor* bias, float zp) {
+  ConvRun cr;
+  Q* yp = y.ptr<Q>();
+  const int32_t* b = bias ? bias->ptr<int32_t>() : nullptr;
+  conv_int8(c, kQLinearConv, packed_state(c), cr,
+            [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
+              for (int64_t m = 0; m < cr.Mg; ++m) {
+                const int64_t oc = gi * cr.Mg + m;
+                const float mu = mult[mult.size() > 1 ? static_cast<size_t>(oc) : 0];
+                const int32_t bv = b ? b[oc] : 0;
+                Q* dst = yp + (n * cr.M + oc) * cr.P + p0;
+                for (int64_t r = 0; r < rows; ++r)
+                  dst[r] = saturate_round<Q>(
+                      static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(tile[r * cr.Mg + m]) +
+                                                              static_cast<uint32_t>(bv))) * mu,
+                      zp);
+              }
+            });
+}
+
+void qlinear_conv(OpContext& c) {
   const Tensor& x = c.input(0);
-  const Tensor& w = c.input(1);
-  const int64_t xz = c.in(2) ? c.in(2)->get_i64(0) : 0;
-  const Tensor* wz = c.in(3);
-  ConvGeometry g = conv_geometry(c, x.shape, w.shape, false);
-  const int r = g.rank;
-  const int64_t group = c.attr_i("group", 1);
-  if (group < 1 || x.shape[1] % group || w.shape[0] % group || w.shape[1] * group != x.shape[1])
-    c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x.shape) + " with group " +
-            std::to_string(group));
-  for (int i = 0; i < g.rank; ++i)
-    if (g.kernel[static_cast<size_t>(i)] != w.shape[static_cast<size_t>(i) + 2]) c.error("kernel_shape does not match weight");
-  const int64_t N = x.shape[0], C = x.shape[1], M = w.shape[0], Cg = C / group;
-  std::array<int64_t, 3> out{1, 1, 1};
-  Shape ys{N, M};
-  for (int i = 0; i < r; ++i) {
-    size_t u = static_cast<size_t>(i);
-    out[u] = (g.in[u] + g.pad_begin[u] + g.pad_end[u] - g.dilation[u] * (g.kernel[u] - 1) - 1) / g.stride[u] + 1;
-    ys.push_back(out[u]);
-  }
-  Tensor& y = c.output(0, DType::Int32, ys);
-  int64_t osp = 1, isp = 1, ksp = 1;
-  for (int i = 0; i < r; ++i) {
-    osp *= out[static_cast<size_t>(i)];
-    isp *= g.in[static_cast<size_t>(i)];
-    ksp *= g.kernel[static_cast<size_t>(i)];
-  }
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t m = 0; m < M; ++m) {
-      const int64_t gi = m / (M / group);
-      const int64_t wzv = wz ? wz->get_i64(wz->numel() > 1 ? m : 0) : 0;
-      for (int64_t o = 0; o < osp; ++o) {
-        int64_t oi[3] = {0, 0, 0}, rem = o;
-        for (int i = r; i-- > 0;) { oi[i] = rem % out[static_cast<size_t>(i)]; rem /= out[static_cast<size_t>(i)]; }
-        int64_t acc = 0;
-        for (int64_t cc = 0; cc < Cg; ++cc)
-          for (int64_t k = 0; k < ksp; ++k) {
-            int64_t ki[3] = {0, 0, 0}, kr = k, off = 0;
-            for (int i = r; i-- > 0;) { ki[i] = kr % g.kernel[static_cast<size_t>(i)]; kr /= g.kernel[static_cast<size_t>(i)]; }
-            bool inside = true;
-            for (int i = 0; i < r; ++i) {
-              size_t u = static_cast<size_t>(i);
-              int64_t p = oi[i] * g.stride[u] + ki[i] * g.dilation[u] - g.pad_begin[u];
-              inside &= p >= 0 && p < g.in[u];
-              off = off * g.in[u] + p;
-            }
-            int64_t xv = inside ? x.get_i64((n * C + gi * Cg + cc) * isp + off) : xz;
-            acc += (xv - xz) * (w.get_i64((m * Cg + cc) * ksp + k) - wzv);
-          }
-        y.ptr<int32_t>()[(n * M + m) * osp + o] = static_cast<int32_t>(acc);
-      }
-    }
+  const Tensor& w = c.input(3);
+  const Tensor* yz = c.in(7);
+  const Tensor* bias = c.in(8);
+  const int64_t M = w.shape.empty() ? 0 : w.shape[0];
+  if (bias && (bias->dtype != DType::Int32 || bias->numel() != M)) c.error("B must be int32 with M elements");
+  const std::vector<float> mult = multipliers(c, c.input(1), c.input(4), &c.input(6), M);
+  const Shape s = conv_shape(c, x, w);
+  const DType to = yz ? yz->dtype : DType::Uint8;
+  Tensor& y = c.output(0, to, s);
+  const float z = static_cast<float>(zero_point_at(yz, 0));
+  if (to == DType::Uint8) return qlinear_conv_typed<uint8_t>(c, y, mult, bias, z);
+  if (to == DType::Int8) return qlinear_conv_typed<int8_t>(c, y, mult, bias, z);
+  c.error("y_zero_point must be int8 or uint8");
 }
 
 }  // namespace
@@ -170,8 +773,18 @@ void register_quant(Registry& r) {
   r.add("", "DequantizeLinear", {.run = dequantize, .float_compute = false});
   r.add("", "QuantizeLinear", {.run = quantize});
   r.add("", "DynamicQuantizeLinear", {.run = dynamic_quantize});
-  r.add("", "MatMulInteger", {.run = matmul_integer, .float_compute = false});
-  r.add("", "ConvInteger", {.run = conv_integer, .float_compute = false});
+  r.add("", "MatMulInteger",
+        {.run = matmul_integer, .float_compute = false, .prepare = prepare_matmul_integer, .prepared_inputs = 1u << 1});
+  r.add("", "ConvInteger",
+        {.run = conv_integer, .float_compute = false, .prepare = prepare_conv_integer, .prepared_inputs = 1u << 1});
+  r.add("", "QLinearMatMul",
+        {.run = qlinear_matmul, .float_compute = false, .prepare = prepare_qlinear_matmul, .prepared_inputs = 1u << 3});
+  r.add("", "QLinearConv",
+        {.run = qlinear_conv, .float_compute = false, .prepare = prepare_qlinear_conv, .prepared_inputs = 1u << 3});
+  r.add("com.microsoft", "MatMulIntegerToFloat",
+        {.run = matmul_integer_to_float, .prepare = prepare_matmul_integer_to_float, .prepared_inputs = 1u << 1});
+  r.add("com.microsoft", "DynamicQuantizeMatMul",
+        {.run = dynamic_quantize_matmul, .prepare = prepare_dynamic_quantize_matmul, .prepared_inputs = 1u << 1});
 }
 
 }  // namespace onnxforge::rt

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "runtime/ops/common.h"
+#include "simd/resample.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -17,6 +18,7 @@ struct Options {
   std::string_view mode = "nearest", ctm = "half_pixel", nearest = "round_prefer_floor";
   double cubic_a = -0.75, extrapolation = 0;
   bool exclude_outside = false;
+  bool antialias = false;  // opset 18: linear/cubic downsampling widens the kernel by 1/scale
 };
 
 // `out_len` is the resized length before flooring (in * scale), as the spec's reference uses.
@@ -43,8 +45,40 @@ double source_coord(const Options& o, double x, double scale, int64_t in, int64_
   fail("unsupported coordinate_transformation_mode '", o.ctm, "'");
 }
 
-std::vector<Tap> taps(const Options& o, double x, int64_t in, bool outside) {
+// Antialiased linear/cubic taps at scale < 1 (the ONNX reference's _linear_coeffs_antialias and
+// _cubic_coeffs_antialias): the kernel stretched by 1/scale over 2 - 2 * start taps around x,
+// normalized to sum 1; sources beyond the edges read the edge (or, with exclude_outside, drop).
+std::vector<Tap> antialias_taps(const Options& o, double x, int64_t in, double scale) {
+  const bool cubic = o.mode == "cubic";
+  const double A = o.cubic_a;
+  auto kernel = [&](double d) {
+    d = std::fabs(d);
+    if (!cubic) return std::max(0.0, 1 - d);
+    if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+    if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+    return 0.0;
+  };
+  const int64_t start = static_cast<int64_t>(std::floor((cubic ? -2 : -1) / scale)) + 1;
+  const int64_t n = 2 - 2 * start;
+  const int64_t base = static_cast<int64_t>(std::ceil(x)) - 1;
+  const double ratio = x - static_cast<double>(base);
+  std::vector<Tap> out;
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t idx = base + start + j;
+    const double w = kernel((static_cast<double>(start + j) - ratio) * scale);
+    if (o.exclude_outside && (idx < 0 || idx >= in)) continue;
+    out.push_back({std::clamp<int64_t>(idx, 0, in - 1), w});
+    sum += w;
+  }
+  if (sum != 0)
+    for (auto& tp : out) tp.weight /= sum;
+  return out;
+}
+
+std::vector<Tap> taps(const Options& o, double x, int64_t in, bool outside, double scale) {
   if (outside) return {};
+  if (o.antialias && scale < 1 && o.mode != "nearest") return antialias_taps(o, x, in, scale);
   if (o.mode == "nearest") {
     double f = std::floor(x), frac = x - f;
     int64_t i;
@@ -85,6 +119,87 @@ std::vector<Tap> taps(const Options& o, double x, int64_t in, bool outside) {
   return out;
 }
 
+// The tables of one axis for simd::resize_*, padded to the axis's largest tap count with weight
+// 0; false if an output has no taps (tf_crop_and_resize outside the input: extrapolation).
+bool axis_table(const std::vector<std::vector<Tap>>& per_out, int64_t in, simd::ResizeAxis& a) {
+  a.in = in;
+  a.out = static_cast<int64_t>(per_out.size());
+  a.taps = 1;
+  for (const auto& t : per_out) {
+    if (t.empty()) return false;
+    a.taps = std::max(a.taps, t.size());
+  }
+  if (a.taps > 64) return false;
+  const size_t out = per_out.size();
+  a.index.assign(a.taps * out, 0);
+  a.weight.assign(a.taps * out, 0.f);
+  for (size_t i = 0; i < out; ++i)
+    for (size_t k = 0; k < a.taps; ++k) {
+      const bool real = k < per_out[i].size();
+      a.index[k * out + i] = static_cast<int32_t>(per_out[i][real ? k : 0].index);
+      a.weight[k * out + i] = real ? static_cast<float>(per_out[i][k].weight) : 0.f;
+    }
+  return true;
+}
+
+// Float (and float16, through float) inputs on the table-driven SIMD kernels: the last two axes
+// in one pass (simd::resize_2d: NCHW images), any other set of axes one axis at a time. False
+// (the caller runs the general loop) for extrapolated outputs and other element types.
+// Measured on PaddleOCR's detector head (6 Resizes, 640x640 input, 2 threads): 303 ms/run in the
+// general loop (a tap product and a double accumulation per element).
+bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys, const std::vector<std::vector<std::vector<Tap>>>& per_dim) {
+  if (x.dtype != DType::Float && x.dtype != DType::Float16) return false;
+  const size_t r = per_dim.size();
+  std::vector<simd::ResizeAxis> axes(r);
+  std::vector<size_t> active;
+  for (size_t d = 0; d < r; ++d) {
+    if (!axis_table(per_dim[d], x.shape[d], axes[d])) return false;
+    if (!axes[d].identity()) active.push_back(d);
+  }
+  if (x.shape.size() > 0 && x.numel() >= (int64_t{1} << 31)) return false;  // int32 tables
+  Tensor xf;
+  const float* px;
+  if (x.dtype == DType::Float) {
+    px = x.ptr<float>();
+  } else {
+    xf = Tensor::alloc(DType::Float, x.shape);
+    simd::half_to_float(x.ptr<uint16_t>(), xf.ptr<float>(), static_cast<size_t>(x.numel()));
+    px = xf.ptr<float>();
+  }
+  Tensor& y = c.output(0, x.dtype, ys);
+  Tensor yf;
+  float* py = x.dtype == DType::Float ? y.ptr<float>() : (yf = Tensor::alloc(DType::Float, ys)).ptr<float>();
+  const int64_t total = numel(ys);
+  if (active.empty()) {
+    if (total) std::memcpy(py, px, static_cast<size_t>(total) * sizeof(float));
+  } else if (r >= 2 && active.front() >= r - 2) {
+    size_t planes = 1;
+    for (size_t d = 0; d + 2 < r; ++d) planes *= static_cast<size_t>(x.shape[d]);
+    simd::resize_2d(planes, axes[r - 2], axes[r - 1], px, py);
+  } else {
+    // One axis at a time, innermost first when it upsamples (its gather then runs on the
+    // smaller tensor), last otherwise.
+    std::vector<size_t> order(active.begin(), active.end());
+    if (order.back() == r - 1 && axes[r - 1].out >= axes[r - 1].in)
+      std::rotate(order.begin(), order.end() - 1, order.end());
+    Shape cur(x.shape.begin(), x.shape.end());
+    Tensor bufs[2];
+    const float* src = px;
+    for (size_t step = 0; step < order.size(); ++step) {
+      const size_t d = order[step];
+      size_t outer = 1, inner = 1;
+      for (size_t e = 0; e < d; ++e) outer *= static_cast<size_t>(cur[e]);
+      for (size_t e = d + 1; e < r; ++e) inner *= static_cast<size_t>(cur[e]);
+      cur[d] = ys[d];
+      float* dst = step + 1 == order.size() ? py : (bufs[step % 2] = Tensor::alloc(DType::Float, cur)).ptr<float>();
+      simd::resize_axis(outer, axes[d], inner, src, dst);
+      src = dst;
+    }
+  }
+  if (x.dtype == DType::Float16) simd::float_to_half(py, y.ptr<uint16_t>(), static_cast<size_t>(total));
+  return true;
+}
+
 void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::vector<int64_t> sizes,
                 std::vector<double> roi, const Options& o, bool keep_scales = false) {
   const int64_t r = x.rank();
@@ -113,9 +228,10 @@ void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::
       bool outside;
       const double out_len = sizes.empty() ? static_cast<double>(x.shape[d]) * scales[d] : static_cast<double>(ys[d]);
       double src = source_coord(o, static_cast<double>(i), scales[d], x.shape[d], ys[d], out_len, rs, re, &outside);
-      per_dim[d][static_cast<size_t>(i)] = taps(o, src, x.shape[d], outside);
+      per_dim[d][static_cast<size_t>(i)] = taps(o, src, x.shape[d], outside, scales[d]);
     }
   }
+  if (resize_fast(c, x, ys, per_dim)) return;
   Tensor& y = c.output(0, x.dtype, ys);
   auto xs = contiguous_strides(x.shape);
   std::vector<int64_t> idx(static_cast<size_t>(r), 0);
@@ -169,6 +285,7 @@ void resize(OpContext& c) {
   o.cubic_a = c.attr_f("cubic_coeff_a", -0.75f);
   o.exclude_outside = c.attr_i("exclude_outside", 0);
   o.extrapolation = c.attr_f("extrapolation_value", 0.f);
+  o.antialias = c.attr_i("antialias", 0) != 0;
   if (c.opset < 11) o.nearest = "floor";  // Resize-10 used floor like Upsample
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;

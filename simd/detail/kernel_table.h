@@ -112,6 +112,16 @@ struct KernelTable {
   // y[j * ldy + i] = x[i * ldx + j] for i < rows, j < cols (a tile of a layout conversion).
   void (*transpose_tile)(const float* x, std::size_t ldx, float* y, std::size_t ldy, std::size_t rows,
                          std::size_t cols) = nullptr;
+
+  // Resampling (kernels/resample.inl): y[i] = sum_k w[k] * rows[k][i]; y[i] = sum_k
+  // w[k * stride + i] * x[index[k * stride + i]]; float16 <-> float32 (round to nearest even) and
+  // y = float(half(x)).
+  void (*blend_rows)(const float* const* rows, const float* w, std::size_t taps, float* y, std::size_t n) = nullptr;
+  void (*gather_row)(const float* x, const std::int32_t* index, const float* w, std::size_t taps, std::size_t stride,
+                     float* y, std::size_t n) = nullptr;
+  void (*half_to_float)(const std::uint16_t* x, float* y, std::size_t n) = nullptr;
+  void (*float_to_half)(const float* x, std::uint16_t* y, std::size_t n) = nullptr;
+  void (*round_to_half)(const float* x, float* y, std::size_t n) = nullptr;
 };
 
 // The drivers' activation of whole tile rows (act_in_registers): rows [r0, r0 + rows) of C,
@@ -132,6 +142,7 @@ const KernelTable& table_for(Isa isa) noexcept;
   void install_rows(KernelTable& t);             \
   void install_depthwise(KernelTable& t);        \
   void install_pool(KernelTable& t);             \
+  void install_resample(KernelTable& t);         \
   }
 ONNXFORGE_SIMD_DECLARE_INSTALLERS(sse)
 ONNXFORGE_SIMD_DECLARE_INSTALLERS(avx2)

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "io/mapped_file.h"
+#include "io/model_io.h"
+#include "io/units.h"
 #include "ir/uses.h"
 
 namespace onnxforge {
@@ -60,6 +62,45 @@ void relevance(const Model& m, ModelSummary& s) {
 
 }  // namespace
 
+namespace {
+std::vector<PortSummary> ports(const Graph& g, bool inputs) {
+  std::vector<PortSummary> out;
+  for (ValueId v : inputs ? g.graph_inputs() : g.graph_outputs()) {
+    if (inputs && g.is_initializer(v)) continue;
+    PortSummary p;
+    p.name = std::string(str(g.value_name(v)));
+    p.dtype = g.has_type(v) && g.type_raw(v).empty() ? std::string(dtype_name(g.dtype(v)))
+              : g.type_raw(v).empty()               ? "?"
+                                                    : "(non-tensor type)";
+    p.known_rank = g.has_shape(v);
+    for (const Dim& d : g.shape(v))
+      p.shape.push_back(d.known() ? std::to_string(d.value) : d.param.empty() ? "?" : std::string(str(d.param)));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+nlohmann::json ports_json(const std::vector<PortSummary>& ps) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const PortSummary& p : ps) {
+    nlohmann::json shape = nlohmann::json::array();
+    for (const std::string& d : p.shape) {
+      if (!d.empty() && std::all_of(d.begin(), d.end(), ::isdigit)) shape.push_back(std::stoll(d));
+      else shape.push_back(d == "?" ? nlohmann::json() : nlohmann::json(d));
+    }
+    a.push_back({{"name", p.name}, {"dtype", p.dtype}, {"shape", p.known_rank ? shape : nlohmann::json()}});
+  }
+  return a;
+}
+
+std::string shape_text(const PortSummary& p) {
+  if (!p.known_rank) return "(shape unknown)";
+  std::string s = "[";
+  for (size_t i = 0; i < p.shape.size(); ++i) s += (i ? ", " : "") + p.shape[i];
+  return s + "]";
+}
+}  // namespace
+
 ModelSummary summarize(const Model& m) {
   ModelSummary s;
   s.ir_version = m.ir_version;
@@ -93,6 +134,9 @@ ModelSummary summarize(const Model& m) {
   std::stable_sort(s.ops.begin(), s.ops.end(), [](auto& a, auto& b) { return a.count > b.count; });
   for (auto& [f, bytes] : external) s.external_files.emplace_back(f, bytes);
   relevance(m, s);
+  s.graph_inputs = ports(m.main(), true);
+  s.graph_outputs = ports(m.main(), false);
+  s.topologically_sorted = nodes_topologically_sorted(m);
   return s;
 }
 
@@ -120,21 +164,12 @@ nlohmann::json ModelSummary::to_json() const {
   for (auto& o : ops) j["ops"][o.op] = o.count;
   j["pass_relevance"] = nlohmann::json::object();
   for (auto& [k, v] : relevance) j["pass_relevance"][k] = v;
+  j["graph_inputs"] = ports_json(graph_inputs);
+  j["graph_outputs"] = ports_json(graph_outputs);
+  j["topologically_sorted"] = topologically_sorted;
   return j;
 }
 
-namespace {
-std::string human_bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) { v /= 1024; ++u; }
-  std::ostringstream os;
-  os.precision(u ? 1 : 0);
-  os << std::fixed << v << " " << units[u];
-  return os.str();
-}
-}  // namespace
 
 std::string format_summary(const ModelSummary& s, bool color) {
   std::ostringstream os;
@@ -171,6 +206,17 @@ std::string format_summary(const ModelSummary& s, bool color) {
   }
   os << "\n" << bold << "pass relevance" << reset << "\n";
   for (auto& [k, v] : s.relevance) os << "  " << k << std::string(k.size() < 24 ? 24 - k.size() : 1, ' ') << v << "\n";
+  size_t w = 4;
+  for (const auto* list : {&s.graph_inputs, &s.graph_outputs})
+    for (const PortSummary& p : *list) w = std::max(w, p.name.size());
+  for (const auto& [title, list] : {std::pair{"inputs", &s.graph_inputs}, std::pair{"outputs", &s.graph_outputs}}) {
+    os << "\n" << bold << title << reset << "\n";
+    for (const PortSummary& p : *list)
+      os << "  " << p.name << std::string(w - p.name.size() + 2, ' ') << p.dtype
+         << std::string(p.dtype.size() < 9 ? 9 - p.dtype.size() : 1, ' ') << shape_text(p) << "\n";
+  }
+  if (!s.topologically_sorted)
+    os << "\nnote: the nodes are not topologically sorted (ONNX requires it; `optimize` sorts them)\n";
   return os.str();
 }
 

@@ -12,6 +12,13 @@ struct OpCount {
   uint64_t count = 0;
 };
 
+// A graph input (initializers excluded) or output with its declared type and shape.
+struct PortSummary {
+  std::string name, dtype;         // dtype "?" when undeclared, "(non-tensor type)" for sequences/maps
+  std::vector<std::string> shape;  // "128", "batch", "?"
+  bool known_rank = false;         // false: no shape declared (shape is empty)
+};
+
 struct ModelSummary {
   int64_t ir_version = 0;
   std::vector<std::pair<std::string, int64_t>> opsets;
@@ -28,6 +35,8 @@ struct ModelSummary {
   std::vector<std::pair<std::string, uint64_t>> external_files;  // file -> bytes referenced
   std::vector<OpCount> ops;                                        // descending count
   std::vector<std::pair<std::string, std::string>> relevance;     // pass family -> finding
+  std::vector<PortSummary> graph_inputs, graph_outputs;            // main graph
+  bool topologically_sorted = true;  // the file's node order (ONNX requires it; `optimize` sorts)
   nlohmann::json to_json() const;
 };
 

@@ -43,6 +43,8 @@ void matmul_typed(OpCtx& c, DType t, size_t ia, size_t ib, bool ta = false, bool
 void matmul(OpCtx& c) { matmul_typed(c, c.in(0).dtype, 0, 1); }
 void matmul_integer(OpCtx& c) { matmul_typed(c, DType::Int32, 0, 1); }
 void qlinear_matmul(OpCtx& c) { matmul_typed(c, c.in(7).dtype, 0, 3); }
+// com.microsoft MatMulIntegerToFloat(A, B, ...) and DynamicQuantizeMatMul(A, B, ...): float32.
+void matmul_to_float(OpCtx& c) { matmul_typed(c, DType::Float, 0, 1); }
 void fused_matmul(OpCtx& c) {
   matmul_typed(c, c.in(0).dtype, 0, 1, c.attr_int("transA", 0) != 0, c.attr_int("transB", 0) != 0);
 }
@@ -133,6 +135,8 @@ void register_linalg(const Registrar& reg) {
   reg("MatMulInteger", matmul_integer);
   reg("QLinearMatMul", qlinear_matmul);
   reg("com.microsoft::FusedMatMul", fused_matmul);
+  reg("com.microsoft::MatMulIntegerToFloat", matmul_to_float);
+  reg("com.microsoft::DynamicQuantizeMatMul", matmul_to_float);
   reg("Gemm", gemm);
   reg("Einsum", einsum);
 }

@@ -39,7 +39,15 @@ struct OptimizeSettings {
   std::optional<uint64_t> fold_size;      // default: the passes' own (1 MiB)
   bool verify = true;
   int seeds = 3;
+  // Seconds verification may take (0: no limit): fewer seeds to fit, never below 1 (a note in
+  // outcome.notes). When even one seed does not fit, outcome.over_budget is set and, unless
+  // continue_over_budget, nothing else runs (the caller refuses to write an unverified model).
+  double verify_budget = 0;
+  bool continue_over_budget = false;
   std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
+  // Deployment target (passes/targets.h): generic (every op, the model's opset), ort, tensorrt,
+  // tflite. Fusions into ops the target lacks do not run; ops it lacks are decomposed.
+  std::string target = "generic";
   Progress progress;                      // short status lines; null = silent
 };
 
@@ -50,10 +58,15 @@ struct OptimizeOutcome {
   passes::VerifyResult verification;
   int seeds = 0;
   std::string breaking_pass;     // when verification failed: the first pass that breaks the model alone
-  // What `optimize --json` prints: stats_json + "input", "verification", "breaking_pass" and
-  // "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
+  bool over_budget = false;      // one seed does not fit settings.verify_budget: not verified
+  std::vector<std::string> notes;  // what the verification budget did
+  // Without target_opset: what an upgrade would unlock for the target, one line ("25
+  // LayerNormalization and 12 Gelu blocks can be fused with --target-opset 20"), or empty.
+  std::string hint;
+  // What `optimize --json` prints: stats_json + "input", "target", "hint", "verification",
+  // "breaking_pass" and "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
   nlohmann::json report;
-  bool ok() const { return !verified || verification.ok; }
+  bool ok() const { return !over_budget && (!verified || verification.ok); }
 };
 
 // Symbolic dims and input shapes are checked against the model (io/input_dims.h: a dim no input

@@ -93,6 +93,8 @@ OptimizeResult optimize(const LoadedModel& model, const OptimizeOptions& options
   s.fold_size = options.fold_size;
   s.verify = options.verify;
   s.seeds = options.seeds;
+  s.target_opset = options.target_opset;
+  s.target = options.target;
   s.progress = options.progress;
   api::OptimizeOutcome o = with_threads(options.threads, [&] { return api::optimize(in.path, s); });
   o.report["input"] = model.source();
@@ -116,6 +118,7 @@ OptimizeResult optimize(const LoadedModel& model, const OptimizeOptions& options
   r.max_diff = o.verification.max_diff;
   r.seeds = o.seeds;
   r.breaking_pass = o.breaking_pass;
+  r.hint = o.hint;
   if (!o.ok()) r.failure = api::verification_failure_text(o);
   r.json = o.report.dump(2);
   // The optimized model still reads weights from the input's mapping, which `in` keeps alive

@@ -1,6 +1,7 @@
 // onnxforge optimize IN [-o] OUT [--passes a,b] [--skip c] [--list-passes] [--fold-size 1M]
 //                   [--dim name=N]... [--input-shape NAME:D0,D1...]... [--report FILE.json]
-//                   [--verify-seeds N] [--no-verify] [--overwrite] [--write-unverified]
+//                   [--verify-seeds N] [--verify-budget S] [--no-verify] [--overwrite] [--write-unverified]
+//                   [--target-opset N] [--target generic|ort|tensorrt|tflite]
 // Runs the pass pipeline to a fixed point, verifies the result against the original through the
 // runtime (unless --no-verify) and writes it. A model that fails verification is not written and
 // the first pass that broke it is named.
@@ -30,7 +31,9 @@ struct Options {
   bool list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
        strip_hierarchy = false;
   int seeds = 3, threads = 0;
+  double verify_budget = 0;
   int64_t target_opset = 0;
+  std::string target = "generic";
 };
 
 int list_passes(bool json) {
@@ -72,7 +75,10 @@ int run(const Options& o) {
   if (!o.fold_size.empty()) settings.fold_size = *parse_bytes(o.fold_size);
   settings.verify = !o.no_verify;
   settings.seeds = o.seeds;
+  settings.verify_budget = o.verify_budget;
+  settings.continue_over_budget = write_unverified;
   if (o.target_opset) settings.target_opset = o.target_opset;
+  settings.target = o.target;
   if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
   api::OptimizeOutcome r;
   try {
@@ -82,7 +88,17 @@ int run(const Options& o) {
     throw;
   }
   r.report["output"] = out;
-  if (!r.ok()) {
+  if (tty && !r.notes.empty()) std::cerr << "\r\033[K";
+  for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
+  if (r.over_budget) {
+    if (!write_unverified) {
+      if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+      std::cerr << "error: " << o.in << " cannot be verified within --verify-budget " << o.verify_budget
+                << " s; nothing was written: raise the budget, or pass --write-unverified to write it unverified\n";
+      return 1;
+    }
+    std::cerr << "--write-unverified: writing the model unverified (over --verify-budget)\n";
+  } else if (!r.ok()) {
     if (tty) std::cerr << "\n";
     if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
     std::cerr << "error: " << api::verification_failure_text(r) << "\n";
@@ -101,7 +117,7 @@ int run(const Options& o) {
   if (!o.report.empty()) write_text_file(o.report, report.dump(2) + "\n");
   if (o.json) {
     std::cout << report.dump(2) << "\n";
-    return r.ok() ? 0 : 1;  // written with --write-unverified, but the check said no
+    return r.ok() || r.over_budget ? 0 : 1;  // written with --write-unverified, but the check said no (over budget: unchecked)
   }
   const RunResult& s = r.run;
   const double passes_s = report["seconds"]["passes"].get<double>(), total_s = report["seconds"]["total"].get<double>();
@@ -125,10 +141,11 @@ int run(const Options& o) {
                 << p.rounds << " rounds, " << human_seconds(p.seconds()) << ")\n";
     }
   if (r.verified)
-    std::cout << "verified on " << o.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
+    std::cout << "verified on " << r.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
               << static_cast<int>(s.worst) << " tolerance)\n";
-  else std::cout << "not verified (--no-verify)\n";
-  return r.ok() ? 0 : 1;
+  else std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
+  if (!r.hint.empty()) std::cout << r.hint << "\n";
+  return r.ok() || r.over_budget ? 0 : 1;
 }
 
 Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and write it", [](CLI::App& app) {
@@ -143,6 +160,10 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   add_dim_options(app, o->dims, " (fixed in the output)");
   app.add_option("--report", o->report, "Write a JSON report to this file");
   app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)")->check(CLI::PositiveNumber);
+  app.add_option("--verify-budget", o->verify_budget,
+                 "Seconds verification may take: fewer seeds (never below 1) to fit, and a model whose one seed "
+                 "does not fit is reported (exit 1) instead of verified")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-verify", o->no_verify, "Skip verification");
   app.add_flag("--overwrite", o->overwrite, "Replace an existing output");
   app.add_flag("--write-unverified", o->write_unverified, "Write the model even if verification fails (still exit 1)");
@@ -153,6 +174,9 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_option("--target-opset", o->target_opset,
                  "Upgrade the default-domain opset to N first (7.." + std::to_string(kMaxRuntimeOpset) +
                      "; never a downgrade), adapting the ops whose signature changes");
+  app.add_option("--target", o->target,
+                 "Deployment target: generic (default: every op, the model's opset), ort, tensorrt, tflite; "
+                 "fusions into ops the target lacks do not run, and such ops are decomposed");
   return [o] { return run(*o); };
 }};
 

@@ -1,4 +1,4 @@
-// onnxforge verify A B [--seeds 20] [--atol] [--rtol] [--dim name=N] [--json]
+// onnxforge verify A B [--seeds 20] [--atol] [--rtol] [--dim name=N] [--verify-budget S] [--json]
 #include <iostream>
 
 #include "cli/command.h"
@@ -21,7 +21,15 @@ int run(Options o) {
   auto a = load_model(o.a);
   auto b = load_model(o.b);
   o.v.dims = resolve_dims(o.dims, {a.get(), b.get()});
+  const bool tty = stderr_is_tty();
+  if (tty) o.v.progress = [](const rt::VerifyProgress& p) { std::cerr << "\r\033[K" << p.line() << std::flush; };
   rt::VerifyReport r = rt::verify(*a, *b, o.v);
+  if (tty) std::cerr << "\r\033[K";
+  if (r.over_budget) {
+    if (o.json) std::cout << r.to_json().dump(2) << "\n";
+    std::cerr << "error: cannot be verified within --verify-budget " << o.v.budget_seconds << " s (one seed checked)\n";
+    return 1;
+  }
   if (o.json) std::cout << r.to_json().dump(2) << "\n";
   else std::cout << r.to_text();
   return r.pass ? 0 : 1;
@@ -37,6 +45,9 @@ Command reg{"verify", "Check that two models compute the same outputs on many se
   app.add_option("--rtol", o->v.rtol, "Relative tolerance")->capture_default_str();
   add_dim_options(app, o->dims);
   app.add_option("--parallel", o->v.parallel, "Seeds in flight (1 = one at a time)")->check(CLI::NonNegativeNumber);
+  app.add_option("--verify-budget", o->v.budget_seconds,
+                 "Seconds the check may take: fewer seeds to fit (never below 1); exit 1 if one seed does not fit")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--json", o->json, "Print JSON");
   return [o] { return run(*o); };
 }};

@@ -3,9 +3,12 @@
 // compare both on seeded inputs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "passes/verification.h"
+#include "runtime/inputs.h"
+#include "runtime/runtime.h"
 #include "optimize.h"
 
 namespace onnxforge::test {
@@ -24,6 +27,30 @@ inline std::unique_ptr<Model> optimize_and_check(const MakeModel& make, std::vec
     EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
   }
   return model;
+}
+
+// Runs both models on the same seeded inputs with the runtime's plan fusions of decomposed
+// patterns off on `a` (and on `b` too unless fuse_b): the fusion/decomposition under test is
+// compared against the graph op by op, never through a matcher of its own kind. Returns the
+// largest difference and whether every element is within the class-1 tolerance.
+inline std::pair<double, bool> class1_diff(const Model& a_model, const Model& b_model, uint64_t seed, bool fuse_b) {
+  rt::SessionOptions plain = rt::comparison_options();
+  plain.fuse_activations = false;
+  rt::Session a(a_model, plain), b(b_model, fuse_b ? rt::comparison_options() : plain);
+  auto inputs = rt::make_inputs(rt::plan_inputs(a_model.main(), a.input_values(), {}), seed);
+  auto ra = a.run(inputs), rb = b.run(inputs);
+  const passes::Tolerance tol = passes::tolerance_of(passes::AccuracyClass::FloatBounded);
+  double worst = 0;
+  bool ok = ra.size() == rb.size();
+  for (size_t i = 0; ok && i < ra.size(); ++i) {
+    ok = ra[i].shape == rb[i].shape;
+    for (int64_t j = 0; ok && j < ra[i].numel(); ++j) {
+      const double x = ra[i].get_f64(j), d = std::fabs(x - rb[i].get_f64(j));
+      worst = std::max(worst, d);
+      ok = d <= tol.abs + tol.rel * std::fabs(x);
+    }
+  }
+  return {worst, ok};
 }
 
 }  // namespace onnxforge::test

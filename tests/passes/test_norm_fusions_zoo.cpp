@@ -26,23 +26,7 @@ namespace {
 // no matcher at all decides how the original is computed) against the candidate as it would
 // run: max |a − b| over every output, and whether each element is within class 1.
 std::pair<double, bool> unfused_diff(const Model& original, const Model& candidate) {
-  rt::SessionOptions plain = rt::comparison_options();
-  plain.fuse_activations = false;
-  rt::Session a(original, plain), b(candidate, rt::comparison_options());
-  auto inputs = rt::make_inputs(rt::plan_inputs(original.main(), a.input_values(), {}), 7);
-  auto ra = a.run(inputs), rb = b.run(inputs);
-  const passes::Tolerance tol = passes::tolerance_of(passes::AccuracyClass::FloatBounded);
-  double worst = 0;
-  bool ok = ra.size() == rb.size();
-  for (size_t i = 0; ok && i < ra.size(); ++i) {
-    ok = ra[i].shape == rb[i].shape;
-    for (int64_t j = 0; ok && j < ra[i].numel(); ++j) {
-      const double x = ra[i].get_f64(j), d = std::fabs(x - rb[i].get_f64(j));
-      worst = std::max(worst, d);
-      ok = d <= tol.abs + tol.rel * std::fabs(x);
-    }
-  }
-  return {worst, ok};
+  return class1_diff(original, candidate, 7, /*fuse_b=*/true);
 }
 
 // ONNX Runtime 1.30 (the peer) runs the fused model and agrees with onnxforge's run of the

@@ -184,6 +184,20 @@ class Optimize(Temp):
         self.assertIn("Attention", [n.op_type for n in model.graph.node])  # the fusions the upgrade unlocks ran
         same_model(self, model, cli_out)
 
+    def test_target_as_the_cli_does(self):
+        cli_out = self.dir / "cli_trt.onnx"
+        want = cli_json("optimize", BERT, "-o", cli_out, "--target", "tensorrt")
+        model, got = onnxforge.optimize(BERT, target="tensorrt")
+        got = got.to_dict()
+        self.assertEqual(got["target"], want["target"])
+        self.assertEqual(got["hint"], want["hint"])
+        self.assertIn("--target-opset", got["hint"])  # BERT at opset 14: LayerNorm/Gelu would fuse after an upgrade
+        self.assertEqual(got["after"], want["after"])
+        with self.assertRaisesRegex(onnxforge.Error, "above what target 'tflite' accepts"):
+            onnxforge.optimize(BERT, target="tflite", target_opset=23)
+        with self.assertRaisesRegex(onnxforge.Error, "unknown target"):
+            onnxforge.optimize(BERT, target="coreml")
+
     def test_target_opset_never_downgrades(self):
         with self.assertRaisesRegex(onnxforge.Error, "downgrade"):
             onnxforge.optimize(BERT, target_opset=11)

@@ -61,6 +61,15 @@ int main(int argc, char** argv) {
     onnxforge::OptimizeResult again = onnxforge::optimize(from_bytes, only);
     CHECK(again.report.nodes_after == again.report.nodes_before);
 
+    // The opset upgrade (bert_small is exported at opset 14): the fusions it unlocks fuse more.
+    onnxforge::OptimizeOptions upgrade;
+    upgrade.target_opset = 24;
+    upgrade.seeds = 1;
+    onnxforge::OptimizeResult up = onnxforge::optimize(model, upgrade);
+    CHECK(up.report.verification_passed);
+    CHECK(up.report.json.find("\"upgrade\"") != std::string::npos);
+    CHECK(up.report.nodes_after <= r.report.nodes_after);
+
     // Bad input is an onnxforge::Error naming the problem.
     bool threw = false;
     try {

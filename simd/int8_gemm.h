@@ -1,0 +1,74 @@
+#pragma once
+// Integer GEMM for the quantized ops (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv):
+//
+//   C[m, n] = sum_k (A[m, k] - za) * (B[k, n] - zb[n])      (int32, wrapping like the spec's int32)
+//
+// A and B are 8-bit, each signed or unsigned; zb is one value (per tensor) or N values (per
+// column: per output channel of a weight). The kernels multiply an unsigned A' by a signed B'
+// and fold the rest into zero points (the usual offset tricks): a signed A is A' = A ^ 0x80 =
+// A + 128 with za' = za + 128, an unsigned B is B' = B ^ 0x80 = B - 128 with zb' = zb - 128. Then
+//   C = sum A'B' - zb'[n] * rowsum(A')[m] - za' * colsum(B')[n] + K * za' * zb'[n]
+// computed modulo 2^32, which is exact whenever the true result fits int32 (the spec's output
+// type; ONNX Runtime wraps the same way).
+//
+// Kernels, by active ISA level (simd/isa.h):
+//   avx512 with AVX512-VNNI: vpdpbusd (u8 x s8, four products into int32 without intermediate
+//     rounding or saturation: exact), 8 x 32 tiles.
+//   avx2 (and avx512 without VNNI): not vpmaddubsw: its u8 x s8 pair sums saturate at int16
+//     (255 * 127 * 2 = 64770 > 32767), so results would depend on the data. Instead A' and B'
+//     are widened to int16 at packing time and vpmaddwd sums pairs into int32 (|pair| <= 2 *
+//     255 * 128 = 65280: exact), 6 x 16 tiles. Half vpmaddubsw's rate, but never wrong.
+//   sse: the same arithmetic in scalar C++ on the VNNI layout.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "simd/isa.h"
+
+namespace onnxforge::simd {
+
+enum class Int8Kernel : std::uint8_t { Scalar, Avx2, Vnni };
+
+// Kernel the active ISA level uses, and its name ("scalar", "avx2-vpmaddwd", "avx512-vnni").
+Int8Kernel active_int8_kernel() noexcept;
+const char* int8_kernel_name(Int8Kernel k) noexcept;
+// Whether the CPU has AVX512-VNNI (and the level allows it).
+bool cpu_has_vnni() noexcept;
+
+// op(B) (K x N) packed once for the kernel active when packing (constant weights: per plan).
+class PackedB8 {
+ public:
+  PackedB8() = default;
+  std::size_t k() const { return k_; }
+  std::size_t n() const { return n_; }
+  Int8Kernel kernel() const { return kernel_; }
+  std::size_t bytes() const { return bytes_; }
+  bool empty() const { return data_ == nullptr; }
+
+ private:
+  friend PackedB8 pack_b8(bool, std::size_t, std::size_t, const void*, std::size_t, bool, const std::int32_t*,
+                          std::size_t);
+  friend struct Int8Access;
+  std::shared_ptr<std::uint8_t[]> data_;  // panels, then colsum[n_pad] and zb'[n_pad] (int32)
+  std::size_t k_ = 0, n_ = 0, kg_ = 0, nr_ = 0, n_pad_ = 0, bytes_ = 0;
+  bool zb_zero_ = true;  // every zb' is 0 (signed B with zero point 0: the rowsum term drops)
+  Int8Kernel kernel_ = Int8Kernel::Scalar;
+};
+
+// B element (k, n) is B[n * ldb + k] with trans_b, else B[k * ldb + n]; int8 when b_signed,
+// else uint8. zb: nullptr (0), zb_count == 1 (per tensor) or N (per column), in B's type range.
+PackedB8 pack_b8(bool trans_b, std::size_t K, std::size_t N, const void* B, std::size_t ldb, bool b_signed,
+                 const std::int32_t* zb, std::size_t zb_count);
+
+// C (M x N, row stride ldc) = sum_k (A[m, k] - za) * (B[k, n] - zb[n]) with op(B) packed; A is
+// row-major (row stride lda), int8 when a_signed else uint8. parallel: split over threads
+// (simd/parallel.h); false when the caller already runs in parallel (conv chunks).
+void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
+           std::int32_t* C, std::size_t ldc, bool parallel = true);
+
+// Scalar int64 reference of the same product (tests, and the spec's meaning), truncated to int32.
+void gemm8_reference(std::size_t M, std::size_t N, std::size_t K, const void* A, std::size_t lda, bool a_signed,
+                     std::int32_t za, bool trans_b, const void* B, std::size_t ldb, bool b_signed,
+                     const std::int32_t* zb, std::size_t zb_count, std::int32_t* C, std::size_t ldc);
+
+}  // namespace onnxforge::simd

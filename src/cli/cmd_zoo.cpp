@@ -1,0 +1,108 @@
+// onnxforge zoo run INPUT... -o OUTDIR [--jobs N] [--threads T] [--timeout S] [--max-rss MB]
+//                  [--resume] [--shard I/N|auto] [--keep-models] [optimize options]
+// onnxforge zoo report OUTDIR [--baseline OLD] [--json] [--max-slowdown 0.10]
+//
+// Batch runs over model zoos (issue 15). Every model runs in child processes of this binary, so a
+// crash, an OOM or a timeout costs that model only; the work is in src/zoo.
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/command.h"
+#include "ir/error.h"
+#include "zoo/zoo.h"
+
+namespace onnxforge::cli {
+namespace {
+
+std::filesystem::path self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("zoo: cannot find this program's path (/proc/self/exe): ", ec.message());
+  return p;
+}
+
+// `--passes none`: every pass skipped (the baseline gate's "a run that does less"); the pass
+// names come from the binary the children run, so they always match it.
+std::vector<std::string> all_pass_names(const std::filesystem::path& exe) {
+  std::string cmd = "'" + exe.string() + "' optimize --list-passes --json";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) fail("zoo: cannot run '", cmd, "'");
+  std::string text;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;) text.append(buf.data(), n);
+  if (::pclose(f) != 0) fail("zoo: '", cmd, "' failed");
+  std::vector<std::string> names;
+  for (const auto& p : nlohmann::json::parse(text)) names.push_back(p["name"].get<std::string>());
+  return names;
+}
+
+Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and report on it", [](CLI::App& app) {
+  app.require_subcommand(0, 1);
+  auto r = std::make_shared<zoo::RunOptions>();
+  auto no_attr = std::make_shared<bool>(false), no_bench = std::make_shared<bool>(false);
+  auto outdir = std::make_shared<std::string>();
+  CLI::App* run = app.add_subcommand("run", "Inspect, audit, optimize+verify, attribute and bench every model");
+  run->add_option("inputs", r->inputs, "Folders (searched for .onnx), models, or manifests (text or JSON)");
+  run->add_option("-o,--output", *outdir, "Folder for the results (one JSON per model under results/)");
+  run->add_option("--jobs,-j", r->jobs, "Models side by side (cores are split between them)")->capture_default_str();
+  run->add_option("--threads", r->threads, "Threads per model (default: cores / jobs)");
+  run->add_option("--timeout", r->timeout, "Seconds per model before its process group is killed (default: none)");
+  run->add_option("--max-rss", r->max_rss_mb, "MB of resident memory per step before it is killed (default: none)");
+  run->add_flag("--resume", r->resume, "Skip models whose result exists for the same file and options");
+  run->add_flag("--retry-failed", r->retry_failed, "With --resume: redo models whose earlier result failed");
+  run->add_option("--shard", r->shard, "I/N: this task's share of the models; auto: from Slurm/Kubernetes array variables");
+  run->add_option("--shard-count", r->shard_count, "N for --shard auto with JOB_COMPLETION_INDEX (else ONNXFORGE_SHARD_COUNT)");
+  run->add_option("--set", r->set, "JSON manifests: only models whose \"sets\" contain this (zoo.json: small)");
+  run->add_flag("--keep-models", r->keep_models, "Keep the optimized models under OUTDIR/models/");
+  run->add_option("--passes", r->passes, "Run only these passes (comma-separated; none: no pass)")->delimiter(',');
+  run->add_option("--skip", r->skip, "Do not run these passes (comma-separated)")->delimiter(',');
+  run->add_option("--target-opset", r->target_opset, "Upgrade the default-domain opset to N first");
+  run->add_option("--verify-seeds", r->seeds, "Seeds for verification")->capture_default_str();
+  run->add_option("--dim", r->dims, "Fix a symbolic dimension for every model: name=N (a manifest's dims win)");
+  run->add_option("--bench-time", r->bench_min_time, "Seconds of timed runs per model in bench")->capture_default_str();
+  run->add_option("--bench-iters", r->bench_iters, "Timed runs per model in bench instead of --bench-time");
+  run->add_flag("--no-attribute", *no_attr, "Skip the per-pass attribution");
+  run->add_flag("--no-bench", *no_bench, "Skip the latency measurement");
+
+  auto rep = std::make_shared<zoo::ReportOptions>();
+  auto rep_dir = std::make_shared<std::string>(), base = std::make_shared<std::string>();
+  CLI::App* report = app.add_subcommand("report", "Merge a run into summary.json, summary.md and report.html; gate on a baseline");
+  report->add_option("outdir", *rep_dir, "The -o folder of `zoo run`");
+  report->add_option("--baseline", *base, "An earlier run (its OUTDIR or summary.json): exit 1 on a regression");
+  report->add_flag("--json", rep->json, "Print summary.json instead of the table");
+  report->add_option("--max-slowdown", rep->max_slowdown, "Allowed worsening of the after/before latency ratio")
+      ->capture_default_str();
+  report->add_option("--latency-stat", rep->latency_stat, "median, or min (fastest runs: steadier on a busy machine)")
+      ->capture_default_str();
+
+  return [=, &app]() -> int {
+    if (run->parsed()) {
+      if (r->inputs.empty() || outdir->empty()) fail("usage: onnxforge zoo run INPUT... -o OUTDIR (see --help)");
+      r->outdir = *outdir;
+      r->exe = self_exe();
+      r->attribute = !*no_attr;
+      r->bench = !*no_bench;
+      r->tty = stderr_is_tty();
+      if (r->passes.size() == 1 && r->passes[0] == "none") {
+        r->passes.clear();
+        r->skip = all_pass_names(r->exe);
+      }
+      return zoo::run(*r);
+    }
+    if (report->parsed()) {
+      if (rep_dir->empty()) fail("usage: onnxforge zoo report OUTDIR [--baseline OLD] [--json] [--max-slowdown F]");
+      if (rep->max_slowdown < 0) fail("--max-slowdown must be >= 0");
+      rep->outdir = *rep_dir;
+      if (!base->empty()) rep->baseline = *base;
+      return zoo::report(*rep);
+    }
+    std::cerr << app.help();
+    return 2;
+  };
+}};
+
+}  // namespace
+}  // namespace onnxforge::cli

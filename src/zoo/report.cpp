@@ -1,0 +1,484 @@
+// zoo report: merges OUTDIR/results/*.json into summary.json, summary.md and report.html, and
+// compares against a baseline run (the CI gate).
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "ir/error.h"
+#include "zoo/zoo.h"
+
+namespace onnxforge::zoo {
+
+int max_diff_class(double max_diff) {
+  if (!(max_diff > 0)) return -99;
+  return static_cast<int>(std::ceil(std::log10(max_diff) - 1e-12));
+}
+
+Fit least_squares(const std::vector<double>& x, const std::vector<double>& y) {
+  Fit f;
+  f.n = std::min(x.size(), y.size());
+  if (f.n < 2) return f;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < f.n; ++i) mx += x[i], my += y[i];
+  mx /= static_cast<double>(f.n);
+  my /= static_cast<double>(f.n);
+  double sxx = 0, syy = 0, sxy = 0;
+  for (size_t i = 0; i < f.n; ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (sxx > 0) {
+    f.slope = sxy / sxx;
+    f.intercept = my - f.slope * mx;
+  } else {
+    f.intercept = my;
+  }
+  f.r = sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+  return f;
+}
+
+std::string pass_kind(const std::string& pass) {
+  if (pass.starts_with("fuse_") || pass.starts_with("annotate_")) return "fusion";
+  if (pass.starts_with("eliminate_") || pass.starts_with("fold_") || pass.starts_with("simplify_")) return "elimination";
+  return "other";
+}
+
+namespace {
+
+nlohmann::json fit_json(const std::vector<double>& x, const std::vector<double>& y) {
+  Fit f = least_squares(x, y);
+  return {{"n", f.n}, {"slope", f.slope}, {"intercept", f.intercept}, {"r", f.r}};
+}
+
+double num(const nlohmann::json& j, const char* key, double dflt = 0) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : dflt;
+}
+
+std::string fmt(double v, int prec = 3) {
+  std::ostringstream os;
+  os << std::setprecision(prec) << v;
+  return os.str();
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  fs::path tmp = p.string() + ".tmp." + std::to_string(::getpid());  // two reports of one OUTDIR may overlap
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) fail("zoo report: cannot write '", tmp.string(), "'");
+  }
+  fs::rename(tmp, p);
+}
+
+}  // namespace
+
+nlohmann::json summarize(const fs::path& outdir) {
+  fs::path dir = outdir / "results";
+  if (!fs::is_directory(dir))
+    fail("zoo report: '", outdir.string(), "' has no results/ folder; is it the -o OUTDIR of a `zoo run`?");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  nlohmann::json models = nlohmann::json::array();
+  std::set<std::string> pass_names, machines;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_family;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_kind;
+  int ok = 0, failed = 0;
+  std::set<std::string> option_keys;
+  for (const fs::path& f : files) {
+    nlohmann::json r;
+    try {
+      r = nlohmann::json::parse(read_text(f));
+    } catch (const std::exception& e) {
+      fail("zoo report: '", f.string(), "' is not valid JSON (", e.what(), "); delete it and rerun `zoo run --resume`");
+    }
+    const nlohmann::json& s = r.contains("summary") ? r["summary"] : nlohmann::json::object();
+    nlohmann::json m = {{"id", r.value("id", f.stem().string())}, {"name", r.value("name", "")},
+                        {"rel", r.value("rel", "")},          {"status", r.value("status", "failed")},
+                        {"family", s.value("family", "unknown")}};
+    option_keys.insert(r.value("options_key", ""));
+    if (r.contains("machine")) {
+      const auto& mc = r["machine"];
+      machines.insert(mc.value("cpu", "?") + " | " + mc.value("isa", "?") + " | " + std::to_string(mc.value("threads", 0)) + " threads");
+      m["machine"] = mc;
+    }
+    for (const char* k : {"nodes_before", "nodes_after", "bytes_before", "bytes_after", "worst_accuracy_class",
+                          "max_diff", "max_diff_class", "verified", "latency_before_ms", "latency_after_ms",
+                          "latency_ratio", "latency_min_ratio", "optimize_seconds", "peak_rss_kb"})
+      if (s.contains(k)) m[k] = s[k];
+    if (m["status"] != "ok") {
+      ++failed;
+      m["error"] = r.value("error", "unknown error");
+      m["failure"] = r.value("failure", "error");
+      m["failed_step"] = r.value("failed_step", "");
+    } else {
+      ++ok;
+    }
+    double nb = num(s, "nodes_before"), na = num(s, "nodes_after", nb);
+    if (nb > 0 && s.contains("nodes_after")) m["node_reduction_pct"] = 100.0 * (nb - na) / nb;
+    if (s.contains("latency_ratio") && num(s, "latency_ratio") > 0) {
+      m["speedup"] = 1.0 / num(s, "latency_ratio");
+      m["latency_improvement_pct"] = 100.0 * (1.0 - num(s, "latency_ratio"));
+    }
+    // Attribution: cumulative (in pipeline order) and isolated (alone on the original) Δnodes.
+    if (r.contains("steps") && r["steps"].contains("attribute")) {
+      const auto& a = r["steps"]["attribute"]["models"][0];
+      nlohmann::json pa = nlohmann::json::object();
+      double elim = 0, fus = 0;
+      for (const auto& [p, v] : a["cumulative"].items()) {
+        pass_names.insert(p);
+        pa[p] = {{"cumulative_d_nodes", v.value("d_nodes", 0)}, {"cumulative_d_bytes", v.value("d_bytes", 0)},
+                 {"seconds", v.value("seconds", 0.0)}};
+        if (a.contains("isolated") && a["isolated"].contains(p)) {
+          pa[p]["isolated_d_nodes"] = a["isolated"][p].value("d_nodes", 0);
+          pa[p]["isolated_d_bytes"] = a["isolated"][p].value("d_bytes", 0);
+        }
+        std::string kind = pass_kind(p);
+        if (kind == "elimination") elim -= v.value("d_nodes", 0);
+        if (kind == "fusion") fus -= v.value("d_nodes", 0);
+      }
+      m["passes"] = pa;
+      if (nb > 0) {
+        m["elimination_reduction_pct"] = 100.0 * elim / nb;
+        m["fusion_reduction_pct"] = 100.0 * fus / nb;
+      }
+    }
+    if (m["status"] == "ok" && m.contains("node_reduction_pct") && m.contains("latency_improvement_pct")) {
+      auto& fam = by_family[m["family"].get<std::string>()];
+      fam.first.push_back(m["node_reduction_pct"]);
+      fam.second.push_back(m["latency_improvement_pct"]);
+      auto& all = by_family["all"];
+      all.first.push_back(m["node_reduction_pct"]);
+      all.second.push_back(m["latency_improvement_pct"]);
+      for (const char* kind : {"elimination", "fusion"}) {
+        std::string key = std::string(kind) + "_reduction_pct";
+        if (m.contains(key)) {
+          by_kind[kind].first.push_back(m[key]);
+          by_kind[kind].second.push_back(m["latency_improvement_pct"]);
+        }
+      }
+    }
+    models.push_back(std::move(m));
+  }
+  std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
+  nlohmann::json fits = {{"family", nlohmann::json::object()}, {"pass_kind", nlohmann::json::object()}};
+  for (const auto& [fam, xy] : by_family) fits["family"][fam] = fit_json(xy.first, xy.second);
+  for (const auto& [kind, xy] : by_kind) fits["pass_kind"][kind] = fit_json(xy.first, xy.second);
+  nlohmann::json out = {{"format", 1},
+                        {"outdir", fs::absolute(outdir).string()},
+                        {"models", models},
+                        {"counts", {{"models", ok + failed}, {"ok", ok}, {"failed", failed}}},
+                        {"passes", pass_names},
+                        {"machines", machines},
+                        {"fits", fits}};
+  if (option_keys.size() > 1)
+    out["warnings"] = {"the results were made with " + std::to_string(option_keys.size()) +
+                       " different option sets (mixed runs in one OUTDIR)"};
+  return out;
+}
+
+nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, double max_slowdown,
+                           const std::string& latency_stat) {
+  const char* ratio = latency_stat == "min" ? "latency_min_ratio" : "latency_ratio";
+  std::map<std::string, const nlohmann::json*> cur;
+  for (const auto& m : now["models"]) cur[m["id"].get<std::string>()] = &m;
+  nlohmann::json out = nlohmann::json::array();
+  auto add = [&](const nlohmann::json& m, const std::string& what, const std::string& before, const std::string& after) {
+    out.push_back({{"id", m["id"]}, {"name", m.value("name", "")}, {"check", what}, {"baseline", before}, {"now", after}});
+  };
+  for (const auto& b : base["models"]) {
+    auto it = cur.find(b["id"].get<std::string>());
+    if (it == cur.end()) {
+      add(b, "missing", b.value("status", "?"), "not in this run");
+      continue;
+    }
+    const nlohmann::json& m = *it->second;
+    bool base_ok = b.value("status", "") == "ok";
+    if (m.value("status", "") != "ok") {
+      // A model that failed before and fails the same way is not new; anything else is.
+      if (base_ok || m.value("failure", "") != b.value("failure", ""))
+        add(m, m.value("failure", "") == "verification" ? "verification fails" : "fails",
+            base_ok ? "ok" : b.value("failure", "failed"), m.value("error", "failed"));
+      continue;
+    }
+    if (!base_ok) continue;  // fixed: not a regression
+    if (b.value("verified", false) && !m.value("verified", false)) add(m, "verification", "verified", "not verified");
+    if (m.contains("nodes_after") && b.contains("nodes_after") && m["nodes_after"].get<int64_t>() > b["nodes_after"].get<int64_t>())
+      add(m, "more nodes", std::to_string(b["nodes_after"].get<int64_t>()), std::to_string(m["nodes_after"].get<int64_t>()));
+    if (m.contains("max_diff_class") && b.contains("max_diff_class") &&
+        m["max_diff_class"].get<int>() > b["max_diff_class"].get<int>())
+      add(m, "larger max_diff class", fmt(num(b, "max_diff")), fmt(num(m, "max_diff")));
+    if (m.contains(ratio) && b.contains(ratio)) {
+      double rb = b[ratio], rn = m[ratio];
+      if (rn > rb * (1.0 + max_slowdown))
+        add(m, latency_stat == "min" ? "slower (after/before fastest run)" : "slower (after/before latency)", fmt(rb), fmt(rn) + " (+" + fmt(100.0 * (rn / rb - 1.0), 2) + "% > " + fmt(100.0 * max_slowdown, 2) + "%)");
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
+  std::ostringstream md;
+  const auto& c = s["counts"];
+  md << "# onnxforge zoo report\n\n" << c["models"] << " models: " << c["ok"] << " ok, " << c["failed"] << " failed.\n";
+  for (const auto& mc : s["machines"]) md << "Machine: " << mc.get<std::string>() << "\n";
+  md << "\n| model | family | nodes | Δnodes | max_diff | class | before ms | after ms | speed-up |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& m : s["models"]) {
+    if (m["status"] != "ok") continue;
+    md << "| " << m["name"].get<std::string>() << " | " << m["family"].get<std::string>() << " | "
+       << m.value("nodes_before", 0) << " → " << m.value("nodes_after", 0) << " | ";
+    if (m.contains("node_reduction_pct")) {
+      double pct = m["node_reduction_pct"].get<double>();
+      md << (pct > 0 ? "−" : pct < 0 ? "+" : "") << fmt(std::abs(pct), 3) << "%";
+    }
+    md << " | ";
+    md << (m.contains("max_diff") ? fmt(m["max_diff"].get<double>(), 2) : "") << " | " << m.value("worst_accuracy_class", 0) << " | ";
+    if (m.contains("latency_before_ms"))
+      md << fmt(m["latency_before_ms"].get<double>(), 4) << " | " << fmt(m["latency_after_ms"].get<double>(), 4) << " | "
+         << fmt(m["speedup"].get<double>(), 3) << "× |\n";
+    else md << " | | |\n";
+  }
+  bool any_fail = false;
+  for (const auto& m : s["models"])
+    if (m["status"] != "ok") {
+      if (!any_fail) md << "\n## Failures\n\n| model | step | kind | error |\n|---|---|---|---|\n";
+      any_fail = true;
+      std::string e = m.value("error", "");
+      std::replace(e.begin(), e.end(), '\n', ' ');
+      std::replace(e.begin(), e.end(), '|', '/');
+      if (e.size() > 300) e = e.substr(0, 300) + "...";
+      md << "| " << m["name"].get<std::string>() << " | " << m.value("failed_step", "") << " | " << m.value("failure", "")
+         << " | " << e << " |\n";
+    }
+  md << "\n## Node reduction vs latency improvement (least squares, Pearson r)\n\n| group | n | slope | r |\n|---|---:|---:|---:|\n";
+  for (const char* g : {"family", "pass_kind"})
+    for (const auto& [k, f] : s["fits"][g].items())
+      md << "| " << k << " | " << f["n"] << " | " << fmt(f["slope"].get<double>()) << " | " << fmt(f["r"].get<double>()) << " |\n";
+  if (regs) {
+    if (regs->empty()) md << "\n## Baseline gate\n\nNo regressions.\n";
+    else {
+      md << "\n## Regressions against the baseline\n\n| model | check | baseline | now |\n|---|---|---|---|\n";
+      for (const auto& r : *regs)
+        md << "| " << r["name"].get<std::string>() << " | " << r["check"].get<std::string>() << " | "
+           << r["baseline"].get<std::string>() << " | " << r["now"].get<std::string>() << " |\n";
+    }
+  }
+  return md.str();
+}
+
+// The page's own script: every chart from the inlined data; it records what it drew in
+// <body data-charts=... data-points=... data-errors=...> so a headless browser can check it.
+constexpr const char* kPageScript = R"js(
+(function () {
+  const errors = [];
+  window.addEventListener('error', e => { errors.push(String(e.message)); document.body.dataset.errors = errors.join(' | '); });
+  const S = JSON.parse(document.getElementById('zoo-data').textContent);
+  const ok = S.models.filter(m => m.status === 'ok');
+  const palette = ['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1','#ff9da7','#9c755f','#bab0ac'];
+  const families = [...new Set(ok.map(m => m.family))].sort();
+  const famColor = f => palette[families.indexOf(f) % palette.length];
+  const charts = [];
+  const el = id => document.getElementById(id);
+  function chart(id, cfg) { charts.push(new Chart(el(id), cfg)); }
+  Chart.defaults.animation = false;
+
+  // Passes x models heatmap: cumulative Δnodes (removed nodes positive), one rectangle per cell.
+  const passes = S.passes;
+  const withPasses = ok.filter(m => m.passes);
+  let maxRemoved = 1;
+  const cells = [];
+  withPasses.forEach((m, yi) => passes.forEach((p, xi) => {
+    const v = m.passes[p] ? -m.passes[p].cumulative_d_nodes : 0;
+    maxRemoved = Math.max(maxRemoved, Math.abs(v));
+    cells.push({x: xi, y: yi, v: v, iso: m.passes[p] ? -(m.passes[p].isolated_d_nodes || 0) : 0});
+  }));
+  el('heatmap').parentNode.style.height = Math.max(200, 22 * withPasses.length + 160) + 'px';
+  chart('heatmap', {type: 'scatter', data: {datasets: [{label: 'nodes removed (cumulative)', data: cells,
+      pointStyle: 'rect', radius: 9, hoverRadius: 10,
+      backgroundColor: cells.map(c => c.v === 0 ? '#f4f4f4' : c.v > 0 ? `rgba(33,102,172,${0.15 + 0.85 * c.v / maxRemoved})` : `rgba(178,24,43,${0.15 + 0.85 * -c.v / maxRemoved})`)}]},
+    options: {maintainAspectRatio: false, plugins: {legend: {display: false}, tooltip: {callbacks: {label: c =>
+        `${withPasses[c.raw.y].name} / ${passes[c.raw.x]}: ${c.raw.v} nodes removed (alone: ${c.raw.iso})`}}},
+      scales: {x: {type: 'linear', min: -0.5, max: passes.length - 0.5, ticks: {stepSize: 1, autoSkip: false, maxRotation: 60, minRotation: 60, callback: v => passes[v] || ''}},
+               y: {type: 'linear', reverse: true, min: -0.5, max: withPasses.length - 0.5, ticks: {stepSize: 1, autoSkip: false, callback: v => (withPasses[v] || {}).name || ''}}}}});
+
+  // Latency before/after (onnxforge runtime, same run, alternating).
+  const lat = ok.filter(m => m.latency_before_ms !== undefined);
+  el('latency').parentNode.style.height = Math.max(200, 24 * lat.length + 80) + 'px';
+  chart('latency', {type: 'bar', data: {labels: lat.map(m => m.name), datasets: [
+      {label: 'before (ms)', data: lat.map(m => m.latency_before_ms), backgroundColor: '#bab0ac'},
+      {label: 'after (ms)', data: lat.map(m => m.latency_after_ms), backgroundColor: '#4e79a7'}]},
+    options: {indexAxis: 'y', maintainAspectRatio: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'median ms (log)'}}}}});
+  const tb = el('latency-table');
+  lat.forEach(m => { const r = tb.insertRow(); [m.name, m.family, m.latency_before_ms.toFixed(3), m.latency_after_ms.toFixed(3), m.speedup.toFixed(3) + '×']
+      .forEach(t => { r.insertCell().textContent = t; }); });
+
+  // Node reduction % vs latency improvement %, by family, with each family's least-squares line.
+  const sets = [];
+  families.forEach(f => {
+    const pts = ok.filter(m => m.family === f && m.node_reduction_pct !== undefined && m.latency_improvement_pct !== undefined)
+                  .map(m => ({x: m.node_reduction_pct, y: m.latency_improvement_pct, name: m.name}));
+    const fit = S.fits.family[f];
+    sets.push({label: `${f} (r = ${fit ? fit.r.toFixed(2) : 'n/a'})`, data: pts, backgroundColor: famColor(f), borderColor: famColor(f)});
+    if (fit && fit.n >= 2 && pts.length) {
+      const xs = pts.map(p => p.x), lo = Math.min(...xs), hi = Math.max(...xs);
+      sets.push({label: `${f} fit`, type: 'line', data: [{x: lo, y: fit.intercept + fit.slope * lo}, {x: hi, y: fit.intercept + fit.slope * hi}],
+                 borderColor: famColor(f), borderDash: [6, 4], pointRadius: 0, fill: false});
+    }
+  });
+  chart('nodes-vs-latency', {type: 'scatter', data: {datasets: sets}, options: {
+    plugins: {tooltip: {callbacks: {label: c => c.raw.name ? `${c.raw.name}: ${c.raw.x.toFixed(1)}% nodes, ${c.raw.y.toFixed(1)}% latency` : ''}},
+              legend: {labels: {filter: i => !i.text.endsWith(' fit')}}},
+    scales: {x: {title: {display: true, text: 'node reduction %'}}, y: {title: {display: true, text: 'latency improvement %'}}}}});
+  const ft = el('fit-table');
+  for (const g of ['family', 'pass_kind']) for (const [k, f] of Object.entries(S.fits[g])) {
+    const r = ft.insertRow(); [g === 'family' ? k : k + ' passes', f.n, f.slope.toFixed(3), f.intercept.toFixed(2), f.r.toFixed(3)].forEach(t => { r.insertCell().textContent = t; });
+  }
+
+  // max_diff per model, coloured by the worst accuracy class of the passes that changed it.
+  const md = ok.filter(m => m.max_diff !== undefined);
+  const classColor = c => ['#59a14f', '#4e79a7', '#f28e2b', '#e15759'][Math.min(3, c || 0)];
+  const floor = 1e-12;
+  el('maxdiff').parentNode.style.height = Math.max(200, 22 * md.length + 80) + 'px';
+  chart('maxdiff', {type: 'bar', data: {labels: md.map(m => m.name), datasets: [{label: 'max_diff (exact 0 drawn at 1e-12)',
+      data: md.map(m => Math.max(floor, m.max_diff)), backgroundColor: md.map(m => classColor(m.worst_accuracy_class))}]},
+    options: {indexAxis: 'y', maintainAspectRatio: false, plugins: {tooltip: {callbacks: {label: c => `max_diff ${md[c.dataIndex].max_diff} (accuracy class ${md[c.dataIndex].worst_accuracy_class})`}}},
+      scales: {x: {type: 'logarithmic', min: floor}}}});
+
+  const fl = el('failures');
+  S.models.filter(m => m.status !== 'ok').forEach(m => { const r = fl.insertRow(); [m.name, m.failed_step || '', m.failure || '', m.error || '']
+      .forEach(t => { r.insertCell().textContent = t; }); });
+  if (S.regressions) {
+    const rg = el('regressions');
+    el('gate').hidden = false;
+    S.regressions.forEach(x => { const r = rg.insertRow(); [x.name, x.check, x.baseline, x.now].forEach(t => { r.insertCell().textContent = t; }); });
+    el('gate-verdict').textContent = S.regressions.length ? `${S.regressions.length} regression(s) against the baseline` : 'no regressions against the baseline';
+  }
+  document.body.dataset.charts = charts.length;
+  document.body.dataset.chartsWithData = charts.filter(c => c.data.datasets.some(d => d.data.length > 0)).length;
+  document.body.dataset.points = charts.reduce((n, c) => n + c.data.datasets.reduce((k, d) => k + d.data.length, 0), 0);
+  document.body.dataset.ready = 'yes';
+})();
+)js";
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else o += c;
+  }
+  return o;
+}
+
+std::string html(const nlohmann::json& data) {
+  // Inside <script>, "</" would end the element early.
+  std::string js = data.dump();
+  for (size_t p = 0; (p = js.find("</", p)) != std::string::npos; p += 3) js.replace(p, 2, "<\\/");
+  const auto& c = data["counts"];
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>onnxforge zoo report</title>\n"
+       "<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:1200px}h2{margin-top:2em}"
+       "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
+       ".box{position:relative;width:100%}</style>\n"
+       "<script>" << chartjs_source() << "</script>\n</head><body>\n"
+    << "<h1>onnxforge zoo report</h1>\n<p>" << c["models"] << " models: " << c["ok"] << " ok, " << c["failed"]
+    << " failed. Machine: ";
+  for (const auto& m : data["machines"]) h << html_escape(m.get<std::string>()) << "; ";
+  h << "</p>\n"
+       "<section id=\"gate\" hidden><h2>Baseline gate</h2><p id=\"gate-verdict\"></p><table id=\"regressions\">"
+       "<tr><th>model</th><th>check</th><th>baseline</th><th>now</th></tr></table></section>\n"
+       "<h2>Pass attribution (nodes removed per pass, cumulative in pipeline order)</h2>\n"
+       "<div class=\"box\"><canvas id=\"heatmap\"></canvas></div>\n"
+       "<h2>Latency before and after (onnxforge runtime)</h2>\n<div class=\"box\"><canvas id=\"latency\"></canvas></div>\n"
+       "<table id=\"latency-table\"><tr><th>model</th><th>family</th><th>before ms</th><th>after ms</th><th>speed-up</th></tr></table>\n"
+       "<h2>Does node reduction predict latency?</h2>\n<div class=\"box\"><canvas id=\"nodes-vs-latency\"></canvas></div>\n"
+       "<table id=\"fit-table\"><tr><th>group</th><th>n</th><th>slope</th><th>intercept</th><th>Pearson r</th></tr></table>\n"
+       "<h2>max_diff per model (colour: accuracy class)</h2>\n<div class=\"box\"><canvas id=\"maxdiff\"></canvas></div>\n"
+       "<h2>Failures</h2>\n<table id=\"failures\"><tr><th>model</th><th>step</th><th>kind</th><th>error</th></tr></table>\n"
+       "<script type=\"application/json\" id=\"zoo-data\">"
+    << js << "</script>\n<script>" << kPageScript << "</script>\n</body></html>\n";
+  return h.str();
+}
+
+// The report page needs only what it draws (the per-model result files hold everything).
+nlohmann::json page_data(const nlohmann::json& s, const nlohmann::json* regs) {
+  nlohmann::json d = {{"counts", s["counts"]}, {"passes", s["passes"]}, {"machines", s["machines"]}, {"fits", s["fits"]}};
+  d["models"] = nlohmann::json::array();
+  for (const auto& m : s["models"]) {
+    nlohmann::json x = m;
+    x.erase("machine");
+    x.erase("rel");
+    if (x.contains("passes"))
+      for (auto& [p, v] : x["passes"].items()) {
+        v.erase("seconds");
+        v.erase("cumulative_d_bytes");
+        v.erase("isolated_d_bytes");
+      }
+    d["models"].push_back(std::move(x));
+  }
+  if (regs) d["regressions"] = *regs;
+  return d;
+}
+
+}  // namespace
+
+int report(const ReportOptions& o) {
+  nlohmann::json s = summarize(o.outdir);
+  nlohmann::json regs;
+  const nlohmann::json* rp = nullptr;
+  if (o.baseline) {
+    fs::path b = *o.baseline;
+    nlohmann::json base;
+    if (fs::is_directory(b) && fs::exists(b / "results")) base = summarize(b);
+    else if (fs::is_directory(b) && fs::exists(b / "summary.json")) base = nlohmann::json::parse(read_text(b / "summary.json"));
+    else if (fs::is_regular_file(b)) {
+      try {
+        base = nlohmann::json::parse(read_text(b));
+      } catch (const std::exception& e) {
+        fail("zoo report: baseline '", b.string(), "' is not valid JSON: ", e.what());
+      }
+    } else {
+      fail("zoo report: baseline '", b.string(), "' is neither a zoo OUTDIR nor a summary.json");
+    }
+    if (!base.contains("models")) fail("zoo report: baseline '", b.string(), "' has no \"models\" (not a zoo summary)");
+    if (o.latency_stat != "median" && o.latency_stat != "min") fail("--latency-stat is median or min, got '", o.latency_stat, "'");
+    regs = regressions(s, base, o.max_slowdown, o.latency_stat);
+    s["latency_stat"] = o.latency_stat;
+    s["baseline"] = fs::absolute(b).string();
+    s["max_slowdown"] = o.max_slowdown;
+    s["regressions"] = regs;
+    rp = &regs;
+  }
+  write_text(o.outdir / "summary.json", s.dump(1) + "\n");
+  std::string md = markdown(s, rp);
+  write_text(o.outdir / "summary.md", md);
+  if (chartjs_source().empty())
+    std::cerr << "zoo report: this build has no Chart.js (apt-get install libjs-chart.js, then reconfigure): "
+                 "report.html not written\n";
+  else
+    write_text(o.outdir / "report.html", html(page_data(s, rp)));
+  if (o.json) std::cout << s.dump(2) << "\n";
+  else std::cout << md;
+  return rp && !regs.empty() ? 1 : 0;
+}
+
+}  // namespace onnxforge::zoo

@@ -1,0 +1,387 @@
+// The quantized ops (runtime/ops/quant.cpp) against int64/float references written from the ONNX
+// spec in this file: MatMulInteger and ConvInteger (every signedness, per-tensor and per-column
+// zero points, constant weights packed at plan time and weights given at run time, padding with
+// the input's zero point, strides, dilations, groups, 1-D convs), QLinearMatMul / QLinearConv
+// (requantization, bias, per-channel scales), DynamicQuantizeLinear (ties round half to even),
+// QuantizeLinear / DequantizeLinear (saturation, per axis, blocks). Each case runs at every ISA
+// level the CPU supports (each packs for its own int8 kernel).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "runtime/runtime.h"
+#include "simd/isa.h"
+#include "tests/common/graph_builder.h"
+#include "tests/runtime/tensors.h"
+
+using namespace onnxforge;
+using namespace onnxforge::test;
+using onnxforge::rt::Shape;
+
+namespace {
+
+std::mt19937 rng(42);
+
+// Random bytes of dtype t (int8 or uint8), as the raw byte vector.
+std::vector<uint8_t> random_bytes(size_t n) {
+  std::uniform_int_distribution<int> d(0, 255);
+  std::vector<uint8_t> v(n);
+  for (auto& x : v) x = static_cast<uint8_t>(d(rng));
+  return v;
+}
+int64_t val(const std::vector<uint8_t>& v, size_t i, DType t) {
+  return t == DType::Int8 ? static_cast<int8_t>(v[i]) : v[i];
+}
+// A zero point in t's range, stored as a byte.
+uint8_t random_zp(DType t) {
+  std::uniform_int_distribution<int> d(t == DType::Int8 ? -128 : 0, t == DType::Int8 ? 127 : 255);
+  return static_cast<uint8_t>(d(rng));
+}
+
+rt::Tensor bytes_tensor(DType t, std::vector<int64_t> shape, const std::vector<uint8_t>& v) {
+  return make<uint8_t>(t, std::move(shape), v);
+}
+
+// Runs `body` at every ISA level (restoring the level after).
+template <class F>
+void at_every_isa(F&& body) {
+  const simd::Isa saved = simd::active_isa_level();
+  for (simd::Isa isa : simd::available_isas()) {
+    ASSERT_TRUE(simd::set_isa(isa));
+    SCOPED_TRACE(simd::isa_name(isa));
+    body();
+  }
+  simd::set_isa(saved);
+}
+
+}  // namespace
+
+TEST(QuantOps, MatMulIntegerMatchesSpec) {
+  at_every_isa([] {
+    for (DType ta : {DType::Uint8, DType::Int8})
+      for (DType tb : {DType::Uint8, DType::Int8})
+        for (bool const_b : {true, false})
+          for (bool per_col : {false, true}) {
+            const int64_t B0 = 2, M = 5, K = 37, N = 19;
+            auto a = random_bytes(B0 * M * K), b = random_bytes(K * N);
+            std::vector<uint8_t> za{random_zp(ta)}, zb(per_col ? N : 1);
+            for (auto& z : zb) z = random_zp(tb);
+            GraphBuilder g(10);
+            ValueId A = g.input("a", {B0, M, K}, ta);
+            ValueId B = const_b ? g.init<uint8_t>("b", {K, N}, b, tb) : g.input("b", {K, N}, tb);
+            ValueId ZA = g.init<uint8_t>("za", {}, za, ta);
+            ValueId ZB = g.init<uint8_t>("zb", per_col ? std::vector<int64_t>{N} : std::vector<int64_t>{}, zb, tb);
+            g.outputs({g.node("MatMulInteger", {A, B, ZA, ZB})});
+            rt::Session s(g.model());
+            std::vector<rt::Tensor> in{bytes_tensor(ta, {B0, M, K}, a)};
+            if (!const_b) in.push_back(bytes_tensor(tb, {K, N}, b));
+            auto y = s.run(in)[0];
+            ASSERT_EQ(y.dtype, DType::Int32);
+            ASSERT_EQ(y.shape, (Shape{B0, M, N}));
+            for (int64_t r = 0; r < B0 * M; ++r)
+              for (int64_t n = 0; n < N; ++n) {
+                int64_t acc = 0;
+                for (int64_t k = 0; k < K; ++k)
+                  acc += (val(a, static_cast<size_t>(r * K + k), ta) - val(za, 0, ta)) *
+                         (val(b, static_cast<size_t>(k * N + n), tb) - val(zb, per_col ? static_cast<size_t>(n) : 0, tb));
+                ASSERT_EQ(y.ptr<int32_t>()[r * N + n], acc) << r << "," << n;
+              }
+          }
+  });
+}
+
+// B with batch dimensions (broadcast against A's), given at run time.
+TEST(QuantOps, MatMulIntegerBatchedB) {
+  const int64_t M = 3, K = 10, N = 4;
+  auto a = random_bytes(M * K), b = random_bytes(2 * K * N);
+  GraphBuilder g(10);
+  ValueId A = g.input("a", {M, K}, DType::Uint8);
+  ValueId B = g.input("b", {2, K, N}, DType::Int8);
+  g.outputs({g.node("MatMulInteger", {A, B})});
+  rt::Session s(g.model());
+  auto y = s.run({bytes_tensor(DType::Uint8, {M, K}, a), bytes_tensor(DType::Int8, {2, K, N}, b)})[0];
+  ASSERT_EQ(y.shape, (Shape{2, M, N}));
+  for (int64_t bi = 0; bi < 2; ++bi)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += val(a, static_cast<size_t>(m * K + k), DType::Uint8) *
+                 val(b, static_cast<size_t>((bi * K + k) * N + n), DType::Int8);
+        EXPECT_EQ(y.ptr<int32_t>()[(bi * M + m) * N + n], acc);
+      }
+}
+
+namespace {
+
+struct ConvCase {
+  std::vector<int64_t> x_shape, w_shape, strides, dilations, pads;
+  int64_t group = 1;
+};
+
+// int64 reference of ConvInteger (outside the input counts as x's zero point).
+std::vector<int64_t> conv_reference(const ConvCase& c, const std::vector<uint8_t>& x, DType tx, int64_t xz,
+                                    const std::vector<uint8_t>& w, DType tw, const std::vector<uint8_t>& wz,
+                                    Shape* out_shape) {
+  const size_t r = c.x_shape.size() - 2;
+  const int64_t N = c.x_shape[0], C = c.x_shape[1], M = c.w_shape[0], Cg = C / c.group, Mg = M / c.group;
+  std::vector<int64_t> in(c.x_shape.begin() + 2, c.x_shape.end()), ks(c.w_shape.begin() + 2, c.w_shape.end()), out(r);
+  *out_shape = {N, M};
+  int64_t P = 1, KS = 1, IS = 1;
+  for (size_t i = 0; i < r; ++i) {
+    out[i] = (in[i] + c.pads[i] + c.pads[i + r] - c.dilations[i] * (ks[i] - 1) - 1) / c.strides[i] + 1;
+    out_shape->push_back(out[i]);
+    P *= out[i], KS *= ks[i], IS *= in[i];
+  }
+  std::vector<int64_t> y(static_cast<size_t>(N * M * P));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t p = 0; p < P; ++p) {
+        int64_t acc = 0;
+        const int64_t g = m / Mg, wzv = val(wz, wz.size() > 1 ? static_cast<size_t>(m) : 0, tw);
+        for (int64_t cc = 0; cc < Cg; ++cc)
+          for (int64_t k = 0; k < KS; ++k) {
+            int64_t pr = p, kr = k, off = 0, stride_acc = 1;
+            bool inside = true;
+            std::array<int64_t, 3> pos{};
+            for (size_t i = r; i-- > 0;) {
+              const int64_t o = pr % out[i], kk = kr % ks[i];
+              pr /= out[i], kr /= ks[i];
+              pos[i] = o * c.strides[i] + kk * c.dilations[i] - c.pads[i];
+              inside &= pos[i] >= 0 && pos[i] < in[i];
+            }
+            for (size_t i = r; i-- > 0;) off += pos[i] * stride_acc, stride_acc *= in[i];
+            const int64_t xv = inside ? val(x, static_cast<size_t>((n * C + g * Cg + cc) * IS + off), tx) : xz;
+            acc += (xv - xz) * (val(w, static_cast<size_t>((m * Cg + cc) * KS + k), tw) - wzv);
+          }
+        y[static_cast<size_t>((n * M + m) * P + p)] = acc;
+      }
+  return y;
+}
+
+}  // namespace
+
+TEST(QuantOps, ConvIntegerMatchesSpec) {
+  const std::vector<ConvCase> cases = {
+      {{1, 3, 7, 9}, {8, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {{2, 4, 11, 10}, {6, 2, 3, 2}, {2, 1}, {2, 1}, {0, 2, 1, 0}, 2},  // groups, dilation, uneven pads
+      {{1, 16, 5, 5}, {40, 16, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},    // pointwise
+      {{1, 5, 20}, {7, 5, 4}, {3}, {2}, {2, 1}},                         // 1-D
+      {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},     // depthwise
+      {{1, 2, 9, 40}, {33, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},   // more positions than a chunk
+  };
+  at_every_isa([&] {
+    for (const ConvCase& cc : cases)
+      for (DType tx : {DType::Uint8, DType::Int8})
+        for (DType tw : {DType::Int8, DType::Uint8})
+          for (bool const_w : {true, false})
+            for (bool per_channel : {false, true}) {
+              int64_t nx = 1, nw = 1;
+              for (int64_t d : cc.x_shape) nx *= d;
+              for (int64_t d : cc.w_shape) nw *= d;
+              auto x = random_bytes(static_cast<size_t>(nx)), w = random_bytes(static_cast<size_t>(nw));
+              std::vector<uint8_t> xz{random_zp(tx)}, wz(per_channel ? static_cast<size_t>(cc.w_shape[0]) : 1);
+              for (auto& z : wz) z = random_zp(tw);
+              GraphBuilder g(10);
+              ValueId X = g.input("x", cc.x_shape, tx);
+              ValueId W = const_w ? g.init<uint8_t>("w", cc.w_shape, w, tw) : g.input("w", cc.w_shape, tw);
+              ValueId XZ = g.init<uint8_t>("xz", {}, xz, tx);
+              ValueId WZ = g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{cc.w_shape[0]} : std::vector<int64_t>{},
+                                           wz, tw);
+              g.outputs({g.node("ConvInteger", {X, W, XZ, WZ},
+                                {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
+                                 NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
+              rt::Session s(g.model());
+              std::vector<rt::Tensor> in{bytes_tensor(tx, cc.x_shape, x)};
+              if (!const_w) in.push_back(bytes_tensor(tw, cc.w_shape, w));
+              auto y = s.run(in)[0];
+              Shape want_shape;
+              auto want = conv_reference(cc, x, tx, val(xz, 0, tx), w, tw, wz, &want_shape);
+              ASSERT_EQ(y.shape, want_shape);
+              for (size_t i = 0; i < want.size(); ++i)
+                ASSERT_EQ(y.ptr<int32_t>()[i], want[i]) << "case x" << rt::shape_str(cc.x_shape) << " at " << i;
+            }
+  });
+}
+
+TEST(QuantOps, QLinearConvRequantizesWithBiasAndPerChannelScales) {
+  const ConvCase cc{{1, 3, 6, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 0}};
+  auto x = random_bytes(90), w = random_bytes(108);
+  const std::vector<uint8_t> xz{7}, wz{0, 0, 0, 0}, yz{250};  // uint8 x/y, int8 w (symmetric)
+  const std::vector<float> xs{0.02f}, ws{0.01f, 0.003f, 0.05f, 0.001f}, ys{0.07f};
+  const std::vector<int32_t> bias{100, -2000, 5, 0};
+  at_every_isa([&] {
+    GraphBuilder g(10);
+    ValueId X = g.input("x", cc.x_shape, DType::Uint8);
+    g.outputs({g.node("QLinearConv",
+                      {X, g.f32("xs", {}, xs), g.init<uint8_t>("xz", {}, xz, DType::Uint8),
+                       g.init<uint8_t>("w", cc.w_shape, w, DType::Int8), g.f32("ws", {4}, ws),
+                       g.init<uint8_t>("wz", {4}, wz, DType::Int8), g.f32("ys", {}, ys),
+                       g.init<uint8_t>("yz", {}, yz, DType::Uint8), g.init<int32_t>("b", {4}, bias, DType::Int32)},
+                      {NewAttr::Ints("pads", cc.pads)})});
+    rt::Session s(g.model());
+    auto y = s.run({bytes_tensor(DType::Uint8, cc.x_shape, x)})[0];
+    Shape shape;
+    auto acc = conv_reference(cc, x, DType::Uint8, 7, w, DType::Int8, wz, &shape);
+    ASSERT_EQ(y.shape, shape);
+    ASSERT_EQ(y.dtype, DType::Uint8);
+    const int64_t P = shape[2] * shape[3];
+    int saturated = 0;
+    for (size_t i = 0; i < acc.size(); ++i) {
+      const size_t m = i / static_cast<size_t>(P);
+      const float mult = xs[0] * ws[m] / ys[0];
+      const double v = std::nearbyint(static_cast<double>(static_cast<float>(acc[i] + bias[m]) * mult)) + 250;
+      const int want = static_cast<int>(std::clamp(v, 0.0, 255.0));
+      saturated += want == 255;
+      ASSERT_EQ(y.ptr<uint8_t>()[i], want) << i;
+    }
+    EXPECT_GT(saturated, 0);  // the zero point 250 makes the top of the range saturate
+  });
+}
+
+TEST(QuantOps, QLinearMatMulPerColumnScales) {
+  const int64_t M = 9, K = 70, N = 21;
+  auto a = random_bytes(M * K), b = random_bytes(K * N);
+  std::vector<float> bs(N);
+  for (int64_t n = 0; n < N; ++n) bs[static_cast<size_t>(n)] = 0.001f * static_cast<float>(n + 1);
+  at_every_isa([&] {
+    GraphBuilder g(10);
+    ValueId A = g.input("a", {M, K}, DType::Int8);
+    g.outputs({g.node("QLinearMatMul",
+                      {A, g.f32("as", {}, {0.05f}), g.init<uint8_t>("az", {}, {uint8_t(3)}, DType::Int8),
+                       g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("bs", {N}, bs),
+                       g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("ys", {}, {0.2f}),
+                       g.init<uint8_t>("yz", {}, {uint8_t(0xF6)}, DType::Int8)})});
+    rt::Session s(g.model());
+    auto y = s.run({bytes_tensor(DType::Int8, {M, K}, a)})[0];
+    ASSERT_EQ(y.dtype, DType::Int8);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += (val(a, static_cast<size_t>(m * K + k), DType::Int8) - 3) * val(b, static_cast<size_t>(k * N + n), DType::Int8);
+        const float mult = 0.05f * bs[static_cast<size_t>(n)] / 0.2f;
+        const double v = std::nearbyint(static_cast<double>(static_cast<float>(acc) * mult)) - 10;
+        ASSERT_EQ(y.ptr<int8_t>()[m * N + n], static_cast<int>(std::clamp(v, -128.0, 127.0))) << m << "," << n;
+      }
+  });
+}
+
+TEST(QuantOps, DynamicQuantizeLinearRoundsHalfToEven) {
+  GraphBuilder g(11);
+  ValueId x = g.input("x", {6});
+  auto outs = g.node_n("DynamicQuantizeLinear", {x}, {}, 3);
+  g.outputs(outs);
+  rt::Session s(g.model());
+  // min -1, max 254: scale exactly 1, zero point 1; x = 0.5 and 1.5 are ties.
+  auto o = s.run({make<float>(DType::Float, {6}, {-1.f, 254.f, 0.5f, 1.5f, 2.5f, 253.5f})});
+  EXPECT_EQ(values<uint8_t>(o[0]), (std::vector<uint8_t>{0, 255, 1, 3, 3, 255}));
+  EXPECT_EQ(o[1].ptr<float>()[0], 1.f);
+  EXPECT_EQ(o[2].ptr<uint8_t>()[0], 1);
+  // All zeros: scale 0, zero point 0, output 0 (no division by zero).
+  auto z = s.run({make<float>(DType::Float, {6}, std::vector<float>(6, 0.f))});
+  EXPECT_EQ(values<uint8_t>(z[0]), std::vector<uint8_t>(6, 0));
+  EXPECT_EQ(z[1].ptr<float>()[0], 0.f);
+}
+
+TEST(QuantOps, QuantizeDequantizePerAxisAndBlocked) {
+  // x [2, 3, 4]; per axis 1 (3 scales) and, opset 21, blocks of 3 along axis 2 (2 blocks).
+  std::vector<float> xv(24);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = (static_cast<float>(i) - 11.5f) * 13.7f;
+  const std::vector<float> axis_s{0.5f, 0.25f, 2.f};
+  std::vector<float> block_s(12);
+  for (size_t i = 0; i < block_s.size(); ++i) block_s[i] = 0.1f + 0.2f * static_cast<float>(i);
+  for (bool blocked : {false, true}) {
+    GraphBuilder g(21);
+    ValueId x = g.input("x", {2, 3, 4});
+    const std::vector<float>& sv = blocked ? block_s : axis_s;
+    ValueId s = g.f32("s", blocked ? std::vector<int64_t>{2, 3, 2} : std::vector<int64_t>{3}, sv);
+    const std::vector<uint8_t> zv(sv.size(), 0xFE);  // int8 -2
+    ValueId z = g.init<uint8_t>("z", blocked ? std::vector<int64_t>{2, 3, 2} : std::vector<int64_t>{3}, zv, DType::Int8);
+    std::vector<NewAttr> at{NewAttr::Int("axis", blocked ? 2 : 1)};
+    if (blocked) at.push_back(NewAttr::Int("block_size", 3));
+    ValueId q = g.node("QuantizeLinear", {x, s, z}, at);
+    g.outputs({q, g.node("DequantizeLinear", {q, s, z}, at)});
+    rt::Session sess(g.model());
+    auto o = sess.run({make<float>(DType::Float, {2, 3, 4}, xv)});
+    int saturated = 0;
+    for (int64_t i = 0; i < 24; ++i) {
+      const int64_t k = blocked ? (i / 4) * 2 + (i % 4) / 3 : (i / 4) % 3;
+      const float sc = sv[static_cast<size_t>(k)];
+      const double r = std::clamp(std::nearbyint(static_cast<double>(xv[static_cast<size_t>(i)] / sc)) - 2, -128.0, 127.0);
+      saturated += r == -128 || r == 127;
+      ASSERT_EQ(o[0].ptr<int8_t>()[i], static_cast<int>(r)) << (blocked ? "blocked " : "axis ") << i;
+      ASSERT_EQ(o[1].ptr<float>()[i], static_cast<float>(static_cast<int>(r) + 2) * sc) << i;
+    }
+    EXPECT_GT(saturated, 0);
+  }
+}
+
+namespace {
+
+// A [M, K] uint8 times B [K, N] int8 with zero points, as int64.
+int64_t dot(const std::vector<uint8_t>& a, int64_t za, const std::vector<uint8_t>& b, int64_t m, int64_t n, int64_t K,
+            int64_t N) {
+  int64_t acc = 0;
+  for (int64_t k = 0; k < K; ++k)
+    acc += (a[static_cast<size_t>(m * K + k)] - za) * val(b, static_cast<size_t>(k * N + n), DType::Int8);
+  return acc;
+}
+
+}  // namespace
+
+// com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (what ONNX Runtime fuses the
+// dynamic quantizer's MatMulInteger -> Cast -> Mul into): float(acc) * (a_scale * b_scale[n]) + bias.
+TEST(QuantOps, ContribIntegerMatMulsToFloat) {
+  const int64_t M = 6, K = 40, N = 9;
+  auto b = random_bytes(K * N);
+  std::vector<float> bs(N), bias(N);
+  for (int64_t n = 0; n < N; ++n) bs[static_cast<size_t>(n)] = 0.002f * static_cast<float>(n + 1), bias[static_cast<size_t>(n)] = 0.5f - 0.1f * static_cast<float>(n);
+  at_every_isa([&] {
+    {
+      auto a = random_bytes(M * K);
+      GraphBuilder g(13);
+      g.model().opsets.push_back({intern("com.microsoft"), 1, true});
+      ValueId A = g.input("a", {M, K}, DType::Uint8);
+      g.outputs({g.node_n("MatMulIntegerToFloat",
+                          {A, g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("as", {}, {0.03f}), g.f32("bs", {N}, bs),
+                           g.init<uint8_t>("az", {}, {uint8_t(9)}, DType::Uint8),
+                           g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("bias", {N}, bias)},
+                          {}, 1, "", "com.microsoft")[0]});
+      rt::Session s(g.model());
+      auto y = s.run({bytes_tensor(DType::Uint8, {M, K}, a)})[0];
+      ASSERT_EQ(y.dtype, DType::Float);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(y.ptr<float>()[m * N + n],
+                    static_cast<float>(dot(a, 9, b, m, n, K, N)) * (0.03f * bs[static_cast<size_t>(n)]) + bias[static_cast<size_t>(n)]);
+    }
+    {
+      std::vector<float> x(static_cast<size_t>(M * K));
+      std::normal_distribution<float> d;
+      for (auto& v : x) v = d(rng);
+      GraphBuilder g(13);
+      g.model().opsets.push_back({intern("com.microsoft"), 1, true});
+      ValueId X = g.input("x", {M, K});
+      g.outputs({g.node_n("DynamicQuantizeMatMul",
+                          {X, g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("bs", {N}, bs),
+                           g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("bias", {N}, bias)},
+                          {}, 1, "", "com.microsoft")[0]});
+      rt::Session s(g.model());
+      auto y = s.run({make<float>(DType::Float, {M, K}, x)})[0];
+      // DynamicQuantizeLinear from the spec.
+      float lo = 0, hi = 0;
+      for (float v : x) lo = std::min(lo, v), hi = std::max(hi, v);
+      const float scale = (hi - lo) / 255.f;
+      const int64_t zp = static_cast<int64_t>(std::clamp(std::nearbyint(-lo / scale), 0.f, 255.f));
+      std::vector<uint8_t> q(x.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        q[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(x[i] / scale) + static_cast<float>(zp), 0.f, 255.f));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(y.ptr<float>()[m * N + n],
+                    static_cast<float>(dot(q, zp, b, m, n, K, N)) * (scale * bs[static_cast<size_t>(n)]) + bias[static_cast<size_t>(n)]);
+    }
+  });
+}
