@@ -63,7 +63,7 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   const Graph& g = plan_.graph;
   const uint32_t nv = g.value_count();
   vals_ = plan_.constants;
-  for (ValueId c : g.captures()) {
+  for (ValueId c : plan_.run_captures) {
     ValueId o = g.outer(c);
     if (parent_ && o.valid()) vals_[c.index()] = parent_->lookup(o);
   }

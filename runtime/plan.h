@@ -45,7 +45,9 @@ struct Layout {
 
 class Plan {
  public:
-  Plan(const Graph& g, const SessionOptions& options);
+  // `parent`: the plan of the graph enclosing `g` (a subgraph's), whose constants the
+  // subgraph's captures of them become (plan-time folding in bodies reads outer weights).
+  Plan(const Graph& g, const SessionOptions& options, const Plan* parent = nullptr);
 
   const Graph& graph;
   SessionOptions options;
@@ -53,6 +55,7 @@ class Plan {
   std::vector<Tensor> constants;     // per value: a view of its initializer (dtype Undefined if none)
   std::vector<uint8_t> graph_output;  // per value
   std::vector<ValueId> inputs;        // caller-provided graph inputs
+  std::vector<ValueId> run_captures;  // captures read from the enclosing frame at run time
   size_t fused = 0;
   size_t folded = 0;                  // nodes evaluated once at plan time
   size_t channels_last = 0;           // steps with prefer_nhwc
