@@ -49,6 +49,8 @@ inline SessionOptions comparison_options() {
   return o;
 }
 
+// Profiles cover the steps of If/Loop/Scan bodies too (nested to any depth); a control-flow
+// step counts only its own time (body frames, copies, stacking), its bodies' steps theirs.
 struct OpProfile {
   std::string op;
   double ms = 0;  // total over all runs so far
@@ -56,9 +58,12 @@ struct OpProfile {
 };
 
 struct StepProfile {
-  std::string node;  // the step's first node ("Conv 'name'"); fused nodes are included in its time
+  std::string node;  // the step's first node ("node 'name' (Conv)", in a body "node 'If_0/then_branch/name' (Conv)");
+                     // fused nodes are included in its time
   std::string op;    // as in OpProfile
   double ms = 0;     // total over all runs so far
+  std::string path;  // node names from the main graph down: "If_0/then_branch/LSTM_3"
+  int depth = 0;     // 0 for the main graph's steps, 1 inside a body, ...
 };
 
 class Session {
