@@ -98,8 +98,10 @@ std::vector<OpProfile> Session::profile() const {
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
   simd::WarmWorkers warm;
-  Frame f(*plan_, nullptr);
-  return f.run(inputs);
+  std::unique_ptr<Frame> f = plan_->take_frame();
+  auto outs = f->run(inputs);
+  plan_->give_frame(std::move(f));
+  return outs;
 }
 
 }  // namespace onnxforge::rt

@@ -59,8 +59,18 @@ void loop(OpContext& c) {
   for (size_t i = 0; i < n_carried; ++i) carried.push_back(c.input(i + 2).hold ? c.input(i + 2) : c.input(i + 2).clone());
   const size_t n_scan = bg.graph_outputs().size() - 1 - n_carried;
   std::vector<std::vector<Tensor>> scans(n_scan);
+  // The iteration number and condition tensors are rewritten in place unless the body kept
+  // them (an output that is a view of one still holds it).
+  Tensor it_t = scalar_i64(0), cond_t = scalar_bool(cond);
   for (int64_t it = 0; it < max_trip && cond; ++it) {
-    std::vector<Tensor> ins{scalar_i64(it), scalar_bool(cond)};
+    if (it_t.hold.use_count() > 1) it_t = scalar_i64(it);
+    else it_t.ptr<int64_t>()[0] = it;
+    if (cond_t.hold.use_count() > 1) cond_t = scalar_bool(cond);
+    else cond_t.ptr<uint8_t>()[0] = cond;
+    std::vector<Tensor> ins;
+    ins.reserve(2 + carried.size());
+    ins.push_back(it_t);
+    ins.push_back(cond_t);
     for (auto& t : carried) ins.push_back(t);
     auto outs = c.run_subgraph(body, std::move(ins));
     cond = outs[0].get_f64(0) != 0;
