@@ -67,6 +67,7 @@ class Plan {
   mutable std::vector<std::atomic<uint64_t>> step_ns;
 
   Plan* subplan(GraphId g) const;
+  const std::map<GraphId, std::unique_ptr<Plan>>& subplans() const { return subplans_; }
 
   // Layout for these input shapes, or nullptr until a run has recorded the sizes.
   std::shared_ptr<const Layout> layout(const std::vector<Shape>& shapes) const;

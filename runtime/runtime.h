@@ -84,6 +84,14 @@ class Session {
   size_t step_count() const;   // kernels per run (after fusion)
   size_t fused_count() const;  // activations fused into their producer
   size_t channels_last_count() const;  // steps planned to write channels-last outputs
+  // What the runs so far have set up, over the main graph and every If/Loop/Scan body: frames
+  // for bodies (one per body, reused by later calls and iterations) and arena layouts (one per
+  // graph and set of input and captured shapes). A steady state adds to neither.
+  struct SetupCounts {
+    size_t body_frames = 0;
+    size_t layouts = 0;
+  };
+  SetupCounts setup_counts() const;
   std::vector<OpProfile> profile() const;         // per op type, slowest first (needs options.profile)
   std::vector<StepProfile> step_profile() const;  // per kernel step, slowest first (needs options.profile)
 

@@ -96,6 +96,20 @@ std::vector<OpProfile> Session::profile() const {
   return out;
 }
 
+namespace {
+void add_counts(const Plan& p, Session::SetupCounts& c) {
+  c.body_frames += p.frames_made();
+  c.layouts += p.layouts_recorded();
+  for (const auto& [g, sp] : p.subplans()) add_counts(*sp, c);
+}
+}  // namespace
+
+Session::SetupCounts Session::setup_counts() const {
+  SetupCounts c;
+  add_counts(*plan_, c);
+  return c;
+}
+
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
   simd::WarmWorkers warm;
   std::unique_ptr<Frame> f = plan_->take_frame();
