@@ -173,7 +173,9 @@ Tensor& Frame::alloc(const Step& s, size_t i, DType dtype, Shape shape) {
 void Frame::run_step(const Step& s, size_t index) {
   (void)index;
   const Graph& g = plan_.graph;
-  std::vector<const Tensor*> ins(s.inputs.size(), nullptr);
+  // The frame's buffer (a frame runs one step at a time; a body runs in a child frame).
+  std::vector<const Tensor*>& ins = ins_;
+  ins.assign(s.inputs.size(), nullptr);
   bool convert = false;
   for (size_t k = 0; k < s.inputs.size(); ++k) {
     if (!s.inputs[k].valid()) continue;

@@ -150,6 +150,7 @@ class Frame {
   std::deque<Tensor> scratch_;
   std::vector<Tensor> convert_in_, convert_out_;  // conversion_buffer()
   std::vector<Shape> shapes_;                     // this run's input (and run-time capture) shapes
+  std::vector<const Tensor*> ins_;                // the running step's inputs
   std::vector<std::pair<const Plan*, std::unique_ptr<Frame>>> children_;
   friend class OpContext;
 };
