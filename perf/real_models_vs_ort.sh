@@ -71,7 +71,7 @@ TMP=$(mktemp -d /tmp/onnxforge_real_perf.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 median() { $PY -c 'import sys,statistics; print("%.3f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, threads $THREADS, rounds $ROUNDS x $ITERS iterations"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, threads $THREADS, rounds $ROUNDS x $ITERS iterations (silero_vad_v5: ${ITERS_SMALL:-2000})"
 printf "%-14s %14s %12s %8s\n" model "onnxforge ms" "ORT ms" ratio
 for m in "${MODELS[@]}"; do
   model=$DIR/$m.onnx
