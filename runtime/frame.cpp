@@ -11,21 +11,20 @@ namespace onnxforge::rt {
 namespace {
 
 // Routes a kernel's outputs into the frame (or into temporaries when the step converts
-// float16/bfloat16 inputs, see Frame::run_step).
+// float16/bfloat16 inputs, see Frame::run_step). Plain calls into the frame: a sink is made
+// per step, and four std::function members allocated four times per step (a Loop of 1000
+// small bodies: a tenth of its time in operator new).
 class StepSink final : public OutputSink {
  public:
-  StepSink(Frame& f, const Step& s, std::span<const Tensor* const> ins, std::vector<Tensor>* temps,
-           std::function<Tensor&(size_t, DType, Shape)> alloc, std::function<void(size_t, size_t, Shape)> alias,
-           std::function<void(size_t, Tensor)> set, std::function<std::vector<Tensor>(GraphId, std::vector<Tensor>)> sub)
-      : f_(f), s_(s), ins_(ins), temps_(temps), alloc_(std::move(alloc)), alias_(std::move(alias)),
-        set_(std::move(set)), sub_(std::move(sub)) {}
+  StepSink(Frame& f, const Step& s, std::span<const Tensor* const> ins, std::vector<Tensor>* temps)
+      : f_(f), s_(s), ins_(ins), temps_(temps) {}
   Tensor& alloc(size_t i, DType dtype, Shape shape) override {
     if (temps_) {
       // float32 results are rounded into the real output and dropped: a reused buffer.
       if (dtype == DType::Float) return (*temps_)[i] = f_.conversion_buffer(true, i, std::move(shape));
       return (*temps_)[i] = Tensor::alloc(dtype, std::move(shape));
     }
-    return alloc_(i, dtype, std::move(shape));
+    return f_.alloc(s_, i, dtype, std::move(shape));
   }
   void alias(size_t i, size_t input, Shape shape) override {
     if (temps_) {
@@ -34,48 +33,87 @@ class StepSink final : public OutputSink {
       (*temps_)[i] = std::move(t);
       return;
     }
-    alias_(i, input, std::move(shape));
+    f_.alias(s_, ins_, i, input, std::move(shape));
   }
   void set(size_t i, Tensor t) override {
     if (temps_) (*temps_)[i] = std::move(t);
-    else set_(i, std::move(t));
+    else f_.set(s_, i, std::move(t));
   }
-  std::vector<Tensor> run_subgraph(GraphId g, std::vector<Tensor> inputs) override { return sub_(g, std::move(inputs)); }
+  std::vector<Tensor> run_subgraph(GraphId g, std::vector<Tensor> inputs) override {
+    return f_.run_subgraph(g, std::move(inputs));
+  }
 
  private:
-  [[maybe_unused]] Frame& f_;
-  [[maybe_unused]] const Step& s_;
+  Frame& f_;
+  const Step& s_;
   std::span<const Tensor* const> ins_;
   std::vector<Tensor>* temps_;
-  std::function<Tensor&(size_t, DType, Shape)> alloc_;
-  std::function<void(size_t, size_t, Shape)> alias_;
-  std::function<void(size_t, Tensor)> set_;
-  std::function<std::vector<Tensor>(GraphId, std::vector<Tensor>)> sub_;
 };
 
 }  // namespace
 
-Frame::Frame(const Plan& plan, Frame* parent) : plan_(plan), parent_(parent) {}
+Frame::Frame(const Plan& plan, Frame* parent) : plan_(plan), parent_(parent) {
+  vals_.resize(plan.graph.value_count());
+  if (parent) ++plan.frames_made_;
+}
 
-const Tensor& Frame::lookup(ValueId v) const { return vals_[v.index()]; }
+std::vector<Tensor> Frame::run_subgraph(GraphId sub, std::vector<Tensor> inputs) {
+  const Plan& sp = *plan_.subplan(sub);
+  Frame* child = nullptr;
+  for (auto& [p, f] : children_)
+    if (p == &sp) child = f.get();
+  if (!child) {
+    children_.emplace_back(&sp, std::make_unique<Frame>(sp, this));
+    child = children_.back().second.get();
+  }
+  if (child->busy_) {  // a kernel running the same body re-entrantly: a frame of its own
+    Frame fresh(sp, this);
+    return fresh.run(std::move(inputs));
+  }
+  return child->run(std::move(inputs));
+}
 
 std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   const Graph& g = plan_.graph;
   const uint32_t nv = g.value_count();
-  vals_ = plan_.constants;
-  for (ValueId c : g.captures()) {
-    ValueId o = g.outer(c);
-    if (parent_ && o.valid()) vals_[c.index()] = parent_->lookup(o);
-  }
   if (inputs.size() != plan_.inputs.size())
     fail("the graph takes ", plan_.inputs.size(), " inputs but ", inputs.size(), " were given");
-  std::vector<Shape> shapes;
+  busy_ = true;
+  struct Done {  // leaves the frame reusable, whatever happens: no value survives the run
+    Frame& f;
+    ~Done() {
+      for (Tensor& t : f.vals_)
+        if (t.dtype != DType::Undefined) t = Tensor{};
+      f.scratch_.clear();
+      if (!f.parent_) {  // a top-level frame idles between runs: its float16 buffers go (ISNet: up to 128 MiB)
+        f.convert_in_.clear();
+        f.convert_out_.clear();
+      }
+      // The layout and its arena stay with the frame for the next run with these shapes (a
+      // Loop's next iteration): no map lookup, no arena taken and given back per iteration.
+      f.recording_ = false;
+      f.busy_ = false;
+    }
+  } done{*this};
+  // The arena layout is keyed by the shapes of everything the graph reads at run time: its
+  // inputs and, for a body, the outer values it captures (an If branch has no inputs).
+  bool same = shapes_.size() == inputs.size() + plan_.run_captures.size();
+  shapes_.resize(inputs.size() + plan_.run_captures.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    shapes.push_back(inputs[i].shape);
+    if (shapes_[i] != inputs[i].shape) shapes_[i] = inputs[i].shape, same = false;
     vals_[plan_.inputs[i].index()] = std::move(inputs[i]);
   }
-  if (!parent_ && plan_.options.arena) {
-    layout_ = plan_.layout(shapes);
+  for (size_t k = 0; k < plan_.run_captures.size(); ++k) {
+    const ValueId c = plan_.run_captures[k];
+    const ValueId o = g.outer(c);
+    if (!parent_ || !o.valid()) continue;
+    const Tensor& t = parent_->lookup(o);
+    vals_[c.index()] = t;
+    if (shapes_[inputs.size() + k] != t.shape) shapes_[inputs.size() + k] = t.shape, same = false;
+  }
+  if (plan_.options.arena && !(same && layout_)) {
+    if (arena_) plan_.give_arena(std::move(arena_), layout_->arena_bytes);
+    layout_ = plan_.layout(shapes_);
     if (layout_) arena_ = plan_.take_arena(layout_->arena_bytes);
     else {
       recording_ = true;
@@ -92,16 +130,13 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   } else {
     for (size_t i = 0; i < plan_.steps.size(); ++i) run_step(plan_.steps[i], i);
   }
-  if (recording_) plan_.record(shapes, sizes_, alias_of_);
+  if (recording_) plan_.record(shapes_, sizes_, alias_of_);
   std::vector<Tensor> outs;
+  outs.reserve(g.graph_outputs().size());
   for (ValueId v : g.graph_outputs()) {
-    Tensor& t = vals_[v.index()];
+    const Tensor& t = lookup(v);
     if (t.dtype == DType::Undefined) fail("graph output '", str(g.value_name(v)), "' was not computed");
     outs.push_back(t.nhwc ? to_nchw(t) : t.hold ? t : t.clone());
-  }
-  if (arena_) {
-    vals_.clear();  // views into the arena
-    plan_.give_arena(std::move(arena_), layout_->arena_bytes);
   }
   return outs;
 }
@@ -138,11 +173,13 @@ Tensor& Frame::alloc(const Step& s, size_t i, DType dtype, Shape shape) {
 void Frame::run_step(const Step& s, size_t index) {
   (void)index;
   const Graph& g = plan_.graph;
-  std::vector<const Tensor*> ins(s.inputs.size(), nullptr);
+  // The frame's buffer (a frame runs one step at a time; a body runs in a child frame).
+  std::vector<const Tensor*>& ins = ins_;
+  ins.assign(s.inputs.size(), nullptr);
   bool convert = false;
   for (size_t k = 0; k < s.inputs.size(); ++k) {
     if (!s.inputs[k].valid()) continue;
-    const Tensor& t = vals_[s.inputs[k].index()];
+    const Tensor& t = lookup(s.inputs[k]);
     if (t.dtype == DType::Undefined)
       fail(node_desc(g, s.node), ": input '", str(g.value_name(s.inputs[k])), "' has no value",
            g.outer(s.inputs[k]).valid() ? " (outer-scope value not available)" : "");
@@ -170,32 +207,7 @@ void Frame::run_step(const Step& s, size_t index) {
     temps.resize(s.outputs.size());
   }
   scratch_.clear();
-  StepSink sink(
-      *this, s, ins, convert ? &temps : nullptr,
-      [&](size_t i, DType d, Shape sh) -> Tensor& { return alloc(s, i, d, std::move(sh)); },
-      [&](size_t i, size_t input, Shape sh) {
-        ValueId v = i < s.outputs.size() ? s.outputs[i] : ValueId{};
-        if (!v.valid()) return;
-        const Tensor& src = *ins.at(input);
-        Tensor t;
-        ValueId u = s.inputs[input];
-        bool view_ok = src.hold || (!plan_.graph_output[v.index()] &&
-                                    (!layout_ || layout_->offset[u.index()] == Layout::kNone ||
-                                     layout_->root[v.index()] == layout_->root[u.index()]));
-        t = view_ok ? src : src.clone();
-        t.shape = std::move(sh);
-        if (t.bytes() != src.bytes()) fail(node_desc(g, s.node), ": internal: alias with a different size");
-        if (recording_) alias_of_[v.index()] = u;
-        vals_[v.index()] = std::move(t);
-      },
-      [&](size_t i, Tensor t) {
-        ValueId v = i < s.outputs.size() ? s.outputs[i] : ValueId{};
-        if (v.valid()) vals_[v.index()] = t.hold ? std::move(t) : t.clone();
-      },
-      [&](GraphId sub, std::vector<Tensor> inputs) {
-        Frame child(*plan_.subplan(sub), this);
-        return child.run(std::move(inputs));
-      });
+  StepSink sink(*this, s, ins, convert ? &temps : nullptr);
   OpContext ctx(g, s.node, s.opset, ins, s.outputs.size(), &sink);
   ctx.fused_act = s.act;
   ctx.state = s.state.get();
@@ -229,6 +241,28 @@ void Frame::run_step(const Step& s, size_t index) {
       t.nhwc = true;
     }
   for (ValueId v : s.release) vals_[v.index()] = Tensor{};
+}
+
+// Output i shares input `input`'s bytes (Reshape & co.): a view unless the input lives in an
+// arena slot the output does not share, or the output is a graph output (those outlive the run).
+void Frame::alias(const Step& s, std::span<const Tensor* const> ins, size_t i, size_t input, Shape sh) {
+  ValueId v = i < s.outputs.size() ? s.outputs[i] : ValueId{};
+  if (!v.valid()) return;
+  const Tensor& src = *ins[input];
+  ValueId u = s.inputs[input];
+  bool view_ok = src.hold || (!plan_.graph_output[v.index()] &&
+                              (!layout_ || layout_->offset[u.index()] == Layout::kNone ||
+                               layout_->root[v.index()] == layout_->root[u.index()]));
+  Tensor t = view_ok ? src : src.clone();
+  t.shape = std::move(sh);
+  if (t.bytes() != src.bytes()) fail(node_desc(plan_.graph, s.node), ": internal: alias with a different size");
+  if (recording_) alias_of_[v.index()] = u;
+  vals_[v.index()] = std::move(t);
+}
+
+void Frame::set(const Step& s, size_t i, Tensor t) {
+  ValueId v = i < s.outputs.size() ? s.outputs[i] : ValueId{};
+  if (v.valid()) vals_[v.index()] = t.hold ? std::move(t) : t.clone();
 }
 
 // Channels-last inputs for this step's kernel (see LayoutUse): views of their physical bytes

@@ -190,3 +190,30 @@ void Plan::give_arena(std::shared_ptr<std::byte> arena, uint64_t bytes) const {
 }
 
 }  // namespace onnxforge::rt
+
+namespace onnxforge::rt {
+
+std::unique_ptr<Frame> Plan::take_frame() const {
+  {
+    std::lock_guard lock(mu_);
+    if (!frames_.empty()) {
+      auto f = std::move(frames_.back());
+      frames_.pop_back();
+      return f;
+    }
+  }
+  return std::make_unique<Frame>(*this, nullptr);
+}
+
+void Plan::give_frame(std::unique_ptr<Frame> f) const {
+  constexpr size_t kKeep = 2;  // as the arenas: a caller running two runs at once
+  std::lock_guard lock(mu_);
+  if (frames_.size() < kKeep) frames_.push_back(std::move(f));
+}
+
+size_t Plan::layouts_recorded() const {
+  std::lock_guard lock(mu_);
+  return layouts_.size();
+}
+
+}  // namespace onnxforge::rt

@@ -63,7 +63,7 @@ std::string node_desc(const Graph& g, NodeId n) {
 
 // ------------------------------------------------------------------------------------ Plan
 
-Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts) {
+Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : graph(g), options(opts) {
   const uint32_t nv = g.value_count();
   constants.resize(nv);
   graph_output.assign(nv, 0);
@@ -92,6 +92,19 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
   lazy_fold_.assign(nv, NodeId{});
   for (ValueId v : g.initializers())
     if (g.is_constant(v) || g.parent().valid()) is_const[v.index()] = 1;
+  // A capture of a value the enclosing plan knows (an initializer, a folded node) is a constant
+  // here: silero VAD slices and concatenates its LSTM weights inside nested If bodies, which
+  // copied 0.5 MB per call before the bodies folded them at plan time.
+  for (ValueId c : g.captures()) {
+    const ValueId o = g.outer(c);
+    if (parent && o.valid() && parent->is_const[o.index()] && parent->constants[o.index()].data &&
+        parent->constants[o.index()].dtype != DType::String) {
+      constants[c.index()] = parent->constants[o.index()];
+      is_const[c.index()] = 1;
+    } else {
+      run_captures.push_back(c);
+    }
+  }
   std::vector<NodeId> order = topological_order(g);
   Uses uses(g);
   remaining_.assign(nv, 0);
@@ -161,7 +174,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
         fused += m->fused;
       }
     }
-    for (GraphId sub : g.subgraphs(n)) subplans_[sub] = std::make_unique<Plan>(g.model().graph(sub), opts);
+    for (GraphId sub : g.subgraphs(n)) subplans_[sub] = std::make_unique<Plan>(g.model().graph(sub), opts, this);
     if (auto direct = k->prepare ? prepare_from_transpose(s, k) : nullptr) {
       s.state = std::move(direct);  // packed from the transpose's source: input 1 keeps its shape only
       consumed(s.inputs[1], true);

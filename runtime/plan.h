@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "runtime/kernel.h"
@@ -34,6 +35,8 @@ struct Step {
   bool prefer_nhwc = false;      // every reader of output 0 takes channels-last input
 };
 
+class Frame;
+
 // Arena placement for one set of input shapes (see Plan::layout()).
 struct Layout {
   static constexpr uint64_t kNone = ~uint64_t{0};
@@ -45,7 +48,9 @@ struct Layout {
 
 class Plan {
  public:
-  Plan(const Graph& g, const SessionOptions& options);
+  // `parent`: the plan of the graph enclosing `g` (a subgraph's), whose constants the
+  // subgraph's captures of them become (plan-time folding in bodies reads outer weights).
+  Plan(const Graph& g, const SessionOptions& options, const Plan* parent = nullptr);
 
   const Graph& graph;
   SessionOptions options;
@@ -53,6 +58,7 @@ class Plan {
   std::vector<Tensor> constants;     // per value: a view of its initializer (dtype Undefined if none)
   std::vector<uint8_t> graph_output;  // per value
   std::vector<ValueId> inputs;        // caller-provided graph inputs
+  std::vector<ValueId> run_captures;  // captures read from the enclosing frame at run time
   size_t fused = 0;
   size_t folded = 0;                  // nodes evaluated once at plan time
   size_t channels_last = 0;           // steps with prefer_nhwc
@@ -61,6 +67,7 @@ class Plan {
   mutable std::vector<std::atomic<uint64_t>> step_ns;
 
   Plan* subplan(GraphId g) const;
+  const std::map<GraphId, std::unique_ptr<Plan>>& subplans() const { return subplans_; }
 
   // Layout for these input shapes, or nullptr until a run has recorded the sizes.
   std::shared_ptr<const Layout> layout(const std::vector<Shape>& shapes) const;
@@ -72,6 +79,15 @@ class Plan {
   // a run takes one of at least `bytes` and gives it back when done.
   std::shared_ptr<std::byte> take_arena(uint64_t bytes) const;
   void give_arena(std::shared_ptr<std::byte> arena, uint64_t bytes) const;
+
+  // Idle top-level frames (with their child frames) kept between runs, like the arenas.
+  std::unique_ptr<Frame> take_frame() const;
+  void give_frame(std::unique_ptr<Frame> f) const;
+
+  // Subgraph frames and layouts made so far (tests: bodies are planned and set up once per
+  // shape, not per call).
+  size_t frames_made() const { return frames_made_.load(); }
+  size_t layouts_recorded() const;
 
  private:
   bool fold(NodeId n);
@@ -89,34 +105,53 @@ class Plan {
   mutable std::mutex mu_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<const Layout>> layouts_;
   mutable std::vector<std::pair<uint64_t, std::shared_ptr<std::byte>>> arenas_;  // idle, with their sizes
+  mutable std::vector<std::unique_ptr<Frame>> frames_;  // idle top-level frames
+  mutable std::atomic<size_t> frames_made_{0};
+  friend class Frame;
 };
 
 // One execution of a plan: the values, the arena, the enclosing frame for outer-scope reads.
+// A frame is reused: run() may be called again once it returned (Plan::take_frame keeps idle
+// top-level frames, and a frame keeps one child frame per subgraph it ran), so If/Loop/Scan
+// bodies run on frames, value tables and arenas made once, not per call or iteration.
 class Frame {
  public:
   Frame(const Plan& plan, Frame* parent);
   // Inputs in plan.inputs order (subgraphs: the body's graph inputs in order).
   std::vector<Tensor> run(std::vector<Tensor> inputs);
-  const Tensor& lookup(ValueId v) const;  // a value of this frame's graph (captures: parent's)
+  // A value of this frame's graph (captures: parent's); constants come from the plan.
+  const Tensor& lookup(ValueId v) const {
+    const Tensor& t = vals_[v.index()];
+    return t.dtype != DType::Undefined ? t : plan_.constants[v.index()];
+  }
   const Plan& plan() const { return plan_; }
   // A float32 view of `shape` on the run's reusable buffer `k` for converted float16/bfloat16
   // operands (outputs: the kernel's float32 results before rounding back), grown as needed.
   Tensor conversion_buffer(bool output, size_t k, Shape shape);
 
+  // The step's output sink (StepSink in frame.cpp) calls these.
+  Tensor& alloc(const Step& s, size_t out, DType dtype, Shape shape);
+  void alias(const Step& s, std::span<const Tensor* const> ins, size_t out, size_t input, Shape shape);
+  void set(const Step& s, size_t out, Tensor t);
+  std::vector<Tensor> run_subgraph(GraphId g, std::vector<Tensor> inputs);
+
  private:
   void run_step(const Step& s, size_t index);
   bool layout_inputs(const Step& s, std::vector<const Tensor*>& ins, std::vector<Tensor>& held) const;
-  Tensor& alloc(const Step& s, size_t out, DType dtype, Shape shape);
   const Plan& plan_;
   Frame* parent_;
-  std::vector<Tensor> vals_;
+  std::vector<Tensor> vals_;  // values computed or bound in this run (Undefined: see plan_.constants)
   std::shared_ptr<const Layout> layout_;
   std::shared_ptr<std::byte> arena_;
   bool recording_ = false;
+  bool busy_ = false;  // inside run(): a nested use of this frame gets a fresh one
   std::vector<uint64_t> sizes_;
   std::vector<ValueId> alias_of_;
   std::deque<Tensor> scratch_;
   std::vector<Tensor> convert_in_, convert_out_;  // conversion_buffer()
+  std::vector<Shape> shapes_;                     // this run's input (and run-time capture) shapes
+  std::vector<const Tensor*> ins_;                // the running step's inputs
+  std::vector<std::pair<const Plan*, std::unique_ptr<Frame>>> children_;
   friend class OpContext;
 };
 

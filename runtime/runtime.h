@@ -49,6 +49,8 @@ inline SessionOptions comparison_options() {
   return o;
 }
 
+// Profiles cover the steps of If/Loop/Scan bodies too (nested to any depth); a control-flow
+// step counts only its own time (body frames, copies, stacking), its bodies' steps theirs.
 struct OpProfile {
   std::string op;
   double ms = 0;  // total over all runs so far
@@ -56,9 +58,12 @@ struct OpProfile {
 };
 
 struct StepProfile {
-  std::string node;  // the step's first node ("Conv 'name'"); fused nodes are included in its time
+  std::string node;  // the step's first node ("node 'name' (Conv)", in a body "node 'If_0/then_branch/name' (Conv)");
+                     // fused nodes are included in its time
   std::string op;    // as in OpProfile
   double ms = 0;     // total over all runs so far
+  std::string path;  // node names from the main graph down: "If_0/then_branch/LSTM_3"
+  int depth = 0;     // 0 for the main graph's steps, 1 inside a body, ...
 };
 
 class Session {
@@ -79,6 +84,14 @@ class Session {
   size_t step_count() const;   // kernels per run (after fusion)
   size_t fused_count() const;  // activations fused into their producer
   size_t channels_last_count() const;  // steps planned to write channels-last outputs
+  // What the runs so far have set up, over the main graph and every If/Loop/Scan body: frames
+  // for bodies (one per body, reused by later calls and iterations) and arena layouts (one per
+  // graph and set of input and captured shapes). A steady state adds to neither.
+  struct SetupCounts {
+    size_t body_frames = 0;
+    size_t layouts = 0;
+  };
+  SetupCounts setup_counts() const;
   std::vector<OpProfile> profile() const;         // per op type, slowest first (needs options.profile)
   std::vector<StepProfile> step_profile() const;  // per kernel step, slowest first (needs options.profile)
 

@@ -34,26 +34,60 @@ std::string step_op(const Plan& plan, const Step& s) {
   if (s.act.op != simd::UnaryOp::Identity) op += "+act";
   return op;
 }
+
+// A node's name in a profile path (its op and index when the graph leaves it unnamed).
+std::string path_name(const Graph& g, NodeId n) {
+  std::string name(str(g.node_name(n)));
+  return name.empty() ? std::string(str(g.op_type(n))) + "#" + std::to_string(n.index()) : name;
+}
+
+// Every step of `plan` and, depth first, of the bodies of its If/Loop/Scan steps, each with its
+// path ("If_0/then_branch/LSTM_3"). A control-flow step's time is its own (the frames, copies
+// and stacking around its bodies, the sum of its body steps taken off): the steps of one run
+// add up to the run, and the body's nodes show where its time goes.
+void collect(const Plan& plan, const std::string& prefix, std::vector<StepProfile>& out) {
+  const Graph& g = plan.graph;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& s = plan.steps[i];
+    const std::string path = prefix + path_name(g, s.node);
+    const size_t self = out.size();
+    out.push_back({prefix.empty() ? node_desc(g, s.node) : "node '" + path + "' (" + std::string(str(g.op_type(s.node))) + ")",
+                   step_op(plan, s), static_cast<double>(plan.step_ns[i].load()) * 1e-6, path, 0});
+    double body_ms = 0;
+    for (const Attr& a : g.attrs(s.node)) {
+      std::vector<GraphId> subs;
+      if (a.type == AttrType::Graph) subs.push_back(a.graph);
+      if (a.type == AttrType::Graphs)
+        for (GraphId sub : g.graphs(a)) subs.push_back(sub);
+      for (size_t k = 0; k < subs.size(); ++k) {
+        const Plan& sp = *plan.subplan(subs[k]);
+        for (const auto& ns : sp.step_ns) body_ms += static_cast<double>(ns.load()) * 1e-6;
+        std::string attr(str(a.name));
+        if (subs.size() > 1) attr += "[" + std::to_string(k) + "]";
+        collect(sp, path + "/" + attr + "/", out);
+      }
+    }
+    for (size_t k = self + 1; k < out.size(); ++k) out[k].depth += 1;
+    out[self].ms = std::max(0.0, out[self].ms - body_ms);
+  }
+}
 }  // namespace
 
 std::vector<StepProfile> Session::step_profile() const {
   std::vector<StepProfile> out;
-  for (size_t i = 0; i < plan_->steps.size(); ++i) {
-    const Step& s = plan_->steps[i];
-    out.push_back({node_desc(plan_->graph, s.node), step_op(*plan_, s), static_cast<double>(plan_->step_ns[i].load()) * 1e-6});
-  }
+  collect(*plan_, "", out);
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.ms > b.ms; });
   return out;
 }
 
 std::vector<OpProfile> Session::profile() const {
+  std::vector<StepProfile> steps;
+  collect(*plan_, "", steps);
   std::map<std::string, OpProfile> by;
-  for (size_t i = 0; i < plan_->steps.size(); ++i) {
-    const Step& s = plan_->steps[i];
-    const std::string op = step_op(*plan_, s);
-    OpProfile& p = by[op];
-    p.op = op;
-    p.ms += static_cast<double>(plan_->step_ns[i].load()) * 1e-6;
+  for (const StepProfile& s : steps) {
+    OpProfile& p = by[s.op];
+    p.op = s.op;
+    p.ms += s.ms;
     ++p.nodes;
   }
   std::vector<OpProfile> out;
@@ -62,10 +96,26 @@ std::vector<OpProfile> Session::profile() const {
   return out;
 }
 
+namespace {
+void add_counts(const Plan& p, Session::SetupCounts& c) {
+  c.body_frames += p.frames_made();
+  c.layouts += p.layouts_recorded();
+  for (const auto& [g, sp] : p.subplans()) add_counts(*sp, c);
+}
+}  // namespace
+
+Session::SetupCounts Session::setup_counts() const {
+  SetupCounts c;
+  add_counts(*plan_, c);
+  return c;
+}
+
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
   simd::WarmWorkers warm;
-  Frame f(*plan_, nullptr);
-  return f.run(inputs);
+  std::unique_ptr<Frame> f = plan_->take_frame();
+  auto outs = f->run(inputs);
+  plan_->give_frame(std::move(f));
+  return outs;
 }
 
 }  // namespace onnxforge::rt

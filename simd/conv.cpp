@@ -435,12 +435,25 @@ void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, cons
 // cols[k][j] (K x out_sp, row-major) = x[c, o*s - pad + kk*d] for k = (c, kk), 0 outside.
 void im2col_rows(const float* x, const Geometry& g, std::size_t K, float* cols) {
   const auto N = static_cast<std::size_t>(g.out_sp);
+  // Outputs [lo, hi) of a row read inside the input line, per kernel position k2 (the rest are
+  // padding): two divisions per row by the stride were a third of silero VAD's convs.
+  const std::int64_t s2 = g.s[2], len = g.out[2];
+  std::vector<std::int64_t> lohi(static_cast<std::size_t>(2 * g.k[2]));
+  for (std::int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+    const std::int64_t first = -g.pb[2] + k2 * g.d[2];
+    const std::int64_t lo = first >= 0 ? 0 : std::min(len, (-first + s2 - 1) / s2);
+    lohi[static_cast<std::size_t>(2 * k2)] = lo;
+    lohi[static_cast<std::size_t>(2 * k2 + 1)] =
+        first < g.in[2] ? std::max(lo, std::min(len, (g.in[2] - first + s2 - 1) / s2)) : lo;
+  }
   detail::parallel_chunks(K, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(N, 1)),
                           [&](std::size_t b, std::size_t e) {
+    // (c, k0, k1, k2) of row b, then stepped row by row: with few output positions (silero
+    // VAD's 1-D convs over 1-4 positions) the five divisions per row were most of the conv.
+    const auto kb = static_cast<std::int64_t>(b);
+    const std::int64_t kr0 = kb % g.k_sp;
+    std::int64_t c = kb / g.k_sp, k2 = kr0 % g.k[2], k1 = (kr0 / g.k[2]) % g.k[1], k0 = kr0 / (g.k[2] * g.k[1]);
     for (std::size_t k = b; k < e; ++k) {
-      const auto kk = static_cast<std::int64_t>(k);
-      const std::int64_t c = kk / g.k_sp, kr = kk % g.k_sp;
-      const std::int64_t k2 = kr % g.k[2], k1 = (kr / g.k[2]) % g.k[1], k0 = kr / (g.k[2] * g.k[1]);
       const float* plane = x + c * g.in_sp;
       float* row = cols + k * N;
       for (std::int64_t o0 = 0; o0 < g.out[0]; ++o0) {
@@ -452,10 +465,8 @@ void im2col_rows(const float* x, const Geometry& g, std::size_t K, float* cols) 
             continue;
           }
           const float* line = plane + (i0 * g.in[1] + i1) * g.in[2];
-          // Outputs [lo, hi) read inside the line; the rest are padding.
-          const std::int64_t first = -g.pb[2] + k2 * g.d[2], s2 = g.s[2], len = g.out[2];
-          const std::int64_t lo = first >= 0 ? 0 : std::min(len, (-first + s2 - 1) / s2);
-          const std::int64_t hi = first < g.in[2] ? std::max(lo, std::min(len, (g.in[2] - first + s2 - 1) / s2)) : lo;
+          const std::int64_t first = -g.pb[2] + k2 * g.d[2];
+          const std::int64_t lo = lohi[static_cast<std::size_t>(2 * k2)], hi = lohi[static_cast<std::size_t>(2 * k2 + 1)];
           std::fill(row, row + lo, 0.f);
           if (s2 == 1) {
             if (hi > lo) std::memcpy(row + lo, line + first + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
@@ -463,6 +474,13 @@ void im2col_rows(const float* x, const Geometry& g, std::size_t K, float* cols) 
             for (std::int64_t o2 = lo; o2 < hi; ++o2) row[o2] = line[first + o2 * s2];
           }
           std::fill(row + hi, row + len, 0.f);
+        }
+      }
+      if (++k2 == g.k[2]) {
+        k2 = 0;
+        if (++k1 == g.k[1]) {
+          k1 = 0;
+          if (++k0 == g.k[0]) k0 = 0, ++c;
         }
       }
     }

@@ -46,6 +46,24 @@ Tensor stack(const std::vector<Tensor>& parts, DType dtype) {
   return t;
 }
 
+// Whether a Loop body's condition output is true on every iteration whatever the inputs: the
+// condition input itself (the Loop's own condition is checked by the caller) or a constant true
+// (an initializer, or a Constant node's value), through Identity nodes (torch writes cond_out =
+// Identity(cond_in)).
+bool body_condition_always_true(const Model& model, const Graph& bg) {
+  if (bg.graph_outputs().empty() || bg.graph_inputs().size() < 2) return false;
+  ValueId out = bg.graph_outputs()[0];
+  for (int hops = 0; hops < 8 && bg.producer(out).valid() && bg.is_op(bg.producer(out), "Identity"); ++hops)
+    out = bg.inputs(bg.producer(out))[0];
+  if (out == bg.graph_inputs()[1]) return true;
+  TensorId t = bg.initializer(out);
+  if (!t.valid() && bg.producer(out).valid() && bg.is_op(bg.producer(out), "Constant"))
+    t = bg.attr_tensor(bg.producer(out), "value");
+  if (!t.valid() || model.tensors.dtype(t) != DType::Bool) return false;
+  const std::span<const std::byte> b = model.tensors.bytes(t);
+  return b.size() == 1 && b[0] != std::byte{0};
+}
+
 void loop(OpContext& c) {
   const GraphId body = graph_attr(c, "body");
   const Graph& bg = c.graph.model().graph(body);
@@ -69,8 +87,24 @@ void loop(OpContext& c) {
   // may share one buffer (a constant scan output), so the allocator alone never saw a 2^62-trip
   // Loop grow its lists until the OOM killer ended it.
   uint64_t scan_bytes = 0;
+  // When the body's condition cannot turn false (the exporters' usual spelling: the condition
+  // input passed through, or a constant true), the Loop runs all M iterations; after the first
+  // one its scan outputs' total is known, so a Loop that cannot fit is refused before it runs
+  // the rest (a 2^62-trip Loop of 4 KB scan outputs ran 4.5 million iterations, 53 s, before
+  // the running total reached the budget: a hang to anyone waiting on it).
+  const bool runs_all_trips = m && m->numel() && body_condition_always_true(c.graph.model(), bg);
+  // The iteration number and condition tensors are rewritten in place unless the body kept
+  // them (an output that is a view of one still holds it).
+  Tensor it_t = scalar_i64(0), cond_t = scalar_bool(cond);
   for (int64_t it = 0; it < max_trip && cond; ++it) {
-    std::vector<Tensor> ins{scalar_i64(it), scalar_bool(cond)};
+    if (it_t.hold.use_count() > 1) it_t = scalar_i64(it);
+    else it_t.ptr<int64_t>()[0] = it;
+    if (cond_t.hold.use_count() > 1) cond_t = scalar_bool(cond);
+    else cond_t.ptr<uint8_t>()[0] = cond;
+    std::vector<Tensor> ins;
+    ins.reserve(2 + carried.size());
+    ins.push_back(it_t);
+    ins.push_back(cond_t);
     for (auto& t : carried) ins.push_back(t);
     auto outs = c.run_subgraph(body, std::move(ins));
     if (outs.size() < 1 + n_carried + n_scan) c.error("the body returned fewer outputs than it declares");
@@ -79,6 +113,12 @@ void loop(OpContext& c) {
     for (size_t i = 0; i < n_scan; ++i) {
       scan_bytes += checked_bytes(outs[1 + n_carried + i].dtype, outs[1 + n_carried + i].shape) + sizeof(Tensor);
       scans[i].push_back(std::move(outs[1 + n_carried + i]));
+    }
+    if (n_scan && it == 0 && runs_all_trips && cond) {
+      uint64_t total = 0;
+      if (__builtin_mul_overflow(scan_bytes, static_cast<uint64_t>(max_trip), &total)) total = UINT64_MAX;
+      check_memory(total, "the scan outputs of all " + std::to_string(max_trip) + " iterations (" +
+                              std::to_string(scan_bytes) + " bytes each; the body's condition is always true)");
     }
     if (n_scan)
       check_memory(scan_bytes, "the scan outputs after " + std::to_string(it + 1) + " of " + std::to_string(max_trip) +

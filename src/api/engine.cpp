@@ -276,7 +276,7 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
     for (const auto& p : sa.profile())
       j["profile"].push_back({{"op", p.op}, {"ms_per_run", p.ms / runs}, {"nodes", p.nodes}});
     for (const auto& p : sa.step_profile())
-      j["steps_profile"].push_back({{"node", p.node}, {"op", p.op}, {"ms_per_run", p.ms / runs}});
+      j["steps_profile"].push_back({{"node", p.node}, {"op", p.op}, {"ms_per_run", p.ms / runs}, {"path", p.path}, {"depth", p.depth}});
   }
   return j;
 }

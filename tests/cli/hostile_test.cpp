@@ -208,6 +208,13 @@ TEST(Hostile, LoopTripCountsAreBounded) {
   EXPECT_EQ(r.code, 2) << r.describe();
   EXPECT_THAT(r.err, HasSubstr("loop0")) << r.describe();
   EXPECT_THAT(r.err, HasSubstr("memory budget of 64.0 MiB")) << r.describe();
+  // Under the default budget (3/4 of RAM) too: the body's condition is Identity(cond_in), so all
+  // 2^62 trips run and their total is refused after the first one (it ran 4.5 million
+  // iterations, 53 s, before the running total reached the budget).
+  r = run_cli({"run", m}, 300);
+  ASSERT_TRUE(r.exited()) << r.describe();
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr("the scan outputs of all 4611686018427387904 iterations (4")) << r.describe();
   // 2^64 - 1 stored in an int64 reads as -1: refused instead of running zero iterations.
   fs::path neg = write_to(stacking_loop(-1), "loopneg");
   expect_refused({"run", neg}, "trip count M = -1 is negative");

