@@ -49,16 +49,20 @@ def group_load():
 
 
 def group_gemm():
-    """GEMM 1024^3 throughput as a fraction of the FMA peak measured right before it."""
+    """GEMM 1024^3 as a fraction of the FMA peak, both timed in alternation inside one benchmark
+    (bench_gemm_vs_peak: every iteration runs the FMA loop and the GEMM back to back, so a busy
+    minute slows both). Separate runs of bench_fma_peak and bench_simd_gemm compared different
+    machines on this shared VM: that recorded 0.63-0.67 while 0.86-0.93 was measured quiet.
+    The tracked figure is the upper decile of the per-iteration ratios (of_peak_p90): a
+    cache-hungry neighbour slows the GEMM far more than the register-only FMA loop, so the median
+    follows the neighbours; the least-disturbed iterations follow the kernel."""
+    m = run_bench("bench_gemm_vs_peak", filt="M:1024/N:1024/K:1024/", reps=3)
     out = {}
-    for threads in (1, 2):
-        peak = run_bench("bench_fma_peak", filt=f"avx512/real_time/threads:{threads}$", reps=3)
-        gemm = run_bench("bench_simd_gemm", filt=f"M:1024/N:1024/K:1024/threads:{threads}/packed:1", reps=3)
-        if not peak or not gemm:
-            continue
-        p = next(iter(peak.values()))["GFLOP/s"]
-        g = next(iter(gemm.values()))["GFLOP/s"]
-        out[f"gemm_1024_fraction_of_peak_{threads}t"] = {"value": g / p, "better": "higher"}
+    for name, b in (m or {}).items():
+        threads = int(name.split("threads:")[1].split("/")[0])
+        out[f"gemm_1024_fraction_of_peak_{threads}t"] = {
+            "value": b["of_peak_p90"], "better": "higher", "tolerance": 0.15,
+            "note": "bench_gemm_vs_peak of_peak_p90 (alternating with the FMA loop); regression beyond 15%"}
     return out
 
 
@@ -82,7 +86,8 @@ def main():
         base = baseline.get(name, {}).get("value")
         verdict = "new"
         if base is not None:
-            worse = m["value"] > base * (1 + args.tolerance) if m["better"] == "lower" else m["value"] < base / (1 + args.tolerance)
+            tol = baseline[name].get("tolerance", args.tolerance)  # a metric may hold a tighter one
+            worse = m["value"] > base * (1 + tol) if m["better"] == "lower" else m["value"] < base / (1 + tol)
             verdict = "REGRESSION" if worse else "ok"
             regressions += worse
         print(f"{name:40} {m['value']:10.4f} {base if base is not None else float('nan'):10.4f}  {verdict}")

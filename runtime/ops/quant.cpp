@@ -235,7 +235,10 @@ void dynamic_quantize(OpContext& c) {
   const Tensor& x = c.input(0);
   if (x.dtype != DType::Float) c.error("DynamicQuantizeLinear takes float32 input");
   const size_t n = static_cast<size_t>(x.numel());
-  auto [scale, zp] = dynamic_params(x.ptr<float>(), n);
+  // Not a structured binding: the lambdas below capture them, which clang 14 (the fuzz build) rejects.
+  const std::pair<float, uint8_t> params = dynamic_params(x.ptr<float>(), n);
+  const float scale = params.first;
+  const uint8_t zp = params.second;
   Tensor& y = c.output(0, DType::Uint8, x.shape);
   if (scale == 0) {
     std::fill_n(y.ptr<uint8_t>(), n, zp);
@@ -459,7 +462,9 @@ std::shared_ptr<const void> prepare_matmul_integer_to_float(const Graph& g, Node
 void dynamic_quantize_matmul(OpContext& c) {
   const Tensor& x = c.input(0);
   if (x.dtype != DType::Float) c.error("A must be float32");
-  auto [scale, zp] = dynamic_params(x.ptr<float>(), static_cast<size_t>(x.numel()));
+  const std::pair<float, uint8_t> params = dynamic_params(x.ptr<float>(), static_cast<size_t>(x.numel()));
+  const float scale = params.first;  // not a structured binding: captured below (clang 14)
+  const uint8_t zp = params.second;
   Tensor q = Tensor::alloc(DType::Uint8, x.shape);
   const size_t n = static_cast<size_t>(x.numel());
   if (scale == 0)

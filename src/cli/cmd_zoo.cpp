@@ -43,6 +43,7 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
   app.require_subcommand(0, 1);
   auto r = std::make_shared<zoo::RunOptions>();
   auto no_attr = std::make_shared<bool>(false), no_bench = std::make_shared<bool>(false);
+  auto ort = std::make_shared<std::string>();
   auto outdir = std::make_shared<std::string>();
   CLI::App* run = app.add_subcommand("run", "Inspect, audit, optimize+verify, attribute and bench every model");
   run->add_option("inputs", r->inputs, "Folders (searched for .onnx), models, or manifests (text or JSON)");
@@ -66,6 +67,8 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
   run->add_option("--bench-iters", r->bench_iters, "Timed runs per model in bench instead of --bench-time");
   run->add_flag("--no-attribute", *no_attr, "Skip the per-pass attribution");
   run->add_flag("--no-bench", *no_bench, "Skip the latency measurement");
+  CLI::Option* ort_opt = run->add_option("--ort", *ort, "Also time both models in ONNX Runtime (the npm peer): --ort, or --ort=PATH/ort.js")
+      ->expected(0, 1);
 
   auto rep = std::make_shared<zoo::ReportOptions>();
   auto rep_dir = std::make_shared<std::string>(), base = std::make_shared<std::string>();
@@ -85,6 +88,7 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
       r->exe = self_exe();
       r->attribute = !*no_attr;
       r->bench = !*no_bench;
+      if (ort_opt->count()) zoo::find_ort_peer(*r, *ort);
       r->tty = stderr_is_tty();
       if (r->passes.size() == 1 && r->passes[0] == "none") {
         r->passes.clear();

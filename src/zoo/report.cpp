@@ -119,7 +119,8 @@ nlohmann::json summarize(const fs::path& outdir) {
     }
     for (const char* k : {"nodes_before", "nodes_after", "bytes_before", "bytes_after", "worst_accuracy_class",
                           "max_diff", "max_diff_class", "verified", "latency_before_ms", "latency_after_ms",
-                          "latency_ratio", "latency_min_ratio", "optimize_seconds", "peak_rss_kb"})
+                          "latency_ratio", "latency_min_ratio", "optimize_seconds", "peak_rss_kb", "ort_before_ms",
+                          "ort_after_ms", "ort_ratio", "ours_vs_ort", "ort_error"})
       if (s.contains(k)) m[k] = s[k];
     if (m["status"] != "ok") {
       ++failed;
@@ -256,6 +257,25 @@ std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
          << fmt(m["speedup"].get<double>(), 3) << "× |\n";
     else md << " | | |\n";
   }
+  bool any_ort = false;
+  for (const auto& m : s["models"])
+    if (m["status"] == "ok" && (m.contains("ort_after_ms") || m.contains("ort_error"))) {
+      if (!any_ort)
+        md << "\n## ONNX Runtime (--ort: same inputs, original and optimized alternating)\n\n"
+              "| model | ORT before ms | ORT after ms | ORT speed-up | ours/ORT (optimized) |\n|---|---:|---:|---:|---:|\n";
+      any_ort = true;
+      md << "| " << m["name"].get<std::string>() << " | ";
+      if (m.contains("ort_after_ms")) {
+        md << fmt(m["ort_before_ms"].get<double>(), 4) << " | " << fmt(m["ort_after_ms"].get<double>(), 4) << " | "
+           << fmt(1.0 / m["ort_ratio"].get<double>(), 3) << "× | "
+           << (m.contains("ours_vs_ort") ? fmt(m["ours_vs_ort"].get<double>(), 3) + "×" : "") << " |\n";
+      } else {
+        std::string e = m["ort_error"].get<std::string>();
+        std::replace(e.begin(), e.end(), '\n', ' ');
+        std::replace(e.begin(), e.end(), '|', '/');
+        md << "not run: " << e.substr(0, 200) << " | | | |\n";
+      }
+    }
   bool any_fail = false;
   for (const auto& m : s["models"])
     if (m["status"] != "ok") {
@@ -327,7 +347,9 @@ constexpr const char* kPageScript = R"js(
       {label: 'after (ms)', data: lat.map(m => m.latency_after_ms), backgroundColor: '#4e79a7'}]},
     options: {indexAxis: 'y', maintainAspectRatio: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'median ms (log)'}}}}});
   const tb = el('latency-table');
-  lat.forEach(m => { const r = tb.insertRow(); [m.name, m.family, m.latency_before_ms.toFixed(3), m.latency_after_ms.toFixed(3), m.speedup.toFixed(3) + '×']
+  const f3 = v => v === undefined ? '' : v.toFixed(3);
+  lat.forEach(m => { const r = tb.insertRow(); [m.name, m.family, f3(m.latency_before_ms), f3(m.latency_after_ms), m.speedup.toFixed(3) + '×',
+      f3(m.ort_before_ms), f3(m.ort_after_ms), m.ours_vs_ort === undefined ? (m.ort_error ? 'ORT: ' + m.ort_error : '') : m.ours_vs_ort.toFixed(3) + '×']
       .forEach(t => { r.insertCell().textContent = t; }); });
 
   // Node reduction % vs latency improvement %, by family, with each family's least-squares line.
@@ -409,7 +431,8 @@ std::string html(const nlohmann::json& data) {
        "<h2>Pass attribution (nodes removed per pass, cumulative in pipeline order)</h2>\n"
        "<div class=\"box\"><canvas id=\"heatmap\"></canvas></div>\n"
        "<h2>Latency before and after (onnxforge runtime)</h2>\n<div class=\"box\"><canvas id=\"latency\"></canvas></div>\n"
-       "<table id=\"latency-table\"><tr><th>model</th><th>family</th><th>before ms</th><th>after ms</th><th>speed-up</th></tr></table>\n"
+       "<table id=\"latency-table\"><tr><th>model</th><th>family</th><th>before ms</th><th>after ms</th><th>speed-up</th>"
+       "<th>ORT before ms</th><th>ORT after ms</th><th>ours/ORT</th></tr></table>\n"
        "<h2>Does node reduction predict latency?</h2>\n<div class=\"box\"><canvas id=\"nodes-vs-latency\"></canvas></div>\n"
        "<table id=\"fit-table\"><tr><th>group</th><th>n</th><th>slope</th><th>intercept</th><th>Pearson r</th></tr></table>\n"
        "<h2>max_diff per model (colour: accuracy class)</h2>\n<div class=\"box\"><canvas id=\"maxdiff\"></canvas></div>\n"

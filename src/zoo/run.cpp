@@ -300,6 +300,48 @@ nlohmann::json machine_info(int threads) {
           {"cores", static_cast<int>(std::thread::hardware_concurrency())}, {"host", host}};
 }
 
+void find_ort_peer(RunOptions& o, const std::string& spec) {
+  auto found = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec);
+  };
+  std::vector<fs::path> tried;
+  if (!spec.empty()) tried.push_back(spec);
+  else {
+    if (const char* e = std::getenv("ONNXFORGE_ORT_JS"); e && *e) tried.push_back(e);
+    // The build tree (build/onnxforge) and a source checkout run from its root.
+    if (!o.exe.empty()) tried.push_back(o.exe.parent_path().parent_path() / "tools/peers/ort.js");
+    tried.push_back(fs::current_path() / "tools/peers/ort.js");
+  }
+  fs::path js;
+  for (const fs::path& p : tried)
+    if (found(p)) {
+      js = fs::absolute(p);
+      break;
+    }
+  if (js.empty()) {
+    std::string list;
+    for (const fs::path& p : tried) list += (list.empty() ? "" : ", ") + p.string();
+    fail_usage("zoo run --ort: no ONNX Runtime peer (ort.js) at ", list, "; pass --ort=PATH/ort.js or set ONNXFORGE_ORT_JS");
+  }
+  if (!found(js.parent_path() / "node_modules/onnxruntime-node/package.json"))
+    fail_usage("zoo run --ort: ", js.string(), " has no onnxruntime-node beside it; install it with tools/peers/install.sh");
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t b = 0; b <= dirs.size();) {
+    size_t e = dirs.find(':', b);
+    if (e == std::string::npos) e = dirs.size();
+    fs::path cand = fs::path(dirs.substr(b, e - b)) / "node";
+    if (e > b && found(cand) && ::access(cand.c_str(), X_OK) == 0) {
+      o.node = cand;
+      break;
+    }
+    b = e + 1;
+  }
+  if (o.node.empty()) fail_usage("zoo run --ort: `node` is not on PATH (Debian: apt install nodejs)");
+  o.ort_js = js;
+}
+
 namespace {
 
 struct ChildResult {
@@ -462,6 +504,80 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// --ort: ONNX Runtime times the original and the optimized model on the inputs onnxforge
+// generates (`run --save-inputs`, so both runtimes see the same tensors), in rounds alternating
+// original / optimized so that a busy minute hits both; the best round median of each is kept.
+// ORT refusing the *original* (an op or opset it lacks) is recorded, not a failure of the model;
+// ORT refusing the optimized model while it runs the original is: onnxforge wrote something the
+// most common runtime cannot load.
+bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const fs::path& optimized,
+                 const fs::path& scratch, const std::vector<std::string>& dims, Clock::time_point deadline,
+                 bool has_deadline) {
+  const RunOptions& o = c.o;
+  constexpr int kRounds = 2;
+  const fs::path inputs = scratch.string() + ".inputs";
+  nlohmann::json ort = {{"rounds", kRounds}, {"threads", c.threads}};
+  auto finish = [&](bool ok) {
+    std::error_code ec;
+    fs::remove_all(inputs, ec);
+    r["ort"] = ort;
+    return ok;
+  };
+  auto child = [&](std::vector<std::string> args, const std::string& tag) {
+    ChildResult cr = run_child(args, fs::path(scratch.string() + "." + tag), deadline, has_deadline, o.max_rss_mb * 1024);
+    r["seconds"][tag] = r["seconds"].value(tag, 0.0) + cr.seconds;
+    r["peak_rss_kb"][tag] = std::max<int64_t>(r["peak_rss_kb"].value(tag, int64_t(0)), cr.peak_rss_kb);
+    return cr;
+  };
+  std::vector<std::string> save = {o.exe.string(), "run", m.path.string(), "--save-inputs", inputs.string(), "--json"};
+  save.insert(save.end(), dims.begin(), dims.end());
+  ChildResult sv = child(save, "ort_inputs");
+  if (sv.exit_code != 0) {
+    ort["error"] = "could not write the inputs: " + last_lines(sv.err, 300);
+    return finish(true);
+  }
+  std::vector<double> before, after;
+  for (int round = 0; round < kRounds; ++round)
+    for (bool opt : {false, true}) {
+      std::vector<std::string> a = {o.node.string(), o.ort_js.string(), "bench", (opt ? optimized : m.path).string(),
+                                    "--inputs", inputs.string(), "--threads", std::to_string(c.threads), "--warmup", "2"};
+      if (o.bench_iters > 0) a.insert(a.end(), {"--iters", std::to_string(o.bench_iters)});
+      else a.insert(a.end(), {"--min-time", std::to_string(o.bench_min_time / kRounds)});
+      ChildResult cr = child(a, "ort");
+      std::string why;
+      double median = 0;
+      if (cr.timed_out) why = "timed out (--timeout)";
+      else if (cr.over_rss) why = "killed: resident memory above --max-rss";
+      else if (cr.signal) why = std::string("crashed: signal ") + std::to_string(cr.signal);
+      try {
+        nlohmann::json j = nlohmann::json::parse(cr.out);
+        if (j.value("ok", true) && j.contains("median_ms")) median = j["median_ms"].get<double>();
+        else if (why.empty()) why = j.value("error", "no median_ms");
+      } catch (const std::exception&) {
+        if (why.empty()) why = "printed no JSON (exit code " + std::to_string(cr.exit_code) + "): " + last_lines(cr.err, 300);
+      }
+      if (!why.empty()) {
+        if (!opt) {  // ORT cannot run the original: nothing to compare, the model is still fine
+          ort["error"] = "ONNX Runtime on the original: " + why;
+          return finish(true);
+        }
+        ort["error"] = "ONNX Runtime runs the original but not the optimized model: " + why;
+        r["status"] = "failed";
+        r["failed_step"] = "ort";
+        r["failure"] = "ort";
+        r["error"] = "ort: " + ort["error"].get<std::string>();
+        return finish(false);
+      }
+      (opt ? after : before).push_back(median);
+    }
+  ort["before_ms"] = *std::min_element(before.begin(), before.end());
+  ort["after_ms"] = *std::min_element(after.begin(), after.end());
+  ort["ratio"] = ort["after_ms"].get<double>() / std::max(1e-9, ort["before_ms"].get<double>());
+  ort["before_rounds_ms"] = before;
+  ort["after_rounds_ms"] = after;
+  return finish(true);
+}
+
 nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   const RunOptions& o = c.o;
   nlohmann::json r;
@@ -544,6 +660,7 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
       r["steps"]["bench"].erase("steps_profile");
     }
   }
+  if (ok && !o.ort_js.empty()) ok = ort_latency(c, m, r, optimized, scratch, dims, deadline, timeout > 0);
   r["seconds"]["total"] = std::chrono::duration<double>(Clock::now() - t0).count();
 
   // The figures the report and the gate read, in one place.
@@ -584,6 +701,16 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     // 2.20 ms), the minima by under 2%.
     if (b["min_ms"].get<double>() > 0) s["latency_min_ratio"] = b["vs"]["min_ms"].get<double>() / b["min_ms"].get<double>();
   }
+  if (r.contains("ort") && r["ort"].contains("before_ms")) {
+    s["ort_before_ms"] = r["ort"]["before_ms"];
+    s["ort_after_ms"] = r["ort"]["after_ms"];
+    s["ort_ratio"] = r["ort"]["ratio"];
+    // Our runtime against ONNX Runtime on the optimized model (both medians, same inputs).
+    if (s.contains("latency_after_ms") && r["ort"]["after_ms"].get<double>() > 0)
+      s["ours_vs_ort"] = s["latency_after_ms"].get<double>() / r["ort"]["after_ms"].get<double>();
+  } else if (r.contains("ort") && r["ort"].contains("error")) {
+    s["ort_error"] = r["ort"]["error"];
+  }
   s["peak_rss_kb"] = 0;
   for (const auto& [k, v] : r["peak_rss_kb"].items()) s["peak_rss_kb"] = std::max(s["peak_rss_kb"].get<int64_t>(), v.get<int64_t>());
   r["summary"] = s;
@@ -611,7 +738,8 @@ int run(const RunOptions& o) {
   // Everything that changes a result; --resume redoes a model when any of it differs.
   c.options = {{"passes", o.passes}, {"skip", o.skip}, {"dims", o.dims}, {"target_opset", o.target_opset},
                {"seeds", o.seeds}, {"attribute", o.attribute}, {"bench", o.bench},
-               {"bench_min_time", o.bench_min_time}, {"bench_iters", o.bench_iters}, {"threads", c.threads}};
+               {"bench_min_time", o.bench_min_time}, {"bench_iters", o.bench_iters}, {"threads", c.threads},
+               {"ort", !o.ort_js.empty()}};
   std::string opt_text = c.options.dump();
   c.options_key = hex64(hash_bytes(opt_text.data(), opt_text.size()));
   c.machine = machine_info(c.threads);
@@ -638,6 +766,8 @@ int run(const RunOptions& o) {
       line << "ok, nodes " << s.value("nodes_before", 0) << " -> " << s.value("nodes_after", 0);
       if (s.contains("max_diff")) line << ", max_diff " << s["max_diff"].get<double>();
       if (s.contains("latency_ratio")) line << ", latency x" << s["latency_ratio"].get<double>();
+      if (s.contains("ours_vs_ort")) line << ", ours/ORT " << s["ours_vs_ort"].get<double>();
+      else if (s.contains("ort_error")) line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
       line << " (" << (*r)["seconds"]["total"].get<double>() << " s)";
     } else {
       std::string e = (*r).value("error", "");

@@ -68,7 +68,15 @@ struct RunOptions {
   int shard_count = 0;  // --shard-count: N for --shard auto under a Kubernetes Indexed Job
   std::string set;    // JSON manifests: only models of this set
   bool tty = false;   // progress line instead of a line per model
+  // --ort: ONNX Runtime (the npm peer, tools/peers/ort.js run by node) times the original and the
+  // optimized model on the inputs onnxforge generated, alternating; empty: not measured.
+  fs::path ort_js, node;
 };
+
+// The peer for --ort: `spec` is a path to ort.js, or empty for the default search
+// (ONNXFORGE_ORT_JS, then tools/peers/ort.js beside the binary's source tree or install). Fills
+// o.ort_js and o.node (node from PATH); throws a usage Error naming what is missing.
+void find_ort_peer(RunOptions& o, const std::string& spec);
 
 // Returns the exit code: 0 every model ok, 1 any failed.
 int run(const RunOptions& o);

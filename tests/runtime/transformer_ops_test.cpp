@@ -11,11 +11,12 @@
 #include "io/model_io.h"
 #include "runtime/runtime.h"
 #include "tests/common/models.h"
-#include "tests/runtime/graph_builder.h"
+#include "tests/common/graph_builder.h"
+#include "tests/runtime/tensors.h"
 #include "tests/runtime/ort_run.h"
 
 using namespace onnxforge;
-using onnxforge::test::TinyModel;
+using onnxforge::test::GraphBuilder;
 
 namespace {
 
@@ -188,7 +189,7 @@ AttnRef reference(const AttnCase& c, const AttnData& d) {
 }
 
 // A model with one Attention node over the case's inputs; returns the inputs to feed it.
-std::vector<std::pair<std::string, rt::Tensor>> build(TinyModel& m, const AttnCase& c, const AttnData& d,
+std::vector<std::pair<std::string, rt::Tensor>> build(GraphBuilder& m, const AttnCase& c, const AttnData& d,
                                                        DType ft = DType::Float) {
   std::vector<std::pair<std::string, rt::Tensor>> feeds;
   auto tensor = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
@@ -196,7 +197,7 @@ std::vector<std::pair<std::string, rt::Tensor>> build(TinyModel& m, const AttnCa
     return rt::cast(test::make<float>(DType::Float, shape, v), ft);
   };
   auto add = [&](const std::string& name, rt::Tensor t) {
-    ValueId id = m.input(name, t.dtype, t.shape);
+    ValueId id = m.input(name, t.shape, t.dtype);
     feeds.emplace_back(name, std::move(t));
     return id;
   };
@@ -224,8 +225,8 @@ std::vector<std::pair<std::string, rt::Tensor>> build(TinyModel& m, const AttnCa
   if (c.softcap) attrs.push_back(NewAttr::Float("softcap", c.softcap));
   if (c.qk_mode > 0) attrs.push_back(NewAttr::Int("qk_matmul_output_mode", c.qk_mode));
   const size_t n_out = c.qk_mode >= 0 ? 4 : c.P ? 3 : 1;
-  m.outputs(m.node("Attention", ins, attrs, n_out));
-  m.model.ir_version = c.nonpad ? 12 : 11;
+  m.outputs(m.node_n("Attention", ins, attrs, n_out));
+  m.model().ir_version = c.nonpad ? 12 : 11;
   return feeds;
 }
 
@@ -247,9 +248,9 @@ void check_case(const AttnCase& c, uint32_t seed) {
   SCOPED_TRACE(c.str());
   const AttnData d = make_data(c, seed);
   const AttnRef want = reference(c, d);
-  TinyModel m(c.nonpad ? 24 : 23);
+  GraphBuilder m(c.nonpad ? 24 : 23);
   auto feeds = build(m, c, d);
-  auto got = run(m.model, feeds);
+  auto got = run(m.model(), feeds);
   EXPECT_TRUE(near(want.y, got[0])) << "Y";
   if (got.size() > 2) {
     EXPECT_TRUE(near(want.pk, got[1], 0, 0)) << "present_key";
@@ -326,8 +327,8 @@ TEST(Attention23, FullyMaskedRowsGiveZeros) {
         c.dead_row = 2, c.qk_mode = 3;
         check_case(c, 200);
         const AttnData d = make_data(c, 200);
-        TinyModel m(23);
-        auto got = run(m.model, build(m, c, d));
+        GraphBuilder m(23);
+        auto got = run(m.model(), build(m, c, d));
         for (int64_t b = 0; b < c.B; ++b)
           for (int64_t h = 0; h < c.Hq; ++h)
             for (int64_t e = 0; e < c.Dv; ++e) {
@@ -370,14 +371,14 @@ TEST(Attention23, IntegerMaskIsAdditive) {
     v = std::isinf(v) ? -100000.f : std::round(v * 4);
     ints.push_back(static_cast<int32_t>(v));
   }
-  TinyModel mf(23), mi(23);
+  GraphBuilder mf(23), mi(23);
   auto ff = build(mf, c, d);
   auto fi = build(mi, c, d);
   fi.back().second = test::make<int32_t>(DType::Int32, c.mask_shape, ints);
-  const ValueId mask = mi.g.graph_inputs().back();
-  const std::vector<Dim> dims(mi.g.shape(mask).begin(), mi.g.shape(mask).end());
-  mi.g.set_type(mask, DType::Int32, dims);
-  auto want = run(mf.model, ff), got = run(mi.model, fi);
+  const ValueId mask = mi.g().graph_inputs().back();
+  const std::vector<Dim> dims(mi.g().shape(mask).begin(), mi.g().shape(mask).end());
+  mi.g().set_type(mask, DType::Int32, dims);
+  auto want = run(mf.model(), ff), got = run(mi.model(), fi);
   std::vector<double> w;
   for (int64_t e = 0; e < want[0].numel(); ++e) w.push_back(want[0].get_f64(e));
   EXPECT_TRUE(near(w, got[0], 0, 0));
@@ -393,8 +394,8 @@ TEST(Attention23, Float16) {
   for (auto* v : {&r.q, &r.k, &r.v, &r.pk, &r.pv})
     for (float& x : *v) x = half_to_float(float_to_half(x));
   const AttnRef want = reference(c, r);
-  TinyModel m(23);
-  auto got = run(m.model, build(m, c, d, DType::Float16));
+  GraphBuilder m(23);
+  auto got = run(m.model(), build(m, c, d, DType::Float16));
   ASSERT_EQ(got[0].dtype, DType::Float16);
   EXPECT_TRUE(near(want.y, got[0], 2e-3, 2e-3));
   EXPECT_EQ(got[1].dtype, DType::Float16);
@@ -403,10 +404,10 @@ TEST(Attention23, Float16) {
 TEST(Attention23, BadInputsAreClearErrors) {
   auto expect_error = [](AttnCase c, const std::string& what, auto mutate) {
     const AttnData d = make_data(c, 500);
-    TinyModel m(23);
+    GraphBuilder m(23);
     auto feeds = build(m, c, d);
     mutate(feeds);
-    rt::Session s(m.model);
+    rt::Session s(m.model());
     std::vector<rt::Tensor> ins;
     for (auto& f : feeds) ins.push_back(f.second);
     try {
@@ -432,14 +433,14 @@ TEST(Attention23, BadInputsAreClearErrors) {
 
 TEST(Swish24, MatchesDefinition) {
   for (float alpha : {1.f, 0.5f, 1.702f}) {
-    TinyModel m(24);
-    ValueId x = m.input("x", DType::Float, {3, 1000});
+    GraphBuilder m(24);
+    ValueId x = m.input("x", {3, 1000}, DType::Float);
     std::vector<NewAttr> attrs;
     if (alpha != 1.f) attrs.push_back(NewAttr::Float("alpha", alpha));
-    m.outputs({m.op("Swish", {x}, attrs)});
+    m.outputs({m.node("Swish", {x}, attrs)});
     std::vector<float> xv = randn(3000, 7, 4.f);
     xv[0] = -100.f, xv[1] = 100.f, xv[2] = 0.f;
-    rt::Session s(m.model);
+    rt::Session s(m.model());
     auto y = s.run({test::make<float>(DType::Float, {3, 1000}, xv)});
     std::vector<double> want;
     for (float v : xv) want.push_back(v / (1 + std::exp(-static_cast<double>(alpha) * v)));
@@ -478,7 +479,7 @@ std::vector<double> rope_reference(const RopeCase& c, const std::vector<float>& 
 }
 
 struct RopeModel {
-  TinyModel m{23};
+  GraphBuilder m{23};
   std::vector<std::pair<std::string, rt::Tensor>> feeds;
   std::vector<float> x, cs, sn;
   std::vector<int64_t> pos;
@@ -492,7 +493,7 @@ void build_rope(RopeModel& r, const RopeCase& c, uint32_t seed) {
   r.cs = randn(static_cast<size_t>(rows * half), seed + 1);
   r.sn = randn(static_cast<size_t>(rows * half), seed + 2);
   auto add = [&](const std::string& name, rt::Tensor t) {
-    ValueId id = r.m.input(name, t.dtype, t.shape);
+    ValueId id = r.m.input(name, t.shape, t.dtype);
     r.feeds.emplace_back(name, std::move(t));
     return id;
   };
@@ -509,8 +510,8 @@ void build_rope(RopeModel& r, const RopeCase& c, uint32_t seed) {
   if (c.three_d) attrs.push_back(NewAttr::Int("num_heads", c.H));
   if (c.interleaved) attrs.push_back(NewAttr::Int("interleaved", 1));
   if (c.rot) attrs.push_back(NewAttr::Int("rotary_embedding_dim", c.rot));
-  r.m.outputs({r.m.op("RotaryEmbedding", ins, attrs)});
-  r.m.model.ir_version = 11;
+  r.m.outputs({r.m.node("RotaryEmbedding", ins, attrs)});
+  r.m.model().ir_version = 11;
 }
 
 std::vector<RopeCase> rope_cases() {
@@ -533,7 +534,7 @@ TEST(RotaryEmbedding23, MatchesReference) {
   for (const RopeCase& c : rope_cases()) {
     RopeModel r;
     build_rope(r, c, seed += 5);
-    auto y = run(r.m.model, r.feeds);
+    auto y = run(r.m.model(), r.feeds);
     EXPECT_TRUE(near(rope_reference(c, r.x, r.cs, r.sn, r.pos), y[0], 1e-6, 1e-6))
         << "3d " << c.three_d << " interleaved " << c.interleaved << " pos " << c.with_pos << " rot " << c.rot;
   }
@@ -545,7 +546,7 @@ TEST(RotaryEmbedding23, OutOfRangePositionIsAnError) {
     RopeModel r;
     build_rope(r, RopeCase{}, 3);
     r.feeds.back().second.ptr<int64_t>()[3] = bad;
-    rt::Session s(r.m.model);
+    rt::Session s(r.m.model());
     std::vector<rt::Tensor> ins;
     for (auto& f : r.feeds) ins.push_back(f.second);
     try {
@@ -556,12 +557,12 @@ TEST(RotaryEmbedding23, OutOfRangePositionIsAnError) {
     }
   }
   // A full-width cache (the exporters' duplicated halves) is rejected, not half read.
-  TinyModel m(23);
-  ValueId x = m.input("x", DType::Float, {1, 1, 2, 8});
-  ValueId cs = m.constant<float>("cos", DType::Float, {4, 8}, std::vector<float>(32, 1.f));
-  ValueId pos = m.constant<int64_t>("pos", DType::Int64, {1, 2}, {0, 1});
-  m.outputs({m.op("RotaryEmbedding", {x, cs, cs, pos})});
-  rt::Session s(m.model);
+  GraphBuilder m(23);
+  ValueId x = m.input("x", {1, 1, 2, 8}, DType::Float);
+  ValueId cs = m.init<float>("cos", {4, 8}, std::vector<float>(32, 1.f), DType::Float);
+  ValueId pos = m.init<int64_t>("pos", {1, 2}, {0, 1}, DType::Int64);
+  m.outputs({m.node("RotaryEmbedding", {x, cs, cs, pos})});
+  rt::Session s(m.model());
   EXPECT_THROW(s.run({test::make<float>(DType::Float, {1, 1, 2, 8}, std::vector<float>(16, 1.f))}), Error);
 }
 
@@ -574,14 +575,14 @@ TEST(RMSNormalization23, TypesAxesAndValues) {
     const int64_t cols = axis == -1 ? 8 : 24;
     for (auto [xt, st] : {std::pair{DType::Float, DType::Float}, std::pair{DType::Float16, DType::Float},
                           std::pair{DType::Float, DType::Float16}, std::pair{DType::BFloat16, DType::BFloat16}}) {
-      TinyModel m(23);
-      ValueId x = m.input("x", xt, {2, 3, 8});
+      GraphBuilder m(23);
+      ValueId x = m.input("x", {2, 3, 8}, xt);
       std::vector<float> scale(sv.begin(), sv.begin() + cols);
-      ValueId s = m.input("scale", st, axis == -1 ? std::vector<int64_t>{8} : std::vector<int64_t>{3, 8});
-      m.outputs({m.op("RMSNormalization", {x, s}, {NewAttr::Int("axis", axis), NewAttr::Float("epsilon", 1e-3f)})});
+      ValueId s = m.input("scale", axis == -1 ? std::vector<int64_t>{8} : std::vector<int64_t>{3, 8}, st);
+      m.outputs({m.node("RMSNormalization", {x, s}, {NewAttr::Int("axis", axis), NewAttr::Float("epsilon", 1e-3f)})});
       rt::Tensor xin = rt::cast(test::make<float>(DType::Float, {2, 3, 8}, xv), xt);
       rt::Tensor sin = rt::cast(test::make<float>(DType::Float, axis == -1 ? std::vector<int64_t>{8} : std::vector<int64_t>{3, 8}, scale), st);
-      rt::Session sess(m.model);
+      rt::Session sess(m.model());
       auto y = sess.run({xin, sin});
       EXPECT_EQ(y[0].dtype, st) << "Y takes the scale's type";
       std::vector<double> want;
@@ -599,17 +600,17 @@ TEST(RMSNormalization23, TypesAxesAndValues) {
 
 // LayerNormalization: float16 X gives float16 Y but float32 Mean/InvStdDev (stash_type 1).
 TEST(LayerNormalization17, Float16StatsAreFloat) {
-  TinyModel m(17);
-  ValueId x = m.input("x", DType::Float16, {2, 8});
-  ValueId s = m.input("s", DType::Float16, {8});
-  ValueId b = m.input("b", DType::Float16, {8});
-  auto outs = m.node("LayerNormalization", {x, s, b}, {}, 3);
+  GraphBuilder m(17);
+  ValueId x = m.input("x", {2, 8}, DType::Float16);
+  ValueId s = m.input("s", {8}, DType::Float16);
+  ValueId b = m.input("b", {8}, DType::Float16);
+  auto outs = m.node_n("LayerNormalization", {x, s, b}, {}, 3);
   m.outputs(outs);
   const std::vector<float> xv = randn(16, 31, 2.f), sv = randn(8, 32), bv = randn(8, 33);
   rt::Tensor xin = rt::cast(test::make<float>(DType::Float, {2, 8}, xv), DType::Float16);
   rt::Tensor sin = rt::cast(test::make<float>(DType::Float, {8}, sv), DType::Float16);
   rt::Tensor bin = rt::cast(test::make<float>(DType::Float, {8}, bv), DType::Float16);
-  rt::Session sess(m.model);
+  rt::Session sess(m.model());
   auto y = sess.run({xin, sin, bin});
   EXPECT_EQ(y[0].dtype, DType::Float16);
   EXPECT_EQ(y[1].dtype, DType::Float);
@@ -630,11 +631,11 @@ TEST(LayerNormalization17, Float16StatsAreFloat) {
 }
 
 TEST(Gelu20, TanhApproximation) {
-  TinyModel m(20);
-  ValueId x = m.input("x", DType::Float, {4000});
-  m.outputs({m.op("Gelu", {x}, {NewAttr::String("approximate", "tanh")}), m.op("Gelu", {x})});
+  GraphBuilder m(20);
+  ValueId x = m.input("x", {4000}, DType::Float);
+  m.outputs({m.node("Gelu", {x}, {NewAttr::String("approximate", "tanh")}), m.node("Gelu", {x})});
   std::vector<float> xv = randn(4000, 41, 3.f);
-  rt::Session s(m.model);
+  rt::Session s(m.model());
   auto y = s.run({test::make<float>(DType::Float, {4000}, xv)});
   std::vector<double> tanh_form, erf_form;
   for (float v : xv) {
@@ -652,11 +653,11 @@ namespace {
 
 // Saves the model (types inferred, as ORT wants them on the outputs), runs it in ORT and in our
 // runtime, and compares every output: |ours - ort| <= 1e-5 + 1e-4 |ort|.
-void agree_with_ort(TinyModel& m, const std::vector<std::pair<std::string, rt::Tensor>>& feeds, const std::string& tag) {
+void agree_with_ort(GraphBuilder& m, const std::vector<std::pair<std::string, rt::Tensor>>& feeds, const std::string& tag) {
   SCOPED_TRACE(tag);
-  infer_shapes(m.model);
+  infer_shapes(m.model());
   const auto path = test::temp_dir("ort_" + tag) / (tag + ".onnx");
-  save_model(m.model, path);
+  save_model(m.model(), path);
   std::string error;
   auto theirs = test::ort_run(path, feeds, &error);
   ASSERT_TRUE(error.empty()) << error;
@@ -682,7 +683,7 @@ TEST(TransformerOpsVsOrt, Attention) {
   if (!test::ort_peer_installed()) GTEST_SKIP() << "ONNX Runtime peer missing: tools/peers/install.sh";
   auto go = [](AttnCase c, const std::string& tag) {
     const AttnData d = make_data(c, 600);
-    TinyModel m(c.nonpad ? 24 : 23);
+    GraphBuilder m(c.nonpad ? 24 : 23);
     agree_with_ort(m, build(m, c, d), tag);
   };
   AttnCase gqa;  // 4-D, GQA 2:1, causal, past cache, present outputs
@@ -723,22 +724,22 @@ TEST(TransformerOpsVsOrt, RotaryNormsGeluSwish) {
                                      std::to_string(c.with_pos) + std::to_string(c.rot));
   }
   {
-    TinyModel m(23);
-    ValueId x = m.input("x", DType::Float, {2, 3, 16});
-    ValueId s = m.constant<float>("scale", DType::Float, {16}, randn(16, 3));
-    m.outputs({m.op("RMSNormalization", {x, s}, {NewAttr::Float("epsilon", 1e-6f)})});
-    m.model.ir_version = 11;
+    GraphBuilder m(23);
+    ValueId x = m.input("x", {2, 3, 16}, DType::Float);
+    ValueId s = m.init<float>("scale", {16}, randn(16, 3), DType::Float);
+    m.outputs({m.node("RMSNormalization", {x, s}, {NewAttr::Float("epsilon", 1e-6f)})});
+    m.model().ir_version = 11;
     agree_with_ort(m, {{"x", test::make<float>(DType::Float, {2, 3, 16}, randn(96, 4, 2.f))}}, "rms");
   }
   {
-    TinyModel m(24);
-    ValueId x = m.input("x", DType::Float, {2, 500});
-    ValueId s = m.constant<float>("scale", DType::Float, {500}, randn(500, 5));
-    ValueId b = m.constant<float>("bias", DType::Float, {500}, randn(500, 6));
-    ValueId ln = m.op("LayerNormalization", {x, s, b}, {NewAttr::Float("epsilon", 1e-12f)});
-    m.outputs({ln, m.op("Gelu", {x}, {NewAttr::String("approximate", "tanh")}), m.op("Gelu", {x}),
-               m.op("Swish", {x}), m.op("Swish", {x}, {NewAttr::Float("alpha", 1.702f)})});
-    m.model.ir_version = 11;
+    GraphBuilder m(24);
+    ValueId x = m.input("x", {2, 500}, DType::Float);
+    ValueId s = m.init<float>("scale", {500}, randn(500, 5), DType::Float);
+    ValueId b = m.init<float>("bias", {500}, randn(500, 6), DType::Float);
+    ValueId ln = m.node("LayerNormalization", {x, s, b}, {NewAttr::Float("epsilon", 1e-12f)});
+    m.outputs({ln, m.node("Gelu", {x}, {NewAttr::String("approximate", "tanh")}), m.node("Gelu", {x}),
+               m.node("Swish", {x}), m.node("Swish", {x}, {NewAttr::Float("alpha", 1.702f)})});
+    m.model().ir_version = 11;
     agree_with_ort(m, {{"x", test::make<float>(DType::Float, {2, 500}, randn(1000, 7, 3.f))}}, "ln_gelu_swish");
   }
 }
@@ -748,17 +749,17 @@ TEST(TransformerOpsVsOrt, RotaryNormsGeluSwish) {
 TEST(TransformerOpsFusion, GeluAndSwishInTheMatMulEpilogue) {
   for (const char* act : {"Gelu", "GeluTanh", "Swish", "SwishAlpha"}) {
     SCOPED_TRACE(act);
-    TinyModel m(24);
-    ValueId x = m.input("x", DType::Float, {2, 37, 64});
-    ValueId w = m.constant<float>("w", DType::Float, {64, 96}, randn(64 * 96, 3, 0.2f));
-    ValueId y = m.op("MatMul", {x, w});
+    GraphBuilder m(24);
+    ValueId x = m.input("x", {2, 37, 64}, DType::Float);
+    ValueId w = m.init<float>("w", {64, 96}, randn(64 * 96, 3, 0.2f), DType::Float);
+    ValueId y = m.node("MatMul", {x, w});
     const std::string a = act;
     std::vector<NewAttr> attrs;
     if (a == "GeluTanh") attrs.push_back(NewAttr::String("approximate", "tanh"));
     if (a == "SwishAlpha") attrs.push_back(NewAttr::Float("alpha", 1.5f));
-    m.outputs({m.op(a.rfind("Gelu", 0) == 0 ? "Gelu" : "Swish", {y}, attrs)});
-    m.model.ir_version = 12;
-    rt::Session fused(m.model), plain(m.model, rt::SessionOptions{false, true, false, true});
+    m.outputs({m.node(a.rfind("Gelu", 0) == 0 ? "Gelu" : "Swish", {y}, attrs)});
+    m.model().ir_version = 12;
+    rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
     EXPECT_EQ(fused.fused_count(), a == "SwishAlpha" ? 0u : 1u);
     const rt::Tensor xin = test::make<float>(DType::Float, {2, 37, 64}, randn(2 * 37 * 64, 4, 2.f));
     auto want = plain.run({xin})[0];

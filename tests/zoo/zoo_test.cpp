@@ -445,3 +445,68 @@ TEST(ZooReport, PageForAHundredModelsStaysUnderOneMegabyte) {
 }
 
 }  // namespace
+
+// --ort: ONNX Runtime times the original and the optimized model on onnxforge's inputs.
+TEST(ZooRun, OrtTimesBothModelsOnTheSameInputs) {
+  if (!test::ort_peer_installed()) GTEST_SKIP() << "ONNX Runtime peer not installed (tools/peers/install.sh)";
+  fs::path dir = test::temp_dir("zoo_ort");
+  ASSERT_EQ(sh(kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " + (dir / "o").string() +
+                   " --ort --bench-iters 5 --no-attribute",
+               dir / "log"),
+            0)
+      << slurp(dir / "log");
+  json res = load(dir / "o/results/bert_small.json");
+  ASSERT_EQ(res["status"], "ok") << res.dump(1);
+  const json& ort = res["ort"];
+  ASSERT_TRUE(ort.contains("before_ms")) << ort.dump();
+  EXPECT_EQ(ort["before_rounds_ms"].size(), 2u);
+  EXPECT_EQ(ort["after_rounds_ms"].size(), 2u);
+  const json& s = res["summary"];
+  EXPECT_GT(s["ort_before_ms"].get<double>(), 0);
+  EXPECT_GT(s["ort_after_ms"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(s["ours_vs_ort"].get<double>(), s["latency_after_ms"].get<double>() / s["ort_after_ms"].get<double>());
+  EXPECT_TRUE(res["options"]["ort"].get<bool>());
+  ASSERT_EQ(sh(kExe + " zoo report " + (dir / "o").string(), dir / "md"), 0);
+  EXPECT_NE(slurp(dir / "md").find("| bert_small | "), std::string::npos);
+  EXPECT_NE(slurp(dir / "md").find("## ONNX Runtime"), std::string::npos) << slurp(dir / "md");
+}
+
+// A stand-in peer decides what ORT "does": refusing the original is ORT's limit (the model is
+// still fine, the reason recorded); refusing only the optimized model fails the model, since
+// onnxforge wrote something the runtime cannot load. A missing peer is bad usage.
+TEST(ZooRun, OrtRefusingOnlyTheOptimizedModelFailsIt) {
+  fs::path dir = test::temp_dir("zoo_fake_ort");
+  auto fake = [&](const std::string& name, const std::string& refuse_if) {
+    fs::path d = dir / name;
+    fs::create_directories(d / "node_modules/onnxruntime-node");
+    std::ofstream(d / "node_modules/onnxruntime-node/package.json") << "{}\n";
+    std::ofstream(d / "ort.js") << "const m = process.argv[3];\n"
+                                   "if (" << refuse_if << ") { console.log(JSON.stringify({ok: false, error: 'no kernel for Foo'})); process.exit(1); }\n"
+                                   "console.log(JSON.stringify({ok: true, median_ms: m.includes('.opt.') ? 2 : 4}));\n";
+    return d / "ort.js";
+  };
+  const std::string model = test::zoo_model("bert_small").string();
+  const std::string opts = " --bench-iters 3 --no-attribute";
+  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "a").string() + opts + " --ort=" + fake("opt", "m.includes('.opt.')").string(), dir / "a.log"), 1)
+      << slurp(dir / "a.log");
+  json a = load(dir / "a/results/bert_small.json");
+  EXPECT_EQ(a["status"], "failed");
+  EXPECT_EQ(a["failure"], "ort");
+  EXPECT_NE(a["error"].get<std::string>().find("runs the original but not the optimized model: no kernel for Foo"), std::string::npos) << a["error"];
+
+  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "b").string() + opts + " --ort=" + fake("orig", "!m.includes('.opt.')").string(), dir / "b.log"), 0)
+      << slurp(dir / "b.log");
+  json b = load(dir / "b/results/bert_small.json");
+  EXPECT_EQ(b["status"], "ok");
+  EXPECT_NE(b["summary"]["ort_error"].get<std::string>().find("on the original: no kernel for Foo"), std::string::npos);
+
+  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "c").string() + opts + " --ort=" + fake("none", "false").string(), dir / "c.log"), 0)
+      << slurp(dir / "c.log");
+  json c = load(dir / "c/results/bert_small.json");
+  EXPECT_DOUBLE_EQ(c["summary"]["ort_before_ms"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(c["summary"]["ort_after_ms"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(c["summary"]["ort_ratio"].get<double>(), 0.5);
+
+  EXPECT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "d").string() + " --ort=" + (dir / "nothing.js").string(), dir / "d.log"), 2);
+  EXPECT_NE(slurp(dir / "d.log").find("no ONNX Runtime peer"), std::string::npos) << slurp(dir / "d.log");
+}
