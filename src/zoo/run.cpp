@@ -604,7 +604,9 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   std::vector<std::string> dims = dim_args(m, o);
 
   // Runs one step; false (with the result marked failed) when it did not succeed.
-  auto step = [&](const std::string& name, std::vector<std::string> args, bool parse_json) {
+  // verdict_exit: exit code 1 is optimize's "verification failed" (with --write-unverified the
+  // model and the JSON report are still written); the summary marks it as a verification failure.
+  auto step = [&](const std::string& name, std::vector<std::string> args, bool parse_json, bool verdict_exit = false) {
     args.insert(args.begin(), exe);
     ChildResult cr = run_child(args, fs::path(scratch.string() + "." + name), deadline, timeout > 0,
                                o.max_rss_mb * 1024);
@@ -614,7 +616,7 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     if (cr.timed_out) why = "timed out after " + std::to_string(timeout) + " s (--timeout)";
     else if (cr.over_rss) why = "killed: resident memory above --max-rss " + std::to_string(o.max_rss_mb) + " MB";
     else if (cr.signal) why = std::string("crashed: signal ") + std::to_string(cr.signal) + " (" + strsignal(cr.signal) + ")";
-    else if (cr.exit_code != 0) why = "exit code " + std::to_string(cr.exit_code);
+    else if (cr.exit_code != 0 && !(verdict_exit && cr.exit_code == 1)) why = "exit code " + std::to_string(cr.exit_code);
     if (parse_json && why.empty()) {
       try {
         r["steps"][name] = nlohmann::json::parse(cr.out);
@@ -633,8 +635,8 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     return false;
   };
 
-  std::vector<std::string> opt = {"optimize", m.path.string(), "-o", optimized.string(), "--json", "--force",
-                                   "--threads", threads, "--verify-seeds", std::to_string(o.seeds)};
+  std::vector<std::string> opt = {"optimize", m.path.string(), "-o", optimized.string(), "--json", "--overwrite",
+                                   "--write-unverified", "--threads", threads, "--verify-seeds", std::to_string(o.seeds)};
   std::vector<std::string> skip = o.skip;
   skip.insert(skip.end(), m.skip.begin(), m.skip.end());
   if (!o.passes.empty()) opt.insert(opt.end(), {"--passes", join(o.passes)});
@@ -643,7 +645,7 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   opt.insert(opt.end(), dims.begin(), dims.end());
 
   bool ok = step("inspect", {"inspect", "--json", m.path.string()}, true) &&
-            step("audit", {"audit", "--json", m.path.string()}, true) && step("optimize", opt, true);
+            step("audit", {"audit", "--json", m.path.string()}, true) && step("optimize", opt, true, true);
   if (ok && o.attribute) {
     std::vector<std::string> a = {"attribute", "--json", m.path.string(), "--verify-seeds", "1"};
     a.insert(a.end(), dims.begin(), dims.end());
