@@ -159,8 +159,12 @@ def main():
                 m.ParseFromString(src.read_bytes())
             except Exception:
                 continue
+            data = src.read_bytes()
             for _ in range(1 + r.randrange(3)):
-                data = mutate(m, r)
+                try:
+                    data = mutate(m, r)
+                except ValueError:  # python-protobuf refuses to copy a name that is not UTF-8 (a seed's)
+                    break
                 try:
                     m = onnx.ModelProto()
                     m.ParseFromString(data)
