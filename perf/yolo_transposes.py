@@ -12,8 +12,10 @@ Per model and opset:
      no pattern matcher shared with the pass): Transpose -> Transpose pairs that cancel
      (composed perm = identity) or compose (one Transpose instead of two), Transpose -> unary
      elementwise -> Transpose that cancels, identity perms;
-  2. the pass alone: `onnxforge optimize --passes eliminate_redundant_transposes` (matches
-     applied, nodes removed, Transposes after, verification max_diff over 3 seeds);
+  2. the transpose passes alone: `onnxforge optimize --passes
+     eliminate_redundant_transposes,sink_transposes` (per pass: matches applied, nodes removed;
+     Transposes after, verification max_diff over 3 seeds). sink_transposes (class 1) pushes a
+     Transpose that keeps the last axis through row-wise ops until it meets its inverse;
   3. the whole pipeline: `onnxforge optimize` (nodes before/after, Transposes after, max_diff),
      and for comparison the Transposes left by ONNX Runtime's offline optimizer (ort.js optimize
      at levels basic and all; its transpose optimizer can push a Transpose through Softmax);
@@ -113,11 +115,13 @@ def optimize(binary, src: Path, dst: Path, extra) -> dict:
     rep = dst.with_suffix(".report.json")
     run([binary, "optimize", src, "-o", dst, "--report", rep, *extra])
     r = json.loads(rep.read_text())
-    tr = next((p for p in r["passes"] if p["name"] == "eliminate_redundant_transposes"), {})
+    def stats(name):
+        tr = next((p for p in r["passes"] if p["name"] == name), {})
+        return {k: tr.get(k, 0) for k in ("matches_applied", "nodes_removed")}
     return {"nodes_before": r["before"]["nodes"], "nodes_after": r["after"]["nodes"],
             "max_diff": r["verification"]["max_diff"], "verified": r["verification"]["ok"],
-            "seeds": r["verification"]["seeds"], "transpose_pass": {k: tr.get(k) for k in ("matches_applied", "nodes_removed")},
-            "transposes_after": count_op(dst, "Transpose")}
+            "seeds": r["verification"]["seeds"], "transpose_pass": stats("eliminate_redundant_transposes"),
+            "sink_pass": stats("sink_transposes"), "transposes_after": count_op(dst, "Transpose")}
 
 
 def ort_transposes(ort, src: Path, tmp: Path) -> dict:
@@ -154,14 +158,16 @@ def report(results: list, args) -> str:
     out.append(f"Run {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, threads {args.threads}, "
                f"{args.rounds} rounds x {args.iters} iterations; onnxforge `{args.bin}`.\n")
     out.append("| model | opset | nodes | Transposes | cancelling pairs | composable pairs | T-unary-T | identity |"
-               " pass: applied / nodes removed | Transposes after (pass / pipeline) | pipeline nodes |"
-               " max_diff (pass / pipeline) | ORT offline Transposes (basic / all) |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+               " eliminate_redundant_transposes: applied / nodes removed | sink_transposes: applied / nodes removed |"
+               " Transposes after (passes / pipeline) | pipeline nodes |"
+               " max_diff (passes / pipeline) | ORT offline Transposes (basic / all) |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         c, p, f = r["census"], r["pass_only"], r["pipeline"]
         out.append(f"| {r['model']} | {r['opset']} | {c['nodes']} | {len(c['transposes'])} | {len(c['cancelling_pairs'])} | "
                    f"{len(c['composable_pairs'])} | {len(c['cancelling_through_unary'])} | {len(c['identity_perms'])} | "
                    f"{p['transpose_pass']['matches_applied']} / {p['transpose_pass']['nodes_removed']} | "
+                   f"{p['sink_pass']['matches_applied']} / {p['sink_pass']['nodes_removed']} | "
                    f"{p['transposes_after']} / {f['transposes_after']} | {f['nodes_before']} -> {f['nodes_after']} "
                    f"(-{f['nodes_before'] - f['nodes_after']}) | {p['max_diff']:.3g} / {f['max_diff']:.3g} | "
                    f"{r['ort_offline_transposes']['basic']} / {r['ort_offline_transposes']['all']} |")
@@ -223,7 +229,7 @@ def main() -> int:
                                      f"--only {m} --out {folder}")
                 r = {"model": m, "opset": opset, "census": census(src)}
                 r["pass_only"] = optimize(args.bin, src, tmp / f"{m}.{opset}.transposes.onnx",
-                                          ["--passes", "eliminate_redundant_transposes"])
+                                          ["--passes", "eliminate_redundant_transposes,sink_transposes"])
                 opt = tmp / f"{m}.{opset}.opt.onnx"
                 r["pipeline"] = optimize(args.bin, src, opt, [])
                 r["ort_offline_transposes"] = ort_transposes(args.ort, src, tmp)

@@ -1,7 +1,9 @@
 #include "analysis/forensics.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <set>
+#include <string_view>
 
 #include "ir/match.h"
 
@@ -9,6 +11,18 @@ namespace onnxforge {
 namespace {
 
 bool op(const Graph& g, NodeId n, std::string_view t) { return is(g, n, t); }
+
+// An op of this type in the default domain or com.microsoft (the fused ops either writes).
+bool op_type_is(const Graph& g, NodeId n, std::string_view t) {
+  if (!n.valid() || !g.alive(n) || str(g.op_type(n)) != t) return false;
+  const std::string_view d = str(g.domain(n));
+  return d.empty() || d == "ai.onnx" || d == "com.microsoft";
+}
+bool fused_op(const Graph& g, NodeId n, std::initializer_list<std::string_view> types) {
+  for (std::string_view t : types)
+    if (op_type_is(g, n, t)) return true;
+  return false;
+}
 
 // The producer of `v`, or invalid (absent input, graph input, initializer).
 NodeId from(const Graph& g, ValueId v) { return v.valid() ? g.producer(v) : NodeId{}; }
@@ -253,6 +267,7 @@ Fingerprint fingerprint(const Model& m) {
   bool sin = false, cos = false;
   const Forensics f = forensics(m);
   p.attention_like = f.attention_blocks;
+  int64_t fused_attention = 0;
   for (size_t i = 0; i < m.graph_count(); ++i) {
     const Graph& g = m.graph(GraphId(static_cast<uint32_t>(i)));
     if (g.detached()) continue;
@@ -282,6 +297,29 @@ Fingerprint fingerprint(const Model& m) {
           }
           c = from(g, src);
         }
+      }
+      // Fused spellings (ONNX opset 23 ops, com.microsoft contrib ops): what `optimize` leaves of
+      // the decomposed blocks the checks around them look for. Without them an optimized ViT read
+      // as a vision CNN and an optimized BERT/GPT-2/Llama as unknown (the MatMul->Softmax->MatMul
+      // chain is inside the Attention node).
+      if (fused_op(g, n, {"Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention",
+                          "PackedMultiHeadAttention", "DecoderMaskedMultiHeadAttention"})) {
+        ++fused_attention;
+        if (g.attr_int(n, "is_causal", 0) != 0 || g.attr_int(n, "unidirectional", 0) != 0 ||
+            op_type_is(g, n, "GroupQueryAttention") || op_type_is(g, n, "DecoderMaskedMultiHeadAttention"))
+          p.causal_mask = true;
+      }
+      if (fused_op(g, n, {"RotaryEmbedding"})) sin = cos = true;
+      if (fused_op(g, n, {"Swish", "QuickGelu"})) p.silu = true;
+      if (fused_op(g, n, {"FastGelu", "BiasGelu"}) || (op_type_is(g, n, "Gelu") && !op(g, n, "Gelu"))) p.has_gelu = true;
+      if (fused_op(g, n, {"SkipLayerNormalization", "EmbedLayerNormalization"})) {
+        ++norms;
+        p.has_layer_norm = true;
+      }
+      if (fused_op(g, n, {"SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization"}) ||
+          (op_type_is(g, n, "RMSNormalization") && !op(g, n, "RMSNormalization"))) {
+        ++norms;
+        p.has_rms_norm = true;
       }
       if (op(g, n, "Sin")) sin = true;
       if (op(g, n, "Cos")) cos = true;
@@ -349,6 +387,7 @@ Fingerprint fingerprint(const Model& m) {
     }
   }
   p.rotary = sin && cos;
+  p.attention_like += fused_attention;
   p.has_layer_norm = p.has_layer_norm || f.layer_norm_decomposed > 0;
   const double c = std::max<int64_t>(p.compute_nodes, 1);
   p.conv_fraction = static_cast<double>(p.convs) / c;
