@@ -4,9 +4,6 @@
 #   tools/fuzz/run.sh [SECONDS_PER_TARGET=3600] [TARGETS="fuzz_reader fuzz_shapes fuzz_passes fuzz_runtime"]
 #   tools/fuzz/run.sh replay            # run the regression corpus once through every target
 #
-# FUZZ_TESTS=ON also configures the test suites in the same build (CI builds test_io, test_ir and
-# test_simd there: one instrumented build of the libraries serves the sanitizer tests and fuzzing).
-#
 # One job per target, niced (the machine is shared). Findings (crash-*, timeout-*, oom-*) land in
 # $OUT/<target>/ (default build-fuzz/findings); the grown corpus in $OUT/<target>/corpus. Logs
 # in $OUT/<target>.log; `grep -E "stat::number_of_executed_units|Done" $OUT/*.log` sums up.
@@ -22,7 +19,7 @@ TARGETS=${2:-$ALL}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT/..}
 
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DONNXFORGE_FUZZ=ON -DONNXFORGE_TESTS="${FUZZ_TESTS:-OFF}" -DONNXFORGE_PERF=OFF -DONNXFORGE_PYTHON=OFF > /dev/null
+  -DONNXFORGE_FUZZ=ON -DONNXFORGE_TESTS=OFF -DONNXFORGE_PERF=OFF -DONNXFORGE_PYTHON=OFF > /dev/null
 # shellcheck disable=SC2086
 nice -n 19 cmake --build "$BUILD" -j"${JOBS:-2}" --target $TARGETS
 
