@@ -252,8 +252,20 @@ Plan::Plan(const Graph& g, const SessionOptions& opts) : graph(g), options(opts)
   }
   for (uint32_t v = 0; v < nv; ++v)
     if (last[v] >= 0 && !graph_output[v]) steps[static_cast<size_t>(last[v])].release.push_back(ValueId{v});
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& st = steps[i];
+    if (!norm_domain(g.domain(st.node)).empty() || str(g.op_type(st.node)) != "Gather" || st.inputs.empty()) continue;
+    const ValueId data = st.inputs[0];
+    if (!data.valid() || !is_const[data.index()] || folded_[data.index()] || last[data.index()] != static_cast<int64_t>(i))
+      continue;
+    const Tensor& t = constants[data.index()];
+    if (t.data && !t.hold && t.bytes() > (size_t{1} << 20) && !graph_output[data.index()])
+      steps[i].drop_pages.push_back(data);
+  }
   plan_layouts();
 }
+
+void Plan::drop_pages(const Tensor& t) const { release_pages(graph.model(), t); }
 
 // A plan-time reader of `v` is done with it (folded, or packed its bytes): when no reader is
 // left, a folded value is freed (or kept as a shape only) and a weight's pages are released now,
