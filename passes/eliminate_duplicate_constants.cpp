@@ -7,6 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "io/mapped_file.h"
 #include "ir/hash.h"
 #include "ir/topo.h"
 #include "passes/edits.h"
@@ -48,8 +49,21 @@ struct Candidate {
   uint64_t hash = 0;
 };
 
-// A cheap key: dtype, dims and 32 sampled 8-byte words. Only tensors whose key collides are
-// hashed in full (random weights almost never collide, so 400 MB of BERT is not read per round).
+// Unmaps the pages of a file-backed tensor this pass read (they stay in the page cache and map
+// back in when read again). As TensorStore::compute_into does for the writer's sources.
+void release_pages(const TensorStore& ts, TensorId t) {
+  const TensorStore::Entry& e = ts.entry(t);
+  if (e.deferred || !e.data || e.size == 0 || !e.source.file) return;
+  const MappedFile& f = *e.source.file;
+  if (!f.contains(e.data) || !f.contains(e.data + e.size - 1)) return;
+  f.release(f.offset_of(e.data), f.offset_of(e.data) + e.size);
+}
+
+// A cheap key: dtype, dims, and the first and last 128 bytes. Only tensors whose key collides
+// are hashed in full (random weights almost never collide, so 400 MB of BERT is not read per
+// round). Two places, not spread samples: the page cache maps whole folios (up to 2 MB) around
+// each byte read, and 32 samples spread over a TinyLlama-1.1B weight mapped all of it: 1.6 GB of
+// file-backed RSS and 3.0 s for this pass on a 4.4 GB model. The pages read are released after.
 uint64_t sample_key(const TensorStore& ts, TensorId t) {
   uint64_t h = static_cast<uint64_t>(ts.dtype(t)) * 0x9E3779B97F4A7C15ull;
   for (int64_t d : ts.dims(t)) h = (h ^ static_cast<uint64_t>(d)) * 0x100000001B3ull;
@@ -60,14 +74,11 @@ uint64_t sample_key(const TensorStore& ts, TensorId t) {
   }
   auto b = ts.bytes(t);
   h ^= b.size();
-  if (b.size() <= 256) return h ^ content_hash(b);
-  for (size_t k = 0; k < 32; ++k) {
-    size_t at = (b.size() - 8) * k / 31;
-    uint64_t w;
-    std::memcpy(&w, b.data() + at, 8);
-    h = (h ^ w) * 0x100000001B3ull;
-    h ^= h >> 31;
-  }
+  constexpr size_t kEdge = 128;
+  if (b.size() <= 2 * kEdge) return h ^ content_hash(b);
+  h = (h ^ content_hash(b.first(kEdge))) * 0x100000001B3ull;
+  h = (h ^ content_hash(b.last(kEdge))) * 0x100000001B3ull;
+  release_pages(ts, t);
   return h;
 }
 
@@ -88,6 +99,7 @@ void merge_constants(const Graph& g, const Uses& uses, std::vector<Match>& out, 
   tbb::parallel_for(size_t{0}, cands.size(), [&](size_t i) {
     bool hash_bytes = key_count[keys[i]] > 1 && !ts.recipe(cands[i].tensor);
     cands[i].hash = hash_bytes ? content_hash(ts.bytes(cands[i].tensor)) ^ keys[i] : keys[i];
+    if (hash_bytes) release_pages(ts, cands[i].tensor);
   });
   std::unordered_map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < cands.size(); ++i) {

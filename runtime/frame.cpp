@@ -240,6 +240,7 @@ void Frame::run_step(const Step& s, size_t index) {
       t.shape = {t.shape[0], t.shape[3], t.shape[1], t.shape[2]};
       t.nhwc = true;
     }
+  for (ValueId v : s.drop_pages) plan_.drop_pages(vals_[v.index()]);
   for (ValueId v : s.release) vals_[v.index()] = Tensor{};
 }
 

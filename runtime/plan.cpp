@@ -117,6 +117,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
   for (ValueId v : g.initializers()) available[v.index()] = 1;
   for (ValueId v : g.captures()) available[v.index()] = 1;
   const Registry& reg = Registry::get();
+  std::vector<size_t> to_prepare;  // steps whose kernel packs constant inputs (below)
   for (NodeId n : order) {
     if (skipped[n.index()]) continue;
     for (ValueId v : g.outputs(n))
@@ -175,29 +176,50 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
       }
     }
     for (GraphId sub : g.subgraphs(n)) subplans_[sub] = std::make_unique<Plan>(g.model().graph(sub), opts, this);
-    if (auto direct = k->prepare ? prepare_from_transpose(s, k) : nullptr) {
+    if (k->prepare) to_prepare.push_back(steps.size());
+    else
+      for (ValueId v : s.inputs) resolve_deferred(v);  // a fusion may have brought in other inputs
+    steps.push_back(std::move(s));
+  }
+
+  // Weights are packed after planning, largest first. Packing reads a mapped weight (file-backed
+  // pages) into a new packed copy, then releases the source pages: the resident peak is every
+  // weight packed so far plus the one being read. In step order TinyLlama's 250 MiB lm_head came
+  // last, on top of all the others (tinyllama_2l session: 584 MiB packed + 259 MiB of lm_head pages
+  // = 849 MiB peak; largest first the peak is the packed weights plus the largest other source).
+  auto prepared_bytes = [&](const Step& s) {
+    size_t b = 0;
+    for (size_t i = 0; i < s.inputs.size() && i < 32; ++i)
+      if ((s.kernel->prepared_inputs >> i & 1u) && s.inputs[i].valid() && is_const[s.inputs[i].index()])
+        b += constants[s.inputs[i].index()].bytes();
+    return b;
+  };
+  std::stable_sort(to_prepare.begin(), to_prepare.end(),
+                   [&](size_t a, size_t b) { return prepared_bytes(steps[a]) > prepared_bytes(steps[b]); });
+  for (size_t si : to_prepare) {
+    Step& s = steps[si];
+    const KernelDef* k = s.kernel;
+    const NodeId n = s.node;
+    if (auto direct = prepare_from_transpose(s, k)) {
       s.state = std::move(direct);  // packed from the transpose's source: input 1 keeps its shape only
       consumed(s.inputs[1], true);
       for (size_t i = 0; i < s.inputs.size(); ++i)
         if (i != 1) resolve_deferred(s.inputs[i]);
     } else {
       for (ValueId v : s.inputs) resolve_deferred(v);  // a fusion may have brought in other inputs
-      if (k->prepare) {
-        std::vector<const Tensor*> cins(s.inputs.size(), nullptr);
-        for (size_t i = 0; i < s.inputs.size(); ++i)
-          if (s.inputs[i].valid() && is_const[s.inputs[i].index()] && constants[s.inputs[i].index()].data)
-            cins[i] = &constants[s.inputs[i].index()];
-        try {
-          s.state = k->prepare(g, n, cins);
-        } catch (const std::exception&) {
-          s.state = nullptr;  // the kernel reports the problem when it runs
-        }
-        if (s.state)
-          for (size_t i = 0; i < s.inputs.size() && i < 32; ++i)
-            if (k->prepared_inputs >> i & 1u) consumed(s.inputs[i], true);
+      std::vector<const Tensor*> cins(s.inputs.size(), nullptr);
+      for (size_t i = 0; i < s.inputs.size(); ++i)
+        if (s.inputs[i].valid() && is_const[s.inputs[i].index()] && constants[s.inputs[i].index()].data)
+          cins[i] = &constants[s.inputs[i].index()];
+      try {
+        s.state = k->prepare(g, n, cins);
+      } catch (const std::exception&) {
+        s.state = nullptr;  // the kernel reports the problem when it runs
       }
+      if (s.state)
+        for (size_t i = 0; i < s.inputs.size() && i < 32; ++i)
+          if (k->prepared_inputs >> i & 1u) consumed(s.inputs[i], true);
     }
-    steps.push_back(std::move(s));
   }
 
   step_ns = std::vector<std::atomic<uint64_t>>(steps.size());
@@ -243,8 +265,20 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
   }
   for (uint32_t v = 0; v < nv; ++v)
     if (last[v] >= 0 && !graph_output[v]) steps[static_cast<size_t>(last[v])].release.push_back(ValueId{v});
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& st = steps[i];
+    if (!norm_domain(g.domain(st.node)).empty() || str(g.op_type(st.node)) != "Gather" || st.inputs.empty()) continue;
+    const ValueId data = st.inputs[0];
+    if (!data.valid() || !is_const[data.index()] || folded_[data.index()] || last[data.index()] != static_cast<int64_t>(i))
+      continue;
+    const Tensor& t = constants[data.index()];
+    if (t.data && !t.hold && t.bytes() > (size_t{1} << 20) && !graph_output[data.index()])
+      steps[i].drop_pages.push_back(data);
+  }
   plan_layouts();
 }
+
+void Plan::drop_pages(const Tensor& t) const { release_pages(graph.model(), t); }
 
 // A plan-time reader of `v` is done with it (folded, or packed its bytes): when no reader is
 // left, a folded value is freed (or kept as a shape only) and a weight's pages are released now,
