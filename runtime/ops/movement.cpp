@@ -84,6 +84,14 @@ void split(OpContext& c) {
     int64_t chunk = (len + n - 1) / n;
     for (int64_t i = 0; i < n; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, len - i * chunk)));
   }
+  // Sizes that are negative or do not add up to the axis would copy past the input's end.
+  int64_t total = 0;
+  for (int64_t v : sizes) {
+    if (v < 0) c.error("split sizes must not be negative, got " + std::to_string(v));
+    total += v;
+  }
+  if (total != len)
+    c.error("split sizes add up to " + std::to_string(total) + ", the axis has " + std::to_string(len));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
   for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];

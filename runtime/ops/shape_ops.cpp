@@ -1,5 +1,6 @@
 // Ops that only compute shapes or views: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
 // Dropout, Shape, Size, Expand, ConstantOfShape, Constant, Range, EyeLike, NonZero.
+#include <cstring>
 #include <cmath>
 
 #include "runtime/ops/common.h"
@@ -56,6 +57,10 @@ void unsqueeze(OpContext& c) {
   std::vector<int64_t> axes = c.in(1) ? ints_of(*c.in(1)) : std::vector<int64_t>(c.attr_ints("axes").begin(), c.attr_ints("axes").end());
   const int64_t r = x.rank() + static_cast<int64_t>(axes.size());
   for (auto& a : axes) a = norm_axis(c, a, r);
+  // A repeated axis would read the input's shape past its end (fuzz replay, ASan).
+  std::vector<int64_t> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) c.error("axes repeat an axis");
   Shape s;
   size_t k = 0;
   for (int64_t i = 0; i < r; ++i) {
@@ -178,7 +183,12 @@ void range(OpContext& c) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, bool>) c.error("bool is not supported");
     else {
-      T start = s.ptr<T>()[0], limit = l.ptr<T>()[0], delta = d.ptr<T>()[0];
+      // memcpy: a scalar initializer can sit at any byte offset of the mapped file (UBSan's
+      // misaligned load in the fuzz replay).
+      T start, limit, delta;
+      std::memcpy(&start, s.data, sizeof(T));
+      std::memcpy(&limit, l.data, sizeof(T));
+      std::memcpy(&delta, d.data, sizeof(T));
       if (delta == 0) c.error("delta is zero");
       int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta))));
       Tensor& y = c.output(0, s.dtype, {n});
