@@ -108,6 +108,8 @@ void shapes(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) {
     b->Args({128, 768, 768, threads});
     b->Args({128, 3072, 768, threads});
+    b->Args({128, 2304, 768, threads});
+    b->Args({128, 768, 3072, threads});
     b->Args({1024, 1024, 1024, threads});
   }
   b->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();

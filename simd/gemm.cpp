@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <unistd.h>
 #include <xmmintrin.h>
 
 #include "simd/detail/gemm_driver.h"
@@ -23,8 +24,9 @@ std::size_t round_up(std::size_t a, std::size_t b) { return ceil_div(a, b) * b; 
 constexpr std::size_t kPackBudgetFloats = std::size_t{4} << 20;
 // Panels per packing task (pack_b_columns).
 constexpr std::size_t kPackGroupPanels = 8;
-// Rows of C per tile (rounded to the micro-tile), and columns. A tile's B block for one K step
-// (kc x 768 floats at most, 1.2 MB at kc = 384) stays in L2 while the tile's rows stream past it.
+// Rows of C per tile (rounded to the micro-tile), and columns at most. A tile's B block for one
+// K step (kc x 768 floats at most, 1.2 MB at kc = 384) must stay in L2 while the tile's rows
+// stream past it: gemm_tile_cols() narrows the tiles where L2 is smaller.
 // 128 rows rather than 512: more tiles than threads let a thread that the host slows down
 // hand its share to the other (2 threads, alternating in one process: 1024^3 +11%, 1500 x
 // 1536 x 384 +3%, 1500 x 384 x 1536 +5%; 1 thread and ResNet-50's 1x1 convs unchanged).
@@ -39,6 +41,20 @@ constexpr std::size_t kPanelOuterMaxRows = 64;
 // A row-major B is read in place only if its rows are close enough for the TLB (one k step
 // per row: a wide B would touch a new page every step).
 constexpr std::size_t kInPlaceMaxLd = 1024;
+
+// Columns per GEMM tile: the widest multiple of nr (at most kTileCols) whose B block of kc K
+// steps takes at most 60% of one core's L2, the rest being A rows, C and the other stream's lines.
+// On a Cascade Lake with 1 MB L2 the 768-column block (1.2 MB at kc = 384) spilled to L3 at
+// every micro-row: 128 x 3072 x 768 at 1 thread ran at 62% of the FMA peak with 768 columns,
+// 76% with 384 (perf/bench_gemm_vs_peak, thread CPU time; 128 x 768 x 3072 60% -> 67-72%).
+std::size_t gemm_tile_cols(std::size_t kc, std::size_t nr) {
+  static const std::size_t l2 = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? static_cast<std::size_t>(v) : std::size_t{2} << 20;
+  }();
+  const std::size_t cols = l2 * 6 / 10 / (kc * sizeof(float)) / nr * nr;
+  return std::clamp(cols, nr, std::max(nr, kTileCols / nr * nr));
+}
 
 // Micro-kernels reading a row-major A in place (no A packing), for the table's ISA level.
 const GemmDirectKernels& direct_kernels(Isa isa) {
@@ -220,8 +236,9 @@ void compute_region(const KernelTable& kt, const GemmProblem& p, const PanelView
                     std::size_t width, bool parallel) {
   const std::size_t threads = parallel ? static_cast<std::size_t>(max_threads()) : 1;
   std::size_t tm = 0, tn = 0;
-  choose_tiles(p.M, width, static_cast<std::size_t>(kt.gemm.mr), static_cast<std::size_t>(kt.gemm.nr), threads, tm,
-               tn);
+  const auto nr = static_cast<std::size_t>(kt.gemm.nr);
+  choose_tiles(p.M, width, static_cast<std::size_t>(kt.gemm.mr), nr, threads, tm, tn,
+               gemm_tile_cols(static_cast<std::size_t>(kt.gemm.kc), nr));
   const std::size_t mt = ceil_div(p.M, tm), nt = ceil_div(width, tn);
   parallel_each(mt * nt, parallel, [&](std::size_t t) {
     const std::size_t i0 = (t % mt) * tm, jj = j0 + (t / mt) * tn;
@@ -247,10 +264,10 @@ void scale_only(const KernelTable& kt, const GemmProblem& p) {
 }  // namespace
 
 void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads,
-                  std::size_t& tm, std::size_t& tn) {
+                  std::size_t& tm, std::size_t& tn, std::size_t max_cols) {
   const std::size_t mb = ceil_div(M, mr), nb = ceil_div(N, nr);
   std::size_t tmb = std::min(mb, std::max<std::size_t>(1, ceil_div(kTileRows, mr)));
-  std::size_t tnb = std::min(nb, std::max<std::size_t>(1, kTileCols / nr));
+  std::size_t tnb = std::min(nb, std::max<std::size_t>(1, (max_cols != 0 ? max_cols : kTileCols) / nr));
   while (ceil_div(mb, tmb) * ceil_div(nb, tnb) < threads) {
     if (tmb > 1 && (tmb * mr * 3 >= tnb * nr || tnb == 1)) {
       tmb = ceil_div(tmb, 2);

@@ -65,9 +65,9 @@ struct RowSplit {
 // Tile sizes (multiples of mr / nr) giving at least `threads` tiles when the problem allows,
 // preferring to split M (splitting N reads the same A rows once more per extra tile, and
 // re-packs them when A is transposed), then evened out so that the last tile in each direction
-// is not a sliver.
+// is not a sliver. `max_cols` caps a tile's width (0: the driver's default, 768 columns).
 void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads,
-                  std::size_t& tm, std::size_t& tn);
+                  std::size_t& tm, std::size_t& tn, std::size_t max_cols = 0);
 
 // Runs one problem. `parallel` false keeps it on the calling thread (used when the caller
 // already runs many problems in parallel).

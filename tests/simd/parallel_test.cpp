@@ -118,6 +118,47 @@ TEST(Parallel, WarmScopeKeepsSpinnersOnlyWhileOpen) {
   EXPECT_TRUE(wait_until([] { return warm_spinners() == 0; }, std::chrono::seconds(5)));
 }
 
+// Inside a warm scope a spinner joins the published top-level region itself. Its items open
+// nested regions after the caller has run out of items and withdrawn the publication: such a
+// nested region must not be published in turn (its caller, counted as a joiner, waited for the
+// joiners to drain: a self-deadlock, seen on BERT-base's Attention, whose items run GEMMs).
+TEST(Parallel, WarmSpinnersJoinRegionsAndTheirNestedRegionsFinish) {
+  if (max_threads() < 2) GTEST_SKIP() << "needs two threads";
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {  // a deadlock fails the test instead of hanging the suite
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!finished.load()) {
+      if (std::chrono::steady_clock::now() > until) {
+        ADD_FAILURE() << "parallel regions under a warm scope did not finish in 120 s (deadlock)";
+        std::_Exit(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  std::size_t elsewhere = 0;
+  {
+    WarmWorkers warm;
+    const auto caller = std::this_thread::get_id();
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::atomic<int>> hits(4 * 64);
+      std::atomic<std::size_t> other{0};
+      parallel_each(4, true, [&](std::size_t o) {
+        if (std::this_thread::get_id() != caller) other.fetch_add(1);
+        if (o % 2 == 1) std::this_thread::sleep_for(std::chrono::microseconds(200));  // outlast the caller
+        parallel_chunks(64, 4, [&](std::size_t b, std::size_t e) {
+          for (std::size_t i = b; i < e; ++i) hits[o * 64 + i].fetch_add(1);
+        });
+      });
+      for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+      elsewhere += other.load();
+    }
+  }
+  finished = true;
+  watchdog.join();
+  EXPECT_GT(elsewhere, 0u);  // the other thread took part
+  EXPECT_TRUE(wait_until([] { return warm_spinners() == 0; }, std::chrono::seconds(5)));
+}
+
 TEST(Parallel, WarmScopeInsideATaskDoesNothing) {
   if (max_threads() < 2) GTEST_SKIP() << "needs two threads";
   std::atomic<int> seen{-1};
