@@ -38,10 +38,17 @@ bool never_fold(const Graph& g, NodeId n) {
   return is_nondeterministic(g, n) || !g.subgraphs(n).empty() || has_fact(g, n, kNoFold);
 }
 
+// Saturating: a hostile shape must read as "too big", never wrap to a small count.
 uint64_t numel(const std::vector<int64_t>& d) {
   uint64_t n = 1;
-  for (int64_t x : d) n *= static_cast<uint64_t>(std::max<int64_t>(x, 0));
+  for (int64_t x : d)
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(std::max<int64_t>(x, 0)), &n)) return UINT64_MAX;
   return n;
+}
+
+uint64_t mul_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
 ConstTensor int64_tensor(std::vector<int64_t> values, std::vector<int64_t> dims) {
@@ -80,15 +87,18 @@ bool too_big_to_try(const Graph& g, NodeId n, const std::vector<const ConstTenso
     std::memcpy(v.data(), c->data, v.size() * 8);
     return v;
   };
+  // A hostile model may give these ops fewer inputs than the spec (fuzz_passes: a ConstantOfShape
+  // with none); the evaluator refuses those, so they are not "too big".
+  if (ins.empty() || !ins[0]) return false;
   uint64_t elems = 0;
   if (g.is_op(n, "ConstantOfShape")) elems = numel(ints(ins[0]));
   else if (g.is_op(n, "Expand") && ins.size() > 1 && ins[1]) {
     auto s = ints(ins[1]);
     elems = std::max(numel(s), numel(ins[0]->dims));
-    elems = std::max(elems, numel(s) * std::max<uint64_t>(1, numel(ins[0]->dims)));  // pessimistic
-  } else if (g.is_op(n, "Tile") && ins.size() > 1 && ins[1]) elems = numel(ins[0]->dims) * numel(ints(ins[1]));
+    elems = std::max(elems, mul_sat(numel(s), std::max<uint64_t>(1, numel(ins[0]->dims))));  // pessimistic
+  } else if (g.is_op(n, "Tile") && ins.size() > 1 && ins[1]) elems = mul_sat(numel(ins[0]->dims), numel(ints(ins[1])));
   else return false;
-  return elems * 8 > budget;
+  return mul_sat(elems, 8) > budget;
 }
 
 // Weight transposes (Linear layers exported as MatMul(x, Transpose(W))) are most of what a

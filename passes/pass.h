@@ -62,6 +62,7 @@ const char* accuracy_name(AccuracyClass c);
 // Tolerance of a pass class for verification: max |a-b| <= abs + rel*|a|.
 struct Tolerance {
   double abs = 0, rel = 0;
+  double floor = 0;  // magnitude floor as a fraction of the output's largest |ref| (rt::kMagnitudeFloor)
 };
 Tolerance tolerance_of(AccuracyClass c);
 

@@ -58,8 +58,8 @@ const char* accuracy_name(AccuracyClass c) {
 Tolerance tolerance_of(AccuracyClass c) {
   switch (c) {
     case AccuracyClass::Lossless: return {0, 0};
-    case AccuracyClass::FloatBounded: return {1e-4, 1e-3};
-    case AccuracyClass::EmpiricallySafe: return {1e-3, 1e-2};
+    case AccuracyClass::FloatBounded: return {1e-4, 1e-3, 1.0 / 16};
+    case AccuracyClass::EmpiricallySafe: return {1e-3, 1e-2, 1.0 / 16};
   }
   return {};
 }

@@ -45,7 +45,7 @@ VerifyResult Reference::check(const Model& candidate, Tolerance tol) const {
   VerifyResult r;
   rt::VerifyReport rep;
   try {
-    rep = impl_->ref.check(candidate, tol.abs, tol.rel);
+    rep = impl_->ref.check(candidate, tol.abs, tol.rel, tol.floor);
   } catch (const std::exception& e) {
     r.ok = false;
     r.error = e.what();

@@ -238,7 +238,12 @@ std::vector<Tensor> with_given(const Graph& g, const std::vector<ValueId>& value
   plan = plan_inputs(g, values, dims);
   if (!plan.unknown_dims.empty()) fail(plan.unknown_dims[0]);
   std::vector<Tensor> inputs = make_inputs(plan, seed);
-  for (auto& [i, t] : given) inputs[i] = std::move(t);
+  for (auto& [i, t] : given) {
+    inputs[i] = std::move(t);
+    // A note on how an input is generated ("values in [0, 2)") is wrong for one the user gave.
+    const std::string about = "input '" + plan.inputs[i].name + "':";
+    std::erase_if(plan.notes, [&](const std::string& n) { return n.starts_with(about); });
+  }
   return inputs;
 }
 

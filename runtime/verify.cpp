@@ -94,7 +94,7 @@ SeedRun for_seeds(const VerifyOptions& o, const char* phase, double weight, F&& 
 
 }  // namespace
 
-TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
+TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol, double floor_fraction) {
   TensorDiff d;
   auto mismatch = [&](std::string problem) {
     d.pass = d.bit_exact = false;
@@ -108,6 +108,10 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
                     std::string(dtype_name(b.dtype)));
   d.bit_exact = a.bytes() == 0 || std::memcmp(a.data, b.data, a.bytes()) == 0;
   const double floor = std::max(atol, 1e-30);
+  double scale = 0;  // the output's largest finite |reference|
+  for (int64_t i = 0, n = floor_fraction > 0 ? a.numel() : 0; i < n; ++i)
+    if (double x = std::fabs(a.get_f64(i)); std::isfinite(x)) scale = std::max(scale, x);
+  const double magnitude_floor = floor_fraction * scale;
   for (int64_t i = 0, n = a.numel(); i < n; ++i) {
     double x = a.get_f64(i), y = b.get_f64(i);
     if (std::isnan(x) || std::isnan(y)) {
@@ -123,7 +127,7 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
     double diff = x == y ? 0.0 : std::fabs(x - y);  // inf == inf
     d.max_abs = std::max(d.max_abs, diff);
     d.max_rel = std::max(d.max_rel, diff / std::max(std::fabs(x), floor));
-    if (!(diff <= atol + rtol * std::fabs(x))) d.pass = false;
+    if (!(diff <= atol + rtol * std::max(std::fabs(x), magnitude_floor))) d.pass = false;
   }
   return d;
 }
@@ -183,9 +187,11 @@ Reference::~Reference() = default;
 
 const VerifyOptions& Reference::options() const { return impl_->o; }
 
-VerifyReport Reference::check(const Model& candidate) const { return check(candidate, impl_->o.atol, impl_->o.rtol); }
+VerifyReport Reference::check(const Model& candidate) const {
+  return check(candidate, impl_->o.atol, impl_->o.rtol, impl_->o.floor);
+}
 
-VerifyReport Reference::check(const Model& candidate, double atol, double rtol) const {
+VerifyReport Reference::check(const Model& candidate, double atol, double rtol, double floor) const {
   auto t0 = std::chrono::steady_clock::now();
   const Impl& r = *impl_;
   const VerifyOptions& o = r.o;
@@ -243,7 +249,7 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol) 
     auto outs_b = sb.run(ins_b);
     for (size_t k = 0; k < no; ++k) {
       const Tensor& a = outs[pairs[k].first];
-      diffs[k][static_cast<size_t>(s)] = compare(a, outs_b[pairs[k].second], atol, rtol);
+      diffs[k][static_cast<size_t>(s)] = compare(a, outs_b[pairs[k].second], atol, rtol, floor);
       if (s == 0) meta[k] = {a.dtype, a.shape};  // seed 0 runs alone
     }
   });

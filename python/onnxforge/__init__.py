@@ -337,7 +337,8 @@ def run(model, inputs=None, *, seed=0, dims=None, threads=None) -> dict:
 def verify(reference, candidate, *, seeds=20, atol=1e-4, rtol=1e-3, dims=None, first_seed=0, threads=None):
     """Check that two models compute the same outputs on ``seeds`` seeded inputs; ``onnxforge verify``.
 
-    An output passes when ``|a - b| <= atol + rtol * |a|`` element by element (a: ``reference``).
+    An output passes when ``|a - b| <= atol + rtol * max(|a|, |A|/16)`` element by element (a: ``reference``,
+    |A|: the largest |reference| of that output).
     Returns a :class:`VerifyReport` (truthy when every output passes); a mismatch is not an
     exception, models that cannot be compared (different inputs, a model that fails to run) are.
     """

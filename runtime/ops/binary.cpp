@@ -156,6 +156,7 @@ template <Logic L>
 void logic_kernel(OpContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
+  if (a.dtype != DType::Bool || b.dtype != DType::Bool) c.error("inputs must be bool");
   Tensor& y = c.output(0, DType::Bool, broadcast_shapes(c, a.shape, b.shape));
   const auto* pa = a.ptr<uint8_t>();
   const auto* pb = b.ptr<uint8_t>();
@@ -171,6 +172,8 @@ void where_kernel(OpContext& c) {
   const Tensor& cond = c.input(0);
   const Tensor& a = c.input(1);
   const Tensor& b = c.input(2);
+  need_same_type(c, a, b);
+  if (cond.dtype != DType::Bool) c.error("condition must be bool, got " + std::string(dtype_name(cond.dtype)));
   Shape shape = broadcast_shapes(c, broadcast_shapes(c, cond.shape, a.shape), b.shape);
   Tensor& y = c.output(0, a.dtype, shape);
   const size_t es = dtype_size(a.dtype);
@@ -204,6 +207,7 @@ void where_kernel(OpContext& c) {
 void prelu_kernel(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& s = c.input(1);
+  need_same_type(c, x, s);
   Shape slope_shape = s.shape;
   // Opset < 7 style: a slope of shape [C] for x [N, C, ...] means per channel.
   if (slope_shape.size() == 1 && x.rank() > 2 && slope_shape[0] == x.shape[1] && slope_shape[0] != x.shape.back()) {
@@ -228,6 +232,7 @@ void mod_kernel(OpContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
   bool fmod = c.attr_i("fmod", 0);
+  need_same_type(c, a, b);
   Tensor& y = c.output(0, a.dtype, broadcast_shapes(c, a.shape, b.shape));
   dispatch_type(a.dtype, [&](auto v) {
     using T = decltype(v);

@@ -29,10 +29,23 @@ void gather(OpContext& c) {
       std::memcpy(y.data + static_cast<size_t>(o * n + k) * chunk, x.data + static_cast<size_t>(o * dim + idx[static_cast<size_t>(k)]) * chunk, chunk);
 }
 
+// GatherElements / ScatterElements: indices of the data's rank, no larger than the data on the
+// axes other than `axis`, updates shaped like the indices. A hostile model breaks any of these
+// (fuzz_runtime: reads and writes past the buffers), so they are checked before the loop.
+void check_elementwise_indices(OpContext& c, const Tensor& x, const Tensor& ind, int64_t axis, const Tensor* upd) {
+  if (ind.rank() != x.rank()) c.error("indices " + shape_str(ind.shape) + " and data " + shape_str(x.shape) + " differ in rank");
+  for (size_t d = 0; d < ind.shape.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && ind.shape[d] > x.shape[d])
+      c.error("indices " + shape_str(ind.shape) + " exceed data " + shape_str(x.shape) + " on axis " + std::to_string(d));
+  if (upd && (upd->shape != ind.shape || upd->dtype != x.dtype))
+    c.error("updates " + shape_str(upd->shape) + " should have the indices' shape " + shape_str(ind.shape));
+}
+
 void gather_elements(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& ind = c.input(1);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  check_elementwise_indices(c, x, ind, axis, nullptr);
   Tensor& y = c.output(0, x.dtype, ind.shape);
   const size_t es = dtype_size(x.dtype);
   auto xs = contiguous_strides(x.shape);
@@ -53,7 +66,12 @@ void gather_elements(OpContext& c) {
 void gather_nd(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& ind = c.input(1);
-  const int64_t b = c.attr_i("batch_dims", 0), q = ind.rank(), k = ind.shape.back();
+  const int64_t b = c.attr_i("batch_dims", 0), q = ind.rank();
+  if (q < 1 || b < 0 || b >= q || b >= x.rank()) c.error("batch_dims " + std::to_string(b) + " does not fit indices " + shape_str(ind.shape) + " and data " + shape_str(x.shape));
+  const int64_t k = ind.shape.back();
+  if (k < 1 || b + k > x.rank()) c.error("indices' last dimension " + std::to_string(k) + " does not fit data " + shape_str(x.shape));
+  for (int64_t i = 0; i < b; ++i)
+    if (ind.shape[static_cast<size_t>(i)] != x.shape[static_cast<size_t>(i)]) c.error("batch dimensions of indices and data differ");
   Shape ys(ind.shape.begin(), ind.shape.end() - 1);
   ys.insert(ys.end(), x.shape.begin() + b + k, x.shape.end());
   Tensor& y = c.output(0, x.dtype, ys);
@@ -89,6 +107,13 @@ void scatter_nd(OpContext& c) {
   const Tensor& ind = c.input(1);
   const Tensor& upd = c.input(2);
   std::string_view red = c.attr_s("reduction", "none");
+  if (ind.rank() < 1 || ind.shape.back() < 1 || ind.shape.back() > x.rank())
+    c.error("indices " + shape_str(ind.shape) + " do not fit data " + shape_str(x.shape));
+  {  // updates: indices.shape[:-1] + data.shape[k:]
+    Shape us(ind.shape.begin(), ind.shape.end() - 1);
+    us.insert(us.end(), x.shape.begin() + ind.shape.back(), x.shape.end());
+    if (upd.shape != us || upd.dtype != x.dtype) c.error("updates " + shape_str(upd.shape) + " should be " + shape_str(us));
+  }
   Tensor& y = c.output(0, x.dtype, x.shape);
   std::memcpy(y.data, x.data, x.bytes());
   const int64_t k = ind.shape.back(), lookups = ind.numel() / std::max<int64_t>(k, 1);
@@ -111,6 +136,7 @@ void scatter_elements(OpContext& c) {
   const Tensor& upd = c.input(2);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
   std::string_view red = c.attr_s("reduction", "none");
+  check_elementwise_indices(c, x, ind, axis, &upd);
   Tensor& y = c.output(0, x.dtype, x.shape);
   std::memcpy(y.data, x.data, x.bytes());
   auto xs = contiguous_strides(x.shape);

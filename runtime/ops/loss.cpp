@@ -9,8 +9,11 @@ namespace {
 // Loss over log-probabilities lp [N, C, d...] (row-major doubles) with int labels.
 void nll(OpContext& c, const std::vector<double>& lp, const Shape& shape, DType out_type, const Tensor& target,
          const Tensor* weight) {
+  if (shape.size() < 2) c.error("input must have rank >= 2, got " + shape_str(shape));
   const int64_t N = shape[0], C = shape[1];
   const int64_t D = numel(shape) / std::max<int64_t>(N * C, 1);
+  if (target.numel() != N * D) c.error("target " + shape_str(target.shape) + " does not match input " + shape_str(shape));
+  if (weight && weight->numel() < C) c.error("weight " + shape_str(weight->shape) + " has fewer than C elements");
   const bool has_ignore = c.has_attr("ignore_index");
   const int64_t ignore = c.attr_i("ignore_index", 0);
   std::string_view red = c.attr_s("reduction", "mean");
@@ -46,6 +49,7 @@ void nll_loss(OpContext& c) {
 
 void softmax_ce(OpContext& c) {
   const Tensor& x = c.input(0);
+  if (x.rank() < 2) c.error("input must have rank >= 2, got " + shape_str(x.shape));
   const int64_t N = x.shape[0], C = x.shape[1], D = x.numel() / std::max<int64_t>(N * C, 1);
   std::vector<double> lp(static_cast<size_t>(x.numel()));
   for (int64_t n = 0; n < N; ++n)

@@ -162,8 +162,9 @@ void slice(OpContext& c) {
 void tile(OpContext& c) {
   const Tensor& x = c.input(0);
   auto reps = ints_of(c.input(1));
+  if (reps.size() != x.shape.size()) c.error("repeats has " + std::to_string(reps.size()) + " values for rank " + std::to_string(x.rank()));
   Shape ys = x.shape;
-  for (size_t i = 0; i < ys.size(); ++i) ys[i] *= reps[i];
+  for (size_t i = 0; i < ys.size(); ++i) ys[i] = mul_dim(c, ys[i], reps[i]);
   Tensor& y = c.output(0, x.dtype, ys);
   const size_t es = dtype_size(x.dtype);
   auto cs = contiguous_strides(x.shape);
@@ -245,6 +246,7 @@ void pad(OpContext& c) {
 
 void trilu(OpContext& c) {
   const Tensor& x = c.input(0);
+  if (x.rank() < 2) c.error("input must have rank >= 2, got " + shape_str(x.shape));
   const int64_t k = c.in(1) ? c.in(1)->get_i64(0) : 0;
   const bool upper = c.attr_i("upper", 1);
   Tensor& y = c.output(0, x.dtype, x.shape);
@@ -264,8 +266,19 @@ void trilu(OpContext& c) {
     }
 }
 
+// Both block ops read a 4-D input and split a dimension by the block size; anything else would
+// index past the shape or transpose a buffer of the wrong size (fuzz_runtime, ASan).
+void check_block_op(OpContext& c, const Tensor& x, int64_t b, bool to_depth) {
+  if (x.rank() != 4) c.error("input must be 4-D, got " + shape_str(x.shape));
+  if (b <= 0) c.error("blocksize must be positive, got " + std::to_string(b));
+  int64_t bb = 0, cbb = 0;
+  if (__builtin_mul_overflow(b, b, &bb) || __builtin_mul_overflow(x.shape[1], bb, &cbb) || (to_depth ? (x.shape[2] % b != 0 || x.shape[3] % b != 0) : x.shape[1] % bb != 0))
+    c.error("blocksize " + std::to_string(b) + " does not divide the input " + shape_str(x.shape));
+}
+
 void depth_to_space(OpContext& c) {
   const Tensor& x = c.input(0);
+  check_block_op(c, x, c.attr_i("blocksize", 1), false);
   const int64_t b = c.attr_i("blocksize", 1), N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   const bool crd = c.attr_s("mode", "DCR") == "CRD";
   Shape tmp = crd ? Shape{N, C / (b * b), b, b, H, W} : Shape{N, b, b, C / (b * b), H, W};
@@ -276,6 +289,7 @@ void depth_to_space(OpContext& c) {
 
 void space_to_depth(OpContext& c) {
   const Tensor& x = c.input(0);
+  check_block_op(c, x, c.attr_i("blocksize", 1), true);
   const int64_t b = c.attr_i("blocksize", 1), N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   Shape tmp{N, C, H / b, b, W / b, b};
   std::vector<int64_t> perm{0, 3, 5, 1, 2, 4};

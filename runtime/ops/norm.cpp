@@ -35,8 +35,11 @@ void batch_norm(OpContext& c) {
   need_float(c, x);
   const Tensor &scale = c.input(1), &bias = c.input(2), &mean = c.input(3), &var = c.input(4);
   const float eps = c.attr_f("epsilon", 1e-5f);
-  Tensor& y = c.output(0, x.dtype, x.shape);
+  if (x.rank() < 1) c.error("input must have rank >= 1");
   const int64_t N = x.shape[0], C = x.rank() > 1 ? x.shape[1] : 1;
+  for (auto [t, what] : {std::pair{&scale, "scale"}, {&bias, "B"}, {&mean, "input_mean"}, {&var, "input_var"}})
+    need_elements(c, *t, C, DType::Float, what);
+  Tensor& y = c.output(0, x.dtype, x.shape);
   const int64_t sp = x.numel() / std::max<int64_t>(N * C, 1);
   std::vector<double> m(static_cast<size_t>(C)), v(static_cast<size_t>(C));
   for (int64_t ch = 0; ch < C; ++ch) {

@@ -203,6 +203,17 @@ bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys, const std::vect
 void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::vector<int64_t> sizes,
                 std::vector<double> roi, const Options& o, bool keep_scales = false) {
   const int64_t r = x.rank();
+  // One scale or size per axis and two roi values per axis (fuzz_runtime: a shorter sizes input
+  // read past its end); sizes must be non-negative and scales positive.
+  const auto ur = static_cast<size_t>(r);
+  if (!sizes.empty() && sizes.size() != ur) c.error("sizes has " + std::to_string(sizes.size()) + " values for rank " + std::to_string(r));
+  if (sizes.empty() && scales.size() != ur) c.error("scales has " + std::to_string(scales.size()) + " values for rank " + std::to_string(r));
+  if (!roi.empty() && roi.size() != 2 * ur) c.error("roi has " + std::to_string(roi.size()) + " values for rank " + std::to_string(r));
+  for (int64_t v : sizes)
+    if (v < 0) c.error("sizes must not be negative");
+  if (sizes.empty())
+    for (double v : scales)
+      if (!(v > 0) || !std::isfinite(v)) c.error("scales must be positive and finite");
   Shape ys(static_cast<size_t>(r));
   for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
     double rs = roi.empty() ? 0 : roi[d], re = roi.empty() ? 1 : roi[d + static_cast<size_t>(r)];
@@ -213,7 +224,9 @@ void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::
         scales[d] = static_cast<double>(sizes[d]) / static_cast<double>(x.shape[d]);
       }
     } else {
-      ys[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape[d]) * (re - rs) * scales[d]));
+      const double len = std::floor(static_cast<double>(x.shape[d]) * (re - rs) * scales[d]);
+      if (!(len >= 0 && len < 0x1p62)) c.error("the output size on axis " + std::to_string(d) + " is out of range");
+      ys[d] = static_cast<int64_t>(len);
     }
   }
   std::vector<std::vector<std::vector<Tap>>> per_dim(static_cast<size_t>(r));
@@ -308,6 +321,9 @@ void resize(OpContext& c) {
       froi.assign(static_cast<size_t>(2 * r), 0);
       for (size_t i = static_cast<size_t>(r); i < froi.size(); ++i) froi[i] = 1;
     }
+    if ((!scales.empty() && scales.size() != axes.size()) || (!sizes.empty() && sizes.size() != axes.size()) ||
+        (!roi.empty() && roi.size() != 2 * axes.size()))
+      c.error("scales, sizes and roi need one value (roi: two) per entry of axes");
     for (size_t i = 0; i < axes.size(); ++i) {
       size_t a = static_cast<size_t>(norm_axis(c, axes[i], r));
       if (!scales.empty()) fs[a] = scales[i];

@@ -43,6 +43,10 @@ Command reg{"verify", "Check that two models compute the same outputs on many se
   app.add_option("--first-seed", o->v.first_seed, "First seed")->capture_default_str();
   app.add_option("--atol", o->v.atol, "Absolute tolerance")->capture_default_str();
   app.add_option("--rtol", o->v.rtol, "Relative tolerance")->capture_default_str();
+  app.add_option("--floor", o->v.floor,
+                 "Magnitude floor: |a-b| <= atol + rtol*max(|a|, floor*max|a| of the output); 0 = element-wise only")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   add_dim_options(app, o->dims);
   app.add_option("--parallel", o->v.parallel, "Seeds in flight (1 = one at a time)")->check(CLI::NonNegativeNumber);
   app.add_option("--verify-budget", o->v.budget_seconds,

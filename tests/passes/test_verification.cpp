@@ -5,6 +5,7 @@
 #include "numeric.h"
 #include "passes/pipeline.h"
 #include "runtime/runtime.h"
+#include "runtime/verify.h"
 #include "tests/common/models.h"
 
 namespace onnxforge::test {
@@ -82,6 +83,43 @@ TEST(Verification, LosslessPassesStayExactWhenTheyChangeTheRuntimeLayout) {
   passes::Reference ref(*original, passes::VerifyOptions{2, {}});
   auto v = ref.check(*model, passes::tolerance_of(passes::AccuracyClass::Lossless));
   EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
+}
+
+}  // namespace
+}  // namespace onnxforge::test
+
+namespace onnxforge::test {
+namespace {
+
+// The magnitude floor (runtime/verify.h kMagnitudeFloor): an element is judged against its
+// output's scale as well as its own. Off by 0.016 at 4 in an output whose largest value is 640
+// is float rounding of 640-sized operands and passes; off by 0.05 there does not.
+TEST(Verification, MagnitudeFloorJudgesSmallElementsByTheOutputsScale) {
+  std::vector<float> ref = {640.f, 4.f, -12.f}, close = {640.f, 4.016f, -12.f}, off = {640.f, 4.05f, -12.f};
+  auto t = [](std::vector<float>& v) { return rt::Tensor::view(DType::Float, {3}, v.data()); };
+  EXPECT_FALSE(rt::compare(t(ref), t(close), 1e-4, 1e-3, 0).pass);  // element-wise only
+  EXPECT_TRUE(rt::compare(t(ref), t(close), 1e-4, 1e-3, rt::kMagnitudeFloor).pass);
+  EXPECT_FALSE(rt::compare(t(ref), t(off), 1e-4, 1e-3, rt::kMagnitudeFloor).pass);
+  EXPECT_EQ(passes::tolerance_of(passes::AccuracyClass::Lossless).floor, 0);  // class 0 stays exact
+  EXPECT_EQ(passes::tolerance_of(passes::AccuracyClass::FloatBounded).floor, rt::kMagnitudeFloor);
+}
+
+// The zoo model that needed it: YOLOv8n (mini) with random BatchNormalization statistics, whose
+// boxes are anchor ± distance near 640. fuse_conv_batchnorm's rounding put a box corner near 4
+// 0.016 off (element-wise: refused); within the class-1 bound with the floor.
+TEST(Verification, YoloWithBatchNormVerifiesAfterFolding) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  auto path = zoo_model("yolov8n_mini_bn");
+  auto original = load_model(path);
+  auto model = load_model(path);
+  passes::RunResult r = optimize(*model);
+  EXPECT_EQ(count_op(model->main(), "BatchNormalization"), 0u);
+  passes::Reference ref(*original, passes::VerifyOptions{3, {}});
+  passes::Tolerance tol = passes::tolerance_of(r.worst);
+  auto v = ref.check(*model, tol);
+  EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
+  tol.floor = 0;
+  EXPECT_FALSE(ref.check(*model, tol).ok) << "the element-wise bound no longer fails: the test lost its point";
 }
 
 }  // namespace

@@ -262,6 +262,26 @@ TEST(Inputs, FilesSizeTheGeneratedInputsAndMismatchesAreErrors) {
   EXPECT_NE(error({}, "nosuch=" + (dir / "ids.npy").string()).find("the model has no input 'nosuch'"), std::string::npos);
 }
 
+// The note on how an integer input is generated ("values in [0, 2)") is said for a generated
+// input, never for one the user gave (`bench --input k=file.npy` printed it).
+TEST(Inputs, NotesOnGeneratedValuesAreLeftOutForGivenInputs) {
+  GraphBuilder b;
+  ValueId k = b.input("k", {3}, DType::Int64);
+  b.output(b.node("Cast", {k}, {NewAttr::Int("to", static_cast<int64_t>(DType::Float))}));
+  rt::Session s(*b.m);
+  auto about_k = [](const rt::InputPlan& p) {
+    return std::count_if(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.starts_with("input 'k':"); });
+  };
+  rt::InputPlan generated, given;
+  rt::prepare_inputs(b.g(), s.input_values(), {}, std::vector<std::string>{}, 1, generated);
+  EXPECT_EQ(about_k(generated), 1);
+  std::vector<int64_t> ids = {5, 6, 7};
+  std::vector<rt::GivenInput> in{{"k", "test", rt::Tensor::view(DType::Int64, {3}, ids.data()).clone()}};
+  auto got = rt::prepare_inputs(b.g(), s.input_values(), {}, std::move(in), 1, given);
+  EXPECT_EQ(about_k(given), 0);
+  EXPECT_EQ(got[0].get_i64(2), 7);
+}
+
 TEST(Plan, StepProfileListsEveryStepSlowestFirstAndAddsUpToTheOpProfile) {
   auto model = load_model(test::zoo_model("resnet_small_bn"));
   rt::SessionOptions o;
