@@ -101,6 +101,14 @@ void forms_match_opset(const Model& m) {
   }
 }
 
+api::OptimizeSettings for_target(const std::string& target, std::optional<int64_t> opset = {}, bool verify = false) {
+  api::OptimizeSettings s;
+  s.verify = verify;
+  s.target = target;
+  s.target_opset = opset;
+  return s;
+}
+
 // ---- RotaryEmbedding ------------------------------------------------------------------------
 
 struct Rope {
@@ -323,6 +331,15 @@ TEST(DecomposeAttention, MustNotTouch) {
     ASSERT_EQ(left.size(), 1u);
     EXPECT_NE(left[0].find("nonpad_kv_seqlen"), std::string::npos) << left[0];
     EXPECT_TRUE(passes::left_for_target(*b.m, passes::target_profile("ort")).empty());
+    // optimize says it: a note and the report's target.left.
+    const auto path = temp_dir("decompose_left") / "nonpad.onnx";
+    save_model(*b.m, path);
+    api::OptimizeOutcome out = api::optimize(path, for_target("tensorrt"));
+    ASSERT_EQ(out.report["target"]["left"].size(), 1u);
+    EXPECT_NE(out.report["target"]["left"][0].get<std::string>().find("1 Attention left for target 'tensorrt'"),
+              std::string::npos);
+    EXPECT_TRUE(std::any_of(out.notes.begin(), out.notes.end(),
+                            [](const std::string& n) { return n.find("nonpad_kv_seqlen") != std::string::npos; }));
   }
   {
     GraphBuilder b(23);
@@ -398,13 +415,6 @@ TEST(DecomposeZoo, FusedAtOpset23ThenDecomposedMatchesTheExport) {
   }
 }
 
-api::OptimizeSettings for_target(const std::string& target, std::optional<int64_t> opset = {}, bool verify = false) {
-  api::OptimizeSettings s;
-  s.verify = verify;
-  s.target = target;
-  s.target_opset = opset;
-  return s;
-}
 
 // Nothing a target lacks is left in what optimize writes for it: from the export (the fusions
 // the target lacks do not run) and from a model already fused for ONNX Runtime at opset 23/24
