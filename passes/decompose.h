@@ -72,7 +72,7 @@ bool output_read(const Graph& g, const Uses& u, NodeId n, size_t i);
 // decompose it: one reason, said in optimize's report for every node a --target lacks and
 // that is left in the model (targets.h: left_for_target).
 std::string rotary_refusal(const Graph& g, NodeId n);
-std::string attention_refusal(const Graph& g, const Uses& u, NodeId n);
+std::string attention_refusal(const Graph& g, NodeId n);
 
 // Float16 and bfloat16: the decompositions compute in float (the ops' stash_type=1 semantics).
 bool is_half_type(DType t);

@@ -95,8 +95,7 @@ bool mask_covers_keys(const Graph& g, NodeId n, int64_t rank) {
 
 }  // namespace
 
-std::string attention_refusal(const Graph& g, const Uses& u, NodeId n) {
-  (void)u;
+std::string attention_refusal(const Graph& g, NodeId n) {
   if (g.inputs(n).size() < 3) return "fewer than three inputs";
   const int64_t opset = g.model().opset("");
   if (opset < 9) return "opset below 9 (Where and IsNaN)";
@@ -136,10 +135,10 @@ struct Match {
   NodeId attn;
 };
 
-std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
+std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
   std::vector<Match> out;
   for (NodeId n : g.nodes())
-    if (g.is_op(n, "Attention") && decompose::attention_refusal(g, u, n).empty()) out.push_back({n});
+    if (g.is_op(n, "Attention") && decompose::attention_refusal(g, n).empty()) out.push_back({n});
   return out;
 }
 
