@@ -7,6 +7,8 @@
 //   S = MatMul(Q, Transpose(K, [0, 1, 3, 2])) · scale            (scale: attr or 1/√head_size)
 //   S = softcap · Tanh(S / softcap)                              (softcap > 0)
 //   S = Where(j <= i + past_length, S, -inf)                     (is_causal)
+//   S = Where(j < nonpad_kv_seqlen[b], S, -inf), and the causal frontier at
+//       j <= i + nonpad_kv_seqlen[b] - q_length                   (Attention-24's external cache)
 //   S = Where(mask, S, -inf) or S + mask                         (attn_mask: boolean or additive,
 //       padded to the total length with false / -inf when its last dim is shorter)
 //   P = Softmax(S, -1); with a mask, Where(IsNaN(P), 0, P)       (a fully masked row is zeros)
@@ -23,8 +25,9 @@
 // Class 1: each score is the same dot product scaled once, the softmax and the second product
 // are the kernel's up to summation order (measured max_diff: tests/passes/test_decompositions).
 // Left alone, with the reason in optimize's report (attention_refusal): data not float32 (the
-// runtime's kernel runs float32 only), Attention-24's nonpad_kv_seqlen, unknown ranks or head
-// counts, an unknown head size where the default scale or the KV head repeat needs it.
+// runtime's kernel runs float32 only), nonpad_kv_seqlen with a past cache (the op forbids it),
+// unknown ranks or head counts, an unknown head size where the default scale or the KV head
+// repeat needs it.
 #include <cmath>
 #include <limits>
 
@@ -99,8 +102,10 @@ std::string attention_refusal(const Graph& g, NodeId n) {
   if (g.inputs(n).size() < 3) return "fewer than three inputs";
   const int64_t opset = g.model().opset("");
   if (opset < 9) return "opset below 9 (Where and IsNaN)";
-  if (has_input(g, n, 6))
-    return "Attention-24's nonpad_kv_seqlen (the valid lengths of an external KV cache) is not decomposed";
+  if (has_input(g, n, 6)) {
+    if (has_input(g, n, 4)) return "nonpad_kv_seqlen with past_key/past_value (the op forbids the combination)";
+    if (opset < 13) return "nonpad_kv_seqlen below opset 13";  // Attention-24 only: never here
+  }
   for (size_t i : {0, 1, 2, 4, 5})
     if (has_input(g, n, i) && pattern::dtype_of(g, g.input(n, i)) != DType::Float)
       return "input " + std::to_string(i) + " is not float32 (the runtime's kernel, the reference, runs float32 only)";
@@ -186,29 +191,48 @@ bool apply(Edits& e, const Match& m) {
   }
   qk[1] = s;
   const ValueId neg_inf = c.scalar("neg_inf", DType::Float, -inf);
+  const bool nonpad = has(6);
+  // 0 .. length of axis 2 of x - 1 (the query or key positions).
+  auto positions = [&](ValueId x) {
+    return c.node("Range", {c.tensor("zero", DType::Int64, {}, {0}), c.reshape(c.dim(x, 2), {}),
+                            c.tensor("one", DType::Int64, {}, {1})});
+  };
+  ValueId lens;  // nonpad_kv_seqlen as int64 [B, 1]
+  if (nonpad) {
+    lens = g.input(n, 6);
+    if (pattern::dtype_of(g, lens) != DType::Int64) lens = c.cast(lens, DType::Int64);
+    lens = c.unsqueeze(lens, {1});
+  }
   if (g.attr_int(n, "is_causal", 0) != 0) {
-    // Query i sees key j iff j <= i + past_length.
+    // Query i sees key j iff j <= i + past_length (with nonpad_kv_seqlen: i + valid[b] - q_length).
     const int64_t sq = static_dim(g, g.input(n, 0), three_d ? 1 : 2), t = decompose::total_length(g, n, a.rank);
     ValueId causal;
-    if (sq >= 0 && t >= 0) {
+    if (nonpad) {
+      const ValueId offset = c.node("Sub", {lens, c.dim(q, 2)});                     // [B, 1]
+      const ValueId frontier = c.unsqueeze(c.node("Add", {positions(q), offset}), {1, 3});  // [B, 1, Sq, 1]
+      causal = c.node("LessOrEqual", {positions(k), frontier});                       // [B, 1, Sq, T]
+    } else if (sq >= 0 && t >= 0) {
       const int64_t p = t - static_dim(g, g.input(n, 1), three_d ? 1 : 2);
       std::vector<double> bits(static_cast<size_t>(sq * t));
       for (int64_t i = 0; i < sq; ++i)
         for (int64_t j = 0; j < t; ++j) bits[static_cast<size_t>(i * t + j)] = j <= i + p;
       causal = c.tensor("causal", DType::Bool, {sq, t}, bits);
     } else {
-      const ValueId zero = c.tensor("zero", DType::Int64, {}, {0}), one = c.tensor("one", DType::Int64, {}, {1});
-      auto length = [&](ValueId x) { return c.reshape(c.dim(x, 2), {}); };
-      ValueId rows = c.node("Range", {zero, length(q), one});
+      ValueId rows = positions(q);
       if (has(4)) rows = c.node("Add", {rows, c.dim(g.input(n, 4), 2)});
       rows = c.unsqueeze(rows, {1});
-      const ValueId cols = c.node("Range", {zero, length(k), one});
+      const ValueId cols = positions(k);
       causal = c.opset() >= 12 ? c.node("LessOrEqual", {cols, rows}) : c.node("Not", {c.node("Greater", {cols, rows})});
     }
     s = c.node("Where", {causal, s, neg_inf});
   }
-  const bool masked = has(3);
-  if (masked) {
+  if (nonpad) {
+    // Keys at or beyond nonpad_kv_seqlen[b] are padding.
+    const ValueId valid = c.node("Less", {positions(k), lens});  // [B, T]
+    s = c.node("Where", {c.unsqueeze(valid, {1, 2}), s, neg_inf});
+  }
+  const bool masked = has(3) || nonpad;  // a row may be left without a key
+  if (has(3)) {
     ValueId mask = g.input(n, 3);
     const DType mt = pattern::dtype_of(g, mask);
     const bool boolean = mt == DType::Bool;

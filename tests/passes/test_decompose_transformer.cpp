@@ -213,6 +213,7 @@ struct Attn {
   int qk_mode = -1;  // -1: qk_matmul_output not asked for
   int64_t opset = 23;
   bool dynamic = false;  // symbolic sequence lengths (then no mask: its shape would need them)
+  std::vector<int64_t> nonpad;  // Attention-24's nonpad_kv_seqlen, one per batch (a constant)
 };
 
 constexpr int64_t kSq = 3, kSkv = 5, kP = 2, kHd = 8;
@@ -245,12 +246,15 @@ std::unique_ptr<Model> attn_model(const Attn& a) {
     for (size_t i = 0; i < add.size(); i += 4) add[i] = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < mlen; ++j) add[static_cast<size_t>(2 * mlen + j)] = -std::numeric_limits<float>::infinity();
     ins.push_back(b.f32("mask", {kSq, mlen}, add));
-  } else if (a.past) {
-    ins.push_back(ValueId{});
   }
   if (a.past) {
+    ins.resize(4);
     ins.push_back(b.input("past_key", {kB, a.hkv, p, kHd}, DType::Float, {"", "", "past"}));
     ins.push_back(b.input("past_value", {kB, a.hkv, p, kHd}, DType::Float, {"", "", "past"}));
+  }
+  if (!a.nonpad.empty()) {
+    ins.resize(6);
+    ins.push_back(b.i64("nonpad_kv_seqlen", a.nonpad));
   }
   std::vector<NewAttr> attrs;
   if (a.rank == 3) {
@@ -364,31 +368,47 @@ TEST(DecomposeAttention, DynamicLengthsAndOlderOpsets) {
     }
 }
 
+// Attention-24's nonpad_kv_seqlen (an external, static KV cache: keys at or beyond the length
+// are padding, the causal frontier sits length - q_length right of the diagonal), with and
+// without is_causal and a mask, GQA, 3-D and 4-D; a batch with length 0 has no key left (zeros).
+TEST(DecomposeAttention, NonpadKvSeqlen) {
+  for (int rank : {3, 4})
+    for (bool causal : {false, true})
+      for (Mask mask : {Mask::None, Mask::Bool})
+        for (std::vector<int64_t> lens : {std::vector<int64_t>{5, 2}, std::vector<int64_t>{0, 4}}) {
+          Attn a;
+          a.rank = rank;
+          a.hkv = 2;
+          a.causal = causal;
+          a.mask = mask;
+          a.opset = 24;
+          a.nonpad = lens;
+          const auto make = [&] { return attn_model(a); };
+          SCOPED_TRACE(describe(a) + " nonpad " + std::to_string(lens[0]) + "," + std::to_string(lens[1]));
+          auto m = decomposes(make, "Attention", "decompose_attention");
+          forms_match_opset(*m);
+          if (lens[0] == 0) ort_agrees(*make(), *m, describe(a));
+        }
+}
+
 // What the pass must leave alone, and the reason optimize reports for it: Attention-24's
 // nonpad_kv_seqlen (an external cache's valid lengths), an unknown head size the default scale
 // needs, a RotaryEmbedding of float16 (the runtime's kernel, the reference, is float32 only).
 TEST(DecomposeAttention, MustNotTouch) {
   {
+    // nonpad_kv_seqlen with a past cache: the op forbids it (the kernel refuses to run it).
     GraphBuilder b(24);
     ValueId q = b.input("q", {1, 4, 3, 8}), k = b.input("k", {1, 4, 5, 8}), v = b.input("v", {1, 4, 5, 8});
-    ValueId lens = b.input("nonpad_kv_seqlen", {1}, DType::Int64);
-    b.output(b.node("Attention", {q, k, v, {}, {}, {}, lens}));
+    ValueId pk = b.input("past_key", {1, 4, 2, 8}), pv = b.input("past_value", {1, 4, 2, 8});
+    ValueId lens = b.i64("nonpad_kv_seqlen", {4});
+    b.output(b.node("Attention", {q, k, v, {}, pk, pv, lens}));
     passes::RunResult r = optimize(*b.m, {"decompose_attention"});
     EXPECT_EQ(count_op(b.m->main(), "Attention"), 1u);
     EXPECT_EQ(r.after.nodes, r.before.nodes);
     const auto left = passes::left_for_target(*b.m, passes::target_profile("tensorrt"));
     ASSERT_EQ(left.size(), 1u);
-    EXPECT_NE(left[0].find("nonpad_kv_seqlen"), std::string::npos) << left[0];
+    EXPECT_NE(left[0].find("nonpad_kv_seqlen with past_key"), std::string::npos) << left[0];
     EXPECT_TRUE(passes::left_for_target(*b.m, passes::target_profile("ort")).empty());
-    // optimize says it: a note and the report's target.left.
-    const auto path = temp_dir("decompose_left") / "nonpad.onnx";
-    save_model(*b.m, path);
-    api::OptimizeOutcome out = api::optimize(path, for_target("tensorrt"));
-    ASSERT_EQ(out.report["target"]["left"].size(), 1u);
-    EXPECT_NE(out.report["target"]["left"][0].get<std::string>().find("1 Attention left for target 'tensorrt'"),
-              std::string::npos);
-    EXPECT_TRUE(std::any_of(out.notes.begin(), out.notes.end(),
-                            [](const std::string& n) { return n.find("nonpad_kv_seqlen") != std::string::npos; }));
   }
   {
     GraphBuilder b(23);
@@ -399,6 +419,15 @@ TEST(DecomposeAttention, MustNotTouch) {
     const auto left = passes::left_for_target(*b.m, passes::target_profile("tflite"));
     ASSERT_EQ(left.size(), 1u);
     EXPECT_NE(left[0].find("head size is unknown"), std::string::npos) << left[0];
+    // optimize says it: a note and the report's target.left.
+    const auto path = temp_dir("decompose_left") / "head_size.onnx";
+    save_model(*b.m, path);
+    api::OptimizeOutcome out = api::optimize(path, for_target("tensorrt"));
+    ASSERT_EQ(out.report["target"]["left"].size(), 1u);
+    EXPECT_NE(out.report["target"]["left"][0].get<std::string>().find("1 Attention left for target 'tensorrt'"),
+              std::string::npos);
+    EXPECT_TRUE(std::any_of(out.notes.begin(), out.notes.end(),
+                            [](const std::string& n) { return n.find("head size is unknown") != std::string::npos; }));
   }
   {
     GraphBuilder b(23);
