@@ -18,8 +18,9 @@
 // applied to the Q·Kᵀ products, softcap before the mask, the causal frontier past_length keys
 // right of the diagonal — top-left aligned without a past, zeros, not NaN, for a row with no key
 // left). Written from the spec, with no code shared with fuse_attention (verification
-// independence, passes/decompose.h). Ops in the model's opset: Softmax's axis -1 is the last
-// axis both before 13 (coerced to 2-D at the last axis) and from 13; Unsqueeze's axes an
+// independence, passes/decompose.h). Ops in the model's opset: Softmax over the last axis is
+// the same op before 13 (coerced to 2-D at the last axis) and from 13 (axis -1; 3 below opset 11,
+// which has no negative axes); Unsqueeze's axes an
 // attribute below 13; a dynamic causal mask uses Range (11) and LessOrEqual (12; Not(Greater)
 // below); a short mask's Pad takes a bool (13).
 // Class 1: each score is the same dot product scaled once, the softmax and the second product
@@ -249,7 +250,8 @@ bool apply(Edits& e, const Match& m) {
     s = boolean ? c.node("Where", {mask, s, neg_inf}) : c.node("Add", {s, mask});
   }
   qk[2] = s;
-  ValueId p = c.node("Softmax", {s}, {NewAttr::Int("axis", -1)});
+  // The last axis: -1 from opset 11 (negative axes), 3 before (the scores are 4-D).
+  ValueId p = c.node("Softmax", {s}, {NewAttr::Int("axis", c.opset() >= 11 ? -1 : 3)});
   // A row the masks leave no key is -inf everywhere: Softmax gives NaN, the op zeros.
   if (masked) p = c.node("Where", {c.node("IsNaN", {p}), c.scalar("zero", DType::Float, 0), p});
   qk[3] = p;
