@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "analysis/shapes.h"
+#include "ir/error.h"
 #include "io/model_io.h"
 #include "passes/driver.h"
 #include "passes/evaluator.h"
@@ -39,8 +40,12 @@ const NodeEvaluator* small_constant_evaluator() {
     };
     if (base)
       e.evaluate = [base](const Graph& g, NodeId n, std::span<const ConstTensor> ins) {
-        if (weight_transpose(g, n) && !ins.empty() && ins[0].size > kSmallConstant)
-          if (auto t = transpose_recipe(g, n, ins[0])) return std::vector<ConstTensor>{std::move(*t)};
+        if (weight_transpose(g, n) && !ins.empty() && ins[0].size > kSmallConstant) {
+          auto t = transpose_recipe(g, n, ins[0]);
+          // Never computed here (that would read the weight): fold_constants leaves the node.
+          if (!t) fail("audit: no transpose recipe for this weight");
+          return std::vector<ConstTensor>{std::move(*t)};
+        }
         return base->evaluate(g, n, ins);
       };
     return e;

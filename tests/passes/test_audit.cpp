@@ -159,6 +159,17 @@ TEST(Audit, QkvCensusMatchesWhatOptimizeFuses) {
     EXPECT_EQ(row->found, static_cast<int64_t>(fused));
     EXPECT_EQ(row->fusable_here, static_cast<int64_t>(fused));
   }
+  // TinyLlama-1.1B (the M11 folder, when exported): one QKV block per attention block, 22.
+  const auto tl = test::model_dir() / "tinyllama_1b" / "tinyllama" / "model.onnx";
+  if (!std::filesystem::exists(tl)) return;
+  const passes::AuditResult a = passes::audit_model(tl.string());
+  int64_t qkv = -1, attention = -1;
+  for (const passes::CensusRow& r : a.census) {
+    if (r.fusion == "fuse_qkv_projections") qkv = r.found;
+    if (r.fusion == "fuse_attention") attention = r.found;
+  }
+  EXPECT_EQ(attention, 22);
+  EXPECT_EQ(qkv, attention);
 }
 
 }  // namespace
