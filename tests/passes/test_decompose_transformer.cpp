@@ -493,6 +493,7 @@ TEST(DecomposeZoo, FusedAtOpset23ThenDecomposedMatchesTheExport) {
     forms_match_opset(*model);
     auto [diff, ok] = class1_diff(*original, *model, 5, false);
     EXPECT_TRUE(ok) << "decomposed against the original export: max_diff " << diff;
+    ort_agrees(*original, *model, name);
     std::printf("[ decomp   ] %-16s %zu Attention, %zu RotaryEmbedding: %lld -> %zu nodes, max_diff %.3g vs the export\n",
                 name, attn, rope, static_cast<long long>(fused_nodes), static_cast<size_t>(model->main().node_count()), diff);
   }
