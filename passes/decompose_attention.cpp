@@ -27,8 +27,9 @@
 // for BERT's finite additive mask, since telling a finite mask from one with -inf rows would
 // take a matcher on the mask's producer.
 // Class 1: each score is the same dot product scaled once, the softmax and the second product
-// are the kernel's up to summation order (measured: max_diff 0 against the kernel over 336
-// attribute combinations, 1.4e-6 on whisper_tiny_enc fused and decomposed against the export;
+// are the kernel's up to summation order (measured: max_diff 0 against the kernel over 320
+// attribute combinations and the qk/nonpad/dynamic cases, 1.4e-6 on whisper_tiny_enc fused and
+// decomposed against the export;
 // tests/passes/test_decompose_transformer.cpp).
 // Left alone, with the reason in optimize's report (attention_refusal): data not float32 (the
 // runtime's kernel runs float32 only), nonpad_kv_seqlen with a past cache (the op forbids it),
