@@ -55,6 +55,42 @@ ValueId Chain::reduce_mean(ValueId x, const std::vector<int64_t>& axes) {
   return node("ReduceMean", {x}, {NewAttr::Ints("axes", axes)});
 }
 
+ValueId Chain::ints(std::string_view hint, const std::vector<int64_t>& v) {
+  const std::vector<std::byte> b = to_bytes(v);
+  const int64_t dims[] = {static_cast<int64_t>(v.size())};
+  return e_.new_constant(prefix_ + "/" + std::string(hint) + "_" + std::to_string(k_++), DType::Int64, dims, b);
+}
+
+ValueId Chain::tensor(std::string_view hint, DType t, const std::vector<int64_t>& dims, const std::vector<double>& values) {
+  std::vector<std::byte> b;
+  auto put = [&b](const auto x) {
+    const size_t at = b.size();
+    b.resize(at + sizeof x);
+    std::memcpy(b.data() + at, &x, sizeof x);
+  };
+  for (double v : values) {
+    if (t == DType::Bool) put(static_cast<uint8_t>(v != 0));
+    else if (t == DType::Float) put(static_cast<float>(v));
+    else if (t == DType::Int64) put(static_cast<int64_t>(v));
+    else fail("decompose: no constant tensor of type ", dtype_name(t));
+  }
+  return e_.new_constant(prefix_ + "/" + std::string(hint) + "_" + std::to_string(k_++), t, dims, b);
+}
+
+ValueId Chain::unsqueeze(ValueId x, const std::vector<int64_t>& axes) {
+  if (opset() >= 13) return node("Unsqueeze", {x, ints("axes", axes)});
+  return node("Unsqueeze", {x}, {NewAttr::Ints("axes", axes)});
+}
+
+ValueId Chain::slice(ValueId x, int64_t axis, int64_t start, int64_t end, int64_t step) {
+  if (opset() < 10) fail("decompose: Slice below opset 10 (the passes refuse such models)");
+  std::vector<ValueId> in = {x, ints("starts", {start}), ints("ends", {end}), ints("axes", {axis})};
+  if (step != 1) in.push_back(ints("steps", {step}));
+  return node("Slice", std::move(in));
+}
+
+void Chain::bind(size_t i, ValueId v) { e_.replace_uses(e_.g.output(from_, i), v); }
+
 void Chain::finish(std::string_view op, std::vector<ValueId> inputs, std::vector<NewAttr> attrs) {
   const ValueId y = e_.g.output(from_, 0);
   const ValueId r = node_named(str(e_.g.value_name(y)), op, std::move(inputs), std::move(attrs));
@@ -71,6 +107,20 @@ std::vector<int64_t> trailing_axes_of(const Graph& g, ValueId x, int64_t axis) {
   const int64_t r = pattern::rank_of(g, x);
   for (int64_t a = axis; a < r; ++a) axes.push_back(a);
   return axes;
+}
+
+int64_t static_dim(const Graph& g, ValueId v, int64_t i) {
+  if (!g.has_shape(v)) return -1;
+  const auto s = g.shape(v);
+  if (i < 0) i += static_cast<int64_t>(s.size());
+  if (i < 0 || i >= static_cast<int64_t>(s.size())) return -1;
+  return s[static_cast<size_t>(i)].known() ? s[static_cast<size_t>(i)].value : -1;
+}
+
+bool output_read(const Graph& g, const Uses& u, NodeId n, size_t i) {
+  if (i >= g.outputs(n).size()) return false;
+  const ValueId v = g.output(n, i);
+  return v.valid() && (u.used(v) || u.is_graph_output(v));
 }
 
 bool is_half_type(DType t) { return t == DType::Float16 || t == DType::BFloat16; }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,12 @@ struct NodeEvaluator {
 
 // The runtime's kernels (rt::evaluate_node), or nullptr when built without the runtime.
 const NodeEvaluator* runtime_evaluator();
+
+// Transpose node `n` of the constant `x` as a recipe (ConstTensor::pending): nothing is read
+// until the result is. fold_constants records large weight transposes this way; the audit folds
+// every weight transpose this way, so the projections it counts read constant weights as they
+// do in `optimize` without a weight page being read. nullopt when `n` is no Transpose of it.
+std::optional<ConstTensor> transpose_recipe(const Graph& g, NodeId n, const ConstTensor& x);
 
 // A view of a stored tensor (initializer or Constant attribute) as a ConstTensor.
 ConstTensor view_of(const Model& m, TensorId t);

@@ -21,6 +21,7 @@
 #include "simd/transpose.h"
 
 namespace onnxforge::passes {
+
 namespace {
 
 struct Fold {
@@ -108,30 +109,8 @@ bool too_big_to_try(const Graph& g, NodeId n, const std::vector<const ConstTenso
 constexpr uint64_t kDeferMin = uint64_t{1} << 20;
 
 std::optional<ConstTensor> deferred_transpose(const Graph& g, NodeId n, const ConstTensor& x) {
-  if (!g.is_op(n, "Transpose") || !x.tensor.valid() || x.size < kDeferMin) return std::nullopt;
-  auto es = dtype_storage_bytes(x.dtype, 1);
-  if (!es || (*es != 1 && *es != 2 && *es != 4 && *es != 8) || x.size != numel(x.dims) * *es) return std::nullopt;
-  const size_t rank = x.dims.size();
-  auto attr = g.attr_ints(n, "perm");
-  std::vector<int64_t> perm(attr.begin(), attr.end());
-  if (perm.empty())
-    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
-  std::vector<uint8_t> seen(rank, 0);
-  for (int64_t p : perm)
-    if (perm.size() != rank || p < 0 || p >= static_cast<int64_t>(rank) || seen[p]++) return std::nullopt;
-  ConstTensor c;
-  c.dtype = x.dtype;
-  for (int64_t p : perm) c.dims.push_back(x.dims[p]);
-  c.size = x.size;
-  TensorRecipe r;
-  r.key = "Transpose";
-  for (int64_t p : perm) r.key += " " + std::to_string(p);
-  r.sources = {x.tensor};
-  r.compute = [elem = *es, shape = x.dims, perm](std::span<const std::span<const std::byte>> src, std::span<std::byte> out) {
-    simd::transpose(elem, shape, src[0].data(), perm, out.data());
-  };
-  c.pending = std::make_shared<const TensorRecipe>(std::move(r));
-  return c;
+  if (x.size < kDeferMin) return std::nullopt;
+  return transpose_recipe(g, n, x);
 }
 
 Plan analyze_plan(const Graph& g, const Uses& uses, const PassOptions& o) {
@@ -319,6 +298,33 @@ bool apply(Edits& e, const Plan& p) {
 }
 
 }  // namespace
+
+std::optional<ConstTensor> transpose_recipe(const Graph& g, NodeId n, const ConstTensor& x) {
+  if (!g.is_op(n, "Transpose") || !x.tensor.valid()) return std::nullopt;
+  auto es = dtype_storage_bytes(x.dtype, 1);
+  if (!es || (*es != 1 && *es != 2 && *es != 4 && *es != 8) || x.size != numel(x.dims) * *es) return std::nullopt;
+  const size_t rank = x.dims.size();
+  auto attr = g.attr_ints(n, "perm");
+  std::vector<int64_t> perm(attr.begin(), attr.end());
+  if (perm.empty())
+    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  std::vector<uint8_t> seen(rank, 0);
+  for (int64_t p : perm)
+    if (perm.size() != rank || p < 0 || p >= static_cast<int64_t>(rank) || seen[p]++) return std::nullopt;
+  ConstTensor c;
+  c.dtype = x.dtype;
+  for (int64_t p : perm) c.dims.push_back(x.dims[p]);
+  c.size = x.size;
+  TensorRecipe r;
+  r.key = "Transpose";
+  for (int64_t p : perm) r.key += " " + std::to_string(p);
+  r.sources = {x.tensor};
+  r.compute = [elem = *es, shape = x.dims, perm](std::span<const std::span<const std::byte>> src, std::span<std::byte> out) {
+    simd::transpose(elem, shape, src[0].data(), perm, out.data());
+  };
+  c.pending = std::make_shared<const TensorRecipe>(std::move(r));
+  return c;
+}
 
 const Pass& fold_constants_pass() {
   static const PassOf<Plan> p{"fold_constants", AccuracyClass::FloatBounded,

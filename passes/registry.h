@@ -43,5 +43,7 @@ const Pass& decompose_layer_norm_pass();
 const Pass& decompose_rms_norm_pass();
 const Pass& decompose_gelu_pass();
 const Pass& decompose_swish_pass();
+const Pass& decompose_rotary_embedding_pass();
+const Pass& decompose_attention_pass();
 
 }  // namespace onnxforge::passes

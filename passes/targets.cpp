@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/error.h"
+#include "passes/decompose.h"
 #include "passes/fusion.h"
 #include "passes/registry.h"
 #include "passes/upgrade_opset.h"
@@ -57,6 +58,38 @@ constexpr Inverse kInverses[] = {
 };
 
 }  // namespace
+
+std::vector<std::string> left_for_target(const Model& m, const TargetProfile& t) {
+  struct Left {
+    std::string op, reason, first;
+    int64_t count = 0;
+  };
+  std::vector<Left> rows;
+  if (t.lacks.empty()) return {};
+  for (size_t gi = 0; gi < m.graph_count(); ++gi) {
+    const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
+    if (g.detached()) continue;
+    for (NodeId n : g.nodes()) {
+      if (!g.domain(n).empty() && str(g.domain(n)) != "ai.onnx") continue;
+      const std::string op(str(g.op_type(n)));
+      if (t.accepts(op)) continue;
+      const Inverse* inv = std::find_if(std::begin(kInverses), std::end(kInverses), [&](const Inverse& i) { return op == i.op; });
+      std::string reason;
+      if (inv == std::end(kInverses) || !find_pass(inv->pass)) reason = "no pass decomposes it";
+      else if (op == "Attention") reason = decompose::attention_refusal(g, n);
+      else if (op == "RotaryEmbedding") reason = decompose::rotary_refusal(g, n);
+      if (reason.empty()) reason = std::string(inv->pass) + " does not take this form (see passes/" + inv->pass + ".cpp)";
+      auto row = std::find_if(rows.begin(), rows.end(), [&](const Left& l) { return l.op == op && l.reason == reason; });
+      if (row == rows.end()) row = rows.insert(rows.end(), Left{op, reason, std::string(str(g.node_name(n))), 0});
+      ++row->count;
+    }
+  }
+  std::vector<std::string> out;
+  for (const Left& l : rows)
+    out.push_back(std::to_string(l.count) + " " + l.op + " left for target '" + t.name + "': " + l.reason + " (first: '" +
+                  l.first + "')");
+  return out;
+}
 
 TargetPlan plan_for_target(const std::vector<const Pass*>& passes, const TargetProfile& t) {
   TargetPlan plan;

@@ -53,6 +53,12 @@ struct TargetPlan {
   std::vector<std::string> decompositions;  // decompose_* passes added (they run first)
   std::vector<std::string> no_decomposition;  // ops the target lacks that no pass decomposes yet
 };
+// Nodes of an op `t` lacks still in the model (main graph and subgraphs), one line per op and
+// reason: "2 Attention left: Attention-24's nonpad_kv_seqlen ... (first: 'node name')". Empty
+// when the model holds nothing the target lacks. optimize reports it (report.target.left) and
+// says it as a note.
+std::vector<std::string> left_for_target(const Model& m, const TargetProfile& t);
+
 // `passes` (pipeline order) adjusted for `t`: fusions whose op it lacks removed, the
 // decomposition of each such op put in front.
 TargetPlan plan_for_target(const std::vector<const Pass*>& passes, const TargetProfile& t);

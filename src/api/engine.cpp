@@ -129,6 +129,11 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   out.report["target"] = {{"name", target.name}, {"max_opset", target.max_opset},
                           {"fusions_dropped", plan.dropped}, {"decompositions", plan.decompositions},
                           {"no_decomposition", plan.no_decomposition}};
+  // What the target lacks and the model still holds, with the reason (a decomposition that
+  // refused the node's form): said, never silently shipped.
+  const std::vector<std::string> left = left_for_target(*out.model, target);
+  out.report["target"]["left"] = left;
+  out.notes.insert(out.notes.end(), left.begin(), left.end());
   if (const int64_t opset = out.model->opset(""); opset > target.max_opset)
     out.report["target"]["note"] = "the model is at opset " + std::to_string(opset) + ", above what target '" +
                                    target.name + "' accepts (" + std::to_string(target.max_opset) +
