@@ -83,7 +83,7 @@ void apply(OpContext& c, const Unary& u) {
           if (u.op == UnaryOp::Abs) b[i] = a[i] < 0 ? static_cast<T>(-a[i]) : a[i];
           else if (u.op == UnaryOp::Neg) b[i] = static_cast<T>(-a[i]);
           else if (u.op == UnaryOp::Relu) b[i] = a[i] < 0 ? T{0} : a[i];
-          else b[i] = static_cast<T>(scalar(u, static_cast<double>(a[i])));
+          else b[i] = from_double<T>(scalar(u, static_cast<double>(a[i])));
         } else {
           b[i] = static_cast<T>(scalar(u, static_cast<double>(a[i])));
         }
