@@ -23,6 +23,40 @@ void apply_act(const OpContext& c, Tensor& y) {
   });
 }
 
+// A MatMul's or Gemm's constant B as the plan prepared it: packed (KernelDef::prepare), or read
+// in place on every run (KernelDef::in_place_b, SessionOptions::pack_weights off) as column
+// blocks of op(B). Either way the product is the same micro-kernels' in the same K order, so
+// the results are bit-identical (tests/runtime: InPlaceWeights.*).
+struct WeightB {
+  std::shared_ptr<const simd::PackedB> packed;
+  InPlaceB in_place;
+  size_t k() const { return packed ? packed->k() : static_cast<size_t>(in_place.k); }
+  size_t n() const { return packed ? packed->n() : static_cast<size_t>(in_place.n); }
+};
+
+// C (rows x N, row stride N) = A (rows x K) @ B, with beta * C added and the epilogue applied.
+void gemm_weight(const WeightB& w, size_t rows, const float* a, float beta, float* y, const simd::Epilogue& ep) {
+  const size_t K = w.k(), N = w.n();
+  if (w.packed) {
+    simd::gemm_packed(false, rows, 1.f, a, K, *w.packed, beta, y, N, ep);
+    return;
+  }
+  size_t col = 0;
+  for (const InPlaceB::Block& b : w.in_place.blocks) {
+    const size_t n = static_cast<size_t>(b.trans ? b.t.shape[0] : b.t.shape[1]);
+    simd::Epilogue e = ep;
+    if (e.bias_kind == simd::Bias::PerCol) e.bias += col;
+    simd::gemm(false, b.trans, rows, n, K, 1.f, a, K, b.t.ptr<float>(), b.trans ? K : n, beta, y + col, N, e);
+    col += n;
+  }
+}
+
+std::shared_ptr<const void> in_place_matmul(const Graph&, NodeId, const InPlaceB& b) {
+  auto w = std::make_shared<WeightB>();
+  w->in_place = b;
+  return w;
+}
+
 // Packed weights, shared by every plan that packs the same bytes the same way (verify runs the
 // original and the optimized model, whose weights are mostly identical).
 std::shared_ptr<const void> packed_weight(const float* b, bool trans, size_t K, size_t N, size_t ldb) {
@@ -45,12 +79,20 @@ std::shared_ptr<const void> packed_weight(const float* b, bool trans, size_t K, 
   {
     std::lock_guard l(mu);
     if (auto it = cache.find(key); it != cache.end())
-      if (auto p = it->second.lock()) return p;
+      if (auto p = it->second.lock()) {
+        auto w = std::make_shared<WeightB>();
+        w->packed = std::move(p);
+        return w;
+      }
   }
   auto p = std::make_shared<const simd::PackedB>(simd::pack_b(trans, K, N, b, ldb));
-  std::lock_guard l(mu);
-  cache[key] = p;
-  return p;
+  {
+    std::lock_guard l(mu);
+    cache[key] = p;
+  }
+  auto w = std::make_shared<WeightB>();
+  w->packed = std::move(p);
+  return w;
 }
 
 std::shared_ptr<const void> prepare_matmul(const Graph&, NodeId, std::span<const Tensor* const> in) {
@@ -108,9 +150,9 @@ void matmul_generic(const Tensor& a, const Tensor& b, Tensor& y) {
 // y = a @ b into `y` (float32: with epilogue `ep` and, for packed weights, `beta` * y added).
 void matmul_into(OpContext& c, const Tensor& a, const Tensor& b, Tensor& y, const simd::Epilogue& ep, float beta) {
   if (a.dtype == DType::Float && c.state) {
-    const auto& pb = *static_cast<const simd::PackedB*>(c.state);
-    const size_t K = pb.k(), rows = K ? static_cast<size_t>(a.numel()) / K : 0;
-    simd::gemm_packed(false, rows, 1.f, a.ptr<float>(), K, pb, beta, y.ptr<float>(), pb.n(), ep);
+    const auto& w = *static_cast<const WeightB*>(c.state);
+    const size_t K = w.k(), rows = K ? static_cast<size_t>(a.numel()) / K : 0;
+    gemm_weight(w, rows, a.ptr<float>(), beta, y.ptr<float>(), ep);
     return;
   }
   if (a.dtype == DType::Float) {
@@ -263,9 +305,9 @@ void gemm(OpContext& c) {
       gemm_beta = beta;
     }
   }
-  if (c.state) {
+  if (c.state) {  // Gemm has no in_place_b: its state is always packed
     simd::gemm_packed(ta, static_cast<size_t>(M), alpha, a.ptr<float>(), static_cast<size_t>(a.shape[1]),
-                      *static_cast<const simd::PackedB*>(c.state), gemm_beta, y.ptr<float>(), static_cast<size_t>(N), ep);
+                      *static_cast<const WeightB*>(c.state)->packed, gemm_beta, y.ptr<float>(), static_cast<size_t>(N), ep);
     return;
   }
   simd::gemm(ta, tb, static_cast<size_t>(M), static_cast<size_t>(N), static_cast<size_t>(K), alpha, a.ptr<float>(),
@@ -387,6 +429,7 @@ void register_matmul(Registry& r) {
          .prepare = prepare_matmul,
          .prepared_inputs = 1u << 1,
          .prepare_transposed_b = prepare_matmul_bt,
+         .in_place_b = in_place_matmul,
          .residual_input = 2});
   r.add("", "Gemm",
         {.run = gemm, .fuses_activation = true, .prepare = prepare_gemm, .prepared_inputs = 1u << 1});
