@@ -64,8 +64,9 @@ double status_bytes(const std::string& key) {
 }  // namespace
 
 // rows 1 and 2 run the wide kernels, up to 128 one row of tiles (panels packed per tile or read in
-// place), above it whole column blocks packed per call; K past one 384-step block and N past
-// whole 48-column panels leave tails.
+// place), above it whole column blocks packed per call; from 16 rows a transposed weight without
+// an activation is multiplied as C^T = W A^T (a bias becomes per-row); K past one 384-step block
+// and N past whole 48-column panels leave tails.
 TEST(InPlaceWeights, MatMulMatchesPackedBitForBit) {
   const int64_t rows[] = {1, 2, 7, 64, 130, 300};
   const int64_t ks[] = {5, 401, 1000};
@@ -74,13 +75,14 @@ TEST(InPlaceWeights, MatMulMatchesPackedBitForBit) {
   for (int64_t m : rows)
     for (int64_t k : ks)
       for (int64_t n : ns)
-        for (int form = 0; form < 3; ++form) {  // 0: stored [K, N]; 1: Transpose(W [N, K]); 2: + bias, Relu
+        for (int form = 0; form < 4; ++form) {  // 0: stored [K, N]; 1: Transpose(W [N, K]); 2: + bias, Relu; 3: + bias
           GraphBuilder b;
           ValueId x = b.input("x", {m, k});
           ValueId w = form == 0 ? b.f32("w", {k, n}, random_floats(static_cast<size_t>(k * n), seed++))
                                 : b.node("Transpose", {b.f32("w", {n, k}, random_floats(static_cast<size_t>(k * n), seed++))});
           ValueId y = b.node("MatMul", {x, w});
-          if (form == 2) y = b.node("Relu", {b.node("Add", {y, b.f32("bias", {n}, random_floats(static_cast<size_t>(n), seed++))})});
+          if (form >= 2) y = b.node("Add", {y, b.f32("bias", {n}, random_floats(static_cast<size_t>(n), seed++))});
+          if (form == 2) y = b.node("Relu", {y});
           b.output(y);
           const auto in = make<float>(DType::Float, {m, k}, random_floats(static_cast<size_t>(m * k), seed++));
           expect_same_bits(b.model(), {in}, "M " + std::to_string(m) + " K " + std::to_string(k) + " N " +
