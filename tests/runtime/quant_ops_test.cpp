@@ -170,6 +170,12 @@ TEST(QuantOps, ConvIntegerMatchesSpec) {
       {{1, 5, 20}, {7, 5, 4}, {3}, {2}, {2, 1}},                         // 1-D
       {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},     // depthwise
       {{1, 2, 9, 40}, {33, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},   // more positions than a chunk
+      // ISNet's dilated 3x3s (pad = dilation): chunks span output rows, taps fall in the padding
+      {{1, 3, 13, 11}, {5, 3, 3, 3}, {1, 1}, {4, 4}, {4, 4, 4, 4}},
+      {{1, 2, 10, 7}, {9, 2, 3, 3}, {1, 1}, {8, 8}, {8, 8, 8, 8}},  // dilation past the image
+      {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},  // stride 2, uneven pads
+      {{1, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise, 221 positions
+      {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, {1, 2, 1}, {2, 1, 1}, {1, 0, 1, 0, 1, 0}},  // 3-D
   };
   at_every_isa([&] {
     for (const ConvCase& cc : cases)
