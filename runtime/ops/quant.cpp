@@ -746,6 +746,32 @@ void conv_integer(OpContext& c) {
 std::shared_ptr<const void> prepare_conv_integer(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_conv(g, n, in, kConvInteger);
 }
+
+// The plan's ConvInteger -> Cast(float) -> Mul(Mul(s0, s1)) step (kernel.h): y = float(acc) *
+// float(s0 * s1), the graph's two roundings in its order, written once as float. Unfused, the
+// int32 tensor is written, read by Cast, written as float, read and written again by Mul.
+void conv_integer_to_float(OpContext& c) {
+  ConvRun cr;
+  const Tensor& w = c.input(1);
+  const int64_t M = w.shape.empty() ? 0 : w.shape[0];
+  const Tensor& s0 = c.input(4);
+  const Tensor& s1 = c.input(5);
+  for (const Tensor* t : {&s0, &s1})
+    if (t->dtype != DType::Float || (t->numel() != 1 && t->numel() != M))
+      c.error("the dequantize scales must be float with 1 or M elements");
+  std::vector<float> mult(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m)
+    mult[static_cast<size_t>(m)] = s0.ptr<float>()[s0.numel() > 1 ? m : 0] * s1.ptr<float>()[s1.numel() > 1 ? m : 0];
+  float* yp = c.output(0, DType::Float, conv_shape(c, c.input(0), w)).ptr<float>();
+  conv_int8(c, kConvInteger, packed_state(c), cr,
+            [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
+              for (int64_t m = 0; m < cr.Mg; ++m) {
+                const float mu = mult[static_cast<size_t>(gi * cr.Mg + m)];
+                float* dst = yp + (n * cr.M + gi * cr.Mg + m) * cr.P + p0;
+                for (int64_t r = 0; r < rows; ++r) dst[r] = static_cast<float>(tile[r * cr.Mg + m]) * mu;
+              }
+            });
+}
 std::shared_ptr<const void> prepare_qlinear_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_conv(g, n, in, kQLinearConv);
 }
@@ -789,6 +815,12 @@ void qlinear_conv(OpContext& c) {
 }
 
 }  // namespace
+
+const KernelDef& conv_integer_to_float_kernel() {
+  static const KernelDef def{
+      .run = conv_integer_to_float, .float_compute = false, .prepare = prepare_conv_integer, .prepared_inputs = 1u << 1};
+  return def;
+}
 
 void register_quant(Registry& r) {
   r.add("", "DequantizeLinear", {.run = dequantize, .float_compute = false});
