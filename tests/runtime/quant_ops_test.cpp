@@ -173,6 +173,7 @@ TEST(QuantOps, ConvIntegerMatchesSpec) {
       {{1, 2, 9, 40}, {33, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},   // more positions than a chunk
       // ISNet's dilated 3x3s (pad = dilation): chunks span output rows, taps fall in the padding
       {{1, 3, 13, 11}, {5, 3, 3, 3}, {1, 1}, {4, 4}, {4, 4, 4, 4}},
+      {{1, 3, 23, 29}, {6, 3, 3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},  // three chunks, each across rows
       {{1, 2, 10, 7}, {9, 2, 3, 3}, {1, 1}, {8, 8}, {8, 8, 8, 8}},  // dilation past the image
       {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},  // stride 2, uneven pads
       {{1, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise, 221 positions
