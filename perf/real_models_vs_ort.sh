@@ -9,8 +9,8 @@
 #   THREADS=2 ROUNDS=3 ITERS=5 MODELS="ppocr_det isnet_fp16" perf/real_models_vs_ort.sh
 #
 # Models come from tools/models/fetch_real_models.sh (run here if one is missing) into
-# .cache/real_models. isnet_quint8 (ConvInteger + DynamicQuantizeLinear) is not in the default
-# list: the int8 kernels are another branch's work (issue 18 item 3).
+# .cache/real_models. isnet_quint8 (ConvInteger + DynamicQuantizeLinear, ~3.4 s a run under load)
+# is in the default list since its conv gathers k-major (docs/benchmarks.md, branch int8b).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$REPO/build}
@@ -20,7 +20,7 @@ THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-3}
 ITERS=${ITERS:-5}
 DIR=${REAL_MODELS:-$REPO/.cache/real_models}
-MODELS=(${MODELS:-ppocr_det ppocr_rec ppocr_cls isnet_fp16 silero_vad_v5})
+MODELS=(${MODELS:-ppocr_det ppocr_rec ppocr_cls isnet_fp16 isnet_quint8 silero_vad_v5})
 PY=/usr/bin/python3
 
 # Symbolic dimensions of each model's input: the sizes the packages' own pipelines feed.

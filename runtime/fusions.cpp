@@ -230,7 +230,86 @@ Found<FusedStep> activation(const FusionSite& site, const Step& s) {
   return f;
 }
 
+// Dynamic quantization's dequantize (ORT's quantize_dynamic writes it): MatMulInteger or
+// ConvInteger -> Cast(to float) -> Mul(., Mul(s0, s1)), where s0 and s1 are float scalars known
+// at run time (DynamicQuantizeLinear's scale) or constants with one element per output column /
+// channel. MatMulInteger becomes com.microsoft MatMulIntegerToFloat (scalar at a_scale), ConvInteger
+// conv_integer_to_float_kernel(); both compute float(acc) * (s0 * s1), the graph's roundings.
+Found<FusedStep> integer_dequantize(const FusionSite& site, const Step& s) {
+  const Graph& g = site.g;
+  const bool conv = is(g, s.node, "ConvInteger");
+  MATCH_IF((conv || is(g, s.node, "MatMulInteger")) && s.outputs.size() == 1 && s.inputs.size() >= 2,
+           "not a MatMulInteger/ConvInteger");
+  MATCH_IF(s.inputs.size() < 4 || !s.inputs[3].valid() || site.is_const[s.inputs[3].index()],
+           "the weight's zero point is computed at run time");
+  const auto w_shape = static_shape(g, s.inputs[1]);
+  MATCH_IF(w_shape && site.is_const[s.inputs[1].index()] && w_shape->size() >= 2 && (conv || w_shape->size() == 2),
+           "the weight is not a constant of known shape");
+  const int64_t cols = conv ? (*w_shape)[0] : (*w_shape)[1];
+  const Use u_cast = single_use(site.uses, s.outputs[0]);
+  const NodeId cast = u_cast.node;
+  MATCH_IF(is(g, cast, "Cast") && g.outputs(cast).size() == 1 && g.output(cast, 0).valid(), "not read by one Cast");
+  const Attr* to = g.attr(cast, "to");
+  MATCH_IF(to && to->type == AttrType::Int && to->i == static_cast<int64_t>(DType::Float), "the Cast is not to float");
+  const Use u_mul = single_use(site.uses, g.output(cast, 0));
+  const NodeId mul = u_mul.node;
+  MATCH_IF(is(g, mul, "Mul") && g.inputs(mul).size() == 2 && u_mul.slot < 2 && g.outputs(mul).size() == 1 &&
+               g.output(mul, 0).valid(),
+           "the float product is not read by one Mul");
+  const NodeId sm = producer_of(g, mul, 1 - u_mul.slot);
+  MATCH_IF(is(g, sm, "Mul") && g.inputs(sm).size() == 2, "the multiplier is not a product of two scales");
+  // Each factor: a scalar at run time (DynamicQuantizeLinear's y_scale) or a float constant whose
+  // shape broadcasts along the output's column (MatMul: rank <= 1) / channel axis only, so the
+  // Mul changes neither the output's shape nor what each element is multiplied by.
+  const auto out_rank = static_cast<int64_t>(w_shape->size());
+  auto factor = [&](ValueId v) -> int64_t {  // elements (1 or cols), 0 when it does not qualify
+    if (!v.valid()) return 0;
+    const NodeId p = g.producer(v);
+    if (is(g, p, "DynamicQuantizeLinear") && g.outputs(p).size() > 1 && g.output(p, 1) == v)
+      return site.available[v.index()] ? 1 : 0;
+    const TensorId t = constant_tensor(g, v);
+    if (!t.valid() || g.model().tensors.dtype(t) != DType::Float) return 0;
+    const auto sh = static_shape(g, v);
+    if (!sh) return 0;
+    int64_t n = 1;
+    for (int64_t d : *sh) n *= d;
+    const auto r = static_cast<int64_t>(sh->size());
+    if (n == 1) return conv ? (r <= out_rank ? 1 : 0) : (r <= 1 ? 1 : 0);
+    if (n != cols) return 0;
+    if (!conv) return r == 1 ? n : 0;
+    // Right-aligned with [N, M, spatial...]: M at axis 1, ones elsewhere.
+    if (r < out_rank - 1 || r > out_rank) return 0;
+    for (int64_t i = 0; i < r; ++i)
+      if ((*sh)[static_cast<size_t>(i)] != (i + out_rank - r == 1 ? cols : 1)) return 0;
+    return n;
+  };
+  const ValueId f0 = g.input(sm, 0), f1 = g.input(sm, 1);
+  const int64_t n0 = factor(f0), n1 = factor(f1);
+  MATCH_IF(n0 && n1, "a scale is neither a run-time scalar nor a per-column constant");
+  MATCH_IF(n0 == 1 || n1 == 1, "both scales are per column");
+  FusedStep f;
+  f.inputs = s.inputs;
+  if (conv) {
+    f.kernel = &conv_integer_to_float_kernel();
+    f.inputs->resize(4);
+    f.inputs->push_back(f0);
+    f.inputs->push_back(f1);
+  } else {
+    const KernelDef* k = Registry::get().find("com.microsoft", "MatMulIntegerToFloat");
+    MATCH_IF(k, "no MatMulIntegerToFloat kernel");
+    f.kernel = k;
+    // MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zero_point, b_zero_point).
+    auto at = [&](size_t i) { return i < s.inputs.size() ? s.inputs[i] : ValueId{}; };
+    f.inputs = std::vector<ValueId>{at(0), at(1), n0 == 1 ? f0 : f1, n0 == 1 ? f1 : f0, at(2), at(3)};
+  }
+  f.output = g.output(mul, 0);
+  f.absorbed = {cast, mul};
+  f.fused = 2;
+  return f;
+}
+
 constexpr Fusion kFusions[] = {
+    {"integer_dequantize", integer_dequantize},
     {"decomposed_layer_norm", decomposed_layer_norm},
     {"softmax_attention", softmax_attention},
     {"residual_add", residual_add},

@@ -196,5 +196,9 @@ const KernelDef& softmax_attention_kernel();
 // Likewise for a LayerNormalization over the last axis written out in nine nodes (inputs x,
 // scale, bias; OpContext::state points to epsilon as a float).
 const KernelDef& decomposed_layer_norm_kernel();
+// ConvInteger -> Cast(float) -> Mul(Mul(s0, s1)) as one step (inputs: ConvInteger's four, then
+// s0 and s1, each one element or one per output channel): the dequantize runs in the conv's
+// epilogue (runtime/ops/quant.cpp).
+const KernelDef& conv_integer_to_float_kernel();
 
 }  // namespace onnxforge::rt

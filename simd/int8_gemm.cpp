@@ -300,37 +300,51 @@ PackedB8 pack_b8(bool trans_b, std::size_t K, std::size_t N, const void* B, std:
   return p;
 }
 
-void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
-           std::int32_t* C, std::size_t ldc, bool parallel) {
+namespace {
+
+// Packs the k-major A (element (m, k) at At[k * ld + m]) rows [m0, m0 + mr) into one panel.
+// Whole VNNI panels (8 rows x 4 k per cell) are 4 x 8 byte transposes: two byte unpacks and two
+// word unpacks per 32 bytes; partial panels, the K tail and the other kernels go element-wise.
+void pack_at_panel(const Geometry& g, std::size_t kg, std::size_t K, const std::uint8_t* At, std::size_t ld,
+                   std::uint8_t flip, std::size_t m0, std::size_t M, std::uint8_t* dst) {
+  std::size_t c0 = 0;
+  const std::size_t step = g.mr * 4;
+  if (g.group == 4 && g.mr == 8 && m0 + 8 <= M) {
+    const __m128i fl = _mm_set1_epi8(static_cast<char>(flip));
+    const std::size_t full = K / 4;
+    for (; c0 < full; ++c0) {
+      const std::uint8_t* s = At + c0 * 4 * ld + m0;
+      const __m128i r0 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)), fl);
+      const __m128i r1 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + ld)), fl);
+      const __m128i r2 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + 2 * ld)), fl);
+      const __m128i r3 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + 3 * ld)), fl);
+      const __m128i x01 = _mm_unpacklo_epi8(r0, r1), x23 = _mm_unpacklo_epi8(r2, r3);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c0 * step), _mm_unpacklo_epi16(x01, x23));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c0 * step + 16), _mm_unpackhi_epi16(x01, x23));
+    }
+  }
+  for (std::size_t i = 0; i < g.mr; ++i) {
+    const std::size_t m = m0 + i;
+    for (std::size_t c = c0; c < kg; ++c)
+      store_cell(dst + c * step + i * 4, g.group, c * g.group, K,
+                 [&](std::size_t k) { return m < M ? At[k * ld + m] ^ flip : 0; });
+  }
+}
+
+// The kernels over packed A (m_panels panels, rowsum per row) and packed B.
+void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* rowsum, std::int32_t* colterm,
+               std::uint32_t zap, const PackedB8& B, std::int32_t* C, std::size_t ldc, bool par) {
   const std::size_t N = B.n(), K = B.k();
-  if (M == 0 || N == 0) return;
   const Geometry g = geometry(B.kernel());
   const std::size_t kg = Int8Access::kg(B), nr = Int8Access::nr(B);
   const std::size_t n_panels = (N + nr - 1) / nr, m_panels = (M + g.mr - 1) / g.mr;
   const std::size_t a_panel_bytes = kg * g.mr * 4;
-  const std::size_t a_bytes = m_panels * a_panel_bytes;
   const std::size_t n_pad = n_panels * nr;
-  // Scratch: packed A, rowsum (m_panels * mr), colterm (n_pad).
-  detail::Scratch scratch((a_bytes + (m_panels * g.mr + n_pad) * 4) / 4 + 16);
-  auto* a_pack = reinterpret_cast<std::uint8_t*>(scratch.data());
-  auto* rowsum = reinterpret_cast<std::int32_t*>(a_pack + a_bytes);
-  std::int32_t* colterm = rowsum + m_panels * g.mr;
-  const std::uint32_t zap = static_cast<std::uint32_t>(za + (a_signed ? 128 : 0));
   const std::int32_t* colsum = Int8Access::colsum(B);
   const std::int32_t* zbp = Int8Access::zbp(B);
   for (std::size_t n = 0; n < n_pad; ++n)
     colterm[n] = static_cast<std::int32_t>(static_cast<std::uint32_t>(K) * zap * static_cast<std::uint32_t>(zbp[n]) -
                                            zap * static_cast<std::uint32_t>(colsum[n]));
-  const bool par = parallel && M * N * K >= (1u << 18) && max_threads() > 1;
-  auto pack = [&](std::size_t p0, std::size_t p1) {
-    for (std::size_t p = p0; p < p1; ++p)
-      pack_a_panel(g, kg, K, A, lda, a_signed, p * g.mr, M, a_pack + p * a_panel_bytes, rowsum + p * g.mr);
-  };
-  if (par)
-    parallel_chunks(m_panels, 4, pack);
-  else
-    pack(0, m_panels);
-
   const UKernel uk = ukernel(B.kernel());
   const std::uint8_t* b_pack = Int8Access::panels(B);
   const bool zb_zero = Int8Access::zb_zero(B);
@@ -361,6 +375,64 @@ void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::in
     parallel_chunks(n_panels * m_blocks, 1, run);
   else
     run(0, n_panels * m_blocks);
+}
+
+}  // namespace
+
+void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
+           std::int32_t* C, std::size_t ldc, bool parallel) {
+  const std::size_t N = B.n(), K = B.k();
+  if (M == 0 || N == 0) return;
+  const Geometry g = geometry(B.kernel());
+  const std::size_t kg = Int8Access::kg(B), nr = Int8Access::nr(B);
+  const std::size_t n_panels = (N + nr - 1) / nr, m_panels = (M + g.mr - 1) / g.mr;
+  const std::size_t a_panel_bytes = kg * g.mr * 4;
+  const std::size_t a_bytes = m_panels * a_panel_bytes;
+  const std::size_t n_pad = n_panels * nr;
+  // Scratch: packed A, rowsum (m_panels * mr), colterm (n_pad).
+  detail::Scratch scratch((a_bytes + (m_panels * g.mr + n_pad) * 4) / 4 + 16);
+  auto* a_pack = reinterpret_cast<std::uint8_t*>(scratch.data());
+  auto* rowsum = reinterpret_cast<std::int32_t*>(a_pack + a_bytes);
+  std::int32_t* colterm = rowsum + m_panels * g.mr;
+  const std::uint32_t zap = static_cast<std::uint32_t>(za + (a_signed ? 128 : 0));
+  const bool par = parallel && M * N * K >= (1u << 18) && max_threads() > 1;
+  auto pack = [&](std::size_t p0, std::size_t p1) {
+    for (std::size_t p = p0; p < p1; ++p)
+      pack_a_panel(g, kg, K, A, lda, a_signed, p * g.mr, M, a_pack + p * a_panel_bytes, rowsum + p * g.mr);
+  };
+  if (par)
+    parallel_chunks(m_panels, 4, pack);
+  else
+    pack(0, m_panels);
+  run_tiles(M, a_pack, rowsum, colterm, zap, B, C, ldc, par);
+}
+
+void gemm8_at(std::size_t M, const void* At, std::size_t ld_at, bool a_signed, std::int32_t za, const PackedB8& B,
+              std::int32_t* C, std::size_t ldc) {
+  const std::size_t N = B.n(), K = B.k();
+  if (M == 0 || N == 0) return;
+  const Geometry g = geometry(B.kernel());
+  const std::size_t kg = Int8Access::kg(B), nr = Int8Access::nr(B);
+  const std::size_t n_panels = (N + nr - 1) / nr, m_panels = (M + g.mr - 1) / g.mr;
+  const std::size_t a_panel_bytes = kg * g.mr * 4;
+  const std::size_t a_bytes = m_panels * a_panel_bytes;
+  const std::size_t n_pad = n_panels * nr;
+  detail::Scratch scratch((a_bytes + (m_panels * g.mr + n_pad) * 4) / 4 + 16);
+  auto* a_pack = reinterpret_cast<std::uint8_t*>(scratch.data());
+  auto* rowsum = reinterpret_cast<std::int32_t*>(a_pack + a_bytes);
+  std::int32_t* colterm = rowsum + m_panels * g.mr;
+  const auto* at = static_cast<const std::uint8_t*>(At);
+  const std::uint8_t flip = a_signed ? 0x80 : 0;
+  // Row sums of A' over k, vectorized along m (k-major rows are contiguous in m).
+  std::fill_n(rowsum, m_panels * g.mr, 0);
+  for (std::size_t k = 0; k < K; ++k) {
+    const std::uint8_t* row = at + k * ld_at;
+    for (std::size_t m = 0; m < M; ++m) rowsum[m] += static_cast<std::uint8_t>(row[m] ^ flip);
+  }
+  for (std::size_t p = 0; p < m_panels; ++p)
+    pack_at_panel(g, kg, K, at, ld_at, flip, p * g.mr, M, a_pack + p * a_panel_bytes);
+  const std::uint32_t zap = static_cast<std::uint32_t>(za + (a_signed ? 128 : 0));
+  run_tiles(M, a_pack, rowsum, colterm, zap, B, C, ldc, false);
 }
 
 void gemm8_reference(std::size_t M, std::size_t N, std::size_t K, const void* A, std::size_t lda, bool a_signed,

@@ -66,6 +66,14 @@ PackedB8 pack_b8(bool trans_b, std::size_t K, std::size_t N, const void* B, std:
 void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
            std::int32_t* C, std::size_t ldc, bool parallel = true);
 
+// The same product with A given k-major: element (m, k) at At[k * ld_at + m]. A conv's patches
+// come this way (each k is a run of output positions, a contiguous copy of an input row; a 1x1
+// conv's A is the input itself), so no per-position im2col is needed: the rows are interleaved
+// into the kernel's panels here with byte unpacks. Runs on the calling thread (conv chunks are
+// already parallel).
+void gemm8_at(std::size_t M, const void* At, std::size_t ld_at, bool a_signed, std::int32_t za, const PackedB8& B,
+              std::int32_t* C, std::size_t ldc);
+
 // Scalar int64 reference of the same product (tests, and the spec's meaning), truncated to int32.
 void gemm8_reference(std::size_t M, std::size_t N, std::size_t K, const void* A, std::size_t lda, bool a_signed,
                      std::int32_t za, bool trans_b, const void* B, std::size_t ldb, bool b_signed,

@@ -597,8 +597,10 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
              PB = dim3(g.pad_begin, 0);
   const bool pointwise = ksp == 1 && ST == std::array<int64_t, 3>{1, 1, 1} && PB == std::array<int64_t, 3>{0, 0, 0} &&
                          g.pad_end == std::array<int64_t, 3>{0, 0, 0};
-  // 96 positions per chunk: a multiple of both kernels' row tiles (8 and 6).
-  constexpr int64_t kChunk = 96;
+  // 240 positions per chunk: a multiple of both kernels' row tiles (8 and 6). 96 before; 240
+  // took a 64-channel 3x3 at 256x256 from 41-66 to 44-51 ms (2 threads, alternating, loaded):
+  // the per-chunk costs (colterm, the copies' call overhead) spread over more positions.
+  constexpr int64_t kChunk = 240;
   const int64_t chunks = (cr.P + kChunk - 1) / kChunk;
   const int64_t items = cr.N * cr.group * chunks;
   const int64_t K = cr.K, Mg = cr.Mg, Cg = cr.Cg, C = cr.C, in_sp = cr.in_sp, P = cr.P;
@@ -654,8 +656,13 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
     });
     return;
   }
+  // Patches are gathered k-major (col[k][r], K rows of the chunk's positions): for a stride-1
+  // conv, at any dilation, each row segment is one contiguous copy of an input row, and a 1x1
+  // conv reads x itself. The position-major im2col this replaces copied 3 bytes at a time
+  // (memcpy per channel x kernel row per position) and byte by byte under dilation: ISNet's
+  // uint8 twin spent 32.5 s of a 35 s run in ConvInteger that way, most of it gathering.
   simd::parallel_chunks(static_cast<size_t>(items), 1, [&](size_t i0, size_t i1) {
-    std::vector<uint8_t> col(static_cast<size_t>(kChunk * K));
+    std::vector<uint8_t> col(pointwise ? 0 : static_cast<size_t>(kChunk * K));
     std::vector<int32_t> tile(static_cast<size_t>(kChunk * Mg));
     for (size_t item = i0; item < i1; ++item) {
       const int64_t ch = static_cast<int64_t>(item) % chunks, ng = static_cast<int64_t>(item) / chunks;
@@ -663,41 +670,52 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
       const int64_t p0 = ch * kChunk, rows = std::min(kChunk, P - p0);
       const uint8_t* xg = xb + (n * C + gi * Cg) * in_sp;
       if (pointwise) {
-        // 1x1, stride 1, no padding: the patch of position p is x[:, p] (a transpose).
+        // 1x1, stride 1, no padding: row k of the patches is channel k's plane.
+        simd::gemm8_at(static_cast<size_t>(rows), xg + p0, static_cast<size_t>(in_sp), x_signed, xzv,
+                       packed->groups[static_cast<size_t>(gi)], tile.data(), static_cast<size_t>(Mg));
+        emit(n, gi, p0, rows, tile.data());
+        continue;
+      }
+      // Segments of the chunk that lie on one output row (od, oh), ow in [ow0, ow0 + len).
+      for (int64_t p = p0; p < p0 + rows;) {
+        const int64_t od = p / (O[1] * O[2]), oh = (p / O[2]) % O[1], ow0 = p % O[2];
+        const int64_t len = std::min(O[2] - ow0, p0 + rows - p);
+        uint8_t* seg = col.data() + (p - p0);
+        int64_t k = 0;
         for (int64_t cc = 0; cc < Cg; ++cc) {
-          const uint8_t* src = xg + cc * in_sp + p0;
-          for (int64_t r = 0; r < rows; ++r) col[static_cast<size_t>(r * K + cc)] = src[r];
-        }
-      } else {
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t p = p0 + r;
-          const int64_t od = p / (O[1] * O[2]), oh = (p / O[2]) % O[1], ow = p % O[2];
-          uint8_t* dst = col.data() + r * K;
-          for (int64_t cc = 0; cc < Cg; ++cc) {
-            const uint8_t* xc = xg + cc * in_sp;
-            for (int64_t kd = 0; kd < KS[0]; ++kd) {
-              const int64_t id = od * ST[0] + kd * DL[0] - PB[0];
-              for (int64_t kh = 0; kh < KS[1]; ++kh) {
-                const int64_t ih = oh * ST[1] + kh * DL[1] - PB[1];
-                const bool row_in = id >= 0 && id < ID && ih >= 0 && ih < IH;
-                const uint8_t* xrow = xc + (id * IH + ih) * IW;
-                const int64_t iw0 = ow * ST[2] - PB[2];
-                if (row_in && DL[2] == 1 && iw0 >= 0 && iw0 + KS[2] <= IW) {
-                  std::memcpy(dst, xrow + iw0, static_cast<size_t>(KS[2]));
-                  dst += KS[2];
+          const uint8_t* xc = xg + cc * in_sp;
+          for (int64_t kd = 0; kd < KS[0]; ++kd) {
+            const int64_t id = od * ST[0] + kd * DL[0] - PB[0];
+            for (int64_t kh = 0; kh < KS[1]; ++kh) {
+              const int64_t ih = oh * ST[1] + kh * DL[1] - PB[1];
+              const bool row_in = id >= 0 && id < ID && ih >= 0 && ih < IH;
+              const uint8_t* xrow = xc + (id * IH + ih) * IW;
+              for (int64_t kw = 0; kw < KS[2]; ++kw, ++k) {
+                uint8_t* dst = seg + k * kChunk;
+                if (!row_in) {
+                  std::memset(dst, pad_byte, static_cast<size_t>(len));
                   continue;
                 }
-                for (int64_t kw = 0; kw < KS[2]; ++kw) {
-                  const int64_t iw = iw0 + kw * DL[2];
-                  *dst++ = row_in && iw >= 0 && iw < IW ? xrow[iw] : pad_byte;
+                const int64_t off = kw * DL[2] - PB[2];  // iw = ow * stride + off
+                // Output columns [lo, hi) read inside the row; the rest is padding.
+                const int64_t lo = std::clamp<int64_t>(off >= 0 ? 0 : (-off + ST[2] - 1) / ST[2], ow0, ow0 + len);
+                const int64_t hi =
+                    std::clamp<int64_t>(IW - off <= 0 ? 0 : (IW - off + ST[2] - 1) / ST[2], lo, ow0 + len);
+                if (lo > ow0) std::memset(dst, pad_byte, static_cast<size_t>(lo - ow0));
+                if (ST[2] == 1) {
+                  std::memcpy(dst + (lo - ow0), xrow + lo + off, static_cast<size_t>(hi - lo));
+                } else {
+                  for (int64_t ow = lo; ow < hi; ++ow) dst[ow - ow0] = xrow[ow * ST[2] + off];
                 }
+                if (hi < ow0 + len) std::memset(dst + (hi - ow0), pad_byte, static_cast<size_t>(ow0 + len - hi));
               }
             }
           }
         }
+        p += len;
       }
-      simd::gemm8(static_cast<size_t>(rows), col.data(), static_cast<size_t>(K), x_signed, xzv,
-                  packed->groups[static_cast<size_t>(gi)], tile.data(), static_cast<size_t>(Mg), false);
+      simd::gemm8_at(static_cast<size_t>(rows), col.data(), static_cast<size_t>(kChunk), x_signed, xzv,
+                     packed->groups[static_cast<size_t>(gi)], tile.data(), static_cast<size_t>(Mg));
       emit(n, gi, p0, rows, tile.data());
     }
   });
@@ -729,6 +747,32 @@ void conv_integer(OpContext& c) {
 
 std::shared_ptr<const void> prepare_conv_integer(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_conv(g, n, in, kConvInteger);
+}
+
+// The plan's ConvInteger -> Cast(float) -> Mul(Mul(s0, s1)) step (kernel.h): y = float(acc) *
+// float(s0 * s1), the graph's two roundings in its order, written once as float. Unfused, the
+// int32 tensor is written, read by Cast, written as float, read and written again by Mul.
+void conv_integer_to_float(OpContext& c) {
+  ConvRun cr;
+  const Tensor& w = c.input(1);
+  const int64_t M = w.shape.empty() ? 0 : w.shape[0];
+  const Tensor& s0 = c.input(4);
+  const Tensor& s1 = c.input(5);
+  for (const Tensor* t : {&s0, &s1})
+    if (t->dtype != DType::Float || (t->numel() != 1 && t->numel() != M))
+      c.error("the dequantize scales must be float with 1 or M elements");
+  std::vector<float> mult(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m)
+    mult[static_cast<size_t>(m)] = s0.ptr<float>()[s0.numel() > 1 ? m : 0] * s1.ptr<float>()[s1.numel() > 1 ? m : 0];
+  float* yp = c.output(0, DType::Float, conv_shape(c, c.input(0), w)).ptr<float>();
+  conv_int8(c, kConvInteger, packed_state(c), cr,
+            [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
+              for (int64_t m = 0; m < cr.Mg; ++m) {
+                const float mu = mult[static_cast<size_t>(gi * cr.Mg + m)];
+                float* dst = yp + (n * cr.M + gi * cr.Mg + m) * cr.P + p0;
+                for (int64_t r = 0; r < rows; ++r) dst[r] = static_cast<float>(tile[r * cr.Mg + m]) * mu;
+              }
+            });
 }
 std::shared_ptr<const void> prepare_qlinear_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_conv(g, n, in, kQLinearConv);
@@ -773,6 +817,12 @@ void qlinear_conv(OpContext& c) {
 }
 
 }  // namespace
+
+const KernelDef& conv_integer_to_float_kernel() {
+  static const KernelDef def{
+      .run = conv_integer_to_float, .float_compute = false, .prepare = prepare_conv_integer, .prepared_inputs = 1u << 1};
+  return def;
+}
 
 void register_quant(Registry& r) {
   r.add("", "DequantizeLinear", {.run = dequantize, .float_compute = false});

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "runtime/runtime.h"
@@ -170,6 +171,13 @@ TEST(QuantOps, ConvIntegerMatchesSpec) {
       {{1, 5, 20}, {7, 5, 4}, {3}, {2}, {2, 1}},                         // 1-D
       {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},     // depthwise
       {{1, 2, 9, 40}, {33, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},   // more positions than a chunk
+      // ISNet's dilated 3x3s (pad = dilation): chunks span output rows, taps fall in the padding
+      {{1, 3, 13, 11}, {5, 3, 3, 3}, {1, 1}, {4, 4}, {4, 4, 4, 4}},
+      {{1, 3, 23, 29}, {6, 3, 3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},  // three chunks, each across rows
+      {{1, 2, 10, 7}, {9, 2, 3, 3}, {1, 1}, {8, 8}, {8, 8, 8, 8}},  // dilation past the image
+      {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},  // stride 2, uneven pads
+      {{1, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise, 221 positions
+      {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, {1, 2, 1}, {2, 1, 1}, {1, 0, 1, 0, 1, 0}},  // 3-D
   };
   at_every_isa([&] {
     for (const ConvCase& cc : cases)
@@ -384,4 +392,89 @@ TEST(QuantOps, ContribIntegerMatMulsToFloat) {
                     static_cast<float>(dot(q, zp, b, m, n, K, N)) * (scale * bs[static_cast<size_t>(n)]) + bias[static_cast<size_t>(n)]);
     }
   });
+}
+
+namespace {
+
+// x -> DynamicQuantizeLinear -> ConvInteger / MatMulInteger (constant weight, per-tensor or
+// per-channel zero points) -> Cast(to) -> Mul(., Mul(x_scale, w_scale)), as quantize_dynamic
+// writes it; variants the integer_dequantize fusion must refuse.
+struct DequantCase {
+  bool conv = true, per_channel = false, uint8_w = true;
+  int64_t cast_to = 1;                 // Cast's `to`
+  std::vector<int64_t> scale_shape;    // w_scale's shape
+  bool extra_reader = false;           // the integer output is also a graph output
+};
+
+// Runs the graph fused and unfused; returns fused_count of the fused session and checks the
+// two agree bit for bit.
+size_t run_dequant(const DequantCase& dc) {
+  std::normal_distribution<float> nd(0.f, 2.f);
+  GraphBuilder g(13);
+  const std::vector<int64_t> xs = dc.conv ? std::vector<int64_t>{1, 5, 13, 11} : std::vector<int64_t>{2, 7, 37};
+  const std::vector<int64_t> ws = dc.conv ? std::vector<int64_t>{9, 5, 3, 3} : std::vector<int64_t>{37, 19};
+  const int64_t cols = dc.conv ? ws[0] : ws[1];
+  const DType wt = dc.uint8_w ? DType::Uint8 : DType::Int8;
+  int64_t nw = 1, nx = 1, ns = 1;
+  for (int64_t d : ws) nw *= d;
+  for (int64_t d : xs) nx *= d;
+  for (int64_t d : dc.scale_shape) ns *= d;
+  ValueId X = g.input("x", xs);
+  auto q = g.node_n("DynamicQuantizeLinear", {X}, {}, 3);
+  ValueId W = g.init<uint8_t>("w", ws, random_bytes(static_cast<size_t>(nw)), wt);
+  std::vector<uint8_t> wz(dc.per_channel ? static_cast<size_t>(cols) : 1);
+  for (auto& z : wz) z = random_zp(wt);
+  ValueId WZ = g.init<uint8_t>("wz", dc.per_channel ? std::vector<int64_t>{cols} : std::vector<int64_t>{}, wz, wt);
+  std::vector<float> sv(static_cast<size_t>(ns));
+  for (auto& v : sv) v = std::fabs(nd(rng)) * 0.01f + 1e-3f;
+  ValueId WS = g.f32("w_scale", dc.scale_shape, sv);
+  std::vector<NewAttr> attrs;
+  if (dc.conv) attrs = {NewAttr::Ints("pads", {2, 2, 2, 2}), NewAttr::Ints("dilations", {2, 2})};
+  ValueId acc = g.node(dc.conv ? "ConvInteger" : "MatMulInteger", {q[0], W, q[2], WZ}, attrs);
+  ValueId f = g.node("Cast", {acc}, {NewAttr::Int("to", dc.cast_to)});
+  ValueId s = g.node("Mul", {q[1], WS});
+  if (dc.cast_to != 1) s = g.node("Cast", {s}, {NewAttr::Int("to", dc.cast_to)});
+  ValueId y = g.node("Mul", {f, s});
+  if (dc.extra_reader) g.outputs({y, acc});
+  else g.outputs({y});
+  std::vector<float> xv(static_cast<size_t>(nx));
+  for (auto& v : xv) v = nd(rng);
+  const rt::Tensor xt = make<float>(DType::Float, xs, xv);
+  rt::Session fused(g.model());
+  rt::SessionOptions off;
+  off.fuse_activations = false;
+  rt::Session plain(g.model(), off);
+  const auto a = fused.run({xt})[0], e = plain.run({xt})[0];
+  EXPECT_EQ(a.shape, e.shape);
+  EXPECT_EQ(a.dtype, e.dtype);
+  EXPECT_EQ(a.bytes(), e.bytes());
+  EXPECT_EQ(std::memcmp(a.data, e.data, std::min(a.bytes(), e.bytes())), 0) << "fused and unfused outputs differ";
+  return fused.fused_count();
+}
+
+}  // namespace
+
+// Fused (float(acc) * (x_scale * w_scale) in the integer kernel's epilogue) equals the graph's
+// Cast -> Mul bit for bit: conv and matmul, uint8/int8 weights with asymmetric zero points,
+// per-tensor and per-channel scales and zero points.
+TEST(QuantOps, IntegerDequantizeFusionMatchesTheGraph) {
+  at_every_isa([&] {
+    for (bool u8 : {true, false})
+      for (bool pc : {false, true}) {
+        EXPECT_EQ(run_dequant({true, pc, u8, 1, pc ? std::vector<int64_t>{9, 1, 1} : std::vector<int64_t>{}}), 2u);
+        EXPECT_EQ(run_dequant({true, pc, u8, 1, pc ? std::vector<int64_t>{1, 9, 1, 1} : std::vector<int64_t>{1}}), 2u);
+        EXPECT_EQ(run_dequant({false, pc, u8, 1, pc ? std::vector<int64_t>{19} : std::vector<int64_t>{}}), 2u);
+      }
+  });
+}
+
+// Must not fuse: a Cast to double, a scale along another axis, a 2-D per-column scale on a
+// MatMul (its rank could change the output's), the integer output read twice. The graph's
+// result either way.
+TEST(QuantOps, IntegerDequantizeFusionRefusals) {
+  EXPECT_EQ(run_dequant({true, false, true, 11, {}}), 0u);
+  EXPECT_EQ(run_dequant({true, true, true, 1, {11}}), 0u);  // along the output's width, not its channels
+  EXPECT_EQ(run_dequant({false, true, true, 1, {1, 19}}), 0u);
+  EXPECT_EQ(run_dequant({true, false, true, 1, {}, true}), 0u);
+  EXPECT_EQ(run_dequant({false, false, false, 1, {}, true}), 0u);
 }

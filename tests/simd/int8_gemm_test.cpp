@@ -1,7 +1,8 @@
 // The integer GEMM (simd/int8_gemm.h) against its int64 reference, bit-exact, at every ISA level
 // this CPU supports (each level packs for its own kernel): every signedness pair, per-tensor and
 // per-column zero points, saturating values (all 255 x -128 / 127: the case vpmaddubsw would get
-// wrong), ragged M/N/K around the tile and cell sizes, transposed B, and a strided C.
+// wrong), ragged M/N/K around the tile and cell sizes, transposed B, and a strided C; gemm8_at
+// (k-major A) on every case too.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -45,6 +46,17 @@ void check(const Case& c, std::mt19937& rng) {
     ASSERT_EQ(got[i], want[i]) << int8_kernel_name(p.kernel()) << " M=" << c.M << " N=" << c.N << " K=" << c.K
                                << " a_signed=" << c.a_signed << " b_signed=" << c.b_signed << " fill=" << c.fill
                                << " at " << i / ldc << "," << i % ldc;
+  // The same product from k-major A (a conv's patch rows), with a row stride past M.
+  const std::size_t ld_at = c.M + 5;
+  std::vector<std::uint8_t> At(c.K * ld_at, 0xA5);
+  for (std::size_t m = 0; m < c.M; ++m)
+    for (std::size_t k = 0; k < c.K; ++k) At[k * ld_at + m] = A[m * c.K + k];
+  std::vector<std::int32_t> got_at(c.M * ldc, 7);
+  gemm8_at(c.M, At.data(), ld_at, c.a_signed, za, p, got_at.data(), ldc);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(got_at[i], want[i]) << "gemm8_at " << int8_kernel_name(p.kernel()) << " M=" << c.M << " N=" << c.N
+                                  << " K=" << c.K << " a_signed=" << c.a_signed << " b_signed=" << c.b_signed
+                                  << " fill=" << c.fill << " at " << i / ldc << "," << i % ldc;
 }
 
 }  // namespace
