@@ -82,11 +82,14 @@ T from_double(double r) {
   return static_cast<T>(r);
 }
 
-// An integer tensor's elements (int32/int64/...), e.g. shapes, axes, pads.
+// An integer tensor's elements (int32/int64/...), e.g. shapes, axes, pads. A hostile model may
+// give floats: converted saturating (NaN to 0), as converting past int64 is undefined.
 inline std::vector<int64_t> ints_of(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   if (t.dtype == DType::Int64) {
     if (!v.empty()) std::memcpy(v.data(), t.data, v.size() * 8);
+  } else if (is_float_dtype(t.dtype)) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = from_double<int64_t>(t.get_f64(static_cast<int64_t>(i)));
   } else {
     for (size_t i = 0; i < v.size(); ++i) v[i] = t.get_i64(static_cast<int64_t>(i));
   }

@@ -87,7 +87,7 @@ void reverse_sequence(OpContext& c) {
 template <int KIND>  // 0 Hann, 1 Hamming, 2 Blackman
 void window(OpContext& c) {
   if (c.input(0).numel() != 1) c.error("size must hold one value, got " + shape_str(c.input(0).shape));
-  const int64_t n = c.input(0).get_i64(0);
+  const int64_t n = ints_of(c.input(0))[0];
   if (n < 0) c.error("size must not be negative, got " + std::to_string(n));
   const bool periodic = c.attr_i("periodic", 1);
   const int64_t dti = c.attr_i("output_datatype", 1);
@@ -142,7 +142,7 @@ void det(OpContext& c) {
 void non_max_suppression(OpContext& c) {
   const Tensor& boxes = c.input(0);
   const Tensor& scores = c.input(1);
-  const int64_t max_out = c.in(2) && c.in(2)->numel() ? c.in(2)->get_i64(0) : 0;
+  const int64_t max_out = c.in(2) && c.in(2)->numel() ? ints_of(*c.in(2))[0] : 0;
   const double iou_th = c.in(3) && c.in(3)->numel() ? c.in(3)->get_f64(0) : 0;
   const bool has_score_th = c.in(4) && c.in(4)->numel();
   const double score_th = has_score_th ? c.in(4)->get_f64(0) : 0;

@@ -274,7 +274,7 @@ void trilu(OpContext& c) {
   if (c.in(1) && c.in(1)->numel() != 1) c.error("k must hold one value, got " + shape_str(c.in(1)->shape));
   const int64_t R = x.shape[x.shape.size() - 2], C = x.shape.back(), mats = (R != 0 && C != 0) ? x.numel() / R / C : 0;
   // Beyond +-(R + C) every k keeps all or nothing: clamped, i + k cannot overflow.
-  const int64_t k = std::clamp<int64_t>(c.in(1) ? c.in(1)->get_i64(0) : 0, -R - C - 1, R + C + 1);
+  const int64_t k = std::clamp<int64_t>(c.in(1) ? ints_of(*c.in(1))[0] : 0, -R - C - 1, R + C + 1);
   const bool upper = c.attr_i("upper", 1);
   Tensor& y = c.output(0, x.dtype, x.shape);
   const size_t es = dtype_size(x.dtype);

@@ -115,7 +115,7 @@ void topk(OpContext& c) {
   const Tensor& x = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_i("axis", -1), x.rank());
   if (c.opset >= 10 && c.input(1).numel() != 1) c.error("K must hold one value, got " + shape_str(c.input(1).shape));
-  const int64_t k = c.opset < 10 ? c.attr_i("k", 1) : c.input(1).get_i64(0);
+  const int64_t k = c.opset < 10 ? c.attr_i("k", 1) : ints_of(c.input(1))[0];
   const bool largest = c.attr_i("largest", 1);
   const int64_t n = x.shape[static_cast<size_t>(axis)];
   if (k < 0 || k > n) c.error("k = " + std::to_string(k) + " is out of range");
