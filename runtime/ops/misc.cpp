@@ -30,6 +30,7 @@ void bit_shift(OpContext& c) {
 void compress(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& cond = c.input(1);
+  if (cond.dtype != DType::Bool) c.error("condition must be bool, got " + std::string(dtype_name(cond.dtype)));
   const size_t es = dtype_size(x.dtype);
   if (!c.has_attr("axis")) {
     std::vector<int64_t> keep;
