@@ -21,12 +21,22 @@ struct Reference::Impl {
                               .parallel = one_seed_at_a_time(original) ? 1 : 0,
                               .names = rt::Correspondence::SameNames,
                               .progress = progress_of(o),
-                              .budget_seconds = o.budget_seconds},
+                              .budget_seconds = o.budget_seconds,
+                              .stream_weights = stream_weights(original)},
             /*keep_runs=*/true) {}
   // Seeds run one at a time when the weights dominate memory: a run of such a model already keeps
   // both threads busy in its GEMMs, and a second seed in flight only adds its activations to a
   // peak that is the packed weights (TinyLlama-1.1B: within 1 % of the model's size).
   static bool one_seed_at_a_time(const Model& m) { return m.tensors.total_bytes() > (uint64_t{1} << 30); }
+  // Above 512 MiB of weights, both models read their MatMul weights in place on every run
+  // (rt::VerifyOptions::stream_weights) instead of packing a copy per session: a packed copy is
+  // the model's size again, and packing it (fresh pages the kernel zeroes, then the copy) cost
+  // more than the three runs' in-tile packing saves. TinyLlama-1.1B --target-opset 23, base and
+  // branch alternating (2026-11-26, load 3-5): reference + check 46/39/49 s -> 34/20/38 s, peak
+  // RSS 4150-4177 MiB (anon 4116-4143) -> 601 MiB (anon 336: the pipeline's own, as with
+  // --no-verify). tinyllama_2l (836 MiB): reference runs 681 -> 340 MiB. Smaller models keep
+  // packing, whose memory does not matter there.
+  static bool stream_weights(const Model& m) { return m.tensors.total_bytes() > (uint64_t{512} << 20); }
   static std::function<void(const rt::VerifyProgress&)> progress_of(const VerifyOptions& o) {
     if (!o.progress) return nullptr;
     return [f = o.progress](const rt::VerifyProgress& p) { f(p.line()); };

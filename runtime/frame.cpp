@@ -241,6 +241,7 @@ void Frame::run_step(const Step& s, size_t index) {
       t.nhwc = true;
     }
   for (ValueId v : s.drop_pages) plan_.drop_pages(vals_[v.index()]);
+  for (const Tensor& t : s.drop_views) plan_.drop_pages(t);
   for (ValueId v : s.release) vals_[v.index()] = Tensor{};
 }
 

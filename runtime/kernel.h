@@ -94,6 +94,18 @@ enum class LayoutUse : uint8_t {
   Aware,        // the kernel reads Tensor::nhwc itself (Conv, pools)
 };
 
+// A constant op(B) ([K, N]) read in place: column blocks, left to right, each a view of stored
+// bytes, [K, n] or with `trans` [n, K] (an export's MatMul(x, Transpose(W)) weight is W itself).
+// Views keep plan memory alive through Tensor::hold; mapped bytes live as long as the model.
+struct InPlaceB {
+  struct Block {
+    Tensor t;
+    bool trans = false;
+  };
+  std::vector<Block> blocks;
+  int64_t k = 0, n = 0;
+};
+
 struct KernelDef {
   KernelFn run = nullptr;
   // Inputs stored as float16/bfloat16 are converted to float32 before the call, and float32
@@ -117,6 +129,12 @@ struct KernelDef {
   // so the plan packs straight from W and never computes the transposed copy (verifying
   // TinyLlama: one weight-sized buffer less per weight, the largest 262 MB).
   PrepareFn prepare_transposed_b = nullptr;
+  // With SessionOptions::pack_weights off: input 1 read in place on every run instead of packed,
+  // given as column blocks of op(B) (one for a stored weight or a deferred transpose of one, one
+  // per part of a deferred ConcatColumns weight; InPlaceB). The result is the step's state like
+  // prepare's; the plan drops the blocks' mapped pages after each run of the step.
+  using InPlaceFn = std::shared_ptr<const void> (*)(const Graph&, NodeId, const struct InPlaceB&);
+  InPlaceFn in_place_b = nullptr;
   // Residual epilogue: the plan may fuse a following Add (Conv + Add (+ Relu) in residual
   // networks). The Add's other operand becomes input `residual_input` of the step (absent inputs
   // before it stay empty), the kernel adds it to output 0 before `fused_act`, and output 0 is

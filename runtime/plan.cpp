@@ -200,6 +200,15 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
     Step& s = steps[si];
     const KernelDef* k = s.kernel;
     const NodeId n = s.node;
+    if (!options.pack_weights && k->in_place_b)
+      if (auto st = prepare_in_place(s, k)) {
+        s.state = std::move(st);  // read in place at run time: input 1 keeps its shape only
+        ++in_place;
+        consumed(s.inputs[1], true);
+        for (size_t i = 0; i < s.inputs.size(); ++i)
+          if (i != 1) resolve_deferred(s.inputs[i]);
+        continue;
+      }
     if (auto direct = prepare_from_transpose(s, k)) {
       s.state = std::move(direct);  // packed from the transpose's source: input 1 keeps its shape only
       consumed(s.inputs[1], true);
@@ -359,6 +368,81 @@ std::shared_ptr<const void> Plan::prepare_from_transpose(const Step& s, const Ke
     return nullptr;
   }
   if (state) release_pages(graph.model(), wt);
+  return state;
+}
+
+// Input 1 of a MatMul as column blocks of stored bytes (KernelDef::in_place_b): a stored weight,
+// a weight Transpose folded lazily or recorded as a recipe (W itself, transposed), or a
+// ConcatColumns recipe over those (a fused QKV weight: its three parts, never concatenated).
+// nullopt when the bytes would have to be computed.
+std::optional<InPlaceB> Plan::in_place_b(ValueId b) {
+  if (!b.valid() || !is_const[b.index()]) return std::nullopt;
+  const Tensor& c = constants[b.index()];
+  if (c.dtype != DType::Float || c.rank() != 2 || c.numel() == 0) return std::nullopt;
+  const TensorStore& ts = graph.model().tensors;
+  using Block = InPlaceB::Block;
+  auto stored = [&](TensorId t) -> std::optional<Tensor> {
+    if (!t.valid() || ts.is_deferred(t) || ts.dtype(t) != DType::Float || ts.dims(t).size() != 2) return std::nullopt;
+    auto d = ts.dims(t);
+    return Tensor::view(DType::Float, Shape(d.begin(), d.end()), ts.bytes(t).data());
+  };
+  auto block_of = [&](TensorId t) -> std::optional<Block> {
+    if (auto v = stored(t)) return Block{*v, false};
+    const TensorRecipe* r = ts.recipe(t);
+    if (r && r->key == "Transpose 1 0" && r->sources.size() == 1)
+      if (auto v = stored(r->sources[0])) return Block{*v, true};
+    return std::nullopt;
+  };
+  InPlaceB out;
+  out.k = c.shape[0];
+  out.n = c.shape[1];
+  if (b.index() < lazy_fold_.size() && lazy_fold_[b.index()].valid()) {
+    const Tensor& w = constants[graph.input(lazy_fold_[b.index()], 0).index()];
+    if (!w.data || w.dtype != DType::Float || w.rank() != 2) return std::nullopt;
+    out.blocks.push_back({w, true});
+  } else if (b.index() < deferred_.size() && deferred_[b.index()].valid()) {
+    const TensorId t = deferred_[b.index()];
+    const TensorRecipe* r = ts.recipe(t);
+    if (r && r->key.rfind("ConcatColumns ", 0) == 0) {
+      for (TensorId src : r->sources)
+        if (auto bl = block_of(src)) out.blocks.push_back(std::move(*bl));
+        else return std::nullopt;
+    } else if (auto bl = block_of(t)) {
+      out.blocks.push_back(std::move(*bl));
+    } else {
+      return std::nullopt;
+    }
+  } else if (c.data) {
+    out.blocks.push_back({c, false});
+  } else {
+    return std::nullopt;
+  }
+  int64_t cols = 0;
+  for (const Block& bl : out.blocks) {
+    const int64_t k = bl.trans ? bl.t.shape[1] : bl.t.shape[0], n = bl.trans ? bl.t.shape[0] : bl.t.shape[1];
+    if (k != out.k || n <= 0) return std::nullopt;
+    cols += n;
+  }
+  if (cols != out.n) return std::nullopt;
+  return out;
+}
+
+// KernelDef::in_place_b on the step's input 1; its blocks' pages are dropped after each run.
+std::shared_ptr<const void> Plan::prepare_in_place(Step& s, const KernelDef* k) {
+  if (!(k->prepared_inputs >> 1 & 1u) || s.inputs.size() < 2) return nullptr;
+  auto ib = in_place_b(s.inputs[1]);
+  if (!ib) return nullptr;
+  std::shared_ptr<const void> state;
+  try {
+    state = k->in_place_b(graph, s.node, *ib);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  if (!state) return nullptr;
+  const ValueId b = s.inputs[1];
+  if (b.index() < lazy_fold_.size() && lazy_fold_[b.index()].valid()) consumed(graph.input(lazy_fold_[b.index()], 0));
+  for (InPlaceB::Block& bl : ib->blocks)
+    if (!bl.t.hold) s.drop_views.push_back(std::move(bl.t));
   return state;
 }
 

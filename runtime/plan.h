@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct Step {
   std::shared_ptr<const void> state;  // KernelDef::prepare's result
   std::vector<ValueId> release;  // values whose last reader is this step
   std::vector<ValueId> drop_pages;  // mapped embedding tables read last here (Plan::drop_pages)
+  std::vector<Tensor> drop_views;   // weights read in place (KernelDef::in_place_b), dropped likewise
   bool prefer_nhwc = false;      // every reader of output 0 takes channels-last input
 };
 
@@ -63,6 +65,7 @@ class Plan {
   size_t fused = 0;
   size_t folded = 0;                  // nodes evaluated once at plan time
   size_t channels_last = 0;           // steps with prefer_nhwc
+  size_t in_place = 0;                // steps with weights read in place (KernelDef::in_place_b)
   std::vector<uint8_t> is_const;      // per value: known before any run
   // Per-step wall time in ns, accumulated over runs when options.profile is set.
   mutable std::vector<std::atomic<uint64_t>> step_ns;
@@ -102,6 +105,8 @@ class Plan {
   void consumed(ValueId v, bool shape_still_read = false);
   void resolve_deferred(ValueId v);
   std::shared_ptr<const void> prepare_from_transpose(const Step& s, const KernelDef* k);
+  std::optional<InPlaceB> in_place_b(ValueId b);
+  std::shared_ptr<const void> prepare_in_place(Step& s, const KernelDef* k);
   std::vector<uint8_t> folded_;
   std::vector<TensorId> deferred_;
   std::vector<uint8_t> shape_kept_;

@@ -36,6 +36,12 @@ struct SessionOptions {
   // Keep activations between 2-D convs, pools and elementwise ops channels-last (NHWC);
   // ONNXFORGE_CHANNELS_LAST=0 in the environment turns it off too.
   bool channels_last = true;
+  // Pack constant MatMul weights at plan time (a packed copy per weight, reused by every run).
+  // Off: each run reads them in place from the model (mapped file) and drops their pages after
+  // the step, so a session holds no copy of the weights: for runs that are few and a model whose
+  // packed weights would be its own size again (verification of TinyLlama-1.1B: 3 runs per
+  // model, 3.9 GiB of packed weights).
+  bool pack_weights = true;
 };
 
 // Options for runs whose outputs are compared bit for bit against another model's: choices the
@@ -84,6 +90,7 @@ class Session {
   size_t step_count() const;   // kernels per run (after fusion)
   size_t fused_count() const;  // activations fused into their producer
   size_t channels_last_count() const;  // steps planned to write channels-last outputs
+  size_t in_place_count() const;  // steps reading their weights in place (SessionOptions::pack_weights off)
   // What the runs so far have set up, over the main graph and every If/Loop/Scan body: frames
   // for bodies (one per body, reused by later calls and iterations) and arena layouts (one per
   // graph and set of input and captured shapes). A steady state adds to neither.

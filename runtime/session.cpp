@@ -25,6 +25,7 @@ std::vector<std::string> Session::output_names() const {
 size_t Session::step_count() const { return plan_->steps.size(); }
 size_t Session::fused_count() const { return plan_->fused; }
 size_t Session::channels_last_count() const { return plan_->channels_last; }
+size_t Session::in_place_count() const { return plan_->in_place; }
 
 namespace {
 std::string step_op(const Plan& plan, const Step& s) {

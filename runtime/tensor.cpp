@@ -144,7 +144,7 @@ double Tensor::get_f64(int64_t i) const {
 }
 
 int64_t Tensor::get_i64(int64_t i) const {
-  if (is_float_dtype(dtype)) return static_cast<int64_t>(get_f64(i));
+  if (is_float_dtype(dtype)) return from_double<int64_t>(get_f64(i));
   return dispatch_type(dtype, [&](auto v) {
     using T = decltype(v);
     T x;
@@ -162,15 +162,7 @@ namespace {
 
 template <class To>
 To convert_from_double(double v) {
-  if constexpr (std::is_same_v<To, bool>) return v != 0;
-  else if constexpr (std::is_floating_point_v<To>) return static_cast<To>(v);
-  else {
-    if (std::isnan(v)) return To{0};
-    // Out-of-range float->int casts are UB in C++; saturate like ORT does on x86 for int64.
-    if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    if (v <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    return static_cast<To>(v);
-  }
+  return from_double<To>(v);
 }
 
 }  // namespace

@@ -2,11 +2,14 @@
 // Run-time tensors: a dtype, a shape and a pointer. A tensor either views memory someone else
 // owns (a weight in the model's mapping, an arena slot, a caller's buffer) or holds a reference
 // to heap memory it keeps alive (`hold`). Copying a Tensor copies the view, never the bytes.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "io/budget.h"  // the memory budget alloc_bytes and Tensor::alloc enforce
@@ -71,6 +74,20 @@ Shape nhwc_physical_shape(const Shape& logical);
 
 bool is_float_dtype(DType t);     // Float, Double, Float16, BFloat16
 bool is_stored_float(DType t);    // Float16, BFloat16: converted to float for compute
+
+// double -> To as Cast does: out-of-range float->int casts are UB in C++, so integers saturate
+// like ORT does on x86 for int64, and NaN becomes 0.
+template <class To>
+To from_double(double v) {
+  if constexpr (std::is_same_v<To, bool>) return v != 0;
+  else if constexpr (std::is_floating_point_v<To>) return static_cast<To>(v);
+  else {
+    if (std::isnan(v)) return To{0};
+    if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    if (v <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    return static_cast<To>(v);
+  }
+}
 // Converts any numeric tensor to `to` (ONNX Cast semantics for numerics and bool).
 Tensor cast(const Tensor& x, DType to);
 void cast_into(const Tensor& x, Tensor& y);  // y preallocated with x's shape

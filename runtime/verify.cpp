@@ -132,10 +132,18 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol, d
   return d;
 }
 
+namespace {
+SessionOptions session_options(const VerifyOptions& o) {
+  SessionOptions s = comparison_options();
+  s.pack_weights = !o.stream_weights;
+  return s;
+}
+}  // namespace
+
 struct Reference::Impl {
   Impl(const Model& m, VerifyOptions opts)
       : o(std::move(opts)),
-        session(std::make_unique<Session>(m, comparison_options())),
+        session(std::make_unique<Session>(m, session_options(o))),
         plan(plan_inputs(m.main(), session->input_values(), o.dims)),
         in_names(session->input_names()), out_names(session->output_names()) {}
   VerifyOptions o;
@@ -195,7 +203,7 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
   auto t0 = std::chrono::steady_clock::now();
   const Impl& r = *impl_;
   const VerifyOptions& o = r.o;
-  Session sb(candidate, comparison_options());
+  Session sb(candidate, session_options(o));
   const auto b_in = sb.input_names(), b_out = sb.output_names();
   // Where each candidate input comes from (a reference input, or with ByName a reference
   // output), and the (reference, candidate) output pairs compared, in report order.

@@ -66,6 +66,10 @@ struct VerifyOptions {
   // the candidate's in check()), never below 1, with a note saying so. A model whose single seed
   // does not fit is over budget (Reference::over_budget): it runs that one seed and no more.
   double budget_seconds = 0;
+  // Both models read their MatMul weights in place on every run (SessionOptions::pack_weights
+  // off) instead of packing a copy per session: for models whose weights dominate memory, where a
+  // few runs do not repay a packed copy the size of the model (passes/verification.cpp).
+  bool stream_weights = false;
 };
 
 // One reference tensor against one candidate tensor.

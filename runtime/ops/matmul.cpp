@@ -6,6 +6,7 @@
 #include "runtime/ops/common.h"
 #include "simd/binary.h"
 #include "simd/gemm.h"
+#include "simd/transpose.h"
 
 namespace onnxforge::rt {
 
@@ -21,6 +22,70 @@ void apply_act(const OpContext& c, Tensor& y) {
     for (int64_t i = 0, n = y.numel(); i < n; ++i)
       y.ptr<T>()[i] = static_cast<T>(scalar_unary(c.fused_act, static_cast<double>(y.ptr<T>()[i])));
   });
+}
+
+// A MatMul's or Gemm's constant B as the plan prepared it: packed (KernelDef::prepare), or read
+// in place on every run (KernelDef::in_place_b, SessionOptions::pack_weights off) as column
+// blocks of op(B). Either way the product is the same micro-kernels' in the same K order, so
+// the results are bit-identical (tests/runtime: InPlaceWeights.*).
+struct WeightB {
+  std::shared_ptr<const simd::PackedB> packed;
+  InPlaceB in_place;
+  size_t k() const { return packed ? packed->k() : static_cast<size_t>(in_place.k); }
+  size_t n() const { return packed ? packed->n() : static_cast<size_t>(in_place.n); }
+};
+
+// In-place weights that are all transposed ([n, K]: an export's Transpose(W), a fused QKV of
+// them) are multiplied as C^T = W A^T from this many rows of A on: W is then the GEMM's A, read in
+// place by the micro-kernels with no packing at all, and only A (a few rows) is packed, instead
+// of every W panel being transposed into the tile's packing on every run. Each element is the
+// same FMA chain over the same K blocks (the product's operands swapped, which FMA does not
+// round differently), so the bits are the packed path's. Measured (perf, TinyLlama shapes
+// 2048x2048, 5632x2048, 2048x5632, 6 weights each from DRAM, 3 runs, 2 threads): 128 rows
+// 2.08 s against 2.60 in place and 2.55 packing once; 32 rows 0.72 / 1.10 / 1.29; 16 rows
+// 0.52 / 0.78 / 1.02; 300 rows 4.53 / 5.47 / 4.80. Under 16 rows the product's columns would be
+// fewer than one vector.
+constexpr size_t kSwapMinRows = 16;
+
+// C (rows x N, row stride N) = A (rows x K) @ B, with beta * C added and the epilogue applied.
+void gemm_weight(const WeightB& w, size_t rows, const float* a, float beta, float* y, const simd::Epilogue& ep) {
+  const size_t K = w.k(), N = w.n();
+  if (w.packed) {
+    simd::gemm_packed(false, rows, 1.f, a, K, *w.packed, beta, y, N, ep);
+    return;
+  }
+  bool swap = rows >= kSwapMinRows && ep.act.op == simd::UnaryOp::Identity && ep.bias_kind != simd::Bias::PerRow;
+  for (const InPlaceB::Block& b : w.in_place.blocks) swap = swap && b.trans;
+  if (swap) {
+    std::vector<float> ct(N * rows);  // C^T
+    const int64_t c_shape[2] = {static_cast<int64_t>(rows), static_cast<int64_t>(N)};
+    const int64_t ct_shape[2] = {static_cast<int64_t>(N), static_cast<int64_t>(rows)}, perm[2] = {1, 0};
+    if (beta != 0.f) simd::transpose(sizeof(float), c_shape, y, perm, ct.data());
+    size_t col = 0;
+    for (const InPlaceB::Block& b : w.in_place.blocks) {
+      const size_t n = static_cast<size_t>(b.t.shape[0]);
+      simd::Epilogue e = ep;
+      if (e.bias_kind == simd::Bias::PerCol) e.bias_kind = simd::Bias::PerRow, e.bias += col;
+      simd::gemm(false, true, n, rows, K, 1.f, b.t.ptr<float>(), K, a, K, beta, ct.data() + col * rows, rows, e);
+      col += n;
+    }
+    simd::transpose(sizeof(float), ct_shape, ct.data(), perm, y);
+    return;
+  }
+  size_t col = 0;
+  for (const InPlaceB::Block& b : w.in_place.blocks) {
+    const size_t n = static_cast<size_t>(b.trans ? b.t.shape[0] : b.t.shape[1]);
+    simd::Epilogue e = ep;
+    if (e.bias_kind == simd::Bias::PerCol) e.bias += col;
+    simd::gemm(false, b.trans, rows, n, K, 1.f, a, K, b.t.ptr<float>(), b.trans ? K : n, beta, y + col, N, e);
+    col += n;
+  }
+}
+
+std::shared_ptr<const void> in_place_matmul(const Graph&, NodeId, const InPlaceB& b) {
+  auto w = std::make_shared<WeightB>();
+  w->in_place = b;
+  return w;
 }
 
 // Packed weights, shared by every plan that packs the same bytes the same way (verify runs the
@@ -45,12 +110,20 @@ std::shared_ptr<const void> packed_weight(const float* b, bool trans, size_t K, 
   {
     std::lock_guard l(mu);
     if (auto it = cache.find(key); it != cache.end())
-      if (auto p = it->second.lock()) return p;
+      if (auto p = it->second.lock()) {
+        auto w = std::make_shared<WeightB>();
+        w->packed = std::move(p);
+        return w;
+      }
   }
   auto p = std::make_shared<const simd::PackedB>(simd::pack_b(trans, K, N, b, ldb));
-  std::lock_guard l(mu);
-  cache[key] = p;
-  return p;
+  {
+    std::lock_guard l(mu);
+    cache[key] = p;
+  }
+  auto w = std::make_shared<WeightB>();
+  w->packed = std::move(p);
+  return w;
 }
 
 std::shared_ptr<const void> prepare_matmul(const Graph&, NodeId, std::span<const Tensor* const> in) {
@@ -108,9 +181,9 @@ void matmul_generic(const Tensor& a, const Tensor& b, Tensor& y) {
 // y = a @ b into `y` (float32: with epilogue `ep` and, for packed weights, `beta` * y added).
 void matmul_into(OpContext& c, const Tensor& a, const Tensor& b, Tensor& y, const simd::Epilogue& ep, float beta) {
   if (a.dtype == DType::Float && c.state) {
-    const auto& pb = *static_cast<const simd::PackedB*>(c.state);
-    const size_t K = pb.k(), rows = K ? static_cast<size_t>(a.numel()) / K : 0;
-    simd::gemm_packed(false, rows, 1.f, a.ptr<float>(), K, pb, beta, y.ptr<float>(), pb.n(), ep);
+    const auto& w = *static_cast<const WeightB*>(c.state);
+    const size_t K = w.k(), rows = K ? static_cast<size_t>(a.numel()) / K : 0;
+    gemm_weight(w, rows, a.ptr<float>(), beta, y.ptr<float>(), ep);
     return;
   }
   if (a.dtype == DType::Float) {
@@ -269,9 +342,9 @@ void gemm(OpContext& c) {
       gemm_beta = beta;
     }
   }
-  if (c.state) {
+  if (c.state) {  // Gemm has no in_place_b: its state is always packed
     simd::gemm_packed(ta, static_cast<size_t>(M), alpha, a.ptr<float>(), static_cast<size_t>(a.shape[1]),
-                      *static_cast<const simd::PackedB*>(c.state), gemm_beta, y.ptr<float>(), static_cast<size_t>(N), ep);
+                      *static_cast<const WeightB*>(c.state)->packed, gemm_beta, y.ptr<float>(), static_cast<size_t>(N), ep);
     return;
   }
   simd::gemm(ta, tb, static_cast<size_t>(M), static_cast<size_t>(N), static_cast<size_t>(K), alpha, a.ptr<float>(),
@@ -403,6 +476,7 @@ void register_matmul(Registry& r) {
          .prepare = prepare_matmul,
          .prepared_inputs = 1u << 1,
          .prepare_transposed_b = prepare_matmul_bt,
+         .in_place_b = in_place_matmul,
          .residual_input = 2});
   r.add("", "Gemm",
         {.run = gemm, .fuses_activation = true, .prepare = prepare_gemm, .prepared_inputs = 1u << 1});

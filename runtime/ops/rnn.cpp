@@ -49,10 +49,27 @@ void rnn(OpContext& c) {
   const Tensor* c0 = K == Cell::Lstm ? c.in(6) : nullptr;
   const Tensor* P = K == Cell::Lstm ? c.in(7) : nullptr;
   const bool layout = c.attr_i("layout", 0) == 1;
+  if (X.rank() != 3 || R.rank() != 3) c.error("X and R must be 3-D, got " + shape_str(X.shape) + " and " + shape_str(R.shape));
   const int64_t S = X.shape[layout ? 1 : 0], N = X.shape[layout ? 0 : 1], I = X.shape[2];
   const int64_t H = c.attr_i("hidden_size", R.shape[2]);
   std::string_view dir = c.attr_s("direction", "forward");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") c.error("unknown direction '" + std::string(dir) + "'");
   const int64_t D = dir == "bidirectional" ? 2 : 1;
+  // Every weight, bias and state is read at the sizes the attributes and X imply; a hostile
+  // model's shorter tensors would be read past their end (fuzz_runtime).
+  if (H <= 0 || H != R.shape[2]) c.error("hidden_size " + std::to_string(H) + " does not match R " + shape_str(R.shape));
+  const int64_t GH = mul_dim(c, G, H);
+  need_elements(c, W, mul_dim(c, mul_dim(c, D, GH), I), W.dtype, "W");
+  need_elements(c, R, mul_dim(c, mul_dim(c, D, GH), H), R.dtype, "R");
+  if (B) need_elements(c, *B, mul_dim(c, 2 * D, GH), B->dtype, "B");
+  if (h0) need_elements(c, *h0, mul_dim(c, mul_dim(c, D, N), H), h0->dtype, "initial_h");
+  if (c0) need_elements(c, *c0, mul_dim(c, mul_dim(c, D, N), H), c0->dtype, "initial_c");
+  if (P) need_elements(c, *P, mul_dim(c, 3 * D, H), P->dtype, "P");
+  if (lens) {
+    need_elements(c, *lens, N, lens->dtype, "sequence_lens");
+    for (int64_t n = 0; n < N; ++n)
+      if (lens->get_i64(n) < 0 || lens->get_i64(n) > S) c.error("sequence_lens values must lie in [0, " + std::to_string(S) + "]");
+  }
   const double clip = c.has_attr("clip") ? c.attr_f("clip", 0) : 0;
   const bool lbr = c.attr_i("linear_before_reset", 0), input_forget = c.attr_i("input_forget", 0);
   std::vector<Act> acts;
