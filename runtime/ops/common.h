@@ -70,26 +70,12 @@ T wrap_mul(T a, T b) {
     return static_cast<T>(a * b);
   }
 }
-// A double result to T: for integer T saturating (NaN to 0), since converting a value past the
-// type's range is undefined (UBSan: Exp of a hostile int32 input).
-template <class T>
-T from_double(double r) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (std::isnan(r)) return T{0};
-    if (r <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-    if (r >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  }
-  return static_cast<T>(r);
-}
-
-// An integer tensor's elements (int32/int64/...), e.g. shapes, axes, pads. A hostile model may
-// give floats: converted saturating (NaN to 0), as converting past int64 is undefined.
+// An integer tensor's elements (int32/int64/...), e.g. shapes, axes, pads (a hostile model's
+// floats saturate: Tensor::get_i64).
 inline std::vector<int64_t> ints_of(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   if (t.dtype == DType::Int64) {
     if (!v.empty()) std::memcpy(v.data(), t.data, v.size() * 8);
-  } else if (is_float_dtype(t.dtype)) {
-    for (size_t i = 0; i < v.size(); ++i) v[i] = from_double<int64_t>(t.get_f64(static_cast<int64_t>(i)));
   } else {
     for (size_t i = 0; i < v.size(); ++i) v[i] = t.get_i64(static_cast<int64_t>(i));
   }

@@ -170,7 +170,6 @@ void one_hot(OpContext& c) {
   const double depth_f = c.input(1).get_f64(0);
   if (!(depth_f >= 1 && depth_f < 9.2e18)) c.error("depth must be positive, got " + std::to_string(depth_f));
   const int64_t depth = static_cast<int64_t>(depth_f);
-  const bool float_ind = is_float_dtype(ind.dtype);
   const int64_t r = ind.rank() + 1;
   const int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
   Shape ys = ind.shape;
@@ -183,8 +182,7 @@ void one_hot(OpContext& c) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t d = 0; d < depth; ++d)
       for (int64_t i = 0; i < inner; ++i) {
-        // Float indices (T1 is any numeric type) are converted saturating (past int64 is UB).
-        int64_t v = float_ind ? from_double<int64_t>(ind.get_f64(o * inner + i)) : ind.get_i64(o * inner + i);
+        int64_t v = ind.get_i64(o * inner + i);  // float indices (T1 is any numeric type) saturate
         // Before opset 11 an index outside [0, depth) is all off; from 11 negatives count back.
         if (c.opset < 11 && ind.get_f64(o * inner + i) < 0) v = depth;
         else if (v < 0) v += depth;
