@@ -44,6 +44,7 @@ void rotary(OpContext& c) {
     if (cosc.rank() != 2) c.error("with position_ids the caches must be 2-D (max_position, rotary_dim / 2), got " + shape_str(cosc.shape));
     if (pos->rank() != 2 || pos->shape[0] != B || pos->shape[1] != S)
       c.error("position_ids " + shape_str(pos->shape) + " must be (batch " + std::to_string(B) + ", sequence " + std::to_string(S) + ")");
+    need_index_type(c, *pos, "position_ids");
     max_pos = cosc.shape[0];
     for (int64_t i = 0, n = pos->numel(); i < n; ++i)
       if (int64_t p = pos->get_i64(i); p < 0 || p >= max_pos)

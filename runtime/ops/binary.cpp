@@ -26,7 +26,21 @@ T scalar_binary(BinaryOp op, T a, T b) {
     case BinaryOp::Min:
       if constexpr (std::is_floating_point_v<T>) if (std::isnan(a) || std::isnan(b)) return NAN;
       return std::min(a, b);
-    case BinaryOp::Pow: return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    case BinaryOp::Pow:
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // As simd's int_op: converting pow's double back to a narrow integer is undefined once
+        // it passes the type's range (UBSan, a hostile int8 exponent); wrap instead.
+        using U = std::make_unsigned_t<T>;
+        if (b < 0) return a == 1 ? T{1} : (std::is_signed_v<T> && a == static_cast<T>(-1)) ? (b % 2 == 0 ? T{1} : static_cast<T>(-1)) : T{0};
+        U acc = 1, base = static_cast<U>(a);
+        for (T e = b; e > 0; e = static_cast<T>(e >> 1)) {
+          if (e & 1) acc = static_cast<U>(acc * base);
+          base = static_cast<U>(base * base);
+        }
+        return static_cast<T>(acc);
+      } else {
+        return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+      }
   }
   return a;
 }
@@ -249,7 +263,8 @@ void mod_kernel(OpContext& c) {
                             } else if constexpr (std::is_same_v<T, bool>) {
                               py[i] = x;
                             } else {
-                              if (z == 0) { py[i] = 0; return; }
+                              // x % -1 is 0, and INT_MIN % -1 traps (SIGFPE) on x86.
+                              if (z == 0 || (std::is_signed_v<T> && z == static_cast<T>(-1))) { py[i] = 0; return; }
                               T r = static_cast<T>(x % z);
                               if (!fmod && r != 0 && ((r < 0) != (z < 0))) r = static_cast<T>(r + z);
                               py[i] = r;

@@ -14,7 +14,12 @@ void cast_to(OpContext& c, DType to) {
   cast_into(x, y);
 }
 
-void cast_op(OpContext& c) { cast_to(c, static_cast<DType>(c.attr_i("to", 1))); }
+void cast_op(OpContext& c) {
+  const int64_t to = c.attr_i("to", 1);
+  if (to <= 0 || to > 23 || !dtype_known(static_cast<int32_t>(to)) || static_cast<DType>(to) == DType::String)
+    c.error("'to' = " + std::to_string(to) + " is not a numeric tensor type");
+  cast_to(c, static_cast<DType>(to));
+}
 void cast_like(OpContext& c) { cast_to(c, c.input(1).dtype); }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #pragma once
 // Helpers shared by the op kernels.
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 #include <cstring>
 #include <vector>
 
@@ -31,6 +34,13 @@ inline void need_same_type(const OpContext& c, const Tensor& a, const Tensor& b)
     c.error("inputs of types " + std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)) + " must have the same type");
 }
 
+// Index inputs (Gather*, Scatter*): int32 or int64 as the schemas say (Tind); a float index
+// would go through a double-to-int64 conversion that is undefined past int64's range.
+inline void need_index_type(const OpContext& c, const Tensor& t, std::string_view what) {
+  if (t.dtype != DType::Int64 && t.dtype != DType::Int32)
+    c.error(std::string(what) + " must be int32 or int64, got " + std::string(dtype_name(t.dtype)));
+}
+
 // a * b for a dimension computed from the model's values (Tile repeats, Expand...): an error,
 // not signed overflow, when a hostile value makes it unrepresentable.
 inline int64_t mul_dim(const OpContext& c, int64_t a, int64_t b) {
@@ -39,7 +49,29 @@ inline int64_t mul_dim(const OpContext& c, int64_t a, int64_t b) {
   return r;
 }
 
-// An integer tensor's elements (int32/int64/...), e.g. shapes, axes, pads.
+// Integer arithmetic of a kernel's generic (non-SIMD) path: wraps like the SIMD kernels
+// (simd/binary.cpp int_op) instead of signed overflow, which is undefined (UBSan on a hostile
+// int32 MatMul/CumSum). Other types: the plain operation.
+template <class T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+template <class T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a * b);
+  }
+}
+// An integer tensor's elements (int32/int64/...), e.g. shapes, axes, pads (a hostile model's
+// floats saturate: Tensor::get_i64).
 inline std::vector<int64_t> ints_of(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   if (t.dtype == DType::Int64) {
@@ -84,6 +116,15 @@ inline Shape broadcast_shapes(const OpContext& c, const Shape& a, const Shape& b
     out[i] = x == 1 ? y : x;
   }
   return out;
+}
+
+// Whether `s` broadcasts to `out` unidirectionally (Gemm's C, normalization parameters): a
+// kernel reading it through bcast_strides would otherwise index past its end.
+inline bool broadcasts_to(const Shape& s, const Shape& out) {
+  if (s.size() > out.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[s.size() - 1 - i] != 1 && s[s.size() - 1 - i] != out[out.size() - 1 - i]) return false;
+  return true;
 }
 
 // Element strides of `s` broadcast to `out` (0 along broadcast dims).

@@ -15,6 +15,7 @@ GraphId graph_attr(const OpContext& c, std::string_view name) {
 }
 
 void if_op(OpContext& c) {
+  if (c.input(0).numel() != 1) c.error("cond must hold one value, got " + shape_str(c.input(0).shape));
   const bool cond = c.input(0).get_f64(0) != 0;
   auto outs = c.run_subgraph(graph_attr(c, cond ? "then_branch" : "else_branch"), {});
   for (size_t i = 0; i < outs.size() && i < c.output_count(); ++i) c.set_output(i, std::move(outs[i]));
@@ -69,6 +70,8 @@ void loop(OpContext& c) {
   const Graph& bg = c.graph.model().graph(body);
   const Tensor* m = c.in(0);
   const Tensor* cond_in = c.in(1);
+  // M is int64 (a float's conversion past int64 would be undefined).
+  if (m && m->numel() && m->dtype != DType::Int64) c.error("trip count M must be int64, got " + std::string(dtype_name(m->dtype)));
   const int64_t max_trip = m && m->numel() ? m->get_i64(0) : std::numeric_limits<int64_t>::max();
   if (max_trip < 0) c.error("trip count M = " + std::to_string(max_trip) + " is negative");
   bool cond = cond_in && cond_in->numel() ? cond_in->get_f64(0) != 0 : true;
@@ -108,6 +111,7 @@ void loop(OpContext& c) {
     for (auto& t : carried) ins.push_back(t);
     auto outs = c.run_subgraph(body, std::move(ins));
     if (outs.size() < 1 + n_carried + n_scan) c.error("the body returned fewer outputs than it declares");
+    if (outs[0].numel() != 1) c.error("the body's condition output must hold one value, got " + shape_str(outs[0].shape));
     cond = outs[0].get_f64(0) != 0;
     for (size_t i = 0; i < n_carried; ++i) carried[i] = std::move(outs[1 + i]);
     for (size_t i = 0; i < n_scan; ++i) {

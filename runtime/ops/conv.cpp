@@ -49,6 +49,13 @@ ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, b
     g.dilation[u] = di.empty() ? 1 : di[u];
     g.pad_begin[u] = pads.empty() ? 0 : pads[u];
     g.pad_end[u] = pads.empty() ? 0 : pads[u + static_cast<size_t>(g.rank)];
+    // The output size arithmetic ((k - 1) * d + 1, in + pads, stride * in) must not overflow
+    // for hostile attribute values (UBSan); real models are many orders below these bounds.
+    int64_t ek = 0, padded = 0, sin = 0;
+    if (__builtin_mul_overflow(g.kernel[u] - 1, g.dilation[u], &ek) || __builtin_add_overflow(ek, 1, &ek) ||
+        __builtin_add_overflow(g.in[u], g.pad_begin[u], &padded) || __builtin_add_overflow(padded, g.pad_end[u], &padded) ||
+        __builtin_mul_overflow(g.in[u] + 1, g.stride[u], &sin) || __builtin_add_overflow(sin, ek, &sin))
+      c.error("kernel_shape, strides, dilations or pads are out of range for input " + shape_str(x));
   }
   std::string_view ap = c.attr_s("auto_pad", "NOTSET");
   if (!transpose && (ap == "SAME_UPPER" || ap == "SAME_LOWER")) {
@@ -138,6 +145,7 @@ void conv(OpContext& c) {
   const Tensor& w = c.input(1);
   const Tensor* b = c.in(2);
   if (x_in.dtype != DType::Float) c.error("Conv supports float32 (and float16/bfloat16 stored) inputs only");
+  if (w.dtype != DType::Float) c.error("the weight must be float like the input, got " + std::string(dtype_name(w.dtype)));
   ConvGeometry geo = conv_geometry(c, x_in.shape, w.shape, false);
   simd::ConvParams p;
   p.rank = geo.rank;
@@ -165,6 +173,7 @@ void conv(OpContext& c) {
             std::to_string(p.group));
   Shape ys{p.batch, p.out_channels};
   for (int i = 0; i < p.rank; ++i) ys.push_back(p.out(i));
+  if (b) need_elements(c, *b, p.out_channels, DType::Float, "B");
   const float* pb = b ? b->ptr<float>() : nullptr;
   const Tensor* res = c.in(3);  // fused residual Add (KernelDef::residual_input)
   if (res && res->dtype != DType::Float) c.error("the fused residual of Conv must be float32");
@@ -245,13 +254,15 @@ void conv_transpose(OpContext& c) {
   const Tensor& w = c.input(1);
   const Tensor* b = c.in(2);
   if (x.dtype != DType::Float) c.error("ConvTranspose supports float32 inputs only");
+  if (w.dtype != DType::Float) c.error("the weight must be float like the input, got " + std::string(dtype_name(w.dtype)));
   ConvGeometry geo = conv_geometry(c, x.shape, w.shape, true);
   const int r = geo.rank;
   const int64_t N = x.shape[0], C = x.shape[1], group = c.attr_i("group", 1);
   if (group < 1 || C % group != 0 || w.shape[0] != C)
     c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x.shape) + " with group " +
             std::to_string(group));
-  const int64_t Mg = w.shape[1], M = Mg * group, Cg = C / group;
+  const int64_t Mg = w.shape[1], M = mul_dim(c, Mg, group), Cg = C / group;
+  if (b) need_elements(c, *b, M, DType::Float, "B");
   auto out_pad = c.attr_ints("output_padding"), out_shape = c.attr_ints("output_shape");
   if (!out_pad.empty() && out_pad.size() != static_cast<size_t>(r)) c.error("output_padding does not match the input rank");
   if (!out_shape.empty() && out_shape.size() < static_cast<size_t>(r)) c.error("output_shape does not match the input rank");
@@ -263,6 +274,10 @@ void conv_transpose(OpContext& c) {
   for (int i = 0; i < r; ++i) {
     size_t u = static_cast<size_t>(i);
     int64_t op = out_pad.empty() ? 0 : out_pad[u];
+    // Bounded by conv_geometry except output_padding and output_shape, checked here.
+    if (op < 0 || op >= std::max(geo.stride[u], geo.dilation[u])) c.error("output_padding must lie in [0, max(stride, dilation)), got " + std::to_string(op));
+    if (!out_shape.empty() && (out_shape[out_shape.size() - static_cast<size_t>(r) + u] < 0 || out_shape[out_shape.size() - static_cast<size_t>(r) + u] > (int64_t{1} << 40)))
+      c.error("output_shape is out of range");
     int64_t full = geo.stride[u] * (geo.in[u] - 1) + op + (geo.kernel[u] - 1) * geo.dilation[u] + 1;
     if (!out_shape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
       int64_t target = !out_shape.empty() ? out_shape[out_shape.size() - static_cast<size_t>(r) + u] : geo.in[u] * geo.stride[u];
@@ -291,7 +306,9 @@ void conv_transpose(OpContext& c) {
   }
   Tensor& y = c.output(0, DType::Float, ys);
   float* py = y.ptr<float>();
-  std::vector<float> cols(static_cast<size_t>(Mg * kprod * in_sp));
+  // Through the memory budget (a hostile kernel x input size is refused, not a bad_alloc).
+  Tensor cols_t = Tensor::alloc(DType::Float, {mul_dim(c, mul_dim(c, Mg, kprod), in_sp)});
+  std::span<float> cols(cols_t.ptr<float>(), static_cast<size_t>(cols_t.numel()));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t gi = 0; gi < group; ++gi) {
       const float* X = x.ptr<float>() + (n * C + gi * Cg) * in_sp;

@@ -80,8 +80,10 @@ void apply(OpContext& c, const Unary& u) {
       T* b = y.ptr<T>();
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_integral_v<T>) {
-          if (u.op == UnaryOp::Abs) b[i] = a[i] < 0 ? static_cast<T>(-a[i]) : a[i];
-          else if (u.op == UnaryOp::Neg) b[i] = static_cast<T>(-a[i]);
+          // Negation wraps (as ONNX Runtime: -INT_MIN is INT_MIN) instead of overflowing.
+          using U = std::make_unsigned_t<T>;
+          if (u.op == UnaryOp::Abs) b[i] = a[i] < 0 ? static_cast<T>(U{0} - static_cast<U>(a[i])) : a[i];
+          else if (u.op == UnaryOp::Neg) b[i] = static_cast<T>(U{0} - static_cast<U>(a[i]));
           else if (u.op == UnaryOp::Relu) b[i] = a[i] < 0 ? T{0} : a[i];
           else b[i] = from_double<T>(scalar(u, static_cast<double>(a[i])));
         } else {
@@ -130,7 +132,7 @@ void extra_kernel(OpContext& c) {
         case Extra::Celu: r = std::max(0.0, d) + std::min(0.0, alpha * (std::exp(d / alpha) - 1)); break;
         case Extra::Shrink: r = d < -lambd ? d + bias : d > lambd ? d - bias : 0; break;
       }
-      b[i] = static_cast<T>(r);
+      b[i] = from_double<T>(r);
     }
   });
 }
@@ -143,6 +145,10 @@ void clip(OpContext& c) {
   }
   const Tensor* lo = c.in(1);
   const Tensor* hi = c.in(2);
+  // The bounds are scalars of x's type: an empty one or another type would be read past its end.
+  for (const Tensor* t : {lo, hi})
+    if (t && (t->numel() != 1 || (x.dtype != DType::Float && t->dtype != x.dtype)))
+      c.error("min and max must be scalars of the input's type, got " + std::string(dtype_name(t->dtype)) + " " + shape_str(t->shape));
   if (x.dtype == DType::Float) {
     apply(c, Unary::clip(lo ? static_cast<float>(lo->get_f64(0)) : -INFINITY, hi ? static_cast<float>(hi->get_f64(0)) : INFINITY));
     return;

@@ -13,6 +13,7 @@ void gather(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& ind = c.input(1);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  need_index_type(c, ind, "indices");
   Shape ys(x.shape.begin(), x.shape.begin() + axis);
   ys.insert(ys.end(), ind.shape.begin(), ind.shape.end());
   ys.insert(ys.end(), x.shape.begin() + axis + 1, x.shape.end());
@@ -33,6 +34,7 @@ void gather(OpContext& c) {
 // axes other than `axis`, updates shaped like the indices. A hostile model breaks any of these
 // (fuzz_runtime: reads and writes past the buffers), so they are checked before the loop.
 void check_elementwise_indices(OpContext& c, const Tensor& x, const Tensor& ind, int64_t axis, const Tensor* upd) {
+  need_index_type(c, ind, "indices");
   if (ind.rank() != x.rank()) c.error("indices " + shape_str(ind.shape) + " and data " + shape_str(x.shape) + " differ in rank");
   for (size_t d = 0; d < ind.shape.size(); ++d)
     if (static_cast<int64_t>(d) != axis && ind.shape[d] > x.shape[d])
@@ -66,6 +68,7 @@ void gather_elements(OpContext& c) {
 void gather_nd(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& ind = c.input(1);
+  need_index_type(c, ind, "indices");
   const int64_t b = c.attr_i("batch_dims", 0), q = ind.rank();
   if (q < 1 || b < 0 || b >= q || b >= x.rank()) c.error("batch_dims " + std::to_string(b) + " does not fit indices " + shape_str(ind.shape) + " and data " + shape_str(x.shape));
   const int64_t k = ind.shape.back();
@@ -95,8 +98,8 @@ void gather_nd(OpContext& c) {
 
 template <class T>
 void reduce_into(T& dst, T src, std::string_view red) {
-  if (red == "add") dst = static_cast<T>(dst + src);
-  else if (red == "mul") dst = static_cast<T>(dst * src);
+  if (red == "add") dst = wrap_add(dst, src);
+  else if (red == "mul") dst = wrap_mul(dst, src);
   else if (red == "max") dst = std::max(dst, src);
   else if (red == "min") dst = std::min(dst, src);
   else dst = src;
@@ -107,6 +110,7 @@ void scatter_nd(OpContext& c) {
   const Tensor& ind = c.input(1);
   const Tensor& upd = c.input(2);
   std::string_view red = c.attr_s("reduction", "none");
+  need_index_type(c, ind, "indices");
   if (ind.rank() < 1 || ind.shape.back() < 1 || ind.shape.back() > x.rank())
     c.error("indices " + shape_str(ind.shape) + " do not fit data " + shape_str(x.shape));
   {  // updates: indices.shape[:-1] + data.shape[k:]
@@ -159,8 +163,13 @@ void scatter_elements(OpContext& c) {
 
 void one_hot(OpContext& c) {
   const Tensor& ind = c.input(0);
-  const int64_t depth = c.input(1).get_i64(0);
   const Tensor& vals = c.input(2);
+  // depth is one value, values two (off, on): shorter tensors would be read past their end.
+  if (c.input(1).numel() != 1 || vals.numel() != 2)
+    c.error("depth must hold one value and values two, got " + shape_str(c.input(1).shape) + " and " + shape_str(vals.shape));
+  const double depth_f = c.input(1).get_f64(0);
+  if (!(depth_f >= 1 && depth_f < 9.2e18)) c.error("depth must be positive, got " + std::to_string(depth_f));
+  const int64_t depth = static_cast<int64_t>(depth_f);
   const int64_t r = ind.rank() + 1;
   const int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
   Shape ys = ind.shape;
@@ -173,7 +182,7 @@ void one_hot(OpContext& c) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t d = 0; d < depth; ++d)
       for (int64_t i = 0; i < inner; ++i) {
-        int64_t v = ind.get_i64(o * inner + i);
+        int64_t v = ind.get_i64(o * inner + i);  // float indices (T1 is any numeric type) saturate
         // Before opset 11 an index outside [0, depth) is all off; from 11 negatives count back.
         if (c.opset < 11 && ind.get_f64(o * inner + i) < 0) v = depth;
         else if (v < 0) v += depth;

@@ -11,7 +11,8 @@ void nll(OpContext& c, const std::vector<double>& lp, const Shape& shape, DType 
          const Tensor* weight) {
   if (shape.size() < 2) c.error("input must have rank >= 2, got " + shape_str(shape));
   const int64_t N = shape[0], C = shape[1];
-  const int64_t D = numel(shape) / std::max<int64_t>(N * C, 1);
+  need_index_type(c, target, "target");
+  const int64_t D = numel(shape) / std::max<int64_t>(mul_dim(c, N, C), 1);
   if (target.numel() != N * D) c.error("target " + shape_str(target.shape) + " does not match input " + shape_str(shape));
   if (weight && weight->numel() < C) c.error("weight " + shape_str(weight->shape) + " has fewer than C elements");
   const bool has_ignore = c.has_attr("ignore_index");

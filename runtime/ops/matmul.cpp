@@ -172,7 +172,7 @@ void matmul_generic(const Tensor& a, const Tensor& b, Tensor& y) {
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
         T acc{};
-        for (int64_t k = 0; k < K; ++k) acc += A[m * K + k] * B[k * N + n];
+        for (int64_t k = 0; k < K; ++k) acc = wrap_add(acc, wrap_mul(A[m * K + k], B[k * N + n]));
         Y[m * N + n] = acc;
       }
   });
@@ -261,7 +261,7 @@ void matmul_residual(OpContext& c, const Shape& ys) {
       const T* p1 = pr->ptr<T>();
       T* py = y.ptr<T>();
       for_each_broadcast<2>(y.shape, {bcast_strides(tmp.shape, y.shape), bcast_strides(pr->shape, y.shape)},
-                            [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = static_cast<T>(p0[o[0]] + p1[o[1]]); });
+                            [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = wrap_add(p0[o[0]], p1[o[1]]); });
     }
   });
   apply_act(c, y);
@@ -274,6 +274,8 @@ void matmul(OpContext& c) {
   if (a.rank() == 0 || b.rank() == 0) c.error("MatMul operands must have rank >= 1");
   if (a.shape.back() != b.shape[b.rank() == 1 ? 0 : static_cast<size_t>(b.rank() - 2)])
     c.error("shapes " + shape_str(a.shape) + " and " + shape_str(b.shape) + " do not match for MatMul");
+  if (a.rank() > 2 && b.rank() > 2)  // the batch dims must broadcast (the generic path assumes it)
+    broadcast_shapes(c, Shape(a.shape.begin(), a.shape.end() - 2), Shape(b.shape.begin(), b.shape.end() - 2));
   Shape ys = simd::matmul_shape(a.shape, b.shape);
   if (c.in(2)) {
     matmul_residual(c, ys);
@@ -293,9 +295,13 @@ void gemm(OpContext& c) {
   const bool ta = c.attr_i("transA", 0), tb = c.attr_i("transB", 0);
   const float alpha = c.attr_f("alpha", 1.f), beta = c.attr_f("beta", 1.f);
   if (a.rank() != 2 || b.rank() != 2) c.error("Gemm operands must be 2-D");
+  need_same_type(c, a, b);
   const int64_t M = ta ? a.shape[1] : a.shape[0], K = ta ? a.shape[0] : a.shape[1];
   const int64_t N = tb ? b.shape[0] : b.shape[1], K2 = tb ? b.shape[1] : b.shape[0];
   if (K != K2) c.error("inner dimensions differ: " + shape_str(a.shape) + " x " + shape_str(b.shape));
+  // C broadcasts to [M, N] (unidirectionally): another shape would be read past its end.
+  if (cc && cc->numel() > 0 && !broadcasts_to(cc->shape, {M, N}))
+    c.error("C " + shape_str(cc->shape) + " does not broadcast to [" + std::to_string(M) + ", " + std::to_string(N) + "]");
   Tensor& y = c.output(0, a.dtype, {M, N});
   if (a.dtype != DType::Float) {
     dispatch_type(a.dtype, [&](auto v) {
@@ -306,13 +312,13 @@ void gemm(OpContext& c) {
           for (int64_t n = 0; n < N; ++n) {
             T acc{};
             for (int64_t k = 0; k < K; ++k)
-              acc += a.ptr<T>()[ta ? k * M + m : m * K + k] * b.ptr<T>()[tb ? n * K + k : k * N + n];
+              acc = wrap_add(acc, wrap_mul(a.ptr<T>()[ta ? k * M + m : m * K + k], b.ptr<T>()[tb ? n * K + k : k * N + n]));
             double r = alpha * static_cast<double>(acc);
             if (cc) {
               auto st = bcast_strides(cc->shape, {M, N});
               r += beta * cc->get_f64(m * st[0] + n * st[1]);
             }
-            y.ptr<T>()[m * N + n] = static_cast<T>(r);
+            y.ptr<T>()[m * N + n] = from_double<T>(r);
           }
       }
     });
@@ -371,6 +377,8 @@ void einsum(OpContext& c) {
   auto expand = [&](std::string t, int64_t rank) {
     auto p = t.find("...");
     if (p == std::string::npos) return t;
+    if (t.find("...", p + 3) != std::string::npos || rank + 3 < static_cast<int64_t>(t.size()) || rank - static_cast<int64_t>(t.size() - 3) > 10)
+      c.error("the term '" + t + "' does not fit an operand of rank " + std::to_string(rank));
     size_t n = static_cast<size_t>(rank) - (t.size() - 3);
     ell_rank = std::max(ell_rank, n);
     std::string e;
@@ -415,6 +423,8 @@ void einsum(OpContext& c) {
     for (auto [ch, n] : count)
       if (n == 1 && !(ch >= '0' && ch <= '9')) out += ch;
   }
+  for (char ch : out)
+    if (!dim.count(ch)) c.error(std::string("output label ") + ch + " is not in any operand");
   std::string all = out;
   for (auto [ch, n] : dim)
     if (all.find(ch) == std::string::npos) all += ch;
@@ -422,6 +432,12 @@ void einsum(OpContext& c) {
   for (char ch : all) full.push_back(dim[ch]);
   Shape yshape;
   for (char ch : out) yshape.push_back(dim[ch]);
+  // The sum is brute force over every label combination: bound it, or a hostile equation over
+  // two 64 Ki-element operands ("ab,cd") runs for hours (a hang, not an answer).
+  int64_t combos = 1;
+  for (int64_t d : full)
+    if (__builtin_mul_overflow(combos, d, &combos) || combos > (int64_t{1} << 32))
+      c.error("the equation sums over more than 2^32 index combinations, too many for the reference Einsum");
   const Tensor& x0 = c.input(0);
   Tensor& y = c.output(0, x0.dtype, yshape);
   std::vector<std::vector<int64_t>> strides(terms.size(), std::vector<int64_t>(all.size(), 0));

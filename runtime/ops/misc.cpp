@@ -10,6 +10,7 @@ namespace {
 void bit_shift(OpContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
+  need_same_type(c, a, b);
   const bool left = c.attr_s("direction") == "LEFT";
   Tensor& y = c.output(0, a.dtype, broadcast_shapes(c, a.shape, b.shape));
   dispatch_type(a.dtype, [&](auto v) {
@@ -29,6 +30,7 @@ void bit_shift(OpContext& c) {
 void compress(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& cond = c.input(1);
+  if (cond.dtype != DType::Bool) c.error("condition must be bool, got " + std::string(dtype_name(cond.dtype)));
   const size_t es = dtype_size(x.dtype);
   if (!c.has_attr("axis")) {
     std::vector<int64_t> keep;
@@ -59,6 +61,14 @@ void reverse_sequence(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& lens = c.input(1);
   const int64_t ba = c.attr_i("batch_axis", 1), ta = c.attr_i("time_axis", 0);
+  // The walk below indexes the shape by both axes and reads a length per batch entry, each at
+  // most the time axis: anything else would read past the shape, lens or the input.
+  if (x.rank() < 2 || (ba != 0 && ba != 1) || (ta != 0 && ta != 1) || ba == ta)
+    c.error("batch_axis " + std::to_string(ba) + " and time_axis " + std::to_string(ta) + " must be 0 and 1 of an input of rank >= 2, got " + shape_str(x.shape));
+  const int64_t nb = x.shape[static_cast<size_t>(ba)], nt = x.shape[static_cast<size_t>(ta)];
+  if (lens.numel() != nb || is_float_dtype(lens.dtype)) c.error("sequence_lens must hold " + std::to_string(nb) + " integers, got " + shape_str(lens.shape));
+  for (int64_t b = 0; b < nb; ++b)
+    if (lens.get_i64(b) < 0 || lens.get_i64(b) > nt) c.error("sequence_lens values must lie in [0, " + std::to_string(nt) + "]");
   Tensor& y = c.output(0, x.dtype, x.shape);
   const size_t es = dtype_size(x.dtype);
   auto st = contiguous_strides(x.shape);
@@ -77,10 +87,15 @@ void reverse_sequence(OpContext& c) {
 
 template <int KIND>  // 0 Hann, 1 Hamming, 2 Blackman
 void window(OpContext& c) {
-  const int64_t n = c.input(0).get_i64(0);
+  if (c.input(0).numel() != 1) c.error("size must hold one value, got " + shape_str(c.input(0).shape));
+  const int64_t n = ints_of(c.input(0))[0];
+  if (n < 0) c.error("size must not be negative, got " + std::to_string(n));
   const bool periodic = c.attr_i("periodic", 1);
-  const DType dt = static_cast<DType>(c.attr_i("output_datatype", 1));
-  std::vector<double> w(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  const int64_t dti = c.attr_i("output_datatype", 1);
+  if (dti <= 0 || dti > 23 || !dtype_known(static_cast<int32_t>(dti))) c.error("output_datatype " + std::to_string(dti) + " is not a tensor type");
+  const DType dt = static_cast<DType>(dti);
+  Tensor& y = c.output(0, dt, {n});  // first: the memory budget refuses a hostile size before the staging buffer
+  std::vector<double> w(static_cast<size_t>(n));
   const double den = static_cast<double>(periodic ? n : n - 1);
   for (int64_t i = 0; i < n; ++i) {
     const double x = 2 * M_PI * static_cast<double>(i) / den;
@@ -88,12 +103,17 @@ void window(OpContext& c) {
     else if (KIND == 1) w[static_cast<size_t>(i)] = 25.0 / 46 - (1 - 25.0 / 46) * std::cos(x);
     else w[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
   }
-  cast_into(Tensor::view(DType::Double, {n}, w.data()), c.output(0, dt, {n}));
+  cast_into(Tensor::view(DType::Double, {n}, w.data()), y);
 }
 
 void det(OpContext& c) {
   const Tensor& x = c.input(0);
-  const int64_t M = x.shape.back(), mats = M ? x.numel() / (M * M) : 0;
+  if (x.rank() < 2 || x.shape[x.shape.size() - 2] != x.shape.back()) c.error("input must be square matrices, got " + shape_str(x.shape));
+  const int64_t M = x.shape.back(), MM = mul_dim(c, M, M), mats = M ? x.numel() / MM : 0;
+  if (mats == 0) {  // an empty batch: no staging matrix (M may be huge)
+    c.output(0, x.dtype, Shape(x.shape.begin(), x.shape.end() - 2));
+    return;
+  }
   Shape ys(x.shape.begin(), x.shape.end() - 2);
   std::vector<double> out(static_cast<size_t>(mats));
   std::vector<double> a(static_cast<size_t>(M * M));
@@ -123,11 +143,13 @@ void det(OpContext& c) {
 void non_max_suppression(OpContext& c) {
   const Tensor& boxes = c.input(0);
   const Tensor& scores = c.input(1);
-  const int64_t max_out = c.in(2) && c.in(2)->numel() ? c.in(2)->get_i64(0) : 0;
+  const int64_t max_out = c.in(2) && c.in(2)->numel() ? ints_of(*c.in(2))[0] : 0;
   const double iou_th = c.in(3) && c.in(3)->numel() ? c.in(3)->get_f64(0) : 0;
   const bool has_score_th = c.in(4) && c.in(4)->numel();
   const double score_th = has_score_th ? c.in(4)->get_f64(0) : 0;
   const bool center = c.attr_i("center_point_box", 0);
+  if (boxes.rank() != 3 || scores.rank() != 3 || boxes.shape[0] != scores.shape[0] || boxes.shape[1] != scores.shape[2] || boxes.shape[2] != 4)
+    c.error("boxes must be [B, N, 4] and scores [B, C, N], got " + shape_str(boxes.shape) + " and " + shape_str(scores.shape));
   const int64_t B = scores.shape[0], C = scores.shape[1], N = scores.shape[2];
   auto corners = [&](int64_t b, int64_t i) {
     double v[4];

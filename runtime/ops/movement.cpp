@@ -41,8 +41,16 @@ void transpose(OpContext& c) {
   std::vector<int64_t> perm(p.begin(), p.end());
   if (perm.empty())
     for (int64_t i = x.rank(); i-- > 0;) perm.push_back(i);
+  // The transpose walks the input by perm: anything but a permutation of the axes would index
+  // past the shape or the buffer.
+  if (static_cast<int64_t>(perm.size()) != x.rank()) c.error("perm has " + std::to_string(perm.size()) + " values for rank " + std::to_string(x.rank()));
+  std::vector<bool> seen(perm.size(), false);
   Shape ys;
-  for (auto a : perm) ys.push_back(x.shape[static_cast<size_t>(norm_axis(c, a, x.rank()))]);
+  for (auto a : perm) {
+    if (a < 0 || a >= x.rank() || seen[static_cast<size_t>(a)]) c.error("perm " + shape_str(perm) + " is not a permutation of the axes");
+    seen[static_cast<size_t>(a)] = true;
+    ys.push_back(x.shape[static_cast<size_t>(a)]);
+  }
   Tensor& y = c.output(0, x.dtype, ys);
   simd::transpose(dtype_size(x.dtype), x.shape, x.data, perm, y.data);
 }
@@ -55,7 +63,12 @@ void concat(OpContext& c) {
   for (size_t i = 0; i < c.input_count(); ++i) {
     const Tensor& xi = c.input(i);
     if (xi.rank() != x0.rank() || xi.dtype != x0.dtype) c.error("inputs differ in rank or type");
-    ys[static_cast<size_t>(axis)] += xi.shape[static_cast<size_t>(axis)];
+    // Other dims that differ would copy rows of the wrong length (past the smaller input).
+    for (int64_t d = 0; d < x0.rank(); ++d)
+      if (d != axis && xi.shape[static_cast<size_t>(d)] != x0.shape[static_cast<size_t>(d)])
+        c.error("input shapes " + shape_str(x0.shape) + " and " + shape_str(xi.shape) + " differ outside axis " + std::to_string(axis));
+    if (__builtin_add_overflow(ys[static_cast<size_t>(axis)], xi.shape[static_cast<size_t>(axis)], &ys[static_cast<size_t>(axis)]))
+      c.error("the concatenated axis is out of range");
   }
   Tensor& y = c.output(0, x0.dtype, ys);
   const size_t es = dtype_size(x0.dtype);
@@ -80,6 +93,8 @@ void split(OpContext& c) {
   if (c.in(1)) sizes = ints_of(*c.in(1));
   else if (c.has_attr("split")) sizes.assign(c.attr_ints("split").begin(), c.attr_ints("split").end());
   const int64_t n = static_cast<int64_t>(c.output_count());
+  if (!sizes.empty() && static_cast<int64_t>(sizes.size()) != n)
+    c.error("split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(n) + " outputs");
   if (sizes.empty()) {
     int64_t chunk = (len + n - 1) / n;
     for (int64_t i = 0; i < n; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, len - i * chunk)));
@@ -87,8 +102,7 @@ void split(OpContext& c) {
   // Sizes that are negative or do not add up to the axis would copy past the input's end.
   int64_t total = 0;
   for (int64_t v : sizes) {
-    if (v < 0) c.error("split sizes must not be negative, got " + std::to_string(v));
-    total += v;
+    if (v < 0 || __builtin_add_overflow(total, v, &total)) c.error("split sizes must be non-negative and add up to the axis, got " + std::to_string(v));
   }
   if (total != len)
     c.error("split sizes add up to " + std::to_string(total) + ", the axis has " + std::to_string(len));
@@ -125,11 +139,21 @@ void slice(OpContext& c) {
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
+  // Lists of other lengths would be read past their end; a repeated axis is invalid (ONNX).
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.error("starts, ends, axes and steps have " + std::to_string(starts.size()) + ", " + std::to_string(ends.size()) + ", " +
+            std::to_string(axes.size()) + " and " + std::to_string(steps.size()) + " values");
+  std::vector<bool> sliced(static_cast<size_t>(r), false);
   Shape ys = x.shape;
   std::vector<int64_t> first(static_cast<size_t>(r), 0), step(static_cast<size_t>(r), 1);
   for (size_t i = 0; i < axes.size(); ++i) {
     size_t a = static_cast<size_t>(norm_axis(c, axes[i], r));
-    const int64_t d = x.shape[a], st = steps[i];
+    if (sliced[a]) c.error("axes repeat axis " + std::to_string(a));
+    sliced[a] = true;
+    const int64_t d = x.shape[a];
+    // A step past the axis takes one element at most: clamping it keeps the arithmetic below
+    // (and the stride step * axis stride) from overflowing for a hostile step of +-2^63.
+    const int64_t st = std::clamp<int64_t>(steps[i], -std::max<int64_t>(d, 1), std::max<int64_t>(d, 1));
     if (st == 0) c.error("slice step is 0");
     int64_t s = starts[i], e = ends[i];
     if (s < 0) s += d;
@@ -137,11 +161,11 @@ void slice(OpContext& c) {
     if (st > 0) {
       s = std::clamp<int64_t>(s, 0, d);
       e = std::clamp<int64_t>(e, 0, d);
-      ys[a] = e > s ? (e - s + st - 1) / st : 0;
+      ys[a] = e > s ? (e - s - 1) / st + 1 : 0;
     } else {
       s = std::clamp<int64_t>(s, 0, d - 1);
       e = std::clamp<int64_t>(e, -1, d - 1);
-      ys[a] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+      ys[a] = s > e ? (s - e - 1) / (-st) + 1 : 0;
     }
     first[a] = s;
     step[a] = st;
@@ -253,11 +277,13 @@ void pad(OpContext& c) {
 void trilu(OpContext& c) {
   const Tensor& x = c.input(0);
   if (x.rank() < 2) c.error("input must have rank >= 2, got " + shape_str(x.shape));
-  const int64_t k = c.in(1) ? c.in(1)->get_i64(0) : 0;
+  if (c.in(1) && c.in(1)->numel() != 1) c.error("k must hold one value, got " + shape_str(c.in(1)->shape));
+  const int64_t R = x.shape[x.shape.size() - 2], C = x.shape.back(), mats = (R != 0 && C != 0) ? x.numel() / R / C : 0;
+  // Beyond +-(R + C) every k keeps all or nothing: clamped, i + k cannot overflow.
+  const int64_t k = std::clamp<int64_t>(c.in(1) ? ints_of(*c.in(1))[0] : 0, -R - C - 1, R + C + 1);
   const bool upper = c.attr_i("upper", 1);
   Tensor& y = c.output(0, x.dtype, x.shape);
   const size_t es = dtype_size(x.dtype);
-  const int64_t R = x.shape[x.shape.size() - 2], C = x.shape.back(), mats = (R * C) != 0 ? x.numel() / (R * C) : 0;
   // Per row, columns [lo, hi) are kept (a contiguous run), the rest zeroed.
   for (int64_t m = 0; m < mats; ++m)
     for (int64_t i = 0; i < R; ++i) {
@@ -289,7 +315,7 @@ void depth_to_space(OpContext& c) {
   const bool crd = c.attr_s("mode", "DCR") == "CRD";
   Shape tmp = crd ? Shape{N, C / (b * b), b, b, H, W} : Shape{N, b, b, C / (b * b), H, W};
   std::vector<int64_t> perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
-  Tensor& y = c.output(0, x.dtype, {N, C / (b * b), H * b, W * b});
+  Tensor& y = c.output(0, x.dtype, {N, C / (b * b), mul_dim(c, H, b), mul_dim(c, W, b)});
   simd::transpose(dtype_size(x.dtype), tmp, x.data, perm, y.data);
 }
 
@@ -299,7 +325,7 @@ void space_to_depth(OpContext& c) {
   const int64_t b = c.attr_i("blocksize", 1), N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   Shape tmp{N, C, H / b, b, W / b, b};
   std::vector<int64_t> perm{0, 3, 5, 1, 2, 4};
-  Tensor& y = c.output(0, x.dtype, {N, C * b * b, H / b, W / b});
+  Tensor& y = c.output(0, x.dtype, {N, mul_dim(c, C, b * b), H / b, W / b});
   simd::transpose(dtype_size(x.dtype), tmp, x.data, perm, y.data);
 }
 

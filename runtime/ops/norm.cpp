@@ -98,8 +98,12 @@ void instance_norm(OpContext& c) {
   need_float(c, x);
   const Tensor &scale = c.input(1), &bias = c.input(2);
   const float eps = c.attr_f("epsilon", 1e-5f);
+  if (x.rank() < 2) c.error("input must have rank >= 2, got " + shape_str(x.shape));
   Tensor& y = c.output(0, x.dtype, x.shape);
-  const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / std::max<int64_t>(N * C, 1);
+  if (x.numel() == 0) return;
+  const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / (N * C);
+  need_elements(c, scale, C, DType::Float, "scale");
+  need_elements(c, bias, C, DType::Float, "B");
   const std::vector<float> ones(static_cast<size_t>(sp), 1.f);
   simd::parallel_for(N * C, [&](int64_t pl) {
     const float* X = x.ptr<float>() + pl * sp;
@@ -111,10 +115,13 @@ void instance_norm(OpContext& c) {
 }
 
 // Expands a parameter broadcastable to the normalized shape into `cols` contiguous values.
-const float* expand_param(const Tensor* p, const Shape& norm_shape, std::vector<float>& buf) {
+const float* expand_param(const OpContext& c, const Tensor* p, const Shape& norm_shape, std::vector<float>& buf) {
   if (!p) return nullptr;
   const int64_t cols = numel(norm_shape);
   if (p->numel() == cols) return p->ptr<float>();
+  // Anything that does not broadcast to the normalized shape would be read past its end.
+  if (!broadcasts_to(p->shape, norm_shape))
+    c.error("scale/bias " + shape_str(p->shape) + " do not broadcast to the normalized shape " + shape_str(norm_shape));
   buf.resize(static_cast<size_t>(cols));
   auto st = bcast_strides(p->shape, norm_shape);
   for_each_broadcast<1>(norm_shape, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) {
@@ -161,8 +168,8 @@ void layer_norm(OpContext& c) {
   std::vector<float> sb, bb;
   const Tensor sc = c.in(1) ? float_of(c, *c.in(1)) : Tensor{};
   const Tensor bi = c.in(2) ? float_of(c, *c.in(2)) : Tensor{};
-  const float* scale = expand_param(c.in(1) ? &sc : nullptr, norm_shape, sb);
-  const float* bias = expand_param(c.in(2) ? &bi : nullptr, norm_shape, bb);
+  const float* scale = expand_param(c, c.in(1) ? &sc : nullptr, norm_shape, sb);
+  const float* bias = expand_param(c, c.in(2) ? &bi : nullptr, norm_shape, bb);
   FloatOut y(c, 0, ytype, x.shape);
   Shape stat_shape(x.shape.begin(), x.shape.begin() + axis);
   stat_shape.resize(x.shape.size(), 1);
@@ -187,7 +194,7 @@ void rms_norm(OpContext& c) {
   const int64_t cols = numel(norm_shape), rows = cols ? x.numel() / cols : 0;
   std::vector<float> sb;
   const Tensor sc = c.in(1) ? float_of(c, *c.in(1)) : Tensor{};
-  const float* scale = expand_param(c.in(1) ? &sc : nullptr, norm_shape, sb);
+  const float* scale = expand_param(c, c.in(1) ? &sc : nullptr, norm_shape, sb);
   FloatOut y(c, 0, c.in(1) ? c.in(1)->dtype : c.input(0).dtype, x.shape);
   simd::rms_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), scale, eps, y.ptr());
   y.finish();
@@ -199,8 +206,15 @@ void group_norm(OpContext& c) {
   const Tensor &scale = c.input(1), &bias = c.input(2);
   const int64_t G = c.attr_i("num_groups", 1);
   const float eps = c.attr_f("epsilon", 1e-5f);
-  const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / std::max<int64_t>(N * C, 1);
+  if (x.rank() < 2) c.error("input must have rank >= 2, got " + shape_str(x.shape));
+  const int64_t N = x.shape[0], C = x.shape[1];
+  if (G <= 0 || C % G != 0) c.error("num_groups " + std::to_string(G) + " does not divide the " + std::to_string(C) + " channels");
   Tensor& y = c.output(0, x.dtype, x.shape);
+  if (x.numel() == 0) return;
+  const int64_t sp = x.numel() / (N * C);
+  // Per group (opset 18) or per channel (21): anything shorter would be read past its end.
+  need_elements(c, scale, scale.numel() == G ? G : C, DType::Float, "scale");
+  need_elements(c, bias, scale.numel() == G ? G : C, DType::Float, "bias");
   const int64_t cpg = C / G;
   const std::vector<float> ones(static_cast<size_t>(cpg * sp), 1.f);
   simd::layer_norm(static_cast<size_t>(N * G), static_cast<size_t>(cpg * sp), x.ptr<float>(), ones.data(), nullptr, eps,
@@ -261,8 +275,10 @@ void lrn(OpContext& c) {
   need_float(c, x);
   const float alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f), bias = c.attr_f("bias", 1.f);
   const int64_t size = c.attr_i("size", 1);
+  if (x.rank() < 2 || size <= 0) c.error("needs an input of rank >= 2 and a positive size, got " + shape_str(x.shape) + " and " + std::to_string(size));
   Tensor& y = c.output(0, x.dtype, x.shape);
-  const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / std::max<int64_t>(N * C, 1);
+  if (x.numel() == 0) return;
+  const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / (N * C);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t ch = 0; ch < C; ++ch)
       for (int64_t s = 0; s < sp; ++s) {

@@ -1,6 +1,7 @@
 // MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool: 1-3 spatial dims.
 
 #include <cmath>
+#include <tuple>
 
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
@@ -24,6 +25,15 @@ void pool_tap(const float* col, float* y, int64_t lo, int64_t hi, int64_t off, i
     if constexpr (P == Pool::Max) y[o] = pool_max(y[o], v);
     else y[o] += v;
   }
+}
+
+// Taps [lo, hi) of a window starting at `start` (dilation d, k taps) that fall inside [0, in):
+// computed, not stepped to, so a hostile kernel of 2^40 taps (with pads as large) does not
+// turn into a 2^40-iteration loop per output (a hang).
+inline std::pair<int64_t, int64_t> tap_range(int64_t start, int64_t k, int64_t d, int64_t in) {
+  const int64_t lo = start >= 0 ? 0 : std::min(k, (-start + d - 1) / d);
+  const int64_t hi = start >= in ? 0 : std::min(k, (in - 1 - start) / d + 1);
+  return {lo, std::max(lo, hi)};
 }
 
 // 2-D max/average pooling with dilation 1, separable: each output row first reduces its window
@@ -156,15 +166,11 @@ void pool(OpContext& c) {
       float* Y = y.ptr<float>() + pl * out_sp;
       for (int64_t oh = 0; oh < out[0]; ++oh) {
         const int64_t h0 = oh * g.stride[0] - g.pad_begin[0];
-        int64_t kh0 = 0, kh1 = g.kernel[0];
-        while (kh0 < kh1 && h0 + kh0 * g.dilation[0] < 0) ++kh0;
-        while (kh1 > kh0 && h0 + (kh1 - 1) * g.dilation[0] >= g.in[0]) --kh1;
+        const auto [kh0, kh1] = tap_range(h0, g.kernel[0], g.dilation[0], g.in[0]);
         const int64_t hend = std::min(h0 + (g.kernel[0] - 1) * g.dilation[0] + 1, g.in[0] + g.pad_end[0]);
         for (int64_t ow = 0; ow < out[1]; ++ow) {
           const int64_t w0 = ow * g.stride[1] - g.pad_begin[1];
-          int64_t kw0 = 0, kw1 = g.kernel[1];
-          while (kw0 < kw1 && w0 + kw0 * g.dilation[1] < 0) ++kw0;
-          while (kw1 > kw0 && w0 + (kw1 - 1) * g.dilation[1] >= g.in[1]) --kw1;
+          const auto [kw0, kw1] = tap_range(w0, g.kernel[1], g.dilation[1], g.in[1]);
           float acc = P == Pool::Max ? -INFINITY : 0.f;
           for (int64_t a = kh0; a < kh1; ++a) {
             const float* row = X + (h0 + a * g.dilation[0]) * g.in[1] + w0;
@@ -201,7 +207,7 @@ void pool(OpContext& c) {
           oi[i] = rem % out[static_cast<size_t>(i)];
           rem /= out[static_cast<size_t>(i)];
         }
-        int64_t start[3], kdim[3];
+        int64_t start[3], kdim[3], t0[3] = {0, 0, 0}, t1[3] = {1, 1, 1};
         int64_t padded_count = 1;
         for (int i = 0; i < 3; ++i) {
           size_t u = static_cast<size_t>(i);
@@ -210,19 +216,17 @@ void pool(OpContext& c) {
           if (i < r) {
             int64_t end = std::min(start[i] + (kdim[i] - 1) * g.dilation[u] + 1, g.in[u] + g.pad_end[u]);
             padded_count *= (end - start[i] + g.dilation[u] - 1) / g.dilation[u];
+            std::tie(t0[i], t1[i]) = tap_range(start[i], kdim[i], g.dilation[u], g.in[u]);
           }
         }
         double acc = P == Pool::Max ? -INFINITY : 0.0;
         int64_t best = -1, count = 0;
-        for (int64_t a = 0; a < kdim[0]; ++a) {
+        for (int64_t a = t0[0]; a < t1[0]; ++a) {
           int64_t h = start[0] + a * g.dilation[0];
-          if (r >= 1 && (h < 0 || h >= g.in[0])) continue;
-          for (int64_t b = 0; b < kdim[1]; ++b) {
+          for (int64_t b = t0[1]; b < t1[1]; ++b) {
             int64_t w = start[1] + b * g.dilation[1];
-            if (r >= 2 && (w < 0 || w >= g.in[1])) continue;
-            for (int64_t d = 0; d < kdim[2]; ++d) {
+            for (int64_t d = t0[2]; d < t1[2]; ++d) {
               int64_t z = start[2] + d * g.dilation[2];
-              if (r >= 3 && (z < 0 || z >= g.in[2])) continue;
               int64_t off = (h * (r >= 2 ? g.in[1] : 1) + (r >= 2 ? w : 0)) * (r >= 3 ? g.in[2] : 1) + (r >= 3 ? z : 0);
               double v = static_cast<double>(X[off]);
               if constexpr (P == Pool::Max) {

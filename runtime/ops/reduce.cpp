@@ -23,8 +23,13 @@ void reduce(OpContext& c) {
     axes.assign(c.attr_ints("axes").begin(), c.attr_ints("axes").end());
   }
   for (auto& a : axes) a = norm_axis(c, a, std::max<int64_t>(r, 1));
+  // A scalar has no axis to index (axis 0 of rank 0 would be written past the shape); a repeated
+  // axis reduces once.
+  if (r == 0) axes.clear();
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   if (axes.empty()) {
-    if (c.attr_i("noop_with_empty_axes", 0)) {
+    if (c.attr_i("noop_with_empty_axes", 0) || r == 0) {
       Tensor& y = c.output(0, x.dtype, x.shape);
       std::memcpy(y.data, x.data, x.bytes());
       return;
@@ -109,7 +114,8 @@ void arg_reduce(OpContext& c) {
 void topk(OpContext& c) {
   const Tensor& x = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_i("axis", -1), x.rank());
-  const int64_t k = c.opset < 10 ? c.attr_i("k", 1) : c.input(1).get_i64(0);
+  if (c.opset >= 10 && c.input(1).numel() != 1) c.error("K must hold one value, got " + shape_str(c.input(1).shape));
+  const int64_t k = c.opset < 10 ? c.attr_i("k", 1) : ints_of(c.input(1))[0];
   const bool largest = c.attr_i("largest", 1);
   const int64_t n = x.shape[static_cast<size_t>(axis)];
   if (k < 0 || k > n) c.error("k = " + std::to_string(k) + " is out of range");
@@ -120,6 +126,7 @@ void topk(OpContext& c) {
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
   for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  if (x.numel() == 0) return;  // nothing to sort (the axis may be huge next to a zero dim)
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);
     const T* X = x.ptr<T>();
@@ -144,6 +151,7 @@ void topk(OpContext& c) {
 
 void cumsum(OpContext& c) {
   const Tensor& x = c.input(0);
+  if (c.input(1).numel() != 1 || is_float_dtype(c.input(1).dtype)) c.error("axis must be one integer, got " + shape_str(c.input(1).shape));
   const int64_t axis = norm_axis(c, c.input(1).get_i64(0), x.rank());
   const bool excl = c.attr_i("exclusive", 0), rev = c.attr_i("reverse", 0);
   Tensor& y = c.output(0, x.dtype, x.shape);
@@ -160,13 +168,9 @@ void cumsum(OpContext& c) {
           int64_t k = rev ? n - 1 - s : s;
           size_t off = static_cast<size_t>((o * n + k) * inner + i);
           T cur = x.ptr<T>()[off];
-          if (excl) {
-            y.ptr<T>()[off] = acc;
-            acc = static_cast<T>(acc + cur);
-          } else {
-            acc = static_cast<T>(acc + cur);
-            y.ptr<T>()[off] = acc;
-          }
+          const T next = wrap_add(acc, cur);
+          y.ptr<T>()[off] = excl ? acc : next;
+          acc = next;
         }
       }
   });

@@ -21,8 +21,11 @@ void reshape(OpContext& c) {
     if (s[i] == -1) {
       if (infer >= 0) c.error("shape " + shape_str(s) + " has more than one -1");
       infer = static_cast<int64_t>(i);
-    } else {
-      known *= s[i];
+    } else if (s[i] < -1) {
+      // numel() of two negative dims could match the input's (-2 x -3 = 6).
+      c.error("shape " + shape_str(s) + " has a negative dimension");
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {
+      c.error("shape " + shape_str(s) + " has more elements than can be addressed");
     }
   }
   if (infer >= 0) s[static_cast<size_t>(infer)] = known ? x.numel() / known : 0;
@@ -33,9 +36,10 @@ void reshape(OpContext& c) {
 void flatten(OpContext& c) {
   const Tensor& x = c.input(0);
   int64_t axis = c.attr_i("axis", 1);
+  if (axis < -x.rank() || axis > x.rank()) c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(x.rank()));
   if (axis < 0) axis += x.rank();
   int64_t a = 1;
-  for (int64_t i = 0; i < axis; ++i) a *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < axis; ++i) a = mul_dim(c, a, x.shape[static_cast<size_t>(i)]);
   c.output_alias(0, 0, {a, a ? x.numel() / a : 0});
 }
 
@@ -126,6 +130,8 @@ void fill_from_attr_tensor(OpContext& c, TensorId t, const Shape& shape) {
   const TensorStore& ts = c.graph.model().tensors;
   Tensor& y = c.output(0, ts.dtype(t), shape);
   const size_t es = dtype_size(y.dtype);
+  // A value tensor without its one element would be read past its end.
+  if (ts.dtype(t) == DType::String || ts.bytes(t).size() < es) c.error("value must hold one element of a numeric type");
   const std::byte* v = ts.bytes(t).data();
   const auto n = static_cast<size_t>(y.numel());
   auto fill = [&](auto tag) {
@@ -185,22 +191,42 @@ void range(OpContext& c) {
     else {
       // memcpy: a scalar initializer can sit at any byte offset of the mapped file (UBSan's
       // misaligned load in the fuzz replay).
+      // The schema types all three alike, each a scalar: another type or an empty tensor would
+      // be read past its end.
+      need_elements(c, s, 1, s.dtype, "start");
+      need_elements(c, l, 1, s.dtype, "limit");
+      need_elements(c, d, 1, s.dtype, "delta");
       T start, limit, delta;
       std::memcpy(&start, s.data, sizeof(T));
       std::memcpy(&limit, l.data, sizeof(T));
       std::memcpy(&delta, d.data, sizeof(T));
       if (delta == 0) c.error("delta is zero");
-      int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta))));
+      const double len = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+      // NaN or a count past int64 would make the conversion undefined (the budget refuses
+      // anything this large anyway).
+      if (std::isnan(len) || len >= 9.2e18) c.error("the range from start, limit and delta is not finite or has too many elements");
+      int64_t n = std::max<int64_t>(0, static_cast<int64_t>(len));
       Tensor& y = c.output(0, s.dtype, {n});
-      for (int64_t i = 0; i < n; ++i) y.ptr<T>()[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+      if constexpr (std::is_integral_v<T>) {
+        // Wrapping arithmetic: start + i * delta of a hostile delta may pass the type's range
+        // (signed overflow is undefined; the last value is past limit anyway).
+        for (int64_t i = 0; i < n; ++i)
+          y.ptr<T>()[i] = static_cast<T>(static_cast<uint64_t>(start) + static_cast<uint64_t>(i) * static_cast<uint64_t>(delta));
+      } else {
+        for (int64_t i = 0; i < n; ++i) y.ptr<T>()[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+      }
     }
   });
 }
 
 void eye_like(OpContext& c) {
   const Tensor& x = c.input(0);
-  DType dt = c.has_attr("dtype") ? static_cast<DType>(c.attr_i("dtype", 1)) : x.dtype;
-  int64_t k = c.attr_i("k", 0);
+  if (x.rank() != 2) c.error("input must be 2-D, got " + shape_str(x.shape));
+  const int64_t dti = c.attr_i("dtype", static_cast<int64_t>(x.dtype));
+  if (dti <= 0 || dti > 23 || !dtype_known(static_cast<int32_t>(dti))) c.error("dtype " + std::to_string(dti) + " is not a tensor type");
+  const DType dt = static_cast<DType>(dti);
+  // Beyond the matrix every k selects nothing: clamped, i + k cannot overflow.
+  const int64_t k = std::clamp<int64_t>(c.attr_i("k", 0), -x.shape[0] - 1, x.shape[1] + 1);
   Tensor& y = c.output(0, dt, x.shape);
   std::memset(y.data, 0, y.bytes());
   Tensor one = cast(Tensor::view(DType::Float, {}, std::array<float, 1>{1.f}.data()), dt);

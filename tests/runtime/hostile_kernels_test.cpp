@@ -1,0 +1,302 @@
+// Kernels given what a hostile model can give (issue 14): shapes, types and attribute values
+// outside the op's schema. Each must be refused with an onnxforge::Error naming what is wrong,
+// never read or write past a buffer, trap (SIGFPE) or loop for hours. The graphs feed the
+// offending values as graph inputs, so they reach the kernel at run time (not constant folding).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "ir/error.h"
+#include "runtime/runtime.h"
+#include "tests/common/graph_builder.h"
+#include "tests/runtime/tensors.h"
+
+using namespace onnxforge;
+using onnxforge::test::GraphBuilder;
+using onnxforge::test::make;
+using onnxforge::test::values;
+
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+std::vector<rt::Tensor> run(GraphBuilder& m, const std::vector<rt::Tensor>& ins) {
+  rt::Session s(m.model());
+  return s.run(ins);
+}
+
+// The run fails with an onnxforge::Error whose message contains `what` (and the node's name).
+void expect_refused(GraphBuilder& m, const std::vector<rt::Tensor>& ins, const std::string& what) {
+  try {
+    run(m, ins);
+    ADD_FAILURE() << "no error; expected one containing '" << what << "'";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    EXPECT_NE(msg.find("_node"), std::string::npos) << "the message should name the node: " << msg;
+  }
+}
+
+rt::Tensor f32(std::vector<int64_t> shape, float v = 1.f) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return make<float>(DType::Float, shape, std::vector<float>(static_cast<size_t>(n), v));
+}
+rt::Tensor i64(std::vector<int64_t> v) { return make<int64_t>(DType::Int64, {static_cast<int64_t>(v.size())}, v); }
+
+}  // namespace
+
+TEST(HostileKernels, TransposePermMustBeAPermutation) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {2, 3});
+  m.outputs({m.node("Transpose", {x}, {NewAttr::Ints("perm", {0, 0})})});
+  expect_refused(m, {f32({2, 3})}, "is not a permutation");
+}
+
+TEST(HostileKernels, ConcatInputsMustAgreeOutsideTheAxis) {
+  GraphBuilder m;
+  ValueId a = m.input("a", {2, 3});
+  ValueId b = m.input("b", {2, 4});
+  m.outputs({m.node("Concat", {a, b}, {NewAttr::Int("axis", 0)})});
+  expect_refused(m, {f32({2, 3}), f32({2, 4})}, "differ outside axis 0");
+}
+
+TEST(HostileKernels, SliceListsOfDifferentLengths) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {4});
+  ValueId st = m.input("st", {1}, DType::Int64);
+  ValueId en = m.input("en", {2}, DType::Int64);
+  m.outputs({m.node("Slice", {x, st, en})});
+  expect_refused(m, {f32({4}), i64({0}), i64({1, 2})}, "starts, ends, axes and steps");
+}
+
+TEST(HostileKernels, SliceExtremeStepsTakeAtMostOneElement) {
+  // steps of +-2^63 overflowed the output-size arithmetic and the stride (UBSan).
+  for (int64_t step : {kMax, kMin}) {
+    GraphBuilder m(13);
+    ValueId x = m.input("x", {5});
+    ValueId st = m.input("st", {1}, DType::Int64);
+    ValueId en = m.input("en", {1}, DType::Int64);
+    ValueId ax = m.input("ax", {1}, DType::Int64);
+    ValueId sp = m.input("sp", {1}, DType::Int64);
+    m.outputs({m.node("Slice", {x, st, en, ax, sp})});
+    auto y = run(m, {make<float>(DType::Float, {5}, {0, 1, 2, 3, 4}), i64({step > 0 ? 1 : 3}), i64({step > 0 ? 5 : -10}),
+                     i64({0}), i64({step})});
+    ASSERT_EQ(y[0].shape, (rt::Shape{1})) << step;
+    EXPECT_EQ(values<float>(y[0])[0], step > 0 ? 1.f : 3.f);
+  }
+}
+
+TEST(HostileKernels, SplitSizesMustMatchTheOutputs) {
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {4});
+  ValueId sz = m.input("sz", {3}, DType::Int64);
+  auto o = m.node_n("Split", {x, sz}, {}, 2);
+  m.outputs(o);
+  expect_refused(m, {f32({4}), i64({1, 1, 2})}, "3 sizes for 2 outputs");
+}
+
+TEST(HostileKernels, TriluKMustHoldOneValue) {
+  GraphBuilder m(14);
+  ValueId x = m.input("x", {2, 2});
+  ValueId k = m.input("k", {0}, DType::Int64);
+  m.outputs({m.node("Trilu", {x, k})});
+  expect_refused(m, {f32({2, 2}), i64({})}, "k must hold one value");
+}
+
+TEST(HostileKernels, TriluExtremeK) {
+  // i + k overflowed for k near int64's limits.
+  for (int64_t k : {kMax, kMin}) {
+    GraphBuilder m(14);
+    ValueId x = m.input("x", {2, 2});
+    ValueId kk = m.input("k", {1}, DType::Int64);
+    m.outputs({m.node("Trilu", {x, kk})});
+    auto y = values<float>(run(m, {f32({2, 2}), i64({k})})[0]);
+    EXPECT_EQ(y, std::vector<float>(4, k > 0 ? 0.f : 1.f)) << k;  // upper: nothing / everything kept
+  }
+}
+
+TEST(HostileKernels, ReshapeNegativeDimsWhoseProductMatches) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {6});
+  ValueId s = m.input("s", {2}, DType::Int64);
+  m.outputs({m.node("Reshape", {x, s})});
+  expect_refused(m, {f32({6}), i64({-2, -3})}, "negative dimension");
+}
+
+TEST(HostileKernels, RangeOperandsOfOtherTypes) {
+  GraphBuilder m(11);
+  ValueId a = m.input("a", {}, DType::Int64);
+  ValueId b = m.input("b", {}, DType::Int8);
+  ValueId d = m.input("d", {}, DType::Int64);
+  m.outputs({m.node("Range", {a, b, d})});
+  expect_refused(m, {make<int64_t>(DType::Int64, {}, {0}), make<int8_t>(DType::Int8, {}, {5}), make<int64_t>(DType::Int64, {}, {1})},
+                 "limit needs 1 int64");
+}
+
+TEST(HostileKernels, RangeOfNaNIsRefused) {
+  GraphBuilder m(11);
+  ValueId a = m.input("a", {});
+  ValueId b = m.input("b", {});
+  ValueId d = m.input("d", {});
+  m.outputs({m.node("Range", {a, b, d})});
+  expect_refused(m, {f32({}, 0.f), f32({}, std::numeric_limits<float>::quiet_NaN()), f32({}, 1.f)}, "is not finite or has too many elements");
+}
+
+TEST(HostileKernels, IntegerModAndPowNeverTrap) {
+  // INT_MIN % -1 raises SIGFPE on x86; pow's double past int8's range converted is undefined.
+  GraphBuilder m;
+  ValueId a = m.input("a", {2}, DType::Int32);
+  ValueId b = m.input("b", {2}, DType::Int32);
+  ValueId c8 = m.input("c", {1}, DType::Int8);
+  ValueId e8 = m.input("e", {1}, DType::Int8);
+  m.outputs({m.node("Mod", {a, b}), m.node("Pow", {c8, e8})});
+  auto y = run(m, {make<int32_t>(DType::Int32, {2}, {std::numeric_limits<int32_t>::min(), 7}), make<int32_t>(DType::Int32, {2}, {-1, -1}),
+                   make<int8_t>(DType::Int8, {1}, {3}), make<int8_t>(DType::Int8, {1}, {100})});
+  EXPECT_EQ(values<int32_t>(y[0]), (std::vector<int32_t>{0, 0}));
+  ASSERT_EQ(y[1].numel(), 1);
+}
+
+TEST(HostileKernels, GemmCMustBroadcast) {
+  GraphBuilder m;
+  ValueId a = m.input("a", {2, 3});
+  ValueId b = m.input("b", {3, 4});
+  ValueId cc = m.input("c", {3});
+  m.outputs({m.node("Gemm", {a, b, cc})});
+  expect_refused(m, {f32({2, 3}), f32({3, 4}), f32({3})}, "does not broadcast to [2, 4]");
+}
+
+TEST(HostileKernels, GemmOperandsOfOtherTypes) {
+  GraphBuilder m;
+  ValueId a = m.input("a", {2, 3});
+  ValueId b = m.input("b", {3, 4}, DType::Int8);
+  m.outputs({m.node("Gemm", {a, b})});
+  expect_refused(m, {f32({2, 3}), make<int8_t>(DType::Int8, {3, 4}, std::vector<int8_t>(12, 1))}, "must have the same type");
+}
+
+TEST(HostileKernels, GatherFloatIndices) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {3});
+  ValueId i = m.input("i", {1});
+  m.outputs({m.node("Gather", {x, i})});
+  expect_refused(m, {f32({3}), f32({1}, 1e30f)}, "indices must be int32 or int64");
+}
+
+TEST(HostileKernels, InstanceNormShortScale) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {1, 4, 2});
+  ValueId s = m.input("s", {2});
+  ValueId b = m.input("b", {4});
+  m.outputs({m.node("InstanceNormalization", {x, s, b})});
+  expect_refused(m, {f32({1, 4, 2}), f32({2}), f32({4})}, "scale needs 4 float32 elements");
+}
+
+TEST(HostileKernels, GroupNormGroupsMustDivideChannels) {
+  GraphBuilder m(18);
+  ValueId x = m.input("x", {1, 4, 2});
+  ValueId s = m.input("s", {4});
+  ValueId b = m.input("b", {4});
+  m.outputs({m.node("GroupNormalization", {x, s, b}, {NewAttr::Int("num_groups", 0)})});
+  expect_refused(m, {f32({1, 4, 2}), f32({4}), f32({4})}, "num_groups 0 does not divide");
+}
+
+TEST(HostileKernels, LayerNormScaleMustBroadcast) {
+  GraphBuilder m(17);
+  ValueId x = m.input("x", {2, 4});
+  ValueId s = m.input("s", {3});
+  m.outputs({m.node("LayerNormalization", {x, s})});
+  expect_refused(m, {f32({2, 4}), f32({3})}, "do not broadcast to the normalized shape");
+}
+
+TEST(HostileKernels, PoolWithAHugeKernelDoesNotHang) {
+  // A 2^40-tap window (pads as large, stride as large) was stepped through tap by tap per output.
+  const int64_t k = int64_t{1} << 40;
+  GraphBuilder m;
+  ValueId x = m.input("x", {1, 1, 4});
+  m.outputs({m.node("MaxPool", {x}, {NewAttr::Ints("kernel_shape", {k}), NewAttr::Ints("pads", {k - 1, k - 1}), NewAttr::Ints("strides", {k})})});
+  auto y = run(m, {make<float>(DType::Float, {1, 1, 4}, {1, 5, 2, 3})});
+  ASSERT_EQ(y[0].shape, (rt::Shape{1, 1, 2}));
+  EXPECT_EQ(values<float>(y[0]), (std::vector<float>{1, 5}));  // windows ending at x[0], from x[1]
+}
+
+TEST(HostileKernels, ConvDilationsThatOverflow) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {1, 1, 4});
+  ValueId w = m.input("w", {1, 1, 2});
+  m.outputs({m.node("Conv", {x, w}, {NewAttr::Ints("dilations", {kMax})})});
+  expect_refused(m, {f32({1, 1, 4}), f32({1, 1, 2})}, "out of range");
+}
+
+TEST(HostileKernels, ConvShortBias) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {1, 1, 4});
+  ValueId w = m.input("w", {3, 1, 2});
+  ValueId b = m.input("b", {1});
+  m.outputs({m.node("Conv", {x, w, b})});
+  expect_refused(m, {f32({1, 1, 4}), f32({3, 1, 2}), f32({1})}, "B needs 3 float32 elements");
+}
+
+TEST(HostileKernels, EinsumTermLongerThanTheOperand) {
+  GraphBuilder m(12);
+  ValueId x = m.input("x", {3});
+  m.outputs({m.node("Einsum", {x}, {NewAttr::String("equation", "...ab->...")})});
+  expect_refused(m, {f32({3})}, "does not fit an operand of rank 1");
+}
+
+TEST(HostileKernels, EinsumTooManyCombinations) {
+  GraphBuilder m(12);
+  ValueId a = m.input("a", {65536});
+  ValueId b = m.input("b", {65537});
+  m.outputs({m.node("Einsum", {a, b}, {NewAttr::String("equation", "i,j->")})});
+  expect_refused(m, {f32({65536}), f32({65537})}, "more than 2^32 index combinations");
+}
+
+TEST(HostileKernels, OneHotValuesNeedTwoElements) {
+  GraphBuilder m(11);
+  ValueId i = m.input("i", {2}, DType::Int64);
+  ValueId d = m.input("d", {}, DType::Int64);
+  ValueId v = m.input("v", {1});
+  m.outputs({m.node("OneHot", {i, d, v})});
+  expect_refused(m, {i64({0, 1}), make<int64_t>(DType::Int64, {}, {3}), f32({1})}, "values two");
+}
+
+TEST(HostileKernels, CastToAnUnknownType) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {2});
+  m.outputs({m.node("Cast", {x}, {NewAttr::Int("to", 999)})});
+  expect_refused(m, {f32({2})}, "is not a numeric tensor type");
+}
+
+TEST(HostileKernels, ReverseSequenceLengthsPastTheTimeAxis) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {3, 2});
+  ValueId l = m.input("l", {2}, DType::Int64);
+  m.outputs({m.node("ReverseSequence", {x, l})});
+  expect_refused(m, {f32({3, 2}), i64({3, 9})}, "sequence_lens values must lie in [0, 3]");
+}
+
+TEST(HostileKernels, DetOfNonSquareMatrices) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {2, 3});
+  m.outputs({m.node("Det", {x})});
+  expect_refused(m, {f32({2, 3})}, "square matrices");
+}
+
+TEST(HostileKernels, ClipBoundsOfAnotherType) {
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {2}, DType::Int64);
+  ValueId lo = m.input("lo", {}, DType::Int8);
+  m.outputs({m.node("Clip", {x, lo})});
+  expect_refused(m, {i64({1, 2}), make<int8_t>(DType::Int8, {}, {0})}, "scalars of the input's type");
+}
+
+TEST(HostileKernels, ReduceOverAScalarWithAnAxis) {
+  // Axis 0 of a scalar was written past the (empty) shape on the float64 path.
+  GraphBuilder m(13);
+  ValueId x = m.input("x", {}, DType::Int8);
+  m.outputs({m.node("ReduceMax", {x}, {NewAttr::Ints("axes", {0})})});
+  auto y = run(m, {make<int8_t>(DType::Int8, {}, {7})});
+  EXPECT_EQ(values<int8_t>(y[0]), (std::vector<int8_t>{7}));
+}
