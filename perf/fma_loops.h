@@ -17,65 +17,75 @@ inline constexpr std::int64_t kIters = 1 << 16;
   __asm__ volatile("" : "+" R(a0), "+" R(a1), "+" R(a2), "+" R(a3), "+" R(a4), "+" R(a5), "+" R(a6), \
                    "+" R(a7), "+" R(a8), "+" R(a9), "+" R(a10), "+" R(a11))
 
-__attribute__((target("avx512f"))) inline float loop_avx512(std::int64_t iters) {
-#define INIT(i) __m512 a##i = _mm512_set1_ps(static_cast<float>(i));
-#define STEP(i) a##i = _mm512_fmadd_ps(a##i, m, c);
-#define SUM(i) s = _mm512_add_ps(s, a##i);
-  ONNXFORGE_CHAINS(INIT)
-  const __m512 m = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(1e-4f);
-  for (std::int64_t it = 0; it < iters; ++it) {
-    ONNXFORGE_CHAINS(STEP)
-    ONNXFORGE_KEEP("v");
-  }
-  __m512 s = _mm512_setzero_ps();
+// One loop body for every ISA, written on V (the vector type) and the SET1 / FMA / ADD / ZERO
+// intrinsics each function below defines before it expands the body.
+#define INIT(i) V a##i = SET1(static_cast<float>(i));
+#define STEP(i) a##i = FMA(a##i, m, c);
+#define SUM(i) s = ADD(s, a##i);
+#define ONNXFORGE_FMA_BODY(REG)                      \
+  ONNXFORGE_CHAINS(INIT)                             \
+  const V m = SET1(0.9999f), c = SET1(1e-4f);        \
+  for (std::int64_t it = 0; it < iters; ++it) {      \
+    ONNXFORGE_CHAINS(STEP)                           \
+    ONNXFORGE_KEEP(REG);                             \
+  }                                                  \
+  V s = ZERO();                                      \
   ONNXFORGE_CHAINS(SUM)
+
+#define V __m512
+#define SET1 _mm512_set1_ps
+#define FMA _mm512_fmadd_ps
+#define ADD _mm512_add_ps
+#define ZERO _mm512_setzero_ps
+__attribute__((target("avx512f"))) inline float loop_avx512(std::int64_t iters) {
+  ONNXFORGE_FMA_BODY("v")
   alignas(64) float out[16];
   _mm512_store_ps(out, s);
   return out[0] + out[15];
-#undef INIT
-#undef STEP
-#undef SUM
 }
+#undef V
+#undef SET1
+#undef FMA
+#undef ADD
+#undef ZERO
 
+#define V __m256
+#define SET1 _mm256_set1_ps
+#define FMA _mm256_fmadd_ps
+#define ADD _mm256_add_ps
+#define ZERO _mm256_setzero_ps
 __attribute__((target("avx2,fma"))) inline float loop_avx2(std::int64_t iters) {
-#define INIT(i) __m256 a##i = _mm256_set1_ps(static_cast<float>(i));
-#define STEP(i) a##i = _mm256_fmadd_ps(a##i, m, c);
-#define SUM(i) s = _mm256_add_ps(s, a##i);
-  ONNXFORGE_CHAINS(INIT)
-  const __m256 m = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(1e-4f);
-  for (std::int64_t it = 0; it < iters; ++it) {
-    ONNXFORGE_CHAINS(STEP)
-    ONNXFORGE_KEEP("x");
-  }
-  __m256 s = _mm256_setzero_ps();
-  ONNXFORGE_CHAINS(SUM)
+  ONNXFORGE_FMA_BODY("x")
   alignas(32) float out[8];
   _mm256_store_ps(out, s);
   return out[0] + out[7];
-#undef INIT
-#undef STEP
-#undef SUM
 }
+#undef V
+#undef SET1
+#undef FMA
+#undef ADD
+#undef ZERO
 
 // SSE has no FMA: a multiply and an add per element count as the same two flops.
+#define V __m128
+#define SET1 _mm_set1_ps
+#define FMA(a, m, c) _mm_add_ps(_mm_mul_ps(a, m), c)
+#define ADD _mm_add_ps
+#define ZERO _mm_setzero_ps
 inline float loop_sse(std::int64_t iters) {
-#define INIT(i) __m128 a##i = _mm_set1_ps(static_cast<float>(i));
-#define STEP(i) a##i = _mm_add_ps(_mm_mul_ps(a##i, m), c);
-#define SUM(i) s = _mm_add_ps(s, a##i);
-  ONNXFORGE_CHAINS(INIT)
-  const __m128 m = _mm_set1_ps(0.9999f), c = _mm_set1_ps(1e-4f);
-  for (std::int64_t it = 0; it < iters; ++it) {
-    ONNXFORGE_CHAINS(STEP)
-    ONNXFORGE_KEEP("x");
-  }
-  __m128 s = _mm_setzero_ps();
-  ONNXFORGE_CHAINS(SUM)
+  ONNXFORGE_FMA_BODY("x")
   return _mm_cvtss_f32(s);
+}
+#undef V
+#undef SET1
+#undef FMA
+#undef ADD
+#undef ZERO
+
 #undef INIT
 #undef STEP
 #undef SUM
-}
-
+#undef ONNXFORGE_FMA_BODY
 #undef ONNXFORGE_CHAINS
 #undef ONNXFORGE_KEEP
 
