@@ -497,20 +497,6 @@ TEST(UpgradeOpset, RefusesDowngradesAndOpsetsTheRuntimeCannotRun) {
 
 // ------------------------------------------------------------------ subgraphs, functions, IR on disk
 
-namespace {
-
-fs::path python_model(const std::string& tag, const std::string& body) {
-  fs::path dir = temp_dir(tag);
-  fs::path script = dir / "make.py", out = dir / "model.onnx";
-  std::ofstream(script) << "import onnx\nfrom onnx import helper as h, TensorProto as T\n" << body
-                        << "\nonnx.save(m, '" << out.string() << "')\n";
-  std::string cmd = "/usr/bin/python3 " + script.string();
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  return out;
-}
-
-}  // namespace
-
 TEST(UpgradeOpset, SubgraphsAreUpgradedWithTheMainGraph) {
   fs::path p = python_model("upgrade_if", R"PY(
 then_g = h.make_graph([h.make_node('Softmax', ['x'], ['t'], axis=1)], 'then', [], [h.make_tensor_value_info('t', T.FLOAT, [2, 1, 3])])
