@@ -1,4 +1,5 @@
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
 
 #include <gtest/gtest.h>
 

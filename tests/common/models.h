@@ -24,9 +24,4 @@ bool ort_peer_installed();
 // A fresh, empty temporary directory removed at process exit.
 std::filesystem::path temp_dir(const std::string& tag);
 
-// A model written by onnx's Python helper: `body` (run by Debian's python3 with onnx, `h`
-// (onnx.helper), `T` (TensorProto), `np` (numpy) and `nh` (numpy_helper) imported) builds the
-// ModelProto `m`, saved as model.onnx in a fresh temp_dir(tag). The test fails if the script does.
-std::filesystem::path python_model(const std::string& tag, const std::string& body);
-
 }  // namespace onnxforge::test

@@ -25,6 +25,7 @@
 #include "runtime/runtime.h"
 #include "runtime/tensor_io.h"
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
 #include "tests/runtime/ort_run.h"
 
 namespace fs = std::filesystem;

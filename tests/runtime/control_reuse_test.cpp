@@ -12,6 +12,7 @@
 #include "io/model_io.h"
 #include "runtime/runtime.h"
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
 #include "tests/runtime/ort_run.h"
 #include "tests/runtime/tensors.h"
 

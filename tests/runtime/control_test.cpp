@@ -8,6 +8,7 @@
 #include "runtime/runtime.h"
 #include "tests/common/graph_builder.h"
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
