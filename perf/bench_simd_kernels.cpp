@@ -12,15 +12,17 @@
 #include <vector>
 
 #include "simd/simd.h"
-#include "tests/common/random.h"
 
 namespace {
 
 namespace simd = onnxforge::simd;
 
-// Seeded uniform data, the tests' (tests/common/random.h, header-only).
 std::vector<float> random_vector(std::size_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  return onnxforge::test::noise(n, seed, lo, hi);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
 }
 
 // Runs the benchmark loop inside an arena of state.range(0) threads.
