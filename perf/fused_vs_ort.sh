@@ -9,13 +9,9 @@
 #   perf/fused_vs_ort.sh [BUILD_DIR] [MODEL:DIMS ...]   e.g. bert_base:sequence=128
 #   THREADS=2 ROUNDS=3 ITERS=10 TARGET=24 ZOO=.cache/models perf/fused_vs_ort.sh build
 set -euo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-$REPO/build}
+source "$(dirname "$0")/common.sh"
+vs_ort_setup "${1:-$REPO/build}"
 shift || true
-BIN=$BUILD/onnxforge
-ORT="node $REPO/tools/peers/ort.js"
-THREADS=${THREADS:-2}
-ROUNDS=${ROUNDS:-3}
 ITERS=${ITERS:-10}
 TARGET=${TARGET:-24}
 ZOO=${ZOO:-$REPO/.cache/models}
@@ -23,7 +19,6 @@ CASES=("$@")
 [ ${#CASES[@]} -eq 0 ] && CASES=(bert_base:sequence=128 gpt2:sequence=128 llama_small:sequence=128 whisper_tiny_enc:)
 TMP=$(mktemp -d /tmp/onnxforge_fused.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-median() { /usr/bin/python3 -c 'import sys,statistics; print("%.3f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 # ort.js prints one JSON line last; onnxforge bench --json one (multi-line) object.
 ms() { /usr/bin/python3 -c 'import json,sys
 t = sys.stdin.read().strip()

@@ -14,7 +14,7 @@
 #   perf/llm_scale.sh MODEL [runs=3]        e.g. .cache/models/tinyllama_1b/tinyllama/model.onnx
 #   ORT=1 SEQ=32 ITERS=3 perf/llm_scale.sh MODEL 3
 set -euo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/common.sh"
 model=$(realpath "$1")
 runs=${2:-3}
 BIN=${BIN:-$REPO/build/onnxforge}
@@ -26,7 +26,6 @@ trap 'rm -rf "$work"' EXIT
 peak() { "$REPO/perf/rss_peak.py" --json -- "$@" 2> "$work/peak.json" > "$work/peak.out" || { cat "$work/peak.out"; return 1; }
          tail -1 "$work/peak.json"; }  # rss_peak's JSON is its last stderr line
 field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
-median() { /usr/bin/python3 -c 'import sys,statistics; print("%.3f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 maxof() { /usr/bin/python3 -c 'import sys; print(max(float(x) for x in sys.argv[1:]))' "$@"; }
 now() { date +%s.%N; }
 

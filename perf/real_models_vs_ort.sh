@@ -12,12 +12,8 @@
 # .cache/real_models. isnet_quint8 (ConvInteger + DynamicQuantizeLinear, ~3.4 s a run under load)
 # is in the default list since its conv gathers k-major (docs/benchmarks.md, branch int8b).
 set -euo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-$REPO/build}
-BIN=$BUILD/onnxforge
-ORT="node $REPO/tools/peers/ort.js"
-THREADS=${THREADS:-2}
-ROUNDS=${ROUNDS:-3}
+source "$(dirname "$0")/common.sh"
+vs_ort_setup "${1:-$REPO/build}"
 ITERS=${ITERS:-5}
 DIR=${REAL_MODELS:-$REPO/.cache/real_models}
 MODELS=(${MODELS:-ppocr_det ppocr_rec ppocr_cls isnet_fp16 isnet_quint8 silero_vad_v5})
@@ -69,7 +65,6 @@ done
 
 TMP=$(mktemp -d /tmp/onnxforge_real_perf.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-median() { $PY -c 'import sys,statistics; print("%.3f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, threads $THREADS, rounds $ROUNDS x $ITERS iterations (silero_vad_v5: ${ITERS_SMALL:-2000})"
 printf "%-14s %14s %12s %8s\n" model "onnxforge ms" "ORT ms" ratio

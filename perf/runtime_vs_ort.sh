@@ -6,13 +6,9 @@
 #   perf/runtime_vs_ort.sh [BUILD_DIR] [MODEL...]     (default: build-rt, the zoo's perf models)
 #   THREADS=2 ROUNDS=3 ITERS=10 perf/runtime_vs_ort.sh
 set -euo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-$REPO/build-rt}
+source "$(dirname "$0")/common.sh"
+vs_ort_setup "${1:-$REPO/build-rt}"
 shift || true
-BIN=$BUILD/onnxforge
-ORT="node $REPO/tools/peers/ort.js"
-THREADS=${THREADS:-2}
-ROUNDS=${ROUNDS:-3}
 ITERS=${ITERS:-10}
 ZOO=$REPO/.cache/models
 MODELS=("$@")
@@ -23,7 +19,6 @@ if [ ${#MODELS[@]} -eq 0 ]; then
 fi
 TMP=$(mktemp -d /tmp/onnxforge_rt_perf.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-median() { python3 -c 'import sys,statistics; print("%.3f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 
 printf "%-22s %12s %12s %8s\n" model "onnxforge ms" "ORT ms" ratio
 for model in "${MODELS[@]}"; do

@@ -75,6 +75,18 @@ class Report(Mapping):
         return f"{type(self).__name__}({json.dumps(self._data, indent=1)[:2000]})"
 
 
+def _field(*path, doc=None):
+    """A read-only property for the report's value at ``path`` (a missing key raises KeyError)."""
+
+    def get(self):
+        value = self._data
+        for key in path:
+            value = value[key]
+        return value
+
+    return property(get, doc=doc)
+
+
 class OptimizeReport(Report):
     """What :func:`optimize` did: sizes before and after, per-pass statistics, verification.
 
@@ -84,31 +96,12 @@ class OptimizeReport(Report):
     seeds), ``breaking_pass`` when verification failed, ``seconds``, ``input``, ``output``.
     """
 
-    @property
-    def nodes_before(self) -> int:
-        return self._data["before"]["nodes"]
-
-    @property
-    def nodes_after(self) -> int:
-        return self._data["after"]["nodes"]
-
-    @property
-    def initializers_before(self) -> int:
-        return self._data["before"]["initializers"]
-
-    @property
-    def initializers_after(self) -> int:
-        return self._data["after"]["initializers"]
-
-    @property
-    def bytes_before(self) -> int:
-        """Initializer bytes before."""
-        return self._data["before"]["initializer_bytes"]
-
-    @property
-    def bytes_after(self) -> int:
-        """Initializer bytes after."""
-        return self._data["after"]["initializer_bytes"]
+    nodes_before = _field("before", "nodes")
+    nodes_after = _field("after", "nodes")
+    initializers_before = _field("before", "initializers")
+    initializers_after = _field("after", "initializers")
+    bytes_before = _field("before", "initializer_bytes", doc="Initializer bytes before.")
+    bytes_after = _field("after", "initializer_bytes", doc="Initializer bytes after.")
 
     @property
     def passes(self) -> list:
@@ -169,17 +162,9 @@ class BenchReport(Report):
     """:func:`bench`'s result: ``onnxforge bench --json``'s content (``median_ms``, ``min_ms``,
     ``iters``, ``steps``; with ``vs``: ``vs`` and ``ratio``; with ``profile``: ``profile``)."""
 
-    @property
-    def median_ms(self) -> float:
-        return self._data["median_ms"]
-
-    @property
-    def min_ms(self) -> float:
-        return self._data["min_ms"]
-
-    @property
-    def iters(self) -> int:
-        return self._data["iters"]
+    median_ms = _field("median_ms")
+    min_ms = _field("min_ms")
+    iters = _field("iters")
 
     @property
     def ratio(self) -> float | None:

@@ -3,9 +3,11 @@
 // classes, written to a temporary file and loaded with the engine's reader.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/shapes.h"
@@ -14,6 +16,12 @@
 #include "tests/common/proto_builder.h"
 
 namespace onnxforge::test {
+
+// Element types of the built protos, short because every input() names one.
+constexpr int F = onnx::TensorProto::FLOAT;
+constexpr int F16 = onnx::TensorProto::FLOAT16;
+constexpr int I64 = onnx::TensorProto::INT64;
+constexpr int B = onnx::TensorProto::BOOL;
 
 // Dims as text: "batch,seq,768" (a number is a dim_value, "?" unknown, else a dim_param);
 // "" is a scalar.
@@ -180,6 +188,20 @@ inline Inferred run(ModelProtoBuilder& b, const ShapeOptions& o = {}) {
   r.model = b.load();
   r.report = infer_shapes(*r.model, o);
   return r;
+}
+
+// The named input dims of `m` specialised as the reference runs use them (batch 2, every other
+// name 7), set in o.dims and returned in the order the inputs name them; each name once.
+inline std::vector<std::pair<std::string, int64_t>> specialise_dims(const Model& m, ShapeOptions& o) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (ValueId v : m.main().graph_inputs())
+    for (const Dim& d : m.main().shape(v)) {
+      std::string name(str(d.param));
+      if (d.param.empty() || std::any_of(out.begin(), out.end(), [&](const auto& p) { return p.first == name; })) continue;
+      out.emplace_back(name, name.find("batch") != std::string::npos ? 2 : 7);
+      o.dims[name] = out.back().second;
+    }
+  return out;
 }
 
 }  // namespace onnxforge::test

@@ -10,10 +10,6 @@ using namespace onnxforge::test;
 
 namespace {
 
-constexpr int F = onnx::TensorProto::FLOAT;
-constexpr int I64 = onnx::TensorProto::INT64;
-constexpr int B = onnx::TensorProto::BOOL;
-
 // x[batch, seq, 768] and its Shape -> Gather -> Unsqueeze pieces, as BERT exports them.
 void bert_prefix(ModelProtoBuilder& b) {
   b.input("x", F, "batch,seq,768");

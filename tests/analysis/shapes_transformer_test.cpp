@@ -9,15 +9,6 @@
 using namespace onnxforge;
 using namespace onnxforge::test;
 
-namespace {
-
-constexpr int F = onnx::TensorProto::FLOAT;
-constexpr int F16 = onnx::TensorProto::FLOAT16;
-constexpr int I64 = onnx::TensorProto::INT64;
-constexpr int B = onnx::TensorProto::BOOL;
-
-}  // namespace
-
 TEST(ShapeTransformer, Attention4dWithPastAndGqa) {
   ModelProtoBuilder b(23);
   b.input("q", F, "batch,8,seq,64").input("k", F, "batch,2,seq,64").input("v", F, "batch,2,seq,32");

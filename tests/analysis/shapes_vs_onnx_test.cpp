@@ -13,6 +13,7 @@
 
 #include "analysis/shapes.h"
 #include "io/model_io.h"
+#include "tests/analysis/shape_builder.h"
 #include "tests/common/models.h"
 
 namespace fs = std::filesystem;
@@ -219,13 +220,8 @@ TEST(ShapesVsOnnx, ZooModelsSpecialised) {
     auto model = load_model(path);
     ShapeOptions o;
     std::string fix;
-    for (ValueId v : model->main().graph_inputs())
-      for (const Dim& d : model->main().shape(v))
-        if (!d.param.empty() && !o.dims.count(std::string(str(d.param)))) {
-          std::string name(str(d.param));
-          o.dims[name] = name.find("batch") != std::string::npos ? 2 : 7;
-          fix += (fix.empty() ? "" : ",") + name + "=" + std::to_string(o.dims[name]);
-        }
+    for (const auto& [name, value] : test::specialise_dims(*model, o))
+      fix += (fix.empty() ? "" : ",") + name + "=" + std::to_string(value);
     json ref = reference({path}, false, "zoo_fix", fix);
     const json& r = ref[path.string()];
     ASSERT_TRUE(r.contains("values")) << "onnx failed: " << r.dump();

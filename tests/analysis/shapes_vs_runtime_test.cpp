@@ -10,6 +10,7 @@
 
 #include "analysis/shapes.h"
 #include "io/model_io.h"
+#include "tests/analysis/shape_builder.h"
 #include "tests/common/models.h"
 
 namespace fs = std::filesystem;
@@ -38,13 +39,7 @@ TEST(ShapesVsRuntime, ZooModelsMatchOrtShapes) {
     auto model = load_model(path);
     ShapeOptions o;
     std::string dims;
-    for (ValueId v : model->main().graph_inputs())
-      for (const Dim& d : model->main().shape(v))
-        if (!d.param.empty() && !o.dims.count(std::string(str(d.param)))) {
-          std::string name(str(d.param));
-          o.dims[name] = name.find("batch") != std::string::npos ? 2 : 7;
-          dims += " --dim " + name + "=" + std::to_string(o.dims[name]);
-        }
+    for (const auto& [name, value] : test::specialise_dims(*model, o)) dims += " --dim " + name + "=" + std::to_string(value);
     auto dir = test::temp_dir("ort_shapes");
     json ref = json::parse(run_capture("/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tests/analysis/ort_shapes.py '" +
                                        path.string() + "' " + dir.string() + dims));

@@ -127,15 +127,6 @@ onnx::ValueInfoProto untyped_info(const std::string& name) {
   return vi;
 }
 
-onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::INT64);
-  for (int64_t d : dims) t.add_dims(d);
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t)));
-  return t;
-}
-
 void add_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
   auto* a = n.add_attribute();
   a->set_name(name);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/proto_builder.h"  // int64_tensor, float_tensor
+
 namespace onnxforge::test {
 
 struct CliResult {
@@ -32,7 +34,6 @@ onnx::NodeProto make_node(const std::string& op, const std::vector<std::string>&
 onnx::ValueInfoProto tensor_info(const std::string& name, int elem_type, const std::vector<int64_t>& dims,
                                  const std::vector<std::pair<int, std::string>>& params = {});
 onnx::ValueInfoProto untyped_info(const std::string& name);  // no type at all
-onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values);
 void add_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
 void add_int(onnx::NodeProto& n, const std::string& name, int64_t v);
 

@@ -1,4 +1,5 @@
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
 
 #include <gtest/gtest.h>
 
@@ -81,6 +82,16 @@ fs::path temp_dir(const std::string& tag) {
   std::lock_guard lock(dirs.mutex);
   dirs.made.push_back(p);
   return p;
+}
+
+fs::path python_model(const std::string& tag, const std::string& body) {
+  fs::path dir = temp_dir(tag);
+  fs::path script = dir / "make.py", out = dir / "model.onnx";
+  std::ofstream(script) << "import onnx, numpy as np\nfrom onnx import helper as h, TensorProto as T, numpy_helper as nh\n"
+                        << body << "\nonnx.save(m, '" << out.string() << "')\n";
+  std::string cmd = "/usr/bin/python3 " + script.string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return out;
 }
 
 }  // namespace onnxforge::test

@@ -34,13 +34,25 @@ onnx::ModelProto tiny_model() {
   return m;
 }
 
-onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
+namespace {
+template <class T>
+onnx::TensorProto raw_tensor(const std::string& name, int elem_type, const std::vector<int64_t>& dims,
+                             const std::vector<T>& values) {
   onnx::TensorProto t;
   t.set_name(name);
-  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.set_data_type(elem_type);
   for (int64_t d : dims) t.add_dims(d);
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)));
   return t;
+}
+}  // namespace
+
+onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
+  return raw_tensor(name, onnx::TensorProto::FLOAT, dims, values);
+}
+
+onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
+  return raw_tensor(name, onnx::TensorProto::INT64, dims, values);
 }
 
 void write_bytes(const std::filesystem::path& path, const std::string& bytes) {

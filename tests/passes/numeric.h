@@ -6,7 +6,10 @@
 #include <cmath>
 #include <functional>
 
+#include "io/model_io.h"
+#include "passes/upgrade_opset.h"
 #include "passes/verification.h"
+#include "tests/common/models.h"
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"
 #include "optimize.h"
@@ -33,7 +36,11 @@ inline std::unique_ptr<Model> optimize_and_check(const MakeModel& make, std::vec
 // patterns off on `a` (and on `b` too unless fuse_b): the fusion/decomposition under test is
 // compared against the graph op by op, never through a matcher of its own kind. Returns the
 // largest difference and whether every element is within the class-1 tolerance.
-inline std::pair<double, bool> class1_diff(const Model& a_model, const Model& b_model, uint64_t seed, bool fuse_b) {
+// equal_infinities: equal values (also both infinite, or both NaN) count as equal, and a NaN
+// difference is reported as the largest — Attention's qk_matmul_output holds -inf at every masked
+// key on both sides, and |-inf - -inf| is NaN, otherwise a mismatch.
+inline std::pair<double, bool> class1_diff(const Model& a_model, const Model& b_model, uint64_t seed, bool fuse_b,
+                                           bool equal_infinities = false) {
   rt::SessionOptions plain = rt::comparison_options();
   plain.fuse_activations = false;
   rt::Session a(a_model, plain), b(b_model, fuse_b ? rt::comparison_options() : plain);
@@ -45,12 +52,27 @@ inline std::pair<double, bool> class1_diff(const Model& a_model, const Model& b_
   for (size_t i = 0; ok && i < ra.size(); ++i) {
     ok = ra[i].shape == rb[i].shape;
     for (int64_t j = 0; ok && j < ra[i].numel(); ++j) {
-      const double x = ra[i].get_f64(j), d = std::fabs(x - rb[i].get_f64(j));
-      worst = std::max(worst, d);
+      const double x = ra[i].get_f64(j), y = rb[i].get_f64(j);
+      if (equal_infinities && (x == y || (std::isnan(x) && std::isnan(y)))) continue;
+      const double d = std::fabs(x - y);
+      worst = equal_infinities && std::isnan(d) ? d : std::max(worst, d);
       ok = d <= tol.abs + tol.rel * std::fabs(x);
     }
   }
   return {worst, ok};
+}
+
+// A zoo model as exported, and a copy upgraded to `opset` and run through every pass: where
+// the round trips (fuse at a new opset, decompose again, compare with the export) start.
+struct ZooFused {
+  std::unique_ptr<Model> original, model;
+};
+inline ZooFused zoo_fused_at(const std::string& name, int64_t opset) {
+  const auto path = zoo_model(name);
+  ZooFused z{load_model(path), load_model(path)};
+  passes::upgrade_opset(*z.model, opset);
+  optimize(*z.model);
+  return z;
 }
 
 }  // namespace onnxforge::test

@@ -10,6 +10,7 @@
 
 #include "attention_fixture.h"
 #include "numeric.h"
+#include "tests/common/random.h"
 #include "passes/head_layout.h"
 #include "runtime/kernel.h"
 
@@ -19,14 +20,6 @@ namespace {
 constexpr float kMin = -std::numeric_limits<float>::max();
 
 bool kernel(const char* op) { return rt::Registry::get().find("", op) != nullptr; }
-
-std::vector<float> noise(size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 r(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(r);
-  return v;
-}
 
 NodeId first(const Graph& g, std::string_view op) {
   for (NodeId n : g.nodes())

@@ -15,6 +15,7 @@
 #include "api/engine.h"
 #include "io/model_io.h"
 #include "numeric.h"
+#include "tests/common/random.h"
 #include "passes/registry.h"
 #include "passes/targets.h"
 #include "passes/upgrade_opset.h"
@@ -23,39 +24,6 @@
 
 namespace onnxforge::test {
 namespace {
-
-std::vector<float> noise(size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 r(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(r);
-  return v;
-}
-
-// class1_diff (numeric.h), where equal values count as equal even when infinite: the
-// qk_matmul_output after the masks holds -inf at every masked key on both sides (|-inf - -inf|
-// is NaN, which class1_diff counts as a mismatch).
-std::pair<double, bool> diff_with_infinities(const Model& a_model, const Model& b_model, uint64_t seed) {
-  rt::SessionOptions plain = rt::comparison_options();
-  plain.fuse_activations = false;
-  rt::Session a(a_model, plain), b(b_model, plain);
-  auto inputs = rt::make_inputs(rt::plan_inputs(a_model.main(), a.input_values(), {}), seed);
-  auto ra = a.run(inputs), rb = b.run(inputs);
-  const passes::Tolerance tol = passes::tolerance_of(passes::AccuracyClass::FloatBounded);
-  double worst = 0;
-  bool ok = ra.size() == rb.size();
-  for (size_t i = 0; ok && i < ra.size(); ++i) {
-    ok = ra[i].shape == rb[i].shape;
-    for (int64_t j = 0; ok && j < ra[i].numel(); ++j) {
-      const double x = ra[i].get_f64(j), y = rb[i].get_f64(j);
-      if (x == y || (std::isnan(x) && std::isnan(y))) continue;
-      const double d = std::fabs(x - y);
-      worst = std::isnan(d) ? d : std::max(worst, d);
-      ok = d <= tol.abs + tol.rel * std::fabs(x);
-    }
-  }
-  return {worst, ok};
-}
 
 // Decomposes a fresh copy of `make()` with `pass`, checks the op is gone and the outputs match
 // the op's kernel within class 1 on two seeds. Returns the decomposed model.
@@ -67,7 +35,7 @@ std::unique_ptr<Model> decomposes(const std::function<std::unique_ptr<Model>()>&
   EXPECT_EQ(count_op(model->main(), op), 0u);
   if (!passes::runtime_available()) return model;
   for (uint64_t seed : {3, 4}) {
-    auto [diff, ok] = diff_with_infinities(*original, *model, seed);
+    auto [diff, ok] = class1_diff(*original, *model, seed, /*fuse_b=*/false, /*equal_infinities=*/true);
     EXPECT_TRUE(ok) << "max_diff " << diff;
     if (worst) *worst = std::max(*worst, diff);
   }
@@ -83,24 +51,7 @@ void ort_agrees(const Model& original, Model& decomposed, const std::string& lab
   const auto path = temp_dir("decompose_ort") / "model.onnx";
   decomposed.ir_version = std::max<int64_t>(decomposed.ir_version, 11);  // opset 23 needs IR 11
   save_model(decomposed, path);
-  rt::Session a(original, rt::comparison_options());
-  auto inputs = rt::make_inputs(rt::plan_inputs(original.main(), a.input_values(), {}), 3);
-  auto ref = a.run(inputs);
-  std::vector<std::pair<std::string, rt::Tensor>> named;
-  for (size_t i = 0; i < inputs.size(); ++i) named.emplace_back(a.input_names()[i], inputs[i]);
-  std::string error;
-  auto out = ort_run(path, named, &error, 2);
-  ASSERT_TRUE(error.empty()) << error;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const std::string name = a.output_names()[i];
-    ASSERT_TRUE(out.count(name)) << name;
-    const rt::Tensor& b = out.at(name);
-    ASSERT_EQ(b.shape, ref[i].shape) << name;
-    for (int64_t j = 0; j < b.numel(); ++j) {
-      const double x = ref[i].get_f64(j), d = std::fabs(x - b.get_f64(j));
-      ASSERT_LE(d, 1e-4 + 1e-3 * std::fabs(x)) << name << "[" << j << "]";
-    }
-  }
+  ort_agrees_with_original(original, path);
 }
 
 // Ops whose form changed with the opset, in the form of the model's.
@@ -476,11 +427,7 @@ TEST(DecomposeZoo, FusedAtOpset23ThenDecomposedMatchesTheExport) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   for (const char* name : {"llama_small", "bert_small", "gpt2_small_cfg", "whisper_tiny_enc"}) {
     SCOPED_TRACE(name);
-    const auto path = zoo_model(name);
-    auto original = load_model(path);
-    auto model = load_model(path);
-    passes::upgrade_opset(*model, 23);
-    optimize(*model);
+    auto [original, model] = zoo_fused_at(name, 23);
     const size_t attn = count_op(model->main(), "Attention"), rope = count_op(model->main(), "RotaryEmbedding");
     EXPECT_GT(attn, 0u);
     if (std::string(name) == "llama_small") {

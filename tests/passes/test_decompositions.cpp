@@ -15,6 +15,7 @@
 #include "io/model_io.h"
 #include "ir/error.h"
 #include "numeric.h"
+#include "tests/common/random.h"
 #include "passes/fusion.h"
 #include "passes/registry.h"
 #include "passes/targets.h"
@@ -25,14 +26,6 @@
 
 namespace onnxforge::test {
 namespace {
-
-std::vector<float> noise(size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 r(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(r);
-  return v;
-}
 
 // max |a − b| over every output of two models on the same seeded inputs, both run op by op
 // (the runtime plan's fusions of decomposed LayerNorm/GELU off), and whether every element is
@@ -158,11 +151,7 @@ TEST(DecompositionsZoo, FuseDecomposeFuseRoundTrip) {
                                                    "decompose_swish"};
   for (const char* name : {"bert_small", "gpt2_small_cfg", "vit_small", "whisper_small_enc", "llama_small"}) {
     SCOPED_TRACE(name);
-    const auto path = zoo_model(name);
-    auto original = load_model(path);
-    auto model = load_model(path);
-    passes::upgrade_opset(*model, 24);
-    optimize(*model);
+    auto [original, model] = zoo_fused_at(name, 24);
     std::vector<size_t> fused;
     size_t total = 0;
     for (const std::string& op : ops) total += fused.emplace_back(count_op(model->main(), op));

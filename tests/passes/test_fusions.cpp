@@ -4,17 +4,10 @@
 #include <random>
 
 #include "numeric.h"
+#include "tests/common/random.h"
 
 namespace onnxforge::test {
 namespace {
-
-std::vector<float> noise(size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 r(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(r);
-  return v;
-}
 
 ValueId bn(GraphBuilder& b, ValueId x, int64_t c, const std::string& p) {
   return b.node("BatchNormalization", {x, b.f32(p + "s", {c}, noise(c, 1)), b.f32(p + "b", {c}, noise(c, 2)),

@@ -10,26 +10,13 @@
 #include "analysis/shapes.h"
 #include "ir/uses.h"
 #include "numeric.h"
+#include "tests/common/random.h"
 #include "passes/fusion.h"
 #include "passes/fusion_patterns.h"
 #include "passes/graph_util.h"
 
 namespace onnxforge::test {
 namespace {
-
-std::vector<float> noise(size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 r(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(r);
-  return v;
-}
-
-int64_t numel(const std::vector<int64_t>& d) {
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  return n;
-}
 
 // A one-element float constant of rank 0.
 ValueId f32s(GraphBuilder& b, const std::string& name, float v) { return b.f32(name, {}, {v}); }

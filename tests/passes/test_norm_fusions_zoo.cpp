@@ -33,27 +33,7 @@ std::pair<double, bool> unfused_diff(const Model& original, const Model& candida
 // original within 1e-4 + 1e-3·|ref| (the bar for every fused output).
 void ort_agrees(const Model& original, const std::filesystem::path& fused, const std::string& label) {
   if (!ort_peer_installed()) return;
-  rt::Session a(original, rt::comparison_options());
-  auto inputs = rt::make_inputs(rt::plan_inputs(original.main(), a.input_values(), {}), 3);
-  auto ref = a.run(inputs);
-  std::vector<std::pair<std::string, rt::Tensor>> named;
-  for (size_t i = 0; i < inputs.size(); ++i) named.emplace_back(a.input_names()[i], inputs[i]);
-  std::string error;
-  auto out = ort_run(fused, named, &error, 2);
-  ASSERT_TRUE(error.empty()) << error;
-  double worst = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const std::string name = a.output_names()[i];
-    ASSERT_TRUE(out.count(name)) << name;
-    const rt::Tensor& b = out.at(name);
-    ASSERT_EQ(b.shape, ref[i].shape) << name;
-    for (int64_t j = 0; j < b.numel(); ++j) {
-      const double x = ref[i].get_f64(j), d = std::fabs(x - b.get_f64(j));
-      worst = std::max(worst, d);
-      EXPECT_LE(d, 1e-4 + 1e-3 * std::fabs(x)) << name << "[" << j << "]";
-      if (d > 1e-4 + 1e-3 * std::fabs(x)) return;
-    }
-  }
+  const double worst = ort_agrees_with_original(original, fused);
   std::printf("[ norms    ] %-18s ONNX Runtime 1.30 on the fused model: max_diff %.3g\n",
               label.c_str(), worst);
 }

@@ -25,6 +25,7 @@
 #include "runtime/runtime.h"
 #include "runtime/tensor_io.h"
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
 #include "tests/runtime/ort_run.h"
 
 namespace fs = std::filesystem;
@@ -496,20 +497,6 @@ TEST(UpgradeOpset, RefusesDowngradesAndOpsetsTheRuntimeCannotRun) {
 }
 
 // ------------------------------------------------------------------ subgraphs, functions, IR on disk
-
-namespace {
-
-fs::path python_model(const std::string& tag, const std::string& body) {
-  fs::path dir = temp_dir(tag);
-  fs::path script = dir / "make.py", out = dir / "model.onnx";
-  std::ofstream(script) << "import onnx\nfrom onnx import helper as h, TensorProto as T\n" << body
-                        << "\nonnx.save(m, '" << out.string() << "')\n";
-  std::string cmd = "/usr/bin/python3 " + script.string();
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  return out;
-}
-
-}  // namespace
 
 TEST(UpgradeOpset, SubgraphsAreUpgradedWithTheMainGraph) {
   fs::path p = python_model("upgrade_if", R"PY(

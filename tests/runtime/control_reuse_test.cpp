@@ -12,29 +12,18 @@
 #include "io/model_io.h"
 #include "runtime/runtime.h"
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
 #include "tests/runtime/ort_run.h"
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
 namespace fs = std::filesystem;
+using test::python_model;
 
 namespace {
 
-fs::path python_model(const std::string& tag, const std::string& body) {
-  fs::path dir = test::temp_dir(tag);
-  fs::path script = dir / "make.py", out = dir / "model.onnx";
-  std::ofstream(script) << "import onnx, numpy as np\nfrom onnx import helper as h, TensorProto as T, numpy_helper as nh\n"
-                        << body << "\nonnx.save(m, '" << out.string() << "')\n";
-  std::string cmd = "/usr/bin/python3 " + script.string();
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  return out;
-}
-
 rt::Tensor floats(std::vector<int64_t> shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(static_cast<size_t>(rt::numel(shape)));
-  for (float& x : v) x = d(rng);
+  std::vector<float> v = test::randn(static_cast<size_t>(rt::numel(shape)), seed);
   return test::make<float>(DType::Float, std::move(shape), v);
 }
 

@@ -8,24 +8,12 @@
 #include "runtime/runtime.h"
 #include "tests/common/graph_builder.h"
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
 namespace fs = std::filesystem;
-
-namespace {
-
-fs::path python_model(const std::string& tag, const std::string& body) {
-  fs::path dir = test::temp_dir(tag);
-  fs::path script = dir / "make.py", out = dir / "model.onnx";
-  std::ofstream(script) << "import onnx\nfrom onnx import helper as h, TensorProto as T\n" << body
-                        << "\nonnx.save(m, '" << out.string() << "')\n";
-  std::string cmd = "/usr/bin/python3 " + script.string();
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  return out;
-}
-
-}  // namespace
+using test::python_model;
 
 TEST(Control, IfBranchesReadOuterScopeValues) {
   fs::path p = python_model("if", R"PY(

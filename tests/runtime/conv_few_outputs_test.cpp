@@ -9,23 +9,12 @@
 #include "runtime/runtime.h"
 #include "simd/reference.h"
 #include "simd/resample.h"
-#include "tests/common/graph_builder.h"
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::GraphBuilder;
-using onnxforge::test::make;
-using onnxforge::test::values;
+using namespace onnxforge::test;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (float& f : v) f = d(rng);
-  return v;
-}
 
 struct Case {
   int64_t n, c, h, w, m, kh, kw, sh, dh, dw, pt, pl, pb, pr;
@@ -50,9 +39,9 @@ TEST(ConvFewOutputs, MatchesReference) {
     p.in = {t.h, t.w, 1}, p.kernel = {t.kh, t.kw, 1}, p.stride = {t.sh, 1, 1}, p.dilation = {t.dh, t.dw, 1};
     p.pad_begin = {t.pt, t.pl, 0}, p.pad_end = {t.pb, t.pr, 0};
     ASSERT_TRUE(simd::conv_few_outputs_supported(p));
-    const auto x = random_floats(static_cast<size_t>(t.n * t.c * t.h * t.w), 1);
-    const auto w = random_floats(static_cast<size_t>(t.m * t.c * t.kh * t.kw), 2);
-    const auto b = random_floats(static_cast<size_t>(t.m), 3);
+    const auto x = randn(static_cast<size_t>(t.n * t.c * t.h * t.w), 1);
+    const auto w = randn(static_cast<size_t>(t.m * t.c * t.kh * t.kw), 2);
+    const auto b = randn(static_cast<size_t>(t.m), 3);
     GraphBuilder g(17);
     ValueId xv = g.input("x", {t.n, t.c, t.h, t.w});
     ValueId conv = g.node("Conv", {xv, g.f32("w", {t.m, t.c, t.kh, t.kw}, w), g.f32("b", {t.m}, b)},

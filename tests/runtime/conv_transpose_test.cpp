@@ -8,13 +8,10 @@
 #include <random>
 
 #include "runtime/runtime.h"
-#include "tests/common/graph_builder.h"
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::GraphBuilder;
-using onnxforge::test::make;
-using onnxforge::test::values;
+using namespace onnxforge::test;
 
 namespace {
 
@@ -26,14 +23,6 @@ struct CtCase {
   std::string auto_pad = "NOTSET";
 };
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (float& f : v) f = d(rng);
-  return v;
-}
-
 void check(const CtCase& t) {
   const size_t r = t.kernel.size();
   const int64_t N = t.x[0], C = t.x[1], G = t.group, Cg = C / G, M = t.m_per_group * G;
@@ -43,8 +32,8 @@ void check(const CtCase& t) {
   for (int64_t v : ws) wn *= v;
   for (int64_t v : t.x) xn *= v;
   for (int64_t k : t.kernel) kp *= k;
-  const auto xv = random_floats(static_cast<size_t>(xn), 1), wv = random_floats(static_cast<size_t>(wn), 2),
-             bv = random_floats(static_cast<size_t>(M), 3);
+  const auto xv = randn(static_cast<size_t>(xn), 1), wv = randn(static_cast<size_t>(wn), 2),
+             bv = randn(static_cast<size_t>(M), 3);
   GraphBuilder m(17);
   ValueId x = m.input("x", t.x);
   std::vector<NewAttr> attrs = {NewAttr::Int("group", G), NewAttr::Ints("kernel_shape", t.kernel),

@@ -6,29 +6,12 @@
 #include <random>
 
 #include "runtime/runtime.h"
-#include "tests/common/graph_builder.h"
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::GraphBuilder;
-using onnxforge::test::make;
-using onnxforge::test::values;
+using namespace onnxforge::test;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-int64_t prod(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 struct PoolCase {
   int64_t h, w, kh, kw, sh, sw, pt, pl, pb, pr;
@@ -95,7 +78,7 @@ TEST(FastPaths, Pool2dSeparableMatchesReference) {
                                  NewAttr::Int("ceil_mode", pc.ceil ? 1 : 0)};
       if (!is_max) attrs.push_back(NewAttr::Int("count_include_pad", pc.include_pad ? 1 : 0));
       m.outputs({m.node(is_max ? "MaxPool" : "AveragePool", {x}, attrs)});
-      auto in = random_floats(static_cast<size_t>(planes * pc.h * pc.w), seed++);
+      auto in = randn(static_cast<size_t>(planes * pc.h * pc.w), seed++);
       in[5] = NAN;  // NaN propagates through max
       rt::Session s(m.model());
       auto out = s.run({make<float>(DType::Float, {1, planes, pc.h, pc.w}, in)});
@@ -133,9 +116,9 @@ void check_residual(const ConvCase& cc, uint32_t seed) {
   ValueId r = m.input("r", rshape);
   ValueId rr = m.node("Neg", {m.node("Neg", {r})});  // the residual is an intermediate (arena slot)
   std::vector<int64_t> wshape{cc.m, cc.c / cc.group, cc.k, cc.k};
-  ValueId w = m.f32("w", wshape, random_floats(static_cast<size_t>(prod(wshape)), seed));
+  ValueId w = m.f32("w", wshape, randn(static_cast<size_t>(numel(wshape)), seed));
   std::vector<ValueId> ins{x, w};
-  if (cc.bias) ins.push_back(m.f32("b", {cc.m}, random_floats(static_cast<size_t>(cc.m), seed + 1)));
+  if (cc.bias) ins.push_back(m.f32("b", {cc.m}, randn(static_cast<size_t>(cc.m), seed + 1)));
   ValueId y = m.node("Conv", ins,
                      {NewAttr::Ints("kernel_shape", {cc.k, cc.k}), NewAttr::Ints("strides", {cc.stride, cc.stride}),
                       NewAttr::Ints("pads", {cc.pad, cc.pad, cc.pad, cc.pad}),
@@ -145,8 +128,8 @@ void check_residual(const ConvCase& cc, uint32_t seed) {
   m.outputs({m.node("Neg", {s})});
   rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
   EXPECT_GE(fused.fused_count(), 1u);
-  auto xin = make<float>(DType::Float, {1, cc.c, cc.h, cc.w}, random_floats(static_cast<size_t>(cc.c * cc.h * cc.w), seed + 2));
-  auto rin = make<float>(DType::Float, rshape, random_floats(static_cast<size_t>(prod(rshape)), seed + 3));
+  auto xin = make<float>(DType::Float, {1, cc.c, cc.h, cc.w}, randn(static_cast<size_t>(cc.c * cc.h * cc.w), seed + 2));
+  auto rin = make<float>(DType::Float, rshape, randn(static_cast<size_t>(numel(rshape)), seed + 3));
   auto ref = values<float>(plain.run({xin, rin})[0]);
   for (int run = 0; run < 2; ++run) {
     auto got = values<float>(fused.run({xin, rin})[0]);
@@ -185,7 +168,7 @@ TEST(FastPaths, ConvResidualFromALaterConvAndAViewOfTheInput) {
   ValueId x0 = m.input("x", {1, 8, 6, 6});
   ValueId x = m.node("Neg", {x0});
   auto conv = [&](const std::string& name, ValueId in, int64_t k, int64_t pad, uint32_t seed) {
-    ValueId w = m.f32(name, {8, 8, k, k}, random_floats(static_cast<size_t>(64 * k * k), seed));
+    ValueId w = m.f32(name, {8, 8, k, k}, randn(static_cast<size_t>(64 * k * k), seed));
     return m.node("Conv", {in, w},
                   {NewAttr::Ints("kernel_shape", {k, k}), NewAttr::Ints("pads", {pad, pad, pad, pad})});
   };
@@ -199,7 +182,7 @@ TEST(FastPaths, ConvResidualFromALaterConvAndAViewOfTheInput) {
   m.outputs({s2});
   rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
   EXPECT_GE(fused.fused_count(), 3u);
-  auto xin = make<float>(DType::Float, {1, 8, 6, 6}, random_floats(8 * 36, 5));
+  auto xin = make<float>(DType::Float, {1, 8, 6, 6}, randn(8 * 36, 5));
   auto ref = values<float>(plain.run({xin})[0]);
   for (int run = 0; run < 3; ++run) {
     auto got = values<float>(fused.run({xin})[0]);
@@ -243,10 +226,10 @@ TEST(FastPaths, MatMulBiasResidualAndGeluEpilogues) {
       GraphBuilder m(13);
       const int64_t T = 37, D = 24, F = 53;
       ValueId x = m.input("x", {1, T, D});
-      ValueId w1 = m.f32("w1", {D, F}, random_floats(D * F, 1));
-      ValueId b1 = m.f32("b1", {F}, random_floats(F, 2));
-      ValueId w2 = m.f32("w2", {F, D}, random_floats(F * D, 3));
-      ValueId b2 = m.f32("b2", {D}, random_floats(D, 4));
+      ValueId w1 = m.f32("w1", {D, F}, randn(D * F, 1));
+      ValueId b1 = m.f32("b1", {F}, randn(F, 2));
+      ValueId w2 = m.f32("w2", {F, D}, randn(F * D, 3));
+      ValueId b2 = m.f32("b2", {D}, randn(D, 4));
       ValueId xr = m.node("Neg", {x});  // before the MatMul it is added to (the plan only fuses then)
       ValueId h = m.node("MatMul", {x, w1});
       h = swap ? m.node("Add", {b1, h}) : m.node("Add", {h, b1});  // bias -> per-column epilogue
@@ -254,14 +237,14 @@ TEST(FastPaths, MatMulBiasResidualAndGeluEpilogues) {
       ValueId y = m.node("MatMul", {h, w2});
       y = m.node("Add", {y, xr});                              // same-shape residual, beta = 1
       y = m.node("Relu", {y});
-      ValueId z = m.node("MatMul", {y, m.f32("w3", {D, 1}, random_floats(D, 5))});
+      ValueId z = m.node("MatMul", {y, m.f32("w3", {D, 1}, randn(D, 5))});
       z = m.node("Add", {z, b2});                              // [.., 1] + [D]: broadcasts wider
       ValueId v = m.node("MatMul", {x, m.node("Neg", {w1})});  // B not constant: no packed weights
       v = m.node("Add", {v, m.node("Sigmoid", {v})});
       m.outputs({m.node("Neg", {z}), m.node("Neg", {v})});
       rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
       EXPECT_GE(fused.fused_count(), 5u);
-      auto xin = make<float>(DType::Float, {1, T, D}, random_floats(T * D, 6));
+      auto xin = make<float>(DType::Float, {1, T, D}, randn(T * D, 6));
       auto ref = plain.run({xin});
       for (int run = 0; run < 2; ++run) {
         auto got = fused.run({xin});
@@ -277,8 +260,8 @@ TEST(FastPaths, MatMulBiasResidualAndGeluEpilogues) {
 TEST(FastPaths, ConvGeluAndIntegerMatMulAdd) {
   GraphBuilder m(13);
   ValueId x = m.input("x", {1, 6, 20});
-  ValueId w = m.f32("w", {8, 6, 3}, random_floats(8 * 6 * 3, 7));
-  ValueId b = m.f32("b", {8}, random_floats(8, 8));
+  ValueId w = m.f32("w", {8, 6, 3}, randn(8 * 6 * 3, 7));
+  ValueId b = m.f32("b", {8}, randn(8, 8));
   ValueId c = m.node("Conv", {x, w, b}, {NewAttr::Ints("kernel_shape", {3}), NewAttr::Ints("pads", {1, 1})});
   ValueId g = gelu_chain(m, c, true, false);
   ValueId i = m.input("i", {3, 4}, DType::Int64);
@@ -286,7 +269,7 @@ TEST(FastPaths, ConvGeluAndIntegerMatMulAdd) {
   ValueId s = m.node("Add", {m.node("MatMul", {i, k}), m.i64("kb", {10, -20})});
   m.outputs({m.node("Neg", {g}), s});
   rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
-  auto xin = make<float>(DType::Float, {1, 6, 20}, random_floats(120, 9));
+  auto xin = make<float>(DType::Float, {1, 6, 20}, randn(120, 9));
   auto iin = make<int64_t>(DType::Int64, {3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, -1, -2, -3, -4});
   auto ref = plain.run({xin, iin});
   for (int run = 0; run < 2; ++run) {
@@ -323,7 +306,7 @@ TEST(FastPaths, MatMulSoftmaxMatMulIsOneStepAndMatchesUnfused) {
     EXPECT_EQ(fused.step_count() + 2, plain.step_count());
     std::vector<rt::Tensor> ins;
     for (const auto& sh : {cs.q, cs.k, cs.v})
-      ins.push_back(make<float>(DType::Float, sh, random_floats(static_cast<size_t>(prod(sh)), seed++)));
+      ins.push_back(make<float>(DType::Float, sh, randn(static_cast<size_t>(numel(sh)), seed++)));
     auto ref = values<float>(plain.run(ins)[0]);
     for (int run = 0; run < 2; ++run) expect_same(values<float>(fused.run(ins)[0]), ref, "attention case " + std::to_string(seed) + " run " + std::to_string(run));
   }
@@ -341,15 +324,15 @@ TEST(FastPaths, DecomposedLayerNormIsOneStep) {
         m.node("ReduceMean", {m.node("Pow", {d, scalar(m, "two", 2.f, as_nodes)})}, {NewAttr::Ints("axes", {-1})});
     ValueId sd = m.node("Sqrt", {m.node("Add", {var, scalar(m, "eps", 1e-5f, as_nodes)})});
     ValueId n = m.node("Div", {d, sd});
-    ValueId g = m.f32("gamma", {D}, random_floats(D, 11));
-    ValueId b = m.f32("beta", {D}, random_floats(D, 12));
+    ValueId g = m.f32("gamma", {D}, randn(D, 11));
+    ValueId b = m.f32("beta", {D}, randn(D, 12));
     ValueId y = m.node("Add", {b, m.node("Mul", {g, n})});
     // Not a LayerNorm over the last axis: left alone.
     ValueId z = m.node("ReduceMean", {x}, {NewAttr::Ints("axes", {1})});
     m.outputs({m.node("Add", {y, x}), z, y});  // the LayerNorm's output is also a graph output
     rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
     EXPECT_EQ(fused.step_count() + 8, plain.step_count());
-    auto xin = make<float>(DType::Float, {2, T, D}, random_floats(2 * T * D, 13));
+    auto xin = make<float>(DType::Float, {2, T, D}, randn(2 * T * D, 13));
     auto ref = plain.run({xin});
     for (int run = 0; run < 2; ++run) {
       auto got = fused.run({xin});

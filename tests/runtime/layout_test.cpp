@@ -8,23 +8,12 @@
 #include <random>
 
 #include "runtime/runtime.h"
-#include "tests/common/graph_builder.h"
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::GraphBuilder;
-using onnxforge::test::make;
-using onnxforge::test::values;
+using namespace onnxforge::test;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 struct Builder {
   GraphBuilder m{17};
@@ -32,9 +21,9 @@ struct Builder {
   ValueId conv(ValueId x, int64_t c, int64_t mo, int64_t k, int64_t stride, int64_t pad, bool bias = true) {
     const std::string n = "w" + std::to_string(seed);
     ValueId w = m.f32(n, {mo, c, k, k},
-                      random_floats(static_cast<size_t>(mo * c * k * k), ++seed, 1.f / std::sqrt(float(c * k * k))));
+                      randn(static_cast<size_t>(mo * c * k * k), ++seed, 1.f / std::sqrt(float(c * k * k))));
     std::vector<ValueId> ins{x, w};
-    if (bias) ins.push_back(m.f32(n + "b", {mo}, random_floats(static_cast<size_t>(mo), ++seed, 0.1f)));
+    if (bias) ins.push_back(m.f32(n + "b", {mo}, randn(static_cast<size_t>(mo), ++seed, 0.1f)));
     return m.node("Conv", ins,
                   {NewAttr::Ints("kernel_shape", {k, k}), NewAttr::Ints("strides", {stride, stride}),
                    NewAttr::Ints("pads", {pad, pad, pad, pad})});
@@ -42,7 +31,7 @@ struct Builder {
   ValueId batch_norm(ValueId x, int64_t c) {
     const std::string n = "bn" + std::to_string(++seed);
     auto vec = [&](const std::string& s, float base) {
-      auto v = random_floats(static_cast<size_t>(c), ++seed, 0.1f);
+      auto v = randn(static_cast<size_t>(c), ++seed, 0.1f);
       for (float& f : v) f = base + std::fabs(f);
       return m.f32(n + s, {c}, v);
     };
@@ -99,9 +88,9 @@ TEST(Layout, ResidualNetworkMatchesThePlainPlan) {
               NewAttr::Int("count_include_pad", 1)});
   ValueId g = m.node("GlobalAveragePool", {s});
   ValueId flat = m.node("Flatten", {g});
-  ValueId fc = m.f32("fc", {48, 10}, random_floats(480, 99, 0.2f));
+  ValueId fc = m.f32("fc", {48, 10}, randn(480, 99, 0.2f));
   m.outputs({m.node("Gemm", {flat, fc})});
-  run_both(m.model(), {make<float>(DType::Float, {2, 3, 23, 21}, random_floats(2 * 3 * 23 * 21, 7))}, 12);
+  run_both(m.model(), {make<float>(DType::Float, {2, 3, 23, 21}, randn(2 * 3 * 23 * 21, 7))}, 12);
 }
 
 TEST(Layout, BoundariesConvertWhereNchwIsNeeded) {
@@ -125,8 +114,8 @@ TEST(Layout, BoundariesConvertWhereNchwIsNeeded) {
   ValueId after = m.node("Relu", {b.conv(direct, 4, 4, 3, 1, 1)});
   m.outputs({cat, direct, after, p});  // p: NHWC (MaxPool keeps its input's layout), converted on the way out
   run_both(m.model(),
-           {make<float>(DType::Float, {1, 3, 9, 10}, random_floats(270, 3)),
-            make<float>(DType::Float, {1, 8, 9, 10}, random_floats(720, 4))},
+           {make<float>(DType::Float, {1, 3, 9, 10}, randn(270, 3)),
+            make<float>(DType::Float, {1, 8, 9, 10}, randn(720, 4))},
            3);
 }
 
@@ -136,7 +125,7 @@ TEST(Layout, NoChainWithoutAStem) {
   Builder b;
   GraphBuilder& m = b.m;
   ValueId x = m.input("x", {1, 8, 12, 12});
-  ValueId dw_w = m.f32("dw", {16, 1, 3, 3}, random_floats(144, 5));
+  ValueId dw_w = m.f32("dw", {16, 1, 3, 3}, randn(144, 5));
   ValueId e = m.node("Relu", {b.conv(x, 8, 16, 1, 1, 0)});
   ValueId d =
       m.node("Conv", {e, dw_w},
@@ -145,7 +134,7 @@ TEST(Layout, NoChainWithoutAStem) {
   m.outputs({m.node("Relu", {b.conv(m.node("Add", {p, x}), 8, 8, 1, 1, 0)})});
   rt::Session s(m.model());
   EXPECT_EQ(s.channels_last_count(), 0u);
-  run_both(m.model(), {make<float>(DType::Float, {1, 8, 12, 12}, random_floats(8 * 144, 6))}, 0);
+  run_both(m.model(), {make<float>(DType::Float, {1, 8, 12, 12}, randn(8 * 144, 6))}, 0);
 }
 
 TEST(Layout, OffWhenDisabledOrNothingTakesIt) {

@@ -12,13 +12,10 @@
 #include "ir/float16.h"
 #include "runtime/runtime.h"
 #include "simd/isa.h"
-#include "tests/common/graph_builder.h"
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::GraphBuilder;
-using onnxforge::test::make;
-using onnxforge::test::values;
+using namespace onnxforge::test;
 
 namespace {
 
@@ -174,14 +171,6 @@ std::vector<double> ref_resize(const Cfg& c, const std::vector<int64_t>& xs, con
   return y;
 }
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-2.f, 2.f);
-  std::vector<float> v(n);
-  for (float& f : v) f = d(rng);
-  return v;
-}
-
 // Runs Resize (opset 19) on x [xs] with `scales` (sizes empty) or `sizes`; checks shape and
 // values against ref_resize. Returns the number of elements compared.
 void check_resize(const Cfg& c, std::vector<int64_t> xs, std::vector<float> scales, std::vector<int64_t> sizes,
@@ -200,7 +189,7 @@ void check_resize(const Cfg& c, std::vector<int64_t> xs, std::vector<float> scal
   const size_t r = xs.size();
   int64_t n = 1;
   for (int64_t v : xs) n *= v;
-  std::vector<float> xv = random_floats(static_cast<size_t>(n), 7);
+  std::vector<float> xv = noise(static_cast<size_t>(n), 7, -2.f, 2.f);
   rt::Tensor xt;
   if (dt == DType::Float16) {
     std::vector<uint16_t> h(xv.size());

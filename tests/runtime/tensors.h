@@ -1,11 +1,14 @@
 #pragma once
-// Run-time tensors for the runtime tests (graphs come from tests/common/graph_builder.h).
+// The runtime tests' helpers: run-time tensors here, graphs (tests/common/graph_builder.h) and
+// seeded data (tests/common/random.h) through this one include.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "runtime/tensor.h"
+#include "tests/common/graph_builder.h"
+#include "tests/common/random.h"
 
 namespace onnxforge::test {
 

@@ -11,30 +11,15 @@
 #include "io/model_io.h"
 #include "runtime/runtime.h"
 #include "tests/common/models.h"
-#include "tests/common/graph_builder.h"
 #include "tests/runtime/tensors.h"
 #include "tests/runtime/ort_run.h"
 
 using namespace onnxforge;
-using onnxforge::test::GraphBuilder;
+using namespace onnxforge::test;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.f) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.f, sd);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
-
-int64_t prod(const std::vector<int64_t>& s) {
-  int64_t p = 1;
-  for (int64_t d : s) p *= d;
-  return p;
-}
 
 // max |a - b| <= atol + rtol |b| elementwise (NaN never matches); reports the first miss.
 ::testing::AssertionResult near(const std::vector<double>& want, const rt::Tensor& got, double atol = 2e-5,
@@ -90,7 +75,7 @@ AttnData make_data(const AttnCase& c, uint32_t seed) {
     d.pv = randn(static_cast<size_t>(c.B * c.Hkv * c.P * c.Dv), seed + 4);
   }
   if (c.mask) {
-    const size_t n = static_cast<size_t>(prod(c.mask_shape));
+    const size_t n = static_cast<size_t>(numel(c.mask_shape));
     std::mt19937 gen(seed + 5);
     const int64_t last = c.mask_shape.back(), rows = c.mask_shape.size() >= 2 ? c.mask_shape[c.mask_shape.size() - 2] : 1;
     d.maskb.resize(n);
@@ -488,7 +473,7 @@ struct RopeModel {
 void build_rope(RopeModel& r, const RopeCase& c, uint32_t seed) {
   const int64_t rot = c.rot ? c.rot : c.D, half = rot / 2;
   const std::vector<int64_t> xs = c.three_d ? std::vector<int64_t>{c.B, c.S, c.H * c.D} : std::vector<int64_t>{c.B, c.H, c.S, c.D};
-  r.x = randn(static_cast<size_t>(prod(xs)), seed);
+  r.x = randn(static_cast<size_t>(numel(xs)), seed);
   const int64_t rows = c.with_pos ? c.max_pos : c.B * c.S;
   r.cs = randn(static_cast<size_t>(rows * half), seed + 1);
   r.sn = randn(static_cast<size_t>(rows * half), seed + 2);
