@@ -56,6 +56,11 @@ std::vector<OwnedTensor> evaluate_node(const Graph& g, NodeId n, std::span<const
       if (stored == DType::Undefined) stored = inputs[i].dtype;
       converted[i] = cast(inputs[i], DType::Float);
       ins[i] = &converted[i];
+    } else if (reinterpret_cast<uintptr_t>(inputs[i].data) % std::max<size_t>(dtype_size(inputs[i].dtype), 1) != 0) {
+      // Folding hands views of a constant's bytes where the model file has them (raw_data at
+      // any offset); the kernels read whole elements, which must be aligned (fuzz_passes, UBSan).
+      converted[i] = inputs[i].clone();
+      ins[i] = &converted[i];
     }
   }
   std::vector<Tensor> outs(g.outputs(n).size());

@@ -37,9 +37,11 @@ std::optional<Window> window(OpCtx& c, size_t ns, const VState* weight) {
     return std::nullopt;
   }
   // Strides of 0 divided by zero (SIGFPE in optimize); the runtime refuses these too.
+  // Above 2^31 the window arithmetic (dilation * (kernel - 1) + pads) could overflow int64
+  // (fuzz: dilations of INT64_MAX); no real model comes near.
   auto positive = [&](const std::vector<int64_t>& v, const char* name, int64_t least) {
     for (int64_t x : v)
-      if (x < least) {
+      if (x < least || x > (int64_t{1} << 31)) {
         c.conflict(std::string(name) + " value " + std::to_string(x) + " is out of range");
         return false;
       }

@@ -79,8 +79,13 @@ void range(OpCtx& c) {
   if (s && l && d && s->size() == 1 && l->size() == 1 && d->size() == 1 && d->front().is_constant() && d->front().value() != 0) {
     int64_t step = d->front().value();
     SymDim start = s->front(), limit = l->front();
+    // In 128 bits: the model's int64 values may be anything (fuzz: limit - start overflowed).
+    const __int128 count = start.is_constant() && limit.is_constant()
+                               ? (static_cast<__int128>(limit.value()) - start.value() + step + (step > 0 ? -1 : 1)) / step
+                               : 0;
+    if (start.is_constant() && limit.is_constant() && count > (__int128{1} << 62)) return c.set(0, t, {c.fresh()});
     if (start.is_constant() && limit.is_constant()) {
-      int64_t n = std::max<int64_t>(0, (limit.value() - start.value() + step + (step > 0 ? -1 : 1)) / step);
+      int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
       c.set(0, t, {SymDim::constant(n)});
       Dims v;
       for (int64_t i = 0; i < n && v.size() <= c.eng.options().max_value_elements; ++i) v.push_back(SymDim::constant(start.value() + i * step));
@@ -92,6 +97,7 @@ void range(OpCtx& c) {
   auto fs = c.const_floats(0), fl = c.const_floats(1), fd = c.const_floats(2);
   if (fs && fl && fd && fs->size() == 1 && fl->size() == 1 && fd->size() == 1 && fd->front() != 0) {
     double n = std::ceil((fl->front() - fs->front()) / fd->front());
+    if (std::isnan(n) || n > 0x1p62) return c.set(0, t, {c.fresh()});  // NaN or an absurd count: unknown, never UB
     return c.set(0, t, {SymDim::constant(std::max<int64_t>(0, static_cast<int64_t>(n)))});
   }
   c.set(0, t, {c.fresh()});
@@ -296,15 +302,16 @@ SymDim slice_len(OpCtx& c, const SymDim& d, SymDim s, SymDim e, int64_t k) {
     if (k > 0) {
       b = std::clamp<int64_t>(b, 0, n);
       f = std::clamp<int64_t>(f, 0, n);
-      return SymDim::constant(std::max<int64_t>(0, (f - b + k - 1) / k));
+      // In 128 bits: a step of +-2^63 (fuzz, slice_step_int64_limits) overflows int64 here.
+      return SymDim::constant(static_cast<int64_t>(std::max<__int128>(0, (__int128{f} - b + k - 1) / k)));
     }
     b = std::clamp<int64_t>(b, 0, n - 1);
     f = std::clamp<int64_t>(f, -1, n - 1);
-    return SymDim::constant(std::max<int64_t>(0, (b - f - k - 1) / -k));
+    return SymDim::constant(static_cast<int64_t>(std::max<__int128>(0, (__int128{b} - f - k - 1) / -__int128{k})));
   }
   if (k < 0) {
     bool full = (s.is_constant(-1) || (s.is_constant() && s.value() >= kBig)) && e.is_constant() && e.value() <= -kBig;
-    return full ? ceil_div(d, -k) : c.fresh();
+    return full && k != std::numeric_limits<int64_t>::min() ? ceil_div(d, -k) : c.fresh();
   }
   // Symbolic bounds and constant starts are assumed to lie in [0, d]; a constant end on a
   // symbolic dim would be min(end, d), which is not an expression here.
