@@ -41,7 +41,8 @@ if [[ $MODE == replay ]]; then
   exit 0
 fi
 
-# CI: the same inputs on every run, so a red CI means the change, not the dice. A fixed seed, a
+# CI: (nearly) the same inputs on every run, so a red CI means the change, not the dice (README:
+# what still varies). A fixed seed, a
 # fixed number of runs (about a minute each on CI's 2 cores) from a fresh corpus, one thread per
 # target (taskset: TBB and the runtime's pool size themselves from the affinity mask, and coverage
 # from two threads would make the corpus, and so the path, differ between runs). Open-ended
