@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "tests/common/proc_status.h"
 #include "api/engine.h"
 #include "io/model_io.h"
 #include "numeric.h"
@@ -21,15 +22,6 @@ namespace onnxforge::test {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-
-// A /proc/self/status field in bytes (kB lines), -1 when absent.
-double status_bytes(const std::string& key) {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) * 1024.0;
-  return -1;
-}
 
 // Resets the high-water mark to the current RSS; false where the kernel does not allow it.
 bool reset_peak() {

@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "tests/common/proc_status.h"
 #include "io/model_io.h"
 #include "runtime/runtime.h"
 #include "tests/common/graph_builder.h"
@@ -18,6 +19,7 @@
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
+using onnxforge::test::status_bytes;
 using onnxforge::test::GraphBuilder;
 using onnxforge::test::make;
 
@@ -50,15 +52,6 @@ void expect_same_bits(const Model& m, const std::vector<rt::Tensor>& in, const s
       EXPECT_EQ(std::memcmp(a[i].data, b[i].data, a[i].bytes()), 0) << what << ", output " << i << ", run " << run;
     }
   }
-}
-
-// A /proc/self/status field in bytes (kB lines), -1 when absent.
-double status_bytes(const std::string& key) {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) * 1024.0;
-  return -1;
 }
 
 }  // namespace
