@@ -433,10 +433,10 @@ class Threads(unittest.TestCase):
     def test_two_threads_optimize_at_once(self):
         # Two calls on two threads, one worker each. With the GIL held for a whole call they could
         # not overlap: every status line of one call would come before or after all of the
-        # other's. Released, they interleave, and on 2 idle cores two calls take about as long as
-        # one (asserted with a wide margin, < 1.8x, when the machine is not busy with other work:
-        # the kernel's autogroups give a loaded machine's session a fixed share whatever its
-        # thread count). Tries that miss are repeated; one hit shows the release.
+        # other's. Released, they interleave. The times are printed, not asserted: a timing
+        # assertion gated on the load average failed CI's sibling run here when other work started
+        # inside the load average's one-minute lag (speed goals live in perf/, not in unit tests).
+        # Tries that miss are repeated; one interleaving shows the release.
         self.one()  # warm up (page cache, allocator)
         tries, interleaved = [], False
         for _ in range(4):
@@ -462,14 +462,12 @@ class Threads(unittest.TestCase):
             tries.append((round(single, 3), round(double, 3)))
             runs = sum(1 for a, b in zip(events, events[1:]) if a != b) + 1  # 2 when not interleaved
             interleaved = interleaved or runs > 2
-            if interleaved and double < 1.8 * single:
+            if interleaved:
                 break
         self.assertTrue(interleaved, f"the status lines of two calls never interleaved: {events}")
         load, cores = os.getloadavg()[0], os.cpu_count() or 1
         note = f"one optimization, two at once (s): {tries}; load {load:.1f} on {cores} cores"
         print(f"\n{note}", file=sys.stderr)
-        if load < cores:
-            self.assertTrue(any(d < 1.8 * s for s, d in tries), note)
 
 
 if __name__ == "__main__":
