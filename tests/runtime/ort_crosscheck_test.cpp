@@ -88,3 +88,33 @@ TEST(OrtCrossCheck, QuantizedZooModelsAgree) {
   qdq += " --ort-level=disabled --tol=0.05";
   EXPECT_EQ(std::system(qdq.c_str()), 0) << qdq;
 }
+
+// Zoo models converted to float16 by tools/models/to_fp16.py (weights, activations and computed
+// masks in float16, float32 inputs and outputs: onnxconverter-common's keep_io_types form, as
+// fp16 deployments ship). Tolerance 2% of max(1, max|ort|): both runtimes round every op's output
+// to float16, but ORT 1.30's float16 kernels on this CPU do not round exactly. Measured on
+// yolov8n_mini's first Conv against the float64 result rounded once to float16: ours differs in
+// 0.035% of the elements (float32 sums landing on the other side of a tie), ORT in 42%. Over 60
+// layers these one-ulp steps grow to 10.5 of 676 at YOLO's box output (1.6%); every other model
+// stays under 0.3%.
+TEST(OrtCrossCheck, Float16ZooModelsAgree) {
+  std::string why, cmd = crosscheck_command(&why);
+  if (cmd.empty()) GTEST_SKIP() << why;
+  const fs::path dir = fs::path(ONNXFORGE_BINARY_DIR) / "fp16_models";
+  fs::create_directories(dir);
+  int n = 0;
+  for (const char* name : {"bert_small", "gpt2_small_cfg", "llama_small", "vit_small", "whisper_small_enc",
+                           "wav2vec2_mini", "resnet_small", "mobilenet_v2", "yolov8n_mini"}) {
+    const fs::path src = onnxforge::test::model_dir() / (std::string(name) + ".onnx");
+    if (!fs::exists(src)) continue;
+    const fs::path out = dir / (std::string(name) + "_fp16.onnx");
+    const std::string c = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/models/to_fp16.py " + src.string() + " " +
+                          out.string() + " 2> /dev/null";
+    ASSERT_EQ(std::system(c.c_str()), 0) << c;
+    cmd += " " + out.string();
+    ++n;
+  }
+  if (n == 0) GTEST_SKIP() << "zoo models missing";
+  cmd += " --tol=0.02";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
