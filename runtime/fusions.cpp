@@ -2,6 +2,8 @@
 #include "runtime/fusions.h"
 
 #include <cmath>
+#include <string_view>
+#include <unordered_set>
 
 #include "ir/match.h"
 #include "ir/op_traits.h"
@@ -11,11 +13,52 @@ namespace {
 
 // ---------------------------------------------------------------------- helpers
 
-bool float_out(const Graph& g, ValueId v) { return g.dtype(v) == DType::Float || g.dtype(v) == DType::Undefined; }
+// The element type of v as far as the graph says without running it: its declared type, else
+// through ops whose output 0 has their first input's type (or a Where's second), up to a Cast's
+// `to`, a constant's type or a graph input's. Undefined where the walk meets anything else.
+DType known_dtype(const Graph& g, ValueId v) {
+  static const std::unordered_set<std::string_view> keeps_type{
+      "Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "Sum", "Mean", "Clip", "MatMul", "Gemm", "Conv",
+      "ConvTranspose", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ReduceL2", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Slice", "Gather", "Concat",
+      "Split", "Tile", "Pad", "Dropout", "LayerNormalization", "BatchNormalization", "InstanceNormalization",
+      "GroupNormalization", "RMSNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+      "Resize", "PRelu", "Attention", "RotaryEmbedding", "Swish"};
+  for (int hops = 0; v.valid() && hops < 256; ++hops) {
+    if (g.dtype(v) != DType::Undefined) return g.dtype(v);
+    if (TensorId t = g.initializer(v); t.valid()) return g.model().tensors.dtype(t);
+    const NodeId p = g.producer(v);
+    if (!p.valid() || g.inputs(p).empty()) return DType::Undefined;
+    if (is(g, p, "Cast")) {
+      const Attr* to = g.attr(p, "to");
+      return to && to->type == AttrType::Int && to->i > 0 && to->i < 64 ? static_cast<DType>(to->i) : DType::Undefined;
+    }
+    if (is(g, p, "Constant")) {
+      const Attr* a = g.attr(p, "value");
+      return a && a->type == AttrType::Tensor && a->tensor.valid() ? g.model().tensors.dtype(a->tensor) : DType::Undefined;
+    }
+    if (is(g, p, "Where")) {
+      v = g.input(p, 1);
+      continue;
+    }
+    const bool same = has_fact(g, p, kUnary) || keeps_type.count(str(g.op_type(p)));
+    if (!same || (v != g.output(p, 0) && !is(g, p, "Split"))) return DType::Undefined;
+    v = g.input(p, 0);
+  }
+  return DType::Undefined;
+}
+
+// v is float32: declared, or proven by known_dtype. In a model with no narrower float anywhere an
+// undeclared type is taken as float32 (exporters rarely declare intermediates; the kernels check
+// the real type when they run).
+bool float_out(const FusionSite& site, ValueId v) {
+  const DType t = site.g.dtype(v) != DType::Undefined ? site.g.dtype(v) : known_dtype(site.g, v);
+  return t == DType::Float || (t == DType::Undefined && !site.narrow_floats);
+}
 
 // Output 0 of the step exists and is float (the fused kernels compute in float32).
-bool float_output0(const Graph& g, const Step& s) {
-  return !s.outputs.empty() && s.outputs[0].valid() && float_out(g, s.outputs[0]);
+bool float_output0(const FusionSite& site, const Step& s) {
+  return !s.outputs.empty() && s.outputs[0].valid() && float_out(site, s.outputs[0]);
 }
 
 // A float scalar known before any run, as float (an initializer or a Constant node's output,
@@ -63,7 +106,7 @@ Found<FusedStep> decomposed_layer_norm(const FusionSite& site, const Step& s) {
   };
   auto next = [&](NodeId m) { return single_use(uses, g.output(m, 0)); };
   const NodeId n = s.node;
-  MATCH_IF(is(g, n, "ReduceMean") && float_output0(g, s), "not a float ReduceMean");
+  MATCH_IF(is(g, n, "ReduceMean") && float_output0(site, s), "not a float ReduceMean");
   MATCH_IF(last_axis_mean(n), "not a mean over the last axis");
   const ValueId x = g.input(n, 0);
   MATCH_IF(site.available[x.index()], "x not computed yet");
@@ -115,7 +158,7 @@ Found<FusedStep> decomposed_layer_norm(const FusionSite& site, const Step& s) {
 // softmax_attention_kernel(), the scores kept in cache.
 Found<FusedStep> softmax_attention(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
-  MATCH_IF(is(g, s.node, "MatMul") && s.inputs.size() == 2 && s.outputs.size() == 1 && float_output0(g, s),
+  MATCH_IF(is(g, s.node, "MatMul") && s.inputs.size() == 2 && s.outputs.size() == 1 && float_output0(site, s),
            "not a float MatMul");
   MATCH_IF(s.inputs[1].valid() && !site.is_const[s.inputs[1].index()], "B is a constant (a projection)");
   const Use u_sm = single_use(site.uses, s.outputs[0]);
@@ -124,7 +167,7 @@ Found<FusedStep> softmax_attention(const FusionSite& site, const Step& s) {
   const ValueId p = g.output(sm, 0);
   const Attr* axis = g.attr(sm, "axis");
   const bool last_axis = axis ? axis->type == AttrType::Int && axis->i == -1 : s.opset >= 13;
-  MATCH_IF(p.valid() && float_out(g, p) && last_axis, "not a float softmax over the last axis");
+  MATCH_IF(p.valid() && float_out(site, p) && last_axis, "not a float softmax over the last axis");
   const Use u_mm = single_use(site.uses, p);
   const NodeId mm = u_mm.node;
   MATCH_IF(is(g, mm, "MatMul") && u_mm.slot == 0 && g.outputs(mm).size() == 1 && g.output(mm, 0).valid(),
@@ -145,12 +188,12 @@ Found<FusedStep> softmax_attention(const FusionSite& site, const Step& s) {
 // the Add's other operand as an extra input when that operand is computed earlier in the order.
 Found<FusedStep> residual_add(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
-  MATCH_IF(s.kernel->residual_input >= 0 && float_output0(g, s), "no residual epilogue");
+  MATCH_IF(s.kernel->residual_input >= 0 && float_output0(site, s), "no residual epilogue");
   MATCH_IF(!site.graph_output[s.outputs[0].index()], "output 0 is a graph output");
   const Use u = single_use(site.uses, s.outputs[0]);
   const NodeId add = u.node;
   MATCH_IF(is(g, add, "Add") && g.inputs(add).size() == 2 && u.slot < 2 && g.outputs(add).size() == 1 &&
-               g.output(add, 0).valid() && float_out(g, g.output(add, 0)),
+               g.output(add, 0).valid() && float_out(site, g.output(add, 0)),
            "not read by one float Add");
   const ValueId other = g.input(add, 1 - u.slot);
   const auto slot = static_cast<size_t>(s.kernel->residual_input);
@@ -185,7 +228,7 @@ Found<FusedStep> activation(const FusionSite& site, const Step& s) {
         t = g.is_initializer(s.inputs[i]) ? g.model().tensors.dtype(g.initializer(s.inputs[i])) : g.dtype(s.inputs[i]);
     f16 = t == DType::Float16 || t == DType::BFloat16;
   }
-  MATCH_IF(s.kernel->fuses_activation && (float_output0(g, s) || f16), "no activation epilogue");
+  MATCH_IF(s.kernel->fuses_activation && (float_output0(site, s) || f16), "no activation epilogue");
   MATCH_IF(!site.graph_output[s.outputs[0].index()], "output 0 is a graph output");
   const ValueId v = s.outputs[0];
   FusedStep f;

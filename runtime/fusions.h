@@ -25,6 +25,9 @@ struct FusionSite {
   std::span<const uint8_t> available;     // per value: computed before the step being planned
   std::span<const uint8_t> is_const;      // per value: known before any run
   std::span<const uint8_t> graph_output;  // per value
+  // The model computes in a float narrower than float32 somewhere (narrowest_float_bits < 23):
+  // then a value of undeclared type is float32 only where known_dtype proves it.
+  bool narrow_floats = false;
 };
 
 // What the step becomes.

@@ -68,6 +68,9 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
   constants.resize(nv);
   graph_output.assign(nv, 0);
   const TensorStore& ts = g.model().tensors;
+  // A float16 model's chains round at every node; the fusions below compute a chain in float32 and
+  // round once, so in such a model they fuse only what they can prove float32 (fusions.h).
+  const bool narrow_floats = opts.fuse_activations && narrowest_float_bits(g.model()) < 23;
   deferred_.assign(nv, TensorId{});
   for (ValueId v : g.initializers()) {
     TensorId t = g.initializer(v);
@@ -161,7 +164,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
     s.inputs.assign(g.inputs(n).begin(), g.inputs(n).end());
     s.outputs.assign(g.outputs(n).begin(), g.outputs(n).end());
     if (opts.fuse_activations) {
-      const FusionSite site{g, uses, available, is_const, graph_output};
+      const FusionSite site{g, uses, available, is_const, graph_output, narrow_floats};
       for (const Fusion& f : fusions()) {
         Found<FusedStep> m = f.match(site, s);
         if (!m) continue;

@@ -49,6 +49,9 @@ struct VerifyProgress {
 // 1/16 gives that model 2.5x of margin and still catches any element off by more than
 // rtol/16 of the output's scale.
 inline constexpr double kMagnitudeFloor = 1.0 / 16;
+// Bounded classes on a model that computes in float16/bfloat16/float8 allow this many ulps of
+// that type relative error instead of rtol when that is larger (Reference::check).
+inline constexpr double kLowPrecisionUlps = 8;
 
 struct VerifyOptions {
   int seeds = 20;

@@ -356,4 +356,40 @@ uint32_t Model::union_tags(std::span<const uint32_t> sets) {
   return tag_set(std::move(all));
 }
 
+int narrowest_float_bits(const Model& m) {
+  auto bits = [](DType t) {
+    switch (t) {
+      case DType::Float16: return 10;
+      case DType::BFloat16: return 7;
+      case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: return 3;
+      case DType::Float8E5M2: case DType::Float8E5M2FNUZ: return 2;
+      case DType::Float4E2M1: return 1;
+      default: return 23;
+    }
+  };
+  int out = 23;
+  for (size_t gi = 0; gi < m.graph_count(); ++gi) {
+    const Graph& g = m.graph(GraphId{static_cast<uint32_t>(gi)});
+    for (ValueId v : g.graph_inputs())
+      if (!g.is_initializer(v)) out = std::min(out, bits(g.dtype(v)));
+    for (NodeId n : g.nodes()) {
+      for (ValueId v : g.outputs(n)) out = std::min(out, bits(g.dtype(v)));
+      if (g.is_op(n, "Cast")) {
+        if (const Attr* to = g.attr(n, "to"); to && to->type == AttrType::Int && to->i >= 0 && to->i < 64)
+          out = std::min(out, bits(static_cast<DType>(to->i)));
+        continue;
+      }
+      for (ValueId v : g.inputs(n)) {
+        if (TensorId t = g.initializer(v); t.valid()) out = std::min(out, bits(m.tensors.dtype(t)));
+        const NodeId p = g.producer(v);
+        if (p.valid() && g.is_op(p, "Constant"))
+          if (const Attr* a = g.attr(p, "value"); a && a->type == AttrType::Tensor && a->tensor.valid())
+            out = std::min(out, bits(m.tensors.dtype(a->tensor)));
+      }
+    }
+  }
+  return out;
+}
+
+
 }  // namespace onnxforge

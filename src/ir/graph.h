@@ -314,4 +314,12 @@ class Model {
   std::map<std::vector<Sym>, uint32_t> tag_index_;
 };
 
+// Significand bits (without the implicit one) of the narrowest float type the model computes in:
+// 23 for float32 only, 10 when a node output, a graph input, a Cast target or a constant read by
+// anything but a Cast is float16, 7 for bfloat16, 1-3 for float8/float4. Constants that are only
+// cast up (weights stored in float16, computed in float32) do not count: that Cast is exact.
+// Verification widens bounded tolerances by it; the runtime's plan fuses no float chain it cannot
+// prove float32 in such a model (the graph's narrow roundings are part of its meaning).
+int narrowest_float_bits(const Model& m);
+
 }  // namespace onnxforge
