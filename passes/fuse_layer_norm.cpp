@@ -82,7 +82,10 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
     }
   }
   if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
-  if (is_half(r.type) && !r.stash) return Miss{"float16 statistics (no Cast to float)"};
+  // A chain in float16/bfloat16 itself: the op computes its statistics in float (stash_type=1, as
+  // with the Casts) and rounds once where the chain rounds at each node; verification judges such
+  // models in ulps of their type (docs/accuracy.md), and ONNX Runtime computes the op in float too.
+  if (is_half(r.type)) r.stash = true;
   if (r.type == DType::Undefined) return Miss{"type unknown"};
   if (!is_float(r.type)) return Miss{"not floating point"};
   auto dims = trailing_dims(g, x, *k);
@@ -90,14 +93,10 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
   r.norm_dims = *dims;
   r.affine = absorb_affine(g, u, n, r.type, rank_of(g, x), r.norm_dims, /*with_bias=*/true);
   // float16 with a bias: the chain rounds x̂ and x̂·γ to float16 before adding β, the op (here and in
-  // ONNX Runtime) rounds once at the end; where β cancels x̂·γ the two differ by an ulp of x̂·γ, far
-  // beyond the class's bound relative to the small result (measured: max_diff 0.00195 on random
-  // data). Without a bias the difference is an ulp of the result (within 1e-3·|y|), so γ is
-  // taken over; with one, scale and bias stay as they are after a ones-scaled stash op.
-  if (r.stash && r.affine.add.valid()) {
-    r.affine = Affine{};
-    r.affine.out = n;
-  }
+  // ONNX Runtime) rounds once at the end; where β cancels x̂·γ the two differ by an ulp of x̂·γ
+  // (measured: max_diff 0.00195 on random data), beyond float32's bound at that small element but
+  // an ulp of the output's scale, which is how verification judges a float16 model
+  // (docs/accuracy.md). So γ and β are taken over, as for float32.
   if (r.affine.mul.valid()) r.nodes.push_back(r.affine.mul);
   if (r.affine.add.valid()) r.nodes.push_back(r.affine.add);
   r.out = r.affine.out;

@@ -87,7 +87,8 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
     n = g.output(down, 0);
   }
   if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
-  if (is_half(r.type) && !r.stash) return Miss{"float16 statistics (no Cast to float)"};
+  // A chain in float16/bfloat16 itself: stash_type=1, as in fuse_layer_norm.
+  if (is_half(r.type)) r.stash = true;
   if (r.type == DType::Undefined) return Miss{"type unknown"};
   if (!is_float(r.type)) return Miss{"not floating point"};
   auto dims = trailing_dims(g, x, *k);

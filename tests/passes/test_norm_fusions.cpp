@@ -54,7 +54,12 @@ struct Spelling {
   bool scale = true, bias = true;
   std::vector<int64_t> axes = {-1};
   float eps = 1e-5f;
+  DType type = DType::Float;  // of the chain's constants (Float or Float16)
 };
+
+ValueId scalar_of(GraphBuilder& b, const std::string& name, float v, DType t) {
+  return t == DType::Float16 ? f16(b, name, {}, {v}) : f32s(b, name, v);
+}
 
 ValueId commute(GraphBuilder& b, const std::string& op, ValueId a, ValueId c, bool swap) {
   return swap ? b.node(op, {c, a}) : b.node(op, {a, c});
@@ -62,14 +67,14 @@ ValueId commute(GraphBuilder& b, const std::string& op, ValueId a, ValueId c, bo
 
 // d / sqrt(v + eps) in the spelling's form.
 ValueId inv_rms(GraphBuilder& b, ValueId d, ValueId v, const Spelling& s, const std::string& p) {
-  ValueId sd = b.node("Sqrt", {commute(b, "Add", v, f32s(b, p + "eps", s.eps), s.swap)});
+  ValueId sd = b.node("Sqrt", {commute(b, "Add", v, scalar_of(b, p + "eps", s.eps, s.type), s.swap)});
   if (s.inv == 0) return b.node("Div", {d, sd});
-  ValueId r = s.inv == 1 ? b.node("Reciprocal", {sd}) : b.node("Div", {f32s(b, p + "one", 1.f), sd});
+  ValueId r = s.inv == 1 ? b.node("Reciprocal", {sd}) : b.node("Div", {scalar_of(b, p + "one", 1.f, s.type), sd});
   return commute(b, "Mul", d, r, s.inv == 2 ? !s.swap : s.swap);
 }
 
 ValueId square(GraphBuilder& b, ValueId d, const Spelling& s, const std::string& p) {
-  return s.mul_square ? b.node("Mul", {d, d}) : b.node("Pow", {d, f32s(b, p + "two", 2.f)});
+  return s.mul_square ? b.node("Mul", {d, d}) : b.node("Pow", {d, scalar_of(b, p + "two", 2.f, s.type)});
 }
 
 ValueId layer_norm(GraphBuilder& b, ValueId x, const std::vector<int64_t>& norm_dims, const Spelling& s,
@@ -413,10 +418,10 @@ TEST(FuseLayerNorm, SubgraphBodies) {
 
 // float16 model, statistics in float (torch ≥ 2 exports LayerNorm of a half tensor this way):
 // X16 → Cast(float) → chain → Cast(float16) → Mul(γ16) [→ Add(β16)] is LayerNormalization-17 with
-// stash_type=1 on X16. γ alone is taken over (the op rounds x̂·γ once, the chain twice: an ulp of
-// the result); with a bias both stay outside (an ulp of x̂·γ where β cancels it is beyond the
-// bound). A chain in float16 itself is a Miss. Scale and bias applied in float before the Cast
-// back: a float LayerNormalization between the kept Casts.
+// stash_type=1 on X16, γ and β taken over (the op rounds once where the chain rounds x̂, x̂·γ and
+// the sum: an ulp of x̂·γ where β cancels it, an ulp of the output's scale, which is how
+// verification judges a float16 model). A chain in float16 itself is the same op. Scale and bias applied in float before the
+// Cast back: a float LayerNormalization between the kept Casts.
 TEST(FuseLayerNorm, Float16WithCastsBecomesStashType1) {
   enum Form { kCastBackThenAffine, kCastBackThenScale, kNoCast, kAffineInFloat };
   auto make = [](Form form) {
@@ -424,7 +429,8 @@ TEST(FuseLayerNorm, Float16WithCastsBecomesStashType1) {
       GraphBuilder b(17);
       ValueId x16 = b.input("x", {2, 4, 16}, DType::Float16);
       ValueId x = form == kNoCast ? x16 : b.node("Cast", {x16}, {NewAttr::Int("to", 1)});
-      ValueId n = layer_norm(b, x, {16}, Spelling{.scale = false, .bias = false});
+      ValueId n = layer_norm(b, x, {16}, Spelling{.scale = false, .bias = false,
+                                                  .type = form == kNoCast ? DType::Float16 : DType::Float});
       if (form == kAffineInFloat) {
         ValueId y = b.node("Add", {b.node("Mul", {n, b.f32("g", {16}, noise(16, 21, 0.5f, 1.5f))}), b.f32("b", {16}, noise(16, 22))});
         b.output(b.node("Cast", {y}, {NewAttr::Int("to", 10)}), DType::Float16);
@@ -452,14 +458,17 @@ TEST(FuseLayerNorm, Float16WithCastsBecomesStashType1) {
   }
   {
     auto m = optimize_and_check(make(kCastBackThenAffine), {"fuse_layer_norm", "eliminate_dead_nodes"});
-    EXPECT_EQ(m->main().node_count(), 3u);  // LayerNormalization, Mul(γ16), Add(β16)
+    EXPECT_EQ(m->main().node_count(), 1u);
     EXPECT_EQ(count_op(m->main(), "Cast"), 0u);
     stash_op(m->main());
   }
   {
     auto pure = make(kNoCast)();
     auto row = census(*pure, "fuse_layer_norm");
-    EXPECT_EQ(row.missed["float16 statistics (no Cast to float)"], 1) << missed(row);
+    EXPECT_EQ(row.fusable_here, 1) << missed(row);
+    auto m = optimize_and_check(make(kNoCast), {"fuse_layer_norm", "eliminate_dead_nodes"});
+    EXPECT_EQ(m->main().node_count(), 1u);
+    stash_op(m->main());
   }
   {
     auto m = optimize_and_check(make(kAffineInFloat), {"fuse_layer_norm", "eliminate_dead_nodes"});
@@ -502,6 +511,28 @@ TEST(FuseRmsNorm, LlamaSpellingBecomesOneOp) {
   EXPECT_EQ(g.input(n, 0), g.graph_inputs()[0]);
   EXPECT_FLOAT_EQ(g.attr_float(n, "epsilon", 0), 1e-6f);
   EXPECT_EQ(g.attr_int(n, "axis", 0), -1);
+}
+
+// An RMSNorm computed in float16 itself (a float16 export without the Casts) is
+// RMSNormalization with stash_type=1 on X16, γ taken over; verified in float16 ulps.
+TEST(FuseRmsNorm, Float16ChainIsStashType1) {
+  auto make = [] {
+    GraphBuilder b(23);
+    ValueId x = b.input("x", {2, 4, 16}, DType::Float16);
+    ValueId y = rms_norm(b, x, {16}, Spelling{.scale = false, .bias = false, .type = DType::Float16});
+    b.output(b.node("Mul", {y, f16(b, "w16", {16}, noise(16, 31, 0.5f, 1.5f))}), DType::Float16);
+    return std::move(b.m);
+  };
+  auto before = make();
+  EXPECT_EQ(census(*before, "fuse_rms_norm").fusable_here, 1) << missed(census(*before, "fuse_rms_norm"));
+  auto m = optimize_and_check(make, {"fuse_rms_norm", "eliminate_dead_nodes"});
+  const Graph& g = m->main();
+  ASSERT_EQ(g.node_count(), 1u);
+  NodeId n = only(g, "RMSNormalization");
+  ASSERT_TRUE(n.valid());
+  EXPECT_EQ(g.attr_int(n, "stash_type", 0), 1);
+  EXPECT_EQ(g.input(n, 0), g.graph_inputs()[0]);
+  EXPECT_EQ(passes::pattern::dtype_of(g, g.input(n, 1)), DType::Float16);
 }
 
 TEST(FuseRmsNorm, EverySpelling) {
@@ -651,9 +682,9 @@ TEST(FuseGelu, ConstantsByValueWithinTheirTypesRounding) {
   ValueId zh = h.node("Div", {xh, f16(h, "s2", {}, {1.4142135f})});
   ValueId ah = h.node("Add", {h.node("Erf", {zh}), f16(h, "one", {}, {1})});
   h.output(h.node("Mul", {h.node("Mul", {xh, ah}), f16(h, "half", {}, {0.5f})}), DType::Float16);
-  // The float16 constants pass (the check that fails is the later one on the chain's type).
+  // The float16 constants pass.
   auto half_row = census(*h.m, "fuse_gelu");
-  EXPECT_EQ(half_row.missed["float16 chain (fused op rounds once)"], 1) << missed(half_row);
+  EXPECT_EQ(half_row.fusable_here, 1) << missed(half_row);
 
   GraphBuilder w(20);
   ValueId xw = w.input("x", {4, 8});
@@ -670,9 +701,10 @@ TEST(FuseGelu, ConstantsByValueWithinTheirTypesRounding) {
 
 // A GELU computed in float16 rounds every step: 1 + erf(x/√2) loses most of its digits where
 // erf is near −1, so the fused op (computing in float, rounding once) differs from the chain by
-// more than class 1 allows (measured max_diff 0.00195 on 64×64 seeded inputs, erf and tanh
-// forms): a Miss. SiLU in float16 (two roundings) stays within the bound and is fused.
-TEST(FuseGelu, Float16ChainsAreMissesFloat16SiluFuses) {
+// 0.00195 on 64×64 seeded inputs, erf and tanh forms: more than float32's class-1 bound at those
+// small elements, a few float16 ulps of the output's scale, which is how verification judges a
+// float16 model (docs/accuracy.md). Both forms fuse, as SiLU does.
+TEST(FuseGelu, Float16ChainsFuse) {
   auto make = [](int k) {
     return [k] {
       GraphBuilder b(24);
@@ -691,9 +723,9 @@ TEST(FuseGelu, Float16ChainsAreMissesFloat16SiluFuses) {
     };
   };
   for (int k : {0, 1}) {
-    auto m = make(k)();
-    auto row = census(*m, "fuse_gelu");
-    EXPECT_EQ(row.missed["float16 chain (fused op rounds once)"], 1) << missed(row);
+    auto m = optimize_and_check(make(k), {"fuse_gelu"});
+    EXPECT_EQ(count_op(m->main(), "Gelu"), 1u);
+    EXPECT_EQ(m->main().node_count(), 1u);
   }
   auto m = optimize_and_check(make(2), {"fuse_swish"});
   EXPECT_EQ(count_op(m->main(), "Swish"), 1u);

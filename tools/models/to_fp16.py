@@ -12,8 +12,8 @@ runtime's float16 path and its ONNX Runtime cross-check (no onnxconverter packag
   and a Cast back to float32 precedes each output (keep_io_types), so the same input files serve
   the fp32 and the fp16 model;
 - intermediate value_info of float type is dropped (the types changed; consumers infer them).
-Finite values beyond float16's range are clipped to +-65504, as the converters do (the script
-says which tensors were clipped).
+Finite values beyond float16's range are clipped to +-65504 and nonzero values below 1e-7 to
++-1e-7, as the converters do (the script says which tensors were clipped at the top).
 Subgraphs (If/Loop/Scan bodies) are converted the same way.
 """
 import argparse
@@ -28,14 +28,18 @@ KEEP_FLOAT32 = {("Resize", 2), ("Upsample", 1)}
 
 
 def to_half(t, name, overflowed):
-    """float16 of a float32 tensor; finite values beyond float16's range are clipped to +-65504, as
-    the converters do: a mask filled with float32's lowest value stays a large negative number
-    (exp underflows to 0) instead of -inf, where 0 * -inf would make NaN."""
+    """float16 of a float32 tensor, with the converters' clipping: finite values beyond float16's
+    range become +-65504 (a mask filled with float32's lowest value stays a large negative number,
+    where -inf would make 0 * -inf = NaN), and nonzero values below 1e-7 become +-1e-7
+    (onnxconverter-common's min_positive_val: BERT's LayerNorm epsilon 1e-12 stays an epsilon
+    instead of flushing to 0)."""
     a = numpy_helper.to_array(t)
     big = np.isfinite(a) & (np.abs(a) > 65504)
+    tiny = (a != 0) & (np.abs(a) < 1e-7)
     if big.any():
         overflowed.append(name)
-    return numpy_helper.from_array(np.where(big, np.sign(a) * 65504, a).astype(np.float16), t.name)
+    a = np.where(big, np.sign(a) * 65504, np.where(tiny, np.sign(a) * 1e-7, a))
+    return numpy_helper.from_array(a.astype(np.float16), t.name)
 
 
 def float32_only(g):
