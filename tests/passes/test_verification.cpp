@@ -182,6 +182,10 @@ TEST(Verification, Float16ModelsAreJudgedInFloat16Ulps) {
     passes::upgrade_opset(*model, 23);
     const passes::RunResult r = optimize(*model);
     EXPECT_GT(count_op(model->main(), "Attention"), 0u);
+    // Norms and GELUs computed in float16 fuse too (stash_type=1), none left behind.
+    EXPECT_GT(count_op(model->main(), "LayerNormalization"), 0u);
+    EXPECT_GT(count_op(model->main(), "Gelu"), 0u);
+    EXPECT_EQ(count_op(model->main(), "ReduceMean") + count_op(model->main(), "Erf") + count_op(model->main(), "Tanh"), 0u);
     passes::Reference ref(*original, passes::VerifyOptions{3, {}});
     const passes::VerifyResult v = ref.check(*model, passes::tolerance_of(r.worst));
     EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
