@@ -252,7 +252,10 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
   auto xd = heads::dims_of(g, x);
   if (!xd || (xd->size() != 4 && xd->size() != 3)) return Miss{"rotary input rank not 3 or 4"};
   m.dtype = g.dtype(x);
-  if (m.dtype != DType::Float) return Miss{"rotary input not float32"};
+  // float16/bfloat16 too: the op rounds x·cos − x₂·sin once where the chain rounds each product and
+  // the sum, which verification judges in ulps of that type for such a model (docs/accuracy.md).
+  const bool half = m.dtype == DType::Float16 || m.dtype == DType::BFloat16;
+  if (m.dtype != DType::Float && !half) return Miss{"rotary input not float32, float16 or bfloat16"};
   if (!xd->back().is_constant()) return Miss{"head size not static"};
   const size_t r = xd->size();
 
@@ -339,7 +342,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
     auto fd = heads::dims_of(g, m.freqs);
     if (!fd || fd->size() < 2 || fd->size() > 3 || !(fd->back() == SymDim::constant(m.half)) || !((*fd)[fd->size() - 2] == S))
       return Miss{"rotary frequencies not [B, S, R/2]"};
-    if (g.dtype(m.freqs) != DType::Float) return Miss{"rotary input not float32"};
+    if (g.dtype(m.freqs) != m.dtype) return Miss{"rotary frequencies not of the input's type"};
     m.bs.needed = !(fd->size() == 3 && (*fd)[0] == B);
   } else if (is(g, cp, "Gather") && is(g, sp, "Gather") && g.input(cp, 1) == g.input(sp, 1)) {
     if (g.attr_int(cp, "axis", 0) != 0 || g.attr_int(sp, "axis", 0) != 0) return Miss{"rotary cache not constant"};
@@ -372,6 +375,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
     return Miss{"rotary cache not constant"};
   }
   if (m.cache == Cache::Table) {
+    // The half-width copies are made from float32 tables (half_table reads float).
+    if (half) return Miss{"float16 rotary with a constant cache table"};
     if (g.model().tensors.dtype(m.cos_table) != DType::Float || g.model().tensors.dtype(m.sin_table) != DType::Float)
       return Miss{"rotary cache not float32"};
     if (!halves_equal(g.model(), m.cos_table, m.rows, m.width, il) || !halves_equal(g.model(), m.sin_table, m.rows, m.width, il))

@@ -199,5 +199,23 @@ TEST(Verification, Float16ModelsAreJudgedInFloat16Ulps) {
   }
 }
 
+// The Llama in float16: RMSNorm, rotary (cos/sin computed in the graph, in float16) and attention
+// all fuse at opset 23, 645 -> 72 nodes as the float32 export's 644 -> 69, and verify.
+TEST(Verification, Float16LlamaFusesEveryBlock) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  const auto path = fp16_zoo_model("llama_small");
+  auto original = load_model(path), model = load_model(path);
+  passes::upgrade_opset(*model, 23);
+  const passes::RunResult r = optimize(*model);
+  const Graph& g = model->main();
+  EXPECT_EQ(count_op(g, "RMSNormalization"), 5u);
+  EXPECT_EQ(count_op(g, "RotaryEmbedding"), 4u);
+  EXPECT_EQ(count_op(g, "Attention"), 2u);
+  EXPECT_EQ(count_op(g, "ReduceMean") + count_op(g, "Neg") + count_op(g, "Softmax"), 0u);
+  passes::Reference ref(*original, passes::VerifyOptions{3, {}});
+  const passes::VerifyResult v = ref.check(*model, passes::tolerance_of(r.worst));
+  EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
+}
+
 }  // namespace
 }  // namespace onnxforge::test
