@@ -113,9 +113,16 @@ std::string attention_refusal(const Graph& g, NodeId n) {
     if (has_input(g, n, 4)) return "nonpad_kv_seqlen with past_key/past_value (the op forbids the combination)";
     if (opset < 13) return "nonpad_kv_seqlen below opset 13";  // Attention-24 only: never here
   }
-  for (size_t i : {0, 1, 2, 4, 5})
-    if (has_input(g, n, i) && pattern::dtype_of(g, g.input(n, i)) != DType::Float)
-      return "input " + std::to_string(i) + " is not float32 (the runtime's kernel, the reference, runs float32 only)";
+  // float32, float16 or bfloat16, Q/K/V and the past alike: the chain computes in that type, as
+  // the op does without softmax_precision (the runtime runs the op in float and rounds once;
+  // verification judges a float16 model in its ulps).
+  const DType t = pattern::dtype_of(g, g.input(n, 0));
+  if (t != DType::Float && t != DType::Float16 && t != DType::BFloat16) return "input 0 is not float32, float16 or bfloat16";
+  for (size_t i : {1, 2, 4, 5})
+    if (has_input(g, n, i) && pattern::dtype_of(g, g.input(n, i)) != t)
+      return "input " + std::to_string(i) + " is not of Q's type";
+  if (const Attr* sp = g.attr(n, "softmax_precision"); sp && sp->type == AttrType::Int && sp->i != static_cast<int64_t>(t))
+    return "softmax_precision differs from Q's type";
   if (has_input(g, n, 4) != has_input(g, n, 5)) return "past_key without past_value or the reverse";
   const AttnShape a = attn_shape(g, n);
   if (a.rank != 3 && a.rank != 4) return "Q, K and V are not all 3-D or all 4-D (or their ranks are unknown)";
@@ -164,6 +171,7 @@ bool apply(Edits& e, const Match& m) {
   const bool three_d = a.rank == 3;
   const auto has = [&](size_t i) { return decompose::has_input(g, n, i); };
   const double inf = std::numeric_limits<double>::infinity();
+  const DType T = pattern::dtype_of(g, g.input(n, 0));  // the constants' type (attention_refusal checked it)
 
   // [B, H, S, D] views.
   auto heads = [&](ValueId x, int64_t h) { return three_d ? c.transpose(c.reshape(x, {0, 0, h, -1}), {0, 2, 1, 3}) : x; };
@@ -189,15 +197,15 @@ bool apply(Edits& e, const Match& m) {
   ValueId s = c.node("MatMul", {q, c.transpose(k, {0, 1, 3, 2})});
   const double scale = (g.attr(n, "scale") != nullptr) ? g.attr_float(n, "scale", 1.f)
                                               : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.d)));
-  s = c.node("Mul", {s, c.scalar("scale", DType::Float, scale)});
+  s = c.node("Mul", {s, c.scalar("scale", T, scale)});
   ValueId qk[4];
   qk[0] = s;
   if (const float cap = g.attr_float(n, "softcap", 0.f); cap > 0.f) {
-    const ValueId capv = c.scalar("softcap", DType::Float, cap);
+    const ValueId capv = c.scalar("softcap", T, cap);
     s = c.node("Mul", {c.node("Tanh", {c.node("Div", {s, capv})}), capv});
   }
   qk[1] = s;
-  const ValueId neg_inf = c.scalar("neg_inf", DType::Float, -inf);
+  const ValueId neg_inf = c.scalar("neg_inf", T, -inf);
   const bool nonpad = has(6);
   // 0 .. length of axis 2 of x - 1 (the query or key positions).
   auto positions = [&](ValueId x) {
@@ -243,14 +251,14 @@ bool apply(Edits& e, const Match& m) {
     ValueId mask = g.input(n, 3);
     const DType mt = pattern::dtype_of(g, mask);
     const bool boolean = mt == DType::Bool;
-    if (!boolean && mt != DType::Float) mask = c.cast(mask, DType::Float);
+    if (!boolean && mt != T) mask = c.cast(mask, T);
     if (!decompose::mask_covers_keys(g, n, a.rank)) {
       // Keys beyond the mask's last dim are masked (the spec pads with false / -inf).
       const int64_t r = pattern::rank_of(g, g.input(n, 3));
       const ValueId need = c.node("Sub", {c.dim(k, 2), c.dim(mask, -1)});
       const ValueId pads = c.node("Concat", {c.ints("pads", std::vector<int64_t>(static_cast<size_t>(2 * r - 1), 0)), need},
                                   {NewAttr::Int("axis", 0)});
-      const ValueId fill = boolean ? c.tensor("fill", DType::Bool, {}, {0}) : c.scalar("fill", DType::Float, -inf);
+      const ValueId fill = boolean ? c.tensor("fill", DType::Bool, {}, {0}) : c.scalar("fill", T, -inf);
       mask = c.node("Pad", {mask, pads, fill});
     }
     s = boolean ? c.node("Where", {mask, s, neg_inf}) : c.node("Add", {s, mask});
@@ -259,7 +267,7 @@ bool apply(Edits& e, const Match& m) {
   // The last axis: -1 from opset 11 (negative axes), 3 before (the scores are 4-D).
   ValueId p = c.node("Softmax", {s}, {NewAttr::Int("axis", c.opset() >= 11 ? -1 : 3)});
   // A row the masks leave no key is -inf everywhere: Softmax gives NaN, the op zeros.
-  if (masked) p = c.node("Where", {c.node("IsNaN", {p}), c.scalar("zero", DType::Float, 0), p});
+  if (masked) p = c.node("Where", {c.node("IsNaN", {p}), c.scalar("zero", T, 0), p});
   qk[3] = p;
   if (decompose::output_read(g, u, n, 3)) c.bind(3, qk[g.attr_int(n, "qk_matmul_output_mode", 0)]);
   if (!three_d) {

@@ -53,9 +53,13 @@ RotaryShape rotary_shape(const Graph& g, NodeId n) {
 std::string rotary_refusal(const Graph& g, NodeId n) {
   if (g.inputs(n).size() < 3) return "fewer than three inputs";
   if (g.model().opset("") < 10) return "opset below 10 (Slice takes its bounds as inputs from opset 10)";
-  for (size_t i = 0; i < 3; ++i)
-    if (pattern::dtype_of(g, g.input(n, i)) != DType::Float)
-      return "input " + std::to_string(i) + " is not float32 (the runtime's kernel, the reference, runs float32 only)";
+  // float32, float16 or bfloat16, all three alike: the chain computes in that type (the runtime
+  // runs the op itself in float and rounds once; verification judges a float16 model in its ulps).
+  const DType t = pattern::dtype_of(g, g.input(n, 0));
+  if (t != DType::Float && t != DType::Float16 && t != DType::BFloat16)
+    return "input 0 is not float32, float16 or bfloat16";
+  for (size_t i = 1; i < 3; ++i)
+    if (pattern::dtype_of(g, g.input(n, i)) != t) return "input " + std::to_string(i) + " is not of input 0's type";
   const RotaryShape r = rotary_shape(g, n);
   if (r.rank != 3 && r.rank != 4) return "the input's rank is unknown or not 3 or 4";
   if (r.rank == 3 && r.heads <= 0) return "3-D input without num_heads";

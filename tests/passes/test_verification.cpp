@@ -217,5 +217,24 @@ TEST(Verification, Float16LlamaFusesEveryBlock) {
   EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
 }
 
+// ... and for a target without those ops (--target tensorrt) the float16 Attention and
+// RotaryEmbedding decompose back into float16 chains (constants in float16), verified.
+TEST(Verification, Float16LlamaDecomposesForATargetWithoutTheOps) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  const auto path = fp16_zoo_model("llama_small");
+  auto fused = load_model(path);
+  passes::upgrade_opset(*fused, 23);
+  optimize(*fused);
+  ASSERT_EQ(count_op(fused->main(), "Attention"), 2u);
+  const auto dir = temp_dir("fp16_decomp");
+  save_model(*fused, dir / "fused.onnx");
+  auto original = load_model(dir / "fused.onnx"), model = load_model(dir / "fused.onnx");
+  const passes::RunResult r = optimize(*model, {"decompose_rotary_embedding", "decompose_attention"});
+  EXPECT_EQ(count_op(model->main(), "Attention") + count_op(model->main(), "RotaryEmbedding"), 0u);
+  passes::Reference ref(*original, passes::VerifyOptions{3, {}});
+  const passes::VerifyResult v = ref.check(*model, passes::tolerance_of(r.worst));
+  EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
+}
+
 }  // namespace
 }  // namespace onnxforge::test
