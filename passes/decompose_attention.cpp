@@ -31,8 +31,8 @@
 // attribute combinations and the qk/nonpad/dynamic cases, 1.4e-6 on whisper_tiny_enc fused and
 // decomposed against the export;
 // tests/passes/test_decompose_transformer.cpp).
-// Left alone, with the reason in optimize's report (attention_refusal): data not float32 (the
-// runtime's kernel runs float32 only), nonpad_kv_seqlen with a past cache (the op forbids it),
+// Left alone, with the reason in optimize's report (attention_refusal): data not float32, float16
+// or bfloat16 or of mixed types, nonpad_kv_seqlen with a past cache (the op forbids it),
 // unknown ranks or head counts, an unknown head size where the default scale or the KV head
 // repeat needs it.
 #include <cmath>

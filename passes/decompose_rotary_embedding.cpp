@@ -14,8 +14,8 @@
 // code shared with fuse_rotary_embedding (verification independence, passes/decompose.h).
 // The width comes from the caches (their last dim is rot/2 by the op's contract), so an input
 // of unknown head size still decomposes when rot = D is not needed for a tail.
-// Left alone, with the reason in optimize's report (rotary_refusal): data that is not float32
-// (the runtime's kernel runs float32 only: nothing to check against), an input of unknown rank,
+// Left alone, with the reason in optimize's report (rotary_refusal): data that is not float32,
+// float16 or bfloat16, or caches of another type than the input, an input of unknown rank,
 // caches of unknown width, a partial rotation whose head size is unknown, opset < 10 (Slice
 // takes its bounds as inputs from 10; RotaryEmbedding itself is opset 23).
 #include <limits>
