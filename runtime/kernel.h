@@ -193,6 +193,15 @@ void register_transformer(Registry&);  // ops/transformer.cpp: Attention, Swish
 // Not registered for any op: the plan runs MatMul -> Softmax(last axis) -> MatMul as one step
 // with this kernel (inputs: the first MatMul's two operands, then the second one's B).
 const KernelDef& softmax_attention_kernel();
+// Split (last axis, three parts: a fused QKV projection's) -> 3-D Attention reading them as its
+// Q, K, V, as one step (ops/transformer.cpp): Q, K and V are read in place as column ranges of
+// the Split's input. Inputs: the Split's input, two empty slots, the Attention's inputs 3..6,
+// then the Split's sizes (kSplitInput); OpContext::state is a SplitAttentionState.
+struct SplitAttentionState {
+  static constexpr size_t kSplitInput = 7;
+  NodeId attention;  // attributes and messages come from this node
+};
+const KernelDef& split_attention_kernel();
 // Likewise for a LayerNormalization over the last axis written out in nine nodes (inputs x,
 // scale, bias; OpContext::state points to epsilon as a float).
 const KernelDef& decomposed_layer_norm_kernel();

@@ -173,8 +173,10 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
         if (m->act) s.act = *m->act;
         if (m->state) s.state = std::move(m->state);
         s.outputs[0] = m->output;
+        if (m->outputs) s.outputs = std::move(*m->outputs);
         for (NodeId c : m->absorbed) skipped[c.index()] = 1;
-        available[m->output.index()] = 1;
+        for (ValueId v : s.outputs)
+          if (v.valid()) available[v.index()] = 1;
         fused += m->fused;
       }
     }

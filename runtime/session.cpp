@@ -32,6 +32,7 @@ std::string step_op(const Plan& plan, const Step& s) {
   std::string op(str(plan.graph.op_type(s.node)));
   if (s.kernel == &softmax_attention_kernel()) op = "MatMul+Softmax+MatMul";
   if (s.kernel == &decomposed_layer_norm_kernel()) op = "LayerNorm(decomposed)";
+  if (s.kernel == &split_attention_kernel()) op = "Split+Attention";
   if (s.kernel == &conv_integer_to_float_kernel()) op = "ConvInteger+Cast+Mul";
   if (s.act.op != simd::UnaryOp::Identity) op += "+act";
   return op;

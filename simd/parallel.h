@@ -37,8 +37,22 @@ class WarmWorkers {
   bool active_ = false;
 };
 
-// Threads a parallel region may use: the arena's concurrency capped by tbb::global_control.
+// Threads a parallel region may use: the arena's concurrency capped by tbb::global_control,
+// or 1 inside a SerialScope.
 int max_threads();
+
+// While one lives, parallel regions the calling thread opens run on it alone (max_threads() is 1
+// there, so the GEMM also picks its single-thread tiling). For the items of an outer parallel
+// loop that already has enough items for every thread: a nested region would only add its
+// hand-off (BERT-base's Attention, 24 head blocks on 2 threads, each running 3 nested regions:
+// the helper thread ran a tenth of the work and spun for the rest; see runtime/ops/transformer.cpp).
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+};
 
 // Spinner tasks currently enqueued or running (tests).
 int warm_spinners();

@@ -1,6 +1,8 @@
 // RotaryEmbedding (opset 23 semantics, accepted at any opset: the optimizer emits it), and the
 // plan's fused MatMul -> Softmax -> MatMul (attention without materializing the scores).
 
+#include <optional>
+
 #include "runtime/ops/common.h"
 #include "simd/gemm.h"
 #include "simd/norm.h"
@@ -100,7 +102,12 @@ void softmax_attention(OpContext& c) {
   }
   const int64_t batch = a.numel() / (M * K);
   std::vector<simd::PackedB> pb(static_cast<size_t>(batch)), pv(static_cast<size_t>(batch));
+  // As the Attention op (ops/transformer.cpp): with two items per thread or more, an item's
+  // packing, GEMMs and softmax run on its own thread, without nested regions.
+  const bool serial_packs = batch >= 2 * simd::max_threads();
   simd::parallel_for(batch, [&](int64_t i) {
+    std::optional<simd::SerialScope> serial;
+    if (serial_packs) serial.emplace();
     const auto u = static_cast<size_t>(i);
     pb[u] = simd::pack_b(false, static_cast<size_t>(K), static_cast<size_t>(N), b.ptr<float>() + i * K * N,
                          static_cast<size_t>(N));
@@ -109,7 +116,10 @@ void softmax_attention(OpContext& c) {
   });
   constexpr int64_t kRows = 64;
   const int64_t blocks = (M + kRows - 1) / kRows;
+  const bool serial_items = batch * blocks >= 2 * simd::max_threads();
   simd::parallel_each(static_cast<size_t>(batch * blocks), true, [&](size_t task) {
+    std::optional<simd::SerialScope> serial;
+    if (serial_items) serial.emplace();
     std::vector<float> scores(static_cast<size_t>(kRows * N));
     const auto t = static_cast<int64_t>(task);
     const int64_t i = t / blocks, r0 = (t % blocks) * kRows, rows = std::min(kRows, M - r0);

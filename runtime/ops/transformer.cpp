@@ -19,6 +19,7 @@
 // and shared by the group, never repeated.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "runtime/ops/common.h"
 #include "simd/gemm.h"
@@ -34,15 +35,18 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 struct AttnDims {
   int64_t B = 0, Hq = 0, Hkv = 0, Sq = 0, Skv = 0, P = 0, T = 0, D = 0, Dv = 0;
   bool three_d = false;
+  // 3-D: elements between consecutive (b, s) rows of Q / K / V (their hidden sizes, or the
+  // width of the tensor they are column ranges of: split_attention()).
+  int64_t lq = 0, lk = 0, lv = 0;
   // Element offsets of row (b, h, s) of Q / K / V / Y and the stride between rows of one head.
-  int64_t q_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Sq + s) * Hq * D + h * D : ((b * Hq + h) * Sq + s) * D; }
+  int64_t q_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Sq + s) * lq + h * D : ((b * Hq + h) * Sq + s) * D; }
   int64_t y_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Sq + s) * Hq * Dv + h * Dv : ((b * Hq + h) * Sq + s) * Dv; }
-  int64_t k_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Skv + s) * Hkv * D + h * D : ((b * Hkv + h) * Skv + s) * D; }
-  int64_t v_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Skv + s) * Hkv * Dv + h * Dv : ((b * Hkv + h) * Skv + s) * Dv; }
-  int64_t ldq() const { return three_d ? Hq * D : D; }
+  int64_t k_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Skv + s) * lk + h * D : ((b * Hkv + h) * Skv + s) * D; }
+  int64_t v_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Skv + s) * lv + h * Dv : ((b * Hkv + h) * Skv + s) * Dv; }
+  int64_t ldq() const { return three_d ? lq : D; }
   int64_t ldy() const { return three_d ? Hq * Dv : Dv; }
-  int64_t ldk() const { return three_d ? Hkv * D : D; }
-  int64_t ldv() const { return three_d ? Hkv * Dv : Dv; }
+  int64_t ldk() const { return three_d ? lk : D; }
+  int64_t ldv() const { return three_d ? lv : Dv; }
 };
 
 AttnDims attention_dims(const OpContext& c, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* pk,
@@ -83,6 +87,7 @@ AttnDims attention_dims(const OpContext& c, const Tensor& q, const Tensor& k, co
     if (k.shape[2] / d.Hkv != d.D) c.error("K's head size differs from Q's");
     if (v.shape[1] != d.Skv) c.error("K and V disagree on the sequence length");
     d.Dv = v.shape[2] / d.Hkv;
+    d.lq = q.shape[2], d.lk = k.shape[2], d.lv = v.shape[2];
   }
   if (d.Hkv <= 0 || d.Hq % d.Hkv)
     c.error("q_num_heads " + std::to_string(d.Hq) + " is not a multiple of kv_num_heads " + std::to_string(d.Hkv));
@@ -140,10 +145,9 @@ void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t width, float*
   for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * width, src + r * ld, static_cast<size_t>(width) * 4);
 }
 
-void attention(OpContext& c) {
-  const Tensor& q = c.input(0);
-  const Tensor& k = c.input(1);
-  const Tensor& v = c.input(2);
+// Attention on Q, K, V given as tensors (shapes as the op's inputs); `ld`, when set, are the
+// 3-D row strides of Q, K and V (column ranges of one wider tensor: split_attention()).
+void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor& v, const int64_t* ld = nullptr) {
   const Tensor* mask = c.in(3);
   const Tensor* pk = c.in(4);
   const Tensor* pv = c.in(5);
@@ -151,7 +155,8 @@ void attention(OpContext& c) {
   for (const Tensor* t : {&q, &k, &v, pk, pv})
     if (t && t->dtype != DType::Float)
       c.error("Q, K, V and the past caches must be float32, float16 or bfloat16, got " + std::string(dtype_name(t->dtype)));
-  const AttnDims d = attention_dims(c, q, k, v, pk, pv);
+  AttnDims d = attention_dims(c, q, k, v, pk, pv);
+  if (ld != nullptr && d.three_d) d.lq = ld[0], d.lk = ld[1], d.lv = ld[2];
   const MaskView mv = mask_view(c, mask, d);
   std::vector<int64_t> valid;  // per batch: keys at or beyond are padding
   if (nonpad) {
@@ -213,8 +218,15 @@ void attention(OpContext& c) {
   const int64_t groups = d.B * d.Hkv;
   std::vector<simd::PackedB> pkt(static_cast<size_t>(groups)), pvv(static_cast<size_t>(groups));
   const bool gemm_ok = d.T > 0 && d.D > 0 && d.Dv > 0;
+  // With at least two items per thread, each item runs its GEMMs and softmax on its own thread:
+  // nested regions only added hand-offs. BERT-base (12 heads x 2 row blocks, 2 threads): the
+  // helper thread ran a tenth of the Attention work and spun for the rest (perf), 1 thread and
+  // 2 threads took the same time.
+  const bool serial_items = groups >= 2 * simd::max_threads();
   if (gemm_ok)
     simd::parallel_for(groups, [&](int64_t bh) {
+      std::optional<simd::SerialScope> serial;
+      if (serial_items) serial.emplace();
       const int64_t b = bh / d.Hkv, h = bh % d.Hkv;
       const auto u = static_cast<size_t>(bh);
       pkt[u] = simd::pack_b(true, static_cast<size_t>(d.D), static_cast<size_t>(d.T), head_k(b, h), static_cast<size_t>(ldk));
@@ -227,7 +239,10 @@ void attention(OpContext& c) {
   const int64_t group = d.Hq / d.Hkv;
   const float* qp = q.ptr<float>();
   float* yp = y.ptr<float>();
-  simd::parallel_each(static_cast<size_t>(d.B * d.Hq * blocks), true, [&](size_t task) {
+  const int64_t tasks = d.B * d.Hq * blocks;
+  simd::parallel_each(static_cast<size_t>(tasks), true, [&](size_t task) {
+    std::optional<simd::SerialScope> serial;
+    if (tasks >= 2 * simd::max_threads()) serial.emplace();
     const auto t = static_cast<int64_t>(task);
     const int64_t bh = t / blocks, b = bh / d.Hq, h = bh % d.Hq, kvh = h / group;
     const int64_t r0 = (t % blocks) * kRows, rows = std::min(kRows, d.Sq - r0);
@@ -295,6 +310,54 @@ void attention(OpContext& c) {
   });
 }
 
+void attention(OpContext& c) { run_attention(c, c.input(0), c.input(1), c.input(2)); }
+
+// Split(last axis, three parts) -> 3-D Attention as one step (split_attention_kernel()): Q, K and
+// V are read in place as column ranges of the Split's input, never copied out.
+void split_attention(OpContext& c) {
+  const auto& st = *static_cast<const SplitAttentionState*>(c.state);
+  const Tensor& x = c.input(0);
+  if (x.dtype != DType::Float) c.error("Q, K and V must be float32, float16 or bfloat16, got " + std::string(dtype_name(x.dtype)));
+  const int64_t width = x.rank() > 0 ? x.shape.back() : 0;
+  std::vector<int64_t> sizes;
+  if (const Tensor* sp = c.in(SplitAttentionState::kSplitInput)) sizes = ints_of(*sp);
+  else if (c.has_attr("split")) sizes.assign(c.attr_ints("split").begin(), c.attr_ints("split").end());
+  else if (width % 3 == 0) sizes.assign(3, width / 3);
+  else sizes = {(width + 2) / 3, (width + 2) / 3, width - 2 * ((width + 2) / 3)};  // Split-18's uneven last part
+  if (x.rank() < 1 || sizes.size() != 3 || sizes[0] < 0 || sizes[1] < 0 || sizes[2] < 0 ||
+      sizes[0] + sizes[1] + sizes[2] != width)
+    c.error("the Split before this Attention needs three sizes adding up to the last dim of " + shape_str(x.shape) +
+            ", got " + shape_str(sizes));
+  // 3-D: views of the three column ranges, their shapes the Split's outputs', their rows `width`
+  // elements apart (run_attention reads them through the row strides only). Another rank (4-D
+  // Q, K, V split on the head size) gets copies, as the Split would have made.
+  Tensor parts[3];
+  const int64_t rows = width > 0 ? x.numel() / width : 0;
+  int64_t start = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    Shape ps = x.shape;
+    ps.back() = sizes[i];
+    if (x.rank() == 3) {
+      parts[i] = Tensor::view(DType::Float, ps, x.data + static_cast<size_t>(start) * sizeof(float));
+    } else {
+      parts[i] = Tensor::alloc(DType::Float, ps);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(parts[i].ptr<float>() + r * sizes[i], x.ptr<float>() + r * width + start,
+                    static_cast<size_t>(sizes[i]) * sizeof(float));
+    }
+    start += sizes[i];
+  }
+  const int64_t ld[3] = {width, width, width};
+  // Attributes, shapes in errors and the node named in messages are the Attention's.
+  struct AsAttention {
+    OpContext& c;
+    NodeId split;
+    ~AsAttention() { c.node = split; }
+  } restore{c, c.node};
+  c.node = st.attention;
+  run_attention(c, parts[0], parts[1], parts[2], x.rank() == 3 ? ld : nullptr);
+}
+
 // Swish-24: x * sigmoid(alpha * x). alpha = 1 is simd's Silu; otherwise sigmoid(alpha x) on
 // the simd path, in chunks that stay in cache, times x.
 void swish(OpContext& c) {
@@ -334,6 +397,11 @@ std::optional<simd::Unary> swish_epilogue(const Graph& g, NodeId n) {
 }
 
 }  // namespace
+
+const KernelDef& split_attention_kernel() {
+  static const KernelDef def{.run = split_attention};
+  return def;
+}
 
 void register_transformer(Registry& r) {
   r.add("", "Attention", {.run = attention});

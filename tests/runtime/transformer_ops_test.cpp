@@ -756,3 +756,84 @@ TEST(TransformerOpsFusion, GeluAndSwishInTheMatMulEpilogue) {
     }
   }
 }
+
+// A fused QKV projection's Split read only by one Attention runs as one step that reads Q, K
+// and V in place from the Split's input (split_attention_kernel): the same bits as the Split
+// and the Attention run apart, for 3-D MHA and GQA with a mask, causal with a past cache (the
+// present outputs too), uneven sizes from num_outputs, and a 4-D input (copied parts); and no
+// fusion where a part is also read elsewhere or the Split is not on the last axis.
+TEST(TransformerOpsFusion, SplitIntoAttentionReadsQkvInPlace) {
+  struct Case {
+    const char* name;
+    int64_t B, S, Hq, Hkv, D;
+    bool mask, past, four_d, num_outputs, extra_use, axis1;
+    size_t fused;
+  };
+  const Case cases[] = {
+      {"mha mask", 1, 70, 4, 4, 16, true, false, false, false, false, false, 1},
+      {"gqa causal past", 2, 9, 4, 2, 8, false, true, false, false, false, false, 1},
+      {"num_outputs", 2, 5, 3, 3, 5, false, false, false, true, false, false, 1},
+      {"4-d", 2, 6, 2, 2, 8, true, false, true, false, false, false, 1},
+      {"part also a graph output", 1, 5, 2, 2, 8, false, false, false, false, true, false, 0},
+      {"axis 1", 1, 6, 2, 2, 8, false, false, false, false, false, true, 0},
+  };
+  uint32_t seed = 500;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder m(c.past ? 24 : 23);
+    const int64_t width = (c.Hq + 2 * c.Hkv) * c.D + (c.num_outputs ? 1 : 0);
+    std::vector<int64_t> xs = c.four_d ? std::vector<int64_t>{c.B, c.Hq, c.S, 3 * c.D}
+                                       : std::vector<int64_t>{c.B, c.S, width};
+    if (c.axis1) xs = {c.B, 3 * c.S, c.Hq * c.D};
+    std::vector<std::pair<std::string, rt::Tensor>> feeds;
+    auto feed = [&](const std::string& name, const std::vector<int64_t>& shape, float sd) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      feeds.emplace_back(name, test::make<float>(DType::Float, shape, randn(static_cast<size_t>(n), ++seed, sd)));
+      return m.input(name, shape, DType::Float);
+    };
+    ValueId x = feed("x", xs, 1.5f);
+    std::vector<ValueId> split_in{x};
+    std::vector<NewAttr> split_attrs{NewAttr::Int("axis", c.axis1 ? 1 : -1)};
+    if (c.num_outputs) {
+      split_attrs.push_back(NewAttr::Int("num_outputs", 3));
+    } else if (!c.four_d && !c.axis1) {
+      split_in.push_back(m.i64("sizes", {c.Hq * c.D, c.Hkv * c.D, c.Hkv * c.D}));
+    } else if (c.four_d) {
+      split_in.push_back(m.i64("sizes", {c.D, c.D, c.D}));
+    }
+    const std::vector<ValueId> qkv = m.node_n("Split", split_in, split_attrs, 3);
+    std::vector<ValueId> ins = qkv;
+    std::vector<NewAttr> attrs;
+    int64_t heads_q = c.Hq, heads_kv = c.Hkv;
+    if (c.num_outputs) heads_q = heads_kv = 1;  // parts of 16, 16 and 15 columns: one head each, Dv 15
+    attrs = {NewAttr::Int("q_num_heads", heads_q), NewAttr::Int("kv_num_heads", heads_kv)};
+    if (c.mask) ins.push_back(feed("mask", {1, 1, c.S, c.S}, 1.f));
+    size_t outs = 1;
+    if (c.past) {
+      ins.resize(4);
+      ins.push_back(feed("past_key", {c.B, c.Hkv, 3, c.D}, 1.f));
+      ins.push_back(feed("past_value", {c.B, c.Hkv, 3, c.D}, 1.f));
+      attrs.push_back(NewAttr::Int("is_causal", 1));
+      outs = 3;
+    }
+    std::vector<ValueId> ys = m.node_n("Attention", ins, attrs, outs);
+    if (c.extra_use) ys.push_back(qkv[1]);
+    m.outputs(ys);
+    m.model().ir_version = c.past ? 12 : 11;
+    rt::Session fused(m.model()), plain(m.model(), rt::SessionOptions{false, true, false, true});
+    EXPECT_EQ(fused.fused_count(), c.fused);
+    std::vector<rt::Tensor> in;
+    for (const auto& f : feeds) in.push_back(f.second);
+    const auto want = plain.run(in);
+    for (int run = 0; run < 2; ++run) {
+      const auto got = fused.run(in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t o = 0; o < want.size(); ++o) {
+        ASSERT_EQ(got[o].shape, want[o].shape) << "output " << o;
+        for (int64_t e = 0; e < want[o].numel(); ++e)
+          ASSERT_EQ(got[o].get_f64(e), want[o].get_f64(e)) << "run " << run << " output " << o << " element " << e;
+      }
+    }
+  }
+}

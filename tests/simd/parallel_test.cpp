@@ -83,6 +83,34 @@ TEST(Parallel, OneThreadRunsInOrderOnTheCaller) {
   for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
 }
 
+// Inside a SerialScope every region the thread opens runs on it alone, in order, and
+// max_threads() says 1 (the GEMM tiles for one thread); the scope is per thread and nests.
+TEST(Parallel, SerialScopeRunsRegionsOnTheCallerAlone) {
+  const int threads = max_threads();
+  std::vector<std::atomic<int>> hits(4 * 300);
+  std::atomic<int> elsewhere{0};
+  parallel_each(4, true, [&](std::size_t o) {
+    SerialScope serial;
+    EXPECT_EQ(max_threads(), 1);
+    const auto me = std::this_thread::get_id();
+    std::size_t expect = 0;
+    parallel_chunks(300, 1, [&](std::size_t b, std::size_t e) {
+      EXPECT_EQ(b, expect);  // one chunk after the other, on this thread
+      expect = e;
+      if (std::this_thread::get_id() != me) elsewhere.fetch_add(1);
+      for (std::size_t i = b; i < e; ++i) hits[o * 300 + i].fetch_add(1);
+    });
+    {
+      SerialScope nested;
+      EXPECT_EQ(max_threads(), 1);
+    }
+    EXPECT_EQ(max_threads(), 1);
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  EXPECT_EQ(elsewhere.load(), 0);
+  EXPECT_EQ(max_threads(), threads);
+}
+
 TEST(Parallel, NestedRegionsCoverEverything) {
   const std::size_t outer = 9, inner = 333;
   std::vector<std::atomic<int>> hits(outer * inner);
