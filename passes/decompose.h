@@ -8,7 +8,9 @@
 // matcher with the fusions (passes/fuse_*.cpp) or with the runtime's fusions of decomposed
 // patterns (runtime/); pattern::dtype_of / rank_of are only type look-ups.
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/uses.h"
@@ -57,6 +59,18 @@ class Chain {
   std::string prefix_;
   int k_ = 0;
 };
+
+// The analyze of every decomposition: each node of `op` that `match` takes (nullopt: the node is
+// left alone, e.g. a type or attribute its chain does not compute).
+template <class M>
+std::vector<M> analyze_op(const Graph& g, const Uses& u, std::string_view op,
+                          std::optional<M> (*match)(const Graph&, const Uses&, NodeId)) {
+  std::vector<M> out;
+  for (NodeId n : g.nodes())
+    if (g.is_op(n, op))
+      if (std::optional<M> m = match(g, u, n)) out.push_back(std::move(*m));
+  return out;
+}
 
 // The axes axis..rank-1 of a normalization op's `axis` attribute: negative when the axis is
 // (they need no rank), else from the known rank; empty when the rank is unknown.

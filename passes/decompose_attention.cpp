@@ -147,11 +147,13 @@ struct Match {
   NodeId attn;
 };
 
-std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes())
-    if (g.is_op(n, "Attention") && decompose::attention_refusal(g, n).empty()) out.push_back({n});
-  return out;
+std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
+  if (!decompose::attention_refusal(g, n).empty()) return {};
+  return Match{n};
+}
+
+std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
+  return decompose::analyze_op(g, u, "Attention", match);
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -273,13 +275,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_attention_pass() {
-  static const PassOf<Match> p{"decompose_attention", AccuracyClass::FloatBounded,
-                               "Attention becomes MatMul/Mul/Softmax/MatMul with the head Reshape/Transposes, the KV "
-                               "head repeat, causal and attn_mask masking, softcap and the past/present caches (for a "
-                               "--target without the op)",
-                               analyze, apply, {"Attention"}};
-  return p;
-}
+ONNXFORGE_PASS(decompose_attention, Match, AccuracyClass::FloatBounded, analyze, apply, {"Attention"},
+               "Attention becomes MatMul/Mul/Softmax/MatMul with the head Reshape/Transposes, the KV head repeat, causal and attn_mask masking, softcap and the past/present caches (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -75,11 +75,13 @@ struct Match {
   NodeId rope;
 };
 
-std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes())
-    if (g.is_op(n, "RotaryEmbedding") && decompose::rotary_refusal(g, n).empty()) out.push_back({n});
-  return out;
+std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
+  if (!decompose::rotary_refusal(g, n).empty()) return {};
+  return Match{n};
+}
+
+std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
+  return decompose::analyze_op(g, u, "RotaryEmbedding", match);
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -138,12 +140,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_rotary_embedding_pass() {
-  static const PassOf<Match> p{"decompose_rotary_embedding", AccuracyClass::FloatBounded,
-                               "RotaryEmbedding becomes Gather/Unsqueeze of the caches, Slice halves (or even/odd "
-                               "elements), Mul/Sub/Add, Concat (for a --target without the op)",
-                               analyze, apply, {"RotaryEmbedding"}};
-  return p;
-}
+ONNXFORGE_PASS(decompose_rotary_embedding, Match, AccuracyClass::FloatBounded, analyze, apply, {"RotaryEmbedding"},
+               "RotaryEmbedding becomes Gather/Unsqueeze of the caches, Slice halves (or even/odd elements), Mul/Sub/Add, Concat (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -14,14 +14,14 @@ struct Match {
   DType type = DType::Undefined;
 };
 
-std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes()) {
-    if (!g.is_op(n, "Swish")) continue;
-    const DType t = pattern::dtype_of(g, g.input(n, 0));
-    if (t == DType::Float || decompose::is_half_type(t)) out.push_back({n, t});
-  }
-  return out;
+std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
+  const DType t = pattern::dtype_of(g, g.input(n, 0));
+  if (t != DType::Float && !decompose::is_half_type(t)) return {};
+  return Match{n, t};
+}
+
+std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
+  return decompose::analyze_op(g, u, "Swish", match);
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -36,11 +36,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_swish_pass() {
-  static const PassOf<Match> p{"decompose_swish", AccuracyClass::FloatBounded,
-                               "Swish becomes x·Sigmoid(α·x) (for a --target without the op)", analyze, apply,
-                               {"Swish"}};
-  return p;
-}
+ONNXFORGE_PASS(decompose_swish, Match, AccuracyClass::FloatBounded, analyze, apply, {"Swish"},
+               "Swish becomes x·Sigmoid(α·x) (for a --target without the op)");
 
 }  // namespace onnxforge::passes

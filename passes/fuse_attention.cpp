@@ -632,16 +632,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& fuse_attention_pass() {
-  static const FusionOf<Match> p{{.name = "fuse_attention",
-                                  .op = "Attention",
-                                  .min_opset = 23,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 "
-                                             "(3-D or 4-D, grouped-query, attn_mask or a proven is_causal)",
-                                  .anchors = {"Softmax"}},
-                                 match, apply};
-  return p;
-}
+ONNXFORGE_FUSION(fuse_attention, Match, match, apply, .op = "Attention", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Softmax"},
+                 .summary = "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 (3-D or 4-D, grouped-query, attn_mask or a proven is_causal)");
 
 }  // namespace onnxforge::passes

@@ -24,12 +24,6 @@ namespace {
 
 using namespace pattern;
 
-struct Match {
-  std::vector<NodeId> nodes;
-  ValueId x, out;
-  bool tanh = false;
-};
-
 constexpr double kSqrt2 = 1.4142135623730951;
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kKappa = 0.044715;
@@ -111,12 +105,13 @@ bool halves(const Graph& g, NodeId n, ValueId v, bool& ok) {
   return true;
 }
 
-Found<Match> match(const Graph& g, const Uses& u, NodeId anchor, const PassOptions&) {
-  Match r;
-  r.tanh = g.is_op(anchor, "Tanh");
+Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const PassOptions&) {
+  ActivationMatch r;
+  const bool tanh = g.is_op(anchor, "Tanh");
+  if (tanh) r.attrs.push_back(NewAttr::String("approximate", "tanh"));
   const ValueId z = g.input(anchor, 0), t = g.output(anchor, 0);
   bool ok = false;
-  if (!(r.tanh ? tanh_input(g, z, r.x, r.nodes, ok) : erf_input(g, z, r.x, r.nodes, ok))) return {};
+  if (!(tanh ? tanh_input(g, z, r.x, r.nodes, ok) : erf_input(g, z, r.x, r.nodes, ok))) return {};
   const ValueId x = r.x;
   r.nodes.push_back(anchor);
   // 1 + t
@@ -151,36 +146,14 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId anchor, const PassOptio
     return {};
   }
   if (!ok || !half_ok) return Miss{"constants differ"};
-  if (const char* why = private_values(g, u, r.nodes, r.out)) return Miss{why};
-  const DType type = dtype_of(g, x);
-  if (is_half(type)) return Miss{"float16 chain (fused op rounds once)"};
-  if (type == DType::Undefined) return Miss{"type unknown"};
-  if (!is_float(type)) return Miss{"not floating point"};
-  result_last(g, r.nodes, r.out);
-  return r;
+  return finish_activation(g, u, std::move(r), /*half_ok=*/false);
 }
 
-bool apply(Edits& e, const Match& m) {
-  std::vector<NewAttr> attrs;
-  if (m.tanh) attrs.push_back(NewAttr::String("approximate", "tanh"));
-  return e.replace_with(m.nodes, "Gelu", {m.x}, std::move(attrs)).valid();
-}
-
-const FusionOf<Match>& fusion() {
-  static const FusionOf<Match> p{{.name = "fuse_gelu",
-                                  .op = "Gelu",
-                                  .min_opset = 20,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) "
-                                             "Gelu(approximate=tanh); constants matched by value",
-                                  .anchors = {"Erf", "Tanh"}},
-                                 match, apply};
-  return p;
-}
+bool apply(Edits& e, const ActivationMatch& m) { return apply_activation(e, m, "Gelu"); }
 
 }  // namespace
 
-const Fusion& fuse_gelu_fusion() { return fusion(); }
-const Pass& fuse_gelu_pass() { return fusion(); }
+ONNXFORGE_FUSION(fuse_gelu, ActivationMatch, match, apply, .op = "Gelu", .min_opset = 20, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"},
+                 .summary = "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) Gelu(approximate=tanh); constants matched by value");
 
 }  // namespace onnxforge::passes

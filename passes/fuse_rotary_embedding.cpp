@@ -488,16 +488,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& fuse_rotary_embedding_pass() {
-  static const FusionOf<Match> p{{.name = "fuse_rotary_embedding",
-                                  .op = "RotaryEmbedding",
-                                  .min_opset = 23,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 "
-                                             "with half-width caches proven from the full-width ones",
-                                  .anchors = {"Neg"}},
-                                 match, apply};
-  return p;
-}
+ONNXFORGE_FUSION(fuse_rotary_embedding, Match, match, apply, .op = "RotaryEmbedding", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Neg"},
+                 .summary = "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 with half-width caches proven from the full-width ones");
 
 }  // namespace onnxforge::passes

@@ -122,8 +122,27 @@ Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail
 // The ReduceMeans of a norm reduce the same constant axes, keepdims, and those are the trailing
 // ones of `x`: how many (k), or the Miss.
 Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, ValueId x);
+// How a LayerNorm and an RMSNorm matcher end, once the statistics and the stash Casts are taken:
+// the type checks (Miss when the op cannot take it), the normalized dims (the trailing `k` of the
+// block's input `x`), the scale (and, `with_bias`, the bias) absorbed after the normalized value
+// `n`, the result last.
+Found<NormMatch> finish_norm(const Graph& g, const Uses& u, NormMatch r, ValueId x, int64_t k, ValueId n,
+                             bool with_bias);
 // The norm op (LayerNormalization / RMSNormalization) replacing `m.nodes`: one replace_with.
 bool apply_norm(Edits& e, const NormMatch& m, std::string_view op);
+
+// What a GELU and a Swish match hold: the nodes replaced (result last), the op's input and the
+// attributes the op takes (approximate=tanh, alpha).
+struct ActivationMatch {
+  std::vector<NodeId> nodes;
+  ValueId x, out;
+  std::vector<NewAttr> attrs;
+};
+// How both matchers end once the block is found: its values read only inside it, x of a float
+// type (float16/bfloat16 only when `half_ok`), the result last.
+Found<ActivationMatch> finish_activation(const Graph& g, const Uses& u, ActivationMatch r, bool half_ok);
+// The activation op (Gelu / Swish) replacing `m.nodes`: one replace_with.
+bool apply_activation(Edits& e, const ActivationMatch& m, std::string_view op);
 
 // The trailing `k` dims of `v` when all known (captures: the outer value's).
 std::optional<std::vector<int64_t>> trailing_dims(const Graph& g, ValueId v, int64_t k);
