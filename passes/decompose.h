@@ -15,6 +15,7 @@
 
 #include "ir/uses.h"
 #include "passes/edits.h"
+#include "passes/pass.h"
 
 namespace onnxforge::passes::decompose {
 
@@ -72,6 +73,14 @@ std::vector<M> analyze_op(const Graph& g, const Uses& u, std::string_view op,
   return out;
 }
 
+// The match of a decomposition whose refusal (rotary_refusal, attention_refusal below) says why
+// a node is left: the node itself when there is no reason.
+template <std::string (*refusal)(const Graph&, NodeId)>
+std::optional<NodeId> unrefused(const Graph& g, const Uses&, NodeId n) {
+  if (!refusal(g, n).empty()) return std::nullopt;
+  return n;
+}
+
 // The axes axis..rank-1 of a normalization op's `axis` attribute: negative when the axis is
 // (they need no rank), else from the known rank; empty when the rank is unknown.
 std::vector<int64_t> trailing_axes_of(const Graph& g, ValueId x, int64_t axis);
@@ -92,3 +101,11 @@ std::string attention_refusal(const Graph& g, NodeId n);
 bool is_half_type(DType t);
 
 }  // namespace onnxforge::passes::decompose
+
+// The line that ends a decomposition file: ONNXFORGE_PASS (pass.h) with the analyze every
+// decomposition shares, decompose::analyze_op over the nodes of OP (also the pass's anchor).
+#define ONNXFORGE_DECOMPOSITION(NAME, Match, accuracy, OP, match, apply, summary)                              \
+  ONNXFORGE_PASS(                                                                                              \
+      NAME, Match, accuracy,                                                                                   \
+      [](const Graph& g, const Uses& u, const PassOptions&) { return decompose::analyze_op<Match>(g, u, OP, match); }, \
+      apply, {OP}, summary)

@@ -143,24 +143,10 @@ std::string attention_refusal(const Graph& g, NodeId n) {
 
 namespace {
 
-struct Match {
-  NodeId attn;
-};
-
-std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
-  if (!decompose::attention_refusal(g, n).empty()) return {};
-  return Match{n};
-}
-
-std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
-  return decompose::analyze_op(g, u, "Attention", match);
-}
-
-bool apply(Edits& e, const Match& m) {
-  if (e.touched(m.attn)) return false;
+bool apply(Edits& e, const NodeId& n) {
+  if (e.touched(n)) return false;
   using decompose::static_dim;
   const Graph& g = e.g;
-  const NodeId n = m.attn;
   decompose::Chain c(e, n);
   const decompose::AttnShape a = decompose::attn_shape(g, n);
   const bool three_d = a.rank == 3;
@@ -275,7 +261,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(decompose_attention, Match, AccuracyClass::FloatBounded, analyze, apply, {"Attention"},
-               "Attention becomes MatMul/Mul/Softmax/MatMul with the head Reshape/Transposes, the KV head repeat, causal and attn_mask masking, softcap and the past/present caches (for a --target without the op)");
+ONNXFORGE_DECOMPOSITION(decompose_attention, NodeId, AccuracyClass::FloatBounded, "Attention", decompose::unrefused<decompose::attention_refusal>, apply,
+                        "Attention becomes MatMul/Mul/Softmax/MatMul with the head Reshape/Transposes, the KV head repeat, causal and attn_mask masking, softcap and the past/present caches (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -29,10 +29,6 @@ std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
   return Match{n, t, approx == "tanh"};
 }
 
-std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
-  return decompose::analyze_op(g, u, "Gelu", match);
-}
-
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.gelu)) return false;
   decompose::Chain c(e, m.gelu);
@@ -66,7 +62,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(decompose_gelu, Match, AccuracyClass::FloatBounded, analyze, apply, {"Gelu"},
-               "Gelu becomes x·(1+Erf(x/√2))·0.5, or its tanh form (for a --target without the op)");
+ONNXFORGE_DECOMPOSITION(decompose_gelu, Match, AccuracyClass::FloatBounded, "Gelu", match, apply,
+                        "Gelu becomes x·(1+Erf(x/√2))·0.5, or its tanh form (for a --target without the op)");
 
 }  // namespace onnxforge::passes

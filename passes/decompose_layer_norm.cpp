@@ -36,10 +36,6 @@ std::optional<Match> match(const Graph& g, const Uses& u, NodeId n) {
   return m;
 }
 
-std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
-  return decompose::analyze_op(g, u, "LayerNormalization", match);
-}
-
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.ln)) return false;
   const Graph& g = e.g;
@@ -64,7 +60,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(decompose_layer_norm, Match, AccuracyClass::FloatBounded, analyze, apply, {"LayerNormalization"},
-               "LayerNormalization becomes ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div, scale and bias (for a --target without the op)");
+ONNXFORGE_DECOMPOSITION(decompose_layer_norm, Match, AccuracyClass::FloatBounded, "LayerNormalization", match, apply,
+                        "LayerNormalization becomes ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div, scale and bias (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -29,10 +29,6 @@ std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
   return m;
 }
 
-std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
-  return decompose::analyze_op(g, u, "RMSNormalization", match);
-}
-
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.rms)) return false;
   const Graph& g = e.g;
@@ -49,7 +45,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(decompose_rms_norm, Match, AccuracyClass::FloatBounded, analyze, apply, {"RMSNormalization"},
-               "RMSNormalization becomes X/Sqrt(ReduceMean(X·X)+eps)·scale (for a --target without the op)");
+ONNXFORGE_DECOMPOSITION(decompose_rms_norm, Match, AccuracyClass::FloatBounded, "RMSNormalization", match, apply,
+                        "RMSNormalization becomes X/Sqrt(ReduceMean(X·X)+eps)·scale (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -71,23 +71,9 @@ std::string rotary_refusal(const Graph& g, NodeId n) {
 
 namespace {
 
-struct Match {
-  NodeId rope;
-};
-
-std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
-  if (!decompose::rotary_refusal(g, n).empty()) return {};
-  return Match{n};
-}
-
-std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
-  return decompose::analyze_op(g, u, "RotaryEmbedding", match);
-}
-
-bool apply(Edits& e, const Match& m) {
-  if (e.touched(m.rope)) return false;
+bool apply(Edits& e, const NodeId& n) {
+  if (e.touched(n)) return false;
   const Graph& g = e.g;
-  const NodeId n = m.rope;
   decompose::Chain c(e, n);
   const int64_t rank = pattern::rank_of(g, g.input(n, 0));
   const bool three_d = rank == 3, interleaved = g.attr_int(n, "interleaved", 0) != 0;
@@ -140,7 +126,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(decompose_rotary_embedding, Match, AccuracyClass::FloatBounded, analyze, apply, {"RotaryEmbedding"},
-               "RotaryEmbedding becomes Gather/Unsqueeze of the caches, Slice halves (or even/odd elements), Mul/Sub/Add, Concat (for a --target without the op)");
+ONNXFORGE_DECOMPOSITION(decompose_rotary_embedding, NodeId, AccuracyClass::FloatBounded, "RotaryEmbedding", decompose::unrefused<decompose::rotary_refusal>, apply,
+                        "RotaryEmbedding becomes Gather/Unsqueeze of the caches, Slice halves (or even/odd elements), Mul/Sub/Add, Concat (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -20,10 +20,6 @@ std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
   return Match{n, t};
 }
 
-std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
-  return decompose::analyze_op(g, u, "Swish", match);
-}
-
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.swish)) return false;
   decompose::Chain c(e, m.swish);
@@ -36,7 +32,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(decompose_swish, Match, AccuracyClass::FloatBounded, analyze, apply, {"Swish"},
-               "Swish becomes x·Sigmoid(α·x) (for a --target without the op)");
+ONNXFORGE_DECOMPOSITION(decompose_swish, Match, AccuracyClass::FloatBounded, "Swish", match, apply,
+                        "Swish becomes x·Sigmoid(α·x) (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -622,12 +622,8 @@ bool apply(Edits& e, const Match& m) {
   }
   if (m.scale) attrs.push_back(NewAttr::Float("scale", *m.scale));
   if (m.causal) attrs.push_back(NewAttr::Int("is_causal", 1));
-  ValueId y = e.new_value("attention");
-  e.add_node("Attention", inputs, {y}, attrs, tags);
-  ValueId out = heads::emit(e, y, m.out_conv, tags);
-  e.replace_uses(m.out, out);
-  heads::kill_unused(e, m.nodes, m.out);
-  return true;
+  return heads::replace_block(e, m.nodes, m.out, "Attention", std::move(inputs), std::move(attrs), m.out_conv,
+                              "attention");
 }
 
 }  // namespace

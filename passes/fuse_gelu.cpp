@@ -106,7 +106,7 @@ bool halves(const Graph& g, NodeId n, ValueId v, bool& ok) {
 }
 
 Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const PassOptions&) {
-  ActivationMatch r;
+  ActivationMatch r{.op = "Gelu"};
   const bool tanh = g.is_op(anchor, "Tanh");
   if (tanh) r.attrs.push_back(NewAttr::String("approximate", "tanh"));
   const ValueId z = g.input(anchor, 0), t = g.output(anchor, 0);
@@ -149,11 +149,9 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const
   return finish_activation(g, u, std::move(r), /*half_ok=*/false);
 }
 
-bool apply(Edits& e, const ActivationMatch& m) { return apply_activation(e, m, "Gelu"); }
-
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_gelu, ActivationMatch, match, apply, .op = "Gelu", .min_opset = 20, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"},
+ONNXFORGE_FUSION(fuse_gelu, ActivationMatch, match, apply_activation, .op = "Gelu", .min_opset = 20, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"},
                  .summary = "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) Gelu(approximate=tanh); constants matched by value");
 
 }  // namespace onnxforge::passes

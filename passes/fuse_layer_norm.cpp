@@ -49,7 +49,7 @@ Found<NormMatch> match(const Graph& g, const Uses& u, NodeId mean, const PassOpt
   if (!tail) return {};
 
   // A LayerNorm block from here on: what fails is a Miss.
-  NormMatch r;
+  NormMatch r{.op = "LayerNormalization"};
   r.nodes = {mean, sub, sq, var, tail->add, tail->sqrt, tail->scale};
   if (tail->recip.valid()) r.nodes.push_back(tail->recip);
   Found<float> eps = inv_rms_constants(g, sq, *tail, x);
@@ -82,11 +82,9 @@ Found<NormMatch> match(const Graph& g, const Uses& u, NodeId mean, const PassOpt
   return finish_norm(g, u, std::move(r), x, *k, n, /*with_bias=*/true);
 }
 
-bool apply(Edits& e, const NormMatch& m) { return apply_norm(e, m, "LayerNormalization"); }
-
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_layer_norm, NormMatch, match, apply, .op = "LayerNormalization", .min_opset = 17, .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
+ONNXFORGE_FUSION(fuse_layer_norm, NormMatch, match, apply_norm, .op = "LayerNormalization", .min_opset = 17, .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
                  .summary = "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (+ scale, bias) over the trailing axes becomes LayerNormalization (float16 with Casts: stash_type=1)");
 
 }  // namespace onnxforge::passes

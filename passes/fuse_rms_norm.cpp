@@ -45,7 +45,7 @@ Found<NormMatch> match(const Graph& g, const Uses& u, NodeId reduce, const PassO
   auto tail = match_inv_rms(g, u, g.output(reduce, 0), x);
   if (!tail || centered(g, x)) return {};
 
-  NormMatch r;
+  NormMatch r{.op = "RMSNormalization"};
   r.nodes = {sq, reduce, tail->add, tail->sqrt, tail->scale};
   if (tail->recip.valid()) r.nodes.push_back(tail->recip);
   Found<float> eps = inv_rms_constants(g, sq, *tail, x);
@@ -87,11 +87,9 @@ Found<NormMatch> match(const Graph& g, const Uses& u, NodeId reduce, const PassO
   return finish_norm(g, u, std::move(r), x, *k, n, /*with_bias=*/false);
 }
 
-bool apply(Edits& e, const NormMatch& m) { return apply_norm(e, m, "RMSNormalization"); }
-
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_rms_norm, NormMatch, match, apply, .op = "RMSNormalization", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
+ONNXFORGE_FUSION(fuse_rms_norm, NormMatch, match, apply_norm, .op = "RMSNormalization", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
                  .summary = "Pow/ReduceMean/Add/Sqrt/Div or Reciprocal (+ scale, Gemma's 1 + w) over the trailing axes becomes RMSNormalization (float16 with Casts: stash_type=1)");
 
 }  // namespace onnxforge::passes

@@ -479,11 +479,8 @@ bool apply(Edits& e, const Match& m) {
   if (m.interleaved) attrs.push_back(NewAttr::Int("interleaved", 1));
   if (m.rot_dim) attrs.push_back(NewAttr::Int("rotary_embedding_dim", m.rot_dim));
   if (m.rank == 3) attrs.push_back(NewAttr::Int("num_heads", m.heads));
-  ValueId y = e.new_value("rotary");
-  e.add_node("RotaryEmbedding", inputs, {y}, attrs, tags);
-  e.replace_uses(m.out, heads::emit(e, y, m.out_conv, tags));
-  heads::kill_unused(e, m.nodes, m.out);
-  return true;
+  return heads::replace_block(e, m.nodes, m.out, "RotaryEmbedding", std::move(inputs), std::move(attrs), m.out_conv,
+                              "rotary");
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId sig, const Pa
   auto times = [&](ValueId x) {
     return reader_if(g, u, s, [&](NodeId n) { return g.is_op(n, "Mul") && other_input(g, n, s) == x; });
   };
-  ActivationMatch r;
+  ActivationMatch r{.op = "Swish"};
   // x · Sigmoid(α · x)
   if (NodeId pre = producer_op(g, z, "Mul"); pre.valid()) {
     for (size_t i = 0; i < 2 && r.nodes.empty(); ++i) {
@@ -47,11 +47,9 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId sig, const Pa
   return finish_activation(g, u, std::move(r), /*half_ok=*/true);
 }
 
-bool apply(Edits& e, const ActivationMatch& m) { return apply_activation(e, m, "Swish"); }
-
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_swish, ActivationMatch, match, apply, .op = "Swish", .min_opset = 24, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"},
+ONNXFORGE_FUSION(fuse_swish, ActivationMatch, match, apply_activation, .op = "Swish", .min_opset = 24, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"},
                  .summary = "x·Sigmoid(x) becomes Swish, x·Sigmoid(α·x) Swish(alpha=α)");
 
 }  // namespace onnxforge::passes

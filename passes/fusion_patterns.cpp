@@ -229,12 +229,13 @@ Found<ActivationMatch> finish_activation(const Graph& g, const Uses& u, Activati
   return r;
 }
 
-bool apply_activation(Edits& e, const ActivationMatch& m, std::string_view op) {
-  return e.replace_with(m.nodes, op, {m.x}, m.attrs).valid();
+bool apply_activation(Edits& e, const ActivationMatch& m) {
+  return e.replace_with(m.nodes, m.op, {m.x}, m.attrs).valid();
 }
 
-bool apply_norm(Edits& e, const NormMatch& m, std::string_view op) {
+bool apply_norm(Edits& e, const NormMatch& m) {
   if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;  // before adding constants
+  const std::string_view op = m.op;
   const std::string hint(op);
   std::vector<ValueId> ins = {
       m.x, norm_parameter(e, hint + "_scale", m.affine.scale_base, m.affine.scale_offset, 1.0, m.type, m.norm_dims)};

@@ -105,13 +105,15 @@ struct Affine {
 Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t, int64_t rank,
                      std::span<const int64_t> norm_dims, bool with_bias);
 
-// What a LayerNorm and an RMSNorm match hold: the nodes replaced (result last), the op's input,
-// its scale (and bias) as taken over, the normalized dims, epsilon, and the stash form.
-struct NormMatch {
-  std::vector<NodeId> nodes;
-  ValueId x, out;
-  Affine affine;
-  std::vector<int64_t> norm_dims;
+// What a LayerNorm and an RMSNorm match hold: the op they become, the nodes replaced (result
+// last), the op's input, its scale (and bias) as taken over, the normalized dims, epsilon, and the
+// stash form.
+struct NormMatch {  // every member initialized: a matcher starts from {.op = "..."}
+  const char* op = "";  // LayerNormalization / RMSNormalization
+  std::vector<NodeId> nodes{};
+  ValueId x{}, out{};
+  Affine affine{};
+  std::vector<int64_t> norm_dims{};
   DType type = DType::Undefined;
   float eps = 0;
   bool stash = false;  // float16/bfloat16 X, statistics in float: stash_type=1
@@ -128,21 +130,22 @@ Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, Va
 // `n`, the result last.
 Found<NormMatch> finish_norm(const Graph& g, const Uses& u, NormMatch r, ValueId x, int64_t k, ValueId n,
                              bool with_bias);
-// The norm op (LayerNormalization / RMSNormalization) replacing `m.nodes`: one replace_with.
-bool apply_norm(Edits& e, const NormMatch& m, std::string_view op);
+// Both norm fusions' apply: `m.op` replacing `m.nodes`, one replace_with.
+bool apply_norm(Edits& e, const NormMatch& m);
 
 // What a GELU and a Swish match hold: the nodes replaced (result last), the op's input and the
 // attributes the op takes (approximate=tanh, alpha).
-struct ActivationMatch {
-  std::vector<NodeId> nodes;
-  ValueId x, out;
-  std::vector<NewAttr> attrs;
+struct ActivationMatch {  // every member initialized: a matcher starts from {.op = "..."}
+  const char* op = "";    // Gelu / Swish
+  std::vector<NodeId> nodes{};
+  ValueId x{}, out{};
+  std::vector<NewAttr> attrs{};
 };
 // How both matchers end once the block is found: its values read only inside it, x of a float
 // type (float16/bfloat16 only when `half_ok`), the result last.
 Found<ActivationMatch> finish_activation(const Graph& g, const Uses& u, ActivationMatch r, bool half_ok);
-// The activation op (Gelu / Swish) replacing `m.nodes`: one replace_with.
-bool apply_activation(Edits& e, const ActivationMatch& m, std::string_view op);
+// Both activation fusions' apply: `m.op` replacing `m.nodes`, one replace_with.
+bool apply_activation(Edits& e, const ActivationMatch& m);
 
 // The trailing `k` dims of `v` when all known (captures: the outer value's).
 std::optional<std::vector<int64_t>> trailing_dims(const Graph& g, ValueId v, int64_t k);
