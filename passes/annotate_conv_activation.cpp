@@ -62,11 +62,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& annotate_conv_activation_pass() {
-  static const PassOf<Match> p{"annotate_conv_activation", AccuracyClass::Lossless,
-                               "mark Conv+activation pairs for epilogue fusion (standard graph), drop redundant Relus",
-                               analyze, apply, ops_with(kEpilogue, {"Conv", "ConvTranspose"})};
-  return p;
-}
+ONNXFORGE_PASS(annotate_conv_activation, Match, AccuracyClass::Lossless, analyze, apply, ops_with(kEpilogue, {"Conv", "ConvTranspose"}),
+               "mark Conv+activation pairs for epilogue fusion (standard graph), drop redundant Relus");
 
 }  // namespace onnxforge::passes

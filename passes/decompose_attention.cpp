@@ -150,22 +150,10 @@ std::string attention_refusal(const Graph& g, NodeId n) {
 
 namespace {
 
-struct Match {
-  NodeId attn;
-};
-
-std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes())
-    if (g.is_op(n, "Attention") && decompose::attention_refusal(g, n).empty()) out.push_back({n});
-  return out;
-}
-
-bool apply(Edits& e, const Match& m) {
-  if (e.touched(m.attn)) return false;
+bool apply(Edits& e, const NodeId& n) {
+  if (e.touched(n)) return false;
   using decompose::static_dim;
   const Graph& g = e.g;
-  const NodeId n = m.attn;
   decompose::Chain c(e, n);
   const decompose::AttnShape a = decompose::attn_shape(g, n);
   const bool three_d = a.rank == 3;
@@ -281,13 +269,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_attention_pass() {
-  static const PassOf<Match> p{"decompose_attention", AccuracyClass::FloatBounded,
-                               "Attention becomes MatMul/Mul/Softmax/MatMul with the head Reshape/Transposes, the KV "
-                               "head repeat, causal and attn_mask masking, softcap and the past/present caches (for a "
-                               "--target without the op)",
-                               analyze, apply, {"Attention"}};
-  return p;
-}
+ONNXFORGE_DECOMPOSITION(decompose_attention, NodeId, AccuracyClass::FloatBounded, "Attention", decompose::unrefused<decompose::attention_refusal>, apply,
+                        "Attention becomes MatMul/Mul/Softmax/MatMul with the head Reshape/Transposes, the KV head repeat, causal and attn_mask masking, softcap and the past/present caches (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -21,17 +21,12 @@ struct Match {
   bool tanh = false;
 };
 
-std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes()) {
-    if (!g.is_op(n, "Gelu")) continue;
-    const std::string_view approx = g.attr_string(n, "approximate", "none");
-    if (approx != "none" && approx != "tanh") continue;
-    const DType t = pattern::dtype_of(g, g.input(n, 0));
-    if (t != DType::Float && !decompose::is_half_type(t)) continue;
-    out.push_back({n, t, approx == "tanh"});
-  }
-  return out;
+std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
+  const std::string_view approx = g.attr_string(n, "approximate", "none");
+  if (approx != "none" && approx != "tanh") return {};
+  const DType t = pattern::dtype_of(g, g.input(n, 0));
+  if (t != DType::Float && !decompose::is_half_type(t)) return {};
+  return Match{n, t, approx == "tanh"};
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -67,11 +62,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_gelu_pass() {
-  static const PassOf<Match> p{"decompose_gelu", AccuracyClass::FloatBounded,
-                               "Gelu becomes x·(1+Erf(x/√2))·0.5, or its tanh form (for a --target without the op)",
-                               analyze, apply, {"Gelu"}};
-  return p;
-}
+ONNXFORGE_DECOMPOSITION(decompose_gelu, Match, AccuracyClass::FloatBounded, "Gelu", match, apply,
+                        "Gelu becomes x·(1+Erf(x/√2))·0.5, or its tanh form (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -24,22 +24,16 @@ struct Match {
   DType type = DType::Undefined;
 };
 
-std::vector<Match> analyze(const Graph& g, const Uses& u, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes()) {
-    if (!g.is_op(n, "LayerNormalization") || g.inputs(n).size() < 2) continue;
-    bool extra_read = false;
-    for (size_t i = 1; i < g.outputs(n).size(); ++i)
-      if (ValueId v = g.output(n, i); v.valid() && (u.used(v) || u.is_graph_output(v))) extra_read = true;
-    if (extra_read) continue;
-    Match m{n, decompose::trailing_axes_of(g, g.input(n, 0), g.attr_int(n, "axis", -1)),
-            pattern::dtype_of(g, g.input(n, 0))};
-    if (m.axes.empty()) continue;
-    const bool stash = g.attr_int(n, "stash_type", 1) == 1;
-    if (m.type != DType::Float && !(decompose::is_half_type(m.type) && stash)) continue;
-    out.push_back(std::move(m));
-  }
-  return out;
+std::optional<Match> match(const Graph& g, const Uses& u, NodeId n) {
+  if (g.inputs(n).size() < 2) return {};
+  for (size_t i = 1; i < g.outputs(n).size(); ++i)  // Mean and InvStdDev: the chain has no such values
+    if (decompose::output_read(g, u, n, i)) return {};
+  Match m{n, decompose::trailing_axes_of(g, g.input(n, 0), g.attr_int(n, "axis", -1)),
+          pattern::dtype_of(g, g.input(n, 0))};
+  if (m.axes.empty()) return {};
+  const bool stash = g.attr_int(n, "stash_type", 1) == 1;
+  if (m.type != DType::Float && !(decompose::is_half_type(m.type) && stash)) return {};
+  return m;
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -66,12 +60,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_layer_norm_pass() {
-  static const PassOf<Match> p{"decompose_layer_norm", AccuracyClass::FloatBounded,
-                               "LayerNormalization becomes ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div, scale and bias "
-                               "(for a --target without the op)",
-                               analyze, apply, {"LayerNormalization"}};
-  return p;
-}
+ONNXFORGE_DECOMPOSITION(decompose_layer_norm, Match, AccuracyClass::FloatBounded, "LayerNormalization", match, apply,
+                        "LayerNormalization becomes ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div, scale and bias (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -20,17 +20,13 @@ struct Match {
 
 bool float_or_half(DType t) { return t == DType::Float || decompose::is_half_type(t); }
 
-std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes()) {
-    if (!g.is_op(n, "RMSNormalization") || g.inputs(n).size() < 2) continue;
-    Match m{n, decompose::trailing_axes_of(g, g.input(n, 0), g.attr_int(n, "axis", -1)),
-            pattern::dtype_of(g, g.input(n, 0)), pattern::dtype_of(g, g.input(n, 1))};
-    if (m.axes.empty() || !float_or_half(m.x_type) || !float_or_half(m.scale_type)) continue;
-    if (g.attr_int(n, "stash_type", 1) != 1 && m.x_type != DType::Float) continue;
-    out.push_back(std::move(m));
-  }
-  return out;
+std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
+  if (g.inputs(n).size() < 2) return {};
+  Match m{n, decompose::trailing_axes_of(g, g.input(n, 0), g.attr_int(n, "axis", -1)),
+          pattern::dtype_of(g, g.input(n, 0)), pattern::dtype_of(g, g.input(n, 1))};
+  if (m.axes.empty() || !float_or_half(m.x_type) || !float_or_half(m.scale_type)) return {};
+  if (g.attr_int(n, "stash_type", 1) != 1 && m.x_type != DType::Float) return {};
+  return m;
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -49,11 +45,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_rms_norm_pass() {
-  static const PassOf<Match> p{"decompose_rms_norm", AccuracyClass::FloatBounded,
-                               "RMSNormalization becomes X/Sqrt(ReduceMean(X·X)+eps)·scale (for a --target without the op)",
-                               analyze, apply, {"RMSNormalization"}};
-  return p;
-}
+ONNXFORGE_DECOMPOSITION(decompose_rms_norm, Match, AccuracyClass::FloatBounded, "RMSNormalization", match, apply,
+                        "RMSNormalization becomes X/Sqrt(ReduceMean(X·X)+eps)·scale (for a --target without the op)");
 
 }  // namespace onnxforge::passes

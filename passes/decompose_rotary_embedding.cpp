@@ -75,21 +75,9 @@ std::string rotary_refusal(const Graph& g, NodeId n) {
 
 namespace {
 
-struct Match {
-  NodeId rope;
-};
-
-std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes())
-    if (g.is_op(n, "RotaryEmbedding") && decompose::rotary_refusal(g, n).empty()) out.push_back({n});
-  return out;
-}
-
-bool apply(Edits& e, const Match& m) {
-  if (e.touched(m.rope)) return false;
+bool apply(Edits& e, const NodeId& n) {
+  if (e.touched(n)) return false;
   const Graph& g = e.g;
-  const NodeId n = m.rope;
   decompose::Chain c(e, n);
   const int64_t rank = pattern::rank_of(g, g.input(n, 0));
   const bool three_d = rank == 3, interleaved = g.attr_int(n, "interleaved", 0) != 0;
@@ -142,12 +130,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_rotary_embedding_pass() {
-  static const PassOf<Match> p{"decompose_rotary_embedding", AccuracyClass::FloatBounded,
-                               "RotaryEmbedding becomes Gather/Unsqueeze of the caches, Slice halves (or even/odd "
-                               "elements), Mul/Sub/Add, Concat (for a --target without the op)",
-                               analyze, apply, {"RotaryEmbedding"}};
-  return p;
-}
+ONNXFORGE_DECOMPOSITION(decompose_rotary_embedding, NodeId, AccuracyClass::FloatBounded, "RotaryEmbedding", decompose::unrefused<decompose::rotary_refusal>, apply,
+                        "RotaryEmbedding becomes Gather/Unsqueeze of the caches, Slice halves (or even/odd elements), Mul/Sub/Add, Concat (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -14,14 +14,10 @@ struct Match {
   DType type = DType::Undefined;
 };
 
-std::vector<Match> analyze(const Graph& g, const Uses&, const PassOptions&) {
-  std::vector<Match> out;
-  for (NodeId n : g.nodes()) {
-    if (!g.is_op(n, "Swish")) continue;
-    const DType t = pattern::dtype_of(g, g.input(n, 0));
-    if (t == DType::Float || decompose::is_half_type(t)) out.push_back({n, t});
-  }
-  return out;
+std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
+  const DType t = pattern::dtype_of(g, g.input(n, 0));
+  if (t != DType::Float && !decompose::is_half_type(t)) return {};
+  return Match{n, t};
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -36,11 +32,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& decompose_swish_pass() {
-  static const PassOf<Match> p{"decompose_swish", AccuracyClass::FloatBounded,
-                               "Swish becomes x·Sigmoid(α·x) (for a --target without the op)", analyze, apply,
-                               {"Swish"}};
-  return p;
-}
+ONNXFORGE_DECOMPOSITION(decompose_swish, Match, AccuracyClass::FloatBounded, "Swish", match, apply,
+                        "Swish becomes x·Sigmoid(α·x) (for a --target without the op)");
 
 }  // namespace onnxforge::passes

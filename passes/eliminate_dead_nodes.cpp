@@ -54,10 +54,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& eliminate_dead_nodes_pass() {
-  static const PassOf<Match> p{"eliminate_dead_nodes", AccuracyClass::Lossless,
-                               "remove nodes whose outputs reach no graph output", analyze, apply};
-  return p;
-}
+ONNXFORGE_PASS(eliminate_dead_nodes, Match, AccuracyClass::Lossless, analyze, apply, {},
+               "remove nodes whose outputs reach no graph output");
 
 }  // namespace onnxforge::passes

@@ -181,11 +181,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& eliminate_duplicate_constants_pass() {
-  static const PassOf<Match> p{"eliminate_duplicate_constants", AccuracyClass::Lossless,
-                               "merge identical initializers/Constants by content hash, and identical nodes (CSE)",
-                               analyze, apply};
-  return p;
-}
+ONNXFORGE_PASS(eliminate_duplicate_constants, Match, AccuracyClass::Lossless, analyze, apply, {},
+               "merge identical initializers/Constants by content hash, and identical nodes (CSE)");
 
 }  // namespace onnxforge::passes

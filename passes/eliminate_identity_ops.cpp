@@ -75,11 +75,7 @@ bool apply(Edits& e, const Match& m) { return e.forward(m.node, m.keep); }
 
 }  // namespace
 
-const Pass& eliminate_identity_ops_pass() {
-  static const PassOf<Match> p{"eliminate_identity_ops", AccuracyClass::Lossless,
-                               "remove Identity, inference Dropout, same-type Cast, x*1, x+0, x-0, x/1", analyze, apply,
-                               ops_with_neutral({"Cast", "Dropout", "Identity"})};
-  return p;
-}
+ONNXFORGE_PASS(eliminate_identity_ops, Match, AccuracyClass::Lossless, analyze, apply, ops_with_neutral({"Cast", "Dropout", "Identity"}),
+               "remove Identity, inference Dropout, same-type Cast, x*1, x+0, x-0, x/1");
 
 }  // namespace onnxforge::passes

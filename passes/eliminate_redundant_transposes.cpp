@@ -77,11 +77,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& eliminate_redundant_transposes_pass() {
-  static const PassOf<Match> p{"eliminate_redundant_transposes", AccuracyClass::Lossless,
-                               "cancel or compose consecutive Transposes, push through unary elementwise ops",
-                               analyze, apply, ops_with(kUnary, {"Transpose"})};
-  return p;
-}
+ONNXFORGE_PASS(eliminate_redundant_transposes, Match, AccuracyClass::Lossless, analyze, apply, ops_with(kUnary, {"Transpose"}),
+               "cancel or compose consecutive Transposes, push through unary elementwise ops");
 
 }  // namespace onnxforge::passes

@@ -30,10 +30,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& eliminate_unused_initializers_pass() {
-  static const PassOf<Match> p{"eliminate_unused_initializers", AccuracyClass::Lossless,
-                               "remove initializers nothing reads (and inputs shadowing them, IR < 4)", analyze, apply};
-  return p;
-}
+ONNXFORGE_PASS(eliminate_unused_initializers, Match, AccuracyClass::Lossless, analyze, apply, {},
+               "remove initializers nothing reads (and inputs shadowing them, IR < 4)");
 
 }  // namespace onnxforge::passes

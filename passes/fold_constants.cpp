@@ -326,11 +326,7 @@ std::optional<ConstTensor> transpose_recipe(const Graph& g, NodeId n, const Cons
   return c;
 }
 
-const Pass& fold_constants_pass() {
-  static const PassOf<Plan> p{"fold_constants", AccuracyClass::FloatBounded,
-                              "evaluate constant subgraphs (size-guarded), Shape of static shapes, Constant → initializer",
-                              analyze, apply};
-  return p;
-}
+ONNXFORGE_PASS(fold_constants, Plan, AccuracyClass::FloatBounded, analyze, apply, {},
+               "evaluate constant subgraphs (size-guarded), Shape of static shapes, Constant → initializer");
 
 }  // namespace onnxforge::passes

@@ -622,26 +622,13 @@ bool apply(Edits& e, const Match& m) {
   }
   if (m.scale) attrs.push_back(NewAttr::Float("scale", *m.scale));
   if (m.causal) attrs.push_back(NewAttr::Int("is_causal", 1));
-  ValueId y = e.new_value("attention");
-  e.add_node("Attention", inputs, {y}, attrs, tags);
-  ValueId out = heads::emit(e, y, m.out_conv, tags);
-  e.replace_uses(m.out, out);
-  heads::kill_unused(e, m.nodes, m.out);
-  return true;
+  return heads::replace_block(e, m.nodes, m.out, "Attention", std::move(inputs), std::move(attrs), m.out_conv,
+                              "attention");
 }
 
 }  // namespace
 
-const Pass& fuse_attention_pass() {
-  static const FusionOf<Match> p{{.name = "fuse_attention",
-                                  .op = "Attention",
-                                  .min_opset = 23,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 "
-                                             "(3-D or 4-D, grouped-query, attn_mask or a proven is_causal)",
-                                  .anchors = {"Softmax"}},
-                                 match, apply};
-  return p;
-}
+ONNXFORGE_FUSION(fuse_attention, Match, match, apply, .op = "Attention", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Softmax"},
+                 .summary = "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 (3-D or 4-D, grouped-query, attn_mask or a proven is_causal)");
 
 }  // namespace onnxforge::passes

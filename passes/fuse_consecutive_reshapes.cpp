@@ -79,12 +79,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& fuse_consecutive_reshapes_pass() {
-  static const PassOf<Match> p{"fuse_consecutive_reshapes", AccuracyClass::Lossless,
-                               "compose Reshape chains (never across a 0 in the target), drop no-op Reshapes",
-                               analyze, apply,
-                              {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}};
-  return p;
-}
+ONNXFORGE_PASS(fuse_consecutive_reshapes, Match, AccuracyClass::Lossless, analyze, apply, {"Reshape", "Flatten", "Squeeze", "Unsqueeze"},
+               "compose Reshape chains (never across a 0 in the target), drop no-op Reshapes");
 
 }  // namespace onnxforge::passes

@@ -175,12 +175,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& fuse_conv_batchnorm_pass() {
-  static const PassOf<Match> p{"fuse_conv_batchnorm", AccuracyClass::FloatBounded,
-                               "fold BatchNormalization into Conv/ConvTranspose weights (float64, private weights)",
-                               analyze, apply,
-                              {"BatchNormalization", "Conv", "ConvTranspose"}};
-  return p;
-}
+ONNXFORGE_PASS(fuse_conv_batchnorm, Match, AccuracyClass::FloatBounded, analyze, apply, {"BatchNormalization", "Conv", "ConvTranspose"},
+               "fold BatchNormalization into Conv/ConvTranspose weights (float64, private weights)");
 
 }  // namespace onnxforge::passes

@@ -33,9 +33,7 @@ namespace {
 
 using namespace pattern;
 
-using Match = NormMatch;
-
-Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions&) {
+Found<NormMatch> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions&) {
   const ValueId x = g.input(mean, 0), m = g.output(mean, 0);
   const NodeId sub =
       reader_if(g, u, m, [&](NodeId n) { return g.is_op(n, "Sub") && g.input(n, 0) == x && g.input(n, 1) == m; });
@@ -51,7 +49,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
   if (!tail) return {};
 
   // A LayerNorm block from here on: what fails is a Miss.
-  Match r;
+  NormMatch r{.op = "LayerNormalization"};
   r.nodes = {mean, sub, sq, var, tail->add, tail->sqrt, tail->scale};
   if (tail->recip.valid()) r.nodes.push_back(tail->recip);
   Found<float> eps = inv_rms_constants(g, sq, *tail, x);
@@ -81,46 +79,12 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions
       n = g.output(down, 0);
     }
   }
-  if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
-  // A chain in float16/bfloat16 itself: the op computes its statistics in float (stash_type=1, as
-  // with the Casts) and rounds once where the chain rounds at each node; verification judges such
-  // models in ulps of their type (docs/accuracy.md), and ONNX Runtime computes the op in float too.
-  if (is_half(r.type)) r.stash = true;
-  if (r.type == DType::Undefined) return Miss{"type unknown"};
-  if (!is_float(r.type)) return Miss{"not floating point"};
-  auto dims = trailing_dims(g, x, *k);
-  if (!dims) return Miss{"normalized shape unknown"};
-  r.norm_dims = *dims;
-  r.affine = absorb_affine(g, u, n, r.type, rank_of(g, x), r.norm_dims, /*with_bias=*/true);
-  // float16 with a bias: the chain rounds x̂ and x̂·γ to float16 before adding β, the op (here and in
-  // ONNX Runtime) rounds once at the end; where β cancels x̂·γ the two differ by an ulp of x̂·γ
-  // (measured: max_diff 0.00195 on random data), beyond float32's bound at that small element but
-  // an ulp of the output's scale, which is how verification judges a float16 model
-  // (docs/accuracy.md). So γ and β are taken over, as for float32.
-  if (r.affine.mul.valid()) r.nodes.push_back(r.affine.mul);
-  if (r.affine.add.valid()) r.nodes.push_back(r.affine.add);
-  r.out = r.affine.out;
-  result_last(g, r.nodes, r.out);
-  return r;
-}
-
-bool apply(Edits& e, const Match& m) { return apply_norm(e, m, "LayerNormalization"); }
-
-const FusionOf<Match>& fusion() {
-  static const FusionOf<Match> p{{.name = "fuse_layer_norm",
-                                  .op = "LayerNormalization",
-                                  .min_opset = 17,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (+ scale, bias) over the "
-                                             "trailing axes becomes LayerNormalization (float16 with Casts: stash_type=1)",
-                                  .anchors = {"ReduceMean"}},
-                                 match, apply};
-  return p;
+  return finish_norm(g, u, std::move(r), x, *k, n, /*with_bias=*/true);
 }
 
 }  // namespace
 
-const Fusion& fuse_layer_norm_fusion() { return fusion(); }
-const Pass& fuse_layer_norm_pass() { return fusion(); }
+ONNXFORGE_FUSION(fuse_layer_norm, NormMatch, match, apply_norm, .op = "LayerNormalization", .min_opset = 17, .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
+                 .summary = "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (+ scale, bias) over the trailing axes becomes LayerNormalization (float16 with Casts: stash_type=1)");
 
 }  // namespace onnxforge::passes

@@ -60,11 +60,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& fuse_matmul_add_pass() {
-  static const PassOf<Match> p{"fuse_matmul_add", AccuracyClass::FloatBounded,
-                               "rank-2 MatMul + Add(bias) becomes Gemm (bias shape checked)", analyze, apply,
-                              {"MatMul", "Add", "Gemm"}};
-  return p;
-}
+ONNXFORGE_PASS(fuse_matmul_add, Match, AccuracyClass::FloatBounded, analyze, apply, {"MatMul", "Add", "Gemm"},
+               "rank-2 MatMul + Add(bias) becomes Gemm (bias shape checked)");
 
 }  // namespace onnxforge::passes

@@ -134,16 +134,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& fuse_qkv_projections_pass() {
-  static const FusionOf<Match> p{{.name = "fuse_qkv_projections",
-                                  .op = "MatMul",
-                                  .min_opset = 13,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "three MatMuls of one input with constant weights (+ bias Adds) → one MatMul on the "
-                                             "concatenated weights (+ one Add) + Split",
-                                  .anchors = {"MatMul"}},
-                                 match, apply};
-  return p;
-}
+ONNXFORGE_FUSION(fuse_qkv_projections, Match, match, apply, .op = "MatMul", .min_opset = 13, .accuracy = AccuracyClass::FloatBounded, .anchors = {"MatMul"},
+                 .summary = "three MatMuls of one input with constant weights (+ bias Adds) → one MatMul on the concatenated weights (+ one Add) + Split");
 
 }  // namespace onnxforge::passes

@@ -28,8 +28,6 @@ namespace {
 
 using namespace pattern;
 
-using Match = NormMatch;
-
 // x = Sub(X, ReduceMean(X)): the block is a LayerNorm's variance.
 bool centered(const Graph& g, ValueId x) {
   NodeId sub = producer_op(g, x, "Sub");
@@ -38,7 +36,7 @@ bool centered(const Graph& g, ValueId x) {
   return mean.valid() && g.input(mean, 0) == g.input(sub, 0);
 }
 
-Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptions&) {
+Found<NormMatch> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptions&) {
   const NodeId sq = g.producer(g.input(reduce, 0));
   ValueId x;
   if (is(g, sq, "Pow")) x = g.input(sq, 0);
@@ -47,7 +45,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
   auto tail = match_inv_rms(g, u, g.output(reduce, 0), x);
   if (!tail || centered(g, x)) return {};
 
-  Match r;
+  NormMatch r{.op = "RMSNormalization"};
   r.nodes = {sq, reduce, tail->add, tail->sqrt, tail->scale};
   if (tail->recip.valid()) r.nodes.push_back(tail->recip);
   Found<float> eps = inv_rms_constants(g, sq, *tail, x);
@@ -86,38 +84,12 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptio
     r.nodes.push_back(down);
     n = g.output(down, 0);
   }
-  if (r.type == DType::Double) return Miss{"float64 (no runtime kernel)"};
-  // A chain in float16/bfloat16 itself: stash_type=1, as in fuse_layer_norm.
-  if (is_half(r.type)) r.stash = true;
-  if (r.type == DType::Undefined) return Miss{"type unknown"};
-  if (!is_float(r.type)) return Miss{"not floating point"};
-  auto dims = trailing_dims(g, x, *k);
-  if (!dims) return Miss{"normalized shape unknown"};
-  r.norm_dims = *dims;
-  r.affine = absorb_affine(g, u, n, r.type, rank_of(g, x), r.norm_dims, /*with_bias=*/false);
-  if (r.affine.mul.valid()) r.nodes.push_back(r.affine.mul);
-  r.out = r.affine.out;
-  result_last(g, r.nodes, r.out);
-  return r;
-}
-
-bool apply(Edits& e, const Match& m) { return apply_norm(e, m, "RMSNormalization"); }
-
-const FusionOf<Match>& fusion() {
-  static const FusionOf<Match> p{{.name = "fuse_rms_norm",
-                                  .op = "RMSNormalization",
-                                  .min_opset = 23,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "Pow/ReduceMean/Add/Sqrt/Div or Reciprocal (+ scale, Gemma's 1 + w) over "
-                                             "the trailing axes becomes RMSNormalization (float16 with Casts: stash_type=1)",
-                                  .anchors = {"ReduceMean"}},
-                                 match, apply};
-  return p;
+  return finish_norm(g, u, std::move(r), x, *k, n, /*with_bias=*/false);
 }
 
 }  // namespace
 
-const Fusion& fuse_rms_norm_fusion() { return fusion(); }
-const Pass& fuse_rms_norm_pass() { return fusion(); }
+ONNXFORGE_FUSION(fuse_rms_norm, NormMatch, match, apply_norm, .op = "RMSNormalization", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
+                 .summary = "Pow/ReduceMean/Add/Sqrt/Div or Reciprocal (+ scale, Gemma's 1 + w) over the trailing axes becomes RMSNormalization (float16 with Casts: stash_type=1)");
 
 }  // namespace onnxforge::passes

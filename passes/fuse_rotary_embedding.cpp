@@ -484,25 +484,13 @@ bool apply(Edits& e, const Match& m) {
   if (m.interleaved) attrs.push_back(NewAttr::Int("interleaved", 1));
   if (m.rot_dim) attrs.push_back(NewAttr::Int("rotary_embedding_dim", m.rot_dim));
   if (m.rank == 3) attrs.push_back(NewAttr::Int("num_heads", m.heads));
-  ValueId y = e.new_value("rotary");
-  e.add_node("RotaryEmbedding", inputs, {y}, attrs, tags);
-  e.replace_uses(m.out, heads::emit(e, y, m.out_conv, tags));
-  heads::kill_unused(e, m.nodes, m.out);
-  return true;
+  return heads::replace_block(e, m.nodes, m.out, "RotaryEmbedding", std::move(inputs), std::move(attrs), m.out_conv,
+                              "rotary");
 }
 
 }  // namespace
 
-const Pass& fuse_rotary_embedding_pass() {
-  static const FusionOf<Match> p{{.name = "fuse_rotary_embedding",
-                                  .op = "RotaryEmbedding",
-                                  .min_opset = 23,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 "
-                                             "with half-width caches proven from the full-width ones",
-                                  .anchors = {"Neg"}},
-                                 match, apply};
-  return p;
-}
+ONNXFORGE_FUSION(fuse_rotary_embedding, Match, match, apply, .op = "RotaryEmbedding", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Neg"},
+                 .summary = "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 with half-width caches proven from the full-width ones");
 
 }  // namespace onnxforge::passes

@@ -16,18 +16,12 @@ namespace {
 
 using namespace pattern;
 
-struct Match {
-  std::vector<NodeId> nodes;
-  ValueId x, out;
-  float alpha = 1;
-};
-
-Found<Match> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&) {
+Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&) {
   const ValueId z = g.input(sig, 0), s = g.output(sig, 0);
   auto times = [&](ValueId x) {
     return reader_if(g, u, s, [&](NodeId n) { return g.is_op(n, "Mul") && other_input(g, n, s) == x; });
   };
-  Match r;
+  ActivationMatch r{.op = "Swish"};
   // x · Sigmoid(α · x)
   if (NodeId pre = producer_op(g, z, "Mul"); pre.valid()) {
     for (size_t i = 0; i < 2 && r.nodes.empty(); ++i) {
@@ -39,7 +33,7 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&
       if (!alpha) return Miss{"alpha not a scalar"};
       r.nodes = {pre, sig, mul};
       r.x = x;
-      r.alpha = static_cast<float>(*alpha);
+      if (const auto a = static_cast<float>(*alpha); a != 1.0f) r.attrs.push_back(NewAttr::Float("alpha", a));
       r.out = g.output(mul, 0);
     }
   }
@@ -50,34 +44,12 @@ Found<Match> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&
     r.x = z;
     r.out = g.output(mul, 0);
   }
-  if (const char* why = private_values(g, u, r.nodes, r.out)) return Miss{why};
-  const DType type = dtype_of(g, r.x);
-  if (type == DType::Undefined) return Miss{"type unknown"};
-  if (!is_float(type)) return Miss{"not floating point"};
-  result_last(g, r.nodes, r.out);
-  return r;
-}
-
-bool apply(Edits& e, const Match& m) {
-  std::vector<NewAttr> attrs;
-  if (m.alpha != 1.0f) attrs.push_back(NewAttr::Float("alpha", m.alpha));
-  return e.replace_with(m.nodes, "Swish", {m.x}, std::move(attrs)).valid();
-}
-
-const FusionOf<Match>& fusion() {
-  static const FusionOf<Match> p{{.name = "fuse_swish",
-                                  .op = "Swish",
-                                  .min_opset = 24,
-                                  .accuracy = AccuracyClass::FloatBounded,
-                                  .summary = "x·Sigmoid(x) becomes Swish, x·Sigmoid(α·x) Swish(alpha=α)",
-                                  .anchors = {"Sigmoid"}},
-                                 match, apply};
-  return p;
+  return finish_activation(g, u, std::move(r));
 }
 
 }  // namespace
 
-const Fusion& fuse_swish_fusion() { return fusion(); }
-const Pass& fuse_swish_pass() { return fusion(); }
+ONNXFORGE_FUSION(fuse_swish, ActivationMatch, match, apply_activation, .op = "Swish", .min_opset = 24, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"},
+                 .summary = "x·Sigmoid(x) becomes Swish, x·Sigmoid(α·x) Swish(alpha=α)");
 
 }  // namespace onnxforge::passes

@@ -18,14 +18,15 @@ CensusRow& CensusRow::operator+=(const CensusRow& o) {
 int64_t fusion_opset(const Graph& g, const PassOptions&) { return g.model().opset(""); }
 
 const std::vector<const Fusion*>& all_fusions() {
+  // Each fusion file defines only its pass (ONNXFORGE_FUSION); that pass is the Fusion.
   static const std::vector<const Fusion*> list = {
-      &fuse_layer_norm_fusion(),
-      &fuse_rms_norm_fusion(),
-      &fuse_gelu_fusion(),
-      &fuse_swish_fusion(),
-      dynamic_cast<const Fusion*>(&fuse_rotary_embedding_pass()),
-      dynamic_cast<const Fusion*>(&fuse_attention_pass()),
-      dynamic_cast<const Fusion*>(&fuse_qkv_projections_pass()),
+      &dynamic_cast<const Fusion&>(fuse_layer_norm_pass()),
+      &dynamic_cast<const Fusion&>(fuse_rms_norm_pass()),
+      &dynamic_cast<const Fusion&>(fuse_gelu_pass()),
+      &dynamic_cast<const Fusion&>(fuse_swish_pass()),
+      &dynamic_cast<const Fusion&>(fuse_rotary_embedding_pass()),
+      &dynamic_cast<const Fusion&>(fuse_attention_pass()),
+      &dynamic_cast<const Fusion&>(fuse_qkv_projections_pass()),
   };
   return list;
 }

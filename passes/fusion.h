@@ -21,12 +21,8 @@
 //     MATCH_IF(trailing_axes(...), "axes not trailing");
 //     return Match{...};
 //   }
-//   const Pass& fuse_layer_norm_pass() {
-//     static const FusionOf<Match> p{{.name = "fuse_layer_norm", .op = "LayerNormalization",
-//                                     .min_opset = 17, .accuracy = AccuracyClass::FloatBounded,
-//                                     .summary = "...", .anchors = {"ReduceMean"}}, match, apply};
-//     return p;
-//   }
+//   ONNXFORGE_FUSION(fuse_layer_norm, Match, match, apply, .op = "LayerNormalization", .min_opset = 17,
+//                    .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"}, .summary = "...");
 #include <map>
 #include <string>
 #include <vector>
@@ -61,8 +57,8 @@ struct FusionInfo {
   std::string op;       // the standard op it emits, e.g. "LayerNormalization"
   int min_opset = 0;    // first default-domain opset that has `op`
   AccuracyClass accuracy = AccuracyClass::FloatBounded;
-  std::string summary;
   std::vector<std::string> anchors;  // op types a block contains exactly once
+  std::string summary;
 };
 
 // What every fusion offers besides being a Pass.
@@ -85,7 +81,7 @@ class FusionOf final : public Pass, public Fusion {
   using MatchFn = Found<M> (*)(const Graph&, const Uses&, NodeId anchor, const PassOptions&);
   using ApplyFn = bool (*)(Edits&, const M&);
 
-  FusionOf(FusionInfo info, MatchFn match, ApplyFn apply)
+  FusionOf(MatchFn match, ApplyFn apply, FusionInfo info)
       : Pass(info.name, info.accuracy, info.summary, info.anchors), info_(std::move(info)), match_(match),
         apply_(apply) {}
 
@@ -140,11 +136,16 @@ class FusionOf final : public Pass, public Fusion {
   ApplyFn apply_;
 };
 
-// One accessor per fusion file (each is also listed in registry.cpp as a Pass).
-const Fusion& fuse_layer_norm_fusion();
-const Fusion& fuse_rms_norm_fusion();
-const Fusion& fuse_gelu_fusion();
-const Fusion& fuse_swish_fusion();
+// The line that ends a fusion file: defines `const Pass& NAME_pass()` (registry.h; the pass is
+// also the Fusion, all_fusions() lists it) over FusionOf<Match>(match, apply, {.name = "NAME",
+// then the FusionInfo fields given: .op, .min_opset, .accuracy, .anchors, .summary}), built on first
+// use. As ONNXFORGE_PASS (pass.h): grep `ONNXFORGE_FUSION(NAME` to find one.
+#define ONNXFORGE_FUSION(NAME, Match, match, apply, ...)                        \
+  const Pass& NAME##_pass() {                                                   \
+    static const FusionOf<Match> pass{match, apply, {.name = #NAME, __VA_ARGS__}}; \
+    return pass;                                                                \
+  }                                                                             \
+  static_assert(true, "the definer is written as a statement: ONNXFORGE_FUSION(...);")
 
 // Every fusion into a standard op, in pipeline order.
 const std::vector<const Fusion*>& all_fusions();

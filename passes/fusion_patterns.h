@@ -105,13 +105,15 @@ struct Affine {
 Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t, int64_t rank,
                      std::span<const int64_t> norm_dims, bool with_bias);
 
-// What a LayerNorm and an RMSNorm match hold: the nodes replaced (result last), the op's input,
-// its scale (and bias) as taken over, the normalized dims, epsilon, and the stash form.
-struct NormMatch {
-  std::vector<NodeId> nodes;
-  ValueId x, out;
-  Affine affine;
-  std::vector<int64_t> norm_dims;
+// What a LayerNorm and an RMSNorm match hold: the op they become, the nodes replaced (result
+// last), the op's input, its scale (and bias) as taken over, the normalized dims, epsilon, and the
+// stash form.
+struct NormMatch {  // every member initialized: a matcher starts from {.op = "..."}
+  const char* op = "";  // LayerNormalization / RMSNormalization
+  std::vector<NodeId> nodes{};
+  ValueId x{}, out{};
+  Affine affine{};
+  std::vector<int64_t> norm_dims{};
   DType type = DType::Undefined;
   float eps = 0;
   bool stash = false;  // float16/bfloat16 X, statistics in float: stash_type=1
@@ -122,8 +124,28 @@ Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail
 // The ReduceMeans of a norm reduce the same constant axes, keepdims, and those are the trailing
 // ones of `x`: how many (k), or the Miss.
 Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, ValueId x);
-// The norm op (LayerNormalization / RMSNormalization) replacing `m.nodes`: one replace_with.
-bool apply_norm(Edits& e, const NormMatch& m, std::string_view op);
+// How a LayerNorm and an RMSNorm matcher end, once the statistics and the stash Casts are taken:
+// the type checks (Miss when the op cannot take it), the normalized dims (the trailing `k` of the
+// block's input `x`), the scale (and, `with_bias`, the bias) absorbed after the normalized value
+// `n`, the result last.
+Found<NormMatch> finish_norm(const Graph& g, const Uses& u, NormMatch r, ValueId x, int64_t k, ValueId n,
+                             bool with_bias);
+// Both norm fusions' apply: `m.op` replacing `m.nodes`, one replace_with.
+bool apply_norm(Edits& e, const NormMatch& m);
+
+// What a GELU and a Swish match hold: the nodes replaced (result last), the op's input and the
+// attributes the op takes (approximate=tanh, alpha).
+struct ActivationMatch {  // every member initialized: a matcher starts from {.op = "..."}
+  const char* op = "";    // Gelu / Swish
+  std::vector<NodeId> nodes{};
+  ValueId x{}, out{};
+  std::vector<NewAttr> attrs{};
+};
+// How both matchers end once the block is found: its values read only inside it, x of a float
+// type (float16/bfloat16 too), the result last.
+Found<ActivationMatch> finish_activation(const Graph& g, const Uses& u, ActivationMatch r);
+// Both activation fusions' apply: `m.op` replacing `m.nodes`, one replace_with.
+bool apply_activation(Edits& e, const ActivationMatch& m);
 
 // The trailing `k` dims of `v` when all known (captures: the outer value's).
 std::optional<std::vector<int64_t>> trailing_dims(const Graph& g, ValueId v, int64_t k);

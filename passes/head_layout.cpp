@@ -410,6 +410,16 @@ ValueId emit(Edits& e, ValueId v, const Conversion& c, std::span<const NodeId> t
   return v;
 }
 
+bool replace_block(Edits& e, std::span<const NodeId> block, ValueId replaced, std::string_view op,
+                   std::vector<ValueId> inputs, std::vector<NewAttr> attrs, const Conversion& out_conv,
+                   std::string_view hint) {
+  const ValueId y = e.new_value(hint);
+  e.add_node(op, std::move(inputs), {y}, std::move(attrs), block);
+  e.replace_uses(replaced, emit(e, y, out_conv, block));
+  kill_unused(e, block, replaced);
+  return true;
+}
+
 void kill_unused(Edits& e, std::span<const NodeId> block, ValueId replaced) {
   std::set<NodeId> dead;
   for (bool changed = true; changed;) {

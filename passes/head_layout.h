@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/symbolic.h"
@@ -102,5 +103,13 @@ ValueId emit(Edits& e, ValueId v, const Conversion& c, std::span<const NodeId> t
 // redirected already). A member still read elsewhere (a head split shared with another reader)
 // stays for it.
 void kill_unused(Edits& e, std::span<const NodeId> block, ValueId replaced);
+
+// How a head-layout fusion (attention, rotary) ends: `op`(inputs, attrs) with one new output
+// named `hint`, converted back to the block's layout by `out_conv`; the readers of `replaced`
+// read the result, and the block's nodes nothing else reads go (kill_unused). New nodes carry
+// the block's tags.
+bool replace_block(Edits& e, std::span<const NodeId> block, ValueId replaced, std::string_view op,
+                   std::vector<ValueId> inputs, std::vector<NewAttr> attrs, const Conversion& out_conv,
+                   std::string_view hint);
 
 }  // namespace onnxforge::passes::heads

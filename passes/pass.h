@@ -26,10 +26,8 @@
 //     ValueId bias = other_input(e.g, m.second, e.g.output(m.first, 0));
 //     return e.replace_with({m.first, m.second}, "Gemm", {e.g.input(m.first, 0), e.g.input(m.first, 1), bias}).valid();
 //   }
-//   const Pass& example_pass() {
-//     static const PassOf<Match> p{"example", AccuracyClass::FloatBounded, "...", analyze, apply, {"Mul", "MatMul", "Add"}};
-//     return p;
-//   }
+//   ONNXFORGE_PASS(example, Match, AccuracyClass::FloatBounded, analyze, apply, {"Mul", "MatMul", "Add"},
+//                  "x * 1 becomes x, MatMul + Add Gemm");
 //
 // `analyze` runs on a snapshot of the graph taken at the start of a round, concurrently with the
 // other passes' analyses. `apply` runs serially in pipeline order; a match whose nodes an earlier
@@ -107,8 +105,7 @@ class PassOf final : public Pass {
  public:
   using AnalyzeFn = std::vector<M> (*)(const Graph&, const Uses&, const PassOptions&);
   using ApplyFn = bool (*)(Edits&, const M&);
-  PassOf(std::string name, AccuracyClass c, std::string summary, AnalyzeFn a, ApplyFn f,
-         std::vector<std::string> anchors = {})
+  PassOf(std::string name, AccuracyClass c, AnalyzeFn a, ApplyFn f, std::vector<std::string> anchors, std::string summary)
       : Pass(std::move(name), c, std::move(summary), std::move(anchors)), analyze_(a), apply_(f) {}
   std::any analyze(const Graph& g, const Uses& uses, const PassOptions& o) const override {
     return std::any(analyze_(g, uses, o));
@@ -124,5 +121,17 @@ class PassOf final : public Pass {
   AnalyzeFn analyze_;
   ApplyFn apply_;
 };
+
+// The line that ends a pass file: defines `const Pass& NAME_pass()` (declared in registry.h), the
+// pass named "NAME", built on first use (a function-local static: no initialization order across
+// files). The arguments after Match are PassOf's after the name: accuracy class, analyze, apply,
+// anchors ({} for the whole graph), summary. One definer instead of a six-line accessor per file
+// keeps the name and the accessor from drifting apart (grep `ONNXFORGE_PASS(NAME` to find one).
+#define ONNXFORGE_PASS(NAME, Match, ...)                             \
+  const Pass& NAME##_pass() {                                        \
+    static const PassOf<Match> pass{#NAME, __VA_ARGS__};             \
+    return pass;                                                     \
+  }                                                                  \
+  static_assert(true, "the definer is written as a statement: ONNXFORGE_PASS(...);")
 
 }  // namespace onnxforge::passes

@@ -281,12 +281,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& simplify_shape_chains_pass() {
-  static const PassOf<Match> p{"simplify_shape_chains", AccuracyClass::Lossless,
-                               "shape-engine values: known chains → constants; Reshape targets with 0/-1, Expand "
-                               "targets with 1, Slice ends INT64_MAX for dynamic dims; equal chains merged",
-                               analyze, apply};
-  return p;
-}
+ONNXFORGE_PASS(simplify_shape_chains, Match, AccuracyClass::Lossless, analyze, apply, {},
+               "shape-engine values: known chains → constants; Reshape targets with 0/-1, Expand targets with 1, Slice ends INT64_MAX for dynamic dims; equal chains merged");
 
 }  // namespace onnxforge::passes

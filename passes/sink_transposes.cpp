@@ -137,12 +137,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& sink_transposes_pass() {
-  static const PassOf<Match> p{"sink_transposes", AccuracyClass::FloatBounded,
-                               "a last-axis-keeping Transpose whose row-wise readers (MatMul by a matrix, "
-                               "bias Add, last-axis Slice, unary) all end in its inverse: both go",
-                               analyze, apply, {"Transpose"}};
-  return p;
-}
+ONNXFORGE_PASS(sink_transposes, Match, AccuracyClass::FloatBounded, analyze, apply, {"Transpose"},
+               "a last-axis-keeping Transpose whose row-wise readers (MatMul by a matrix, bias Add, last-axis Slice, unary) all end in its inverse: both go");
 
 }  // namespace onnxforge::passes

@@ -82,12 +82,7 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-const Pass& unflatten_gemm_pass() {
-  static const PassOf<Match> p{"unflatten_gemm", AccuracyClass::FloatBounded,
-                               "Reshape → Gemm → Reshape that only flattens and restores the leading axes "
-                               "becomes a MatMul (+ bias Add) on the unflattened value",
-                               analyze, apply, {"Gemm"}};
-  return p;
-}
+ONNXFORGE_PASS(unflatten_gemm, Match, AccuracyClass::FloatBounded, analyze, apply, {"Gemm"},
+               "Reshape → Gemm → Reshape that only flattens and restores the leading axes becomes a MatMul (+ bias Add) on the unflattened value");
 
 }  // namespace onnxforge::passes

@@ -781,12 +781,7 @@ bool apply_upgrade(Edits& e, const UpgradeMatch& m) {
 
 }  // namespace
 
-const Pass& upgrade_opset_pass() {
-  static const PassOf<UpgradeMatch> p{"upgrade_opset", AccuracyClass::Lossless,
-                                      "raises the default-domain opset to --target-opset, adapting every op whose "
-                                      "signature or meaning changes on the way (bit-identical outputs)",
-                                      analyze_upgrade, apply_upgrade};
-  return p;
-}
+ONNXFORGE_PASS(upgrade_opset, UpgradeMatch, AccuracyClass::Lossless, analyze_upgrade, apply_upgrade, {},
+               "raises the default-domain opset to --target-opset, adapting every op whose signature or meaning changes on the way (bit-identical outputs)");
 
 }  // namespace onnxforge::passes

@@ -30,13 +30,15 @@ using Progress = std::function<void(const std::string&)>;
 
 // ---- optimize -------------------------------------------------------------------------------
 
+// Every member of the settings structs has an initializer, so a caller names only the fields it
+// sets (`{.passes = ..., .seeds = ...}`) without -Wmissing-field-initializers.
 struct OptimizeSettings {
-  std::vector<std::string> passes, skip;  // only these (empty: all) / not these; unknown names are an Error
-  std::map<std::string, int64_t> dims;    // symbolic dims fixed to a value (--dim)
-  std::vector<std::string> input_shapes;  // NAME:D0,D1,... whole input shapes (--input-shape)
-  std::filesystem::path output;           // when set: checked before any work (exists and !overwrite: an Error)
+  std::vector<std::string> passes = {}, skip = {};  // only these (empty: all) / not these; unknown names are an Error
+  std::map<std::string, int64_t> dims = {};    // symbolic dims fixed to a value (--dim)
+  std::vector<std::string> input_shapes = {};  // NAME:D0,D1,... whole input shapes (--input-shape)
+  std::filesystem::path output = {};           // when set: checked before any work (exists and !overwrite: an Error)
   bool overwrite = false;
-  std::optional<uint64_t> fold_size;      // default: the passes' own (1 MiB)
+  std::optional<uint64_t> fold_size = {};      // default: the passes' own (1 MiB)
   bool verify = true;
   int seeds = 3;
   // Seconds verification may take (0: no limit): fewer seeds to fit, never below 1 (a note in
@@ -44,11 +46,11 @@ struct OptimizeSettings {
   // continue_over_budget, nothing else runs (the caller refuses to write an unverified model).
   double verify_budget = 0;
   bool continue_over_budget = false;
-  std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
+  std::optional<int64_t> target_opset = {};  // upgrade the default-domain opset first (never a downgrade)
   // Deployment target (passes/targets.h): generic (every op, the model's opset), ort, tensorrt,
   // tflite. Fusions into ops the target lacks do not run; ops it lacks are decomposed.
   std::string target = "generic";
-  Progress progress;                      // short status lines; null = silent
+  Progress progress = {};                 // short status lines; null = silent
 };
 
 struct OptimizeOutcome {
@@ -94,15 +96,15 @@ nlohmann::json list_passes();
 
 // ---- bench ----------------------------------------------------------------------------------
 
-struct BenchSettings {
-  std::filesystem::path vs;                    // a second model, run alternately (empty: none)
+struct BenchSettings {  // every member initialized, as OptimizeSettings
+  std::filesystem::path vs = {};               // a second model, run alternately (empty: none)
   int iters = 0;                               // timed runs per model; 0: until min_time
   double min_time = 3.0;
   int warmup = 3;
-  std::map<std::string, int64_t> dims;
-  std::vector<std::string> input_shapes;       // NAME:D0,D1,... (--input-shape)
-  std::vector<std::string> input_files;        // NAME=FILE inputs instead of generated ones (--input)
-  std::vector<rt::GivenInput> inputs;          // inputs given in memory instead of generated
+  std::map<std::string, int64_t> dims = {};
+  std::vector<std::string> input_shapes = {};  // NAME:D0,D1,... (--input-shape)
+  std::vector<std::string> input_files = {};   // NAME=FILE inputs instead of generated ones (--input)
+  std::vector<rt::GivenInput> inputs = {};     // inputs given in memory instead of generated
   bool profile = false, nchw = false, vs_nchw = false;
   int threads = 0;                             // only reported; the caller sets the parallelism
 };

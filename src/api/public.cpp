@@ -86,16 +86,10 @@ std::string to_bytes(const LoadedModel& model) { return api::model_bytes(*model.
 
 OptimizeResult optimize(const LoadedModel& model, const OptimizeOptions& options) {
   FileOf in = file_of(model);
-  api::OptimizeSettings s;
-  s.passes = options.passes;
-  s.skip = options.skip;
-  s.dims = options.dims;
-  s.fold_size = options.fold_size;
-  s.verify = options.verify;
-  s.seeds = options.seeds;
-  s.target_opset = options.target_opset;
-  s.target = options.target;
-  s.progress = options.progress;
+  const api::OptimizeSettings s{.passes = options.passes, .skip = options.skip, .dims = options.dims,
+                                .fold_size = options.fold_size, .verify = options.verify, .seeds = options.seeds,
+                                .target_opset = options.target_opset, .target = options.target,
+                                .progress = options.progress};
   api::OptimizeOutcome o = with_threads(options.threads, [&] { return api::optimize(in.path, s); });
   o.report["input"] = model.source();
   if (options.strip_hierarchy) hier::strip_hierarchy(*o.model);

@@ -30,18 +30,10 @@ struct Options {
 int run(const Options& o) {
   std::unique_ptr<tbb::global_control> gc;
   if (o.threads > 0) gc = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
-  api::BenchSettings settings;
-  settings.vs = o.vs;
-  settings.threads = o.threads;
-  settings.iters = o.iters;
-  settings.warmup = o.warmup;
-  settings.min_time = o.min_time;
-  settings.dims = parse_dim_specs(o.dims.dims);
-  settings.input_shapes = o.dims.input_shapes;
-  settings.input_files = o.inputs;
-  settings.profile = o.profile;
-  settings.nchw = o.nchw;
-  settings.vs_nchw = o.vs_nchw;
+  const api::BenchSettings settings{.vs = o.vs, .iters = o.iters, .min_time = o.min_time, .warmup = o.warmup,
+                                    .dims = parse_dim_specs(o.dims.dims), .input_shapes = o.dims.input_shapes,
+                                    .input_files = o.inputs, .profile = o.profile, .nchw = o.nchw,
+                                    .vs_nchw = o.vs_nchw, .threads = o.threads};
   nlohmann::json j = api::bench(o.model, settings);
   if (!o.json)
     for (const auto& n : j["notes"]) std::cerr << "note: " << n.get<std::string>() << "\n";

@@ -16,34 +16,12 @@
 
 #include "io/mapped_file.h"
 #include "io/model_io.h"
+#include "ir/anonymous_memory.h"
 #include "ir/error.h"
 #include "ir/topo.h"
 
 namespace onnxforge {
 namespace {
-
-// Anonymous memory returned to the system when dropped (streamed tensors must not stay resident
-// in an allocator's cache: TinyLlama streams 4 GB through two of these).
-class ScratchBuffer {
- public:
-  ScratchBuffer() = default;
-  explicit ScratchBuffer(size_t size) : size_(size) {
-    if (size_ == 0) return;
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) fail("cannot allocate ", size_, " bytes to write a computed tensor: ", std::strerror(errno));
-    data_ = static_cast<std::byte*>(p);
-  }
-  ~ScratchBuffer() {
-    if (data_) ::munmap(data_, size_);
-  }
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-  std::byte* data() { return data_; }
-
- private:
-  std::byte* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 // Deferred tensors (folded weight transposes) in the order the writer emits them: each is
 // computed into one of two scratch buffers while the previous one is being written, so the
@@ -53,7 +31,7 @@ class ComputeAhead {
   ComputeAhead(const TensorStore& ts, std::vector<TensorId> order) : ts_(ts), order_(std::move(order)) {
     size_t largest = 0;
     for (TensorId t : order_) largest = std::max<size_t>(largest, ts_.byte_size(t));
-    for (auto& b : buffers_) b = std::make_unique<ScratchBuffer>(order_.empty() ? 0 : largest);
+    for (auto& b : buffers_) b = std::make_unique<AnonymousMemory>(order_.empty() ? 0 : largest, "write a computed tensor");
     start(0);
   }
   ~ComputeAhead() {
@@ -78,7 +56,7 @@ class ComputeAhead {
   const TensorStore& ts_;
   std::vector<TensorId> order_;
   size_t next_ = 0;
-  std::unique_ptr<ScratchBuffer> buffers_[2];
+  std::unique_ptr<AnonymousMemory> buffers_[2];  // TinyLlama streams 4 GB through these two
   std::future<void> pending_;
 };
 

@@ -8,35 +8,12 @@
 #include <utility>
 
 #include "io/mapped_file.h"
+#include "ir/anonymous_memory.h"
 #include "ir/error.h"
 
 namespace onnxforge {
 
 namespace {
-
-// Anonymous memory unmapped when dropped: a deferred source computed for one recipe must not stay
-// resident in an allocator's cache after it.
-class Scratch {
- public:
-  explicit Scratch(size_t size) : size_(size) {
-    if (size_ == 0) return;
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) fail("cannot allocate ", size_, " bytes to compute a deferred tensor: ", std::strerror(errno));
-    data_ = static_cast<std::byte*>(p);
-  }
-  ~Scratch() {
-    if (data_) ::munmap(data_, size_);
-  }
-  Scratch(Scratch&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(o.size_) {}
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  Scratch& operator=(Scratch&&) = delete;
-  std::span<std::byte> span() { return {data_, size_}; }
-
- private:
-  std::byte* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 // The sources' bytes of a recipe. A source that is itself deferred and not computed yet (the
 // transposed q/k/v weights a fused QKV weight concatenates) is computed into scratch memory freed
@@ -45,14 +22,14 @@ class Scratch {
 // verification session).
 struct RecipeSources {
   std::vector<std::span<const std::byte>> spans;
-  std::vector<Scratch> scratch;
+  std::vector<AnonymousMemory> scratch;  // not an allocator's: freed with the recipe
 };
 RecipeSources recipe_sources(const TensorStore& ts, const TensorRecipe& r) {
   RecipeSources out;
   out.scratch.reserve(r.sources.size());
   for (TensorId s : r.sources) {
     if (ts.is_deferred(s)) {
-      Scratch& buf = out.scratch.emplace_back(ts.byte_size(s));
+      AnonymousMemory& buf = out.scratch.emplace_back(ts.byte_size(s), "compute a deferred tensor");
       ts.compute_into(s, buf.span());
       out.spans.push_back(buf.span());
     } else {

@@ -35,7 +35,7 @@ bool apply(passes::Edits& e, const Match& m) {
   e.kill(m.relu);
   return true;
 }
-const passes::PassOf<Match> broken{"broken_relu", passes::AccuracyClass::Lossless, "test only", analyze, apply};
+const passes::PassOf<Match> broken{"broken_relu", passes::AccuracyClass::Lossless, analyze, apply, {}, "test only"};
 
 TEST(Verification, FirstBreakingPassIsNamed) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
