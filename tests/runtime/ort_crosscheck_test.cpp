@@ -21,6 +21,21 @@ std::string crosscheck_command(std::string* why) {
   return "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tests/runtime/ort_crosscheck.py " ONNXFORGE_BINARY_DIR "/onnxforge";
 }
 
+// The zoo model `name` converted by tools/models/SCRIPT (input and output paths, then `args`)
+// into NAME_SUFFIX.onnx under the build folder; an empty path when the zoo lacks the model.
+fs::path converted(const std::string& script, const std::string& name, const std::string& suffix,
+                   const std::string& args = "") {
+  const fs::path src = onnxforge::test::model_dir() / (name + ".onnx");
+  if (!fs::exists(src)) return {};
+  const fs::path dir = fs::path(ONNXFORGE_BINARY_DIR) / "converted_models";
+  fs::create_directories(dir);
+  const fs::path out = dir / (name + "_" + suffix + ".onnx");
+  const std::string c = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/models/" + script + " " + src.string() + " " +
+                        out.string() + " " + args + " > /dev/null 2>&1";
+  EXPECT_EQ(std::system(c.c_str()), 0) << c;
+  return out;
+}
+
 }  // namespace
 
 TEST(OrtCrossCheck, ZooModelsAgree) {
@@ -67,22 +82,15 @@ TEST(OrtCrossCheck, BackendModelsAgree) {
 TEST(OrtCrossCheck, QuantizedZooModelsAgree) {
   std::string why, cmd = crosscheck_command(&why);
   if (cmd.empty()) GTEST_SKIP() << why;
-  const fs::path dir = fs::path(ONNXFORGE_BINARY_DIR) / "quantized_models";
-  fs::create_directories(dir);
   std::string dynamic = cmd, qdq = cmd;
   int n = 0;
-  for (const char* name : {"bert_small", "resnet_small", "mobilenet_v2"}) {
-    const fs::path src = fs::path(ONNXFORGE_MODEL_DIR) / (std::string(name) + ".onnx");
-    if (!fs::exists(src)) continue;
+  for (const char* name : {"bert_small", "resnet_small", "mobilenet_v2"})
     for (const char* mode : {"dynamic", "qdq"}) {
-      const fs::path out = dir / (std::string(name) + "_" + mode + ".onnx");
-      const std::string q = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/models/quantize.py " + src.string() + " " +
-                            out.string() + " --mode " + mode + " --runner " ONNXFORGE_BINARY_DIR "/onnxforge > /dev/null";
-      ASSERT_EQ(std::system(q.c_str()), 0) << q;
+      const fs::path out = converted("quantize.py", name, mode, std::string("--mode ") + mode + " --runner " ONNXFORGE_BINARY_DIR "/onnxforge");
+      if (out.empty()) continue;
       (std::string(mode) == "dynamic" ? dynamic : qdq) += " " + out.string();
+      ++n;
     }
-    ++n;
-  }
   if (n == 0) GTEST_SKIP() << "zoo models missing";
   EXPECT_EQ(std::system(dynamic.c_str()), 0) << dynamic;
   qdq += " --ort-level=disabled --tol=0.05";
@@ -100,20 +108,13 @@ TEST(OrtCrossCheck, QuantizedZooModelsAgree) {
 TEST(OrtCrossCheck, Float16ZooModelsAgree) {
   std::string why, cmd = crosscheck_command(&why);
   if (cmd.empty()) GTEST_SKIP() << why;
-  const fs::path dir = fs::path(ONNXFORGE_BINARY_DIR) / "fp16_models";
-  fs::create_directories(dir);
   int n = 0;
   for (const char* name : {"bert_small", "gpt2_small_cfg", "llama_small", "vit_small", "whisper_small_enc",
-                           "wav2vec2_mini", "resnet_small", "mobilenet_v2", "yolov8n_mini"}) {
-    const fs::path src = onnxforge::test::model_dir() / (std::string(name) + ".onnx");
-    if (!fs::exists(src)) continue;
-    const fs::path out = dir / (std::string(name) + "_fp16.onnx");
-    const std::string c = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/models/to_fp16.py " + src.string() + " " +
-                          out.string() + " 2> /dev/null";
-    ASSERT_EQ(std::system(c.c_str()), 0) << c;
-    cmd += " " + out.string();
-    ++n;
-  }
+                           "wav2vec2_mini", "resnet_small", "mobilenet_v2", "yolov8n_mini"})
+    if (const fs::path out = converted("to_fp16.py", name, "fp16"); !out.empty()) {
+      cmd += " " + out.string();
+      ++n;
+    }
   if (n == 0) GTEST_SKIP() << "zoo models missing";
   cmd += " --tol=0.02";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;

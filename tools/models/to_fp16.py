@@ -99,28 +99,26 @@ def convert_graph(g, overflowed, top):
         names.add(name)
         return name
 
+    def rename(old, new, outputs):
+        """Every read of `old` (and with `outputs` its producer's output) becomes `new`."""
+        for n in g.node:
+            for field in (n.input, n.output) if outputs else (n.input,):
+                for i, x in enumerate(field):
+                    if x == old:
+                        field[i] = new
+
     head, tail = [], []
     for v in g.input:
         if v.name in inits or v.type.tensor_type.elem_type != TensorProto.FLOAT:
             continue
         half = unique(v.name + "_fp16")
-        for n in g.node:
-            for i, x in enumerate(n.input):
-                if x == v.name:
-                    n.input[i] = half
+        rename(v.name, half, outputs=False)
         head.append(helper.make_node("Cast", [v.name], [half], to=TensorProto.FLOAT16, name=unique(v.name + "_to_fp16")))
-    for v in g.output:
-        if v.type.tensor_type.elem_type != TensorProto.FLOAT:
-            continue
-        half = unique(v.name + "_fp16")
-        for n in g.node:
-            for i, x in enumerate(n.output):
-                if x == v.name:
-                    n.output[i] = half
-            for i, x in enumerate(n.input):  # an output read inside the graph too
-                if x == v.name:
-                    n.input[i] = half
-        tail.append(helper.make_node("Cast", [half], [v.name], to=TensorProto.FLOAT, name=unique(v.name + "_to_fp32")))
+    for v in g.output:  # an output read inside the graph too reads the float16 value
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            half = unique(v.name + "_fp16")
+            rename(v.name, half, outputs=True)
+            tail.append(helper.make_node("Cast", [half], [v.name], to=TensorProto.FLOAT, name=unique(v.name + "_to_fp32")))
     nodes = head + list(g.node) + tail
     del g.node[:]
     g.node.extend(nodes)
