@@ -102,7 +102,9 @@ void loop(OpContext& c) {
   Tensor it_t = scalar_i64(0), cond_t = scalar_bool(cond);
   // A Loop that allocates nothing per iteration is not stopped by the memory budget: its
   // iterations are counted against --max-loop-iterations, and --max-time is checked before
-  // each one (a body with no nodes runs no steps that would check it).
+  // each one (a body with no nodes runs no steps that would check it). A one-Add body costs
+  // about 1.5 us per iteration (2^22 trips: 6.2 s of CPU, release build, 2026-11-27), so the
+  // default limit of 2^24 bounds such a Loop at about 25 s.
   const uint64_t limit = loop_iteration_limit();
   const auto over_limit = [&](const std::string& how) {
     c.error(how + ", over the limit of " + std::to_string(limit) +
