@@ -47,7 +47,7 @@ inline bool time_budget_spent() {
 // How many iterations one Loop node may run (command line --max-loop-iterations). A Loop's trip
 // count comes from the file; 2^62 with no scan outputs neither allocates nor ends. Real loops
 // (generation up to a max length, NMS, per-sample audio) run far fewer than the default 2^24
-// (16.8 million: about 10 s on a one-node body).
+// (16.8 million; runtime/ops/control.cpp has what that costs).
 inline constexpr uint64_t kDefaultLoopIterations = uint64_t{1} << 24;
 void set_loop_iteration_limit(uint64_t n);
 uint64_t loop_iteration_limit();
