@@ -3,6 +3,7 @@
 // arena or on the heap, values freed after their last reader.
 #include <chrono>
 
+#include "io/budget.h"
 #include "ir/error.h"
 #include "runtime/plan.h"
 
@@ -123,12 +124,16 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   }
   if (plan_.options.profile) {
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      if (time_budget_spent()) fail_time_budget(node_desc(g, plan_.steps[i].node));
       auto t0 = std::chrono::steady_clock::now();
       run_step(plan_.steps[i], i);
       plan_.step_ns[i] += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
     }
   } else {
-    for (size_t i = 0; i < plan_.steps.size(); ++i) run_step(plan_.steps[i], i);
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      if (time_budget_spent()) fail_time_budget(node_desc(g, plan_.steps[i].node));
+      run_step(plan_.steps[i], i);
+    }
   }
   if (recording_) plan_.record(shapes_, sizes_, alias_of_);
   std::vector<Tensor> outs;

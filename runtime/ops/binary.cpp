@@ -237,7 +237,7 @@ void prelu_kernel(OpContext& c) {
                           [&](int64_t i, const std::array<int64_t, 2>& o) {
                             T z = px[o[0]];
                             if constexpr (std::is_same_v<T, bool>) py[i] = z;
-                            else py[i] = z < 0 ? static_cast<T>(z * ps[o[1]]) : z;
+                            else py[i] = z < 0 ? wrap_mul(z, ps[o[1]]) : z;  // int32/int64 wrap as Mul does (no UB)
                           });
   });
 }

@@ -64,7 +64,8 @@ T wrap_add(T a, T b) {
 template <class T>
 T wrap_mul(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    using U = std::make_unsigned_t<T>;
+    // At least unsigned int: uint16 operands promote to (signed) int, whose product overflows.
+    using U = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
     return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
   } else {
     return static_cast<T>(a * b);

@@ -1,5 +1,6 @@
 // Control flow: If, Loop, Scan. Subgraphs run through OpContext::run_subgraph, which resolves
 // their outer-scope reads in the frame running this node.
+#include "io/budget.h"
 #include "runtime/ops/common.h"
 
 namespace onnxforge::rt {
@@ -99,7 +100,21 @@ void loop(OpContext& c) {
   // The iteration number and condition tensors are rewritten in place unless the body kept
   // them (an output that is a view of one still holds it).
   Tensor it_t = scalar_i64(0), cond_t = scalar_bool(cond);
+  // A Loop that allocates nothing per iteration is not stopped by the memory budget: its
+  // iterations are counted against --max-loop-iterations, and --max-time is checked before
+  // each one (a body with no nodes runs no steps that would check it). A one-Add body costs
+  // about 1.5 us per iteration (2^22 trips: 6.2 s of CPU, release build, 2026-11-27), so the
+  // default limit of 2^24 bounds such a Loop at about 25 s.
+  const uint64_t limit = loop_iteration_limit();
+  const auto over_limit = [&](const std::string& how) {
+    c.error(how + ", over the limit of " + std::to_string(limit) +
+            " iterations per Loop (raise it with --max-loop-iterations N)");
+  };
   for (int64_t it = 0; it < max_trip && cond; ++it) {
+    if (time_budget_spent()) fail_time_budget(c.where() + " (iteration " + std::to_string(it) + ")");
+    if (static_cast<uint64_t>(it) >= limit)
+      over_limit("ran " + std::to_string(it) + " iterations of its trip count " +
+                 (m && m->numel() ? std::to_string(max_trip) : std::string("(none)")) + " and its condition is still true");
     if (it_t.hold.use_count() > 1) it_t = scalar_i64(it);
     else it_t.ptr<int64_t>()[0] = it;
     if (cond_t.hold.use_count() > 1) cond_t = scalar_bool(cond);
@@ -124,6 +139,8 @@ void loop(OpContext& c) {
       check_memory(total, "the scan outputs of all " + std::to_string(max_trip) + " iterations (" +
                               std::to_string(scan_bytes) + " bytes each; the body's condition is always true)");
     }
+    if (it == 0 && runs_all_trips && cond && static_cast<uint64_t>(max_trip) > limit)
+      over_limit("would run all " + std::to_string(max_trip) + " iterations of its trip count (the body's condition is always true)");
     if (n_scan)
       check_memory(scan_bytes, "the scan outputs after " + std::to_string(it + 1) + " of " + std::to_string(max_trip) +
                                    " iterations");
@@ -164,6 +181,7 @@ void scan(OpContext& c) {
   }
   std::vector<std::vector<Tensor>> outs(n_scan_out);
   for (int64_t t = 0; t < T; ++t) {
+    if (time_budget_spent()) fail_time_budget(c.where() + " (iteration " + std::to_string(t) + ")");
     std::vector<Tensor> ins = state;
     for (size_t j = 0; j < n_in; ++j) {
       const Tensor& x = c.input(n_state + j);

@@ -104,6 +104,8 @@ int run_command_line(int argc, char** argv) {
   app.set_version_flag("--version", version_text());
   std::map<CLI::App*, Runner> runners;
   std::string max_memory;
+  double max_time = 0;
+  uint64_t max_loop = onnxforge::kDefaultLoopIterations;
   auto& all = commands();
   std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.name < b.name; });
   for (auto& c : all) {
@@ -113,6 +115,13 @@ int run_command_line(int argc, char** argv) {
                     "Memory budget of the runtime's tensors, e.g. 512M, 4G (default: 3/4 of RAM, " +
                         onnxforge::human_bytes(onnxforge::default_memory_budget()) + " here)")
         ->check(size_validator());
+    sub->add_option("--max-time", max_time,
+                    "Seconds the runtime's work may take (model runs, verification, folding); a run past it "
+                    "stops with an error naming the node (default: no limit)")
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--max-loop-iterations", max_loop,
+                    "Iterations one Loop node may run (default " + std::to_string(onnxforge::kDefaultLoopIterations) + ")")
+        ->check(CLI::PositiveNumber);
   }
   try {
     app.parse(argc, argv);
@@ -122,6 +131,8 @@ int run_command_line(int argc, char** argv) {
     return report("usage", e.what(), "", kUsage);
   }
   if (!max_memory.empty()) onnxforge::set_memory_budget(*onnxforge::parse_bytes(max_memory));
+  onnxforge::set_time_budget(max_time);  // counted from here: the whole command's runtime work
+  onnxforge::set_loop_iteration_limit(max_loop);
   try {
     for (auto& [sub, run] : runners) {
       if (!sub->parsed()) continue;

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 
 #include "io/units.h"
@@ -13,6 +15,9 @@ namespace {
 
 std::atomic<uint64_t> g_live{0};
 std::atomic<uint64_t> g_budget{0};  // 0: not set yet
+std::atomic<double> g_time_budget{0};
+std::atomic<int64_t> g_time_start_ns{0};
+std::atomic<uint64_t> g_loop_limit{kDefaultLoopIterations};
 
 uint64_t read_u64_file(const char* path) {
   FILE* f = std::fopen(path, "r");
@@ -56,5 +61,31 @@ void check_memory(uint64_t bytes, const std::string& what) {
   msg += ", over the memory budget of " + human_bytes(budget) + " (raise it with --max-memory SIZE)";
   throw Error(msg, Error::Kind::Memory);
 }
+
+namespace detail {
+std::atomic<int64_t> g_deadline_ns{0};
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace detail
+
+void set_time_budget(double seconds) {
+  const int64_t now = detail::steady_now_ns();
+  g_time_budget.store(seconds > 0 ? seconds : 0);
+  g_time_start_ns.store(now);
+  // Capped at about 292 years so that the deadline stays an int64.
+  detail::g_deadline_ns.store(seconds > 0 ? now + static_cast<int64_t>(std::min(seconds, 9e9) * 1e9) : 0);
+}
+
+double time_budget() { return g_time_budget.load(); }
+
+void fail_time_budget(const std::string& where) {
+  const double spent = static_cast<double>(detail::steady_now_ns() - g_time_start_ns.load()) * 1e-9;
+  throw Error(where + ": stopped after " + human_seconds(spent) + ", over the time budget of " +
+              human_seconds(g_time_budget.load()) + " (raise it with --max-time SECONDS)");
+}
+
+void set_loop_iteration_limit(uint64_t n) { g_loop_limit.store(n); }
+uint64_t loop_iteration_limit() { return g_loop_limit.load(); }
 
 }  // namespace onnxforge

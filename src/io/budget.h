@@ -4,6 +4,7 @@
 // of an allocation failure or the OOM killer (a Loop of 2^62 iterations stacking scan outputs,
 // Range to 2^62, an input declared with 2^31 elements). In core, not in the runtime, so that
 // every command sets it the same way whichever components a build has.
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -22,5 +23,33 @@ void note_released(uint64_t bytes);
 // Throws onnxforge::Error (Kind::Memory) naming `what` and the sizes when `bytes` more would take
 // the memory in use past the budget.
 void check_memory(uint64_t bytes, const std::string& what);
+
+// The time budget (command line --max-time): wall-clock seconds, counted from set_time_budget(),
+// that the runtime's work may take. The runtime checks it before every node step and every
+// Loop/Scan iteration, so a model whose compute is unbounded (a Loop of 2^62 trips that grows no
+// memory, so the memory budget never stops it) ends with an error naming the node instead of
+// running until killed. 0 (the default): no limit; verification has its own --verify-budget,
+// which lowers the seed count instead of stopping.
+void set_time_budget(double seconds);
+double time_budget();
+namespace detail {
+extern std::atomic<int64_t> g_deadline_ns;  // steady clock; 0: no limit
+int64_t steady_now_ns();
+}  // namespace detail
+// One relaxed load when no budget is set (the per-step cost), a clock read otherwise.
+inline bool time_budget_spent() {
+  const int64_t d = detail::g_deadline_ns.load(std::memory_order_relaxed);
+  return d != 0 && detail::steady_now_ns() >= d;
+}
+// Throws onnxforge::Error: `where` (a node) stopped over the time budget, and how to raise it.
+[[noreturn]] void fail_time_budget(const std::string& where);
+
+// How many iterations one Loop node may run (command line --max-loop-iterations). A Loop's trip
+// count comes from the file; 2^62 with no scan outputs neither allocates nor ends. Real loops
+// (generation up to a max length, NMS, per-sample audio) run far fewer than the default 2^24
+// (16.8 million; runtime/ops/control.cpp has what that costs).
+inline constexpr uint64_t kDefaultLoopIterations = uint64_t{1} << 24;
+void set_loop_iteration_limit(uint64_t n);
+uint64_t loop_iteration_limit();
 
 }  // namespace onnxforge

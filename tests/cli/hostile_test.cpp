@@ -82,7 +82,54 @@ onnx::ModelProto stacking_loop(int64_t trips) {
   return make_model({n}, {}, {tensor_info("out", kFloat, {})}, {int64_tensor("M", {}, {trips}), cond});
 }
 
+// A Loop of `trips` iterations that adds 1 to a carried value and has no scan outputs: nothing
+// grows, so the memory budget never stops it.
+onnx::ModelProto counting_loop(int64_t trips) {
+  onnx::GraphProto body;
+  body.set_name("body");
+  *body.add_node() = make_node("Identity", {"cond_in"}, {"cond_out"}, "keep_going");
+  *body.add_node() = make_node("Add", {"acc_in", "one"}, {"acc_out"}, "count");
+  *body.add_input() = tensor_info("i", kInt64, {});
+  *body.add_input() = tensor_info("cond_in", kBool, {});
+  *body.add_input() = tensor_info("acc_in", kFloat, {1});
+  *body.add_output() = tensor_info("cond_out", kBool, {});
+  *body.add_output() = tensor_info("acc_out", kFloat, {1});
+  *body.add_initializer() = float_tensor("one", {1}, {1.f});
+  auto n = make_node("Loop", {"M", "cond", "a0"}, {"acc"}, "loop0");
+  auto* a = n.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body;
+  onnx::TensorProto cond;
+  cond.set_name("cond");
+  cond.set_data_type(kBool);
+  cond.set_raw_data(std::string(1, '\1'));
+  return make_model({n}, {tensor_info("a0", kFloat, {1})}, {tensor_info("acc", kFloat, {1})}, {int64_tensor("M", {}, {trips}), cond});
+}
+
 }  // namespace
+
+TEST(Hostile, LoopsThatAllocateNothingStop) {
+  // 2^62 trips of a body that allocates nothing ran until killed, in `run` and in `optimize`'s
+  // verification: the iteration limit refuses it after the first iteration (the body's
+  // condition is its input passed through, so every trip would run).
+  fs::path m = write_to(counting_loop(int64_t{1} << 62), "loopcount");
+  expect_refused({"run", m}, "over the limit of 16777216 iterations per Loop (raise it with --max-loop-iterations N)", 60);
+  expect_refused({"optimize", m, m.parent_path() / "out.onnx"}, "--max-loop-iterations", 60);
+  // With the limit raised past the trip count, the time budget stops it, naming the node.
+  expect_refused({"run", m, "--max-loop-iterations", "9000000000000000000", "--max-time", "1"},
+                 "loop0' (Loop)", 60);
+  expect_refused({"run", m, "--max-loop-iterations", "9000000000000000000", "--max-time", "0.5"},
+                 "over the time budget of 500.0 ms (raise it with --max-time SECONDS)", 60);
+  // Under the limits, the same Loop runs: 1000 trips add 1000.
+  fs::path ok = write_to(counting_loop(1000), "loopcount_ok");
+  CliResult r = run_cli({"run", ok, "--max-loop-iterations", "1000", "--max-time", "60"}, 60);
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_THAT(r.out, HasSubstr("sum 100")) << r.describe();  // 1000 + a0, a generated value in [0, 2)
+  // Malformed limits are usage errors naming the option.
+  expect_refused({"run", ok, "--max-time", "-1"}, "--max-time");
+  expect_refused({"run", ok, "--max-loop-iterations", "abc"}, "--max-loop-iterations");
+}
 
 TEST(Hostile, SubgraphAttributeDeclaredButEmptyInEveryCommand) {
   fs::path m = write_to(if_with_empty_branches(), "emptygraph");

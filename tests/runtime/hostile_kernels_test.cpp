@@ -4,9 +4,12 @@
 // offending values as graph inputs, so they reach the kernel at run time (not constant folding).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
+#include "io/budget.h"
 #include "ir/error.h"
 #include "runtime/runtime.h"
 #include "tests/common/graph_builder.h"
@@ -46,7 +49,136 @@ rt::Tensor f32(std::vector<int64_t> shape, float v = 1.f) {
 }
 rt::Tensor i64(std::vector<int64_t> v) { return make<int64_t>(DType::Int64, {static_cast<int64_t>(v.size())}, v); }
 
+// A Loop(M, cond, a0) -> acc whose body adds 1 to acc and passes its condition through
+// (Identity, as torch exports it), so it runs all M trips; no scan outputs, so it allocates
+// nothing per iteration and the memory budget never stops it. M and cond are graph inputs (an
+// absent M: a loop on the condition alone).
+struct CountingLoop {
+  GraphBuilder b{13};
+  explicit CountingLoop(bool with_m = true) {
+    Graph& g = b.g();
+    ValueId m = with_m ? b.input("M", {}, DType::Int64) : ValueId{};
+    ValueId cond = b.input("cond", {}, DType::Bool);
+    ValueId a0 = b.input("a0", {1});
+    ValueId acc = g.add_value(intern("acc"));
+    const GraphId body_id(static_cast<uint32_t>(b.m->graph_count()));
+    NodeId loop = g.add_node(intern("Loop"), Sym{}, intern("loop_node"), std::vector<ValueId>{m, cond, a0},
+                             std::vector<ValueId>{acc}, std::vector<NewAttr>{NewAttr::Graph("body", body_id)});
+    Graph& body = b.m->graph(b.m->add_graph(g.id(), loop));
+    ValueId i = body.add_value(intern("i")), c_in = body.add_value(intern("cond_in")), a_in = body.add_value(intern("acc_in"));
+    body.set_dtype(i, DType::Int64);
+    body.set_dtype(c_in, DType::Bool);
+    body.set_dtype(a_in, DType::Float);
+    body.set_graph_inputs({i, c_in, a_in});
+    ValueId one = body.add_value(intern("one"));
+    const float v = 1.f;
+    const int64_t dim = 1;
+    body.set_initializer(one, b.m->tensors.add_owned(intern("one"), DType::Float, std::span<const int64_t>(&dim, 1),
+                                                      std::span<const std::byte>(reinterpret_cast<const std::byte*>(&v), 4)));
+    ValueId c_out = body.add_value(intern("cond_out")), a_out = body.add_value(intern("acc_out"));
+    body.add_node(intern("Identity"), Sym{}, intern("keep_going_node"), std::vector<ValueId>{c_in}, std::vector<ValueId>{c_out}, {});
+    body.add_node(intern("Add"), Sym{}, intern("count_node"), std::vector<ValueId>{a_in, one}, std::vector<ValueId>{a_out}, {});
+    body.set_dtype(c_out, DType::Bool);
+    body.set_dtype(a_out, DType::Float);
+    body.set_graph_outputs({c_out, a_out});
+    b.outputs({acc});
+  }
+  std::vector<rt::Tensor> inputs(std::optional<int64_t> trips) const {
+    std::vector<rt::Tensor> ins;
+    if (trips) ins.push_back(make<int64_t>(DType::Int64, {}, {*trips}));
+    ins.push_back(make<uint8_t>(DType::Bool, {}, {1}));
+    ins.push_back(make<float>(DType::Float, {1}, {0.f}));
+    return ins;
+  }
+};
+
+// Sets the runtime's limits for one test and restores the defaults after it.
+struct Limits {
+  Limits(double seconds, uint64_t loop_iterations) {
+    set_time_budget(seconds);
+    set_loop_iteration_limit(loop_iterations);
+  }
+  ~Limits() {
+    set_time_budget(0);
+    set_loop_iteration_limit(kDefaultLoopIterations);
+  }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
+
+TEST(HostileKernels, LoopIterationsAreLimited) {
+  // 2^62 trips with nothing per iteration ran until killed: the memory budget never saw it.
+  CountingLoop loop;
+  {
+    Limits limits(0, 1000);
+    // Trips within the limit run.
+    EXPECT_EQ(values<float>(run(loop.b, loop.inputs(1000))[0]), std::vector<float>{1000});
+    // The body's condition is its input passed through, so all 2^62 trips would run: refused
+    // after the first iteration, not after the limit's worth of them.
+    const auto t0 = std::chrono::steady_clock::now();
+    expect_refused(loop.b, loop.inputs(int64_t{1} << 62),
+                   "would run all 4611686018427387904 iterations of its trip count (the body's condition is always true), over "
+                   "the limit of 1000 iterations per Loop (raise it with --max-loop-iterations N)");
+    EXPECT_LT(seconds_since(t0), 5);
+  }
+  // The default limit (2^24) stops it too, the same way.
+  expect_refused(loop.b, loop.inputs(int64_t{1} << 62), "over the limit of 16777216 iterations per Loop");
+  // A Loop on its condition alone (no M) is counted as it runs.
+  CountingLoop open(false);
+  Limits limits(0, 1000);
+  expect_refused(open.b, open.inputs(std::nullopt), "ran 1000 iterations of its trip count (none) and its condition is still true");
+}
+
+TEST(HostileKernels, TimeBudgetStopsAnUnboundedLoop) {
+  // No iteration limit to speak of: the time budget is what stops it, at a Loop iteration or a
+  // body step, with the node named.
+  CountingLoop loop;
+  Limits limits(0.2, uint64_t{1} << 62);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    run(loop.b, loop.inputs(int64_t{1} << 62));
+    ADD_FAILURE() << "the Loop ended by itself";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("node 'loop_node' (Loop)", 0), 0u) << msg;
+    EXPECT_NE(msg.find("over the time budget of 200.0 ms (raise it with --max-time SECONDS)"), std::string::npos) << msg;
+  }
+  EXPECT_LT(seconds_since(t0), 10);
+}
+
+TEST(HostileKernels, TimeBudgetIsCheckedBeforeEachNode) {
+  GraphBuilder m;
+  ValueId x = m.input("x", {2});
+  m.outputs({m.node("Relu", {m.node("Neg", {x})})});
+  {
+    Limits limits(3600, kDefaultLoopIterations);
+    EXPECT_EQ(values<float>(run(m, {f32({2})})[0]), (std::vector<float>{0, 0}));
+  }
+  Limits limits(1e-9, kDefaultLoopIterations);  // spent before the first node
+  expect_refused(m, {f32({2})}, "node 'Neg_0_node' (Neg): stopped after");
+}
+
+TEST(HostileKernels, PReluOnIntegersWraps) {
+  // x * slope for negative x overflowed int32/int64 (undefined; UBSan stops there). It wraps,
+  // as Mul does: INT32_MIN * 3 = INT32_MIN (mod 2^32), -2^62 * 4 = 0 (mod 2^64).
+  for (DType t : {DType::Int32, DType::Int64}) {
+    GraphBuilder m;
+    ValueId x = m.input("x", {3}, t);
+    ValueId s = m.input("s", {1}, t);
+    m.outputs({m.node("PRelu", {x, s})});
+    if (t == DType::Int32) {
+      auto y = run(m, {make<int32_t>(t, {3}, {std::numeric_limits<int32_t>::min(), -5, 7}), make<int32_t>(t, {1}, {3})});
+      EXPECT_EQ(values<int32_t>(y[0]), (std::vector<int32_t>{std::numeric_limits<int32_t>::min(), -15, 7}));
+    } else {
+      auto y = run(m, {make<int64_t>(t, {3}, {-(int64_t{1} << 62), -5, 7}), make<int64_t>(t, {1}, {4})});
+      EXPECT_EQ(values<int64_t>(y[0]), (std::vector<int64_t>{0, -20, 7}));
+    }
+  }
+}
 
 TEST(HostileKernels, TransposePermMustBeAPermutation) {
   GraphBuilder m;
@@ -250,7 +382,44 @@ TEST(HostileKernels, EinsumTooManyCombinations) {
   ValueId a = m.input("a", {65536});
   ValueId b = m.input("b", {65537});
   m.outputs({m.node("Einsum", {a, b}, {NewAttr::String("equation", "i,j->")})});
-  expect_refused(m, {f32({65536}), f32({65537})}, "more than 2^32 index combinations");
+  expect_refused(m, {f32({65536}), f32({65537})}, "more than 2^30 operand reads, the limit of the reference Einsum");
+}
+
+TEST(HostileKernels, EinsumWorkCountsEveryOperand) {
+  // 2^29 label combinations of three operands each: 1.5 * 2^30 reads, refused at once (it ran
+  // for minutes under the old cap of 2^32 combinations). The message says which labels.
+  GraphBuilder m(12);
+  ValueId a = m.input("a", {8192});
+  ValueId b = m.input("b", {256});
+  ValueId c = m.input("c", {256});
+  m.outputs({m.node("Einsum", {a, b, c}, {NewAttr::String("equation", "i,j,k->")})});
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_refused(m, {f32({8192}), f32({256}), f32({256})}, "(i=8192, j=256, k=256) for each of its 3 operands");
+  EXPECT_LT(seconds_since(t0), 5);
+  // A small one still computes: sum_ij a_i b_j c_j.
+  GraphBuilder ok(12);
+  ValueId p = ok.input("p", {2}), q = ok.input("q", {3}), r = ok.input("r", {3});
+  ok.outputs({ok.node("Einsum", {p, q, r}, {NewAttr::String("equation", "i,j,j->i")})});
+  auto y = run(ok, {make<float>(DType::Float, {2}, {1, 2}), make<float>(DType::Float, {3}, {1, 2, 3}),
+                    make<float>(DType::Float, {3}, {4, 5, 6})});
+  EXPECT_EQ(values<float>(y[0]), (std::vector<float>{32, 64}));
+}
+
+TEST(HostileKernels, ConvTransposeOutputPaddingBelowStrideOrDilation) {
+  // The spec: each output_padding value must be less than its stride or dilation (PyTorch's
+  // rule too). 2 with stride 2 and dilation 1 made an output row no tap reaches (bias only).
+  GraphBuilder m;
+  ValueId x = m.input("x", {1, 1, 3});
+  ValueId w = m.input("w", {1, 1, 2});
+  m.outputs({m.node("ConvTranspose", {x, w}, {NewAttr::Ints("strides", {2}), NewAttr::Ints("output_padding", {2})})});
+  expect_refused(m, {f32({1, 1, 3}), f32({1, 1, 2})}, "output_padding must lie in [0, max(stride, dilation)), got 2");
+  // 1 is fine: the last row gets the taps that reach it. x = [1, 2, 3], w = [1, 10].
+  GraphBuilder ok;
+  ValueId x2 = ok.input("x", {1, 1, 3});
+  ValueId w2 = ok.input("w", {1, 1, 2});
+  ok.outputs({ok.node("ConvTranspose", {x2, w2}, {NewAttr::Ints("strides", {2}), NewAttr::Ints("output_padding", {1})})});
+  auto y = run(ok, {make<float>(DType::Float, {1, 1, 3}, {1, 2, 3}), make<float>(DType::Float, {1, 1, 2}, {1, 10})});
+  EXPECT_EQ(values<float>(y[0]), (std::vector<float>{1, 10, 2, 20, 3, 30, 0}));
 }
 
 TEST(HostileKernels, OneHotValuesNeedTwoElements) {

@@ -38,8 +38,12 @@ inline const std::filesystem::path& scratch() {
 }
 
 // Writes the input as scratch()/model.onnx and loads it; nullptr when the reader refuses it.
+// Also starts the input's time budget: a model whose compute is unbounded (a Loop of 2^62 empty
+// iterations) is refused cleanly after 5 s, half of libFuzzer's -timeout, so a timeout finding
+// means code that does not reach a check (a loop inside one kernel), not a long model.
 inline std::unique_ptr<Model> load_bytes(const uint8_t* data, size_t size) {
   const auto path = scratch() / "model.onnx";
+  set_time_budget(5);
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
