@@ -237,11 +237,13 @@ TEST(ZooRun, ShardsMergeToTheSingleRunSummary) {
       EXPECT_EQ(x, y) << id << " " << k;
     }
   }
-  // An unchanged rerun passes the gate. The ratio of medians of 0.3 s benches on this shared
-  // 2-core machine moved by up to 7x between identical runs, that of the fastest runs by a few
-  // percent, so the rerun is gated on the latter with 50% slack; nodes and max_diff are exact.
+  // An unchanged rerun passes the gate: nodes, failures and max_diff classes, which are exact.
+  // Latency is not asserted between two runs here (a timing in a unit test): with other tests
+  // and builds on the 2 cores, 0.3 s benches of one binary moved by 7x (medians) and 1.87x
+  // (minima, mobilenet_v3_small_bn, 2026-11-27). The gate's latency check is tested on synthetic
+  // summaries (ZooReport.*), and CI gates latency on its own quiet run (.ci/run).
   EXPECT_EQ(sh(kExe + " zoo report " + out.string() + " --baseline " + r.single.string() +
-                   " --latency-stat min --max-slowdown 0.5",
+                   " --latency-stat min --max-slowdown 1000",
                r.dir / "gate_ok"), 0)
       << slurp(r.dir / "gate_ok") << slurp(r.dir / "rs") << slurp(r.dir / "rsh");
 }
