@@ -404,6 +404,15 @@ struct DequantCase {
   int64_t cast_to = 1;                 // Cast's `to`
   std::vector<int64_t> scale_shape;    // w_scale's shape
   bool extra_reader = false;           // the integer output is also a graph output
+  // Epilogue after the Mul: bias Add (shape; empty: none), how the bias is written, and an
+  // activation ("" none, "Relu", "Clip", "Sigmoid").
+  std::vector<int64_t> bias_shape = {};
+  bool bias_reshaped = false;          // Reshape(initializer) as ISNet's quantize_dynamic twin has it
+  bool bias_first = false;             // Add(bias, y)
+  bool bias_input = false;             // the bias is a graph input (not known at plan time)
+  std::string act = "";
+  int64_t stride = 1;                  // conv strides (2: the gathering path)
+  bool pointwise = false;              // 1x1 conv, no padding
 };
 
 // Runs the graph fused and unfused; returns fused_count of the fused session and checks the
@@ -412,7 +421,8 @@ size_t run_dequant(const DequantCase& dc) {
   std::normal_distribution<float> nd(0.f, 2.f);
   GraphBuilder g(13);
   const std::vector<int64_t> xs = dc.conv ? std::vector<int64_t>{1, 5, 13, 11} : std::vector<int64_t>{2, 7, 37};
-  const std::vector<int64_t> ws = dc.conv ? std::vector<int64_t>{9, 5, 3, 3} : std::vector<int64_t>{37, 19};
+  const std::vector<int64_t> ws = dc.conv ? std::vector<int64_t>{9, 5, dc.pointwise ? 1 : 3, dc.pointwise ? 1 : 3}
+                                          : std::vector<int64_t>{37, 19};
   const int64_t cols = dc.conv ? ws[0] : ws[1];
   const DType wt = dc.uint8_w ? DType::Uint8 : DType::Int8;
   int64_t nw = 1, nx = 1, ns = 1;
@@ -429,22 +439,45 @@ size_t run_dequant(const DequantCase& dc) {
   for (auto& v : sv) v = std::fabs(nd(rng)) * 0.01f + 1e-3f;
   ValueId WS = g.f32("w_scale", dc.scale_shape, sv);
   std::vector<NewAttr> attrs;
-  if (dc.conv) attrs = {NewAttr::Ints("pads", {2, 2, 2, 2}), NewAttr::Ints("dilations", {2, 2})};
+  if (dc.conv && !dc.pointwise)
+    attrs = {NewAttr::Ints("pads", {2, 2, 2, 2}), NewAttr::Ints("dilations", {2, 2}),
+             NewAttr::Ints("strides", {dc.stride, dc.stride})};
   ValueId acc = g.node(dc.conv ? "ConvInteger" : "MatMulInteger", {q[0], W, q[2], WZ}, attrs);
   ValueId f = g.node("Cast", {acc}, {NewAttr::Int("to", dc.cast_to)});
   ValueId s = g.node("Mul", {q[1], WS});
   if (dc.cast_to != 1) s = g.node("Cast", {s}, {NewAttr::Int("to", dc.cast_to)});
   ValueId y = g.node("Mul", {f, s});
+  std::vector<float> bv;
+  if (!dc.bias_shape.empty() || dc.bias_input) {
+    int64_t nb = 1;
+    for (int64_t d : dc.bias_shape) nb *= d;
+    bv.resize(static_cast<size_t>(nb));
+    for (auto& v : bv) v = nd(rng);
+    ValueId B;
+    if (dc.bias_input) {
+      B = g.input("bias", dc.bias_shape);
+    } else if (dc.bias_reshaped) {
+      B = g.node("Reshape", {g.f32("bias", {nb}, bv),
+                             g.init<int64_t>("bias_shape", {static_cast<int64_t>(dc.bias_shape.size())}, dc.bias_shape,
+                                             DType::Int64)});
+    } else {
+      B = g.f32("bias", dc.bias_shape, bv);
+    }
+    y = dc.bias_first ? g.node("Add", {B, y}) : g.node("Add", {y, B});
+  }
+  if (dc.act == "Clip") y = g.node("Clip", {y, g.f32("lo", {}, {-0.25f}), g.f32("hi", {}, {0.5f})});
+  else if (!dc.act.empty()) y = g.node(dc.act, {y});
   if (dc.extra_reader) g.outputs({y, acc});
   else g.outputs({y});
   std::vector<float> xv(static_cast<size_t>(nx));
   for (auto& v : xv) v = nd(rng);
-  const rt::Tensor xt = make<float>(DType::Float, xs, xv);
+  std::vector<rt::Tensor> ins{make<float>(DType::Float, xs, xv)};
+  if (dc.bias_input) ins.push_back(make<float>(DType::Float, dc.bias_shape, bv));
   rt::Session fused(g.model());
   rt::SessionOptions off;
   off.fuse_activations = false;
   rt::Session plain(g.model(), off);
-  const auto a = fused.run({xt})[0], e = plain.run({xt})[0];
+  const auto a = fused.run(ins)[0], e = plain.run(ins)[0];
   EXPECT_EQ(a.shape, e.shape);
   EXPECT_EQ(a.dtype, e.dtype);
   EXPECT_EQ(a.bytes(), e.bytes());
@@ -466,6 +499,54 @@ TEST(QuantOps, IntegerDequantizeFusionMatchesTheGraph) {
         EXPECT_EQ(run_dequant({false, pc, u8, 1, pc ? std::vector<int64_t>{19} : std::vector<int64_t>{}}), 2u);
       }
   });
+}
+
+// The epilogue after the dequantize: a per-channel (per-column) bias Add, as an initializer or
+// a Reshape of one (ISNet's quantize_dynamic twin), on either side of the Add, then Relu / Clip
+// (in the conv's store) or Sigmoid (over the output): bit for bit the graph's Cast -> Mul -> Add
+// -> activation, on the direct (stride 1, 1x1) and the gathering (stride 2) conv paths and the
+// MatMul, at every ISA level. The fused count is the nodes absorbed.
+TEST(QuantOps, IntegerDequantizeFusionTakesBiasAndActivation) {
+  at_every_isa([&] {
+    for (bool u8 : {true, false})
+      for (int64_t stride : {1, 2}) {
+        DequantCase c{true, true, u8, 1, {9, 1, 1}};
+        c.stride = stride;
+        c.bias_shape = {9, 1, 1};
+        EXPECT_EQ(run_dequant(c), 3u);
+        c.act = "Relu";
+        EXPECT_EQ(run_dequant(c), 4u);
+        c.bias_reshaped = true, c.bias_first = true, c.act = "Clip";
+        EXPECT_EQ(run_dequant(c), 4u);
+        c.bias_shape = {1, 9, 1, 1}, c.bias_reshaped = false, c.act = "Sigmoid";
+        EXPECT_EQ(run_dequant(c), 4u);
+        c.bias_shape = {1}, c.act = "Relu";  // one value for every channel
+        EXPECT_EQ(run_dequant(c), 4u);
+      }
+    DequantCase pw{true, false, true, 1, {}};
+    pw.pointwise = true, pw.bias_shape = {9, 1, 1}, pw.act = "Relu";
+    EXPECT_EQ(run_dequant(pw), 4u);
+    for (bool u8 : {true, false}) {
+      DequantCase m{false, true, u8, 1, {19}};
+      m.bias_shape = {19};
+      EXPECT_EQ(run_dequant(m), 3u);
+      m.act = "Relu", m.bias_first = true;
+      EXPECT_EQ(run_dequant(m), 4u);
+    }
+  });
+}
+
+// The bias Add stays a node (the dequantize still fuses): a bias along the conv's width, a bias
+// known only at run time, a MatMul bias with a leading 1 (rank 2 could change the output's shape).
+TEST(QuantOps, IntegerDequantizeBiasRefusals) {
+  DequantCase c{true, false, true, 1, {}};
+  c.bias_shape = {11};
+  EXPECT_EQ(run_dequant(c), 2u);
+  c.bias_shape = {9, 1, 1}, c.bias_input = true;
+  EXPECT_EQ(run_dequant(c), 2u);
+  DequantCase m{false, false, true, 1, {}};
+  m.bias_shape = {1, 19};
+  EXPECT_EQ(run_dequant(m), 2u);
 }
 
 // Must not fuse: a Cast to double, a scale along another axis, a 2-D per-column scale on a
