@@ -646,50 +646,69 @@ void conv8(std::size_t Q, std::size_t row_len, std::size_t out_w, const std::uin
   const std::uint8_t* w_pack = Int8Access::panels(w);
   const std::size_t w_panel_bytes = kg * g.mr * 4, x_panel_bytes = kg * g.nr * 4;
   alignas(64) static const std::int32_t kZeros[32] = {};
-  auto run = [&](std::size_t i0, std::size_t i1) {
-    // Per thread: one patch panel (kept in L1 across every channel tile), its column sums and the
-    // int32 tile.
-    detail::Scratch scratch((x_panel_bytes + (g.nr + g.mr * g.nr) * 4) / 4 + 16);
-    auto* xp = reinterpret_cast<std::uint8_t*>(scratch.data());
-    auto* colsum = reinterpret_cast<std::int32_t*>(xp + x_panel_bytes);
-    std::int32_t* tile = colsum + g.nr;
-    struct Seg {
-      std::size_t j, n, at;
-    };
-    Seg segs[40];
-    for (std::size_t qp = i0; qp < i1; ++qp) {
-      const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
-      std::fill_n(colsum, g.nr, 0);
-      std::size_t c0 = 0;
-      if (valid == g.nr && w.kernel() == Int8Kernel::Vnni) c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
-      else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2) c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
-      pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
-      // The panel's runs of kept positions: output row q / row_len, columns < out_w.
-      std::size_t nseg = 0;
-      for (std::size_t j = 0; j < valid;) {
-        const std::size_t q = q0 + j, col = q % row_len;
-        if (col >= out_w) {
-          j += row_len - col;
-          continue;
+  // Blocks of patch panels: each weight panel (MR channels, in L1) runs over every panel of the
+  // block (in L2) before the next, so each channel row of the output gets block * NR positions
+  // written in one run. One panel at a time (every channel tile over it) scattered 128-byte
+  // writes over all M channel planes at once: ResNet's 64 -> 256 1x1 (K = 64, M = 256) ran at
+  // 0.68x the fp32 conv that way.
+  const std::size_t block = std::clamp<std::size_t>((std::size_t{96} << 10) / std::max<std::size_t>(x_panel_bytes, 1),
+                                                    1, 8);
+  const std::size_t n_blocks = (q_panels + block - 1) / block;
+  struct Seg {
+    std::size_t j, n, at;
+  };
+  auto run = [&](std::size_t b0, std::size_t b1) {
+    // Per thread: the block's patch panels, their column sums and segments, and the int32 tile.
+    detail::Scratch scratch((block * (x_panel_bytes + g.nr * 4) + g.mr * g.nr * 4) / 4 + 16);
+    auto* xp_all = reinterpret_cast<std::uint8_t*>(scratch.data());
+    auto* colsum_all = reinterpret_cast<std::int32_t*>(xp_all + block * x_panel_bytes);
+    std::int32_t* tile = colsum_all + block * g.nr;
+    std::vector<Seg> segs(block * g.nr);
+    std::vector<std::size_t> nseg(block);
+    for (std::size_t bi = b0; bi < b1; ++bi) {
+      const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
+      for (std::size_t qp = qp0; qp < qp1; ++qp) {
+        const std::size_t u = qp - qp0;
+        std::uint8_t* xp = xp_all + u * x_panel_bytes;
+        std::int32_t* colsum = colsum_all + u * g.nr;
+        const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
+        std::fill_n(colsum, g.nr, 0);
+        std::size_t c0 = 0;
+        if (valid == g.nr && w.kernel() == Int8Kernel::Vnni) c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
+        else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2) c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
+        pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
+        // The panel's runs of kept positions: output row q / row_len, columns < out_w.
+        Seg* sg = segs.data() + u * g.nr;
+        std::size_t ns = 0;
+        for (std::size_t j = 0; j < valid;) {
+          const std::size_t q = q0 + j, col = q % row_len;
+          if (col >= out_w) {
+            j += row_len - col;
+            continue;
+          }
+          const std::size_t n = std::min(out_w - col, valid - j);
+          sg[ns++] = {j, n, q / row_len * out_w + col};
+          j += n;
         }
-        const std::size_t n = std::min(out_w - col, valid - j);
-        segs[nseg++] = {j, n, q / row_len * out_w + col};
-        j += n;
+        nseg[u] = ns;
       }
       for (std::size_t mp = 0; mp < m_panels; ++mp) {
         const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
-        const Tile t{kg, w_pack + mp * w_panel_bytes, xp, tile, g.nr, rows, g.nr, kZeros,
-                     zw_zero ? nullptr : colsum, zwp + m0, rowterm.data() + m0};
-        uk(t);
-        for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t s = 0; s < nseg; ++s) store_row(out, m0 + i, tile + i * g.nr + segs[s].j, segs[s].n, segs[s].at);
+        for (std::size_t u = 0; u < qp1 - qp0; ++u) {
+          const Tile t{kg, w_pack + mp * w_panel_bytes, xp_all + u * x_panel_bytes, tile, g.nr, rows, g.nr, kZeros,
+                       zw_zero ? nullptr : colsum_all + u * g.nr, zwp + m0, rowterm.data() + m0};
+          uk(t);
+          const Seg* sg = segs.data() + u * g.nr;
+          for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t s = 0; s < nseg[u]; ++s) store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
+        }
       }
     }
   };
   if (parallel && max_threads() > 1)
-    parallel_chunks(q_panels, 1, run);
+    parallel_chunks(n_blocks, 1, run);
   else
-    run(0, q_panels);
+    run(0, n_blocks);
 }
 
 void conv8_2d(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const PackedW8& w,

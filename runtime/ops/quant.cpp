@@ -7,7 +7,7 @@
 // steps are the ones the spec (and ONNX Runtime) write: x / scale in float32, and
 // (x - zero_point) * scale in float32. Requantization (QLinear*) multiplies the int32 sum by the
 // float32 a_scale * b_scale / y_scale, as ONNX Runtime's MLAS does.
-#include <smmintrin.h>
+#include <immintrin.h>
 
 #include <cmath>
 #include <limits>
@@ -17,6 +17,7 @@
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
 #include "simd/int8_gemm.h"
+#include "simd/isa.h"
 #include "simd/parallel.h"
 
 namespace onnxforge::rt {
@@ -84,7 +85,7 @@ inline Q saturate_round(float v, float zp) {
 // scalar form compiled to branches: 15 ns per element, 6 ms for one BERT-base activation
 // [128, 3072] (measured), against memory speed.
 template <class Q>
-void quantize_span(const float* x, Q* y, size_t n, float scale, float zp) {
+void quantize_span_sse(const float* x, Q* y, size_t n, float scale, float zp) {
   const __m128 s = _mm_set1_ps(scale), z = _mm_set1_ps(zp), lo = _mm_set1_ps(q_lo<Q>()), hi = _mm_set1_ps(q_hi<Q>());
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -97,6 +98,59 @@ void quantize_span(const float* x, Q* y, size_t n, float scale, float zp) {
     std::memcpy(y + i, &w, 4);
   }
   for (; i < n; ++i) y[i] = saturate_round<Q>(x[i] / scale, zp);
+}
+
+// The same steps 8 and 16 wide (the division is what bounds it: DynamicQuantizeLinear of one
+// ISNet activation, 64x256x256, took 11.8 ms on the SSE form). Each lane computes exactly what
+// the SSE form computes (IEEE division, round to nearest even, clamp in the same operand order,
+// exact conversion of the clamped integer), so the ISA level never changes a byte.
+template <class Q>
+__attribute__((target("avx2"))) void quantize_span_avx2(const float* x, Q* y, size_t n, float scale, float zp) {
+  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), lo = _mm256_set1_ps(q_lo<Q>()),
+               hi = _mm256_set1_ps(q_hi<Q>());
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
+    const __m256i q = _mm256_cvtps_epi32(v);
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    w = std::is_signed_v<Q> ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), w);
+  }
+  quantize_span_sse(x + i, y + i, n - i, scale, zp);
+}
+
+template <class Q>
+__attribute__((target("avx512f,avx512bw"))) void quantize_span_avx512(const float* x, Q* y, size_t n, float scale,
+                                                                       float zp) {
+  const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), lo = _mm512_set1_ps(q_lo<Q>()),
+               hi = _mm512_set1_ps(q_hi<Q>());
+  // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
+  // reports as maybe-uninitialized outside an AVX-512 translation unit.
+  constexpr __mmask16 all = 0xFFFF;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 d = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+    __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_add_ps(v, z);
+    v = _mm512_mask_max_ps(v, all, v, lo);
+    v = _mm512_mask_min_ps(v, all, v, hi);
+    const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
+    const __m128i b = std::is_signed_v<Q> ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
+                                          : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
+  }
+  quantize_span_sse(x + i, y + i, n - i, scale, zp);
+}
+
+template <class Q>
+void quantize_span(const float* x, Q* y, size_t n, float scale, float zp) {
+  switch (simd::active_isa_level()) {
+    case simd::Isa::Avx512: return quantize_span_avx512(x, y, n, scale, zp);
+    case simd::Isa::Avx2: return quantize_span_avx2(x, y, n, scale, zp);
+    case simd::Isa::Sse: break;
+  }
+  quantize_span_sse(x, y, n, scale, zp);
 }
 
 template <class Q>

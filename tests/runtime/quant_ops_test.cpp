@@ -7,8 +7,10 @@
 // level the CPU supports (each packs for its own int8 kernel).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "runtime/runtime.h"
@@ -558,4 +560,51 @@ TEST(QuantOps, IntegerDequantizeFusionRefusals) {
   EXPECT_EQ(run_dequant({false, true, true, 1, {1, 19}}), 0u);
   EXPECT_EQ(run_dequant({true, false, true, 1, {}, true}), 0u);
   EXPECT_EQ(run_dequant({false, false, false, 1, {}, true}), 0u);
+}
+
+// QuantizeLinear and DynamicQuantizeLinear over a long span (the 16- and 8-wide loops plus their
+// tails) give the spec's bytes at every ISA level: round half to even of the float32 x / scale,
+// then the zero point, then saturation; ties, values past either end, infinities, NaN (the
+// bottom of the range, as on the SSE form).
+TEST(QuantOps, QuantizeSpansAgreeAtEveryIsaLevel) {
+  const size_t n = 1003;
+  std::vector<float> xv(n);
+  std::mt19937 r(7);
+  std::uniform_real_distribution<float> u(-300.f, 300.f);
+  for (size_t i = 0; i < n; ++i) xv[i] = i % 7 == 0 ? static_cast<float>(static_cast<int>(i % 41) - 20) + 0.5f : u(r);
+  xv[3] = std::numeric_limits<float>::infinity(), xv[40] = -std::numeric_limits<float>::infinity();
+  xv[77] = std::numeric_limits<float>::quiet_NaN(), xv[500] = 1e30f, xv[1001] = -1e30f;
+  auto spec = [](float x, float scale, float zp, float lo, float hi) {
+    const float v = std::nearbyint(x / scale) + zp;  // float32 division, ties to even (default mode)
+    return std::isnan(v) ? lo : std::clamp(v, lo, hi);
+  };
+  at_every_isa([&] {
+    for (DType t : {DType::Uint8, DType::Int8}) {
+      const float scale = 0.5f, zp = t == DType::Uint8 ? 3.f : -5.f;
+      GraphBuilder g(13);
+      ValueId x = g.input("x", {static_cast<int64_t>(n)});
+      ValueId y = g.node("QuantizeLinear", {x, g.f32("s", {}, {scale}),
+                                            g.init<uint8_t>("z", {}, {static_cast<uint8_t>(static_cast<int>(zp))}, t)});
+      g.outputs({y});
+      rt::Session s(g.model());
+      const auto o = s.run({make<float>(DType::Float, {static_cast<int64_t>(n)}, xv)})[0];
+      const float lo = t == DType::Uint8 ? 0.f : -128.f, hi = t == DType::Uint8 ? 255.f : 127.f;
+      for (size_t i = 0; i < n; ++i) {
+        const int got = t == DType::Uint8 ? o.ptr<uint8_t>()[i] : o.ptr<int8_t>()[i];
+        ASSERT_EQ(got, static_cast<int>(spec(xv[i], scale, zp, lo, hi))) << dtype_name(t) << " at " << i << " x=" << xv[i];
+      }
+    }
+    // DynamicQuantizeLinear (finite input: its range must be finite).
+    std::vector<float> fin(xv);
+    for (float& v : fin)
+      if (!std::isfinite(v) || std::fabs(v) > 1e3f) v = 0.25f;
+    GraphBuilder g(11);
+    ValueId x = g.input("x", {static_cast<int64_t>(n)});
+    g.outputs(g.node_n("DynamicQuantizeLinear", {x}, {}, 3));
+    rt::Session s(g.model());
+    const auto o = s.run({make<float>(DType::Float, {static_cast<int64_t>(n)}, fin)});
+    const float scale = o[1].ptr<float>()[0], zp = static_cast<float>(o[2].ptr<uint8_t>()[0]);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(o[0].ptr<uint8_t>()[i], static_cast<uint8_t>(spec(fin[i], scale, zp, 0.f, 255.f))) << "at " << i;
+  });
 }
