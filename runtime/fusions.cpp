@@ -1,6 +1,7 @@
 // The plan's fusions (see fusions.h): one matcher per fusion, the table at the end.
 #include "runtime/fusions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <unordered_set>
@@ -274,10 +275,13 @@ Found<FusedStep> activation(const FusionSite& site, const Step& s) {
 }
 
 // Dynamic quantization's dequantize (ORT's quantize_dynamic writes it): MatMulInteger or
-// ConvInteger -> Cast(to float) -> Mul(., Mul(s0, s1)), where s0 and s1 are float scalars known
-// at run time (DynamicQuantizeLinear's scale) or constants with one element per output column /
-// channel. MatMulInteger becomes com.microsoft MatMulIntegerToFloat (scalar at a_scale), ConvInteger
-// conv_integer_to_float_kernel(); both compute float(acc) * (s0 * s1), the graph's roundings.
+// ConvInteger -> Cast(to float) -> Mul(., Mul(s0, s1)) [-> Add(., bias)], where s0 and s1 are
+// float scalars known at run time (DynamicQuantizeLinear's scale) or constants with one element
+// per output column / channel, and the bias a float constant with one element per column /
+// channel (a conv's may be one value). MatMulInteger becomes com.microsoft MatMulIntegerToFloat
+// (scalar at a_scale, the bias its input 6), ConvInteger conv_integer_to_float_kernel(); both
+// compute float(acc) * (s0 * s1) then + bias, the graph's roundings in its order. A Relu/Clip
+// (or other activation) after it is then the activation fusion's (both kernels fuse one).
 Found<FusedStep> integer_dequantize(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
   const bool conv = is(g, s.node, "ConvInteger");
@@ -330,6 +334,46 @@ Found<FusedStep> integer_dequantize(const FusionSite& site, const Step& s) {
   const int64_t n0 = factor(f0), n1 = factor(f1);
   MATCH_IF(n0 && n1, "a scale is neither a run-time scalar nor a per-column constant");
   MATCH_IF(n0 == 1 || n1 == 1, "both scales are per column");
+  // The bias Add: a float constant shaped like a per-channel factor (so the Add neither
+  // broadcasts the output to a larger shape nor mixes channels), read once from the Mul.
+  NodeId add;
+  ValueId bias;
+  if (const Use u_add = single_use(site.uses, g.output(mul, 0));
+      is(g, u_add.node, "Add") && g.inputs(u_add.node).size() == 2 && u_add.slot < 2 &&
+      g.outputs(u_add.node).size() == 1 && g.output(u_add.node, 0).valid()) {
+    ValueId b = g.input(u_add.node, 1 - u_add.slot);
+    std::optional<std::vector<int64_t>> sh;
+    // A Reshape of a float initializer to a constant shape (quantize_dynamic writes the conv bias
+    // as Reshape(bias, [M, 1, 1])): its shape is the constant's, and when the plan has not folded
+    // it yet (it comes later in the order) the step reads the initializer itself (same elements,
+    // same order; the kernel takes 1 or M values).
+    if (const NodeId r = b.valid() ? g.producer(b) : NodeId{}; is(g, r, "Reshape") && g.inputs(r).size() == 2) {
+      const auto dims = constant_ints(g, g.input(r, 1));
+      if (dims && std::all_of(dims->begin(), dims->end(), [](int64_t d) { return d > 0; })) sh = dims;
+      if (sh && !(site.available[b.index()] && site.is_const[b.index()])) {
+        const ValueId src = g.input(r, 0);
+        if (src.valid() && g.is_initializer(src) && g.model().tensors.dtype(g.initializer(src)) == DType::Float) b = src;
+        else sh.reset();
+      }
+    } else if (b.valid() && site.available[b.index()] && site.is_const[b.index()] &&
+               (g.dtype(b) == DType::Float || g.dtype(b) == DType::Undefined)) {
+      sh = static_shape(g, b);
+    }
+    bool ok = sh.has_value();
+    if (ok) {
+      int64_t n = 1;
+      for (int64_t d : *sh) n *= d;
+      const auto r = static_cast<int64_t>(sh->size());
+      if (!conv) {
+        ok = r == 1 && n == cols;  // MatMulIntegerToFloat's bias: N values
+      } else {
+        ok = r <= out_rank && (n == 1 || n == cols);
+        for (int64_t i = 0; ok && i < r; ++i)
+          ok = (*sh)[static_cast<size_t>(i)] == (i + out_rank - r == 1 ? n : 1);
+      }
+    }
+    if (ok) add = u_add.node, bias = b;
+  }
   FusedStep f;
   f.inputs = s.inputs;
   if (conv) {
@@ -337,6 +381,7 @@ Found<FusedStep> integer_dequantize(const FusionSite& site, const Step& s) {
     f.inputs->resize(4);
     f.inputs->push_back(f0);
     f.inputs->push_back(f1);
+    if (add.valid()) f.inputs->push_back(bias);
   } else {
     const KernelDef* k = Registry::get().find("com.microsoft", "MatMulIntegerToFloat");
     MATCH_IF(k, "no MatMulIntegerToFloat kernel");
@@ -344,10 +389,12 @@ Found<FusedStep> integer_dequantize(const FusionSite& site, const Step& s) {
     // MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zero_point, b_zero_point).
     auto at = [&](size_t i) { return i < s.inputs.size() ? s.inputs[i] : ValueId{}; };
     f.inputs = std::vector<ValueId>{at(0), at(1), n0 == 1 ? f0 : f1, n0 == 1 ? f1 : f0, at(2), at(3)};
+    if (add.valid()) f.inputs->push_back(bias);
   }
-  f.output = g.output(mul, 0);
+  f.output = g.output(add.valid() ? add : mul, 0);
   f.absorbed = {cast, mul};
-  f.fused = 2;
+  if (add.valid()) f.absorbed.push_back(add);
+  f.fused = f.absorbed.size();
   return f;
 }
 

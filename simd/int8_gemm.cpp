@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "simd/detail/scratch.h"
@@ -26,6 +27,15 @@ struct Int8Access {
   static std::size_t kg(const PackedB8& b) { return b.kg_; }
   static std::size_t nr(const PackedB8& b) { return b.nr_; }
   static bool zb_zero(const PackedB8& b) { return b.zb_zero_; }
+  // PackedW8: panels, then rowsum(W') and zw' (m_pad each).
+  static const std::uint8_t* panels(const PackedW8& w) { return w.data_.get(); }
+  static std::size_t panel_bytes(const PackedW8& w) { return w.m_pad_ * w.kg_ * 4; }
+  static const std::int32_t* rowsum(const PackedW8& w) {
+    return reinterpret_cast<const std::int32_t*>(w.data_.get() + panel_bytes(w));
+  }
+  static const std::int32_t* zwp(const PackedW8& w) { return rowsum(w) + w.m_pad_; }
+  static std::size_t kg(const PackedW8& w) { return w.kg_; }
+  static bool zw_zero(const PackedW8& w) { return w.zw_zero_; }
 };
 
 namespace {
@@ -108,27 +118,38 @@ struct Tile {
   const std::uint8_t* b;     // packed B panel
   std::int32_t* c;           // tile's first element
   std::size_t ldc, rows, cols;
-  const std::int32_t* colterm;  // tile's first column: K * za' * zb' - za' * colsum
-  const std::int32_t* zbp;      // tile's first column, or nullptr when all zero
-  const std::int32_t* rowsum;   // tile's first row
+  // C = acc + colterm[j] + rowterm[i] - colfac[j] * rowfac[i] (modulo 2^32), the zero-point
+  // terms. gemm8: colterm = K * za' * zb' - za' * colsum(B'), colfac = zb', rowfac = rowsum(A'),
+  // no rowterm. conv8 (weights broadcast): rowterm = K * zx' * zw' - zx' * rowsum(W'),
+  // colfac = colsum(X'), rowfac = zw', colterm = 0.
+  const std::int32_t* colterm;  // tile's first column
+  const std::int32_t* colfac;   // tile's first column, or nullptr when the product term is 0
+  const std::int32_t* rowfac;   // tile's first row
+  const std::int32_t* rowterm;  // tile's first row, or nullptr (0)
 };
 
+// kSwap: the broadcast (A) operand is the signed one and the vector (B) operand the unsigned
+// one (conv8: weights broadcast, patches as vectors); gemm8 has them the other way round.
+template <bool kSwap>
 void ukernel_scalar(const Tile& t) {
   constexpr std::size_t MR = 4, NR = 16;
   std::int32_t acc[MR][NR] = {};
+  auto mul = [](std::uint8_t a, std::uint8_t b) {
+    return kSwap ? static_cast<std::int8_t>(a) * b : a * static_cast<std::int8_t>(b);
+  };
   for (std::size_t c = 0; c < t.kg; ++c)
     for (std::size_t i = 0; i < MR; ++i) {
       const std::uint8_t* a = t.a + (c * MR + i) * 4;
       for (std::size_t j = 0; j < NR; ++j) {
         const std::uint8_t* b = t.b + (c * NR + j) * 4;
-        acc[i][j] += a[0] * static_cast<std::int8_t>(b[0]) + a[1] * static_cast<std::int8_t>(b[1]) +
-                     a[2] * static_cast<std::int8_t>(b[2]) + a[3] * static_cast<std::int8_t>(b[3]);
+        acc[i][j] += mul(a[0], b[0]) + mul(a[1], b[1]) + mul(a[2], b[2]) + mul(a[3], b[3]);
       }
     }
   for (std::size_t i = 0; i < t.rows; ++i)
     for (std::size_t j = 0; j < t.cols; ++j) {
       std::uint32_t v = static_cast<std::uint32_t>(acc[i][j]) + static_cast<std::uint32_t>(t.colterm[j]);
-      if (t.zbp) v -= static_cast<std::uint32_t>(t.zbp[j]) * static_cast<std::uint32_t>(t.rowsum[i]);
+      if (t.rowterm) v += static_cast<std::uint32_t>(t.rowterm[i]);
+      if (t.colfac) v -= static_cast<std::uint32_t>(t.colfac[j]) * static_cast<std::uint32_t>(t.rowfac[i]);
       t.c[i * t.ldc + j] = static_cast<std::int32_t>(v);
     }
 }
@@ -162,15 +183,16 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
   const __m256i ct0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.colterm));
   const __m256i ct1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.colterm + 8));
   __m256i zb0 = _mm256_setzero_si256(), zb1 = zb0;
-  if (t.zbp) {
-    zb0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.zbp));
-    zb1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.zbp + 8));
+  if (t.colfac) {
+    zb0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.colfac));
+    zb1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.colfac + 8));
   }
   const __m256i acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   for (std::size_t i = 0; i < t.rows; ++i) {
-    const __m256i rs = _mm256_set1_epi32(t.rowsum[i]);
-    __m256i v0 = _mm256_sub_epi32(_mm256_add_epi32(acc[i][0], ct0), _mm256_mullo_epi32(zb0, rs));
-    __m256i v1 = _mm256_sub_epi32(_mm256_add_epi32(acc[i][1], ct1), _mm256_mullo_epi32(zb1, rs));
+    const __m256i rs = _mm256_set1_epi32(t.colfac ? t.rowfac[i] : 0);
+    const __m256i rt = _mm256_set1_epi32(t.rowterm ? t.rowterm[i] : 0);
+    __m256i v0 = _mm256_sub_epi32(_mm256_add_epi32(_mm256_add_epi32(acc[i][0], ct0), rt), _mm256_mullo_epi32(zb0, rs));
+    __m256i v1 = _mm256_sub_epi32(_mm256_add_epi32(_mm256_add_epi32(acc[i][1], ct1), rt), _mm256_mullo_epi32(zb1, rs));
     std::int32_t* c = t.c + i * t.ldc;
     if (t.cols == 16) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), v0);
@@ -184,6 +206,7 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
   }
 }
 
+template <bool kSwap>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const Tile& t) {
 #define DECL(i) __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = _mm512_setzero_si512();
   ONNXFORGE_I8_ROWS8(DECL)
@@ -198,8 +221,13 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
     std::int32_t cell;                                      \
     std::memcpy(&cell, a + (i) * 4, 4);                     \
     const __m512i av = _mm512_set1_epi32(cell);             \
-    c##i##0 = _mm512_dpbusd_epi32(c##i##0, av, b0);         \
-    c##i##1 = _mm512_dpbusd_epi32(c##i##1, av, b1);         \
+    if constexpr (kSwap) {                                  \
+      c##i##0 = _mm512_dpbusd_epi32(c##i##0, b0, av);       \
+      c##i##1 = _mm512_dpbusd_epi32(c##i##1, b1, av);       \
+    } else {                                                \
+      c##i##0 = _mm512_dpbusd_epi32(c##i##0, av, b0);       \
+      c##i##1 = _mm512_dpbusd_epi32(c##i##1, av, b1);       \
+    }                                                       \
   }
     ONNXFORGE_I8_ROWS8(STEP)
 #undef STEP
@@ -207,18 +235,19 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
   const __m512i ct0 = _mm512_loadu_si512(t.colterm);
   const __m512i ct1 = _mm512_loadu_si512(t.colterm + 16);
   __m512i zb0 = _mm512_setzero_si512(), zb1 = zb0;
-  if (t.zbp) {
-    zb0 = _mm512_loadu_si512(t.zbp);
-    zb1 = _mm512_loadu_si512(t.zbp + 16);
+  if (t.colfac) {
+    zb0 = _mm512_loadu_si512(t.colfac);
+    zb1 = _mm512_loadu_si512(t.colfac + 16);
   }
   const __mmask16 m0 = static_cast<__mmask16>(t.cols >= 16 ? 0xFFFF : (1u << t.cols) - 1);
   const __mmask16 m1 = static_cast<__mmask16>(t.cols >= 32 ? 0xFFFF : t.cols <= 16 ? 0 : (1u << (t.cols - 16)) - 1);
   const __m512i acc[8][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                              {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
   for (std::size_t i = 0; i < t.rows; ++i) {
-    const __m512i rs = _mm512_set1_epi32(t.rowsum[i]);
-    __m512i v0 = _mm512_sub_epi32(_mm512_add_epi32(acc[i][0], ct0), _mm512_mullo_epi32(zb0, rs));
-    __m512i v1 = _mm512_sub_epi32(_mm512_add_epi32(acc[i][1], ct1), _mm512_mullo_epi32(zb1, rs));
+    const __m512i rs = _mm512_set1_epi32(t.colfac ? t.rowfac[i] : 0);
+    const __m512i rt = _mm512_set1_epi32(t.rowterm ? t.rowterm[i] : 0);
+    __m512i v0 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][0], ct0), rt), _mm512_mullo_epi32(zb0, rs));
+    __m512i v1 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][1], ct1), rt), _mm512_mullo_epi32(zb1, rs));
     std::int32_t* c = t.c + i * t.ldc;
     _mm512_mask_storeu_epi32(c, m0, v0);
     _mm512_mask_storeu_epi32(c + 16, m1, v1);
@@ -228,13 +257,15 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
 #undef ONNXFORGE_I8_ROWS8
 
 using UKernel = void (*)(const Tile&);
-UKernel ukernel(Int8Kernel k) {
+// swap: conv8's operand roles (ukernel_scalar). The AVX2 kernel's vpmaddwd is symmetric: the
+// packers widen each side with its own signedness.
+UKernel ukernel(Int8Kernel k, bool swap = false) {
   switch (k) {
-    case Int8Kernel::Vnni: return ukernel_vnni;
+    case Int8Kernel::Vnni: return swap ? ukernel_vnni<true> : ukernel_vnni<false>;
     case Int8Kernel::Avx2: return ukernel_avx2;
     case Int8Kernel::Scalar: break;
   }
-  return ukernel_scalar;
+  return swap ? ukernel_scalar<true> : ukernel_scalar<false>;
 }
 
 std::shared_ptr<std::uint8_t[]> aligned_bytes(std::size_t n) {
@@ -246,7 +277,7 @@ std::shared_ptr<std::uint8_t[]> aligned_bytes(std::size_t n) {
 
 bool cpu_has_vnni() noexcept {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 }
 
 Int8Kernel active_int8_kernel() noexcept {
@@ -366,7 +397,8 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
                std::min(nr, N - n0),
                colterm + n0,
                zb_zero ? nullptr : zbp + n0,
-               rowsum + m0};
+               rowsum + m0,
+               nullptr};
         uk(t);
       }
     }
@@ -379,60 +411,345 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
 
 }  // namespace
 
+namespace {
+
+// The scratch of one gemm8 / gemm8_at call (issue 12: both laid it out by hand): the packed A
+// panels, their row sums (m_panels * mr) and the column terms (n_pad), in one per-thread block.
+struct AWorkspace {
+  AWorkspace(std::size_t M, const PackedB8& B)
+      : g(geometry(B.kernel())),
+        kg(Int8Access::kg(B)),
+        m_panels((M + g.mr - 1) / g.mr),
+        panel_bytes(kg * g.mr * 4),
+        n_pad((B.n() + Int8Access::nr(B) - 1) / Int8Access::nr(B) * Int8Access::nr(B)),
+        scratch((m_panels * panel_bytes + (m_panels * g.mr + n_pad) * 4) / 4 + 16),
+        a_pack(reinterpret_cast<std::uint8_t*>(scratch.data())),
+        rowsum(reinterpret_cast<std::int32_t*>(a_pack + m_panels * panel_bytes)),
+        colterm(rowsum + m_panels * g.mr) {}
+  std::uint8_t* panel(std::size_t p) const { return a_pack + p * panel_bytes; }
+  const Geometry g;
+  const std::size_t kg, m_panels, panel_bytes, n_pad;
+  detail::Scratch scratch;
+  std::uint8_t* const a_pack;
+  std::int32_t* const rowsum;
+  std::int32_t* const colterm;
+};
+
+// za' (header comment), as the kernels' unsigned arithmetic wants it.
+std::uint32_t offset_zero_point(std::int32_t z, bool is_signed) {
+  return static_cast<std::uint32_t>(z + (is_signed ? 128 : 0));
+}
+
+}  // namespace
+
 void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
            std::int32_t* C, std::size_t ldc, bool parallel) {
   const std::size_t N = B.n(), K = B.k();
   if (M == 0 || N == 0) return;
-  const Geometry g = geometry(B.kernel());
-  const std::size_t kg = Int8Access::kg(B), nr = Int8Access::nr(B);
-  const std::size_t n_panels = (N + nr - 1) / nr, m_panels = (M + g.mr - 1) / g.mr;
-  const std::size_t a_panel_bytes = kg * g.mr * 4;
-  const std::size_t a_bytes = m_panels * a_panel_bytes;
-  const std::size_t n_pad = n_panels * nr;
-  // Scratch: packed A, rowsum (m_panels * mr), colterm (n_pad).
-  detail::Scratch scratch((a_bytes + (m_panels * g.mr + n_pad) * 4) / 4 + 16);
-  auto* a_pack = reinterpret_cast<std::uint8_t*>(scratch.data());
-  auto* rowsum = reinterpret_cast<std::int32_t*>(a_pack + a_bytes);
-  std::int32_t* colterm = rowsum + m_panels * g.mr;
-  const std::uint32_t zap = static_cast<std::uint32_t>(za + (a_signed ? 128 : 0));
+  AWorkspace ws(M, B);
   const bool par = parallel && M * N * K >= (1u << 18) && max_threads() > 1;
   auto pack = [&](std::size_t p0, std::size_t p1) {
     for (std::size_t p = p0; p < p1; ++p)
-      pack_a_panel(g, kg, K, A, lda, a_signed, p * g.mr, M, a_pack + p * a_panel_bytes, rowsum + p * g.mr);
+      pack_a_panel(ws.g, ws.kg, K, A, lda, a_signed, p * ws.g.mr, M, ws.panel(p), ws.rowsum + p * ws.g.mr);
   };
   if (par)
-    parallel_chunks(m_panels, 4, pack);
+    parallel_chunks(ws.m_panels, 4, pack);
   else
-    pack(0, m_panels);
-  run_tiles(M, a_pack, rowsum, colterm, zap, B, C, ldc, par);
+    pack(0, ws.m_panels);
+  run_tiles(M, ws.a_pack, ws.rowsum, ws.colterm, offset_zero_point(za, a_signed), B, C, ldc, par);
 }
 
 void gemm8_at(std::size_t M, const void* At, std::size_t ld_at, bool a_signed, std::int32_t za, const PackedB8& B,
               std::int32_t* C, std::size_t ldc) {
   const std::size_t N = B.n(), K = B.k();
   if (M == 0 || N == 0) return;
-  const Geometry g = geometry(B.kernel());
-  const std::size_t kg = Int8Access::kg(B), nr = Int8Access::nr(B);
-  const std::size_t n_panels = (N + nr - 1) / nr, m_panels = (M + g.mr - 1) / g.mr;
-  const std::size_t a_panel_bytes = kg * g.mr * 4;
-  const std::size_t a_bytes = m_panels * a_panel_bytes;
-  const std::size_t n_pad = n_panels * nr;
-  detail::Scratch scratch((a_bytes + (m_panels * g.mr + n_pad) * 4) / 4 + 16);
-  auto* a_pack = reinterpret_cast<std::uint8_t*>(scratch.data());
-  auto* rowsum = reinterpret_cast<std::int32_t*>(a_pack + a_bytes);
-  std::int32_t* colterm = rowsum + m_panels * g.mr;
+  AWorkspace ws(M, B);
   const auto* at = static_cast<const std::uint8_t*>(At);
   const std::uint8_t flip = a_signed ? 0x80 : 0;
   // Row sums of A' over k, vectorized along m (k-major rows are contiguous in m).
-  std::fill_n(rowsum, m_panels * g.mr, 0);
+  std::fill_n(ws.rowsum, ws.m_panels * ws.g.mr, 0);
   for (std::size_t k = 0; k < K; ++k) {
     const std::uint8_t* row = at + k * ld_at;
-    for (std::size_t m = 0; m < M; ++m) rowsum[m] += static_cast<std::uint8_t>(row[m] ^ flip);
+    for (std::size_t m = 0; m < M; ++m) ws.rowsum[m] += static_cast<std::uint8_t>(row[m] ^ flip);
   }
-  for (std::size_t p = 0; p < m_panels; ++p)
-    pack_at_panel(g, kg, K, at, ld_at, flip, p * g.mr, M, a_pack + p * a_panel_bytes);
-  const std::uint32_t zap = static_cast<std::uint32_t>(za + (a_signed ? 128 : 0));
-  run_tiles(M, a_pack, rowsum, colterm, zap, B, C, ldc, false);
+  for (std::size_t p = 0; p < ws.m_panels; ++p) pack_at_panel(ws.g, ws.kg, K, at, ld_at, flip, p * ws.g.mr, M, ws.panel(p));
+  run_tiles(M, ws.a_pack, ws.rowsum, ws.colterm, offset_zero_point(za, a_signed), B, C, ldc, false);
+}
+
+
+// ---- conv8 ---------------------------------------------------------------------------------
+
+PackedW8 pack_w8(std::size_t M, std::size_t K, const void* W, std::size_t ldw, bool w_signed, const std::int32_t* zw,
+                 std::size_t zw_count) {
+  PackedW8 p;
+  p.kernel_ = active_int8_kernel();
+  const Geometry g = geometry(p.kernel_);
+  p.m_ = M, p.k_ = K, p.mr_ = g.mr;
+  p.kg_ = (K + g.group - 1) / g.group;
+  p.m_pad_ = (M + g.mr - 1) / g.mr * g.mr;
+  const std::size_t panel_bytes = p.m_pad_ * p.kg_ * 4;
+  p.data_ = aligned_bytes(std::max<std::size_t>(panel_bytes + 2 * p.m_pad_ * 4, 64));
+  std::uint8_t* dst = p.data_.get();
+  auto* rowsum = reinterpret_cast<std::int32_t*>(dst + panel_bytes);
+  std::int32_t* zwp = rowsum + p.m_pad_;
+  for (std::size_t m = 0; m < p.m_pad_; ++m) {
+    const std::size_t panel = m / g.mr, i = m % g.mr;
+    std::int32_t sum = 0;
+    // W' = the signed view of W (int8 as is, uint8 - 128), the kernels' signed operand here.
+    auto v = [&](std::size_t k) {
+      const int x = m < M ? b_value(W, m * ldw + k, w_signed) : 0;
+      sum += x;
+      return x;
+    };
+    for (std::size_t c = 0; c < p.kg_; ++c) store_cell(dst + ((panel * p.kg_ + c) * g.mr + i) * 4, g.group, c * g.group, K, v);
+    rowsum[m] = sum;
+    const std::int32_t z = m < M && zw && zw_count ? zw[zw_count > 1 ? m : 0] : 0;
+    zwp[m] = m < M ? z - (w_signed ? 0 : 128) : 0;
+  }
+  p.zw_zero_ = std::all_of(zwp, zwp + p.m_pad_, [](std::int32_t z) { return z == 0; });
+  return p;
+}
+
+namespace {
+
+// One panel of conv8's patches: positions [q0, q0 + valid) (the rest zero), cells of `group` k
+// per position, NR positions per cell row; colsum[j] = sum_k X'. Element by element: the partial
+// panels, the K tail and the scalar level.
+void pack_x_generic(const Geometry& g, std::size_t kg, std::size_t K, std::size_t c0, const std::uint8_t* x,
+                    const std::size_t* off, std::uint8_t flip, std::size_t q0, std::size_t valid, std::uint8_t* dst,
+                    std::int32_t* colsum) {
+  for (std::size_t j = 0; j < g.nr; ++j) {
+    std::int32_t sum = 0;
+    auto v = [&](std::size_t k) {
+      const int b = j < valid ? (x[off[k] + q0 + j] ^ flip) : 0;
+      sum += b;
+      return b;
+    };
+    for (std::size_t c = c0; c < kg; ++c) store_cell(dst + (c * g.nr + j) * 4, g.group, c * g.group, K, v);
+    colsum[j] += sum;
+  }
+}
+
+// A full VNNI panel (32 positions): per 4 k, four 32-byte rows interleaved into 128 bytes of
+// cells (byte then word unpacks, which work per 128-bit lane, then lane permutes), the column
+// sums by vpdpbusd against ones (exact: u8 x 1 into int32).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) std::size_t pack_x_vnni(
+    std::size_t K, const std::uint8_t* x, const std::size_t* off, std::uint8_t flip, std::size_t q0, std::uint8_t* dst,
+    std::int32_t* colsum) {
+  const __m256i fl = _mm256_set1_epi8(static_cast<char>(flip)), ones = _mm256_set1_epi8(1);
+  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+  const std::size_t full = K / 4;
+  for (std::size_t c = 0; c < full; ++c, dst += 128) {
+    const std::size_t* o = off + 4 * c;
+    const __m256i r0 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + o[0] + q0)), fl);
+    const __m256i r1 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + o[1] + q0)), fl);
+    const __m256i r2 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + o[2] + q0)), fl);
+    const __m256i r3 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + o[3] + q0)), fl);
+    const __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
+    const __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
+    // Positions per lane: a = [0-3 | 16-19], b = [4-7 | 20-23], cc = [8-11 | 24-27], d = [12-15 | 28-31].
+    const __m256i a = _mm256_unpacklo_epi16(lo01, lo23), b = _mm256_unpackhi_epi16(lo01, lo23);
+    const __m256i cc = _mm256_unpacklo_epi16(hi01, hi23), d = _mm256_unpackhi_epi16(hi01, hi23);
+    const __m256i p0 = _mm256_permute2x128_si256(a, b, 0x20), p1 = _mm256_permute2x128_si256(cc, d, 0x20);
+    const __m256i p2 = _mm256_permute2x128_si256(a, b, 0x31), p3 = _mm256_permute2x128_si256(cc, d, 0x31);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), p0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), p1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64), p2);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 96), p3);
+    s0 = _mm256_dpbusd_epi32(s0, p0, ones), s1 = _mm256_dpbusd_epi32(s1, p1, ones);
+    s2 = _mm256_dpbusd_epi32(s2, p2, ones), s3 = _mm256_dpbusd_epi32(s3, p3, ones);
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(colsum), s0);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(colsum + 8), s1);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(colsum + 16), s2);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(colsum + 24), s3);
+  return full;
+}
+
+// A full AVX2 panel (16 positions): per 2 k, two 16-byte rows widened to int16 and interleaved
+// into 64 bytes of int16 pairs; column sums by vpmaddwd against ones.
+__attribute__((target("avx2"))) std::size_t pack_x_avx2(std::size_t K, const std::uint8_t* x, const std::size_t* off,
+                                                        std::uint8_t flip, std::size_t q0, std::uint8_t* dst,
+                                                        std::int32_t* colsum) {
+  const __m128i fl = _mm_set1_epi8(static_cast<char>(flip));
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+  const std::size_t full = K / 2;
+  for (std::size_t c = 0; c < full; ++c, dst += 64) {
+    const std::size_t* o = off + 2 * c;
+    const __m256i r0 = _mm256_cvtepu8_epi16(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + o[0] + q0)), fl));
+    const __m256i r1 = _mm256_cvtepu8_epi16(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + o[1] + q0)), fl));
+    // lo = [0-3 | 8-11], hi = [4-7 | 12-15].
+    const __m256i lo = _mm256_unpacklo_epi16(r0, r1), hi = _mm256_unpackhi_epi16(r0, r1);
+    const __m256i p0 = _mm256_permute2x128_si256(lo, hi, 0x20), p1 = _mm256_permute2x128_si256(lo, hi, 0x31);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), p0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), p1);
+    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, ones)), s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, ones));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(colsum), s0);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(colsum + 8), s1);
+  return full;
+}
+
+// One row segment of the int32 tile to the output (Conv8Output). The float path is SSE with the
+// products and sums as separate instructions (no FMA: the graph rounds twice), max/min in
+// simd::unary's operand order so NaN and -0 come out as the standalone Relu/Clip gives them.
+void store_row(const Conv8Output& o, std::size_t m, const std::int32_t* src, std::size_t n, std::size_t at) {
+  if (o.i32) {
+    std::memcpy(o.i32 + m * o.ld + at, src, n * 4);
+    return;
+  }
+  float* dst = o.f32 + m * o.ld + at;
+  const float mu = o.mult[o.mult_count > 1 ? m : 0];
+  const bool has_bias = o.bias != nullptr;
+  const float bv = has_bias ? o.bias[o.bias_count > 1 ? m : 0] : 0.f;
+  const bool relu = o.act.op == UnaryOp::Relu, clip = o.act.op == UnaryOp::Clip;
+  const float lo = relu ? 0.f : o.act.alpha, hi = o.act.beta;
+  const __m128 vmu = _mm_set1_ps(mu), vb = _mm_set1_ps(bv), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
+  std::size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    __m128 v = _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j))), vmu);
+    if (has_bias) v = _mm_add_ps(v, vb);
+    if (relu || clip) v = _mm_max_ps(vlo, v);
+    if (clip) v = _mm_min_ps(vhi, v);
+    _mm_storeu_ps(dst + j, v);
+  }
+  for (; j < n; ++j) {
+    __m128 v = _mm_mul_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), src[j]), vmu);
+    if (has_bias) v = _mm_add_ss(v, vb);
+    if (relu || clip) v = _mm_max_ss(vlo, v);
+    if (clip) v = _mm_min_ss(vhi, v);
+    dst[j] = _mm_cvtss_f32(v);
+  }
+}
+
+}  // namespace
+
+void conv8(std::size_t Q, std::size_t row_len, std::size_t out_w, const std::uint8_t* x, const std::size_t* off,
+           bool x_signed, std::int32_t zx, const PackedW8& w, const Conv8Output& out, bool parallel) {
+  const std::size_t M = w.m(), K = w.k();
+  if (Q == 0 || M == 0) return;
+  const Geometry g = geometry(w.kernel());
+  const std::size_t kg = Int8Access::kg(w);
+  const std::size_t m_panels = (M + g.mr - 1) / g.mr, q_panels = (Q + g.nr - 1) / g.nr;
+  const std::uint8_t flip = x_signed ? 0x80 : 0;
+  const std::uint32_t zxp = offset_zero_point(zx, x_signed);
+  // rowterm = K * zx' * zw' - zx' * rowsum(W'), per output channel.
+  const std::int32_t* rowsum = Int8Access::rowsum(w);
+  const std::int32_t* zwp = Int8Access::zwp(w);
+  std::vector<std::int32_t> rowterm(m_panels * g.mr);
+  for (std::size_t m = 0; m < rowterm.size(); ++m)
+    rowterm[m] = static_cast<std::int32_t>(static_cast<std::uint32_t>(K) * zxp * static_cast<std::uint32_t>(zwp[m]) -
+                                           zxp * static_cast<std::uint32_t>(rowsum[m]));
+  const bool zw_zero = Int8Access::zw_zero(w);
+  const UKernel uk = ukernel(w.kernel(), true);
+  const std::uint8_t* w_pack = Int8Access::panels(w);
+  const std::size_t w_panel_bytes = kg * g.mr * 4, x_panel_bytes = kg * g.nr * 4;
+  alignas(64) static const std::int32_t kZeros[32] = {};
+  // Blocks of patch panels: each weight panel (MR channels, in L1) runs over every panel of the
+  // block (in L2) before the next, so each channel row of the output gets block * NR positions
+  // written in one run. One panel at a time (every channel tile over it) scattered 128-byte
+  // writes over all M channel planes at once: ResNet's 64 -> 256 1x1 (K = 64, M = 256) ran at
+  // 0.68x the fp32 conv that way.
+  const std::size_t block = std::clamp<std::size_t>((std::size_t{96} << 10) / std::max<std::size_t>(x_panel_bytes, 1),
+                                                    1, 8);
+  const std::size_t n_blocks = (q_panels + block - 1) / block;
+  struct Seg {
+    std::size_t j, n, at;
+  };
+  auto run = [&](std::size_t b0, std::size_t b1) {
+    // Per thread: the block's patch panels, their column sums and segments, and the int32 tile.
+    detail::Scratch scratch((block * (x_panel_bytes + g.nr * 4) + g.mr * g.nr * 4) / 4 + 16);
+    auto* xp_all = reinterpret_cast<std::uint8_t*>(scratch.data());
+    auto* colsum_all = reinterpret_cast<std::int32_t*>(xp_all + block * x_panel_bytes);
+    std::int32_t* tile = colsum_all + block * g.nr;
+    std::vector<Seg> segs(block * g.nr);
+    std::vector<std::size_t> nseg(block);
+    for (std::size_t bi = b0; bi < b1; ++bi) {
+      const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
+      for (std::size_t qp = qp0; qp < qp1; ++qp) {
+        const std::size_t u = qp - qp0;
+        std::uint8_t* xp = xp_all + u * x_panel_bytes;
+        std::int32_t* colsum = colsum_all + u * g.nr;
+        const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
+        std::fill_n(colsum, g.nr, 0);
+        std::size_t c0 = 0;
+        if (valid == g.nr && w.kernel() == Int8Kernel::Vnni) c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
+        else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2) c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
+        pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
+        // The panel's runs of kept positions: output row q / row_len, columns < out_w.
+        Seg* sg = segs.data() + u * g.nr;
+        std::size_t ns = 0;
+        for (std::size_t j = 0; j < valid;) {
+          const std::size_t q = q0 + j, col = q % row_len;
+          if (col >= out_w) {
+            j += row_len - col;
+            continue;
+          }
+          const std::size_t n = std::min(out_w - col, valid - j);
+          sg[ns++] = {j, n, q / row_len * out_w + col};
+          j += n;
+        }
+        nseg[u] = ns;
+      }
+      for (std::size_t mp = 0; mp < m_panels; ++mp) {
+        const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
+        for (std::size_t u = 0; u < qp1 - qp0; ++u) {
+          const Tile t{kg, w_pack + mp * w_panel_bytes, xp_all + u * x_panel_bytes, tile, g.nr, rows, g.nr, kZeros,
+                       zw_zero ? nullptr : colsum_all + u * g.nr, zwp + m0, rowterm.data() + m0};
+          uk(t);
+          const Seg* sg = segs.data() + u * g.nr;
+          for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t s = 0; s < nseg[u]; ++s) store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
+        }
+      }
+    }
+  };
+  if (parallel && max_threads() > 1)
+    parallel_chunks(n_blocks, 1, run);
+  else
+    run(0, n_blocks);
+}
+
+void conv8_2d(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const PackedW8& w,
+              const Conv8Output& out, bool parallel) {
+  const std::size_t OH = s.out_h(), OW = s.out_w();
+  if (OH == 0 || OW == 0 || s.H + s.pad_t + s.pad_b < (s.KH - 1) * s.dil_h + 1 ||
+      s.W + s.pad_l + s.pad_r < (s.KW - 1) * s.dil_w + 1)
+    return;
+  const bool padded = s.pad_t || s.pad_l || s.pad_b || s.pad_r;
+  const std::size_t Hp = s.H + s.pad_t + s.pad_b, Wp = s.W + s.pad_l + s.pad_r, plane = Hp * Wp;
+  const std::uint8_t* src = x;
+  std::optional<detail::Scratch> scratch;
+  if (padded) {
+    scratch.emplace((s.C * plane + 3) / 4 + 16);
+    auto* xp = reinterpret_cast<std::uint8_t*>(scratch->data());
+    const auto pad = static_cast<std::uint8_t>(zx);
+    auto copy = [&](std::size_t c0, std::size_t c1) {
+      for (std::size_t c = c0; c < c1; ++c) {
+        std::uint8_t* d = xp + c * plane;
+        std::memset(d, pad, s.pad_t * Wp);
+        for (std::size_t h = 0; h < s.H; ++h) {
+          std::uint8_t* row = d + (s.pad_t + h) * Wp;
+          std::memset(row, pad, s.pad_l);
+          std::memcpy(row + s.pad_l, x + (c * s.H + h) * s.W, s.W);
+          std::memset(row + s.pad_l + s.W, pad, s.pad_r);
+        }
+        std::memset(d + (s.pad_t + s.H) * Wp, pad, s.pad_b * Wp);
+      }
+    };
+    if (parallel && max_threads() > 1) parallel_chunks(s.C, 1, copy);
+    else copy(0, s.C);
+    src = xp;
+  }
+  std::vector<std::size_t> off(s.C * s.KH * s.KW + 4);
+  std::size_t k = 0;
+  for (std::size_t c = 0; c < s.C; ++c)
+    for (std::size_t kh = 0; kh < s.KH; ++kh)
+      for (std::size_t kw = 0; kw < s.KW; ++kw) off[k++] = c * plane + kh * s.dil_h * Wp + kw * s.dil_w;
+  // Positions over the padded width; the last row stops at its last kept column, so every read
+  // stays inside the (padded) input.
+  conv8((OH - 1) * Wp + OW, Wp, OW, src, off.data(), x_signed, zx, w, out, parallel);
 }
 
 void gemm8_reference(std::size_t M, std::size_t N, std::size_t K, const void* A, std::size_t lda, bool a_signed,

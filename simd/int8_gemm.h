@@ -24,6 +24,7 @@
 #include <memory>
 
 #include "simd/isa.h"
+#include "simd/unary.h"
 
 namespace onnxforge::simd {
 
@@ -73,6 +74,77 @@ void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::in
 // already parallel).
 void gemm8_at(std::size_t M, const void* At, std::size_t ld_at, bool a_signed, std::int32_t za, const PackedB8& B,
               std::int32_t* C, std::size_t ldc);
+
+// ---- direct int8 convolution -------------------------------------------------------------
+//
+// The conv GEMM the other way round: y[m][p] = sum_k (W'[m][k]) * (X'[k][p]) with the weights as
+// the broadcast operand (MR output channels per tile, packed once) and the patches as the vector
+// operand (NR positions per tile, VNNI cells of 4 k per position). The tile's rows are output
+// channels and its columns positions, so the result is stored straight into the NCHW output with
+// its epilogue (int32, or float * scale + bias, Relu/Clip) instead of a [position][channel]
+// int32 tile transposed and converted afterwards. Patch row k at position q is x[off[k] + q]: a
+// stride-1 conv over an input padded with its zero point has every patch row contiguous across
+// whole output rows (positions counted over the padded width, the pad columns discarded), so the
+// patches are packed from x directly, never copied K-row-major first.
+
+// Weights W (M x K, row stride ldw; int8 when w_signed else uint8, zero points zw: nullptr, one
+// or M values) packed for conv8 under the kernel active when packing.
+class PackedW8 {
+ public:
+  PackedW8() = default;
+  std::size_t m() const { return m_; }
+  std::size_t k() const { return k_; }
+  Int8Kernel kernel() const { return kernel_; }
+  bool empty() const { return data_ == nullptr; }
+
+ private:
+  friend PackedW8 pack_w8(std::size_t, std::size_t, const void*, std::size_t, bool, const std::int32_t*,
+                          std::size_t);
+  friend struct Int8Access;
+  std::shared_ptr<std::uint8_t[]> data_;  // panels, then rowsum(W')[m_pad] and zw'[m_pad] (int32)
+  std::size_t m_ = 0, k_ = 0, kg_ = 0, mr_ = 0, m_pad_ = 0;
+  bool zw_zero_ = true;
+  Int8Kernel kernel_ = Int8Kernel::Scalar;
+};
+
+PackedW8 pack_w8(std::size_t M, std::size_t K, const void* W, std::size_t ldw, bool w_signed, const std::int32_t* zw,
+                 std::size_t zw_count);
+
+// Where conv8 writes y[m][position]: int32 as is, or float: float(acc) * mult[m] (+ bias[m]),
+// the two roundings in that order (the dequantize graph's Cast -> Mul -> Add), then act when it
+// is Relu or Clip (bit for bit simd::unary's: maxps(lo, v) then minps(hi, .)); other activations
+// are the caller's to apply.
+struct Conv8Output {
+  std::int32_t* i32 = nullptr;  // one of i32 / f32
+  float* f32 = nullptr;
+  std::size_t ld = 0;           // elements between output channels
+  const float* mult = nullptr;  // float: mult_count (1 or M) values
+  std::size_t mult_count = 1;
+  const float* bias = nullptr;  // float: nullptr, or bias_count (1 or M) values
+  std::size_t bias_count = 1;
+  Unary act{};
+};
+
+// y[m][pos(q)] = sum_k (x[off[k] + q] - zx) * (W[m][k] - zw[m]) for q in [0, Q), where position q
+// is output row q / row_len, column q % row_len, kept only when the column is < out_w (out_w <=
+// row_len; the output row stride is out_w). x[off[k] + q] must be readable for every q < Q.
+// parallel: split over threads (simd/parallel.h).
+void conv8(std::size_t Q, std::size_t row_len, std::size_t out_w, const std::uint8_t* x, const std::size_t* off,
+           bool x_signed, std::int32_t zx, const PackedW8& w, const Conv8Output& out, bool parallel = true);
+
+// A stride-1 2-D convolution of one image (and group) on conv8: x is [C][H][W], the weights
+// [M][C * KH * KW] packed by pack_w8, padding with x's zero point, any dilation; the output
+// [M][OH][OW] (out.ld = OH * OW for NCHW). With padding the input is first copied into a padded
+// plane per channel (per-thread scratch, one pass over the input: small against the K = C*KH*KW
+// multiply-adds per output), so that every patch row is a run of the padded input.
+struct Conv8Shape {
+  std::size_t C, H, W, KH, KW;
+  std::size_t pad_t, pad_l, pad_b, pad_r, dil_h, dil_w;
+  std::size_t out_h() const { return H + pad_t + pad_b - (KH - 1) * dil_h; }
+  std::size_t out_w() const { return W + pad_l + pad_r - (KW - 1) * dil_w; }
+};
+void conv8_2d(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const PackedW8& w,
+              const Conv8Output& out, bool parallel = true);
 
 // Scalar int64 reference of the same product (tests, and the spec's meaning), truncated to int32.
 void gemm8_reference(std::size_t M, std::size_t N, std::size_t K, const void* A, std::size_t lda, bool a_signed,

@@ -7,7 +7,7 @@
 // steps are the ones the spec (and ONNX Runtime) write: x / scale in float32, and
 // (x - zero_point) * scale in float32. Requantization (QLinear*) multiplies the int32 sum by the
 // float32 a_scale * b_scale / y_scale, as ONNX Runtime's MLAS does.
-#include <smmintrin.h>
+#include <immintrin.h>
 
 #include <cmath>
 #include <limits>
@@ -17,6 +17,7 @@
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
 #include "simd/int8_gemm.h"
+#include "simd/isa.h"
 #include "simd/parallel.h"
 
 namespace onnxforge::rt {
@@ -84,7 +85,7 @@ inline Q saturate_round(float v, float zp) {
 // scalar form compiled to branches: 15 ns per element, 6 ms for one BERT-base activation
 // [128, 3072] (measured), against memory speed.
 template <class Q>
-void quantize_span(const float* x, Q* y, size_t n, float scale, float zp) {
+void quantize_span_sse(const float* x, Q* y, size_t n, float scale, float zp) {
   const __m128 s = _mm_set1_ps(scale), z = _mm_set1_ps(zp), lo = _mm_set1_ps(q_lo<Q>()), hi = _mm_set1_ps(q_hi<Q>());
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -97,6 +98,59 @@ void quantize_span(const float* x, Q* y, size_t n, float scale, float zp) {
     std::memcpy(y + i, &w, 4);
   }
   for (; i < n; ++i) y[i] = saturate_round<Q>(x[i] / scale, zp);
+}
+
+// The same steps 8 and 16 wide (the division is what bounds it: DynamicQuantizeLinear of one
+// ISNet activation, 64x256x256, took 11.8 ms on the SSE form). Each lane computes exactly what
+// the SSE form computes (IEEE division, round to nearest even, clamp in the same operand order,
+// exact conversion of the clamped integer), so the ISA level never changes a byte.
+template <class Q>
+__attribute__((target("avx2"))) void quantize_span_avx2(const float* x, Q* y, size_t n, float scale, float zp) {
+  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), lo = _mm256_set1_ps(q_lo<Q>()),
+               hi = _mm256_set1_ps(q_hi<Q>());
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
+    const __m256i q = _mm256_cvtps_epi32(v);
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    w = std::is_signed_v<Q> ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), w);
+  }
+  quantize_span_sse(x + i, y + i, n - i, scale, zp);
+}
+
+template <class Q>
+__attribute__((target("avx512f,avx512bw"))) void quantize_span_avx512(const float* x, Q* y, size_t n, float scale,
+                                                                       float zp) {
+  const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), lo = _mm512_set1_ps(q_lo<Q>()),
+               hi = _mm512_set1_ps(q_hi<Q>());
+  // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
+  // reports as maybe-uninitialized outside an AVX-512 translation unit.
+  constexpr __mmask16 all = 0xFFFF;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 d = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+    __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_add_ps(v, z);
+    v = _mm512_mask_max_ps(v, all, v, lo);
+    v = _mm512_mask_min_ps(v, all, v, hi);
+    const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
+    const __m128i b = std::is_signed_v<Q> ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
+                                          : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
+  }
+  quantize_span_sse(x + i, y + i, n - i, scale, zp);
+}
+
+template <class Q>
+void quantize_span(const float* x, Q* y, size_t n, float scale, float zp) {
+  switch (simd::active_isa_level()) {
+    case simd::Isa::Avx512: return quantize_span_avx512(x, y, n, scale, zp);
+    case simd::Isa::Avx2: return quantize_span_avx2(x, y, n, scale, zp);
+    case simd::Isa::Sse: break;
+  }
+  quantize_span_sse(x, y, n, scale, zp);
 }
 
 template <class Q>
@@ -259,6 +313,7 @@ bool is_8bit(DType t) { return t == DType::Uint8 || t == DType::Int8; }
 // point), or per group for a conv.
 struct PackedWeights {
   std::vector<simd::PackedB8> groups;
+  std::vector<simd::PackedW8> direct;  // convs on simd::conv8_2d (direct_conv): per group
   std::vector<int32_t> depthwise;  // depthwise convs: w - w_zero_point per (channel, tap)
 };
 
@@ -445,6 +500,9 @@ void integer_product_to_float(OpContext& c, const Tensor& a, const Tensor* az, f
         if (bias) f += bias->ptr<float>()[j];
         out[r * cols + j] = f;
       }
+    // A fused activation (the plan's activation fusion), on the rows while they are in cache.
+    if (c.fused_act.op != simd::UnaryOp::Identity)
+      simd::unary(c.fused_act, out + r0 * cols, out + r0 * cols, (r1 - r0) * cols);
   });
 }
 
@@ -502,6 +560,15 @@ std::vector<int32_t> depthwise_weights(const Tensor& w, const std::vector<int32_
   return v;
 }
 
+// Whether a conv runs on simd::conv8_2d (the weights broadcast, patches packed from the padded
+// input, the output stored NCHW with its epilogue): 1-D and 2-D, stride 1, not depthwise. The
+// rest (strided, 3-D) gathers patches for simd::gemm8_at. Decided from the attributes, so that
+// the plan packs the weights for the path the run takes.
+bool direct_conv(int64_t spatial_rank, std::span<const int64_t> strides, bool depthwise) {
+  return !depthwise && (spatial_rank == 1 || spatial_rank == 2) &&
+         std::all_of(strides.begin(), strides.end(), [](int64_t v) { return v == 1; });
+}
+
 // Per group g: B[k][m] = W[g * Mg + m][k] (K = C/group * kernel size), column zero points.
 std::shared_ptr<const void> prepare_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in, ConvSlots s) {
   if (s.w >= in.size() || !in[s.w] || in[s.w]->rank() < 3 || !is_8bit(in[s.w]->dtype)) return nullptr;
@@ -518,8 +585,15 @@ std::shared_ptr<const void> prepare_conv(const Graph& g, NodeId n, std::span<con
     p->depthwise = depthwise_weights(w, z);
     return p;
   }
+  const bool direct = direct_conv(w.rank() - 2, g.attr_ints(n, "strides"), false);
   for (int64_t gi = 0; gi < group; ++gi) {
     const int32_t* zg = z.size() > 1 ? z.data() + gi * Mg : z.data();
+    if (direct) {
+      p->direct.push_back(simd::pack_w8(static_cast<size_t>(Mg), static_cast<size_t>(K),
+                                        reinterpret_cast<const uint8_t*>(w.data) + gi * Mg * K, static_cast<size_t>(K),
+                                        w.dtype == DType::Int8, zg, z.size() > 1 ? static_cast<size_t>(Mg) : z.size()));
+      continue;
+    }
     p->groups.push_back(simd::pack_b8(true, static_cast<size_t>(K), static_cast<size_t>(Mg),
                                       reinterpret_cast<const uint8_t*>(w.data) + gi * Mg * K, static_cast<size_t>(K),
                                       w.dtype == DType::Int8, zg, z.size() > 1 ? static_cast<size_t>(Mg) : z.size()));
@@ -537,8 +611,12 @@ struct ConvRun {
   int64_t N = 0, C = 0, M = 0, group = 1, Cg = 0, Mg = 0, K = 0, P = 0, in_sp = 1;
 };
 
-template <class Emit>
-void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit) {
+// direct(n, gi) gives where simd::conv8_2d writes image n, group gi when the conv takes that
+// path (direct_conv); emit gets the chunks of the gathering path otherwise. Returns whether the
+// direct path ran.
+template <class Emit, class Direct>
+bool conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit,
+               Direct&& direct) {
   const Tensor& x = c.input(s.x);
   const Tensor& w = c.input(s.w);
   if (!is_8bit(x.dtype) || !is_8bit(w.dtype)) c.error("x and w must be int8 or uint8");
@@ -570,6 +648,39 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
     c.error("w_zero_point must have 1 or M elements");
   PackedWeights local;
   const bool depthwise = cr.Mg == 1 && cr.Cg == 1;
+  if (direct_conv(g.rank, std::span<const int64_t>(g.stride.data(), static_cast<size_t>(g.rank)), depthwise) &&
+      (!packed || !packed->direct.empty())) {
+    if (!packed) {
+      for (int64_t gi = 0; gi < cr.group; ++gi)
+        local.direct.push_back(simd::pack_w8(static_cast<size_t>(cr.Mg), static_cast<size_t>(cr.K),
+                                             reinterpret_cast<const uint8_t*>(w.data) + gi * cr.Mg * cr.K,
+                                             static_cast<size_t>(cr.K), w.dtype == DType::Int8,
+                                             wz.size() > 1 ? wz.data() + gi * cr.Mg : wz.data(),
+                                             wz.size() > 1 ? static_cast<size_t>(cr.Mg) : wz.size()));
+      packed = &local;
+    }
+    // 1-D as one row (H = 1).
+    const size_t r1 = g.rank == 2 ? 1 : 0;
+    auto u = [](int64_t v) { return static_cast<size_t>(v); };
+    const simd::Conv8Shape shape{u(cr.Cg),
+                                 g.rank == 2 ? u(g.in[0]) : 1,
+                                 u(g.in[r1]),
+                                 g.rank == 2 ? u(g.kernel[0]) : 1,
+                                 u(g.kernel[r1]),
+                                 g.rank == 2 ? u(g.pad_begin[0]) : 0,
+                                 u(g.pad_begin[r1]),
+                                 g.rank == 2 ? u(g.pad_end[0]) : 0,
+                                 u(g.pad_end[r1]),
+                                 g.rank == 2 ? u(g.dilation[0]) : 1,
+                                 u(g.dilation[r1])};
+    const auto* xb = reinterpret_cast<const uint8_t*>(x.data);
+    for (int64_t n = 0; n < cr.N; ++n)
+      for (int64_t gi = 0; gi < cr.group; ++gi)
+        simd::conv8_2d(shape, xb + (n * cr.C + gi * cr.Cg) * cr.in_sp, x.dtype == DType::Int8, zero_point_at(xz, 0),
+                       packed->direct[u(gi)], direct(n, gi));
+    return true;
+  }
+  if (packed && packed->groups.empty() && !depthwise) packed = nullptr;  // packed for the direct path only
   if (depthwise && !packed) {
     local.depthwise = depthwise_weights(w, wz);
     packed = &local;
@@ -654,7 +765,7 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
           }
       }
     });
-    return;
+    return false;
   }
   // Patches are gathered k-major (col[k][r], K rows of the chunk's positions): for a stride-1
   // conv, at any dilation, each row segment is one contiguous copy of an input row, and a 1x1
@@ -719,6 +830,7 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
       emit(n, gi, p0, rows, tile.data());
     }
   });
+  return false;
 }
 
 // [N, M, output spatial...] of a conv with input x and weight w.
@@ -742,6 +854,11 @@ void conv_integer(OpContext& c) {
                 int32_t* dst = yp + (n * cr.M + gi * cr.Mg + m) * cr.P + p0;
                 for (int64_t r = 0; r < rows; ++r) dst[r] = tile[r * cr.Mg + m];
               }
+            },
+            [&](int64_t n, int64_t gi) {
+              simd::Conv8Output o;
+              o.i32 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+              return o;
             });
 }
 
@@ -749,9 +866,12 @@ std::shared_ptr<const void> prepare_conv_integer(const Graph& g, NodeId n, std::
   return prepare_conv(g, n, in, kConvInteger);
 }
 
-// The plan's ConvInteger -> Cast(float) -> Mul(Mul(s0, s1)) step (kernel.h): y = float(acc) *
-// float(s0 * s1), the graph's two roundings in its order, written once as float. Unfused, the
-// int32 tensor is written, read by Cast, written as float, read and written again by Mul.
+// The plan's ConvInteger -> Cast(float) -> Mul(Mul(s0, s1)) [-> Add(bias)] [-> activation]
+// step (integer_dequantize in runtime/fusions.cpp; inputs x, w, x_zp, w_zp, s0, s1, bias):
+// y = float(acc) * float(s0 * s1) (+ bias), the graph's roundings in its order, written once as
+// float. Unfused, the int32 tensor is written, read by Cast, written as float, read and written
+// again by Mul, Add and Relu. Relu and Clip run in the store (simd::Conv8Output, bit for bit
+// simd::unary's); another fused activation runs over the output after it.
 void conv_integer_to_float(OpContext& c) {
   ConvRun cr;
   const Tensor& w = c.input(1);
@@ -761,18 +881,41 @@ void conv_integer_to_float(OpContext& c) {
   for (const Tensor* t : {&s0, &s1})
     if (t->dtype != DType::Float || (t->numel() != 1 && t->numel() != M))
       c.error("the dequantize scales must be float with 1 or M elements");
+  const Tensor* bias = c.in(6);
+  if (bias && (bias->dtype != DType::Float || (bias->numel() != 1 && bias->numel() != M)))
+    c.error("the bias must be float with 1 or M elements");
   std::vector<float> mult(static_cast<size_t>(M));
   for (int64_t m = 0; m < M; ++m)
     mult[static_cast<size_t>(m)] = s0.ptr<float>()[s0.numel() > 1 ? m : 0] * s1.ptr<float>()[s1.numel() > 1 ? m : 0];
-  float* yp = c.output(0, DType::Float, conv_shape(c, c.input(0), w)).ptr<float>();
-  conv_int8(c, kConvInteger, packed_state(c), cr,
-            [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
-              for (int64_t m = 0; m < cr.Mg; ++m) {
-                const float mu = mult[static_cast<size_t>(gi * cr.Mg + m)];
-                float* dst = yp + (n * cr.M + gi * cr.Mg + m) * cr.P + p0;
-                for (int64_t r = 0; r < rows; ++r) dst[r] = static_cast<float>(tile[r * cr.Mg + m]) * mu;
-              }
-            });
+  std::vector<float> bv;
+  if (bias)
+    for (int64_t m = 0; m < M; ++m) bv.push_back(bias->ptr<float>()[bias->numel() > 1 ? m : 0]);
+  Tensor& y = c.output(0, DType::Float, conv_shape(c, c.input(0), w));
+  float* yp = y.ptr<float>();
+  const simd::Unary act = c.fused_act;
+  const bool act_in_store = act.op == simd::UnaryOp::Relu || act.op == simd::UnaryOp::Clip;
+  const bool direct = conv_int8(
+      c, kConvInteger, packed_state(c), cr,
+      [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
+        for (int64_t m = 0; m < cr.Mg; ++m) {
+          const auto oc = static_cast<size_t>(gi * cr.Mg + m);
+          const float mu = mult[oc];
+          float* dst = yp + (n * cr.M + gi * cr.Mg + m) * cr.P + p0;
+          for (int64_t r = 0; r < rows; ++r) dst[r] = static_cast<float>(tile[r * cr.Mg + m]) * mu;
+          if (bias)
+            for (int64_t r = 0; r < rows; ++r) dst[r] += bv[oc];
+        }
+      },
+      [&](int64_t n, int64_t gi) {
+        simd::Conv8Output o;
+        o.f32 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+        o.mult = mult.data() + gi * cr.Mg, o.mult_count = static_cast<size_t>(M);
+        if (bias) o.bias = bv.data() + gi * cr.Mg, o.bias_count = static_cast<size_t>(M);
+        if (act_in_store) o.act = act;
+        return o;
+      });
+  if (act.op != simd::UnaryOp::Identity && !(direct && act_in_store))
+    simd::unary(act, yp, yp, static_cast<size_t>(y.numel()));
 }
 std::shared_ptr<const void> prepare_qlinear_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_conv(g, n, in, kQLinearConv);
@@ -783,7 +926,9 @@ void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult,
   ConvRun cr;
   Q* yp = y.ptr<Q>();
   const int32_t* b = bias ? bias->ptr<int32_t>() : nullptr;
-  conv_int8(c, kQLinearConv, packed_state(c), cr,
+  // The direct path's int32 sums (sized when it runs: allocated lazily below).
+  std::vector<int32_t> acc;
+  const bool direct = conv_int8(c, kQLinearConv, packed_state(c), cr,
             [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
               for (int64_t m = 0; m < cr.Mg; ++m) {
                 const int64_t oc = gi * cr.Mg + m;
@@ -796,7 +941,28 @@ void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult,
                                                               static_cast<uint32_t>(bv))) * mu,
                       zp);
               }
+            },
+            [&](int64_t n, int64_t gi) {
+              simd::Conv8Output o;
+              if (acc.empty()) acc.resize(static_cast<size_t>(cr.N * cr.M * cr.P));
+              o.i32 = acc.data() + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+              return o;
             });
+  if (!direct) return;
+  // The direct path wrote the int32 sums; requantized here as the chunks above do.
+  const auto total = static_cast<int64_t>(acc.size());
+  over_rows(total / std::max<int64_t>(cr.P, 1), cr.P, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const int64_t oc = static_cast<int64_t>(r) % cr.M;
+      const float mu = mult[mult.size() > 1 ? static_cast<size_t>(oc) : 0];
+      const int32_t bv = b ? b[oc] : 0;
+      const int32_t* src = acc.data() + r * static_cast<size_t>(cr.P);
+      Q* dst = yp + r * static_cast<size_t>(cr.P);
+      for (int64_t i = 0; i < cr.P; ++i)
+        dst[i] = saturate_round<Q>(
+            static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(src[i]) + static_cast<uint32_t>(bv))) * mu, zp);
+    }
+  });
 }
 
 void qlinear_conv(OpContext& c) {
@@ -820,7 +986,11 @@ void qlinear_conv(OpContext& c) {
 
 const KernelDef& conv_integer_to_float_kernel() {
   static const KernelDef def{
-      .run = conv_integer_to_float, .float_compute = false, .prepare = prepare_conv_integer, .prepared_inputs = 1u << 1};
+      .run = conv_integer_to_float,
+      .float_compute = false,
+      .fuses_activation = true,
+      .prepare = prepare_conv_integer,
+      .prepared_inputs = 1u << 1};
   return def;
 }
 
@@ -837,7 +1007,10 @@ void register_quant(Registry& r) {
   r.add("", "QLinearConv",
         {.run = qlinear_conv, .float_compute = false, .prepare = prepare_qlinear_conv, .prepared_inputs = 1u << 3});
   r.add("com.microsoft", "MatMulIntegerToFloat",
-        {.run = matmul_integer_to_float, .prepare = prepare_matmul_integer_to_float, .prepared_inputs = 1u << 1});
+        {.run = matmul_integer_to_float,
+         .fuses_activation = true,
+         .prepare = prepare_matmul_integer_to_float,
+         .prepared_inputs = 1u << 1});
   r.add("com.microsoft", "DynamicQuantizeMatMul",
         {.run = dynamic_quantize_matmul, .prepare = prepare_dynamic_quantize_matmul, .prepared_inputs = 1u << 1});
 }

@@ -7,8 +7,10 @@
 // level the CPU supports (each packs for its own int8 kernel).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "runtime/runtime.h"
@@ -404,6 +406,15 @@ struct DequantCase {
   int64_t cast_to = 1;                 // Cast's `to`
   std::vector<int64_t> scale_shape;    // w_scale's shape
   bool extra_reader = false;           // the integer output is also a graph output
+  // Epilogue after the Mul: bias Add (shape; empty: none), how the bias is written, and an
+  // activation ("" none, "Relu", "Clip", "Sigmoid").
+  std::vector<int64_t> bias_shape = {};
+  bool bias_reshaped = false;          // Reshape(initializer) as ISNet's quantize_dynamic twin has it
+  bool bias_first = false;             // Add(bias, y)
+  bool bias_input = false;             // the bias is a graph input (not known at plan time)
+  std::string act = "";
+  int64_t stride = 1;                  // conv strides (2: the gathering path)
+  bool pointwise = false;              // 1x1 conv, no padding
 };
 
 // Runs the graph fused and unfused; returns fused_count of the fused session and checks the
@@ -412,7 +423,8 @@ size_t run_dequant(const DequantCase& dc) {
   std::normal_distribution<float> nd(0.f, 2.f);
   GraphBuilder g(13);
   const std::vector<int64_t> xs = dc.conv ? std::vector<int64_t>{1, 5, 13, 11} : std::vector<int64_t>{2, 7, 37};
-  const std::vector<int64_t> ws = dc.conv ? std::vector<int64_t>{9, 5, 3, 3} : std::vector<int64_t>{37, 19};
+  const std::vector<int64_t> ws = dc.conv ? std::vector<int64_t>{9, 5, dc.pointwise ? 1 : 3, dc.pointwise ? 1 : 3}
+                                          : std::vector<int64_t>{37, 19};
   const int64_t cols = dc.conv ? ws[0] : ws[1];
   const DType wt = dc.uint8_w ? DType::Uint8 : DType::Int8;
   int64_t nw = 1, nx = 1, ns = 1;
@@ -429,22 +441,45 @@ size_t run_dequant(const DequantCase& dc) {
   for (auto& v : sv) v = std::fabs(nd(rng)) * 0.01f + 1e-3f;
   ValueId WS = g.f32("w_scale", dc.scale_shape, sv);
   std::vector<NewAttr> attrs;
-  if (dc.conv) attrs = {NewAttr::Ints("pads", {2, 2, 2, 2}), NewAttr::Ints("dilations", {2, 2})};
+  if (dc.conv && !dc.pointwise)
+    attrs = {NewAttr::Ints("pads", {2, 2, 2, 2}), NewAttr::Ints("dilations", {2, 2}),
+             NewAttr::Ints("strides", {dc.stride, dc.stride})};
   ValueId acc = g.node(dc.conv ? "ConvInteger" : "MatMulInteger", {q[0], W, q[2], WZ}, attrs);
   ValueId f = g.node("Cast", {acc}, {NewAttr::Int("to", dc.cast_to)});
   ValueId s = g.node("Mul", {q[1], WS});
   if (dc.cast_to != 1) s = g.node("Cast", {s}, {NewAttr::Int("to", dc.cast_to)});
   ValueId y = g.node("Mul", {f, s});
+  std::vector<float> bv;
+  if (!dc.bias_shape.empty() || dc.bias_input) {
+    int64_t nb = 1;
+    for (int64_t d : dc.bias_shape) nb *= d;
+    bv.resize(static_cast<size_t>(nb));
+    for (auto& v : bv) v = nd(rng);
+    ValueId B;
+    if (dc.bias_input) {
+      B = g.input("bias", dc.bias_shape);
+    } else if (dc.bias_reshaped) {
+      B = g.node("Reshape", {g.f32("bias", {nb}, bv),
+                             g.init<int64_t>("bias_shape", {static_cast<int64_t>(dc.bias_shape.size())}, dc.bias_shape,
+                                             DType::Int64)});
+    } else {
+      B = g.f32("bias", dc.bias_shape, bv);
+    }
+    y = dc.bias_first ? g.node("Add", {B, y}) : g.node("Add", {y, B});
+  }
+  if (dc.act == "Clip") y = g.node("Clip", {y, g.f32("lo", {}, {-0.25f}), g.f32("hi", {}, {0.5f})});
+  else if (!dc.act.empty()) y = g.node(dc.act, {y});
   if (dc.extra_reader) g.outputs({y, acc});
   else g.outputs({y});
   std::vector<float> xv(static_cast<size_t>(nx));
   for (auto& v : xv) v = nd(rng);
-  const rt::Tensor xt = make<float>(DType::Float, xs, xv);
+  std::vector<rt::Tensor> ins{make<float>(DType::Float, xs, xv)};
+  if (dc.bias_input) ins.push_back(make<float>(DType::Float, dc.bias_shape, bv));
   rt::Session fused(g.model());
   rt::SessionOptions off;
   off.fuse_activations = false;
   rt::Session plain(g.model(), off);
-  const auto a = fused.run({xt})[0], e = plain.run({xt})[0];
+  const auto a = fused.run(ins)[0], e = plain.run(ins)[0];
   EXPECT_EQ(a.shape, e.shape);
   EXPECT_EQ(a.dtype, e.dtype);
   EXPECT_EQ(a.bytes(), e.bytes());
@@ -468,6 +503,54 @@ TEST(QuantOps, IntegerDequantizeFusionMatchesTheGraph) {
   });
 }
 
+// The epilogue after the dequantize: a per-channel (per-column) bias Add, as an initializer or
+// a Reshape of one (ISNet's quantize_dynamic twin), on either side of the Add, then Relu / Clip
+// (in the conv's store) or Sigmoid (over the output): bit for bit the graph's Cast -> Mul -> Add
+// -> activation, on the direct (stride 1, 1x1) and the gathering (stride 2) conv paths and the
+// MatMul, at every ISA level. The fused count is the nodes absorbed.
+TEST(QuantOps, IntegerDequantizeFusionTakesBiasAndActivation) {
+  at_every_isa([&] {
+    for (bool u8 : {true, false})
+      for (int64_t stride : {1, 2}) {
+        DequantCase c{true, true, u8, 1, {9, 1, 1}};
+        c.stride = stride;
+        c.bias_shape = {9, 1, 1};
+        EXPECT_EQ(run_dequant(c), 3u);
+        c.act = "Relu";
+        EXPECT_EQ(run_dequant(c), 4u);
+        c.bias_reshaped = true, c.bias_first = true, c.act = "Clip";
+        EXPECT_EQ(run_dequant(c), 4u);
+        c.bias_shape = {1, 9, 1, 1}, c.bias_reshaped = false, c.act = "Sigmoid";
+        EXPECT_EQ(run_dequant(c), 4u);
+        c.bias_shape = {1}, c.act = "Relu";  // one value for every channel
+        EXPECT_EQ(run_dequant(c), 4u);
+      }
+    DequantCase pw{true, false, true, 1, {}};
+    pw.pointwise = true, pw.bias_shape = {9, 1, 1}, pw.act = "Relu";
+    EXPECT_EQ(run_dequant(pw), 4u);
+    for (bool u8 : {true, false}) {
+      DequantCase m{false, true, u8, 1, {19}};
+      m.bias_shape = {19};
+      EXPECT_EQ(run_dequant(m), 3u);
+      m.act = "Relu", m.bias_first = true;
+      EXPECT_EQ(run_dequant(m), 4u);
+    }
+  });
+}
+
+// The bias Add stays a node (the dequantize still fuses): a bias along the conv's width, a bias
+// known only at run time, a MatMul bias with a leading 1 (rank 2 could change the output's shape).
+TEST(QuantOps, IntegerDequantizeBiasRefusals) {
+  DequantCase c{true, false, true, 1, {}};
+  c.bias_shape = {11};
+  EXPECT_EQ(run_dequant(c), 2u);
+  c.bias_shape = {9, 1, 1}, c.bias_input = true;
+  EXPECT_EQ(run_dequant(c), 2u);
+  DequantCase m{false, false, true, 1, {}};
+  m.bias_shape = {1, 19};
+  EXPECT_EQ(run_dequant(m), 2u);
+}
+
 // Must not fuse: a Cast to double, a scale along another axis, a 2-D per-column scale on a
 // MatMul (its rank could change the output's), the integer output read twice. The graph's
 // result either way.
@@ -477,4 +560,51 @@ TEST(QuantOps, IntegerDequantizeFusionRefusals) {
   EXPECT_EQ(run_dequant({false, true, true, 1, {1, 19}}), 0u);
   EXPECT_EQ(run_dequant({true, false, true, 1, {}, true}), 0u);
   EXPECT_EQ(run_dequant({false, false, false, 1, {}, true}), 0u);
+}
+
+// QuantizeLinear and DynamicQuantizeLinear over a long span (the 16- and 8-wide loops plus their
+// tails) give the spec's bytes at every ISA level: round half to even of the float32 x / scale,
+// then the zero point, then saturation; ties, values past either end, infinities, NaN (the
+// bottom of the range, as on the SSE form).
+TEST(QuantOps, QuantizeSpansAgreeAtEveryIsaLevel) {
+  const size_t n = 1003;
+  std::vector<float> xv(n);
+  std::mt19937 r(7);
+  std::uniform_real_distribution<float> u(-300.f, 300.f);
+  for (size_t i = 0; i < n; ++i) xv[i] = i % 7 == 0 ? static_cast<float>(static_cast<int>(i % 41) - 20) + 0.5f : u(r);
+  xv[3] = std::numeric_limits<float>::infinity(), xv[40] = -std::numeric_limits<float>::infinity();
+  xv[77] = std::numeric_limits<float>::quiet_NaN(), xv[500] = 1e30f, xv[1001] = -1e30f;
+  auto spec = [](float x, float scale, float zp, float lo, float hi) {
+    const float v = std::nearbyint(x / scale) + zp;  // float32 division, ties to even (default mode)
+    return std::isnan(v) ? lo : std::clamp(v, lo, hi);
+  };
+  at_every_isa([&] {
+    for (DType t : {DType::Uint8, DType::Int8}) {
+      const float scale = 0.5f, zp = t == DType::Uint8 ? 3.f : -5.f;
+      GraphBuilder g(13);
+      ValueId x = g.input("x", {static_cast<int64_t>(n)});
+      ValueId y = g.node("QuantizeLinear", {x, g.f32("s", {}, {scale}),
+                                            g.init<uint8_t>("z", {}, {static_cast<uint8_t>(static_cast<int>(zp))}, t)});
+      g.outputs({y});
+      rt::Session s(g.model());
+      const auto o = s.run({make<float>(DType::Float, {static_cast<int64_t>(n)}, xv)})[0];
+      const float lo = t == DType::Uint8 ? 0.f : -128.f, hi = t == DType::Uint8 ? 255.f : 127.f;
+      for (size_t i = 0; i < n; ++i) {
+        const int got = t == DType::Uint8 ? o.ptr<uint8_t>()[i] : o.ptr<int8_t>()[i];
+        ASSERT_EQ(got, static_cast<int>(spec(xv[i], scale, zp, lo, hi))) << dtype_name(t) << " at " << i << " x=" << xv[i];
+      }
+    }
+    // DynamicQuantizeLinear (finite input: its range must be finite).
+    std::vector<float> fin(xv);
+    for (float& v : fin)
+      if (!std::isfinite(v) || std::fabs(v) > 1e3f) v = 0.25f;
+    GraphBuilder g(11);
+    ValueId x = g.input("x", {static_cast<int64_t>(n)});
+    g.outputs(g.node_n("DynamicQuantizeLinear", {x}, {}, 3));
+    rt::Session s(g.model());
+    const auto o = s.run({make<float>(DType::Float, {static_cast<int64_t>(n)}, fin)});
+    const float scale = o[1].ptr<float>()[0], zp = static_cast<float>(o[2].ptr<uint8_t>()[0]);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(o[0].ptr<uint8_t>()[i], static_cast<uint8_t>(spec(fin[i], scale, zp, 0.f, 255.f))) << "at " << i;
+  });
 }
