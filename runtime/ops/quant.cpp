@@ -171,6 +171,12 @@ void dequantize(OpContext& c) {
   const Tensor* zp = c.in(2);
   if (zp && zp->numel() && zp->dtype != x.dtype) c.error("x and x_zero_point must have the same type");
   const QParams qp = qparams(c, x, s);
+  // The fast path reads one scale (and zero point) per row's axis index: an empty or short
+  // x_scale read past its end (fuzz_runtime, ASan).
+  if (qp.block == 0 && s.numel() < (qp.per_axis ? qp.axis_n : 1))
+    c.error("x_scale has " + std::to_string(s.numel()) + " elements, fewer than the quantization axis needs");
+  if (qp.block == 0 && zp && zp->numel() && zp->numel() < (qp.per_axis ? qp.axis_n : 1))
+    c.error("x_zero_point has " + std::to_string(zp->numel()) + " elements, fewer than the quantization axis needs");
   const DType out = s.dtype == DType::Float ? DType::Float : s.dtype;
   if (out == DType::Float && qp.block == 0 && (x.dtype == DType::Uint8 || x.dtype == DType::Int8 || x.dtype == DType::Int32)) {
     Tensor& y = c.output(0, DType::Float, x.shape);
