@@ -118,10 +118,22 @@ int run_command_line(int argc, char** argv) {
     sub->add_option("--max-time", max_time,
                     "Seconds the runtime's work may take (model runs, verification, folding); a run past it "
                     "stops with an error naming the node (default: no limit)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Validator(
+            [](const std::string& v) {
+              char* end = nullptr;
+              const double x = std::strtod(v.c_str(), &end);
+              return end && *end == 0 && x > 0 && x < 1e12 ? std::string() : "'" + v + "' is not a positive number of seconds";
+            },
+            "SECONDS"));
     sub->add_option("--max-loop-iterations", max_loop,
                     "Iterations one Loop node may run (default " + std::to_string(onnxforge::kDefaultLoopIterations) + ")")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Validator(
+            [](const std::string& v) {
+              char* end = nullptr;
+              const long long x = std::strtoll(v.c_str(), &end, 10);
+              return end && *end == 0 && x > 0 ? std::string() : "'" + v + "' is not a positive whole number";
+            },
+            "N"));
   }
   try {
     app.parse(argc, argv);
