@@ -49,6 +49,9 @@ struct Layout {
   uint64_t arena_bytes = 0;
 };
 
+// Drops the resident pages of a file-mapped weight (weights.cpp); no-op for memory the plan owns.
+void release_pages(const Model& m, const Tensor& t);
+
 class Plan {
  public:
   // `parent`: the plan of the graph enclosing `g` (a subgraph's), whose constants the
@@ -104,14 +107,16 @@ class Plan {
   void plan_layouts();
   void consumed(ValueId v, bool shape_still_read = false);
   void resolve_deferred(ValueId v);
+  void pack_weights(std::vector<size_t> to_prepare);  // weights.cpp
+  void drop_unread_constants();
   std::shared_ptr<const void> prepare_from_transpose(const Step& s, const KernelDef* k);
   std::optional<InPlaceB> in_place_b(ValueId b);
   std::shared_ptr<const void> prepare_in_place(Step& s, const KernelDef* k);
   std::vector<uint8_t> folded_;
-  std::vector<TensorId> deferred_;
-  std::vector<uint8_t> shape_kept_;
+  std::vector<TensorId> deferred_;  // per value: a deferred initializer not computed yet
+  std::vector<uint8_t> shape_kept_;  // per value: a packing reader still reads its shape
   std::vector<NodeId> lazy_fold_;    // per value: the weight Transpose that folds when needed
-  bool weight_transpose(NodeId n) const;  // per value: a packing reader still reads its shape  // per value: a deferred initializer not computed yet
+  bool weight_transpose(NodeId n) const;
   std::vector<uint32_t> remaining_;  // plan-time readers left per value
   std::map<GraphId, std::unique_ptr<Plan>> subplans_;
   mutable std::mutex mu_;
