@@ -74,28 +74,38 @@ inline void square_exact(V x, V& h, V& l) {
   }
 }
 
+// c[0] + c[1] x + ... + c[N-1] x^(N-1), Horner with fused multiply-adds. xsimd's horner rounds
+// the product and the sum apart here (-ffp-contract=off), so each coefficient costs a dependent
+// mul + add: xsimd's two erfc polynomials alone kept vgelu at ~110 cycles a vector (perf annotate
+// of BM_Gelu_1M, 2026-11-27), latency-bound.
+template <std::size_t N>
+inline V horner(V x, const float (&c)[N]) {
+  V p(c[N - 1]);
+  for (std::size_t i = N - 1; i-- > 0;) p = vfma(p, x, V(c[i]));
+  return p;
+}
+
 // erfc(t) for t >= 0 given e = exp(-t^2) (computed accurately by the caller). Below 1.5 it uses
-// xsimd's erfc polynomials in z = t / (1 + t); above, z loses resolution, so
-// erfc(t) = e / t * g(1 / t^2), g a degree-9 least-squares fit of t e^(t^2) erfc(t) on
-// [1.5, 11] (1.7 ulp evaluated in float; fitted for this file with numpy + mpmath).
+// xsimd's float erfc polynomials (its erf_kernel's erfc2 / erfc3 coefficients, evaluated with
+// FMA) in z = t / (1 + t); above, z loses resolution, so erfc(t) = e / t * g(1 / t^2), g a
+// degree-9 least-squares fit of t e^(t^2) erfc(t) on [1.5, 11] (1.7 ulp evaluated in float;
+// fitted for this file with numpy + mpmath).
 inline V verfc_pos(V t, V e) {
-  using Kernel = xsimd::kernel::detail::erf_kernel<V>;
+  static constexpr float kErfc2[] = {5.392844046572836e-01f, -1.137035586823118e+00f, 1.603704761054187e-01f,
+                                     3.843569094305250e-01f, 1.420508523645926e-01f,  1.562764709849380e-01f,
+                                     -1.364514006347145e+00f, 3.260765682222576e+00f, -6.409487379234005e+00f,
+                                     6.702908785399893e+00f, -2.628299919293280e+00f};
+  static constexpr float kErfc3[] = {9.9999988e-01f, -1.2834737e-01f, -1.2585020e+00f, -1.9732213e+00f, -2.3560498e+00f,
+                                     6.7576951e-01f, -2.2632651e+00f, 2.4271545e+00f,  2.1319498e+01f};
+  static constexpr float kTail[] = {5.641894341e-01f, -2.820671499e-01f, 4.215421975e-01f, -1.012775421e+00f,
+                                    2.952199936e+00f, -8.199786186e+00f, 1.805229950e+01f, -2.749238777e+01f,
+                                    2.502806282e+01f, -1.013871861e+01f};
   const V z = t / (V(1.f) + t);
   const V inv = V(1.f) / t;
-  const V u = inv * inv;
-  V g(-1.013871861e+01f);
-  g = vfma(g, u, V(2.502806282e+01f));
-  g = vfma(g, u, V(-2.749238777e+01f));
-  g = vfma(g, u, V(1.805229950e+01f));
-  g = vfma(g, u, V(-8.199786186e+00f));
-  g = vfma(g, u, V(2.952199936e+00f));
-  g = vfma(g, u, V(-1.012775421e+00f));
-  g = vfma(g, u, V(4.215421975e-01f));
-  g = vfma(g, u, V(-2.820671499e-01f));
-  g = vfma(g, u, V(5.641894341e-01f));
-  const V tail = e * (inv * g);  // e last: it may be near the subnormal range
-  const V mid = e * Kernel::erfc2(z - V(0.4f));
-  return xsimd::select(t < V(2.f / 3.f), Kernel::erfc3(z), xsimd::select(t < V(1.5f), mid, tail));
+  const V tail = e * (inv * horner(inv * inv, kTail));  // e last: it may be near the subnormal range
+  const V mid = e * horner(z - V(0.4f), kErfc2);
+  const V low = (V(1.f) - z) * horner(z, kErfc3);
+  return xsimd::select(t < V(2.f / 3.f), low, xsimd::select(t < V(1.5f), mid, tail));
 }
 
 // 0.5 x erfc(-x / sqrt 2), keeping relative accuracy in the negative tail: exp(-x^2 / 2) comes
