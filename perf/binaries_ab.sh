@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two onnxforge binaries on the same models, alternating (the machine is shared and noisy):
 # ROUNDS rounds of `bench --min-time SECS` per binary per model, then the median of each
-# binary's per-round medians and their ratio (new/old). For refactors that must not slow the
+# binary's per-round medians, their ratio (new/old), and the median of the per-round ratios. For refactors that must not slow the
 # runtime (issue 12: "bench --vs of the old and new binaries shows no slowdown beyond noise").
 #
 #   perf/binaries_ab.sh OLD_BINARY NEW_BINARY MODEL[:DIM=N,...]...
@@ -10,7 +10,7 @@ set -euo pipefail
 old=$1 new=$2
 shift 2
 ROUNDS=${ROUNDS:-5} SECS=${SECS:-2} THREADS=${THREADS:-2}
-printf '%-28s %10s %10s %8s\n' model old_ms new_ms new/old
+printf '%-28s %10s %10s %8s %14s\n' model old_ms new_ms new/old "paired (range)"
 for spec in "$@"; do
   model=${spec%%:*}
   dims=()
@@ -24,6 +24,9 @@ for spec in "$@"; do
 import statistics, sys
 name, o, n = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
 mo, mn = statistics.median(o), statistics.median(n)
-print(f"{name:28s} {mo:10.2f} {mn:10.2f} {mn / mo:8.3f}")
+# The host's speed drifts by 30% over seconds (other tenants): the ratio of each round's
+# back-to-back pair is steadier than the ratio of the medians.
+r = sorted(b / a for a, b in zip(o, n))
+print(f"{name:28s} {mo:10.2f} {mn:10.2f} {mn / mo:8.3f} {statistics.median(r):6.3f} ({r[0]:.2f}-{r[-1]:.2f})")
 PY
 done
