@@ -1,9 +1,13 @@
 // The plan of one graph: topological order, one kernel per node, plan-time folding, kernel
 // preparation, the fusions (fusions.cpp), and each value's last reader; weights are packed,
-// released or copied in weights.cpp. Channels-last planning and the arena are in layout.cpp, execution in frame.cpp.
+// released or copied in weights.cpp. Channels-last planning and the arena are in layout.cpp,
+// execution in frame.cpp.
 #include "runtime/plan.h"
 
+#include <algorithm>
+
 #include "ir/error.h"
+#include "ir/match.h"
 #include "ir/topo.h"
 #include "ir/uses.h"
 #include "runtime/fusions.h"
@@ -14,6 +18,50 @@ std::string_view norm_domain(Sym d) {
   std::string_view s = str(d);
   return s == "ai.onnx" ? std::string_view{} : s;
 }
+
+namespace {
+
+// split_attention (fusions.cpp) fuses a Split into the Attention that reads its three outputs
+// only if the Attention's other inputs exist when the Split's step is planned. An export may
+// compute them later: BERT's padding mask (Unsqueeze, Cast, Sub, Mul, Expand) came after the
+// first layer's QKV Split, so that layer kept its Split (a 1.2 MB copy per run). Their
+// producers that do not depend on the Split move to just before it, in their own order.
+void hoist_attention_inputs(const Graph& g, const Uses& uses, std::vector<NodeId>& order) {
+  std::vector<int64_t> pos(g.node_capacity(), -1);
+  auto renumber = [&] {
+    for (size_t i = 0; i < order.size(); ++i) pos[order[i].index()] = static_cast<int64_t>(i);
+  };
+  renumber();
+  for (size_t i = 0; i < order.size(); ++i) {
+    const NodeId split = order[i];
+    if (!g.is_op(split, "Split") || g.outputs(split).empty() || !g.output(split, 0).valid()) continue;
+    const Use u = single_use(uses, g.output(split, 0));
+    if (!u.node.valid() || !g.is_op(u.node, "Attention") || u.slot != 0) continue;
+    // The cone of producers after the Split that the Attention's inputs past Q, K, V need.
+    std::vector<NodeId> cone, stack;
+    std::vector<uint8_t> seen(g.node_capacity(), 0);
+    bool depends = false;
+    for (size_t k = 3; k < g.inputs(u.node).size(); ++k) stack.push_back(g.producer(g.input(u.node, k)));
+    while (!stack.empty() && !depends) {
+      const NodeId n = stack.back();
+      stack.pop_back();
+      if (!n.valid() || seen[n.index()] || pos[n.index()] < static_cast<int64_t>(i)) continue;
+      seen[n.index()] = 1;
+      depends = n == split;
+      cone.push_back(n);
+      for (ValueId v : g.inputs(n)) stack.push_back(g.producer(v));
+      for (ValueId v : g.implicit_inputs(n)) stack.push_back(g.producer(v));
+    }
+    if (depends || cone.empty()) continue;
+    std::sort(cone.begin(), cone.end(), [&](NodeId a, NodeId b) { return pos[a.index()] < pos[b.index()]; });
+    std::erase_if(order, [&](NodeId n) { return seen[n.index()] != 0; });
+    order.insert(order.begin() + static_cast<std::ptrdiff_t>(i), cone.begin(), cone.end());
+    i += cone.size();
+    renumber();
+  }
+}
+
+}  // namespace
 
 std::string node_desc(const Graph& g, NodeId n) {
   std::string d(norm_domain(g.domain(n)));
@@ -70,6 +118,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
   }
   std::vector<NodeId> order = topological_order(g);
   Uses uses(g);
+  if (opts.fuse_activations) hoist_attention_inputs(g, uses, order);
   remaining_.assign(nv, 0);
   for (uint32_t v = 0; v < nv; ++v) remaining_[v] = static_cast<uint32_t>(uses.count(ValueId{v})) + graph_output[v];
   std::vector<uint8_t> skipped(g.node_capacity(), 0);

@@ -761,21 +761,27 @@ TEST(TransformerOpsFusion, GeluAndSwishInTheMatMulEpilogue) {
 // and V in place from the Split's input (split_attention_kernel): the same bits as the Split
 // and the Attention run apart, for 3-D MHA and GQA with a mask, causal with a past cache (the
 // present outputs too), uneven sizes from num_outputs, and a 4-D input (copied parts); and no
-// fusion where a part is also read elsewhere or the Split is not on the last axis.
+// fusion where a part is also read elsewhere or the Split is not on the last axis. A mask
+// computed after the Split in the graph's node order (BERT's first layer) is planned before it;
+// a mask computed from the Split's K part cannot be, and nothing fuses.
 TEST(TransformerOpsFusion, SplitIntoAttentionReadsQkvInPlace) {
+  enum class Mask { Input, After, FromK };
   struct Case {
     const char* name;
     int64_t B, S, Hq, Hkv, D;
     bool mask, past, four_d, num_outputs, extra_use, axis1;
+    Mask mask_from;
     size_t fused;
   };
   const Case cases[] = {
-      {"mha mask", 1, 70, 4, 4, 16, true, false, false, false, false, false, 1},
-      {"gqa causal past", 2, 9, 4, 2, 8, false, true, false, false, false, false, 1},
-      {"num_outputs", 2, 5, 3, 3, 5, false, false, false, true, false, false, 1},
-      {"4-d", 2, 6, 2, 2, 8, true, false, true, false, false, false, 1},
-      {"part also a graph output", 1, 5, 2, 2, 8, false, false, false, false, true, false, 0},
-      {"axis 1", 1, 6, 2, 2, 8, false, false, false, false, false, true, 0},
+      {"mha mask", 1, 70, 4, 4, 16, true, false, false, false, false, false, Mask::Input, 1},
+      {"gqa causal past", 2, 9, 4, 2, 8, false, true, false, false, false, false, Mask::Input, 1},
+      {"num_outputs", 2, 5, 3, 3, 5, false, false, false, true, false, false, Mask::Input, 1},
+      {"4-d", 2, 6, 2, 2, 8, true, false, true, false, false, false, Mask::Input, 1},
+      {"part also a graph output", 1, 5, 2, 2, 8, false, false, false, false, true, false, Mask::Input, 0},
+      {"axis 1", 1, 6, 2, 2, 8, false, false, false, false, false, true, Mask::Input, 0},
+      {"mask computed after the split", 1, 12, 2, 2, 8, true, false, false, false, false, false, Mask::After, 1},
+      {"mask computed from k", 1, 12, 2, 2, 8, true, false, false, false, false, false, Mask::FromK, 0},
   };
   uint32_t seed = 500;
   for (const Case& c : cases) {
@@ -808,7 +814,14 @@ TEST(TransformerOpsFusion, SplitIntoAttentionReadsQkvInPlace) {
     int64_t heads_q = c.Hq, heads_kv = c.Hkv;
     if (c.num_outputs) heads_q = heads_kv = 1;  // parts of 16, 16 and 15 columns: one head each, Dv 15
     attrs = {NewAttr::Int("q_num_heads", heads_q), NewAttr::Int("kv_num_heads", heads_kv)};
-    if (c.mask) ins.push_back(feed("mask", {1, 1, c.S, c.S}, 1.f));
+    if (c.mask) {
+      ValueId mask = feed("mask", {1, 1, c.S, c.S}, 1.f);
+      // Nodes added now come after the Split in the graph's order.
+      if (c.mask_from == Mask::After) mask = m.node("Mul", {mask, m.f32("half", {}, {0.5f})});
+      if (c.mask_from == Mask::FromK)
+        mask = m.node("Add", {mask, m.node("ReduceMax", {qkv[1]}, {NewAttr::Int("keepdims", 0)})});
+      ins.push_back(mask);
+    }
     size_t outs = 1;
     if (c.past) {
       ins.resize(4);
