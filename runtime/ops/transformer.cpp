@@ -312,38 +312,47 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
 
 void attention(OpContext& c) { run_attention(c, c.input(0), c.input(1), c.input(2)); }
 
-// Split(last axis, three parts) -> 3-D Attention as one step (split_attention_kernel()): Q, K and
-// V are read in place as column ranges of the Split's input, never copied out.
+// Split(three parts) -> 3-D Attention as one step (split_attention_kernel()): split on the last
+// axis, Q, K and V are read in place as column ranges of the Split's input, never copied out.
 void split_attention(OpContext& c) {
   const auto& st = *static_cast<const SplitAttentionState*>(c.state);
   const Tensor& x = c.input(0);
   if (x.dtype != DType::Float) c.error("Q, K and V must be float32, float16 or bfloat16, got " + std::string(dtype_name(x.dtype)));
-  const int64_t width = x.rank() > 0 ? x.shape.back() : 0;
+  int64_t axis = c.attr_i("axis", 0);
+  if (axis < -x.rank() || axis >= x.rank())
+    c.error("axis " + std::to_string(axis) + " is out of range for an input of shape " + shape_str(x.shape));
+  if (axis < 0) axis += x.rank();
+  const int64_t dim = x.shape[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
   if (const Tensor* sp = c.in(SplitAttentionState::kSplitInput)) sizes = ints_of(*sp);
   else if (c.has_attr("split")) sizes.assign(c.attr_ints("split").begin(), c.attr_ints("split").end());
-  else if (width % 3 == 0) sizes.assign(3, width / 3);
-  else sizes = {(width + 2) / 3, (width + 2) / 3, width - 2 * ((width + 2) / 3)};  // Split-18's uneven last part
-  if (x.rank() < 1 || sizes.size() != 3 || sizes[0] < 0 || sizes[1] < 0 || sizes[2] < 0 ||
-      sizes[0] + sizes[1] + sizes[2] != width)
-    c.error("the Split before this Attention needs three sizes adding up to the last dim of " + shape_str(x.shape) +
-            ", got " + shape_str(sizes));
-  // 3-D: views of the three column ranges, their shapes the Split's outputs', their rows `width`
-  // elements apart (run_attention reads them through the row strides only). Another rank (4-D
-  // Q, K, V split on the head size) gets copies, as the Split would have made.
+  else if (dim % 3 == 0) sizes.assign(3, dim / 3);
+  else sizes = {(dim + 2) / 3, (dim + 2) / 3, dim - 2 * ((dim + 2) / 3)};  // Split-18's uneven last part
+  if (sizes.size() != 3 || sizes[0] < 0 || sizes[1] < 0 || sizes[2] < 0 || sizes[0] + sizes[1] + sizes[2] != dim)
+    c.error("the Split before this Attention needs three sizes adding up to dim " + std::to_string(axis) + " of " +
+            shape_str(x.shape) + ", got " + shape_str(sizes));
+  // 3-D split on the last axis: views of the three column ranges, their shapes the Split's
+  // outputs', their rows `width` elements apart (run_attention reads them through the row
+  // strides only). Another rank or axis (4-D Q, K, V split on the head size) gets copies, as the
+  // Split would have made.
+  const bool views = x.rank() == 3 && axis == 2;
+  const int64_t width = x.shape.back();
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t outer = dim * inner > 0 ? x.numel() / (dim * inner) : 0;
   Tensor parts[3];
-  const int64_t rows = width > 0 ? x.numel() / width : 0;
   int64_t start = 0;
   for (size_t i = 0; i < 3; ++i) {
     Shape ps = x.shape;
-    ps.back() = sizes[i];
-    if (x.rank() == 3) {
+    ps[static_cast<size_t>(axis)] = sizes[i];
+    if (views) {
       parts[i] = Tensor::view(DType::Float, ps, x.data + static_cast<size_t>(start) * sizeof(float));
     } else {
       parts[i] = Tensor::alloc(DType::Float, ps);
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(parts[i].ptr<float>() + r * sizes[i], x.ptr<float>() + r * width + start,
-                    static_cast<size_t>(sizes[i]) * sizeof(float));
+      const int64_t run = sizes[i] * inner;
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(parts[i].ptr<float>() + o * run, x.ptr<float>() + (o * dim + start) * inner,
+                    static_cast<size_t>(run) * sizeof(float));
     }
     start += sizes[i];
   }
@@ -355,7 +364,7 @@ void split_attention(OpContext& c) {
     ~AsAttention() { c.node = split; }
   } restore{c, c.node};
   c.node = st.attention;
-  run_attention(c, parts[0], parts[1], parts[2], x.rank() == 3 ? ld : nullptr);
+  run_attention(c, parts[0], parts[1], parts[2], views ? ld : nullptr);
 }
 
 // Swish-24: x * sigmoid(alpha * x). alpha = 1 is simd's Silu; otherwise sigmoid(alpha x) on

@@ -760,28 +760,31 @@ TEST(TransformerOpsFusion, GeluAndSwishInTheMatMulEpilogue) {
 // A fused QKV projection's Split read only by one Attention runs as one step that reads Q, K
 // and V in place from the Split's input (split_attention_kernel): the same bits as the Split
 // and the Attention run apart, for 3-D MHA and GQA with a mask, causal with a past cache (the
-// present outputs too), uneven sizes from num_outputs, and a 4-D input (copied parts); and no
-// fusion where a part is also read elsewhere or the Split is not on the last axis. A mask
-// computed after the Split in the graph's node order (BERT's first layer) is planned before it;
-// a mask computed from the Split's K part cannot be, and nothing fuses.
+// present outputs too), uneven sizes from num_outputs, the last axis written as 2 (GPT-2's
+// export), and with copies for a 4-D input or a split on another axis; and no fusion where a
+// part is also read elsewhere. A mask computed after the Split in the graph's node order
+// (BERT's first layer) is planned before it; a mask computed from the Split's K part cannot
+// be, and nothing fuses.
 TEST(TransformerOpsFusion, SplitIntoAttentionReadsQkvInPlace) {
   enum class Mask { Input, After, FromK };
   struct Case {
     const char* name;
     int64_t B, S, Hq, Hkv, D;
-    bool mask, past, four_d, num_outputs, extra_use, axis1;
+    bool mask, past, four_d, num_outputs, extra_use;
+    int64_t axis;
     Mask mask_from;
     size_t fused;
   };
   const Case cases[] = {
-      {"mha mask", 1, 70, 4, 4, 16, true, false, false, false, false, false, Mask::Input, 1},
-      {"gqa causal past", 2, 9, 4, 2, 8, false, true, false, false, false, false, Mask::Input, 1},
-      {"num_outputs", 2, 5, 3, 3, 5, false, false, false, true, false, false, Mask::Input, 1},
-      {"4-d", 2, 6, 2, 2, 8, true, false, true, false, false, false, Mask::Input, 1},
-      {"part also a graph output", 1, 5, 2, 2, 8, false, false, false, false, true, false, Mask::Input, 0},
-      {"axis 1", 1, 6, 2, 2, 8, false, false, false, false, false, true, Mask::Input, 0},
-      {"mask computed after the split", 1, 12, 2, 2, 8, true, false, false, false, false, false, Mask::After, 1},
-      {"mask computed from k", 1, 12, 2, 2, 8, true, false, false, false, false, false, Mask::FromK, 0},
+      {"mha mask", 1, 70, 4, 4, 16, true, false, false, false, false, -1, Mask::Input, 1},
+      {"gqa causal past", 2, 9, 4, 2, 8, false, true, false, false, false, -1, Mask::Input, 1},
+      {"num_outputs", 2, 5, 3, 3, 5, false, false, false, true, false, -1, Mask::Input, 1},
+      {"4-d", 2, 6, 2, 2, 8, true, false, true, false, false, -1, Mask::Input, 1},
+      {"part also a graph output", 1, 5, 2, 2, 8, false, false, false, false, true, -1, Mask::Input, 0},
+      {"axis 1", 1, 6, 2, 2, 8, false, false, false, false, false, 1, Mask::Input, 1},
+      {"axis 2 of 3-d", 2, 7, 3, 1, 8, true, false, false, false, false, 2, Mask::Input, 1},
+      {"mask computed after the split", 1, 12, 2, 2, 8, true, false, false, false, false, -1, Mask::After, 1},
+      {"mask computed from k", 1, 12, 2, 2, 8, true, false, false, false, false, -1, Mask::FromK, 0},
   };
   uint32_t seed = 500;
   for (const Case& c : cases) {
@@ -790,7 +793,7 @@ TEST(TransformerOpsFusion, SplitIntoAttentionReadsQkvInPlace) {
     const int64_t width = (c.Hq + 2 * c.Hkv) * c.D + (c.num_outputs ? 1 : 0);
     std::vector<int64_t> xs = c.four_d ? std::vector<int64_t>{c.B, c.Hq, c.S, 3 * c.D}
                                        : std::vector<int64_t>{c.B, c.S, width};
-    if (c.axis1) xs = {c.B, 3 * c.S, c.Hq * c.D};
+    if (c.axis == 1) xs = {c.B, 3 * c.S, c.Hq * c.D};
     std::vector<std::pair<std::string, rt::Tensor>> feeds;
     auto feed = [&](const std::string& name, const std::vector<int64_t>& shape, float sd) {
       int64_t n = 1;
@@ -800,10 +803,10 @@ TEST(TransformerOpsFusion, SplitIntoAttentionReadsQkvInPlace) {
     };
     ValueId x = feed("x", xs, 1.5f);
     std::vector<ValueId> split_in{x};
-    std::vector<NewAttr> split_attrs{NewAttr::Int("axis", c.axis1 ? 1 : -1)};
+    std::vector<NewAttr> split_attrs{NewAttr::Int("axis", c.axis)};
     if (c.num_outputs) {
       split_attrs.push_back(NewAttr::Int("num_outputs", 3));
-    } else if (!c.four_d && !c.axis1) {
+    } else if (!c.four_d && c.axis != 1) {
       split_in.push_back(m.i64("sizes", {c.Hq * c.D, c.Hkv * c.D, c.Hkv * c.D}));
     } else if (c.four_d) {
       split_in.push_back(m.i64("sizes", {c.D, c.D, c.D}));
