@@ -52,6 +52,11 @@ void BM_Conv(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Conv)->Apply(onnxforge::perf::resnet50_conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Conv)
+    ->Name("BM_Conv/unet")
+    ->Apply(onnxforge::perf::unet_conv_args)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -49,6 +49,11 @@ void BM_ConvNhwc(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ConvNhwc)->Apply(onnxforge::perf::resnet50_conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ConvNhwc)
+    ->Name("BM_ConvNhwc/unet")
+    ->Apply(onnxforge::perf::unet_conv_args)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -45,6 +45,16 @@ inline void resnet50_conv_args(benchmark::internal::Benchmark* b) {
     for (const ResNetConv& s : kResNet50Convs) b->Args({s.c, s.m, s.hw, s.k, s.s, s.acc, s.count, threads});
 }
 
+// Large-spatial 3x3 convs of a U-Net (ISNet at 1024x1024: 512x512 stages of 64 channels, their
+// 128-channel decoder inputs, and a 256x256 stage), same argument layout (count 1), to compare
+// the NCHW implicit GEMM with the channels-last one where the planes are megabytes apart.
+inline void unet_conv_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"C", "M", "in", "k", "s", "acc", "count", "threads"});
+  constexpr std::int64_t kShapes[][3] = {{64, 64, 512}, {128, 64, 512}, {64, 64, 256}, {128, 128, 256}};
+  for (int threads : {1, 2})
+    for (const auto& s : kShapes) b->Args({s[0], s[1], s[2], 3, 1, 0, 1, threads});
+}
+
 // The conv of a benchmark's args ("same" padding).
 inline simd::ConvParams resnet50_conv_params(const benchmark::State& state) {
   const std::int64_t c = state.range(0), m = state.range(1), hw = state.range(2), k = state.range(3),
