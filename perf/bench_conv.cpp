@@ -51,12 +51,7 @@ void BM_Conv(benchmark::State& state) {
                  (simd::conv_prefers_direct(p) ? " direct" : packed ? " packed" : ""));
 }
 
-BENCHMARK(BM_Conv)->Apply(onnxforge::perf::resnet50_conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Conv)
-    ->Name("BM_Conv/unet")
-    ->Apply(onnxforge::perf::unet_conv_args)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+const int registered = onnxforge::perf::register_conv_shapes("BM_Conv", BM_Conv);
 
 }  // namespace
 

@@ -48,12 +48,7 @@ void BM_ConvNhwc(benchmark::State& state) {
   state.SetLabel(std::string(simd::active_isa()) + (k == 1 && s == 1 ? " gemm" : " igemm"));
 }
 
-BENCHMARK(BM_ConvNhwc)->Apply(onnxforge::perf::resnet50_conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_ConvNhwc)
-    ->Name("BM_ConvNhwc/unet")
-    ->Apply(onnxforge::perf::unet_conv_args)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+const int registered = onnxforge::perf::register_conv_shapes("BM_ConvNhwc", BM_ConvNhwc);
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "simd/conv.h"
@@ -53,6 +54,16 @@ inline void unet_conv_args(benchmark::internal::Benchmark* b) {
   constexpr std::int64_t kShapes[][3] = {{64, 64, 512}, {128, 64, 512}, {64, 64, 256}, {128, 128, 256}};
   for (int threads : {1, 2})
     for (const auto& s : kShapes) b->Args({s[0], s[1], s[2], 3, 1, 0, 1, threads});
+}
+
+// Registers a conv benchmark on the ResNet-50 shapes as NAME and on the U-Net shapes as NAME/unet.
+inline int register_conv_shapes(const char* name, void (*fn)(benchmark::State&)) {
+  benchmark::RegisterBenchmark(name, fn)->Apply(resnet50_conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark((std::string(name) + "/unet").c_str(), fn)
+      ->Apply(unet_conv_args)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  return 0;
 }
 
 // The conv of a benchmark's args ("same" padding).
