@@ -127,10 +127,19 @@ struct Tile {
   const std::int32_t* colfac;   // tile's first column, or nullptr when the product term is 0
   const std::int32_t* rowfac;   // tile's first row
   const std::int32_t* rowterm;  // tile's first row, or nullptr (0)
-  // conv8 on VNNI: when set, the tile's columns are one run of the output and row i is converted
-  // and stored from the registers at out's channel m0 + i, position `at` (c is not written).
+  // conv8 on VNNI: when set, row i is converted and stored from the registers to out's channel
+  // m0 + i, segment by segment (c is not written).
   const Conv8Output* out;
-  std::size_t m0, at;
+  std::size_t m0;
+  const struct Seg* segs;
+  std::size_t nseg;
+};
+
+// A run of a conv8 tile's columns that lands contiguously in the output: columns [j, j + n) at
+// output position `at` onwards; lanes: bit c set for the columns of the run.
+struct Seg {
+  std::size_t j, n, at;
+  std::uint32_t lanes;
 };
 
 // kSwap: the broadcast (A) operand is the signed one and the vector (B) operand the unsigned
@@ -211,39 +220,86 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
   }
 }
 
-// 16 sums of output channel m at positions [at, at + 16) (lanes in k) to the output, with its
-// epilogue (Conv8Output): per lane the same IEEE steps in the same order as store_row's SSE, so
-// the bytes do not depend on the kernel. The masked forms with every lane set: the unmasked
-// ones pass an undefined source that GCC 12 reports as maybe-uninitialized.
-__attribute__((target("avx512f,avx512bw"))) inline void store16(const Conv8Output& o, std::size_t m, std::size_t at,
-                                                                 __m512i v, __mmask16 k) {
+// store_segments' conversions: int32 + b, times mu, rounded half to even, + z, clamped to
+// [lo, hi] as int32 (requantization); float(v) * mu (+ bias), max(lo, .), min(hi, .)
+// (dequantization with Relu / Clip). The masked forms with every lane set: the unmasked ones
+// pass an undefined source that GCC 12 reports as maybe-uninitialized.
+__attribute__((target("avx512f"))) inline __m512i requant16(__m512i v, __m512i b, __m512 mu, __m512 z, __m512 lo,
+                                                            __m512 hi) {
   constexpr __mmask16 all = 0xFFFF;
+  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_add_epi32(v, b));
+  f = _mm512_mask_mul_ps(f, all, f, mu);
+  f = _mm512_mask_roundscale_ps(f, all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  f = _mm512_mask_add_ps(f, all, f, z);
+  f = _mm512_mask_max_ps(f, all, f, lo);
+  f = _mm512_mask_min_ps(f, all, f, hi);
+  return _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, f);
+}
+
+__attribute__((target("avx512f"))) inline __m512 dequant16(__m512i v, __m512 mu, bool has_bias, __m512 bias,
+                                                           bool has_lo, __m512 lo, bool has_hi, __m512 hi) {
+  constexpr __mmask16 all = 0xFFFF;
+  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, v);
+  f = _mm512_mask_mul_ps(f, all, f, mu);
+  if (has_bias) f = _mm512_mask_add_ps(f, all, f, bias);
+  if (has_lo) f = _mm512_mask_max_ps(f, all, lo, f);
+  if (has_hi) f = _mm512_mask_min_ps(f, all, hi, f);
+  return f;
+}
+
+// The 32 sums of output channel m (columns in v0 lanes 0-15, v1 lanes 16-31) to the output with
+// its epilogue (Conv8Output), each segment by masked stores whose lane c lands at at + c - j:
+// the masked-off lanes are never accessed. Per lane the same IEEE steps in the same order as
+// store_row's SSE, so the bytes do not depend on the kernel.
+__attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Conv8Output& o, std::size_t m,
+                                                                        const Seg* segs, std::size_t nseg, __m512i v0,
+                                                                        __m512i v1) {
+  // Element address of column c of segment s, as an integer (before the row's start for the
+  // masked-off lanes of a segment that starts mid-tile).
+  auto base = [&](const Seg& sg, std::size_t elem) {
+    return static_cast<std::uintptr_t>(m * o.ld + sg.at) * elem - sg.j * elem;
+  };
   if (o.i32) {
-    _mm512_mask_storeu_epi32(o.i32 + m * o.ld + at, k, v);
+    const auto row = reinterpret_cast<std::uintptr_t>(o.i32);
+    for (std::size_t s = 0; s < nseg; ++s) {
+      const auto p = reinterpret_cast<std::int32_t*>(row + base(segs[s], 4));
+      _mm512_mask_storeu_epi32(p, static_cast<__mmask16>(segs[s].lanes), v0);
+      _mm512_mask_storeu_epi32(p + 16, static_cast<__mmask16>(segs[s].lanes >> 16), v1);
+    }
     return;
   }
   const __m512 mu = _mm512_set1_ps(o.mult[o.mult_count > 1 ? m : 0]);
   if (o.q8) {
-    if (o.acc_bias) v = _mm512_add_epi32(v, _mm512_set1_epi32(o.acc_bias[m]));
-    __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, v);
-    f = _mm512_mask_mul_ps(f, all, f, mu);
-    f = _mm512_mask_roundscale_ps(f, all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    f = _mm512_mask_add_ps(f, all, f, _mm512_set1_ps(o.q8_zero));
-    f = _mm512_mask_max_ps(f, all, f, _mm512_set1_ps(o.q8_signed ? -128.f : 0.f));
-    f = _mm512_mask_min_ps(f, all, f, _mm512_set1_ps(o.q8_signed ? 127.f : 255.f));
-    const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, f);
-    auto* dst = static_cast<std::uint8_t*>(o.q8) + m * o.ld + at;
-    if (o.q8_signed) _mm512_mask_cvtsepi32_storeu_epi8(dst, k, q);
-    else _mm512_mask_cvtusepi32_storeu_epi8(dst, k, q);
+    const __m512 z = _mm512_set1_ps(o.q8_zero), lo = _mm512_set1_ps(o.q8_signed ? -128.f : 0.f),
+                 hi = _mm512_set1_ps(o.q8_signed ? 127.f : 255.f);
+    const __m512i b = _mm512_set1_epi32(o.acc_bias ? o.acc_bias[m] : 0);
+    const __m512i q0 = requant16(v0, b, mu, z, lo, hi), q1 = requant16(v1, b, mu, z, lo, hi);
+    const auto row = reinterpret_cast<std::uintptr_t>(o.q8);
+    for (std::size_t s = 0; s < nseg; ++s) {
+      auto* p = reinterpret_cast<void*>(row + base(segs[s], 1));
+      auto* p16 = reinterpret_cast<void*>(row + base(segs[s], 1) + 16);
+      const auto k0 = static_cast<__mmask16>(segs[s].lanes), k1 = static_cast<__mmask16>(segs[s].lanes >> 16);
+      if (o.q8_signed) {
+        _mm512_mask_cvtsepi32_storeu_epi8(p, k0, q0);
+        _mm512_mask_cvtsepi32_storeu_epi8(p16, k1, q1);
+      } else {
+        _mm512_mask_cvtusepi32_storeu_epi8(p, k0, q0);
+        _mm512_mask_cvtusepi32_storeu_epi8(p16, k1, q1);
+      }
+    }
     return;
   }
-  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, v);
-  f = _mm512_mask_mul_ps(f, all, f, mu);
-  if (o.bias) f = _mm512_mask_add_ps(f, all, f, _mm512_set1_ps(o.bias[o.bias_count > 1 ? m : 0]));
   const bool relu = o.act.op == UnaryOp::Relu, clip = o.act.op == UnaryOp::Clip;
-  if (relu || clip) f = _mm512_mask_max_ps(f, all, _mm512_set1_ps(relu ? 0.f : o.act.alpha), f);
-  if (clip) f = _mm512_mask_min_ps(f, all, _mm512_set1_ps(o.act.beta), f);
-  _mm512_mask_storeu_ps(o.f32 + m * o.ld + at, k, f);
+  const __m512 bias = _mm512_set1_ps(o.bias ? o.bias[o.bias_count > 1 ? m : 0] : 0.f),
+               lo = _mm512_set1_ps(relu ? 0.f : o.act.alpha), hi = _mm512_set1_ps(o.act.beta);
+  const __m512 f0 = dequant16(v0, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
+  const __m512 f1 = dequant16(v1, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
+  const auto row = reinterpret_cast<std::uintptr_t>(o.f32);
+  for (std::size_t s = 0; s < nseg; ++s) {
+    const auto p = reinterpret_cast<float*>(row + base(segs[s], 4));
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>(segs[s].lanes), f0);
+    _mm512_mask_storeu_ps(p + 16, static_cast<__mmask16>(segs[s].lanes >> 16), f1);
+  }
 }
 
 template <bool kSwap>
@@ -289,8 +345,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
     __m512i v0 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][0], ct0), rt), _mm512_mullo_epi32(zb0, rs));
     __m512i v1 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][1], ct1), rt), _mm512_mullo_epi32(zb1, rs));
     if (t.out) {
-      store16(*t.out, t.m0 + i, t.at, v0, m0);
-      if (m1) store16(*t.out, t.m0 + i, t.at + 16, v1, m1);
+      store_segments(*t.out, t.m0 + i, t.segs, t.nseg, v0, v1);
       continue;
     }
     std::int32_t* c = t.c + i * t.ldc;
@@ -425,6 +480,7 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
                nullptr,
                nullptr,
                0,
+               nullptr,
                0};
         uk(t);
       }
@@ -660,6 +716,10 @@ void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* 
     rowterm[m] = static_cast<std::int32_t>(static_cast<std::uint32_t>(K) * zxp * static_cast<std::uint32_t>(zwp[m]) -
                                            zxp * static_cast<std::uint32_t>(rowsum[m]));
   const bool zw_zero = Int8Access::zw_zero(w);
+  // One weight zero point for every channel (per-tensor): its term -zw' * colsum(X') is one value
+  // per column, added as the tile's colterm, instead of a vpmulld per tile row (6% of a
+  // 64 -> 256 1x1 conv, perf).
+  const bool zw_uniform = !zw_zero && std::all_of(zwp, zwp + M, [&](std::int32_t z) { return z == zwp[0]; });
   const UKernel uk = ukernel(w.kernel(), true);
   const bool vnni = w.kernel() == Int8Kernel::Vnni;
   const std::uint8_t* w_pack = Int8Access::panels(w);
@@ -676,19 +736,18 @@ void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* 
   // Few blocks (a small plane: ResNet's 28x28 at K = 512 has 5) leave threads idle or uneven, so
   // the channel panels are split too; each split packs the block's patches again (K * 32 bytes
   // per panel against K * 32 * M / splits multiply-adds).
-  const std::size_t threads = parallel ? static_cast<std::size_t>(max_threads()) : 1;
+  // Below 2^18 multiply-adds (gemm8's threshold) waking a helper costs more than it saves.
+  const std::size_t threads = parallel && M * K * Q >= (1u << 18) ? static_cast<std::size_t>(max_threads()) : 1;
   const std::size_t m_splits =
       threads > 1 && n_blocks < 4 * threads ? std::min(m_panels, (4 * threads + n_blocks - 1) / n_blocks) : 1;
   const std::size_t m_per_split = (m_panels + m_splits - 1) / m_splits;
-  struct Seg {
-    std::size_t j, n, at;
-  };
   auto run = [&](std::size_t i0, std::size_t i1) {
     // Per thread: the block's patch panels, their column sums and segments, and the int32 tile.
-    detail::Scratch scratch((block * (x_panel_bytes + g.nr * 4) + g.mr * g.nr * 4) / 4 + 16);
+    detail::Scratch scratch((block * (x_panel_bytes + 2 * g.nr * 4) + g.mr * g.nr * 4) / 4 + 16);
     auto* xp_all = reinterpret_cast<std::uint8_t*>(scratch.data());
     auto* colsum_all = reinterpret_cast<std::int32_t*>(xp_all + block * x_panel_bytes);
-    std::int32_t* tile = colsum_all + block * g.nr;
+    std::int32_t* colterm_all = colsum_all + block * g.nr;  // zw_uniform: -zw' * colsum
+    std::int32_t* tile = colterm_all + block * g.nr;
     std::vector<Seg> segs(block * g.nr);
     std::vector<std::size_t> nseg(block);
     std::size_t packed_block = SIZE_MAX;
@@ -705,6 +764,10 @@ void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* 
         if (valid == g.nr && vnni) c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
         else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2) c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
         pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
+        if (zw_uniform)
+          for (std::size_t j = 0; j < g.nr; ++j)
+            colterm_all[u * g.nr + j] =
+                static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(zwp[0]) * static_cast<std::uint32_t>(colsum[j]));
         // The panel's runs of kept positions (Conv8Positions).
         Seg* sg = segs.data() + u * g.nr;
         std::size_t ns = 0;
@@ -719,10 +782,17 @@ void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* 
             j += pos.row_len - col;
             continue;
           }
-          const std::size_t n = std::min(pos.out_w - col, valid - j);
-          sg[ns++] = {j, n, (slice * pos.out_h + r) * pos.out_w + col};
+          const std::size_t n = std::min(pos.out_w - col, valid - j), at = (slice * pos.out_h + r) * pos.out_w + col;
+          // A run that continues the previous one in the output (a row of an unpadded input
+          // followed by the next row) extends it: one segment per panel for 1x1 convs.
+          if (ns && sg[ns - 1].j + sg[ns - 1].n == j && sg[ns - 1].at + sg[ns - 1].n == at)
+            sg[ns - 1].n += n;
+          else
+            sg[ns++] = {j, n, at, 0};
           j += n;
         }
+        for (std::size_t i = 0; i < ns; ++i)
+          sg[i].lanes = static_cast<std::uint32_t>(((sg[i].n >= 32 ? ~0ull : (1ull << sg[i].n) - 1) << sg[i].j));
         nseg[u] = ns;
       }
       packed_block = bi;
@@ -731,23 +801,24 @@ void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* 
         const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
         for (std::size_t u = 0; u < qp1 - qp0; ++u) {
           const Seg* sg = segs.data() + u * g.nr;
-          // VNNI: a panel that is one run of the output (every position kept) is stored from
-          // the kernel's registers; otherwise through the int32 tile, run by run.
-          const bool in_regs = vnni && nseg[u] == 1 && sg[0].j == 0;
+          // VNNI stores from the kernel's registers, the others through the int32 tile. The
+          // tile path on VNNI took 22% of a 64 -> 256 1x1 conv's time (perf).
+          const bool in_regs = vnni;
           const Tile t{kg,
                        w_pack + mp * w_panel_bytes,
                        xp_all + u * x_panel_bytes,
                        tile,
                        g.nr,
                        rows,
-                       in_regs ? sg[0].n : g.nr,
-                       kZeros,
-                       zw_zero ? nullptr : colsum_all + u * g.nr,
+                       g.nr,
+                       zw_uniform ? colterm_all + u * g.nr : kZeros,
+                       zw_zero || zw_uniform ? nullptr : colsum_all + u * g.nr,
                        zwp + m0,
                        rowterm.data() + m0,
                        in_regs ? &out : nullptr,
                        m0,
-                       in_regs ? sg[0].at : 0};
+                       sg,
+                       nseg[u]};
           uk(t);
           if (in_regs) continue;
           for (std::size_t i = 0; i < rows; ++i)
@@ -851,7 +922,7 @@ void conv8_nd(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::in
             }
       }
     };
-    if (parallel && max_threads() > 1) parallel_chunks(s.C, 1, fill);
+    if (parallel && s.C * chan >= (std::size_t{64} << 10) && max_threads() > 1) parallel_chunks(s.C, 1, fill);
     else fill(0, s.C);
     src = buf;
   }
