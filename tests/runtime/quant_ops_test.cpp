@@ -681,3 +681,35 @@ TEST(QuantOps, QuantizeSpansAgreeAtEveryIsaLevel) {
       ASSERT_EQ(o[0].ptr<uint8_t>()[i], static_cast<uint8_t>(spec(fin[i], scale, zp, 0.f, 255.f))) << "at " << i;
   });
 }
+
+// DynamicQuantizeLinear's range (vectorized min/max, 4 / 16 lanes and threaded chunks): the
+// scale and zero point the spec's formulas give on the extremes, wherever they sit (vector body,
+// tail, another thread's chunk), at every ISA level; NaN elements do not move the range.
+TEST(QuantOps, DynamicQuantizeLinearRangeAtEveryIsaLevel) {
+  std::mt19937 r(11);
+  std::uniform_real_distribution<float> u(-3.f, 5.f);
+  for (size_t n : {size_t{7}, size_t{1003}, size_t{200003}}) {
+    std::vector<float> xv(n);
+    for (float& v : xv) v = u(r);
+    for (size_t where : {size_t{0}, n / 2 + 1, n - 1}) {
+      std::vector<float> x = xv;
+      x[where] = -7.25f;
+      x[(where + n / 3) % n] = 9.5f;
+      if (n > 8) x[(where + 5) % n] = std::numeric_limits<float>::quiet_NaN();
+      float lo = 0, hi = 0;
+      for (float v : x)
+        if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+      const float want_scale = (hi - lo) / 255.f;
+      const float want_zp = std::clamp(std::nearbyint((0.f - lo) / want_scale), 0.f, 255.f);
+      at_every_isa([&] {
+        GraphBuilder g(11);
+        ValueId xi = g.input("x", {static_cast<int64_t>(n)});
+        g.outputs(g.node_n("DynamicQuantizeLinear", {xi}, {}, 3));
+        rt::Session s(g.model());
+        const auto o = s.run({make<float>(DType::Float, {static_cast<int64_t>(n)}, x)});
+        ASSERT_EQ(o[1].ptr<float>()[0], want_scale) << "n=" << n << " extremes at " << where;
+        ASSERT_EQ(o[2].ptr<uint8_t>()[0], static_cast<uint8_t>(want_zp)) << "n=" << n << " extremes at " << where;
+      });
+    }
+  }
+}
