@@ -729,9 +729,13 @@ void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* 
   // block (in L2) before the next, so each channel row of the output gets block * NR positions
   // written in one run. One panel at a time (every channel tile over it) scattered 128-byte
   // writes over all M channel planes at once: ResNet's 64 -> 256 1x1 (K = 64, M = 256) ran at
-  // 0.68x the fp32 conv that way.
-  const std::size_t block = std::clamp<std::size_t>((std::size_t{96} << 10) / std::max<std::size_t>(x_panel_bytes, 1),
-                                                    1, 8);
+  // 0.68x the fp32 conv that way. 256 KiB and up to 64 panels (2048 positions) rather than 96 KiB
+  // and 8: the 64 -> 256 1x1 went from 1.43-1.67x to 1.73-1.89x the fp32 conv, the strided
+  // 256 -> 512 1x1 from 2.06-2.31x to 2.53-2.70x (bench_int8_gemm, one thread, CPU time,
+  // alternating runs at load 10); the output's channel rows are written in longer runs, fewer
+  // pages at a time.
+  const std::size_t block = std::clamp<std::size_t>((std::size_t{256} << 10) / std::max<std::size_t>(x_panel_bytes, 1),
+                                                    1, 64);
   const std::size_t n_blocks = (q_panels + block - 1) / block;
   // Few blocks (a small plane: ResNet's 28x28 at K = 512 has 5) leave threads idle or uneven, so
   // the channel panels are split too; each split packs the block's patches again (K * 32 bytes
