@@ -200,7 +200,8 @@ int main(int argc, char** argv) {
   for (int threads : thread_counts) {
     if (section == "conv") continue;
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
-    std::printf("\n%d thread(s)\n%-26s %11s %11s %7s %11s %8s\n", threads, "shape", "int8 Gop/s", "fp32 Gop/s", "ratio",
+    g_cpu_clock = threads == 1;
+    std::printf("\n%d thread(s)%s\n%-26s %11s %11s %7s %11s %8s\n", threads, g_cpu_clock ? " (thread CPU time)" : "", "shape", "int8 Gop/s", "fp32 Gop/s", "ratio",
                 "peak Gop/s", "of peak");
     for (const Shape& s : shapes) {
       std::vector<std::uint8_t> a8(s.M * s.K), b8(s.K * s.N);

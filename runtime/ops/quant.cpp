@@ -354,7 +354,7 @@ bool is_8bit(DType t) { return t == DType::Uint8 || t == DType::Int8; }
 // point), or per group for a conv.
 struct PackedWeights {
   std::vector<simd::PackedB8> groups;
-  std::vector<simd::PackedW8> direct;  // convs on simd::conv8_2d (direct_conv): per group
+  std::vector<simd::PackedW8> direct;  // convs on simd::conv8_nd: per group
   std::vector<int32_t> depthwise;  // depthwise convs: w - w_zero_point per (channel, tap)
 };
 

@@ -486,7 +486,7 @@ struct DequantCase {
   bool bias_first = false;             // Add(bias, y)
   bool bias_input = false;             // the bias is a graph input (not known at plan time)
   std::string act = "";
-  int64_t stride = 1;                  // conv strides (2: the gathering path)
+  int64_t stride = 1;                  // conv strides (2: conv8_nd's stride phases)
   bool pointwise = false;              // 1x1 conv, no padding
 };
 
@@ -579,7 +579,7 @@ TEST(QuantOps, IntegerDequantizeFusionMatchesTheGraph) {
 // The epilogue after the dequantize: a per-channel (per-column) bias Add, as an initializer or
 // a Reshape of one (ISNet's quantize_dynamic twin), on either side of the Add, then Relu / Clip
 // (in the conv's store) or Sigmoid (over the output): bit for bit the graph's Cast -> Mul -> Add
-// -> activation, on the direct (stride 1, 1x1) and the gathering (stride 2) conv paths and the
+// -> activation, on the stride-1 (1x1) and the strided (stride 2, phase split) conv paths and the
 // MatMul, at every ISA level. The fused count is the nodes absorbed.
 TEST(QuantOps, IntegerDequantizeFusionTakesBiasAndActivation) {
   at_every_isa([&] {
