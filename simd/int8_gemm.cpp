@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -126,6 +127,19 @@ struct Tile {
   const std::int32_t* colfac;   // tile's first column, or nullptr when the product term is 0
   const std::int32_t* rowfac;   // tile's first row
   const std::int32_t* rowterm;  // tile's first row, or nullptr (0)
+  // conv8 on VNNI: when set, row i is converted and stored from the registers to out's channel
+  // m0 + i, segment by segment (c is not written).
+  const Conv8Output* out;
+  std::size_t m0;
+  const struct Seg* segs;
+  std::size_t nseg;
+};
+
+// A run of a conv8 tile's columns that lands contiguously in the output: columns [j, j + n) at
+// output position `at` onwards; lanes: bit c set for the columns of the run.
+struct Seg {
+  std::size_t j, n, at;
+  std::uint32_t lanes;
 };
 
 // kSwap: the broadcast (A) operand is the signed one and the vector (B) operand the unsigned
@@ -206,6 +220,88 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
   }
 }
 
+// store_segments' conversions: int32 + b, times mu, rounded half to even, + z, clamped to
+// [lo, hi] as int32 (requantization); float(v) * mu (+ bias), max(lo, .), min(hi, .)
+// (dequantization with Relu / Clip). The masked forms with every lane set: the unmasked ones
+// pass an undefined source that GCC 12 reports as maybe-uninitialized.
+__attribute__((target("avx512f"))) inline __m512i requant16(__m512i v, __m512i b, __m512 mu, __m512 z, __m512 lo,
+                                                            __m512 hi) {
+  constexpr __mmask16 all = 0xFFFF;
+  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_add_epi32(v, b));
+  f = _mm512_mask_mul_ps(f, all, f, mu);
+  f = _mm512_mask_roundscale_ps(f, all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  f = _mm512_mask_add_ps(f, all, f, z);
+  f = _mm512_mask_max_ps(f, all, f, lo);
+  f = _mm512_mask_min_ps(f, all, f, hi);
+  return _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, f);
+}
+
+__attribute__((target("avx512f"))) inline __m512 dequant16(__m512i v, __m512 mu, bool has_bias, __m512 bias,
+                                                           bool has_lo, __m512 lo, bool has_hi, __m512 hi) {
+  constexpr __mmask16 all = 0xFFFF;
+  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, v);
+  f = _mm512_mask_mul_ps(f, all, f, mu);
+  if (has_bias) f = _mm512_mask_add_ps(f, all, f, bias);
+  if (has_lo) f = _mm512_mask_max_ps(f, all, lo, f);
+  if (has_hi) f = _mm512_mask_min_ps(f, all, hi, f);
+  return f;
+}
+
+// The 32 sums of output channel m (columns in v0 lanes 0-15, v1 lanes 16-31) to the output with
+// its epilogue (Conv8Output), each segment by masked stores whose lane c lands at at + c - j:
+// the masked-off lanes are never accessed. Per lane the same IEEE steps in the same order as
+// store_row's SSE, so the bytes do not depend on the kernel.
+__attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Conv8Output& o, std::size_t m,
+                                                                        const Seg* segs, std::size_t nseg, __m512i v0,
+                                                                        __m512i v1) {
+  // Element address of column c of segment s, as an integer (before the row's start for the
+  // masked-off lanes of a segment that starts mid-tile).
+  auto base = [&](const Seg& sg, std::size_t elem) {
+    return static_cast<std::uintptr_t>(m * o.ld + sg.at) * elem - sg.j * elem;
+  };
+  if (o.i32) {
+    const auto row = reinterpret_cast<std::uintptr_t>(o.i32);
+    for (std::size_t s = 0; s < nseg; ++s) {
+      const auto p = reinterpret_cast<std::int32_t*>(row + base(segs[s], 4));
+      _mm512_mask_storeu_epi32(p, static_cast<__mmask16>(segs[s].lanes), v0);
+      _mm512_mask_storeu_epi32(p + 16, static_cast<__mmask16>(segs[s].lanes >> 16), v1);
+    }
+    return;
+  }
+  const __m512 mu = _mm512_set1_ps(o.mult[o.mult_count > 1 ? m : 0]);
+  if (o.q8) {
+    const __m512 z = _mm512_set1_ps(o.q8_zero), lo = _mm512_set1_ps(o.q8_signed ? -128.f : 0.f),
+                 hi = _mm512_set1_ps(o.q8_signed ? 127.f : 255.f);
+    const __m512i b = _mm512_set1_epi32(o.acc_bias ? o.acc_bias[m] : 0);
+    const __m512i q0 = requant16(v0, b, mu, z, lo, hi), q1 = requant16(v1, b, mu, z, lo, hi);
+    const auto row = reinterpret_cast<std::uintptr_t>(o.q8);
+    for (std::size_t s = 0; s < nseg; ++s) {
+      auto* p = reinterpret_cast<void*>(row + base(segs[s], 1));
+      auto* p16 = reinterpret_cast<void*>(row + base(segs[s], 1) + 16);
+      const auto k0 = static_cast<__mmask16>(segs[s].lanes), k1 = static_cast<__mmask16>(segs[s].lanes >> 16);
+      if (o.q8_signed) {
+        _mm512_mask_cvtsepi32_storeu_epi8(p, k0, q0);
+        _mm512_mask_cvtsepi32_storeu_epi8(p16, k1, q1);
+      } else {
+        _mm512_mask_cvtusepi32_storeu_epi8(p, k0, q0);
+        _mm512_mask_cvtusepi32_storeu_epi8(p16, k1, q1);
+      }
+    }
+    return;
+  }
+  const bool relu = o.act.op == UnaryOp::Relu, clip = o.act.op == UnaryOp::Clip;
+  const __m512 bias = _mm512_set1_ps(o.bias ? o.bias[o.bias_count > 1 ? m : 0] : 0.f),
+               lo = _mm512_set1_ps(relu ? 0.f : o.act.alpha), hi = _mm512_set1_ps(o.act.beta);
+  const __m512 f0 = dequant16(v0, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
+  const __m512 f1 = dequant16(v1, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
+  const auto row = reinterpret_cast<std::uintptr_t>(o.f32);
+  for (std::size_t s = 0; s < nseg; ++s) {
+    const auto p = reinterpret_cast<float*>(row + base(segs[s], 4));
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>(segs[s].lanes), f0);
+    _mm512_mask_storeu_ps(p + 16, static_cast<__mmask16>(segs[s].lanes >> 16), f1);
+  }
+}
+
 template <bool kSwap>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const Tile& t) {
 #define DECL(i) __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = _mm512_setzero_si512();
@@ -248,6 +344,10 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
     const __m512i rt = _mm512_set1_epi32(t.rowterm ? t.rowterm[i] : 0);
     __m512i v0 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][0], ct0), rt), _mm512_mullo_epi32(zb0, rs));
     __m512i v1 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][1], ct1), rt), _mm512_mullo_epi32(zb1, rs));
+    if (t.out) {
+      store_segments(*t.out, t.m0 + i, t.segs, t.nseg, v0, v1);
+      continue;
+    }
     std::int32_t* c = t.c + i * t.ldc;
     _mm512_mask_storeu_epi32(c, m0, v0);
     _mm512_mask_storeu_epi32(c + 16, m1, v1);
@@ -271,6 +371,30 @@ UKernel ukernel(Int8Kernel k, bool swap = false) {
 std::shared_ptr<std::uint8_t[]> aligned_bytes(std::size_t n) {
   auto* p = static_cast<std::uint8_t*>(::operator new(n, std::align_val_t(64)));
   return {p, [](std::uint8_t* q) { ::operator delete(q, std::align_val_t(64)); }};
+}
+
+// The kernels' signed operand (B' = the signed view: int8 as is, uint8 - 128): lines i in
+// [0, n_pad) (each an output column of gemm8's B, or an output channel of conv8's W; missing
+// lines zero) into panels of `width` lines, cells of `group` k, element (i, k) at src[i * line_step + k * k_step].
+// sums[i] = sum_k B'(i, k), zp[i] = the line's zero point, offset to B' (0 past n).
+void pack_signed_panels(std::size_t width, std::size_t group, std::size_t kg, std::size_t K, std::size_t n, std::size_t n_pad,
+                        const void* src, bool is_signed, std::size_t line_step, std::size_t k_step,
+                        const std::int32_t* z, std::size_t z_count, std::uint8_t* dst, std::int32_t* sums,
+                        std::int32_t* zp) {
+  parallel_chunks(n_pad / width, 1, [&](std::size_t p0, std::size_t p1) {
+    for (std::size_t i = p0 * width; i < p1 * width; ++i) {
+      const std::size_t panel = i / width, j = i % width;
+      std::int32_t sum = 0;
+      auto v = [&](std::size_t k) {
+        const int x = i < n ? b_value(src, i * line_step + k * k_step, is_signed) : 0;
+        sum += x;
+        return x;
+      };
+      for (std::size_t c = 0; c < kg; ++c) store_cell(dst + ((panel * kg + c) * width + j) * 4, group, c * group, K, v);
+      sums[i] = sum;
+      zp[i] = i < n ? (z && z_count ? z[z_count > 1 ? i : 0] : 0) - (is_signed ? 0 : 128) : 0;
+    }
+  });
 }
 
 }  // namespace
@@ -307,60 +431,15 @@ PackedB8 pack_b8(bool trans_b, std::size_t K, std::size_t N, const void* B, std:
   const std::size_t panel_bytes = p.n_pad_ * p.kg_ * 4;
   p.bytes_ = panel_bytes + 2 * p.n_pad_ * 4;
   p.data_ = aligned_bytes(std::max<std::size_t>(p.bytes_, 64));
-  std::uint8_t* dst = p.data_.get();
-  auto* colsum = reinterpret_cast<std::int32_t*>(dst + panel_bytes);
-  std::int32_t* zbp = colsum + p.n_pad_;
-  parallel_chunks(p.n_pad_ / g.nr, 1, [&](std::size_t p0, std::size_t p1) {
-    for (std::size_t panel = p0; panel < p1; ++panel)
-      for (std::size_t j = 0; j < g.nr; ++j) {
-        const std::size_t n = panel * g.nr + j;
-        std::int32_t sum = 0;
-        auto v = [&](std::size_t k) {
-          const int x = n < N ? b_value(B, trans_b ? n * ldb + k : k * ldb + n, b_signed) : 0;
-          sum += x;
-          return x;
-        };
-        for (std::size_t c = 0; c < p.kg_; ++c)
-          store_cell(dst + ((panel * p.kg_ + c) * g.nr + j) * 4, g.group, c * g.group, K, v);
-        colsum[n] = sum;
-        const std::int32_t z = n < N && zb && zb_count ? zb[zb_count > 1 ? n : 0] : 0;
-        zbp[n] = n < N ? z - (b_signed ? 0 : 128) : 0;
-      }
-  });
+  auto* colsum = reinterpret_cast<std::int32_t*>(p.data_.get() + panel_bytes);
+  pack_signed_panels(g.nr, g.group, p.kg_, K, N, p.n_pad_, B, b_signed, trans_b ? ldb : 1, trans_b ? 1 : ldb, zb, zb_count,
+                     p.data_.get(), colsum, colsum + p.n_pad_);
+  const std::int32_t* zbp = colsum + p.n_pad_;
   p.zb_zero_ = std::all_of(zbp, zbp + p.n_pad_, [](std::int32_t z) { return z == 0; });
   return p;
 }
 
 namespace {
-
-// Packs the k-major A (element (m, k) at At[k * ld + m]) rows [m0, m0 + mr) into one panel.
-// Whole VNNI panels (8 rows x 4 k per cell) are 4 x 8 byte transposes: two byte unpacks and two
-// word unpacks per 32 bytes; partial panels, the K tail and the other kernels go element-wise.
-void pack_at_panel(const Geometry& g, std::size_t kg, std::size_t K, const std::uint8_t* At, std::size_t ld,
-                   std::uint8_t flip, std::size_t m0, std::size_t M, std::uint8_t* dst) {
-  std::size_t c0 = 0;
-  const std::size_t step = g.mr * 4;
-  if (g.group == 4 && g.mr == 8 && m0 + 8 <= M) {
-    const __m128i fl = _mm_set1_epi8(static_cast<char>(flip));
-    const std::size_t full = K / 4;
-    for (; c0 < full; ++c0) {
-      const std::uint8_t* s = At + c0 * 4 * ld + m0;
-      const __m128i r0 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)), fl);
-      const __m128i r1 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + ld)), fl);
-      const __m128i r2 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + 2 * ld)), fl);
-      const __m128i r3 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + 3 * ld)), fl);
-      const __m128i x01 = _mm_unpacklo_epi8(r0, r1), x23 = _mm_unpacklo_epi8(r2, r3);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c0 * step), _mm_unpacklo_epi16(x01, x23));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c0 * step + 16), _mm_unpackhi_epi16(x01, x23));
-    }
-  }
-  for (std::size_t i = 0; i < g.mr; ++i) {
-    const std::size_t m = m0 + i;
-    for (std::size_t c = c0; c < kg; ++c)
-      store_cell(dst + c * step + i * 4, g.group, c * g.group, K,
-                 [&](std::size_t k) { return m < M ? At[k * ld + m] ^ flip : 0; });
-  }
-}
 
 // The kernels over packed A (m_panels panels, rowsum per row) and packed B.
 void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* rowsum, std::int32_t* colterm,
@@ -398,7 +477,11 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
                colterm + n0,
                zb_zero ? nullptr : zbp + n0,
                rowsum + m0,
-               nullptr};
+               nullptr,
+               nullptr,
+               0,
+               nullptr,
+               0};
         uk(t);
       }
     }
@@ -413,7 +496,7 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
 
 namespace {
 
-// The scratch of one gemm8 / gemm8_at call (issue 12: both laid it out by hand): the packed A
+// The scratch of one gemm8 call: the packed A
 // panels, their row sums (m_panels * mr) and the column terms (n_pad), in one per-thread block.
 struct AWorkspace {
   AWorkspace(std::size_t M, const PackedB8& B)
@@ -459,24 +542,6 @@ void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::in
   run_tiles(M, ws.a_pack, ws.rowsum, ws.colterm, offset_zero_point(za, a_signed), B, C, ldc, par);
 }
 
-void gemm8_at(std::size_t M, const void* At, std::size_t ld_at, bool a_signed, std::int32_t za, const PackedB8& B,
-              std::int32_t* C, std::size_t ldc) {
-  const std::size_t N = B.n(), K = B.k();
-  if (M == 0 || N == 0) return;
-  AWorkspace ws(M, B);
-  const auto* at = static_cast<const std::uint8_t*>(At);
-  const std::uint8_t flip = a_signed ? 0x80 : 0;
-  // Row sums of A' over k, vectorized along m (k-major rows are contiguous in m).
-  std::fill_n(ws.rowsum, ws.m_panels * ws.g.mr, 0);
-  for (std::size_t k = 0; k < K; ++k) {
-    const std::uint8_t* row = at + k * ld_at;
-    for (std::size_t m = 0; m < M; ++m) ws.rowsum[m] += static_cast<std::uint8_t>(row[m] ^ flip);
-  }
-  for (std::size_t p = 0; p < ws.m_panels; ++p) pack_at_panel(ws.g, ws.kg, K, at, ld_at, flip, p * ws.g.mr, M, ws.panel(p));
-  run_tiles(M, ws.a_pack, ws.rowsum, ws.colterm, offset_zero_point(za, a_signed), B, C, ldc, false);
-}
-
-
 // ---- conv8 ---------------------------------------------------------------------------------
 
 PackedW8 pack_w8(std::size_t M, std::size_t K, const void* W, std::size_t ldw, bool w_signed, const std::int32_t* zw,
@@ -489,23 +554,10 @@ PackedW8 pack_w8(std::size_t M, std::size_t K, const void* W, std::size_t ldw, b
   p.m_pad_ = (M + g.mr - 1) / g.mr * g.mr;
   const std::size_t panel_bytes = p.m_pad_ * p.kg_ * 4;
   p.data_ = aligned_bytes(std::max<std::size_t>(panel_bytes + 2 * p.m_pad_ * 4, 64));
-  std::uint8_t* dst = p.data_.get();
-  auto* rowsum = reinterpret_cast<std::int32_t*>(dst + panel_bytes);
-  std::int32_t* zwp = rowsum + p.m_pad_;
-  for (std::size_t m = 0; m < p.m_pad_; ++m) {
-    const std::size_t panel = m / g.mr, i = m % g.mr;
-    std::int32_t sum = 0;
-    // W' = the signed view of W (int8 as is, uint8 - 128), the kernels' signed operand here.
-    auto v = [&](std::size_t k) {
-      const int x = m < M ? b_value(W, m * ldw + k, w_signed) : 0;
-      sum += x;
-      return x;
-    };
-    for (std::size_t c = 0; c < p.kg_; ++c) store_cell(dst + ((panel * p.kg_ + c) * g.mr + i) * 4, g.group, c * g.group, K, v);
-    rowsum[m] = sum;
-    const std::int32_t z = m < M && zw && zw_count ? zw[zw_count > 1 ? m : 0] : 0;
-    zwp[m] = m < M ? z - (w_signed ? 0 : 128) : 0;
-  }
+  auto* rowsum = reinterpret_cast<std::int32_t*>(p.data_.get() + panel_bytes);
+  pack_signed_panels(g.mr, g.group, p.kg_, K, M, p.m_pad_, W, w_signed, ldw, 1, zw, zw_count, p.data_.get(), rowsum,
+                     rowsum + p.m_pad_);
+  const std::int32_t* zwp = rowsum + p.m_pad_;
   p.zw_zero_ = std::all_of(zwp, zwp + p.m_pad_, [](std::int32_t z) { return z == 0; });
   return p;
 }
@@ -591,21 +643,43 @@ __attribute__((target("avx2"))) std::size_t pack_x_avx2(std::size_t K, const std
   return full;
 }
 
-// One row segment of the int32 tile to the output (Conv8Output). The float path is SSE with the
-// products and sums as separate instructions (no FMA: the graph rounds twice), max/min in
-// simd::unary's operand order so NaN and -0 come out as the standalone Relu/Clip gives them.
+// One row segment of the int32 tile to the output (Conv8Output). The float steps are SSE with
+// the products and sums as separate instructions (no FMA: the graph rounds twice), max/min in
+// simd::unary's operand order so NaN and -0 come out as the standalone Relu/Clip gives them;
+// requantization rounds with roundps (half to even) and clamps in QuantizeLinear's order.
 void store_row(const Conv8Output& o, std::size_t m, const std::int32_t* src, std::size_t n, std::size_t at) {
   if (o.i32) {
     std::memcpy(o.i32 + m * o.ld + at, src, n * 4);
     return;
   }
+  const __m128 vmu = _mm_set1_ps(o.mult[o.mult_count > 1 ? m : 0]);
+  if (o.q8) {
+    const __m128i vb = _mm_set1_epi32(o.acc_bias ? o.acc_bias[m] : 0);
+    const __m128 z = _mm_set1_ps(o.q8_zero), lo = _mm_set1_ps(o.q8_signed ? -128.f : 0.f),
+                 hi = _mm_set1_ps(o.q8_signed ? 127.f : 255.f);
+    auto* dst = static_cast<std::uint8_t*>(o.q8) + m * o.ld + at;
+    for (std::size_t j = 0; j < n; j += 4) {
+      // The tail through a zero-filled copy: four lanes computed, n - j stored.
+      alignas(16) std::int32_t tail[4] = {};
+      const std::int32_t* s4 = src + j;
+      if (j + 4 > n) s4 = static_cast<const std::int32_t*>(std::memcpy(tail, src + j, (n - j) * 4));
+      __m128 v = _mm_cvtepi32_ps(_mm_add_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s4)), vb));
+      v = _mm_round_ps(_mm_mul_ps(v, vmu), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm_min_ps(_mm_max_ps(_mm_add_ps(v, z), lo), hi);
+      __m128i q = _mm_cvtps_epi32(v);
+      q = _mm_packs_epi32(q, q);
+      q = o.q8_signed ? _mm_packs_epi16(q, q) : _mm_packus_epi16(q, q);
+      const std::int32_t w = _mm_cvtsi128_si32(q);
+      std::memcpy(dst + j, &w, std::min<std::size_t>(4, n - j));
+    }
+    return;
+  }
   float* dst = o.f32 + m * o.ld + at;
-  const float mu = o.mult[o.mult_count > 1 ? m : 0];
   const bool has_bias = o.bias != nullptr;
   const float bv = has_bias ? o.bias[o.bias_count > 1 ? m : 0] : 0.f;
   const bool relu = o.act.op == UnaryOp::Relu, clip = o.act.op == UnaryOp::Clip;
   const float lo = relu ? 0.f : o.act.alpha, hi = o.act.beta;
-  const __m128 vmu = _mm_set1_ps(mu), vb = _mm_set1_ps(bv), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
+  const __m128 vb = _mm_set1_ps(bv), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
   std::size_t j = 0;
   for (; j + 4 <= n; j += 4) {
     __m128 v = _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j))), vmu);
@@ -625,9 +699,9 @@ void store_row(const Conv8Output& o, std::size_t m, const std::int32_t* src, std
 
 }  // namespace
 
-void conv8(std::size_t Q, std::size_t row_len, std::size_t out_w, const std::uint8_t* x, const std::size_t* off,
-           bool x_signed, std::int32_t zx, const PackedW8& w, const Conv8Output& out, bool parallel) {
-  const std::size_t M = w.m(), K = w.k();
+void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* off, bool x_signed, std::int32_t zx,
+           const PackedW8& w, const Conv8Output& out, bool parallel) {
+  const std::size_t M = w.m(), K = w.k(), Q = pos.Q;
   if (Q == 0 || M == 0) return;
   const Geometry g = geometry(w.kernel());
   const std::size_t kg = Int8Access::kg(w);
@@ -642,7 +716,12 @@ void conv8(std::size_t Q, std::size_t row_len, std::size_t out_w, const std::uin
     rowterm[m] = static_cast<std::int32_t>(static_cast<std::uint32_t>(K) * zxp * static_cast<std::uint32_t>(zwp[m]) -
                                            zxp * static_cast<std::uint32_t>(rowsum[m]));
   const bool zw_zero = Int8Access::zw_zero(w);
+  // One weight zero point for every channel (per-tensor): its term -zw' * colsum(X') is one value
+  // per column, added as the tile's colterm, instead of a vpmulld per tile row (6% of a
+  // 64 -> 256 1x1 conv, perf).
+  const bool zw_uniform = !zw_zero && std::all_of(zwp, zwp + M, [&](std::int32_t z) { return z == zwp[0]; });
   const UKernel uk = ukernel(w.kernel(), true);
+  const bool vnni = w.kernel() == Int8Kernel::Vnni;
   const std::uint8_t* w_pack = Int8Access::panels(w);
   const std::size_t w_panel_bytes = kg * g.mr * 4, x_panel_bytes = kg * g.nr * 4;
   alignas(64) static const std::int32_t kZeros[32] = {};
@@ -650,106 +729,224 @@ void conv8(std::size_t Q, std::size_t row_len, std::size_t out_w, const std::uin
   // block (in L2) before the next, so each channel row of the output gets block * NR positions
   // written in one run. One panel at a time (every channel tile over it) scattered 128-byte
   // writes over all M channel planes at once: ResNet's 64 -> 256 1x1 (K = 64, M = 256) ran at
-  // 0.68x the fp32 conv that way.
-  const std::size_t block = std::clamp<std::size_t>((std::size_t{96} << 10) / std::max<std::size_t>(x_panel_bytes, 1),
-                                                    1, 8);
+  // 0.68x the fp32 conv that way. 256 KiB and up to 64 panels (2048 positions) rather than 96 KiB
+  // and 8: the 64 -> 256 1x1 went from 1.43-1.67x to 1.73-1.89x the fp32 conv, the strided
+  // 256 -> 512 1x1 from 2.06-2.31x to 2.53-2.70x (bench_int8_gemm, one thread, CPU time,
+  // alternating runs at load 10); the output's channel rows are written in longer runs, fewer
+  // pages at a time.
+  const std::size_t block = std::clamp<std::size_t>((std::size_t{256} << 10) / std::max<std::size_t>(x_panel_bytes, 1),
+                                                    1, 64);
   const std::size_t n_blocks = (q_panels + block - 1) / block;
-  struct Seg {
-    std::size_t j, n, at;
-  };
-  auto run = [&](std::size_t b0, std::size_t b1) {
+  // Few blocks (a small plane: ResNet's 28x28 at K = 512 has 5) leave threads idle or uneven, so
+  // the channel panels are split too; each split packs the block's patches again (K * 32 bytes
+  // per panel against K * 32 * M / splits multiply-adds).
+  // Below 2^18 multiply-adds (gemm8's threshold) waking a helper costs more than it saves.
+  const std::size_t threads = parallel && M * K * Q >= (1u << 18) ? static_cast<std::size_t>(max_threads()) : 1;
+  const std::size_t m_splits =
+      threads > 1 && n_blocks < 4 * threads ? std::min(m_panels, (4 * threads + n_blocks - 1) / n_blocks) : 1;
+  const std::size_t m_per_split = (m_panels + m_splits - 1) / m_splits;
+  auto run = [&](std::size_t i0, std::size_t i1) {
     // Per thread: the block's patch panels, their column sums and segments, and the int32 tile.
-    detail::Scratch scratch((block * (x_panel_bytes + g.nr * 4) + g.mr * g.nr * 4) / 4 + 16);
+    detail::Scratch scratch((block * (x_panel_bytes + 2 * g.nr * 4) + g.mr * g.nr * 4) / 4 + 16);
     auto* xp_all = reinterpret_cast<std::uint8_t*>(scratch.data());
     auto* colsum_all = reinterpret_cast<std::int32_t*>(xp_all + block * x_panel_bytes);
-    std::int32_t* tile = colsum_all + block * g.nr;
+    std::int32_t* colterm_all = colsum_all + block * g.nr;  // zw_uniform: -zw' * colsum
+    std::int32_t* tile = colterm_all + block * g.nr;
     std::vector<Seg> segs(block * g.nr);
     std::vector<std::size_t> nseg(block);
-    for (std::size_t bi = b0; bi < b1; ++bi) {
+    std::size_t packed_block = SIZE_MAX;
+    for (std::size_t item = i0; item < i1; ++item) {
+      const std::size_t bi = item / m_splits, ms = item % m_splits;
       const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
-      for (std::size_t qp = qp0; qp < qp1; ++qp) {
+      for (std::size_t qp = qp0; qp < qp1 && packed_block != bi; ++qp) {
         const std::size_t u = qp - qp0;
         std::uint8_t* xp = xp_all + u * x_panel_bytes;
         std::int32_t* colsum = colsum_all + u * g.nr;
         const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
         std::fill_n(colsum, g.nr, 0);
         std::size_t c0 = 0;
-        if (valid == g.nr && w.kernel() == Int8Kernel::Vnni) c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
+        if (valid == g.nr && vnni) c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
         else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2) c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
         pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
-        // The panel's runs of kept positions: output row q / row_len, columns < out_w.
+        if (zw_uniform)
+          for (std::size_t j = 0; j < g.nr; ++j)
+            colterm_all[u * g.nr + j] =
+                static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(zwp[0]) * static_cast<std::uint32_t>(colsum[j]));
+        // The panel's runs of kept positions (Conv8Positions).
         Seg* sg = segs.data() + u * g.nr;
         std::size_t ns = 0;
         for (std::size_t j = 0; j < valid;) {
-          const std::size_t q = q0 + j, col = q % row_len;
-          if (col >= out_w) {
-            j += row_len - col;
+          const std::size_t q = q0 + j, row = q / pos.row_len, col = q % pos.row_len;
+          const std::size_t slice = row / pos.plane_rows, r = row % pos.plane_rows;
+          if (r >= pos.out_h) {
+            j += (pos.plane_rows - r) * pos.row_len - col;
             continue;
           }
-          const std::size_t n = std::min(out_w - col, valid - j);
-          sg[ns++] = {j, n, q / row_len * out_w + col};
+          if (col >= pos.out_w) {
+            j += pos.row_len - col;
+            continue;
+          }
+          const std::size_t n = std::min(pos.out_w - col, valid - j), at = (slice * pos.out_h + r) * pos.out_w + col;
+          // A run that continues the previous one in the output (a row of an unpadded input
+          // followed by the next row) extends it: one segment per panel for 1x1 convs.
+          if (ns && sg[ns - 1].j + sg[ns - 1].n == j && sg[ns - 1].at + sg[ns - 1].n == at)
+            sg[ns - 1].n += n;
+          else
+            sg[ns++] = {j, n, at, 0};
           j += n;
         }
+        for (std::size_t i = 0; i < ns; ++i)
+          sg[i].lanes = static_cast<std::uint32_t>(((sg[i].n >= 32 ? ~0ull : (1ull << sg[i].n) - 1) << sg[i].j));
         nseg[u] = ns;
       }
-      for (std::size_t mp = 0; mp < m_panels; ++mp) {
+      packed_block = bi;
+      const std::size_t mp0 = ms * m_per_split, mp1 = std::min(m_panels, mp0 + m_per_split);
+      for (std::size_t mp = mp0; mp < mp1; ++mp) {
         const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
         for (std::size_t u = 0; u < qp1 - qp0; ++u) {
-          const Tile t{kg, w_pack + mp * w_panel_bytes, xp_all + u * x_panel_bytes, tile, g.nr, rows, g.nr, kZeros,
-                       zw_zero ? nullptr : colsum_all + u * g.nr, zwp + m0, rowterm.data() + m0};
-          uk(t);
           const Seg* sg = segs.data() + u * g.nr;
+          // VNNI stores from the kernel's registers, the others through the int32 tile. The
+          // tile path on VNNI took 22% of a 64 -> 256 1x1 conv's time (perf).
+          const bool in_regs = vnni;
+          const Tile t{kg,
+                       w_pack + mp * w_panel_bytes,
+                       xp_all + u * x_panel_bytes,
+                       tile,
+                       g.nr,
+                       rows,
+                       g.nr,
+                       zw_uniform ? colterm_all + u * g.nr : kZeros,
+                       zw_zero || zw_uniform ? nullptr : colsum_all + u * g.nr,
+                       zwp + m0,
+                       rowterm.data() + m0,
+                       in_regs ? &out : nullptr,
+                       m0,
+                       sg,
+                       nseg[u]};
+          uk(t);
+          if (in_regs) continue;
           for (std::size_t i = 0; i < rows; ++i)
             for (std::size_t s = 0; s < nseg[u]; ++s) store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
         }
       }
     }
   };
-  if (parallel && max_threads() > 1)
-    parallel_chunks(n_blocks, 1, run);
+  if (threads > 1)
+    parallel_chunks(n_blocks * m_splits, 1, run);
   else
-    run(0, n_blocks);
+    run(0, n_blocks * m_splits);
 }
 
-void conv8_2d(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const PackedW8& w,
-              const Conv8Output& out, bool parallel) {
-  const std::size_t OH = s.out_h(), OW = s.out_w();
-  if (OH == 0 || OW == 0 || s.H + s.pad_t + s.pad_b < (s.KH - 1) * s.dil_h + 1 ||
-      s.W + s.pad_l + s.pad_r < (s.KW - 1) * s.dil_w + 1)
+namespace {
+
+// Row j < n of one phase row: src[j * stride] (src may start before the input row: then the
+// columns outside [0, W) are the zero point), for the input row `row` of W bytes and the first
+// read at column `first` (signed). Stride 2 splits 32 bytes into their even bytes per 16.
+void phase_row(std::uint8_t* dst, std::size_t n, const std::uint8_t* row, std::size_t W, std::ptrdiff_t first,
+               std::size_t stride, std::uint8_t pad) {
+  const auto s = static_cast<std::ptrdiff_t>(stride), w = static_cast<std::ptrdiff_t>(W);
+  // Outputs [lo, hi) read inside the row.
+  const auto sn = static_cast<std::ptrdiff_t>(n);
+  const std::ptrdiff_t lo = std::min(sn, first >= 0 ? 0 : (-first + s - 1) / s);
+  const std::ptrdiff_t hi = std::clamp<std::ptrdiff_t>(w - first <= 0 ? 0 : (w - first + s - 1) / s, lo, sn);
+  std::memset(dst, pad, static_cast<std::size_t>(lo));
+  std::memset(dst + hi, pad, static_cast<std::size_t>(sn - hi));
+  if (hi <= lo) return;
+  const std::uint8_t* src = row + first + lo * s;
+  const std::size_t cnt = static_cast<std::size_t>(hi - lo);
+  std::uint8_t* d = dst + lo;
+  if (stride == 1) {
+    std::memcpy(d, src, cnt);
     return;
-  const bool padded = s.pad_t || s.pad_l || s.pad_b || s.pad_r;
-  const std::size_t Hp = s.H + s.pad_t + s.pad_b, Wp = s.W + s.pad_l + s.pad_r, plane = Hp * Wp;
+  }
+  std::size_t j = 0;
+  if (stride == 2) {
+    // Bytes left in the row from src: 2 * j + 32 <= avail keeps both loads inside it.
+    const std::size_t avail = static_cast<std::size_t>(w - (first + lo * s));
+    const __m128i even = _mm_set1_epi16(0x00FF);
+    for (; j + 16 <= cnt && 2 * j + 32 <= avail; j += 16) {
+      const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * j)), even);
+      const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * j + 16)), even);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_packus_epi16(a, b));
+    }
+  }
+  for (; j < cnt; ++j) d[j] = src[j * stride];
+}
+
+}  // namespace
+
+void conv8_nd(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const PackedW8& w,
+              const Conv8Output& out, bool parallel) {
+  const std::array<std::size_t, 3> O{s.out(0), s.out(1), s.out(2)};
+  if (O[0] == 0 || O[1] == 0 || O[2] == 0) return;
+  bool rearrange = false;
+  std::array<std::size_t, 3> ext{};  // phase extents (the input's when it is read in place)
+  // Per dimension: the residues (input index % stride) some tap reads, one phase each.
+  std::array<std::vector<std::size_t>, 3> residues;
+  for (std::size_t i = 0; i < 3; ++i) {
+    rearrange |= s.pad_begin[i] || s.pad_end[i] || s.stride[i] > 1;
+    ext[i] = (s.in[i] + s.pad_begin[i] + s.pad_end[i] + s.stride[i] - 1) / s.stride[i];
+    std::vector<bool> used(s.stride[i], false);
+    for (std::size_t k = 0; k < s.kernel[i]; ++k) used[k * s.dilation[i] % s.stride[i]] = true;
+    for (std::size_t r = 0; r < s.stride[i]; ++r)
+      if (used[r]) residues[i].push_back(r);
+  }
+  const std::size_t phases = residues[0].size() * residues[1].size() * residues[2].size();
+  const std::size_t vol = ext[0] * ext[1] * ext[2], chan = phases * vol;
+  auto phase_index = [&](std::size_t i, std::size_t r) {
+    return static_cast<std::size_t>(std::find(residues[i].begin(), residues[i].end(), r) - residues[i].begin());
+  };
   const std::uint8_t* src = x;
   std::optional<detail::Scratch> scratch;
-  if (padded) {
-    scratch.emplace((s.C * plane + 3) / 4 + 16);
-    auto* xp = reinterpret_cast<std::uint8_t*>(scratch->data());
+  if (rearrange) {
+    scratch.emplace((s.C * chan + 3) / 4 + 16);
+    auto* buf = reinterpret_cast<std::uint8_t*>(scratch->data());
     const auto pad = static_cast<std::uint8_t>(zx);
-    auto copy = [&](std::size_t c0, std::size_t c1) {
+    const std::size_t D = s.in[0], H = s.in[1], W = s.in[2];
+    auto fill = [&](std::size_t c0, std::size_t c1) {
       for (std::size_t c = c0; c < c1; ++c) {
-        std::uint8_t* d = xp + c * plane;
-        std::memset(d, pad, s.pad_t * Wp);
-        for (std::size_t h = 0; h < s.H; ++h) {
-          std::uint8_t* row = d + (s.pad_t + h) * Wp;
-          std::memset(row, pad, s.pad_l);
-          std::memcpy(row + s.pad_l, x + (c * s.H + h) * s.W, s.W);
-          std::memset(row + s.pad_l + s.W, pad, s.pad_r);
-        }
-        std::memset(d + (s.pad_t + s.H) * Wp, pad, s.pad_b * Wp);
+        std::uint8_t* dst = buf + c * chan;
+        for (std::size_t a : residues[0])
+          for (std::size_t b : residues[1])
+            for (std::size_t e : residues[2]) {
+              for (std::size_t d = 0; d < ext[0]; ++d) {
+                const auto id = static_cast<std::ptrdiff_t>(d * s.stride[0] + a) - static_cast<std::ptrdiff_t>(s.pad_begin[0]);
+                for (std::size_t r = 0; r < ext[1]; ++r, dst += ext[2]) {
+                  const auto ih =
+                      static_cast<std::ptrdiff_t>(r * s.stride[1] + b) - static_cast<std::ptrdiff_t>(s.pad_begin[1]);
+                  if (id < 0 || id >= static_cast<std::ptrdiff_t>(D) || ih < 0 || ih >= static_cast<std::ptrdiff_t>(H)) {
+                    std::memset(dst, pad, ext[2]);
+                    continue;
+                  }
+                  const std::uint8_t* row = x + ((c * D + static_cast<std::size_t>(id)) * H + static_cast<std::size_t>(ih)) * W;
+                  phase_row(dst, ext[2], row, W,
+                            static_cast<std::ptrdiff_t>(e) - static_cast<std::ptrdiff_t>(s.pad_begin[2]), s.stride[2], pad);
+                }
+              }
+            }
       }
     };
-    if (parallel && max_threads() > 1) parallel_chunks(s.C, 1, copy);
-    else copy(0, s.C);
-    src = xp;
+    if (parallel && s.C * chan >= (std::size_t{64} << 10) && max_threads() > 1) parallel_chunks(s.C, 1, fill);
+    else fill(0, s.C);
+    src = buf;
   }
-  std::vector<std::size_t> off(s.C * s.KH * s.KW + 4);
+  // Tap (kd, kh, kw) of channel c reads its phase at (o + k * dil / stride) per dimension.
+  std::vector<std::size_t> off(s.C * s.kernel[0] * s.kernel[1] * s.kernel[2]);
   std::size_t k = 0;
   for (std::size_t c = 0; c < s.C; ++c)
-    for (std::size_t kh = 0; kh < s.KH; ++kh)
-      for (std::size_t kw = 0; kw < s.KW; ++kw) off[k++] = c * plane + kh * s.dil_h * Wp + kw * s.dil_w;
-  // Positions over the padded width; the last row stops at its last kept column, so every read
-  // stays inside the (padded) input.
-  conv8((OH - 1) * Wp + OW, Wp, OW, src, off.data(), x_signed, zx, w, out, parallel);
+    for (std::size_t kd = 0; kd < s.kernel[0]; ++kd)
+      for (std::size_t kh = 0; kh < s.kernel[1]; ++kh)
+        for (std::size_t kw = 0; kw < s.kernel[2]; ++kw) {
+          const std::size_t td = kd * s.dilation[0], th = kh * s.dilation[1], tw = kw * s.dilation[2];
+          const std::size_t ph = (phase_index(0, td % s.stride[0]) * residues[1].size() + phase_index(1, th % s.stride[1])) *
+                                     residues[2].size() +
+                                 phase_index(2, tw % s.stride[2]);
+          off[k++] = c * chan + ph * vol + (td / s.stride[0] * ext[1] + th / s.stride[1]) * ext[2] + tw / s.stride[2];
+        }
+  // Positions over the phase extents; the last one is the last kept position, so every read
+  // stays inside the phase (a kept position's taps are inside the padded input).
+  const Conv8Positions pos{((O[0] - 1) * ext[1] + O[1] - 1) * ext[2] + O[2], ext[2], O[2], ext[1], O[1]};
+  conv8(pos, src, off.data(), x_signed, zx, w, out, parallel);
 }
 
 void gemm8_reference(std::size_t M, std::size_t N, std::size_t K, const void* A, std::size_t lda, bool a_signed,

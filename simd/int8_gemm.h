@@ -19,6 +19,7 @@
 //     are widened to int16 at packing time and vpmaddwd sums pairs into int32 (|pair| <= 2 *
 //     255 * 128 = 65280: exact), 6 x 16 tiles. Half vpmaddubsw's rate, but never wrong.
 //   sse: the same arithmetic in scalar C++ on the VNNI layout.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,22 +68,15 @@ PackedB8 pack_b8(bool trans_b, std::size_t K, std::size_t N, const void* B, std:
 void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
            std::int32_t* C, std::size_t ldc, bool parallel = true);
 
-// The same product with A given k-major: element (m, k) at At[k * ld_at + m]. A conv's patches
-// come this way (each k is a run of output positions, a contiguous copy of an input row; a 1x1
-// conv's A is the input itself), so no per-position im2col is needed: the rows are interleaved
-// into the kernel's panels here with byte unpacks. Runs on the calling thread (conv chunks are
-// already parallel).
-void gemm8_at(std::size_t M, const void* At, std::size_t ld_at, bool a_signed, std::int32_t za, const PackedB8& B,
-              std::int32_t* C, std::size_t ldc);
-
 // ---- direct int8 convolution -------------------------------------------------------------
 //
 // The conv GEMM the other way round: y[m][p] = sum_k (W'[m][k]) * (X'[k][p]) with the weights as
 // the broadcast operand (MR output channels per tile, packed once) and the patches as the vector
 // operand (NR positions per tile, VNNI cells of 4 k per position). The tile's rows are output
 // channels and its columns positions, so the result is stored straight into the NCHW output with
-// its epilogue (int32, or float * scale + bias, Relu/Clip) instead of a [position][channel]
-// int32 tile transposed and converted afterwards. Patch row k at position q is x[off[k] + q]: a
+// its epilogue (int32; float * scale + bias, Relu/Clip; or requantized 8-bit) instead of a
+// [position][channel] int32 tile transposed and converted afterwards. On VNNI a tile whose 32
+// positions are one run of the output is converted and stored from the registers. Patch row k at position q is x[off[k] + q]: a
 // stride-1 conv over an input padded with its zero point has every patch row contiguous across
 // whole output rows (positions counted over the padded width, the pad columns discarded), so the
 // patches are packed from x directly, never copied K-row-major first.
@@ -110,40 +104,62 @@ class PackedW8 {
 PackedW8 pack_w8(std::size_t M, std::size_t K, const void* W, std::size_t ldw, bool w_signed, const std::int32_t* zw,
                  std::size_t zw_count);
 
-// Where conv8 writes y[m][position]: int32 as is, or float: float(acc) * mult[m] (+ bias[m]),
-// the two roundings in that order (the dequantize graph's Cast -> Mul -> Add), then act when it
-// is Relu or Clip (bit for bit simd::unary's: maxps(lo, v) then minps(hi, .)); other activations
-// are the caller's to apply.
+// Where conv8 writes y[m][position], one of:
+//   i32: the int32 sums as they are;
+//   f32: float(acc) * mult[m] (+ bias[m]), the two roundings in that order (the dequantize
+//     graph's Cast -> Mul -> Add), then act when it is Relu or Clip (bit for bit simd::unary's:
+//     maxps(lo, v) then minps(hi, .)); other activations are the caller's to apply;
+//   q8 (QLinearConv): saturate(round_half_even(float(acc + acc_bias[m]) * mult[m]) + q8_zero) as
+//     uint8, or int8 when q8_signed; the int32 add wraps, NaN gives the bottom of the range and
+//     +-inf the ends (what runtime/ops/quant.cpp's QuantizeLinear gives), no float tensor between.
 struct Conv8Output {
-  std::int32_t* i32 = nullptr;  // one of i32 / f32
+  std::int32_t* i32 = nullptr;
   float* f32 = nullptr;
-  std::size_t ld = 0;           // elements between output channels
-  const float* mult = nullptr;  // float: mult_count (1 or M) values
+  void* q8 = nullptr;
+  bool q8_signed = false;
+  float q8_zero = 0;
+  const std::int32_t* acc_bias = nullptr;  // q8: nullptr or M values
+  std::size_t ld = 0;                      // elements between output channels
+  const float* mult = nullptr;             // f32 / q8: mult_count (1 or M) values
   std::size_t mult_count = 1;
-  const float* bias = nullptr;  // float: nullptr, or bias_count (1 or M) values
+  const float* bias = nullptr;  // f32: nullptr, or bias_count (1 or M) values
   std::size_t bias_count = 1;
   Unary act{};
 };
 
-// y[m][pos(q)] = sum_k (x[off[k] + q] - zx) * (W[m][k] - zw[m]) for q in [0, Q), where position q
-// is output row q / row_len, column q % row_len, kept only when the column is < out_w (out_w <=
-// row_len; the output row stride is out_w). x[off[k] + q] must be readable for every q < Q.
-// parallel: split over threads (simd/parallel.h).
-void conv8(std::size_t Q, std::size_t row_len, std::size_t out_w, const std::uint8_t* x, const std::size_t* off,
-           bool x_signed, std::int32_t zx, const PackedW8& w, const Conv8Output& out, bool parallel = true);
-
-// A stride-1 2-D convolution of one image (and group) on conv8: x is [C][H][W], the weights
-// [M][C * KH * KW] packed by pack_w8, padding with x's zero point, any dilation; the output
-// [M][OH][OW] (out.ld = OH * OW for NCHW). With padding the input is first copied into a padded
-// plane per channel (per-thread scratch, one pass over the input: small against the K = C*KH*KW
-// multiply-adds per output), so that every patch row is a run of the padded input.
-struct Conv8Shape {
-  std::size_t C, H, W, KH, KW;
-  std::size_t pad_t, pad_l, pad_b, pad_r, dil_h, dil_w;
-  std::size_t out_h() const { return H + pad_t + pad_b - (KH - 1) * dil_h; }
-  std::size_t out_w() const { return W + pad_l + pad_r - (KW - 1) * dil_w; }
+// Which positions conv8 computes and where each lands. Position q is row q / row_len, column
+// q % row_len; row r is depth slice r / plane_rows, row r % plane_rows of it. A position is kept
+// when its column is < out_w and its row in the slice < out_h, and written at
+// (slice * out_h + row) * out_w + column; the rest (a padded input's pad columns and rows) is
+// computed and discarded.
+struct Conv8Positions {
+  std::size_t Q, row_len, out_w, plane_rows, out_h;
 };
-void conv8_2d(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const PackedW8& w,
+
+// y[m][pos(q)] = sum_k (x[off[k] + q] - zx) * (W[m][k] - zw[m]) for q in [0, Q). x[off[k] + q]
+// must be readable for every q < Q. parallel: split over threads (simd/parallel.h).
+void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* off, bool x_signed, std::int32_t zx,
+           const PackedW8& w, const Conv8Output& out, bool parallel = true);
+
+// A 1-D, 2-D or 3-D convolution of one image (and group) on conv8, any padding, dilation and
+// stride: x is [C][D][H][W] (missing leading dims 1), the weights [M][C * KD * KH * KW] packed by
+// pack_w8, padding with x's zero point; the output [M][OD][OH][OW] (out.ld = OD * OH * OW for
+// NCHW). A padded or strided input is first rearranged, one pass per channel into per-call
+// scratch, into its stride phases: phase (a, b, c) holds the padded input's elements (d, h, w)
+// with d % sd = a, h % sh = b, w % sw = c, so that every tap reads one phase at stride 1 and each
+// patch row is again a run of memory (only the phases some tap reads are built: a strided 1x1
+// conv keeps one of four). The pass costs one read and write of the input, small against the
+// K = C * KD * KH * KW multiply-adds per output.
+struct Conv8Shape {
+  std::size_t C;
+  std::array<std::size_t, 3> in, kernel, pad_begin, pad_end, dilation, stride;  // depth, height, width
+  // Output extent along dimension i (0 when the dilated kernel does not fit the padded input).
+  std::size_t out(std::size_t i) const {
+    const std::size_t span = (kernel[i] - 1) * dilation[i] + 1, padded = in[i] + pad_begin[i] + pad_end[i];
+    return padded < span ? 0 : (padded - span) / stride[i] + 1;
+  }
+};
+void conv8_nd(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const PackedW8& w,
               const Conv8Output& out, bool parallel = true);
 
 // Scalar int64 reference of the same product (tests, and the spec's meaning), truncated to int32.

@@ -257,26 +257,61 @@ struct MinMax {
   float lo = 0, hi = 0;  // the spec's range always includes 0
 };
 
+// min and max of x[0, n) folded into r. NaN is skipped (minps / maxps return their second
+// operand, the running value, when the element is NaN; the scalar tail's comparisons are false),
+// so the result depends neither on the vector width nor on how the threads split x. The SSE
+// form with one chain per bound ran at one element per cycle: DynamicQuantizeLinear of a
+// 256x56x56 activation spent as long in it as in its division-bound quantize pass (perf).
+void min_max_tail(const float* x, size_t i, size_t n, MinMax& r) {
+  for (; i < n; ++i) {
+    r.lo = x[i] < r.lo ? x[i] : r.lo;
+    r.hi = x[i] > r.hi ? x[i] : r.hi;
+  }
+}
+
+void min_max_sse(const float* x, size_t n, MinMax& r) {
+  __m128 lo0 = _mm_set1_ps(r.lo), lo1 = lo0, hi0 = _mm_set1_ps(r.hi), hi1 = hi0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
+    lo0 = _mm_min_ps(a, lo0), lo1 = _mm_min_ps(b, lo1), hi0 = _mm_max_ps(a, hi0), hi1 = _mm_max_ps(b, hi1);
+  }
+  alignas(16) float l4[4], h4[4];
+  _mm_store_ps(l4, _mm_min_ps(lo0, lo1)), _mm_store_ps(h4, _mm_max_ps(hi0, hi1));
+  for (int k = 0; k < 4; ++k) r.lo = std::min(r.lo, l4[k]), r.hi = std::max(r.hi, h4[k]);
+  min_max_tail(x, i, n, r);
+}
+
+__attribute__((target("avx512f"))) void min_max_avx512(const float* x, size_t n, MinMax& r) {
+  constexpr __mmask16 all = 0xFFFF;
+  __m512 lo0 = _mm512_set1_ps(r.lo), lo1 = lo0, lo2 = lo0, lo3 = lo0;
+  __m512 hi0 = _mm512_set1_ps(r.hi), hi1 = hi0, hi2 = hi0, hi3 = hi0;
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16), c = _mm512_loadu_ps(x + i + 32),
+                 d = _mm512_loadu_ps(x + i + 48);
+    lo0 = _mm512_mask_min_ps(lo0, all, a, lo0), lo1 = _mm512_mask_min_ps(lo1, all, b, lo1);
+    lo2 = _mm512_mask_min_ps(lo2, all, c, lo2), lo3 = _mm512_mask_min_ps(lo3, all, d, lo3);
+    hi0 = _mm512_mask_max_ps(hi0, all, a, hi0), hi1 = _mm512_mask_max_ps(hi1, all, b, hi1);
+    hi2 = _mm512_mask_max_ps(hi2, all, c, hi2), hi3 = _mm512_mask_max_ps(hi3, all, d, hi3);
+  }
+  alignas(64) float l[64], h[64];
+  _mm512_store_ps(l, lo0), _mm512_store_ps(l + 16, lo1), _mm512_store_ps(l + 32, lo2), _mm512_store_ps(l + 48, lo3);
+  _mm512_store_ps(h, hi0), _mm512_store_ps(h + 16, hi1), _mm512_store_ps(h + 32, hi2), _mm512_store_ps(h + 48, hi3);
+  for (int k = 0; k < 64; ++k) r.lo = std::min(r.lo, l[k]), r.hi = std::max(r.hi, h[k]);
+  min_max_sse(x + i, n - i, r);
+}
+
 MinMax min_max(const float* x, size_t n) {
   MinMax r;
   std::mutex mu;
+  const bool wide = simd::active_isa_level() == simd::Isa::Avx512;
   simd::parallel_chunks(n, 1 << 16, [&](size_t b, size_t e) {
-    __m128 vlo = _mm_setzero_ps(), vhi = _mm_setzero_ps();
-    size_t i = b;
-    for (; i + 4 <= e; i += 4) {
-      const __m128 v = _mm_loadu_ps(x + i);
-      vlo = _mm_min_ps(vlo, v), vhi = _mm_max_ps(vhi, v);
-    }
-    alignas(16) float l4[4], h4[4];
-    _mm_store_ps(l4, vlo), _mm_store_ps(h4, vhi);
-    float lo = std::min(std::min(l4[0], l4[1]), std::min(l4[2], l4[3]));
-    float hi = std::max(std::max(h4[0], h4[1]), std::max(h4[2], h4[3]));
-    for (; i < e; ++i) {
-      lo = x[i] < lo ? x[i] : lo;
-      hi = x[i] > hi ? x[i] : hi;
-    }
+    MinMax part;
+    if (wide) min_max_avx512(x + b, e - b, part);
+    else min_max_sse(x + b, e - b, part);
     std::lock_guard l(mu);
-    r.lo = std::min(r.lo, lo), r.hi = std::max(r.hi, hi);
+    r.lo = std::min(r.lo, part.lo), r.hi = std::max(r.hi, part.hi);
   });
   return r;
 }
@@ -319,7 +354,7 @@ bool is_8bit(DType t) { return t == DType::Uint8 || t == DType::Int8; }
 // point), or per group for a conv.
 struct PackedWeights {
   std::vector<simd::PackedB8> groups;
-  std::vector<simd::PackedW8> direct;  // convs on simd::conv8_2d (direct_conv): per group
+  std::vector<simd::PackedW8> direct;  // convs on simd::conv8_nd: per group
   std::vector<int32_t> depthwise;  // depthwise convs: w - w_zero_point per (channel, tap)
 };
 
@@ -566,18 +601,11 @@ std::vector<int32_t> depthwise_weights(const Tensor& w, const std::vector<int32_
   return v;
 }
 
-// Whether a conv runs on simd::conv8_2d (the weights broadcast, patches packed from the padded
-// input, the output stored NCHW with its epilogue): 1-D and 2-D, stride 1, not depthwise. The
-// rest (strided, 3-D) gathers patches for simd::gemm8_at. Decided from the attributes, so that
-// the plan packs the weights for the path the run takes.
-bool direct_conv(int64_t spatial_rank, std::span<const int64_t> strides, bool depthwise) {
-  return !depthwise && (spatial_rank == 1 || spatial_rank == 2) &&
-         std::all_of(strides.begin(), strides.end(), [](int64_t v) { return v == 1; });
-}
-
-// Per group g: B[k][m] = W[g * Mg + m][k] (K = C/group * kernel size), column zero points.
+// Per group: the weights packed for simd::conv8_nd (every non-depthwise conv: 1-D to 3-D, any
+// stride, dilation and padding), or a depthwise conv's taps.
 std::shared_ptr<const void> prepare_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in, ConvSlots s) {
-  if (s.w >= in.size() || !in[s.w] || in[s.w]->rank() < 3 || !is_8bit(in[s.w]->dtype)) return nullptr;
+  if (s.w >= in.size() || !in[s.w] || in[s.w]->rank() < 3 || in[s.w]->rank() > 5 || !is_8bit(in[s.w]->dtype))
+    return nullptr;
   if (!const_or_absent(g, n, in, s.w_zp)) return nullptr;
   const Tensor& w = *in[s.w];
   const Tensor* zp = s.w_zp < in.size() ? in[s.w_zp] : nullptr;
@@ -591,37 +619,28 @@ std::shared_ptr<const void> prepare_conv(const Graph& g, NodeId n, std::span<con
     p->depthwise = depthwise_weights(w, z);
     return p;
   }
-  const bool direct = direct_conv(w.rank() - 2, g.attr_ints(n, "strides"), false);
-  for (int64_t gi = 0; gi < group; ++gi) {
-    const int32_t* zg = z.size() > 1 ? z.data() + gi * Mg : z.data();
-    if (direct) {
-      p->direct.push_back(simd::pack_w8(static_cast<size_t>(Mg), static_cast<size_t>(K),
-                                        reinterpret_cast<const uint8_t*>(w.data) + gi * Mg * K, static_cast<size_t>(K),
-                                        w.dtype == DType::Int8, zg, z.size() > 1 ? static_cast<size_t>(Mg) : z.size()));
-      continue;
-    }
-    p->groups.push_back(simd::pack_b8(true, static_cast<size_t>(K), static_cast<size_t>(Mg),
+  for (int64_t gi = 0; gi < group; ++gi)
+    p->direct.push_back(simd::pack_w8(static_cast<size_t>(Mg), static_cast<size_t>(K),
                                       reinterpret_cast<const uint8_t*>(w.data) + gi * Mg * K, static_cast<size_t>(K),
-                                      w.dtype == DType::Int8, zg, z.size() > 1 ? static_cast<size_t>(Mg) : z.size()));
-  }
+                                      w.dtype == DType::Int8, z.size() > 1 ? z.data() + gi * Mg : z.data(),
+                                      z.size() > 1 ? static_cast<size_t>(Mg) : z.size()));
   return p;
 }
 
-// The int32 convolution, in chunks of output positions: for image n, group gi, positions
-// [p0, p0 + rows), emit(n, gi, p0, rows, tile) gets tile[r * Mg + m] for output channel
-// gi * Mg + m. Patches are gathered (im2col, padding = x's zero point) per chunk into per-thread
-// scratch, so memory stays at chunk size for any image.
 struct ConvRun {
   ConvGeometry geo;
   std::array<int64_t, 3> out{1, 1, 1};
   int64_t N = 0, C = 0, M = 0, group = 1, Cg = 0, Mg = 0, K = 0, P = 0, in_sp = 1;
 };
 
-// direct(n, gi) gives where simd::conv8_2d writes image n, group gi when the conv takes that
-// path (direct_conv); emit gets the chunks of the gathering path otherwise. Returns whether the
-// direct path ran.
+// The int32 convolution. Every conv but a depthwise one runs on simd::conv8_nd per image and
+// group, writing where direct(n, gi) says (a Conv8Output: int32, dequantized float or
+// requantized 8-bit, stored from the kernel); a depthwise conv gives emit(n, channel, p0, rows,
+// acc) its int32 sums row by row. The gathering path strided and 3-D convs took before (im2col
+// chunks into gemm8 and an int32 tile per chunk) is gone: at stride 2 the phase split of
+// conv8_nd is one pass over the input, where the gathering copied it K / C times.
 template <class Emit, class Direct>
-bool conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit,
+void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit,
                Direct&& direct) {
   const Tensor& x = c.input(s.x);
   const Tensor& w = c.input(s.w);
@@ -645,18 +664,29 @@ bool conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
   for (int i = 0; i < g.rank; ++i) {
     const size_t u = static_cast<size_t>(i);
     cr.out[u] = (g.in[u] + g.pad_begin[u] + g.pad_end[u] - g.dilation[u] * (g.kernel[u] - 1) - 1) / g.stride[u] + 1;
-    if (cr.out[u] < 1) c.error("the convolution's output would be empty: input " + shape_str(x.shape));
+    // (The division truncates: a window one short of the padded input at stride 2 gave 1.)
+    if (cr.out[u] < 1 || g.in[u] + g.pad_begin[u] + g.pad_end[u] < g.dilation[u] * (g.kernel[u] - 1) + 1)
+      c.error("the convolution's output would be empty: input " + shape_str(x.shape));
     cr.P *= cr.out[u], ksp *= g.kernel[u], cr.in_sp *= g.in[u];
   }
   cr.K = cr.Cg * ksp;
   const std::vector<int32_t> wz = zero_points(c.in(s.w_zp));
   if (!wz.empty() && wz.size() != 1 && static_cast<int64_t>(wz.size()) != cr.M)
     c.error("w_zero_point must have 1 or M elements");
+  const bool x_signed = x.dtype == DType::Int8;
+  const int32_t xzv = zero_point_at(xz, 0);
+  const auto* xb = reinterpret_cast<const uint8_t*>(x.data);
+  // 3-D view of the geometry (missing leading dims are 1).
+  auto dim3 = [&](const std::array<int64_t, 3>& a, int64_t fill) {
+    return std::array<int64_t, 3>{g.rank == 3 ? a[0] : fill, g.rank >= 2 ? a[static_cast<size_t>(g.rank - 2)] : fill,
+                                  a[static_cast<size_t>(g.rank - 1)]};
+  };
+  const auto I = dim3(g.in, 1), O = dim3(cr.out, 1), KS = dim3(g.kernel, 1), ST = dim3(g.stride, 1),
+             DL = dim3(g.dilation, 1), PB = dim3(g.pad_begin, 0), PE = dim3(g.pad_end, 0);
   PackedWeights local;
   const bool depthwise = cr.Mg == 1 && cr.Cg == 1;
-  if (direct_conv(g.rank, std::span<const int64_t>(g.stride.data(), static_cast<size_t>(g.rank)), depthwise) &&
-      (!packed || !packed->direct.empty())) {
-    if (!packed) {
+  if (!depthwise) {
+    if (!packed || packed->direct.empty()) {
       for (int64_t gi = 0; gi < cr.group; ++gi)
         local.direct.push_back(simd::pack_w8(static_cast<size_t>(cr.Mg), static_cast<size_t>(cr.K),
                                              reinterpret_cast<const uint8_t*>(w.data) + gi * cr.Mg * cr.K,
@@ -665,178 +695,69 @@ bool conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
                                              wz.size() > 1 ? static_cast<size_t>(cr.Mg) : wz.size()));
       packed = &local;
     }
-    // 1-D as one row (H = 1).
-    const size_t r1 = g.rank == 2 ? 1 : 0;
-    auto u = [](int64_t v) { return static_cast<size_t>(v); };
-    const simd::Conv8Shape shape{u(cr.Cg),
-                                 g.rank == 2 ? u(g.in[0]) : 1,
-                                 u(g.in[r1]),
-                                 g.rank == 2 ? u(g.kernel[0]) : 1,
-                                 u(g.kernel[r1]),
-                                 g.rank == 2 ? u(g.pad_begin[0]) : 0,
-                                 u(g.pad_begin[r1]),
-                                 g.rank == 2 ? u(g.pad_end[0]) : 0,
-                                 u(g.pad_end[r1]),
-                                 g.rank == 2 ? u(g.dilation[0]) : 1,
-                                 u(g.dilation[r1])};
-    const auto* xb = reinterpret_cast<const uint8_t*>(x.data);
+    auto u3 = [](const std::array<int64_t, 3>& a) {
+      return std::array<size_t, 3>{static_cast<size_t>(a[0]), static_cast<size_t>(a[1]), static_cast<size_t>(a[2])};
+    };
+    const simd::Conv8Shape shape{static_cast<size_t>(cr.Cg), u3(I), u3(KS), u3(PB), u3(PE), u3(DL), u3(ST)};
     for (int64_t n = 0; n < cr.N; ++n)
       for (int64_t gi = 0; gi < cr.group; ++gi)
-        simd::conv8_2d(shape, xb + (n * cr.C + gi * cr.Cg) * cr.in_sp, x.dtype == DType::Int8, zero_point_at(xz, 0),
-                       packed->direct[u(gi)], direct(n, gi));
-    return true;
+        simd::conv8_nd(shape, xb + (n * cr.C + gi * cr.Cg) * cr.in_sp, x_signed, xzv,
+                       packed->direct[static_cast<size_t>(gi)], direct(n, gi));
+    return;
   }
-  if (packed && packed->groups.empty() && !depthwise) packed = nullptr;  // packed for the direct path only
-  if (depthwise && !packed) {
+  if (!packed || packed->depthwise.empty()) {
     local.depthwise = depthwise_weights(w, wz);
     packed = &local;
-  } else if (!packed) {
-    for (int64_t gi = 0; gi < cr.group; ++gi)
-      local.groups.push_back(simd::pack_b8(true, static_cast<size_t>(cr.K), static_cast<size_t>(cr.Mg),
-                                           reinterpret_cast<const uint8_t*>(w.data) + gi * cr.Mg * cr.K,
-                                           static_cast<size_t>(cr.K), w.dtype == DType::Int8,
-                                           wz.size() > 1 ? wz.data() + gi * cr.Mg : wz.data(),
-                                           wz.size() > 1 ? static_cast<size_t>(cr.Mg) : wz.size()));
-    packed = &local;
   }
-  const bool x_signed = x.dtype == DType::Int8;
-  const int32_t xzv = zero_point_at(xz, 0);
-  const auto pad_byte = static_cast<uint8_t>(xzv);
-  const auto* xb = reinterpret_cast<const uint8_t*>(x.data);
-  // 3-D view of the geometry (missing trailing dims are 1).
-  const int64_t ID = g.rank == 3 ? g.in[0] : 1, IH = g.rank >= 2 ? g.in[static_cast<size_t>(g.rank - 2)] : 1,
-                IW = g.in[static_cast<size_t>(g.rank - 1)];
-  auto dim3 = [&](const std::array<int64_t, 3>& a, int64_t fill) {
-    return std::array<int64_t, 3>{g.rank == 3 ? a[0] : fill, g.rank >= 2 ? a[static_cast<size_t>(g.rank - 2)] : fill,
-                                  a[static_cast<size_t>(g.rank - 1)]};
+  const int64_t K = cr.K, C = cr.C, in_sp = cr.in_sp, ID = I[0], IH = I[1], IW = I[2];
+  // One channel per item, taps from a table: a GEMM with one column would waste 31 of the 32
+  // lanes of every tile (MobileNetV2's depthwise convs, 2.2x ONNX Runtime's time that way).
+  // Row by row: for each tap, the output columns whose input column is inside the image form
+  // one range, accumulated with a tight (at stride 1, vectorized) loop; outside the range the
+  // input is the zero point, which contributes 0.
+  auto row_taps = [&](auto type_tag, const uint8_t* xc_raw, const int32_t* wt, int64_t od, int64_t oh, int32_t* acc) {
+    using X = decltype(type_tag);
+    const X* xc = reinterpret_cast<const X*>(xc_raw);
+    std::fill_n(acc, O[2], 0);
+    int64_t k = 0;
+    for (int64_t kd = 0; kd < KS[0]; ++kd) {
+      const int64_t id = od * ST[0] + kd * DL[0] - PB[0];
+      for (int64_t kh = 0; kh < KS[1]; ++kh) {
+        const int64_t ih = oh * ST[1] + kh * DL[1] - PB[1];
+        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+          k += KS[2];
+          continue;
+        }
+        const X* row = xc + (id * IH + ih) * IW;
+        for (int64_t kw = 0; kw < KS[2]; ++kw, ++k) {
+          const int64_t off = kw * DL[2] - PB[2];  // iw = ow * stride + off
+          const int64_t lo = off >= 0 ? 0 : (-off + ST[2] - 1) / ST[2];
+          const int64_t hi = std::min<int64_t>(O[2], IW - off <= 0 ? 0 : (IW - off + ST[2] - 1) / ST[2]);
+          const int32_t wv = wt[k];
+          if (ST[2] == 1) {
+            const X* src = row + off;
+            for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += (static_cast<int32_t>(src[ow]) - xzv) * wv;
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += (static_cast<int32_t>(row[ow * ST[2] + off]) - xzv) * wv;
+          }
+        }
+      }
+    }
   };
-  const auto O = dim3(cr.out, 1), KS = dim3(g.kernel, 1), ST = dim3(g.stride, 1), DL = dim3(g.dilation, 1),
-             PB = dim3(g.pad_begin, 0);
-  const bool pointwise = ksp == 1 && ST == std::array<int64_t, 3>{1, 1, 1} && PB == std::array<int64_t, 3>{0, 0, 0} &&
-                         g.pad_end == std::array<int64_t, 3>{0, 0, 0};
-  // 240 positions per chunk: a multiple of both kernels' row tiles (8 and 6). 96 before; 240
-  // took a 64-channel 3x3 at 256x256 from 41-66 to 44-51 ms (2 threads, alternating, loaded):
-  // the per-chunk costs (colterm, the copies' call overhead) spread over more positions.
-  constexpr int64_t kChunk = 240;
-  const int64_t chunks = (cr.P + kChunk - 1) / kChunk;
-  const int64_t items = cr.N * cr.group * chunks;
-  const int64_t K = cr.K, Mg = cr.Mg, Cg = cr.Cg, C = cr.C, in_sp = cr.in_sp, P = cr.P;
-  if (depthwise) {
-    // One channel per item, taps from a table: a GEMM with one column would waste 31 of the 32
-    // lanes of every tile (MobileNetV2's depthwise convs, 2.2x ONNX Runtime's time that way).
-    if (packed->depthwise.empty()) c.error("internal: depthwise weights were not prepared");
-    // Row by row: for each tap, the output columns whose input column is inside the image form
-    // one range, accumulated with a tight (at stride 1, vectorized) loop; outside the range the
-    // input is the zero point, which contributes 0.
-    auto row_taps = [&](auto type_tag, const uint8_t* xc_raw, const int32_t* wt, int64_t od, int64_t oh, int32_t* acc) {
-      using X = decltype(type_tag);
-      const X* xc = reinterpret_cast<const X*>(xc_raw);
-      std::fill_n(acc, O[2], 0);
-      int64_t k = 0;
-      for (int64_t kd = 0; kd < KS[0]; ++kd) {
-        const int64_t id = od * ST[0] + kd * DL[0] - PB[0];
-        for (int64_t kh = 0; kh < KS[1]; ++kh) {
-          const int64_t ih = oh * ST[1] + kh * DL[1] - PB[1];
-          if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-            k += KS[2];
-            continue;
-          }
-          const X* row = xc + (id * IH + ih) * IW;
-          for (int64_t kw = 0; kw < KS[2]; ++kw, ++k) {
-            const int64_t off = kw * DL[2] - PB[2];  // iw = ow * stride + off
-            const int64_t lo = off >= 0 ? 0 : (-off + ST[2] - 1) / ST[2];
-            const int64_t hi = std::min<int64_t>(O[2], IW - off <= 0 ? 0 : (IW - off + ST[2] - 1) / ST[2]);
-            const int32_t wv = wt[k];
-            if (ST[2] == 1) {
-              const X* src = row + off;
-              for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += (static_cast<int32_t>(src[ow]) - xzv) * wv;
-            } else {
-              for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += (static_cast<int32_t>(row[ow * ST[2] + off]) - xzv) * wv;
-            }
-          }
-        }
-      }
-    };
-    simd::parallel_chunks(static_cast<size_t>(cr.N * cr.group), 1, [&](size_t i0, size_t i1) {
-      std::vector<int32_t> acc(static_cast<size_t>(O[2]));
-      for (size_t item = i0; item < i1; ++item) {
-        const int64_t n = static_cast<int64_t>(item) / cr.group, ch = static_cast<int64_t>(item) % cr.group;
-        const uint8_t* xc = xb + (n * C + ch) * in_sp;
-        const int32_t* wt = packed->depthwise.data() + ch * K;
-        for (int64_t od = 0; od < O[0]; ++od)
-          for (int64_t oh = 0; oh < O[1]; ++oh) {
-            if (x_signed) row_taps(int8_t{}, xc, wt, od, oh, acc.data());
-            else row_taps(uint8_t{}, xc, wt, od, oh, acc.data());
-            emit(n, ch, (od * O[1] + oh) * O[2], O[2], acc.data());
-          }
-      }
-    });
-    return false;
-  }
-  // Patches are gathered k-major (col[k][r], K rows of the chunk's positions): for a stride-1
-  // conv, at any dilation, each row segment is one contiguous copy of an input row, and a 1x1
-  // conv reads x itself. The position-major im2col this replaces copied 3 bytes at a time
-  // (memcpy per channel x kernel row per position) and byte by byte under dilation: ISNet's
-  // uint8 twin spent 32.5 s of a 35 s run in ConvInteger that way, most of it gathering.
-  simd::parallel_chunks(static_cast<size_t>(items), 1, [&](size_t i0, size_t i1) {
-    std::vector<uint8_t> col(pointwise ? 0 : static_cast<size_t>(kChunk * K));
-    std::vector<int32_t> tile(static_cast<size_t>(kChunk * Mg));
+  simd::parallel_chunks(static_cast<size_t>(cr.N * cr.group), 1, [&](size_t i0, size_t i1) {
+    std::vector<int32_t> acc(static_cast<size_t>(O[2]));
     for (size_t item = i0; item < i1; ++item) {
-      const int64_t ch = static_cast<int64_t>(item) % chunks, ng = static_cast<int64_t>(item) / chunks;
-      const int64_t n = ng / cr.group, gi = ng % cr.group;
-      const int64_t p0 = ch * kChunk, rows = std::min(kChunk, P - p0);
-      const uint8_t* xg = xb + (n * C + gi * Cg) * in_sp;
-      if (pointwise) {
-        // 1x1, stride 1, no padding: row k of the patches is channel k's plane.
-        simd::gemm8_at(static_cast<size_t>(rows), xg + p0, static_cast<size_t>(in_sp), x_signed, xzv,
-                       packed->groups[static_cast<size_t>(gi)], tile.data(), static_cast<size_t>(Mg));
-        emit(n, gi, p0, rows, tile.data());
-        continue;
-      }
-      // Segments of the chunk that lie on one output row (od, oh), ow in [ow0, ow0 + len).
-      for (int64_t p = p0; p < p0 + rows;) {
-        const int64_t od = p / (O[1] * O[2]), oh = (p / O[2]) % O[1], ow0 = p % O[2];
-        const int64_t len = std::min(O[2] - ow0, p0 + rows - p);
-        uint8_t* seg = col.data() + (p - p0);
-        int64_t k = 0;
-        for (int64_t cc = 0; cc < Cg; ++cc) {
-          const uint8_t* xc = xg + cc * in_sp;
-          for (int64_t kd = 0; kd < KS[0]; ++kd) {
-            const int64_t id = od * ST[0] + kd * DL[0] - PB[0];
-            for (int64_t kh = 0; kh < KS[1]; ++kh) {
-              const int64_t ih = oh * ST[1] + kh * DL[1] - PB[1];
-              const bool row_in = id >= 0 && id < ID && ih >= 0 && ih < IH;
-              const uint8_t* xrow = xc + (id * IH + ih) * IW;
-              for (int64_t kw = 0; kw < KS[2]; ++kw, ++k) {
-                uint8_t* dst = seg + k * kChunk;
-                if (!row_in) {
-                  std::memset(dst, pad_byte, static_cast<size_t>(len));
-                  continue;
-                }
-                const int64_t off = kw * DL[2] - PB[2];  // iw = ow * stride + off
-                // Output columns [lo, hi) read inside the row; the rest is padding.
-                const int64_t lo = std::clamp<int64_t>(off >= 0 ? 0 : (-off + ST[2] - 1) / ST[2], ow0, ow0 + len);
-                const int64_t hi =
-                    std::clamp<int64_t>(IW - off <= 0 ? 0 : (IW - off + ST[2] - 1) / ST[2], lo, ow0 + len);
-                if (lo > ow0) std::memset(dst, pad_byte, static_cast<size_t>(lo - ow0));
-                if (ST[2] == 1) {
-                  std::memcpy(dst + (lo - ow0), xrow + lo + off, static_cast<size_t>(hi - lo));
-                } else {
-                  for (int64_t ow = lo; ow < hi; ++ow) dst[ow - ow0] = xrow[ow * ST[2] + off];
-                }
-                if (hi < ow0 + len) std::memset(dst + (hi - ow0), pad_byte, static_cast<size_t>(ow0 + len - hi));
-              }
-            }
-          }
+      const int64_t n = static_cast<int64_t>(item) / cr.group, ch = static_cast<int64_t>(item) % cr.group;
+      const uint8_t* xc = xb + (n * C + ch) * in_sp;
+      const int32_t* wt = packed->depthwise.data() + ch * K;
+      for (int64_t od = 0; od < O[0]; ++od)
+        for (int64_t oh = 0; oh < O[1]; ++oh) {
+          if (x_signed) row_taps(int8_t{}, xc, wt, od, oh, acc.data());
+          else row_taps(uint8_t{}, xc, wt, od, oh, acc.data());
+          emit(n, ch, (od * O[1] + oh) * O[2], O[2], acc.data());
         }
-        p += len;
-      }
-      simd::gemm8_at(static_cast<size_t>(rows), col.data(), static_cast<size_t>(kChunk), x_signed, xzv,
-                     packed->groups[static_cast<size_t>(gi)], tile.data(), static_cast<size_t>(Mg));
-      emit(n, gi, p0, rows, tile.data());
     }
   });
-  return false;
 }
 
 // [N, M, output spatial...] of a conv with input x and weight w.
@@ -855,11 +776,8 @@ void conv_integer(OpContext& c) {
   Tensor* y = &c.output(0, DType::Int32, conv_shape(c, c.input(0), c.input(1)));
   int32_t* yp = y->ptr<int32_t>();
   conv_int8(c, kConvInteger, packed_state(c), cr,
-            [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
-              for (int64_t m = 0; m < cr.Mg; ++m) {
-                int32_t* dst = yp + (n * cr.M + gi * cr.Mg + m) * cr.P + p0;
-                for (int64_t r = 0; r < rows; ++r) dst[r] = tile[r * cr.Mg + m];
-              }
+            [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
+              std::copy_n(acc, rows, yp + (n * cr.M + ch) * cr.P + p0);
             },
             [&](int64_t n, int64_t gi) {
               simd::Conv8Output o;
@@ -877,7 +795,7 @@ std::shared_ptr<const void> prepare_conv_integer(const Graph& g, NodeId n, std::
 // y = float(acc) * float(s0 * s1) (+ bias), the graph's roundings in its order, written once as
 // float. Unfused, the int32 tensor is written, read by Cast, written as float, read and written
 // again by Mul, Add and Relu. Relu and Clip run in the store (simd::Conv8Output, bit for bit
-// simd::unary's); another fused activation runs over the output after it.
+// simd::unary's); another fused activation (or any after a depthwise conv) runs over the output.
 void conv_integer_to_float(OpContext& c) {
   ConvRun cr;
   const Tensor& w = c.input(1);
@@ -900,75 +818,56 @@ void conv_integer_to_float(OpContext& c) {
   float* yp = y.ptr<float>();
   const simd::Unary act = c.fused_act;
   const bool act_in_store = act.op == simd::UnaryOp::Relu || act.op == simd::UnaryOp::Clip;
-  const bool direct = conv_int8(
+  bool stored_act = false;
+  conv_int8(
       c, kConvInteger, packed_state(c), cr,
-      [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
-        for (int64_t m = 0; m < cr.Mg; ++m) {
-          const auto oc = static_cast<size_t>(gi * cr.Mg + m);
-          const float mu = mult[oc];
-          float* dst = yp + (n * cr.M + gi * cr.Mg + m) * cr.P + p0;
-          for (int64_t r = 0; r < rows; ++r) dst[r] = static_cast<float>(tile[r * cr.Mg + m]) * mu;
-          if (bias)
-            for (int64_t r = 0; r < rows; ++r) dst[r] += bv[oc];
-        }
+      [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
+        const auto oc = static_cast<size_t>(ch);
+        float* dst = yp + (n * cr.M + ch) * cr.P + p0;
+        for (int64_t r = 0; r < rows; ++r) dst[r] = static_cast<float>(acc[r]) * mult[oc];
+        if (bias)
+          for (int64_t r = 0; r < rows; ++r) dst[r] += bv[oc];
       },
       [&](int64_t n, int64_t gi) {
         simd::Conv8Output o;
         o.f32 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
         o.mult = mult.data() + gi * cr.Mg, o.mult_count = static_cast<size_t>(M);
         if (bias) o.bias = bv.data() + gi * cr.Mg, o.bias_count = static_cast<size_t>(M);
-        if (act_in_store) o.act = act;
+        if (act_in_store) o.act = act, stored_act = true;
         return o;
       });
-  if (act.op != simd::UnaryOp::Identity && !(direct && act_in_store))
-    simd::unary(act, yp, yp, static_cast<size_t>(y.numel()));
+  if (act.op != simd::UnaryOp::Identity && !stored_act) simd::unary(act, yp, yp, static_cast<size_t>(y.numel()));
 }
 std::shared_ptr<const void> prepare_qlinear_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_conv(g, n, in, kQLinearConv);
 }
 
+// QLinearConv: conv8 requantizes in its store (simd::Conv8Output::q8: the int32 sums plus the
+// bias, times the multiplier, rounded half to even, plus y's zero point, saturated), so no int32
+// tensor is written and read back; a depthwise conv requantizes its rows the same way here.
 template <class Q>
 void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult, const Tensor* bias, float zp) {
   ConvRun cr;
   Q* yp = y.ptr<Q>();
   const int32_t* b = bias ? bias->ptr<int32_t>() : nullptr;
-  // The direct path's int32 sums (sized when it runs: allocated lazily below).
-  std::vector<int32_t> acc;
-  const bool direct = conv_int8(c, kQLinearConv, packed_state(c), cr,
-            [&](int64_t n, int64_t gi, int64_t p0, int64_t rows, const int32_t* tile) {
-              for (int64_t m = 0; m < cr.Mg; ++m) {
-                const int64_t oc = gi * cr.Mg + m;
-                const float mu = mult[mult.size() > 1 ? static_cast<size_t>(oc) : 0];
-                const int32_t bv = b ? b[oc] : 0;
-                Q* dst = yp + (n * cr.M + oc) * cr.P + p0;
-                for (int64_t r = 0; r < rows; ++r)
-                  dst[r] = saturate_round<Q>(
-                      static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(tile[r * cr.Mg + m]) +
-                                                              static_cast<uint32_t>(bv))) * mu,
-                      zp);
-              }
+  const bool per_channel = mult.size() > 1;
+  conv_int8(c, kQLinearConv, packed_state(c), cr,
+            [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
+              const float mu = mult[per_channel ? static_cast<size_t>(ch) : 0];
+              const uint32_t bv = b ? static_cast<uint32_t>(b[ch]) : 0;
+              Q* dst = yp + (n * cr.M + ch) * cr.P + p0;
+              for (int64_t r = 0; r < rows; ++r)
+                dst[r] = saturate_round<Q>(
+                    static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc[r]) + bv)) * mu, zp);
             },
             [&](int64_t n, int64_t gi) {
               simd::Conv8Output o;
-              if (acc.empty()) acc.resize(static_cast<size_t>(cr.N * cr.M * cr.P));
-              o.i32 = acc.data() + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+              o.q8 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+              o.q8_signed = std::is_signed_v<Q>, o.q8_zero = zp;
+              o.mult = per_channel ? mult.data() + gi * cr.Mg : mult.data(), o.mult_count = per_channel ? mult.size() : 1;
+              if (b) o.acc_bias = b + gi * cr.Mg;
               return o;
             });
-  if (!direct) return;
-  // The direct path wrote the int32 sums; requantized here as the chunks above do.
-  const auto total = static_cast<int64_t>(acc.size());
-  over_rows(total / std::max<int64_t>(cr.P, 1), cr.P, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      const int64_t oc = static_cast<int64_t>(r) % cr.M;
-      const float mu = mult[mult.size() > 1 ? static_cast<size_t>(oc) : 0];
-      const int32_t bv = b ? b[oc] : 0;
-      const int32_t* src = acc.data() + r * static_cast<size_t>(cr.P);
-      Q* dst = yp + r * static_cast<size_t>(cr.P);
-      for (int64_t i = 0; i < cr.P; ++i)
-        dst[i] = saturate_round<Q>(
-            static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(src[i]) + static_cast<uint32_t>(bv))) * mu, zp);
-    }
-  });
 }
 
 void qlinear_conv(OpContext& c) {

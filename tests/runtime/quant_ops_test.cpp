@@ -250,6 +250,79 @@ TEST(QuantOps, QLinearConvRequantizesWithBiasAndPerChannelScales) {
   });
 }
 
+// QLinearConv on every conv path (stride 2, 1-D, 3-D, groups, depthwise, dilation, padding),
+// int8 and uint8 x / w / y, per-channel and per-tensor scales, with and without bias: the
+// requantization happens in conv8's store, so each is checked against the spec's formula on the
+// int64 reference sums. w_scale 0.5 / x_scale 1 / y_scale 1 makes every odd sum an exact tie (half
+// to even), and the zero points near the range's ends make both ends saturate.
+TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
+  const std::vector<ConvCase> cases = {
+      {{1, 5, 11, 13}, {9, 5, 3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {{2, 16, 14, 14}, {20, 16, 1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 4, 10, 9}, {6, 2, 3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, 2},
+      {{1, 6, 9, 9}, {6, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 6},
+      {{1, 5, 40}, {7, 5, 5}, {2}, {1}, {2, 2}},
+      {{1, 3, 5, 6, 7}, {8, 3, 3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+  };
+  size_t ties = 0, saturated = 0;
+  at_every_isa([&] {
+    for (const ConvCase& cc : cases)
+      for (DType tx : {DType::Uint8, DType::Int8})
+        for (DType ty : {DType::Uint8, DType::Int8})
+          for (bool per_channel : {false, true}) {
+            const DType tw = tx == DType::Uint8 ? DType::Int8 : DType::Uint8;
+            int64_t nx = 1, nw = 1;
+            for (int64_t d : cc.x_shape) nx *= d;
+            for (int64_t d : cc.w_shape) nw *= d;
+            const int64_t M = cc.w_shape[0];
+            auto x = random_bytes(static_cast<size_t>(nx)), w = random_bytes(static_cast<size_t>(nw));
+            std::vector<uint8_t> xz{random_zp(tx)}, wz(per_channel ? static_cast<size_t>(M) : 1);
+            for (auto& z : wz) z = random_zp(tw);
+            const uint8_t yz = ty == DType::Uint8 ? (per_channel ? 5 : 250) : static_cast<uint8_t>(per_channel ? -120 : 110);
+            std::vector<float> ws(per_channel ? static_cast<size_t>(M) : 1);
+            for (size_t m = 0; m < ws.size(); ++m) ws[m] = m % 3 == 0 ? 0.5f : m % 3 == 1 ? 0.013f : 7.7e-4f;
+            std::vector<int32_t> bias(static_cast<size_t>(M));
+            for (size_t m = 0; m < bias.size(); ++m) bias[m] = static_cast<int32_t>(m * 37) - 100;
+            GraphBuilder g(10);
+            ValueId X = g.input("x", cc.x_shape, tx);
+            std::vector<ValueId> ins{X,
+                                     g.f32("xs", {}, {1.f}),
+                                     g.init<uint8_t>("xz", {}, xz, tx),
+                                     g.init<uint8_t>("w", cc.w_shape, w, tw),
+                                     g.f32("ws", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, ws),
+                                     g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{},
+                                                     wz, tw),
+                                     g.f32("ys", {}, {1.f}),
+                                     g.init<uint8_t>("yz", {}, {yz}, ty)};
+            if (per_channel) ins.push_back(g.init<int32_t>("b", {M}, bias, DType::Int32));
+            g.outputs({g.node("QLinearConv", ins,
+                              {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
+                               NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
+            rt::Session s(g.model());
+            auto y = s.run({bytes_tensor(tx, cc.x_shape, x)})[0];
+            Shape shape;
+            auto acc = conv_reference(cc, x, tx, val(xz, 0, tx), w, tw, wz, &shape);
+            ASSERT_EQ(y.shape, shape);
+            ASSERT_EQ(y.dtype, ty);
+            int64_t P = 1;
+            for (size_t i = 2; i < shape.size(); ++i) P *= shape[i];
+            const double lo = ty == DType::Int8 ? -128 : 0, hi = ty == DType::Int8 ? 127 : 255;
+            for (size_t i = 0; i < acc.size(); ++i) {
+              const size_t m = (i / static_cast<size_t>(P)) % static_cast<size_t>(M);
+              const int32_t sum = static_cast<int32_t>(acc[i] + (per_channel ? bias[m] : 0));
+              const float prod = static_cast<float>(sum) * (1.f * ws[per_channel ? m : 0] / 1.f);
+              ties += std::fabs(prod - std::trunc(prod)) == 0.5f;
+              const double v = std::clamp(std::nearbyint(static_cast<double>(prod)) + val({yz}, 0, ty), lo, hi);
+              saturated += v == lo || v == hi;
+              const int64_t got = ty == DType::Int8 ? y.ptr<int8_t>()[i] : y.ptr<uint8_t>()[i];
+              ASSERT_EQ(got, static_cast<int64_t>(v)) << "case x" << rt::shape_str(cc.x_shape) << " at " << i;
+            }
+          }
+  });
+  EXPECT_GT(ties, 0u);
+  EXPECT_GT(saturated, 0u);
+}
+
 TEST(QuantOps, QLinearMatMulPerColumnScales) {
   const int64_t M = 9, K = 70, N = 21;
   auto a = random_bytes(M * K), b = random_bytes(K * N);
@@ -413,7 +486,7 @@ struct DequantCase {
   bool bias_first = false;             // Add(bias, y)
   bool bias_input = false;             // the bias is a graph input (not known at plan time)
   std::string act = "";
-  int64_t stride = 1;                  // conv strides (2: the gathering path)
+  int64_t stride = 1;                  // conv strides (2: conv8_nd's stride phases)
   bool pointwise = false;              // 1x1 conv, no padding
 };
 
@@ -506,7 +579,7 @@ TEST(QuantOps, IntegerDequantizeFusionMatchesTheGraph) {
 // The epilogue after the dequantize: a per-channel (per-column) bias Add, as an initializer or
 // a Reshape of one (ISNet's quantize_dynamic twin), on either side of the Add, then Relu / Clip
 // (in the conv's store) or Sigmoid (over the output): bit for bit the graph's Cast -> Mul -> Add
-// -> activation, on the direct (stride 1, 1x1) and the gathering (stride 2) conv paths and the
+// -> activation, on the stride-1 (1x1) and the strided (stride 2, phase split) conv paths and the
 // MatMul, at every ISA level. The fused count is the nodes absorbed.
 TEST(QuantOps, IntegerDequantizeFusionTakesBiasAndActivation) {
   at_every_isa([&] {
@@ -607,4 +680,36 @@ TEST(QuantOps, QuantizeSpansAgreeAtEveryIsaLevel) {
     for (size_t i = 0; i < n; ++i)
       ASSERT_EQ(o[0].ptr<uint8_t>()[i], static_cast<uint8_t>(spec(fin[i], scale, zp, 0.f, 255.f))) << "at " << i;
   });
+}
+
+// DynamicQuantizeLinear's range (vectorized min/max, 4 / 16 lanes and threaded chunks): the
+// scale and zero point the spec's formulas give on the extremes, wherever they sit (vector body,
+// tail, another thread's chunk), at every ISA level; NaN elements do not move the range.
+TEST(QuantOps, DynamicQuantizeLinearRangeAtEveryIsaLevel) {
+  std::mt19937 r(11);
+  std::uniform_real_distribution<float> u(-3.f, 5.f);
+  for (size_t n : {size_t{7}, size_t{1003}, size_t{200003}}) {
+    std::vector<float> xv(n);
+    for (float& v : xv) v = u(r);
+    for (size_t where : {size_t{0}, n / 2 + 1, n - 1}) {
+      std::vector<float> x = xv;
+      x[where] = -7.25f;
+      x[(where + n / 3) % n] = 9.5f;
+      if (n > 8) x[(where + 5) % n] = std::numeric_limits<float>::quiet_NaN();
+      float lo = 0, hi = 0;
+      for (float v : x)
+        if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+      const float want_scale = (hi - lo) / 255.f;
+      const float want_zp = std::clamp(std::nearbyint((0.f - lo) / want_scale), 0.f, 255.f);
+      at_every_isa([&] {
+        GraphBuilder g(11);
+        ValueId xi = g.input("x", {static_cast<int64_t>(n)});
+        g.outputs(g.node_n("DynamicQuantizeLinear", {xi}, {}, 3));
+        rt::Session s(g.model());
+        const auto o = s.run({make<float>(DType::Float, {static_cast<int64_t>(n)}, x)});
+        ASSERT_EQ(o[1].ptr<float>()[0], want_scale) << "n=" << n << " extremes at " << where;
+        ASSERT_EQ(o[2].ptr<uint8_t>()[0], static_cast<uint8_t>(want_zp)) << "n=" << n << " extremes at " << where;
+      });
+    }
+  }
 }

@@ -1,11 +1,13 @@
 // The integer GEMM (simd/int8_gemm.h) against its int64 reference, bit-exact, at every ISA level
 // this CPU supports (each level packs for its own kernel): every signedness pair, per-tensor and
 // per-column zero points, saturating values (all 255 x -128 / 127: the case vpmaddubsw would get
-// wrong), ragged M/N/K around the tile and cell sizes, transposed B, and a strided C; gemm8_at
-// (k-major A) on every case too.
+// wrong), ragged M/N/K around the tile and cell sizes, transposed B, and a strided C; conv8_nd
+// (1-D to 3-D, strides, dilations, padding) with its int32, float and requantized stores.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <random>
@@ -48,17 +50,6 @@ void check(const Case& c, std::mt19937& rng) {
     ASSERT_EQ(got[i], want[i]) << int8_kernel_name(p.kernel()) << " M=" << c.M << " N=" << c.N << " K=" << c.K
                                << " a_signed=" << c.a_signed << " b_signed=" << c.b_signed << " fill=" << c.fill
                                << " at " << i / ldc << "," << i % ldc;
-  // The same product from k-major A (a conv's patch rows), with a row stride past M.
-  const std::size_t ld_at = c.M + 5;
-  std::vector<std::uint8_t> At(c.K * ld_at, 0xA5);
-  for (std::size_t m = 0; m < c.M; ++m)
-    for (std::size_t k = 0; k < c.K; ++k) At[k * ld_at + m] = A[m * c.K + k];
-  std::vector<std::int32_t> got_at(c.M * ldc, 7);
-  gemm8_at(c.M, At.data(), ld_at, c.a_signed, za, p, got_at.data(), ldc);
-  for (std::size_t i = 0; i < want.size(); ++i)
-    ASSERT_EQ(got_at[i], want[i]) << "gemm8_at " << int8_kernel_name(p.kernel()) << " M=" << c.M << " N=" << c.N
-                                  << " K=" << c.K << " a_signed=" << c.a_signed << " b_signed=" << c.b_signed
-                                  << " fill=" << c.fill << " at " << i / ldc << "," << i % ldc;
 }
 
 }  // namespace
@@ -101,59 +92,95 @@ TEST_F(Int8GemmTest, KernelFollowsIsaLevel) {
   }
 }
 
-// ---- conv8 / conv8_2d: the weights-broadcast conv against an int64 direct convolution ----------
+// ---- conv8_nd: the weights-broadcast conv against an int64 direct convolution ----------------
 
 namespace {
 
+using Dims = std::array<std::size_t, 3>;  // depth, height, width
+
 struct ConvCase {
-  std::size_t C, M, H, W, KH, KW, pt, pl, pb, pr, dh, dw;
+  std::size_t C, M;
+  Dims in, kernel, pad_begin, pad_end, dilation, stride;
   bool x_signed, w_signed, per_channel;
   int fill;  // 0 random, 1 extremes (x max, w min), 2 extremes with zero points at the far end
 };
 
-// y[m][oh][ow] = sum (x - zx) * (w - zw[m]) over the window (padding = zx, contributes 0), int64.
+Conv8Shape shape_of(const ConvCase& c) {
+  return {c.C, c.in, c.kernel, c.pad_begin, c.pad_end, c.dilation, c.stride};
+}
+
+// y[m][od][oh][ow] = sum (x - zx) * (w - zw[m]) over the window (padding = zx, contributes 0),
+// int64, written from the definition (no phases, no padded copy).
 std::vector<std::int64_t> conv_reference(const ConvCase& c, const std::vector<std::uint8_t>& x, std::int32_t zx,
                                          const std::vector<std::uint8_t>& w, const std::vector<std::int32_t>& zw) {
-  const std::size_t OH = c.H + c.pt + c.pb - (c.KH - 1) * c.dh, OW = c.W + c.pl + c.pr - (c.KW - 1) * c.dw;
+  const Conv8Shape s = shape_of(c);
+  const Dims O{s.out(0), s.out(1), s.out(2)};
   auto xv = [&](std::size_t i) -> std::int64_t { return c.x_signed ? static_cast<std::int8_t>(x[i]) : x[i]; };
   auto wv = [&](std::size_t i) -> std::int64_t { return c.w_signed ? static_cast<std::int8_t>(w[i]) : w[i]; };
-  std::vector<std::int64_t> y(c.M * OH * OW);
+  std::vector<std::int64_t> y(c.M * O[0] * O[1] * O[2]);
+  std::size_t at = 0;
   for (std::size_t m = 0; m < c.M; ++m)
-    for (std::size_t oh = 0; oh < OH; ++oh)
-      for (std::size_t ow = 0; ow < OW; ++ow) {
-        std::int64_t acc = 0;
-        for (std::size_t ch = 0; ch < c.C; ++ch)
-          for (std::size_t kh = 0; kh < c.KH; ++kh)
-            for (std::size_t kw = 0; kw < c.KW; ++kw) {
-              const auto ih = static_cast<std::int64_t>(oh + kh * c.dh) - static_cast<std::int64_t>(c.pt);
-              const auto iw = static_cast<std::int64_t>(ow + kw * c.dw) - static_cast<std::int64_t>(c.pl);
-              if (ih < 0 || iw < 0 || ih >= static_cast<std::int64_t>(c.H) || iw >= static_cast<std::int64_t>(c.W))
-                continue;
-              const std::size_t xi = (ch * c.H + static_cast<std::size_t>(ih)) * c.W + static_cast<std::size_t>(iw);
-              acc += (xv(xi) - zx) * (wv(((m * c.C + ch) * c.KH + kh) * c.KW + kw) - zw[zw.size() > 1 ? m : 0]);
-            }
-        y[(m * OH + oh) * OW + ow] = acc;
-      }
+    for (std::size_t od = 0; od < O[0]; ++od)
+      for (std::size_t oh = 0; oh < O[1]; ++oh)
+        for (std::size_t ow = 0; ow < O[2]; ++ow) {
+          std::int64_t acc = 0;
+          std::size_t wi = m * c.C * c.kernel[0] * c.kernel[1] * c.kernel[2];
+          for (std::size_t ch = 0; ch < c.C; ++ch)
+            for (std::size_t kd = 0; kd < c.kernel[0]; ++kd)
+              for (std::size_t kh = 0; kh < c.kernel[1]; ++kh)
+                for (std::size_t kw = 0; kw < c.kernel[2]; ++kw, ++wi) {
+                  const std::array<std::size_t, 3> o{od, oh, ow}, k{kd, kh, kw};
+                  std::array<std::int64_t, 3> i{};
+                  bool inside = true;
+                  for (std::size_t d = 0; d < 3; ++d) {
+                    i[d] = static_cast<std::int64_t>(o[d] * c.stride[d] + k[d] * c.dilation[d]) -
+                           static_cast<std::int64_t>(c.pad_begin[d]);
+                    inside &= i[d] >= 0 && i[d] < static_cast<std::int64_t>(c.in[d]);
+                  }
+                  if (!inside) continue;
+                  const auto xi = static_cast<std::size_t>(
+                      ((static_cast<std::int64_t>(ch * c.in[0]) + i[0]) * static_cast<std::int64_t>(c.in[1]) + i[1]) *
+                          static_cast<std::int64_t>(c.in[2]) +
+                      i[2]);
+                  acc += (xv(xi) - zx) * (wv(wi) - zw[zw.size() > 1 ? m : 0]);
+                }
+          y[at++] = acc;
+        }
   return y;
 }
 
-void check_conv(const ConvCase& c, std::mt19937& rng) {
+std::int32_t wrap32(std::int64_t v) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(v)); }
+
+// Counts, over every check_conv call, of requantized outputs that were exact ties (x.5 before
+// rounding) and that saturated: the cases must reach both.
+struct Q8Stats {
+  std::size_t ties = 0, saturated = 0;
+} q8_stats;
+
+// parallel: conv8_nd's threaded split (the big cases); the small ones run serially, since on a
+// loaded machine each parallel region waits for a helper thread to be scheduled.
+void check_conv(const ConvCase& c, std::mt19937& rng, bool parallel = false) {
   std::uniform_int_distribution<int> byte(0, 255);
-  const std::size_t K = c.C * c.KH * c.KW;
-  std::vector<std::uint8_t> x(c.C * c.H * c.W), w(c.M * K);
+  const std::size_t K = c.C * c.kernel[0] * c.kernel[1] * c.kernel[2];
+  std::vector<std::uint8_t> x(c.C * c.in[0] * c.in[1] * c.in[2]), w(c.M * K);
   for (auto& v : x) v = static_cast<std::uint8_t>(c.fill ? (c.x_signed ? 127 : 255) : byte(rng));
   for (auto& v : w) v = static_cast<std::uint8_t>(c.fill ? (c.w_signed ? 0x80 : 0) : byte(rng));
   const std::int32_t zx = c.fill == 2 ? (c.x_signed ? -128 : 0) : c.x_signed ? byte(rng) - 128 : byte(rng);
   std::vector<std::int32_t> zw(c.per_channel ? c.M : 1);
   for (auto& z : zw) z = c.fill == 2 ? (c.w_signed ? 127 : 255) : c.w_signed ? byte(rng) - 128 : byte(rng);
   const std::vector<std::int64_t> want = conv_reference(c, x, zx, w, zw);
-  const Conv8Shape s{c.C, c.H, c.W, c.KH, c.KW, c.pt, c.pl, c.pb, c.pr, c.dh, c.dw};
-  const std::size_t P = s.out_h() * s.out_w();
+  const Conv8Shape s = shape_of(c);
+  const std::size_t P = s.out(0) * s.out(1) * s.out(2);
+  ASSERT_EQ(want.size(), c.M * P);
   const PackedW8 pw = pack_w8(c.M, K, w.data(), K, c.w_signed, zw.data(), zw.size());
   ASSERT_EQ(pw.kernel(), active_int8_kernel());
+  auto dims = [](const Dims& d) {
+    return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+  };
   const std::string what = std::string(int8_kernel_name(pw.kernel())) + " C=" + std::to_string(c.C) +
-                           " M=" + std::to_string(c.M) + " " + std::to_string(c.H) + "x" + std::to_string(c.W) +
-                           " k" + std::to_string(c.KH) + "x" + std::to_string(c.KW) + " fill=" + std::to_string(c.fill) +
+                           " M=" + std::to_string(c.M) + " in " + dims(c.in) + " k " + dims(c.kernel) + " stride " +
+                           dims(c.stride) + " dil " + dims(c.dilation) + " pads " + dims(c.pad_begin) + "/" +
+                           dims(c.pad_end) + " fill=" + std::to_string(c.fill) +
                            " x_signed=" + std::to_string(c.x_signed) + " w_signed=" + std::to_string(c.w_signed);
   // int32: the reference wrapped to int32 (the spec's output type), sentinels after each channel
   // (ld past P) untouched.
@@ -161,11 +188,10 @@ void check_conv(const ConvCase& c, std::mt19937& rng) {
   std::vector<std::int32_t> got(c.M * ld, 7);
   Conv8Output o;
   o.i32 = got.data(), o.ld = ld;
-  conv8_2d(s, x.data(), c.x_signed, zx, pw, o);
+  conv8_nd(s, x.data(), c.x_signed, zx, pw, o, parallel);
   for (std::size_t m = 0; m < c.M; ++m) {
     for (std::size_t p = 0; p < P; ++p)
-      ASSERT_EQ(got[m * ld + p], static_cast<std::int32_t>(static_cast<std::uint32_t>(want[m * P + p])))
-          << what << " at m=" << m << " p=" << p;
+      ASSERT_EQ(got[m * ld + p], wrap32(want[m * P + p])) << what << " at m=" << m << " p=" << p;
     for (std::size_t p = P; p < ld; ++p) ASSERT_EQ(got[m * ld + p], 7) << what << " wrote past channel " << m;
   }
   // float: float(acc) * mult[m] + bias[m], then Relu / Clip, each rounding as the unfused graph.
@@ -176,10 +202,10 @@ void check_conv(const ConvCase& c, std::mt19937& rng) {
     Conv8Output of;
     of.f32 = gf.data(), of.ld = P, of.mult = mult.data(), of.mult_count = c.M, of.bias = bias.data(), of.bias_count = c.M;
     of.act = act;
-    conv8_2d(s, x.data(), c.x_signed, zx, pw, of);
+    conv8_nd(s, x.data(), c.x_signed, zx, pw, of, parallel);
     for (std::size_t m = 0; m < c.M; ++m)
       for (std::size_t p = 0; p < P; ++p) {
-        volatile float prod = static_cast<float>(static_cast<std::int32_t>(static_cast<std::uint32_t>(want[m * P + p]))) * mult[m];
+        volatile float prod = static_cast<float>(wrap32(want[m * P + p])) * mult[m];
         volatile float v = prod + bias[m];
         float r = v;
         if (act.op == UnaryOp::Relu) r = 0.f > r ? 0.f : r;
@@ -187,28 +213,99 @@ void check_conv(const ConvCase& c, std::mt19937& rng) {
         ASSERT_EQ(gf[m * P + p], r) << what << " float act=" << static_cast<int>(act.op) << " at m=" << m << " p=" << p;
       }
   }
+  // Requantized (QLinearConv): saturate(round_half_even(float(acc + bias) * mult) + zero), uint8
+  // and int8. The multipliers mix powers of two (0.5: every odd sum is a tie; 2^-6) with an
+  // arbitrary one, per channel or one for all; the zero points sit near the ends of the range so
+  // that both ends saturate.
+  std::vector<std::int32_t> ibias(c.M);
+  std::vector<float> qmult(c.M);
+  for (std::size_t m = 0; m < c.M; ++m) {
+    ibias[m] = static_cast<std::int32_t>(m % 3 == 0 ? 0 : (m % 3 == 1 ? 1 : -777)) * static_cast<std::int32_t>(m + 1);
+    qmult[m] = m % 4 == 0 ? 0.5f : m % 4 == 1 ? 0.015625f : m % 4 == 2 ? 0.0123f : 3.1e-4f;
+  }
+  for (const bool q_signed : {false, true})
+    for (const bool per_m : {true, false}) {
+      const float zero = q_signed ? (per_m ? -120.f : 100.f) : (per_m ? 3.f : 250.f);
+      const std::size_t qld = P + 5;
+      std::vector<std::uint8_t> gq(c.M * qld, 0xA5);
+      Conv8Output oq;
+      oq.q8 = gq.data(), oq.q8_signed = q_signed, oq.q8_zero = zero, oq.ld = qld;
+      oq.mult = qmult.data(), oq.mult_count = per_m ? c.M : 1, oq.acc_bias = per_m ? ibias.data() : nullptr;
+      conv8_nd(s, x.data(), c.x_signed, zx, pw, oq, parallel);
+      const double lo = q_signed ? -128 : 0, hi = q_signed ? 127 : 255;
+      for (std::size_t m = 0; m < c.M; ++m) {
+        const float mu = qmult[per_m ? m : 0];
+        const std::int32_t bv = per_m ? ibias[m] : 0;
+        for (std::size_t p = 0; p < P; ++p) {
+          const std::int32_t acc = wrap32(want[m * P + p] + bv);
+          volatile float prod = static_cast<float>(acc) * mu;
+          const double r = std::nearbyint(static_cast<double>(prod));
+          q8_stats.ties += std::fabs(static_cast<double>(prod) - std::trunc(static_cast<double>(prod))) == 0.5;
+          const double v = std::clamp(r + zero, lo, hi);
+          q8_stats.saturated += v == lo || v == hi;
+          const int want_q = static_cast<int>(v);
+          const int got_q = q_signed ? static_cast<std::int8_t>(gq[m * qld + p]) : gq[m * qld + p];
+          ASSERT_EQ(got_q, want_q) << what << " q8 signed=" << q_signed << " per_m=" << per_m << " at m=" << m
+                                   << " p=" << p << " acc=" << acc;
+        }
+        for (std::size_t p = P; p < qld; ++p) ASSERT_EQ(gq[m * qld + p], 0xA5) << what << " q8 wrote past channel " << m;
+      }
+    }
+}
+
+ConvCase conv2d(std::size_t C, std::size_t M, std::size_t H, std::size_t W, std::size_t KH, std::size_t KW,
+                std::size_t pt, std::size_t pl, std::size_t pb, std::size_t pr, std::size_t dh, std::size_t dw,
+                std::size_t sh = 1, std::size_t sw = 1) {
+  return {C, M, {1, H, W}, {1, KH, KW}, {0, pt, pl}, {0, pb, pr}, {1, dh, dw}, {1, sh, sw}, false, false, false, 0};
 }
 
 }  // namespace
 
 // Every ISA level: both signednesses, per-tensor and per-channel zero points, the saturating
-// extremes, padding on each side, dilation, 1x1 (no padding: x read in place), widths below,
-// at and across the 32-position panel (rows split between panels), K tails of every residue.
+// extremes, padding on each side, dilation, 1x1 (no padding: x read in place), widths below, at
+// and across the 32-position panel (rows split between panels), K tails of every residue;
+// strides 2 and 3 (one phase for a strided 1x1, every phase for a 3x3, one for a 3x3 at
+// dilation 2, the vector deinterleave on a 70-wide row), 1-D and 3-D.
 TEST_F(Int8GemmTest, Conv8ExactAtEveryIsaLevel) {
   std::mt19937 rng(81);
+  q8_stats = {};
+  const std::vector<ConvCase> shapes = {
+      conv2d(3, 5, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1),
+      conv2d(8, 16, 12, 40, 3, 3, 1, 1, 1, 1, 1, 1),
+      conv2d(5, 9, 11, 13, 3, 3, 2, 2, 2, 2, 2, 2),
+      conv2d(16, 20, 6, 70, 1, 1, 0, 0, 0, 0, 1, 1),
+      conv2d(7, 3, 9, 33, 3, 2, 0, 2, 1, 0, 1, 3),
+      conv2d(2, 17, 5, 5, 3, 3, 0, 0, 0, 0, 1, 1),
+      conv2d(5, 9, 11, 13, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2),    // ResNet's strided 3x3, odd sizes
+      conv2d(16, 20, 14, 14, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2),  // its strided 1x1 downsample
+      conv2d(4, 7, 17, 19, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2),    // dilation 2 at stride 2: one phase
+      conv2d(3, 5, 10, 23, 2, 4, 1, 0, 0, 2, 1, 1, 3, 2),    // stride 3 x 2, uneven pads
+      conv2d(8, 16, 12, 70, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2),   // 36-wide phases: vector deinterleave
+      conv2d(3, 4, 3, 4, 5, 5, 2, 2, 2, 2, 1, 1, 2, 2),      // kernel past the image, pads only
+      {6, 11, {1, 1, 40}, {1, 1, 5}, {0, 0, 2}, {0, 0, 2}, {1, 1, 1}, {1, 1, 2}, false, false, false, 0},  // 1-D s2
+      {7, 3, {1, 1, 50}, {1, 1, 3}, {0, 0, 0}, {0, 0, 0}, {1, 1, 3}, {1, 1, 1}, false, false, false, 0},  // 1-D d3
+      {3, 10, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},  // 3-D
+      {4, 8, {6, 9, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 2, 2}, false, false, false, 0},  // video
+      {2, 5, {7, 8, 9}, {2, 3, 2}, {1, 0, 1}, {0, 1, 0}, {2, 1, 1}, {2, 2, 2}, false, false, false, 0},
+      {5, 6, {4, 5, 6}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},  // 3-D 1x1x1
+  };
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));
     for (bool xs : {false, true})
       for (bool ws : {false, true})
-        for (int fill : {0, 1, 2}) {
-          check_conv({3, 5, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, xs, ws, fill == 0, fill}, rng);
-          check_conv({8, 16, 12, 40, 3, 3, 1, 1, 1, 1, 1, 1, xs, ws, true, fill}, rng);
-          check_conv({5, 9, 11, 13, 3, 3, 2, 2, 2, 2, 2, 2, xs, ws, false, fill}, rng);
-          check_conv({16, 20, 6, 70, 1, 1, 0, 0, 0, 0, 1, 1, xs, ws, true, fill}, rng);
-          check_conv({7, 3, 9, 33, 3, 2, 0, 2, 1, 0, 1, 3, xs, ws, fill == 1, fill}, rng);
-          check_conv({2, 17, 5, 5, 3, 3, 0, 0, 0, 0, 1, 1, xs, ws, false, fill}, rng);
-        }
-    // Threaded, many panels, K = 576 (ResNet's 64-channel 3x3).
-    check_conv({64, 24, 20, 28, 3, 3, 1, 1, 1, 1, 1, 1, false, false, false, 0}, rng);
+        for (int fill : {0, 1, 2})
+          for (std::size_t i = 0; i < shapes.size(); ++i) {
+            ConvCase c = shapes[i];
+            c.x_signed = xs, c.w_signed = ws, c.per_channel = (fill + i) % 2 == 0, c.fill = fill;
+            check_conv(c, rng);
+          }
+    // Threaded, many panels, K = 576 (ResNet's 64-channel 3x3), at stride 1 and 2; a small plane
+    // with many channels (one block of positions: the channel panels split over threads).
+    check_conv({64, 24, {1, 20, 28}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0}, rng, true);
+    check_conv({64, 24, {1, 41, 57}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 2, 2}, true, true, true, 0}, rng, true);
+    check_conv({48, 200, {1, 7, 7}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, true, true, 0}, rng, true);
+    check_conv({48, 200, {1, 7, 7}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, false, false, 2}, rng, true);
   }
+  EXPECT_GT(q8_stats.ties, 0u);
+  EXPECT_GT(q8_stats.saturated, 0u);
 }
