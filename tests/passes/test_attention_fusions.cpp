@@ -654,7 +654,7 @@ namespace {
 // x [B, S, 8] → three projections (widths 8, 4, 4: GQA-like), biases as given, in type `t`
 // (float16: weights and biases stored as float16, as tools/models/to_fp16.py writes them).
 // `third`: how the third projection differs (a must-not case) or not.
-enum class Third { Same, WeightInput, OtherInput };
+enum class Third { Same, WeightInput, OtherInput, WeightReadElsewhere, OtherType };
 std::unique_ptr<Model> qkv_model(std::vector<bool> bias, bool share_weight = false, int projections = 3,
                                  DType t = DType::Float, Third third = Third::Same) {
   GraphBuilder b(17);
@@ -672,6 +672,8 @@ std::unique_ptr<Model> qkv_model(std::vector<bool> bias, bool share_weight = fal
     ValueId in = x;
     if (i == 2 && third == Third::WeightInput) w = b.input("w_in", {8, widths[i]}, t);
     if (i == 2 && third == Third::OtherInput) in = b.node("Relu", {x});
+    if (i == 2 && third == Third::WeightReadElsewhere) b.output(b.node("MatMul", {b.node("Relu", {x}), w}), t);
+    if (i == 2 && third == Third::OtherType) w = b.f32("w_f32", {8, widths[i]}, noise(size_t(8 * widths[i]), 60));
     ValueId y = b.node("MatMul", {in, w});
     if (bias[size_t(i)]) y = b.node("Add", {values("b" + std::to_string(i), {widths[i]}, noise(size_t(widths[i]), 50 + i)), y});
     b.output(b.node("Relu", {y}), t);
@@ -719,12 +721,20 @@ TEST(FuseQkvProjections, Float16MustNotCasesAreLeftAlone) {
     optimize(*m, {"fuse_qkv_projections"});
     EXPECT_EQ(count_op(m->main(), "MatMul"), 3u);
   }
-  auto shared = qkv_model({false, false, false}, true, 3, DType::Float16);
-  infer_shapes(*shared);
-  auto rows = passes::fusion_census(*shared, {});
-  EXPECT_EQ(census_row(rows, "fuse_qkv_projections")->missed.count("weights shared"), 1u) << census_text(rows);
-  optimize(*shared, {"fuse_qkv_projections"});
-  EXPECT_EQ(count_op(shared->main(), "MatMul"), 3u);
+  for (bool outside : {false, true}) {  // shared within the block, or with a MatMul outside it
+    auto shared = outside ? qkv_model({true, true, true}, false, 3, DType::Float16, Third::WeightReadElsewhere)
+                          : qkv_model({false, false, false}, true, 3, DType::Float16);
+    infer_shapes(*shared);
+    auto rows = passes::fusion_census(*shared, {});
+    EXPECT_EQ(census_row(rows, "fuse_qkv_projections")->missed.count("weights shared"), 1u) << census_text(rows);
+    optimize(*shared, {"fuse_qkv_projections"});
+    EXPECT_EQ(count_op(shared->main(), "MatMul"), outside ? 4u : 3u);
+  }
+  // A float32 weight on a float16 input (an ill-typed graph, as a hand edit makes): the block is
+  // found and missed, never concatenated across types.
+  auto mixed = qkv_model({false, false, false}, false, 3, DType::Float16, Third::OtherType);
+  auto rows = passes::fusion_census(*mixed, {});
+  EXPECT_EQ(census_row(rows, "fuse_qkv_projections")->missed.count("weight types differ"), 1u) << census_text(rows);
 }
 
 TEST(FuseQkvProjections, SharedWeightsOrTwoProjectionsAreLeftAlone) {
