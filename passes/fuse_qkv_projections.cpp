@@ -17,6 +17,7 @@
 
 #include "passes/edits.h"
 #include "passes/fusion.h"
+#include "passes/fusion_patterns.h"
 #include "passes/graph_util.h"
 #include "passes/registry.h"
 
@@ -32,12 +33,10 @@ struct Match {
   std::vector<NodeId> nodes;
 };
 
-bool float_type(DType t) { return t == DType::Float || t == DType::Float16 || t == DType::BFloat16 || t == DType::Double; }
-
 // A constant float weight [K, N] read as MatMul input 1.
 std::optional<std::pair<TensorId, std::pair<int64_t, int64_t>>> weight(const Graph& g, NodeId mm) {
   TensorId t = constant_tensor(g, g.input(mm, 1));
-  if (!t.valid() || !float_type(g.model().tensors.dtype(t))) return std::nullopt;
+  if (!t.valid() || !pattern::is_float(g.model().tensors.dtype(t))) return std::nullopt;
   auto d = g.model().tensors.dims(t);
   if (d.size() != 2) return std::nullopt;
   return std::make_pair(t, std::make_pair(d[0], d[1]));

@@ -33,6 +33,7 @@
 #include "ir/float16.h"
 #include "passes/edits.h"
 #include "passes/fusion.h"
+#include "passes/fusion_patterns.h"
 #include "passes/graph_util.h"
 #include "passes/head_layout.h"
 #include "passes/registry.h"
@@ -124,7 +125,8 @@ std::optional<std::vector<int64_t>> unsqueeze_axes(const Graph& g, NodeId n) {
   return std::vector<int64_t>(a.begin(), a.end());
 }
 
-bool float_type(DType t) { return t == DType::Float || t == DType::Float16 || t == DType::BFloat16; }
+// The float types a cache is converted between (convert_element).
+bool float_type(DType t) { return pattern::is_float(t) && t != DType::Double; }
 
 // A Cast between float types (its input's type known).
 bool float_cast(const Graph& g, NodeId c) {
