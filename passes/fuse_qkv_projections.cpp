@@ -2,12 +2,14 @@
 //
 //   q = x·Wq (+ bq), k = x·Wk (+ bk), v = x·Wv (+ bv)   →   Split(x·[Wq|Wk|Wv] (+ [bq|bk|bv]))
 //
-// Exactly three MatMuls read the same x with constant 2-D float weights of the same K (the
-// attention projections; Llama's GQA gives unequal widths). Biases are constant [N] Adds read only
-// after their MatMul; a projection without one (Whisper's k_proj) gets zeros. Each output element
-// is the same dot product over K as before, so the result is bit-identical when the GEMM's
-// accumulation order over K does not depend on the column (checked: max_diff 0 on the zoo in our
-// runtime); the concatenated weight is a deferred tensor (written straight from the three).
+// Exactly three MatMuls read the same x with constant 2-D weights of the same K and of x's float
+// type (the attention projections; Llama's GQA gives unequal widths). Biases are constant [N] Adds
+// of that type read only after their MatMul; a projection without one (Whisper's k_proj) gets
+// zeros. Each output element is the same dot product over K as before, so the result is
+// bit-identical when the GEMM's accumulation order over K does not depend on the column (checked:
+// max_diff 0 on the zoo in our runtime, float32 and float16); the concatenated weight is a deferred
+// tensor (written straight from the three). Concatenating stored elements is exact in any type, so
+// float16/bfloat16 models (tools/models/to_fp16.py: float16 initializers) fuse the same way.
 // Anchored on the MatMul of the three that comes first in the graph (one block, one anchor).
 // Not in the default pipeline: see passes/README.md (Experiment 14) for what it measured.
 #include <algorithm>
@@ -15,6 +17,7 @@
 
 #include "passes/edits.h"
 #include "passes/fusion.h"
+#include "passes/fusion_patterns.h"
 #include "passes/graph_util.h"
 #include "passes/registry.h"
 
@@ -26,13 +29,14 @@ struct Match {
   NodeId mm[3], add[3];  // add invalid: no bias
   TensorId w[3], b[3];   // b invalid: zeros
   int64_t k = 0, n[3] = {0, 0, 0};
+  DType dtype = DType::Float;
   std::vector<NodeId> nodes;
 };
 
-// A constant float32 weight [K, N] read as MatMul input 1.
+// A constant float weight [K, N] read as MatMul input 1.
 std::optional<std::pair<TensorId, std::pair<int64_t, int64_t>>> weight(const Graph& g, NodeId mm) {
   TensorId t = constant_tensor(g, g.input(mm, 1));
-  if (!t.valid() || g.model().tensors.dtype(t) != DType::Float) return std::nullopt;
+  if (!t.valid() || !pattern::is_float(g.model().tensors.dtype(t))) return std::nullopt;
   auto d = g.model().tensors.dims(t);
   if (d.size() != 2) return std::nullopt;
   return std::make_pair(t, std::make_pair(d[0], d[1]));
@@ -54,9 +58,11 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId anchor, const PassOp
   m.x = x;
   const int64_t xr = known_rank(g, x);
   MATCH_IF(xr >= 2, "input rank unknown");
-  MATCH_IF(g.dtype(x) == DType::Float, "not float32");
+  m.dtype = g.model().tensors.dtype(weight(g, anchor)->first);
+  MATCH_IF(g.dtype(x) == m.dtype, "input type differs from the weights'");
   for (int i = 0; i < 3; ++i) {
     auto w = weight(g, mms[static_cast<size_t>(i)]);
+    MATCH_IF(g.model().tensors.dtype(w->first) == m.dtype, "weight types differ");
     m.mm[i] = mms[static_cast<size_t>(i)];
     m.w[i] = w->first;
     m.k = w->second.first;
@@ -68,7 +74,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId anchor, const PassOp
     if (is(g, add, "Add")) {
       TensorId b = constant_tensor(g, other_input(g, add, y));
       auto bd = b.valid() ? g.model().tensors.dims(b) : std::span<const int64_t>();
-      if (b.valid() && g.model().tensors.dtype(b) == DType::Float && bd.size() == 1 && bd[0] == m.n[i]) {
+      if (b.valid() && g.model().tensors.dtype(b) == m.dtype && bd.size() == 1 && bd[0] == m.n[i]) {
         m.add[i] = add;
         m.b[i] = b;
         m.nodes.push_back(add);
@@ -85,35 +91,36 @@ bool apply(Edits& e, const Match& m) {
   Graph& g = e.g;
   const int64_t n = m.n[0] + m.n[1] + m.n[2], k = m.k;
   const int64_t wd[2] = {k, n};
+  const int64_t es = dtype_bits(m.dtype) / 8;  // bytes per element
   TensorRecipe cat;
   cat.key = "ConcatColumns " + std::to_string(m.n[0]) + "," + std::to_string(m.n[1]) + "," + std::to_string(m.n[2]);
   cat.sources = {m.w[0], m.w[1], m.w[2]};
   const int64_t widths[3] = {m.n[0], m.n[1], m.n[2]};
-  cat.compute = [k, n, widths](std::span<const std::span<const std::byte>> src, std::span<std::byte> out) {
+  cat.compute = [k, n, widths, es](std::span<const std::span<const std::byte>> src, std::span<std::byte> out) {
     for (int64_t r = 0; r < k; ++r) {
       int64_t col = 0;
       for (int i = 0; i < 3; ++i) {
-        std::memcpy(out.data() + (r * n + col) * 4, src[static_cast<size_t>(i)].data() + r * widths[i] * 4,
-                    static_cast<size_t>(widths[i]) * 4);
+        std::memcpy(out.data() + (r * n + col) * es, src[static_cast<size_t>(i)].data() + r * widths[i] * es,
+                    static_cast<size_t>(widths[i] * es));
         col += widths[i];
       }
     }
   };
-  ValueId w = e.new_deferred_constant("qkv_weight", DType::Float, wd, static_cast<uint64_t>(k * n) * 4, std::move(cat));
+  ValueId w = e.new_deferred_constant("qkv_weight", m.dtype, wd, static_cast<uint64_t>(k * n * es), std::move(cat));
   const std::span<const NodeId> tags(m.nodes);
   ValueId y = e.new_value("qkv");
   e.add_node("MatMul", {m.x, w}, {y}, {}, tags);
   const bool bias = m.add[0].valid() || m.add[1].valid() || m.add[2].valid();
   if (bias) {
-    std::vector<float> b(static_cast<size_t>(n), 0.f);
+    std::vector<std::byte> b(static_cast<size_t>(n * es), std::byte{0});  // +0.0 in every float type
     int64_t col = 0;
     for (int i = 0; i < 3; ++i) {
-      if (m.b[i].valid()) std::memcpy(b.data() + col, g.model().tensors.bytes(m.b[i]).data(), static_cast<size_t>(m.n[i]) * 4);
+      if (m.b[i].valid())
+        std::memcpy(b.data() + col * es, g.model().tensors.bytes(m.b[i]).data(), static_cast<size_t>(m.n[i] * es));
       col += m.n[i];
     }
     const int64_t bd[1] = {n};
-    ValueId bv = e.new_constant("qkv_bias", DType::Float, bd,
-                                std::span<const std::byte>(reinterpret_cast<const std::byte*>(b.data()), b.size() * 4));
+    ValueId bv = e.new_constant("qkv_bias", m.dtype, bd, b);
     ValueId yb = e.new_value("qkv_biased");
     e.add_node("Add", {y, bv}, {yb}, {}, tags);
     y = yb;

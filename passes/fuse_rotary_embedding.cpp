@@ -14,6 +14,13 @@
 //    3-D caches (B, S, R/2) without position ids — no constant table, so no maximum position to
 //    guess, and the values are the model's own.
 // A cache from anything else (a graph input, a table with unequal halves) is a Miss.
+// Types: the op takes caches of x's type. A table of that type is halved as stored; a table of
+// another float type reaching the Mul through one Cast (an fp32 table in a float16 model, as
+// mixed-precision converters keep it, or an fp16 Constant in an fp32 graph) is halved and
+// converted once, round to nearest even as the runtime's Cast: Gather/Slice/Unsqueeze only move
+// elements, so converting the selected elements equals casting the gathered ones, bit for bit.
+// Cos/Sin computed in float32 and Cast to the input's type keep that Cast after the op's Cos/Sin.
+// Two Casts on one path (fp32 -> fp16 -> fp32 rounds) are a Miss.
 // ONNX Runtime 1.30 wants position_ids as [B, S] and 3-D caches as [B, S, R/2] exactly (no
 // broadcast over batch; measured), and so does our kernel: a batch-1 shape gets an Expand to the
 // batch of a [B, S] graph input (input_ids), so every layer computes the same nodes.
@@ -23,8 +30,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ir/float16.h"
 #include "passes/edits.h"
 #include "passes/fusion.h"
+#include "passes/fusion_patterns.h"
 #include "passes/graph_util.h"
 #include "passes/head_layout.h"
 #include "passes/registry.h"
@@ -56,6 +65,7 @@ struct Match {
   bool interleaved = false;
   Cache cache = Cache::Table;
   ValueId freqs;                   // InGraph: f, [.., S, R/2]
+  bool freqs_cast = false;         // InGraph: Cos/Sin(f) are Cast to `dtype` (f of another type)
   TensorId cos_table, sin_table;   // Table: full-width [P, R]
   int64_t rows = 0, width = 0;     // table dims
   ValueId position_ids;            // Table: ids (invalid: 0..S-1, built as a constant)
@@ -115,15 +125,28 @@ std::optional<std::vector<int64_t>> unsqueeze_axes(const Graph& g, NodeId n) {
   return std::vector<int64_t>(a.begin(), a.end());
 }
 
-// cos/sin with their head-broadcast Unsqueezes (and same-data Reshapes) removed.
-ValueId strip_broadcast(const Graph& g, ValueId v) {
-  for (NodeId p = g.producer(v); is(g, p, "Unsqueeze") || is(g, p, "Squeeze"); p = g.producer(v)) v = g.input(p, 0);
+// The float types a cache is converted between (convert_element).
+bool float_type(DType t) { return pattern::is_float(t) && t != DType::Double; }
+
+// A Cast between float types (its input's type known).
+bool float_cast(const Graph& g, NodeId c) {
+  return is(g, c, "Cast") && float_type(g.dtype(g.input(c, 0))) &&
+         float_type(static_cast<DType>(g.attr_int(c, "to", 0)));
+}
+
+// cos/sin with their head-broadcast Unsqueezes (and same-data Reshapes) removed, and float Casts
+// (counted in `casts`: they commute with moving elements).
+ValueId strip_broadcast(const Graph& g, ValueId v, int& casts) {
+  for (NodeId p = g.producer(v); is(g, p, "Unsqueeze") || is(g, p, "Squeeze") || float_cast(g, p); p = g.producer(v)) {
+    casts += is(g, p, "Cast") ? 1 : 0;
+    v = g.input(p, 0);
+  }
   return v;
 }
 
 // Full-width table T [P, R] behind `v`: a constant, or Slice(T) starting at row 0, with leading
-// 1-dims squeezed. Returns the tensor and its dims.
-std::optional<std::pair<TensorId, std::vector<int64_t>>> table_behind(const Graph& g, ValueId v) {
+// 1-dims squeezed, float Casts counted in `casts`. Returns the tensor and its dims.
+std::optional<std::pair<TensorId, std::vector<int64_t>>> table_behind(const Graph& g, ValueId v, int& casts) {
   for (int guard = 0; guard < 8; ++guard) {
     if (TensorId t = constant_tensor(g, v); t.valid()) {
       auto d = g.model().tensors.dims(t);
@@ -134,7 +157,8 @@ std::optional<std::pair<TensorId, std::vector<int64_t>>> table_behind(const Grap
       return std::make_pair(t, dims);
     }
     NodeId p = g.producer(v);
-    if (is(g, p, "Squeeze") || is(g, p, "Unsqueeze")) {
+    if (is(g, p, "Squeeze") || is(g, p, "Unsqueeze") || float_cast(g, p)) {
+      casts += is(g, p, "Cast") ? 1 : 0;
       v = g.input(p, 0);  // only 1-dims move
       continue;
     }
@@ -155,17 +179,18 @@ std::optional<std::pair<TensorId, std::vector<int64_t>>> table_behind(const Grap
   return std::nullopt;
 }
 
-// Whether every row of table t ([P, R]) is two equal halves (interleaved: equal pairs), bitwise.
+// Whether every row of float table t ([P, R]) is two equal halves (interleaved: equal pairs),
+// bitwise in its stored type (equal stored elements stay equal through any Cast).
 bool halves_equal(const Model& m, TensorId t, int64_t rows, int64_t width, bool interleaved) {
-  if (m.tensors.dtype(t) != DType::Float) return false;
+  if (!float_type(m.tensors.dtype(t))) return false;
+  const size_t es = static_cast<size_t>(dtype_bits(m.tensors.dtype(t)) / 8);
   const auto bytes = m.tensors.bytes(t);
-  if (bytes.size() < static_cast<size_t>(rows * width) * 4) return false;
-  const auto* p = reinterpret_cast<const uint32_t*>(bytes.data());
+  if (bytes.size() < static_cast<size_t>(rows * width) * es) return false;
   const int64_t h = width / 2;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < h; ++i) {
-      const uint32_t a = p[r * width + (interleaved ? 2 * i : i)], b = p[r * width + (interleaved ? 2 * i + 1 : i + h)];
-      if (a != b) return false;
+      const int64_t a = r * width + (interleaved ? 2 * i : i), b = r * width + (interleaved ? 2 * i + 1 : i + h);
+      if (std::memcmp(bytes.data() + static_cast<size_t>(a) * es, bytes.data() + static_cast<size_t>(b) * es, es)) return false;
     }
   return true;
 }
@@ -331,7 +356,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
   }
 
   // Caches.
-  ValueId c0 = strip_broadcast(g, cos), s0 = strip_broadcast(g, sin);
+  int cos_casts = 0, sin_casts = 0;
+  ValueId c0 = strip_broadcast(g, cos, cos_casts), s0 = strip_broadcast(g, sin, sin_casts);
   NodeId cp = g.producer(c0), sp = g.producer(s0);
   if (is(g, cp, "Cos") && is(g, sp, "Sin") && g.input(cp, 0) == g.input(sp, 0)) {
     NodeId cc = g.producer(g.input(cp, 0));
@@ -342,11 +368,13 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
     auto fd = heads::dims_of(g, m.freqs);
     if (!fd || fd->size() < 2 || fd->size() > 3 || !(fd->back() == SymDim::constant(m.half)) || !((*fd)[fd->size() - 2] == S))
       return Miss{"rotary frequencies not [B, S, R/2]"};
-    if (g.dtype(m.freqs) != m.dtype) return Miss{"rotary frequencies not of the input's type"};
+    if (cos_casts != sin_casts || cos_casts > 1) return Miss{"rotary cache cast twice"};
+    m.freqs_cast = cos_casts == 1 && g.dtype(m.freqs) != m.dtype;
+    if (!m.freqs_cast && g.dtype(m.freqs) != m.dtype) return Miss{"rotary frequencies not of the input's type"};
     m.bs.needed = !(fd->size() == 3 && (*fd)[0] == B);
   } else if (is(g, cp, "Gather") && is(g, sp, "Gather") && g.input(cp, 1) == g.input(sp, 1)) {
     if (g.attr_int(cp, "axis", 0) != 0 || g.attr_int(sp, "axis", 0) != 0) return Miss{"rotary cache not constant"};
-    auto ct = table_behind(g, g.input(cp, 0)), st = table_behind(g, g.input(sp, 0));
+    auto ct = table_behind(g, g.input(cp, 0), cos_casts), st = table_behind(g, g.input(sp, 0), sin_casts);
     if (!ct || !st || ct->second != st->second || ct->second[1] != R) return Miss{"rotary cache not constant"};
     m.cos_table = ct->first;
     m.sin_table = st->first;
@@ -362,7 +390,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
     m.ids_cast = it != DType::Int64;
     m.bs.needed = !(idd->size() == 2 && (*idd)[0] == B);
   } else if (constant_tensor(g, c0).valid() && constant_tensor(g, s0).valid()) {
-    auto ct = table_behind(g, c0), st = table_behind(g, s0);
+    auto ct = table_behind(g, c0, cos_casts), st = table_behind(g, s0, sin_casts);
     if (!ct || !st || ct->second != st->second || ct->second[1] != R || !S.is_constant() || ct->second[0] != S.value())
       return Miss{"rotary cache not constant"};
     m.cos_table = ct->first;
@@ -375,10 +403,14 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
     return Miss{"rotary cache not constant"};
   }
   if (m.cache == Cache::Table) {
-    // The half-width copies are made from float32 tables (half_table reads float).
-    if (half) return Miss{"float16 rotary with a constant cache table"};
-    if (g.model().tensors.dtype(m.cos_table) != DType::Float || g.model().tensors.dtype(m.sin_table) != DType::Float)
-      return Miss{"rotary cache not float32"};
+    // half_table converts each table to x's type: exact when it is stored in it, or reaches the
+    // Mul through the one Cast that does the same conversion.
+    if (cos_casts > 1 || sin_casts > 1) return Miss{"rotary cache cast twice"};
+    for (auto [t, casts] : {std::pair{m.cos_table, cos_casts}, std::pair{m.sin_table, sin_casts}}) {
+      const DType td = g.model().tensors.dtype(t);
+      if (!float_type(td)) return Miss{"rotary cache not float"};
+      if (casts == 0 && td != m.dtype) return Miss{"rotary cache not of the input's type"};
+    }
     if (!halves_equal(g.model(), m.cos_table, m.rows, m.width, il) || !halves_equal(g.model(), m.sin_table, m.rows, m.width, il))
       return Miss{"rotary cache halves not provably equal"};
   }
@@ -405,16 +437,41 @@ ValueId ints_constant(Edits& e, std::string_view hint, const std::vector<int64_t
                         to_bytes(v));
 }
 
-// The half-width copy of a full-width [P, R] float table.
-ValueId half_table(Edits& e, TensorId t, int64_t rows, int64_t width, bool interleaved, std::string_view hint) {
-  const auto* p = reinterpret_cast<const float*>(e.g.model().tensors.bytes(t).data());
+// Element i of a float32/float16/bfloat16 buffer, stored as `to` (round to nearest even, as the
+// runtime's Cast; the same type copies the bits).
+void convert_element(const std::byte* src, DType from, std::byte* dst, DType to) {
+  if (from == to) {
+    std::memcpy(dst, src, static_cast<size_t>(dtype_bits(to) / 8));
+    return;
+  }
+  float f = 0;
+  uint16_t h = 0;
+  if (from == DType::Float) std::memcpy(&f, src, 4);
+  else {
+    std::memcpy(&h, src, 2);
+    f = from == DType::Float16 ? half_to_float(h) : bf16_to_float(h);
+  }
+  if (to == DType::Float) {
+    std::memcpy(dst, &f, 4);
+  } else {
+    h = to == DType::Float16 ? float_to_half(f) : float_to_bf16(f);
+    std::memcpy(dst, &h, 2);
+  }
+}
+
+// The half-width copy of a full-width [P, R] float table, in type `to`.
+ValueId half_table(Edits& e, TensorId t, int64_t rows, int64_t width, bool interleaved, DType to, std::string_view hint) {
+  const DType from = e.g.model().tensors.dtype(t);
+  const std::byte* p = e.g.model().tensors.bytes(t).data();
+  const size_t fs = static_cast<size_t>(dtype_bits(from) / 8), ts = static_cast<size_t>(dtype_bits(to) / 8);
   const int64_t h = width / 2;
-  std::vector<float> out(static_cast<size_t>(rows * h));
+  std::vector<std::byte> out(static_cast<size_t>(rows * h) * ts);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t i = 0; i < h; ++i) out[static_cast<size_t>(r * h + i)] = p[r * width + (interleaved ? 2 * i : i)];
+    for (int64_t i = 0; i < h; ++i)
+      convert_element(p + static_cast<size_t>(r * width + (interleaved ? 2 * i : i)) * fs, from,
+                      out.data() + static_cast<size_t>(r * h + i) * ts, to);
   const int64_t dims[2] = {rows, h};
-  return e.new_constant(hint, DType::Float, dims,
-                        std::span<const std::byte>(reinterpret_cast<const std::byte*>(out.data()), out.size() * 4));
+  return e.new_constant(hint, to, dims, out);
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -449,11 +506,17 @@ bool apply(Edits& e, const Match& m) {
     ValueId c = e.new_value("rope_cos"), s = e.new_value("rope_sin");
     e.add_node("Cos", {f}, {c}, {}, tags);
     e.add_node("Sin", {f}, {s}, {}, tags);
+    if (m.freqs_cast)
+      for (ValueId* v : {&c, &s}) {
+        ValueId cast = e.new_value("rope_cache");
+        e.add_node("Cast", {*v}, {cast}, {NewAttr::Int("to", static_cast<int64_t>(m.dtype))}, tags);
+        *v = cast;
+      }
     inputs.push_back(c);
     inputs.push_back(s);
   } else {
-    inputs.push_back(half_table(e, m.cos_table, m.rows, m.width, m.interleaved, "rope_cos_cache"));
-    inputs.push_back(half_table(e, m.sin_table, m.rows, m.width, m.interleaved, "rope_sin_cache"));
+    inputs.push_back(half_table(e, m.cos_table, m.rows, m.width, m.interleaved, m.dtype, "rope_cos_cache"));
+    inputs.push_back(half_table(e, m.sin_table, m.rows, m.width, m.interleaved, m.dtype, "rope_sin_cache"));
     ValueId ids;
     if (m.position_ids.valid()) {
       ids = m.position_ids;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -11,6 +12,7 @@
 #include "attention_fixture.h"
 #include "numeric.h"
 #include "tests/common/random.h"
+#include "ir/float16.h"
 #include "passes/head_layout.h"
 #include "runtime/kernel.h"
 
@@ -337,6 +339,16 @@ struct RopeSpec {
   enum Cache { InvFreq, GatherTable, ConstantTable, InputCache, UnequalTable } cache = InvFreq;
   bool interleaved = false;
   int64_t rot = 0;  // partial rotation width (0: the whole head)
+  DType type = DType::Float;  // of x, the output and (unless cast) the caches
+  // Where the cache's values are stored and converted to `type`:
+  //   AsType: initializers of `type` (tools/models/to_fp16.py; InvFreq: computed in `type`);
+  //   ConstantNode: Constant nodes of `type`;
+  //   CastBefore: float32 tables, Cast to `type` before the Gather (InvFreq: positions and
+  //               inv_freq Cast);
+  //   CastAfter: float32 tables gathered, then Cast (InvFreq: Cos/Sin in float32, then Cast, as HF
+  //              Llama in float16 exports `cos.to(x.dtype)`);
+  //   CastTwice: float32 table gathered, Cast to float16 and back to `type` (rounded on the way).
+  enum Stored { AsType, ConstantNode, CastBefore, CastAfter, CastTwice } stored = AsType;
 };
 
 // x [B, S, H*D] → split heads → rope → merge heads.
@@ -346,7 +358,31 @@ std::unique_ptr<Model> rope_model(RopeSpec r, int64_t S = -1) {
   b.m->ir_version = 11;
   int n = 0;
   auto i64s = [&](std::vector<int64_t> v, bool scalar = false) { return b.i64("i" + std::to_string(n++), v, scalar); };
-  ValueId x = b.input("x", {-1, S, H * D}, DType::Float, {"batch", "seq"});
+  const DType T = r.type;
+  const bool cast = r.stored == RopeSpec::CastBefore || r.stored == RopeSpec::CastAfter || r.stored == RopeSpec::CastTwice;
+  ValueId x = b.input("x", {-1, S, H * D}, T, {"batch", "seq"});
+  // A table or vector stored in the type the spec says (float32 when it is cast in the graph).
+  auto stored = [&](const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v) {
+    const DType st = cast ? DType::Float : T;
+    std::vector<std::byte> bytes(v.size() * size_t(dtype_bits(st) / 8));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (st == DType::Float) std::memcpy(bytes.data() + 4 * i, &v[i], 4);
+      else {
+        const uint16_t h = st == DType::Float16 ? float_to_half(v[i]) : float_to_bf16(v[i]);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+    }
+    if (r.stored != RopeSpec::ConstantNode) return b.init(name, std::move(dims), bytes, st);
+    TensorId t = b.m->tensors.add_owned(Sym{}, st, dims, bytes);
+    return b.node("Constant", {}, {NewAttr::Tensor("value", t)}, name);
+  };
+  auto to = [&](ValueId v, DType t) { return b.node("Cast", {v}, {NewAttr::Int("to", int64_t(t))}); };
+  // The Cast(s) after a gathered float32 table.
+  auto after = [&](ValueId v) {
+    if (r.stored == RopeSpec::CastAfter) return to(v, T);
+    if (r.stored == RopeSpec::CastTwice) return to(to(v, DType::Float16), T);
+    return v;
+  };
   ValueId ids;
   if (r.cache == RopeSpec::GatherTable) ids = b.input("position_ids", {-1, S}, DType::Int64, {"batch", "seq"});
   ValueId cosv, sinv;
@@ -365,25 +401,39 @@ std::unique_ptr<Model> rope_model(RopeSpec r, int64_t S = -1) {
     for (int64_t i = 0; i < half; ++i) inv[size_t(i)] = std::pow(10000.f, -2.f * float(i) / float(R));
     ValueId len = b.node("Gather", {b.node("Shape", {x}), i64s({1}, true)}, {NewAttr::Int("axis", 0)});
     ValueId pos = b.node("Range", {i64s({0}, true), len, i64s({1}, true)});
-    ValueId posf = b.node("Cast", {b.node("Unsqueeze", {pos, i64s({0, 1})})}, {NewAttr::Int("to", 1)});
-    ValueId fr = b.node("Transpose", {b.node("MatMul", {b.f32("inv_freq", {1, half, 1}, inv), posf})},
-                        {NewAttr::Ints("perm", {0, 2, 1})});
+    const DType ft = r.stored == RopeSpec::CastAfter ? DType::Float : T;  // the frequencies' type
+    ValueId posf = to(b.node("Unsqueeze", {pos, i64s({0, 1})}), ft);
+    ValueId invv = stored("inv_freq", {1, half, 1}, inv);
+    if (r.stored == RopeSpec::CastBefore) invv = to(invv, T);
+    ValueId fr = b.node("Transpose", {b.node("MatMul", {invv, posf})}, {NewAttr::Ints("perm", {0, 2, 1})});
     ValueId emb = b.node("Concat", {fr, fr}, {NewAttr::Int("axis", -1)});
-    cosv = b.node("Cos", {emb});
-    sinv = b.node("Sin", {emb});
+    cosv = after(b.node("Cos", {emb}));
+    sinv = after(b.node("Sin", {emb}));
   } else if (r.cache == RopeSpec::GatherTable || r.cache == RopeSpec::UnequalTable) {
     if (!ids.valid()) ids = b.input("position_ids", {-1, S}, DType::Int64, {"batch", "seq"});
-    cosv = b.node("Gather", {b.f32("cos_cached", {P, R}, table(true, false)), ids});
-    sinv = b.node("Gather", {b.f32("sin_cached", {P, R}, table(false, r.cache == RopeSpec::UnequalTable)), ids});
+    ValueId ct = stored("cos_cached", {P, R}, table(true, false));
+    ValueId st = stored("sin_cached", {P, R}, table(false, r.cache == RopeSpec::UnequalTable));
+    if (r.stored == RopeSpec::CastBefore) {
+      ct = to(ct, T);
+      st = to(st, T);
+    }
+    cosv = after(b.node("Gather", {ct, ids}));
+    sinv = after(b.node("Gather", {st, ids}));
   } else if (r.cache == RopeSpec::ConstantTable) {
     auto c = table(true, false), s = table(false, false);
     c.resize(size_t(S * R));
     s.resize(size_t(S * R));
-    cosv = b.f32("cos", {1, S, R}, c);
-    sinv = b.f32("sin", {1, S, R}, s);
+    cosv = stored("cos", {1, S, R}, c);
+    sinv = stored("sin", {1, S, R}, s);
+    if (r.stored == RopeSpec::CastBefore) {
+      cosv = to(cosv, T);
+      sinv = to(sinv, T);
+    }
+    cosv = after(cosv);
+    sinv = after(sinv);
   } else {
-    cosv = b.input("cos", {1, S, R}, DType::Float, {"", "seq"});
-    sinv = b.input("sin", {1, S, R}, DType::Float, {"", "seq"});
+    cosv = b.input("cos", {1, S, R}, T, {"", "seq"});
+    sinv = b.input("sin", {1, S, R}, T, {"", "seq"});
   }
   cosv = b.node("Unsqueeze", {cosv, i64s({1})});
   sinv = b.node("Unsqueeze", {sinv, i64s({1})});
@@ -404,7 +454,7 @@ std::unique_ptr<Model> rope_model(RopeSpec r, int64_t S = -1) {
   ValueId y = b.node("Add", {b.node("Mul", {xr, cosv}), b.node("Mul", {rot, sinv})});
   if (r.rot) y = b.node("Concat", {y, b.node("Slice", {x4, i64s({R}), i64s({INT64_MAX}), i64s({-1})})}, {NewAttr::Int("axis", -1)});
   y = b.node("Reshape", {b.node("Transpose", {y}, {NewAttr::Ints("perm", {0, 2, 1, 3})}), i64s({0, 0, H * D})});
-  b.output(y);
+  b.output(y, T);
   return std::move(b.m);
 }
 
@@ -449,6 +499,84 @@ TEST(FuseRotary, NonConstantOrUnequalCacheIsAMiss) {
     const auto* row = census_row(rows, "fuse_rotary_embedding");
     EXPECT_EQ(row->found, 1);
     EXPECT_EQ(row->missed.count(why), 1u) << census_text(rows);
+    optimize(*m);
+    EXPECT_EQ(count_op(m->main(), "RotaryEmbedding"), 0u);
+    EXPECT_EQ(count_op(m->main(), "Neg"), 1u);
+  }
+}
+
+// Caches of a float16 model: a constant table (an initializer or a Constant node of float16, or
+// a float32 table Cast to float16 before or after its Gather) becomes a float16 half-width cache
+// converted once from the stored values; Cos/Sin computed in float32 and Cast keep that Cast after
+// the op's Cos/Sin. Through the whole pipeline (fold_constants folds a Cast of an initializer) and
+// through the rotary fusion alone (the Cast is walked); the runtime judges both against the chain.
+TEST(FuseRotary, Float16CachesBecomeCachesOfTheInputsType) {
+  struct Case {
+    RopeSpec spec;
+    int64_t seq;
+    const char* what;
+  };
+  const DType H = DType::Float16;
+  for (const Case& c : {Case{{RopeSpec::InvFreq, false, 0, H, RopeSpec::AsType}, -1, "inv_freq in float16 (to_fp16)"},
+                        Case{{RopeSpec::InvFreq, false, 0, H, RopeSpec::CastAfter}, -1, "Cos/Sin in float32, Cast (HF fp16)"},
+                        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::AsType}, -1, "float16 table[position_ids]"},
+                        Case{{RopeSpec::GatherTable, true, 4, H, RopeSpec::AsType}, -1, "float16 interleaved, partial"},
+                        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::ConstantNode}, -1, "float16 Constant table"},
+                        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::CastBefore}, -1, "Gather(Cast(float32 table))"},
+                        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::CastAfter}, -1, "Cast(Gather(float32 table))"},
+                        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::AsType}, 6, "folded float16 table"},
+                        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::ConstantNode}, 6, "float16 Constant, static seq"},
+                        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::CastAfter}, 6, "Cast(float32 constant)"}}) {
+    const RopeSpec r = c.spec;
+    const int64_t seq = c.seq;
+    for (bool alone : {false, true}) {
+      SCOPED_TRACE(std::string(c.what) + (alone ? ", rotary fusion alone" : ", whole pipeline"));
+      const std::vector<std::string> passes =
+          alone ? std::vector<std::string>{"fuse_rotary_embedding", "eliminate_dead_nodes"} : std::vector<std::string>{};
+      auto m = optimize_and_check([r, seq] { return rope_model(r, seq); }, passes);
+      const Graph& g = m->main();
+      NodeId op = first(g, "RotaryEmbedding");
+      ASSERT_TRUE(op.valid());
+      EXPECT_EQ(count_op(g, "Neg"), 0u);
+      EXPECT_EQ(g.dtype(g.input(op, 0)), H);
+      for (size_t i : {1, 2}) {
+        const ValueId cache = g.input(op, i);
+        if (r.cache == RopeSpec::InvFreq) {  // computed: Cos/Sin, Cast when they compute in float32
+          NodeId p = g.producer(cache);
+          ASSERT_TRUE(p.valid());
+          EXPECT_TRUE(g.is_op(p, r.stored == RopeSpec::CastAfter ? "Cast" : (i == 1 ? "Cos" : "Sin")));
+          continue;
+        }
+        const TensorId t = constant_tensor(g, cache);
+        ASSERT_TRUE(t.valid());
+        EXPECT_EQ(m->tensors.dtype(t), H);
+        EXPECT_EQ(m->tensors.dims(t).back(), (r.rot ? r.rot : 8) / 2);
+      }
+      if (!alone) {
+        EXPECT_EQ(count_op(g, "Cast"), r.cache == RopeSpec::InvFreq ? (r.stored == RopeSpec::CastAfter ? 3u : 1u) : 0u);
+      }
+    }
+  }
+}
+
+TEST(FuseRotary, Float16CacheMissesNameTheirReason) {
+  struct Case {
+    RopeSpec spec;
+    const char* why;
+  };
+  const DType H = DType::Float16;
+  for (const Case& c : {Case{{RopeSpec::InputCache, false, 0, H}, "rotary cache not constant"},
+                        Case{{RopeSpec::UnequalTable, false, 0, H}, "rotary cache halves not provably equal"},
+                        Case{{RopeSpec::UnequalTable, false, 0, H, RopeSpec::CastAfter}, "rotary cache halves not provably equal"},
+                        // float32 -> float16 -> float32 rounds the table: not one conversion.
+                        Case{{RopeSpec::GatherTable, false, 0, DType::Float, RopeSpec::CastTwice}, "rotary cache cast twice"},
+                        Case{{RopeSpec::InvFreq, false, 0, DType::Float, RopeSpec::CastTwice}, "rotary cache cast twice"}}) {
+    SCOPED_TRACE(c.why);
+    auto m = rope_model(c.spec);
+    auto rows = census_after_cleanups(*m, {"fuse_attention", "fuse_rotary_embedding"});
+    const auto* row = census_row(rows, "fuse_rotary_embedding");
+    EXPECT_EQ(row->found, 1);
+    EXPECT_EQ(row->missed.count(c.why), 1u) << census_text(rows);
     optimize(*m);
     EXPECT_EQ(count_op(m->main(), "RotaryEmbedding"), 0u);
     EXPECT_EQ(count_op(m->main(), "Neg"), 1u);
@@ -523,17 +651,32 @@ namespace {
 
 // ---- QKV projections -------------------------------------------------------------------------
 
-// x [B, S, 8] → three projections (widths 8, 4, 4: GQA-like), biases as given.
-std::unique_ptr<Model> qkv_model(std::vector<bool> bias, bool share_weight = false, int projections = 3) {
+// x [B, S, 8] → three projections (widths 8, 4, 4: GQA-like), biases as given, in type `t`
+// (float16: weights and biases stored as float16, as tools/models/to_fp16.py writes them).
+// `third`: how the third projection differs (a must-not case) or not.
+enum class Third { Same, WeightInput, OtherInput, WeightReadElsewhere, OtherType };
+std::unique_ptr<Model> qkv_model(std::vector<bool> bias, bool share_weight = false, int projections = 3,
+                                 DType t = DType::Float, Third third = Third::Same) {
   GraphBuilder b(17);
-  ValueId x = b.input("x", {-1, -1, 8}, DType::Float, {"batch", "seq"});
+  ValueId x = b.input("x", {-1, -1, 8}, t, {"batch", "seq"});
+  auto values = [&](const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v) {
+    if (t == DType::Float) return b.f32(name, std::move(dims), v);
+    std::vector<uint16_t> h;
+    for (float f : v) h.push_back(float_to_half(f));
+    return b.init(name, std::move(dims), h, t);
+  };
   const int64_t widths[3] = {8, 4, 4};
-  ValueId shared = b.f32("w_shared", {8, 4}, noise(32, 40));
+  ValueId shared = values("w_shared", {8, 4}, noise(32, 40));
   for (int i = 0; i < projections; ++i) {
-    ValueId w = share_weight && i > 0 ? shared : b.f32("w" + std::to_string(i), {8, widths[i]}, noise(size_t(8 * widths[i]), 30 + i));
-    ValueId y = b.node("MatMul", {x, w});
-    if (bias[size_t(i)]) y = b.node("Add", {b.f32("b" + std::to_string(i), {widths[i]}, noise(size_t(widths[i]), 50 + i)), y});
-    b.output(b.node("Relu", {y}));
+    ValueId w = share_weight && i > 0 ? shared : values("w" + std::to_string(i), {8, widths[i]}, noise(size_t(8 * widths[i]), 30 + i));
+    ValueId in = x;
+    if (i == 2 && third == Third::WeightInput) w = b.input("w_in", {8, widths[i]}, t);
+    if (i == 2 && third == Third::OtherInput) in = b.node("Relu", {x});
+    if (i == 2 && third == Third::WeightReadElsewhere) b.output(b.node("MatMul", {b.node("Relu", {x}), w}), t);
+    if (i == 2 && third == Third::OtherType) w = b.f32("w_f32", {8, widths[i]}, noise(size_t(8 * widths[i]), 60));
+    ValueId y = b.node("MatMul", {in, w});
+    if (bias[size_t(i)]) y = b.node("Add", {values("b" + std::to_string(i), {widths[i]}, noise(size_t(widths[i]), 50 + i)), y});
+    b.output(b.node("Relu", {y}), t);
   }
   return std::move(b.m);
 }
@@ -548,6 +691,50 @@ TEST(FuseQkvProjections, ThreeProjectionsBecomeOneMatMulAndSplitBitExact) {
     EXPECT_EQ(count_op(g, "Split"), 1u);
     EXPECT_EQ(count_op(g, "Add"), bias[0] || bias[1] || bias[2] ? 1u : 0u);
   }
+}
+
+// Float16 weights concatenate as stored: the fused model computes the same bits in our runtime.
+TEST(FuseQkvProjections, Float16ProjectionsFuseBitExact) {
+  for (auto bias : {std::vector<bool>{true, true, true}, std::vector<bool>{false, true, false}}) {
+    SCOPED_TRACE(testing::PrintToString(bias));
+    auto m = optimize_and_check([bias] { return qkv_model(bias, false, 3, DType::Float16); },
+                                {"fuse_qkv_projections", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+    const Graph& g = m->main();
+    ASSERT_EQ(count_op(g, "MatMul"), 1u);
+    EXPECT_EQ(count_op(g, "Split"), 1u);
+    EXPECT_EQ(count_op(g, "Add"), 1u);
+    const TensorId w = constant_tensor(g, g.input(first(g, "MatMul"), 1));
+    ASSERT_TRUE(w.valid());
+    EXPECT_EQ(m->tensors.dtype(w), DType::Float16);
+    EXPECT_EQ(std::vector<int64_t>(m->tensors.dims(w).begin(), m->tensors.dims(w).end()), (std::vector<int64_t>{8, 16}));
+  }
+}
+
+// Not one block: a projection on another input, a weight that is not constant; one block
+// missed: weights shared with another projection. Float16 as float32.
+TEST(FuseQkvProjections, Float16MustNotCasesAreLeftAlone) {
+  for (Third third : {Third::WeightInput, Third::OtherInput}) {
+    auto m = qkv_model({true, true, true}, false, 3, DType::Float16, third);
+    infer_shapes(*m);
+    auto rows = passes::fusion_census(*m, {});
+    EXPECT_EQ(census_row(rows, "fuse_qkv_projections")->found, 0);
+    optimize(*m, {"fuse_qkv_projections"});
+    EXPECT_EQ(count_op(m->main(), "MatMul"), 3u);
+  }
+  for (bool outside : {false, true}) {  // shared within the block, or with a MatMul outside it
+    auto shared = outside ? qkv_model({true, true, true}, false, 3, DType::Float16, Third::WeightReadElsewhere)
+                          : qkv_model({false, false, false}, true, 3, DType::Float16);
+    infer_shapes(*shared);
+    auto rows = passes::fusion_census(*shared, {});
+    EXPECT_EQ(census_row(rows, "fuse_qkv_projections")->missed.count("weights shared"), 1u) << census_text(rows);
+    optimize(*shared, {"fuse_qkv_projections"});
+    EXPECT_EQ(count_op(shared->main(), "MatMul"), outside ? 4u : 3u);
+  }
+  // A float32 weight on a float16 input (an ill-typed graph, as a hand edit makes): the block is
+  // found and missed, never concatenated across types.
+  auto mixed = qkv_model({false, false, false}, false, 3, DType::Float16, Third::OtherType);
+  auto rows = passes::fusion_census(*mixed, {});
+  EXPECT_EQ(census_row(rows, "fuse_qkv_projections")->missed.count("weight types differ"), 1u) << census_text(rows);
 }
 
 TEST(FuseQkvProjections, SharedWeightsOrTwoProjectionsAreLeftAlone) {

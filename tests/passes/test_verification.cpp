@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "analysis/shapes.h"
+#include "fp16_fixture.h"
 #include "io/model_io.h"
 #include "numeric.h"
 #include "runtime/inputs.h"
@@ -127,23 +128,6 @@ TEST(Verification, YoloWithBatchNormVerifiesAfterFolding) {
   EXPECT_FALSE(ref.check(*model, tol).ok) << "the element-wise bound no longer fails: the test lost its point";
 }
 
-// A zoo model converted to float16 (tools/models/to_fp16.py: weights and activations in float16,
-// float32 inputs and outputs); `python` then runs on the converted `m` (onnx, np, nh imported)
-// and the result is saved as NAME_fp16.onnx.
-std::filesystem::path fp16_zoo_model(const std::string& name, const std::string& python = "") {
-  const auto dir = temp_dir("fp16_" + name);
-  const auto out = dir / (name + "_fp16.onnx");
-  std::string cmd = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/models/to_fp16.py " + zoo_model(name).string() +
-                    " " + out.string() + " 2> /dev/null";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  if (!python.empty()) {
-    cmd = "/usr/bin/python3 -c 'import onnx, numpy as np; from onnx import numpy_helper as nh\n"
-          "m = onnx.load(\"" + out.string() + "\")\n" + python + "\nonnx.save(m, \"" + out.string() + "\")'";
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  }
-  return out;
-}
-
 // The runtime's own fusions (LayerNorm chains, residual Adds, activations) compute a chain in
 // float32 and round once. In a float16 model that is not the graph's arithmetic, which rounds at
 // every node. They used to take a value of undeclared type for float32, so the same float16 model
@@ -200,7 +184,8 @@ TEST(Verification, Float16ModelsAreJudgedInFloat16Ulps) {
 }
 
 // The Llama in float16: RMSNorm, rotary (cos/sin computed in the graph, in float16) and attention
-// all fuse at opset 23, 645 -> 72 nodes as the float32 export's 644 -> 69, and verify.
+// all fuse at opset 23, 645 -> 70 nodes as the float32 export's 644 -> 69 plus the Cast of its
+// output to float32, and verify (test_fp16_zoo.cpp: the other float16 zoo models).
 TEST(Verification, Float16LlamaFusesEveryBlock) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   const auto path = fp16_zoo_model("llama_small");
