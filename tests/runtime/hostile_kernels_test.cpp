@@ -116,36 +116,41 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 TEST(HostileKernels, LoopIterationsAreLimited) {
-  // 2^62 trips with nothing per iteration ran until killed: the memory budget never saw it.
+  // 2^62 trips with nothing per iteration ran until killed: the memory budget never saw it. The
+  // limit is in node steps: each iteration of this body costs 4 (Identity, Add, and 2 for the
+  // iteration itself).
   CountingLoop loop;
   {
-    Limits limits(0, 1000);
+    Limits limits(0, 4000);
     // Trips within the limit run.
     EXPECT_EQ(values<float>(run(loop.b, loop.inputs(1000))[0]), std::vector<float>{1000});
+    expect_refused(loop.b, loop.inputs(1001), "would run all 1001 iterations of its trip count at 4 node steps each");
     // The body's condition is its input passed through, so all 2^62 trips would run: refused
-    // after the first iteration, not after the limit's worth of them.
+    // before the first iteration, not after the limit's worth of them.
     const auto t0 = std::chrono::steady_clock::now();
     expect_refused(loop.b, loop.inputs(int64_t{1} << 62),
-                   "would run all 4611686018427387904 iterations of its trip count (the body's condition is always true), over "
-                   "the limit of 1000 iterations per Loop (raise it with --max-loop-iterations N)");
+                   "would run all 4611686018427387904 iterations of its trip count at 4 node steps each (the body's "
+                   "condition is always true): over the limit of 4000 node steps per Loop (iterations x the body's "
+                   "nodes + 2; raise it with --max-loop-iterations N)");
     EXPECT_LT(seconds_since(t0), 5);
   }
-  // The default limit (2^24) stops it too, the same way.
-  expect_refused(loop.b, loop.inputs(int64_t{1} << 62), "over the limit of 16777216 iterations per Loop");
+  // The default limit (2^23) stops it too, the same way.
+  expect_refused(loop.b, loop.inputs(int64_t{1} << 62), "over the limit of 8388608 node steps per Loop");
   // A Loop on its condition alone (no M) is counted as it runs.
   CountingLoop open(false);
-  Limits limits(0, 1000);
-  expect_refused(open.b, open.inputs(std::nullopt), "ran 1000 iterations of its trip count (none) and its condition is still true");
+  Limits limits(0, 4000);
+  expect_refused(open.b, open.inputs(std::nullopt),
+                 "ran 1000 iterations of its trip count (none) at 4 node steps each and its condition is still true");
 }
 
 TEST(HostileKernels, TimeBudgetStopsAnUnboundedLoop) {
   // No iteration limit to speak of: the time budget is what stops it, at a Loop iteration or a
   // body step, with the node named.
   CountingLoop loop;
-  Limits limits(0.2, uint64_t{1} << 62);
+  Limits limits(0.2, std::numeric_limits<uint64_t>::max());
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    run(loop.b, loop.inputs(int64_t{1} << 62));
+    run(loop.b, loop.inputs(int64_t{1} << 60));  // 2^62 node steps
     ADD_FAILURE() << "the Loop ended by itself";
   } catch (const Error& e) {
     const std::string msg = e.what();
