@@ -66,6 +66,47 @@ bool body_condition_always_true(const Model& model, const Graph& bg) {
   return b.size() == 1 && b[0] != std::byte{0};
 }
 
+// What Loops and Scans may cost (--max-loop-iterations), counted in node steps: an iteration
+// counts the nodes of its body and of the subgraphs those hold (an If's branches, both: an
+// upper bound; a nested Loop or Scan counts its own iterations), plus 2 for the iteration itself.
+// Measured (release build, CPU time, 2026-11-27): a body of n one-element Adds costs
+// 0.75 + 0.37 n us per iteration (2^20 trips of n = 2: 1.57 s; 2^16 of n = 101: 2.63 s; 2^14 of
+// n = 1001: 6.14 s). A step costs about the same whatever the body, and an iteration's own
+// overhead about two steps, so a limit in steps bounds the time of a Loop whose compute is
+// trivial, whatever its body: the default 2^23 at about 3 s. A limit on iterations alone (2^24
+// before) bounded a 2-node body at 25 s and let a 1000-node body run for 1.7 hours.
+uint64_t steps_per_iteration(const Model& model, const Graph& g) {
+  uint64_t n = 2;
+  for (NodeId id : g.nodes()) {
+    ++n;
+    if (g.is_op(id, "Loop") || g.is_op(id, "Scan")) continue;
+    for (GraphId sub : g.subgraphs(id)) n += steps_per_iteration(model, model.graph(sub)) - 2;
+  }
+  return n;
+}
+
+// The steps taken by the Loop or Scan running on this thread and by those nested in it: an
+// inner Loop spends from the budget of the outermost one, so nesting cannot multiply it.
+// (A body runs on the thread of the kernel that runs it: Frame::run_subgraph.)
+struct LoopSteps {
+  uint64_t used = 0;
+  int depth = 0;
+};
+thread_local LoopSteps t_steps;
+struct StepScope {
+  StepScope() {
+    if (t_steps.depth++ == 0) t_steps.used = 0;
+  }
+  ~StepScope() { --t_steps.depth; }
+  StepScope(const StepScope&) = delete;
+  StepScope& operator=(const StepScope&) = delete;
+};
+
+[[noreturn]] void over_step_limit(const OpContext& c, const std::string& how) {
+  c.error(how + ": over the limit of " + std::to_string(loop_iteration_limit()) +
+          " node steps per Loop (iterations x the body's nodes + 2; raise it with --max-loop-iterations N)");
+}
+
 void loop(OpContext& c) {
   const GraphId body = graph_attr(c, "body");
   const Graph& bg = c.graph.model().graph(body);
@@ -100,21 +141,22 @@ void loop(OpContext& c) {
   // The iteration number and condition tensors are rewritten in place unless the body kept
   // them (an output that is a view of one still holds it).
   Tensor it_t = scalar_i64(0), cond_t = scalar_bool(cond);
-  // A Loop that allocates nothing per iteration is not stopped by the memory budget: its
-  // iterations are counted against --max-loop-iterations, and --max-time is checked before
-  // each one (a body with no nodes runs no steps that would check it). A one-Add body costs
-  // about 1.5 us per iteration (2^22 trips: 6.2 s of CPU, release build, 2026-11-27), so the
-  // default limit of 2^24 bounds such a Loop at about 25 s.
-  const uint64_t limit = loop_iteration_limit();
-  const auto over_limit = [&](const std::string& how) {
-    c.error(how + ", over the limit of " + std::to_string(limit) +
-            " iterations per Loop (raise it with --max-loop-iterations N)");
-  };
+  // A Loop that allocates nothing per iteration is not stopped by the memory budget: its node
+  // steps are counted against --max-loop-iterations (above), and --max-time is checked before
+  // each iteration (a body with no nodes runs no steps that would check it).
+  const StepScope scope;
+  const uint64_t limit = loop_iteration_limit(), steps = steps_per_iteration(c.graph.model(), bg);
+  const std::string each = " at " + std::to_string(steps) + " node steps each";
+  if (runs_all_trips && cond && static_cast<uint64_t>(max_trip) > (limit - std::min(limit, t_steps.used)) / steps)
+    over_step_limit(c, "would run all " + std::to_string(max_trip) + " iterations of its trip count" + each +
+                           " (the body's condition is always true)");
   for (int64_t it = 0; it < max_trip && cond; ++it) {
     if (time_budget_spent()) fail_time_budget(c.where() + " (iteration " + std::to_string(it) + ")");
-    if (static_cast<uint64_t>(it) >= limit)
-      over_limit("ran " + std::to_string(it) + " iterations of its trip count " +
-                 (m && m->numel() ? std::to_string(max_trip) : std::string("(none)")) + " and its condition is still true");
+    if (steps > limit - t_steps.used)  // used <= limit: every addition is checked first
+      over_step_limit(c, "ran " + std::to_string(it) + " iterations of its trip count " +
+                             (m && m->numel() ? std::to_string(max_trip) : std::string("(none)")) + each +
+                             " and its condition is still true");
+    t_steps.used += steps;
     if (it_t.hold.use_count() > 1) it_t = scalar_i64(it);
     else it_t.ptr<int64_t>()[0] = it;
     if (cond_t.hold.use_count() > 1) cond_t = scalar_bool(cond);
@@ -139,8 +181,6 @@ void loop(OpContext& c) {
       check_memory(total, "the scan outputs of all " + std::to_string(max_trip) + " iterations (" +
                               std::to_string(scan_bytes) + " bytes each; the body's condition is always true)");
     }
-    if (it == 0 && runs_all_trips && cond && static_cast<uint64_t>(max_trip) > limit)
-      over_limit("would run all " + std::to_string(max_trip) + " iterations of its trip count (the body's condition is always true)");
     if (n_scan)
       check_memory(scan_bytes, "the scan outputs after " + std::to_string(it + 1) + " of " + std::to_string(max_trip) +
                                    " iterations");
@@ -179,6 +219,13 @@ void scan(OpContext& c) {
     if (j > 0 && len != T) c.error("scan inputs have different lengths along their scan axes");
     T = len;
   }
+  // A Scan's iterations are its inputs' length, but its body is as free as a Loop's.
+  const StepScope scope;
+  const uint64_t steps = steps_per_iteration(c.graph.model(), bg), limit = loop_iteration_limit();
+  if (T > 0 && static_cast<uint64_t>(T) > (limit - std::min(limit, t_steps.used)) / steps)
+    over_step_limit(c, "would run " + std::to_string(T) + " iterations (its scan inputs' length) at " +
+                           std::to_string(steps) + " node steps each");
+  t_steps.used += static_cast<uint64_t>(std::max<int64_t>(T, 0)) * steps;
   std::vector<std::vector<Tensor>> outs(n_scan_out);
   for (int64_t t = 0; t < T; ++t) {
     if (time_budget_spent()) fail_time_budget(c.where() + " (iteration " + std::to_string(t) + ")");

@@ -1,5 +1,5 @@
-// MatMul, Gemm and Einsum. float32 through simd (packed GEMM with a fused activation), other
-// numeric types through a plain loop.
+// MatMul and Gemm (Einsum is in einsum.cpp, registered here). float32 through simd (packed GEMM
+// with a fused activation), other numeric types through a plain loop.
 #include <map>
 #include <mutex>
 
@@ -11,6 +11,7 @@
 namespace onnxforge::rt {
 
 double scalar_unary(const simd::Unary& u, double x);  // ops/elementwise.cpp
+void einsum(OpContext& c);                            // ops/einsum.cpp
 
 namespace {
 
@@ -350,130 +351,6 @@ void gemm(OpContext& c) {
   simd::gemm(ta, tb, static_cast<size_t>(M), static_cast<size_t>(N), static_cast<size_t>(K), alpha, a.ptr<float>(),
              static_cast<size_t>(a.shape[1]), b.ptr<float>(), static_cast<size_t>(b.shape[1]), gemm_beta,
              y.ptr<float>(), static_cast<size_t>(N), ep);
-}
-
-// Einsum: letters of each operand (ellipsis expanded to digit labels), summed by brute force
-// over the full index space. Correct for every equation; fast enough for the small ones that
-// exporters leave in graphs.
-void einsum(OpContext& c) {
-  std::string eq(c.attr_s("equation"));
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  std::string lhs = eq, rhs;
-  bool explicit_out = false;
-  if (auto p = eq.find("->"); p != std::string::npos) {
-    lhs = eq.substr(0, p);
-    rhs = eq.substr(p + 2);
-    explicit_out = true;
-  }
-  std::vector<std::string> terms;
-  for (size_t s = 0;;) {
-    size_t e = lhs.find(',', s);
-    terms.push_back(lhs.substr(s, e == std::string::npos ? std::string::npos : e - s));
-    if (e == std::string::npos) break;
-    s = e + 1;
-  }
-  if (terms.size() != c.input_count()) c.error("equation has " + std::to_string(terms.size()) + " operands");
-  size_t ell_rank = 0;
-  auto expand = [&](std::string t, int64_t rank) {
-    auto p = t.find("...");
-    if (p == std::string::npos) return t;
-    if (t.find("...", p + 3) != std::string::npos || rank + 3 < static_cast<int64_t>(t.size()) || rank - static_cast<int64_t>(t.size() - 3) > 10)
-      c.error("the term '" + t + "' does not fit an operand of rank " + std::to_string(rank));
-    size_t n = static_cast<size_t>(rank) - (t.size() - 3);
-    ell_rank = std::max(ell_rank, n);
-    std::string e;
-    for (size_t i = 0; i < n; ++i) e += static_cast<char>('0' + (ell_rank - n + i));
-    return t.substr(0, p) + e + t.substr(p + 3);
-  };
-  for (size_t i = 0; i < terms.size(); ++i) terms[i] = expand(terms[i], c.input(i).rank());
-  // Digits were assigned right-aligned against the largest ellipsis: re-expand with the final rank.
-  for (size_t i = 0; i < terms.size(); ++i) {
-    std::string t = terms[i];
-    std::string fixed;
-    size_t nd = std::count_if(t.begin(), t.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-    size_t k = 0;
-    for (char ch : t) fixed += (ch >= '0' && ch <= '9') ? static_cast<char>('0' + (ell_rank - nd + k++)) : ch;
-    terms[i] = fixed;
-  }
-  std::map<char, int64_t> dim;
-  std::map<char, int> count;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    const Tensor& x = c.input(i);
-    if (static_cast<int64_t>(terms[i].size()) != x.rank()) c.error("operand " + std::to_string(i) + " rank mismatch");
-    for (size_t d = 0; d < terms[i].size(); ++d) {
-      char ch = terms[i][d];
-      ++count[ch];
-      auto [it, fresh] = dim.emplace(ch, x.shape[d]);
-      if (!fresh && it->second != x.shape[d]) {
-        if (it->second == 1) it->second = x.shape[d];
-        else if (x.shape[d] != 1) c.error(std::string("dimension mismatch for label ") + ch);
-      }
-    }
-  }
-  std::string out;
-  if (explicit_out) {
-    if (auto p = rhs.find("..."); p != std::string::npos) {
-      std::string e;
-      for (size_t i = 0; i < ell_rank; ++i) e += static_cast<char>('0' + i);
-      rhs = rhs.substr(0, p) + e + rhs.substr(p + 3);
-    }
-    out = rhs;
-  } else {
-    for (size_t i = 0; i < ell_rank; ++i) out += static_cast<char>('0' + i);
-    for (auto [ch, n] : count)
-      if (n == 1 && !(ch >= '0' && ch <= '9')) out += ch;
-  }
-  for (char ch : out)
-    if (!dim.count(ch)) c.error(std::string("output label ") + ch + " is not in any operand");
-  std::string all = out;
-  for (auto [ch, n] : dim)
-    if (all.find(ch) == std::string::npos) all += ch;
-  Shape full;
-  for (char ch : all) full.push_back(dim[ch]);
-  Shape yshape;
-  for (char ch : out) yshape.push_back(dim[ch]);
-  // The sum is brute force over every label combination, one product of all operands each:
-  // bound that work, or a hostile equation over two 64 Ki-element operands ("ab,cd") runs for
-  // hours (a hang, not an answer). 2^30 operand reads take about 10-30 s here (more under
-  // ASan), which no equation an exporter leaves in a graph comes near; a run that is legitimately
-  // that big is refused with the figures rather than left running.
-  constexpr int64_t kMaxWork = int64_t{1} << 30;
-  int64_t work = static_cast<int64_t>(terms.size());
-  for (int64_t d : full)
-    if (__builtin_mul_overflow(work, d, &work) || work > kMaxWork) {
-      std::string dims;
-      for (size_t i = 0; i < all.size(); ++i) dims += (i ? ", " : "") + std::string(1, all[i]) + "=" + std::to_string(full[i]);
-      c.error("the equation '" + eq + "' sums over its labels' full index space (" + dims + ") for each of its " +
-              std::to_string(terms.size()) + " operands: more than 2^30 operand reads, the limit of the reference Einsum");
-    }
-  const Tensor& x0 = c.input(0);
-  Tensor& y = c.output(0, x0.dtype, yshape);
-  check_memory(checked_bytes(DType::Double, yshape), "Einsum's float64 accumulator");
-  std::vector<std::vector<int64_t>> strides(terms.size(), std::vector<int64_t>(all.size(), 0));
-  for (size_t i = 0; i < terms.size(); ++i) {
-    auto cs = contiguous_strides(c.input(i).shape);
-    for (size_t d = 0; d < terms[i].size(); ++d)
-      if (c.input(i).shape[d] != 1) strides[i][all.find(terms[i][d])] += cs[d];
-  }
-  std::vector<double> acc(static_cast<size_t>(numel(yshape)), 0.0);
-  const int64_t inner = numel(Shape(full.begin() + static_cast<int64_t>(out.size()), full.end()));
-  std::vector<int64_t> idx(all.size(), 0);
-  for (int64_t flat = 0, total = numel(full); flat < total; ++flat) {
-    if ((flat & 0xfffff) == 0xfffff && time_budget_spent()) fail_time_budget(c.where());
-    double p = 1;
-    for (size_t i = 0; i < terms.size(); ++i) {
-      int64_t off = 0;
-      for (size_t d = 0; d < all.size(); ++d) off += idx[d] * strides[i][d];
-      p *= c.input(i).get_f64(off);
-    }
-    acc[static_cast<size_t>(flat / inner)] += p;
-    for (size_t d = all.size(); d-- > 0;) {
-      if (++idx[d] < full[d]) break;
-      idx[d] = 0;
-    }
-  }
-  Tensor tmp = Tensor::view(DType::Double, yshape, acc.data());
-  cast_into(tmp, y);
 }
 
 }  // namespace

@@ -126,7 +126,8 @@ int run_command_line(int argc, char** argv) {
             },
             "SECONDS"));
     sub->add_option("--max-loop-iterations", max_loop,
-                    "Iterations one Loop node may run (default " + std::to_string(onnxforge::kDefaultLoopIterations) + ")")
+                    "Node steps one Loop or Scan may take: iterations x (its body's nodes + 2), nested ones "
+                    "included (default " + std::to_string(onnxforge::kDefaultLoopIterations) + ")")
         ->check(CLI::Validator(
             [](const std::string& v) {
               char* end = nullptr;

@@ -44,11 +44,12 @@ inline bool time_budget_spent() {
 // Throws onnxforge::Error: `where` (a node) stopped over the time budget, and how to raise it.
 [[noreturn]] void fail_time_budget(const std::string& where);
 
-// How many iterations one Loop node may run (command line --max-loop-iterations). A Loop's trip
-// count comes from the file; 2^62 with no scan outputs neither allocates nor ends. Real loops
-// (generation up to a max length, NMS, per-sample audio) run far fewer than the default 2^24
-// (16.8 million; runtime/ops/control.cpp has what that costs).
-inline constexpr uint64_t kDefaultLoopIterations = uint64_t{1} << 24;
+// How much work one Loop (or Scan) node may do (command line --max-loop-iterations), in node
+// steps: iterations x (the body's nodes + 2), nested Loops spending from the outermost one's
+// budget. A Loop's trip count comes from the file; 2^62 with no scan outputs neither allocates
+// nor ends. The default 2^23 bounds a Loop of trivial compute at about 3 s whatever its body
+// (runtime/ops/control.cpp has the measurement); real loops stay far under it (docs/cli.md).
+inline constexpr uint64_t kDefaultLoopIterations = uint64_t{1} << 23;
 void set_loop_iteration_limit(uint64_t n);
 uint64_t loop_iteration_limit();
 

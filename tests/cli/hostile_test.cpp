@@ -82,29 +82,54 @@ onnx::ModelProto stacking_loop(int64_t trips) {
   return make_model({n}, {}, {tensor_info("out", kFloat, {})}, {int64_tensor("M", {}, {trips}), cond});
 }
 
-// A Loop of `trips` iterations that adds 1 to a carried value and has no scan outputs: nothing
-// grows, so the memory budget never stops it.
-onnx::ModelProto counting_loop(int64_t trips) {
+// A Loop of `trips` iterations that adds `adds` to a carried value (one Add node each) and has
+// no scan outputs: nothing grows, so the memory budget never stops it. With inner_trips, each
+// of its iterations runs an inner Loop of inner_trips such iterations instead.
+onnx::GraphProto counting_body(int adds, int64_t inner_trips = 0);
+
+onnx::NodeProto loop_node(const std::string& name, const std::string& trips, const std::string& acc_in,
+                          const std::string& acc_out, const onnx::GraphProto& body) {
+  auto n = make_node("Loop", {trips, "cond", acc_in}, {acc_out}, name);
+  auto* a = n.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body;
+  return n;
+}
+
+onnx::TensorProto true_tensor() {
+  onnx::TensorProto cond;
+  cond.set_name("cond");
+  cond.set_data_type(kBool);
+  cond.set_raw_data(std::string(1, '\1'));
+  return cond;
+}
+
+onnx::GraphProto counting_body(int adds, int64_t inner_trips) {
   onnx::GraphProto body;
   body.set_name("body");
   *body.add_node() = make_node("Identity", {"cond_in"}, {"cond_out"}, "keep_going");
-  *body.add_node() = make_node("Add", {"acc_in", "one"}, {"acc_out"}, "count");
+  if (inner_trips) {
+    *body.add_node() = loop_node("inner0", "M_inner", "acc_in", "acc_out", counting_body(adds));
+    *body.add_initializer() = int64_tensor("M_inner", {}, {inner_trips});
+  } else {
+    for (int k = 0; k < adds; ++k)
+      *body.add_node() = make_node("Add", {k ? "t" + std::to_string(k - 1) : "acc_in", "one"},
+                                   {k + 1 == adds ? "acc_out" : "t" + std::to_string(k)}, "count" + std::to_string(k));
+    *body.add_initializer() = float_tensor("one", {1}, {1.f});
+  }
   *body.add_input() = tensor_info("i", kInt64, {});
   *body.add_input() = tensor_info("cond_in", kBool, {});
   *body.add_input() = tensor_info("acc_in", kFloat, {1});
   *body.add_output() = tensor_info("cond_out", kBool, {});
   *body.add_output() = tensor_info("acc_out", kFloat, {1});
-  *body.add_initializer() = float_tensor("one", {1}, {1.f});
-  auto n = make_node("Loop", {"M", "cond", "a0"}, {"acc"}, "loop0");
-  auto* a = n.add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = body;
-  onnx::TensorProto cond;
-  cond.set_name("cond");
-  cond.set_data_type(kBool);
-  cond.set_raw_data(std::string(1, '\1'));
-  return make_model({n}, {tensor_info("a0", kFloat, {1})}, {tensor_info("acc", kFloat, {1})}, {int64_tensor("M", {}, {trips}), cond});
+  return body;
+}
+
+onnx::ModelProto counting_loop(int64_t trips, int adds = 1, int64_t inner_trips = 0) {
+  return make_model({loop_node("loop0", "M", "a0", "acc", counting_body(adds, inner_trips))},
+                    {tensor_info("a0", kFloat, {1})}, {tensor_info("acc", kFloat, {1})},
+                    {int64_tensor("M", {}, {trips}), true_tensor()});
 }
 
 }  // namespace
@@ -114,21 +139,51 @@ TEST(Hostile, LoopsThatAllocateNothingStop) {
   // verification: the iteration limit refuses it after the first iteration (the body's
   // condition is its input passed through, so every trip would run).
   fs::path m = write_to(counting_loop(int64_t{1} << 62), "loopcount");
-  expect_refused({"run", m}, "over the limit of 16777216 iterations per Loop (raise it with --max-loop-iterations N)", 60);
+  expect_refused({"run", m},
+                 "would run all 4611686018427387904 iterations of its trip count at 4 node steps each (the body's "
+                 "condition is always true): over the limit of 8388608 node steps per Loop (iterations x the body's "
+                 "nodes + 2; raise it with --max-loop-iterations N)",
+                 60);
   expect_refused({"optimize", m, m.parent_path() / "out.onnx"}, "--max-loop-iterations", 60);
-  // With the limit raised past the trip count, the time budget stops it, naming the node.
-  expect_refused({"run", m, "--max-loop-iterations", "9000000000000000000", "--max-time", "1"},
+  // With the limit raised past the trip count (2^60 trips of 4 steps), the time budget stops
+  // it, naming the node.
+  fs::path m60 = write_to(counting_loop(int64_t{1} << 60), "loopcount60");
+  expect_refused({"run", m60, "--max-loop-iterations", "9000000000000000000", "--max-time", "1"},
                  "loop0' (Loop)", 60);
-  expect_refused({"run", m, "--max-loop-iterations", "9000000000000000000", "--max-time", "0.5"},
+  expect_refused({"run", m60, "--max-loop-iterations", "9000000000000000000", "--max-time", "0.5"},
                  "over the time budget of 500.0 ms (raise it with --max-time SECONDS)", 60);
-  // Under the limits, the same Loop runs: 1000 trips add 1000.
+  // Under the limits, the same Loop runs: 1000 trips of 4 steps (Identity, Add, the iteration's
+  // own 2) add 1000.
   fs::path ok = write_to(counting_loop(1000), "loopcount_ok");
-  CliResult r = run_cli({"run", ok, "--max-loop-iterations", "1000", "--max-time", "60"}, 60);
+  CliResult r = run_cli({"run", ok, "--max-loop-iterations", "4000", "--max-time", "60"}, 60);
   EXPECT_EQ(r.code, 0) << r.describe();
   EXPECT_THAT(r.out, HasSubstr("sum 100")) << r.describe();  // 1000 + a0, a generated value in [0, 2)
   // Malformed limits are usage errors naming the option.
   expect_refused({"run", ok, "--max-time", "-1"}, "--max-time");
   expect_refused({"run", ok, "--max-loop-iterations", "abc"}, "--max-loop-iterations");
+}
+
+TEST(Hostile, LoopStepsCountTheBodyAndNestedLoops) {
+  // The limit counts node steps, not iterations: under an iteration limit (2^24 before), 10^4
+  // trips of a 1000-node body were allowed and so was anything nested; a 1000-node body costs
+  // 375 us per iteration, so 2^24 of them would have run for 1.7 hours.
+  fs::path big = write_to(counting_loop(10000, 1000), "loopsteps_big");
+  expect_refused({"run", big},
+                 "would run all 10000 iterations of its trip count at 1003 node steps each (the body's condition is "
+                 "always true): over the limit of 8388608 node steps per Loop",
+                 60);
+  fs::path fits = write_to(counting_loop(500, 1000), "loopsteps_fits");
+  CliResult r = run_cli({"run", fits, "--max-loop-iterations", "501500"}, 120);  // 500 x 1003: fits exactly
+  EXPECT_EQ(r.code, 0) << r.describe();
+  expect_refused({"run", fits, "--max-loop-iterations", "501499"}, "would run all 500 iterations", 60);
+  // Nested: 100 outer trips of 1000 inner ones (4 steps each) are 4 * 10^5 inner steps. Each
+  // Loop alone is far under a limit of 10^5, but the inner ones spend from the outer's budget.
+  fs::path nested = write_to(counting_loop(100, 1, 1000), "loopsteps_nested");
+  expect_refused({"run", nested, "--max-loop-iterations", "100000"},
+                 "node 'inner0' (Loop): would run all 1000 iterations of its trip count at 4 node steps each", 60);
+  r = run_cli({"run", nested, "--max-loop-iterations", "500000"}, 120);  // 100 x (4 + 1000 x 4) = 400400
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_THAT(r.out, HasSubstr("sum 100")) << r.describe();  // 100000 + a0
 }
 
 TEST(Hostile, SubgraphAttributeDeclaredButEmptyInEveryCommand) {
@@ -249,19 +304,26 @@ TEST(Hostile, FifoModelAndExternalData) {
 }
 
 TEST(Hostile, LoopTripCountsAreBounded) {
+  // Under the default limits: the body's condition is Identity(cond_in), so all 2^62 trips
+  // would run, which the Loop step limit refuses before the first.
   fs::path m = write_to(stacking_loop(int64_t{1} << 62), "loop62");
-  CliResult r = run_cli({"run", m, "--max-memory", "64M"}, 300);
+  CliResult r = run_cli({"run", m}, 300);
   ASSERT_TRUE(r.exited()) << r.describe();
   EXPECT_EQ(r.code, 2) << r.describe();
   EXPECT_THAT(r.err, HasSubstr("loop0")) << r.describe();
-  EXPECT_THAT(r.err, HasSubstr("memory budget of 64.0 MiB")) << r.describe();
-  // Under the default budget (3/4 of RAM) too: the body's condition is Identity(cond_in), so all
-  // 2^62 trips run and their total is refused after the first one (it ran 4.5 million
-  // iterations, 53 s, before the running total reached the budget).
-  r = run_cli({"run", m}, 300);
+  EXPECT_THAT(r.err, HasSubstr("would run all 4611686018427387904 iterations")) << r.describe();
+  // With the step limit out of the way (2^40 trips, 2^50 steps allowed), the memory budget
+  // refuses the scan outputs' total after the first trip (it ran 4.5 million iterations, 53 s,
+  // before the running total reached the budget): a given one, and the default (3/4 of RAM).
+  fs::path m40 = write_to(stacking_loop(int64_t{1} << 40), "loop40");
+  r = run_cli({"run", m40, "--max-loop-iterations", "1125899906842624", "--max-memory", "64M"}, 300);
   ASSERT_TRUE(r.exited()) << r.describe();
   EXPECT_EQ(r.code, 2) << r.describe();
-  EXPECT_THAT(r.err, HasSubstr("the scan outputs of all 4611686018427387904 iterations (4")) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr("memory budget of 64.0 MiB")) << r.describe();
+  r = run_cli({"run", m40, "--max-loop-iterations", "1125899906842624"}, 300);
+  ASSERT_TRUE(r.exited()) << r.describe();
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr("the scan outputs of all 1099511627776 iterations (4")) << r.describe();
   // 2^64 - 1 stored in an int64 reads as -1: refused instead of running zero iterations.
   fs::path neg = write_to(stacking_loop(-1), "loopneg");
   expect_refused({"run", neg}, "trip count M = -1 is negative");

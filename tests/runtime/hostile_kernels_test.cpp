@@ -47,6 +47,11 @@ rt::Tensor f32(std::vector<int64_t> shape, float v = 1.f) {
   for (int64_t d : shape) n *= d;
   return make<float>(DType::Float, shape, std::vector<float>(static_cast<size_t>(n), v));
 }
+rt::Tensor f64(std::vector<int64_t> shape, double v = 1.0) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return make<double>(DType::Double, shape, std::vector<double>(static_cast<size_t>(n), v));
+}
 rt::Tensor i64(std::vector<int64_t> v) { return make<int64_t>(DType::Int64, {static_cast<int64_t>(v.size())}, v); }
 
 // A Loop(M, cond, a0) -> acc whose body adds 1 to acc and passes its condition through
@@ -111,36 +116,41 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 TEST(HostileKernels, LoopIterationsAreLimited) {
-  // 2^62 trips with nothing per iteration ran until killed: the memory budget never saw it.
+  // 2^62 trips with nothing per iteration ran until killed: the memory budget never saw it. The
+  // limit is in node steps: each iteration of this body costs 4 (Identity, Add, and 2 for the
+  // iteration itself).
   CountingLoop loop;
   {
-    Limits limits(0, 1000);
+    Limits limits(0, 4000);
     // Trips within the limit run.
     EXPECT_EQ(values<float>(run(loop.b, loop.inputs(1000))[0]), std::vector<float>{1000});
+    expect_refused(loop.b, loop.inputs(1001), "would run all 1001 iterations of its trip count at 4 node steps each");
     // The body's condition is its input passed through, so all 2^62 trips would run: refused
-    // after the first iteration, not after the limit's worth of them.
+    // before the first iteration, not after the limit's worth of them.
     const auto t0 = std::chrono::steady_clock::now();
     expect_refused(loop.b, loop.inputs(int64_t{1} << 62),
-                   "would run all 4611686018427387904 iterations of its trip count (the body's condition is always true), over "
-                   "the limit of 1000 iterations per Loop (raise it with --max-loop-iterations N)");
+                   "would run all 4611686018427387904 iterations of its trip count at 4 node steps each (the body's "
+                   "condition is always true): over the limit of 4000 node steps per Loop (iterations x the body's "
+                   "nodes + 2; raise it with --max-loop-iterations N)");
     EXPECT_LT(seconds_since(t0), 5);
   }
-  // The default limit (2^24) stops it too, the same way.
-  expect_refused(loop.b, loop.inputs(int64_t{1} << 62), "over the limit of 16777216 iterations per Loop");
+  // The default limit (2^23) stops it too, the same way.
+  expect_refused(loop.b, loop.inputs(int64_t{1} << 62), "over the limit of 8388608 node steps per Loop");
   // A Loop on its condition alone (no M) is counted as it runs.
   CountingLoop open(false);
-  Limits limits(0, 1000);
-  expect_refused(open.b, open.inputs(std::nullopt), "ran 1000 iterations of its trip count (none) and its condition is still true");
+  Limits limits(0, 4000);
+  expect_refused(open.b, open.inputs(std::nullopt),
+                 "ran 1000 iterations of its trip count (none) at 4 node steps each and its condition is still true");
 }
 
 TEST(HostileKernels, TimeBudgetStopsAnUnboundedLoop) {
   // No iteration limit to speak of: the time budget is what stops it, at a Loop iteration or a
   // body step, with the node named.
   CountingLoop loop;
-  Limits limits(0.2, uint64_t{1} << 62);
+  Limits limits(0.2, std::numeric_limits<uint64_t>::max());
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    run(loop.b, loop.inputs(int64_t{1} << 62));
+    run(loop.b, loop.inputs(int64_t{1} << 60));  // 2^62 node steps
     ADD_FAILURE() << "the Loop ended by itself";
   } catch (const Error& e) {
     const std::string msg = e.what();
@@ -378,23 +388,33 @@ TEST(HostileKernels, EinsumTermLongerThanTheOperand) {
 }
 
 TEST(HostileKernels, EinsumTooManyCombinations) {
+  // The generic loop (types other than float32) over 2^32 label combinations is refused with
+  // the count; float32 contracts on the GEMM, where the same equation is two sums and a product.
   GraphBuilder m(12);
-  ValueId a = m.input("a", {65536});
-  ValueId b = m.input("b", {65537});
+  ValueId a = m.input("a", {65536}, DType::Double);
+  ValueId b = m.input("b", {65537}, DType::Double);
   m.outputs({m.node("Einsum", {a, b}, {NewAttr::String("equation", "i,j->")})});
-  expect_refused(m, {f32({65536}), f32({65537})}, "more than 2^30 operand reads, the limit of the reference Einsum");
+  expect_refused(m, {f64({65536}), f64({65537})},
+                 "sums over 4295032832 label combinations (i=65536, j=65537) for each of its 2 operands: more than "
+                 "2^30 operand reads, the limit of the generic Einsum");
+  GraphBuilder f(12);
+  ValueId fa = f.input("a", {65536}), fb = f.input("b", {65537});
+  f.outputs({f.node("Einsum", {fa, fb}, {NewAttr::String("equation", "i,j->")})});
+  auto y = run(f, {f32({65536}, 0.5f), f32({65537}, 2.f)});
+  EXPECT_EQ(values<float>(y[0]), (std::vector<float>{65536.f * 65537.f}));
 }
 
 TEST(HostileKernels, EinsumWorkCountsEveryOperand) {
   // 2^29 label combinations of three operands each: 1.5 * 2^30 reads, refused at once (it ran
-  // for minutes under the old cap of 2^32 combinations). The message says which labels.
+  // for minutes under the old cap of 2^32 combinations). The message says which labels. (The
+  // generic loop: float64; float32 contracts on the GEMM.)
   GraphBuilder m(12);
-  ValueId a = m.input("a", {8192});
-  ValueId b = m.input("b", {256});
-  ValueId c = m.input("c", {256});
+  ValueId a = m.input("a", {8192}, DType::Double);
+  ValueId b = m.input("b", {256}, DType::Double);
+  ValueId c = m.input("c", {256}, DType::Double);
   m.outputs({m.node("Einsum", {a, b, c}, {NewAttr::String("equation", "i,j,k->")})});
   const auto t0 = std::chrono::steady_clock::now();
-  expect_refused(m, {f32({8192}), f32({256}), f32({256})}, "(i=8192, j=256, k=256) for each of its 3 operands");
+  expect_refused(m, {f64({8192}), f64({256}), f64({256})}, "(i=8192, j=256, k=256) for each of its 3 operands");
   EXPECT_LT(seconds_since(t0), 5);
   // A small one still computes: sum_ij a_i b_j c_j.
   GraphBuilder ok(12);
