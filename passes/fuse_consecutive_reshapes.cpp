@@ -21,10 +21,13 @@ bool order_preserving(const Graph& g, NodeId n) {
   return is_one_of(g, n, {"Reshape", "Flatten", "Squeeze", "Unsqueeze"});
 }
 
-// The output dims of Reshape(x, target) for a static input shape, or nullopt.
+// The output dims of Reshape(x, target) for a static input shape, or nullopt (also for a target
+// the Reshape itself would reject: a dim below -1, or a product past int64, which a fuzzed
+// [90, 2^63 - 1] target overflowed here).
 std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std::vector<int64_t> target, bool allowzero) {
   int64_t total = 1, known = 1, minus = -1;
-  for (int64_t d : in) total *= d;
+  for (int64_t d : in)
+    if (d < 0 || __builtin_mul_overflow(total, d, &total)) return std::nullopt;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && !allowzero) {
       if (i >= in.size()) return std::nullopt;
@@ -33,7 +36,9 @@ std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std
     if (target[i] == -1) {
       if (minus >= 0) return std::nullopt;
       minus = static_cast<int64_t>(i);
-    } else known *= target[i];
+    } else if (target[i] < 0 || __builtin_mul_overflow(known, target[i], &known)) {
+      return std::nullopt;
+    }
   }
   if (minus >= 0) {
     if (known == 0 || total % known) return std::nullopt;
