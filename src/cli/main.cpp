@@ -1,3 +1,4 @@
+#include <cerrno>
 #include <unistd.h>
 
 #include <algorithm>
@@ -131,8 +132,11 @@ int run_command_line(int argc, char** argv) {
         ->check(CLI::Validator(
             [](const std::string& v) {
               char* end = nullptr;
+              errno = 0;  // a value past 2^63 - 1 saturates with ERANGE: refused, not clamped
               const long long x = std::strtoll(v.c_str(), &end, 10);
-              return end && *end == 0 && x > 0 ? std::string() : "'" + v + "' is not a positive whole number";
+              return end && *end == 0 && errno == 0 && x > 0
+                         ? std::string()
+                         : "'" + v + "' is not a positive whole number below 2^63";
             },
             "N"));
   }

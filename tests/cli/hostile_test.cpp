@@ -161,6 +161,8 @@ TEST(Hostile, LoopsThatAllocateNothingStop) {
   // Malformed limits are usage errors naming the option.
   expect_refused({"run", ok, "--max-time", "-1"}, "--max-time");
   expect_refused({"run", ok, "--max-loop-iterations", "abc"}, "--max-loop-iterations");
+  // Past 2^63 - 1 strtoll saturates; that is refused, not read as the largest limit.
+  expect_refused({"run", ok, "--max-loop-iterations", "99999999999999999999999"}, "--max-loop-iterations");
 }
 
 TEST(Hostile, LoopStepsCountTheBodyAndNestedLoops) {
