@@ -14,6 +14,7 @@
 #include "ir/error.h"
 #include "simd/nhwc.h"
 #include "simd/resample.h"
+#include "simd/unary.h"
 
 namespace onnxforge::rt {
 
@@ -184,6 +185,14 @@ void cast_into(const Tensor& x, Tensor& y) {
     simd::float_to_half(x.ptr<float>(), y.ptr<uint16_t>(), static_cast<size_t>(n));
     return;
   }
+  if (x.dtype == DType::BFloat16 && y.dtype == DType::Float) {
+    simd::bf16_to_float(x.ptr<uint16_t>(), y.ptr<float>(), static_cast<size_t>(n));
+    return;
+  }
+  if (x.dtype == DType::Float && y.dtype == DType::BFloat16) {
+    simd::float_to_bf16(x.ptr<float>(), y.ptr<uint16_t>(), static_cast<size_t>(n));
+    return;
+  }
   // Read side: stored floats go through float.
   auto read = [&](auto store) {
     using To = decltype(store);
@@ -211,11 +220,8 @@ void cast_into(const Tensor& x, Tensor& y) {
     std::vector<float> tmp(static_cast<size_t>(n));
     Tensor t = Tensor::view(DType::Float, x.shape, tmp.data());
     cast_into(x, t);
-    uint16_t* out = y.ptr<uint16_t>();
-    if (y.dtype == DType::Float16)
-      for (int64_t i = 0; i < n; ++i) out[i] = float_to_half(tmp[i]);
-    else
-      for (int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(tmp[i]);
+    if (y.dtype == DType::Float16) simd::float_to_half(tmp.data(), y.ptr<uint16_t>(), tmp.size());
+    else simd::float_to_bf16(tmp.data(), y.ptr<uint16_t>(), tmp.size());
     return;
   }
   dispatch_type(y.dtype, read);

@@ -77,6 +77,12 @@ struct Unary {
 // Parallel over chunks when n is large.
 void unary(const Unary& f, const float* x, float* y, std::size_t n);
 
+// bfloat16 (its bits) <-> float32, round to nearest even, NaNs kept quiet NaNs: exactly
+// ir/float16.h's bf16_to_float / float_to_bf16. Parallel over the span. (float16's are in
+// resample.h.)
+void bf16_to_float(const std::uint16_t* x, float* y, std::size_t n);
+void float_to_bf16(const float* x, std::uint16_t* y, std::size_t n);
+
 // Named shortcuts for the vectorized math functions (same contract as unary()).
 namespace vmath {
 void exp(const float* x, float* y, std::size_t n);

@@ -82,6 +82,10 @@ struct KernelTable {
   void (*compare_vv)(CompareOp op, const float* a, const float* b, std::uint8_t* y, std::size_t n) = nullptr;
   void (*compare_vs)(CompareOp op, const float* a, float b, std::uint8_t* y, std::size_t n) = nullptr;
   void (*compare_sv)(CompareOp op, float a, const float* b, std::uint8_t* y, std::size_t n) = nullptr;
+  // bfloat16 (the top half of a float's bits) <-> float32, round to nearest even, NaN kept quiet
+  // (ir/float16.h's float_to_bf16 bit for bit).
+  void (*bf16_to_float)(const std::uint16_t* x, float* y, std::size_t n) = nullptr;
+  void (*float_to_bf16)(const float* x, std::uint16_t* y, std::size_t n) = nullptr;
 
   // One row of the normalizations.
   void (*layer_norm_row)(const float* x, std::size_t n, const float* scale, const float* bias, float eps, float* y,

@@ -168,6 +168,73 @@ void compare_sv(CompareOp op, float a, const float* b, std::uint8_t* y, std::siz
 }
 #undef ONNXFORGE_COMPARE_SWITCH
 
+// bfloat16 <-> float32. Widening is a shift; narrowing adds 0x7fff plus the kept part's lowest
+// bit (round to nearest even) and keeps NaNs NaN by setting the quiet bit instead (rounding
+// could carry a NaN's payload into infinity). Copies of ir/float16.h's bf16_to_float /
+// float_to_bf16 for the tails (that header's inline functions must not be compiled at this
+// level: isa_config.h). The scalar loops (through double) made a Cast float -> bfloat16 -> float
+// over 4 Mi elements take 19.5 ms against float16's 12.8 (1 thread); now 12.1.
+inline float b2f(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline std::uint16_t f2b(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+void bf16_to_float_span(const std::uint16_t* x, float* y, std::size_t n) {
+  std::size_t i = 0;
+#if defined(ONNXFORGE_SIMD_ISA_AVX512)
+  for (; i + 16 <= n; i += 16) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    _mm512_storeu_si512(y + i, _mm512_slli_epi32(w, 16));
+  }
+#elif defined(ONNXFORGE_SIMD_ISA_AVX2)
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_slli_epi32(w, 16));
+  }
+#endif
+  for (; i < n; ++i) y[i] = b2f(x[i]);
+}
+
+void float_to_bf16_span(const float* x, std::uint16_t* y, std::size_t n) {
+  std::size_t i = 0;
+#if defined(ONNXFORGE_SIMD_ISA_AVX512)
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), inf = _mm512_set1_epi32(0x7f800000),
+                abs = _mm512_set1_epi32(0x7fffffff), quiet = _mm512_set1_epi32(0x40);
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_loadu_si512(x + i);
+    const __m512i hi = _mm512_srli_epi32(u, 16);
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(hi, one)), 16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, abs), inf);
+    const __m512i r = _mm512_mask_or_epi32(rounded, nan, hi, quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtepi32_epi16(r));
+  }
+#elif defined(ONNXFORGE_SIMD_ISA_AVX2)
+  const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff), inf = _mm256_set1_epi32(0x7f800000),
+                abs = _mm256_set1_epi32(0x7fffffff), quiet = _mm256_set1_epi32(0x40);
+  for (; i + 8 <= n; i += 8) {
+    const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    const __m256i hi = _mm256_srli_epi32(u, 16);
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+    const __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, quiet), nan);
+    // Every lane is < 2^16, so the unsigned-saturating pack is exact; it interleaves the two
+    // 128-bit halves, which the permute puts back in order.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_castsi256_si128(packed));
+  }
+#endif
+  for (; i < n; ++i) y[i] = f2b(x[i]);
+}
+
 }  // namespace
 
 void install_eltwise(KernelTable& t) {
@@ -178,6 +245,8 @@ void install_eltwise(KernelTable& t) {
   t.compare_vv = &compare_vv;
   t.compare_vs = &compare_vs;
   t.compare_sv = &compare_sv;
+  t.bf16_to_float = &bf16_to_float_span;
+  t.float_to_bf16 = &float_to_bf16_span;
 }
 
 }  // namespace onnxforge::simd::detail::ONNXFORGE_ISA_NS

@@ -193,3 +193,70 @@ TEST(Float16, ScalarOperandsConvertIntoFreshBuffers) {
   EXPECT_EQ(values<uint16_t>(out[0]), std::vector<uint16_t>{l});
   EXPECT_EQ(values<uint16_t>(out[1]), (std::vector<uint16_t>{l, float_to_half(0.f), float_to_half(0.1f), h}));
 }
+
+// bfloat16 Casts run on vector spans (simd::bf16_to_float / float_to_bf16); they must give
+// ir/float16.h's scalar bits on every ISA level, NaN payloads included (narrowing sets the quiet
+// bit rather than rounding a NaN's payload into infinity), over lengths that leave a tail.
+TEST(BFloat16, CastsMatchScalarConversionBitForBit) {
+  std::vector<float> xs = hazard_floats();
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int i = 0; i < 3000; ++i) xs.push_back(std::bit_cast<float>(bits(rng)));  // NaNs with payloads too
+  for (uint32_t b = 0; b < 0x10000u; b += 97) {  // every kept-bits pattern's tie, and one either side
+    const uint32_t u = b << 16 | 0x8000u;
+    for (uint32_t d : {u - 1, u, u + 1}) xs.push_back(std::bit_cast<float>(d));
+  }
+  xs.push_back(std::bit_cast<float>(0x7f7fffffu));  // rounds to infinity
+  xs.push_back(std::bit_cast<float>(0x7fffffffu));  // NaN whose rounding would carry
+  xs.push_back(std::bit_cast<float>(0xff800001u));
+  for (int64_t n : {static_cast<int64_t>(xs.size()), int64_t{7}, int64_t{23}}) {
+    GraphBuilder m(17);
+    ValueId x = m.input("x", {n});
+    ValueId h = m.node("Cast", {x}, {NewAttr::Int("to", static_cast<int64_t>(DType::BFloat16))});
+    ValueId back = m.node("Cast", {h}, {NewAttr::Int("to", static_cast<int64_t>(DType::Float))});
+    m.outputs({h, back});
+    const std::vector<float> in(xs.begin(), xs.begin() + n);
+    const simd::Isa was = simd::active_isa_level();
+    for (simd::Isa isa : simd::available_isas()) {
+      ASSERT_TRUE(simd::set_isa(isa));
+      rt::Session s(m.model());
+      auto out = s.run({make<float>(DType::Float, {n}, in)});
+      const auto got_b = values<uint16_t>(out[0]);
+      const auto got_f = values<float>(out[1]);
+      size_t bad = 0;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const uint16_t want = float_to_bf16(in[i]);
+        if ((got_b[i] != want || std::bit_cast<uint32_t>(got_f[i]) != uint32_t{want} << 16) && bad++ < 5)
+          ADD_FAILURE() << simd::isa_name(isa) << ": 0x" << std::hex << std::bit_cast<uint32_t>(in[i]) << " -> 0x"
+                        << got_b[i] << " want 0x" << want;
+      }
+    }
+    simd::set_isa(was);
+  }
+}
+
+// A bfloat16 op computes in float32 from widened operands and rounds its result once, as the
+// float16 ops do: Add and Relu on bfloat16 against float32 math rounded by the scalar rule.
+TEST(BFloat16, OpsRoundOnceFromFloat32) {
+  const int64_t n = 1000;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.f, 3.f);
+  std::vector<uint16_t> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = float_to_bf16(d(rng)), b[i] = float_to_bf16(d(rng));
+  GraphBuilder m(17);
+  ValueId x = m.input("a", {n}, DType::BFloat16), y = m.input("b", {n}, DType::BFloat16);
+  m.outputs({m.node("Relu", {m.node("Add", {x, y})})});
+  const simd::Isa was = simd::active_isa_level();
+  for (simd::Isa isa : simd::available_isas()) {
+    ASSERT_TRUE(simd::set_isa(isa));
+    rt::Session s(m.model());
+    const auto got = values<uint16_t>(
+        s.run({make<uint16_t>(DType::BFloat16, {n}, a), make<uint16_t>(DType::BFloat16, {n}, b)})[0]);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t sum = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+      const uint16_t want = float_to_bf16(std::max(bf16_to_float(sum), 0.f));
+      ASSERT_EQ(got[i], want) << simd::isa_name(isa) << " at " << i;
+    }
+  }
+  simd::set_isa(was);
+}
