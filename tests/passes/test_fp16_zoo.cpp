@@ -143,5 +143,33 @@ TEST(Float16Zoo, FusesAsTheFloat32ExportAndVerifies) {
   }
 }
 
+// bfloat16 (to_fp16.py --bfloat16: the same keep_io_types form in bfloat16, as mixed-precision
+// LLM exports write it): the same fusions as the float32 export, verified in bfloat16 ulps.
+TEST(Bfloat16Zoo, FusesAsTheFloat32ExportAndVerifies) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  for (const Fp16Case& c : {kCases[0], kCases[5], kCases[6]}) {  // bert_small, llama_small (dynamic, static)
+    SCOPED_TRACE(label(c));
+    const auto path = fp16_zoo_model(c.name, "", true);
+    api::OptimizeOutcome out = api::optimize(path, at_23(c, true));
+    ASSERT_TRUE(out.model);
+    EXPECT_TRUE(out.verified);
+    EXPECT_TRUE(out.ok()) << "max_diff " << out.verification.max_diff << " " << out.verification.error
+                          << " breaking pass " << out.breaking_pass;
+    const Graph& g = out.model->main();
+    EXPECT_EQ(g.node_count(), c.nodes);
+    EXPECT_EQ(count_op(g, "Attention"), size_t(c.attention));
+    EXPECT_EQ(count_op(g, "RotaryEmbedding"), size_t(c.rotary));
+    for (NodeId n : g.nodes()) {
+      if (!g.is_op(n, "RotaryEmbedding")) continue;
+      for (size_t i : {0, 1, 2}) EXPECT_EQ(g.dtype(g.input(n, i)), DType::BFloat16);
+    }
+    api::OptimizeOutcome f32 = api::optimize(zoo_model(c.name), at_23(c, false));
+    auto h16 = histogram(g), h32 = histogram(f32.model->main());
+    EXPECT_EQ(boundary_casts(g), c.io_casts);
+    h16["Cast"] -= c.io_casts;
+    EXPECT_EQ(h16, h32);
+  }
+}
+
 }  // namespace
 }  // namespace onnxforge::test

@@ -3,7 +3,11 @@
 `convert_float_to_float16(keep_io_types=True)`), with onnx + numpy only: test models for the
 runtime's float16 path and its ONNX Runtime cross-check (no onnxconverter package here).
 
-  /usr/bin/python3 tools/models/to_fp16.py MODEL OUT
+  /usr/bin/python3 tools/models/to_fp16.py MODEL OUT [--bfloat16]
+
+With --bfloat16 the new type is bfloat16 (as mixed-precision exports of LLMs write them): the
+same rules, rounding to nearest even; finite values that would round to infinity are clipped to
+bfloat16's largest (float32's lowest, a mask fill, rounds to -inf otherwise), tiny ones are kept.
 
 - float32 initializers, Constant values and ConstantOfShape fills become float16, except inputs
   the spec keeps float32 whatever the data type (Resize/Upsample `scales`);
@@ -27,12 +31,36 @@ from onnx import TensorProto, helper, numpy_helper
 KEEP_FLOAT32 = {("Resize", 2), ("Upsample", 1)}
 
 
+LOW = TensorProto.FLOAT16  # the new type: FLOAT16, or BFLOAT16 with --bfloat16
+
+
+def to_bf16(t, name):
+    """bfloat16 of a float32 tensor: the top 16 bits, rounded to nearest even (NaNs stay quiet).
+    Finite values that would round to infinity (float32's lowest, the usual mask fill) become
+    bfloat16's largest finite value, torch.finfo(torch.bfloat16).min as PyTorch's bfloat16
+    models write it: -inf would make 0 * -inf = NaN in the mask arithmetic."""
+    a = numpy_helper.to_array(t).astype(np.float32)
+    big = np.float32(3.3895313892515355e38)  # 0x7f7f0000
+    a = np.where(np.isfinite(a) & (np.abs(a) > big), np.sign(a) * big, a).astype(np.float32)
+    u = np.atleast_1d(a).view(np.uint32).astype(np.uint64)  # no wrap-around in the sum
+    s16, one = np.uint64(16), np.uint64(1)
+    r = ((u + np.uint64(0x7FFF) + ((u >> s16) & one)) >> s16).astype(np.uint16)
+    r = np.where(np.isnan(np.atleast_1d(a)), ((u >> s16) | np.uint64(0x40)).astype(np.uint16), r)
+    out = TensorProto()
+    out.name, out.data_type = name, TensorProto.BFLOAT16
+    out.dims.extend(a.shape)
+    out.raw_data = r.astype("<u2").tobytes()
+    return out
+
+
 def to_half(t, name, overflowed):
     """float16 of a float32 tensor, with the converters' clipping: finite values beyond float16's
     range become +-65504 (a mask filled with float32's lowest value stays a large negative number,
     where -inf would make 0 * -inf = NaN), and nonzero values below 1e-7 become +-1e-7
     (onnxconverter-common's min_positive_val: BERT's LayerNorm epsilon 1e-12 stays an epsilon
     instead of flushing to 0)."""
+    if LOW == TensorProto.BFLOAT16:
+        return to_bf16(t, t.name)
     a = numpy_helper.to_array(t)
     big = np.isfinite(a) & (np.abs(a) > 65504)
     tiny = (a != 0) & (np.abs(a) < 1e-7)
@@ -71,10 +99,11 @@ def convert_graph(g, overflowed, top):
             elif n.op_type == "Constant" and a.name == "value_float" and not kept:
                 v = a.f
                 n.attribute.remove(a)
-                n.attribute.append(helper.make_attribute("value", numpy_helper.from_array(np.array(v, np.float16), "value")))
+                scalar = numpy_helper.from_array(np.array(v, np.float32), "value")
+                n.attribute.append(helper.make_attribute("value", to_half(scalar, "value", overflowed)))
                 break
             elif n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT and not kept:
-                a.i = TensorProto.FLOAT16
+                a.i = LOW
             elif a.type == onnx.AttributeProto.GRAPH:
                 convert_graph(a.g, overflowed, top=False)
             elif a.type == onnx.AttributeProto.GRAPHS:
@@ -87,7 +116,7 @@ def convert_graph(g, overflowed, top):
         # A body's own inputs and outputs take the new type (its caller feeds and reads fp16).
         for v in list(g.input) + list(g.output):
             if v.type.tensor_type.elem_type == TensorProto.FLOAT:
-                v.type.tensor_type.elem_type = TensorProto.FLOAT16
+                v.type.tensor_type.elem_type = LOW
         return
     inits = {t.name for t in g.initializer}
     names = {v for n in g.node for v in list(n.input) + list(n.output)} | inits | {v.name for v in g.input}
@@ -113,7 +142,7 @@ def convert_graph(g, overflowed, top):
             continue
         half = unique(v.name + "_fp16")
         rename(v.name, half, outputs=False)
-        head.append(helper.make_node("Cast", [v.name], [half], to=TensorProto.FLOAT16, name=unique(v.name + "_to_fp16")))
+        head.append(helper.make_node("Cast", [v.name], [half], to=LOW, name=unique(v.name + "_to_fp16")))
     for v in g.output:  # an output read inside the graph too reads the float16 value
         if v.type.tensor_type.elem_type == TensorProto.FLOAT:
             half = unique(v.name + "_fp16")
@@ -128,7 +157,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
     ap.add_argument("out")
+    ap.add_argument("--bfloat16", action="store_true", help="convert to bfloat16 instead of float16")
     args = ap.parse_args()
+    global LOW
+    LOW = TensorProto.BFLOAT16 if args.bfloat16 else TensorProto.FLOAT16
     m = onnx.load(args.model)
     overflowed = []
     convert_graph(m.graph, overflowed, top=True)
