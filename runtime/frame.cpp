@@ -6,6 +6,7 @@
 #include "io/budget.h"
 #include "ir/error.h"
 #include "runtime/plan.h"
+#include "simd/resample.h"
 
 namespace onnxforge::rt {
 
@@ -237,6 +238,7 @@ void Frame::run_step(const Step& s, size_t index) {
       }
     }
   }
+  if (s.round_half) round_output_to_half(s);
   if (relabel_nhwc)
     for (ValueId v : s.outputs) {
       if (!v.valid()) continue;
@@ -248,6 +250,23 @@ void Frame::run_step(const Step& s, size_t index) {
   for (ValueId v : s.drop_pages) plan_.drop_pages(vals_[v.index()]);
   for (const Tensor& t : s.drop_views) plan_.drop_pages(t);
   for (ValueId v : s.release) vals_[v.index()] = Tensor{};
+}
+
+// An absorbed Cast(to=FLOAT16) -> Cast(to=FLOAT) after the step (fusions.cpp: half_round_trip):
+// output 0 becomes float(half(y)) in place, the two Casts' bits without their float16 tensor.
+// The plan proved output 0 float32 where it could; any other type is converted as the Casts
+// would.
+void Frame::round_output_to_half(const Step& s) {
+  Tensor& t = vals_[s.outputs[0].index()];
+  if (t.dtype == DType::Float) {
+    simd::round_to_half(t.ptr<float>(), t.ptr<float>(), static_cast<size_t>(t.numel()));
+    return;
+  }
+  const Tensor half = cast(t, DType::Float16);
+  const bool nhwc = t.nhwc;
+  Tensor& out = alloc(s, 0, DType::Float, half.shape);
+  cast_into(half, out);
+  out.nhwc = nhwc;
 }
 
 // Output i shares input `input`'s bytes (Reshape & co.): a view unless the input lives in an

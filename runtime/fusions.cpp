@@ -8,6 +8,7 @@
 
 #include "ir/match.h"
 #include "ir/op_traits.h"
+#include "simd/resample.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -436,6 +437,68 @@ Found<FusedStep> split_attention(const FusionSite& site, const Step& s) {
   return f;
 }
 
+// Mixed precision's round trip (AMP exports, float16 converters' block lists): a float32 value
+// read only by Cast(to=FLOAT16) whose result is read only by Cast(to=FLOAT). Where the value is
+// output 0 of a step with an epilogue (Conv, MatMul, Gemm & co.: it writes a fresh tensor), the
+// step rounds it in place after its kernel (Step::round_half), after any activation it fused,
+// as the graph orders them; where the value is the first Cast's input, that Cast's step
+// computes float(half(x)) into the second Cast's output (round_half_kernel). Either way one pass
+// and no float16 tensor, with the two Casts' bits (simd::round_to_half is checked against
+// ir/float16.h's conversions at every ISA level). Last in kFusions: an activation after the
+// round trip is not moved before it.
+const KernelDef& round_half_kernel() {
+  static const KernelDef k{.run = [](OpContext& c) {
+                             const Tensor& x = c.input(0);
+                             Tensor& y = c.output(0, DType::Float, x.shape);
+                             if (x.dtype == DType::Float) {
+                               simd::round_to_half(x.ptr<float>(), y.ptr<float>(), static_cast<size_t>(x.numel()));
+                               return;
+                             }
+                             cast_into(cast(x, DType::Float16), y);  // not float32 after all: as the Casts do
+                           },
+                           .float_compute = false,
+                           .inplace_input = 0};
+  return k;
+}
+
+Found<FusedStep> half_round_trip(const FusionSite& site, const Step& s) {
+  const Graph& g = site.g;
+  auto cast_to = [&](NodeId n, DType t) {
+    const Attr* to = is(g, n, "Cast") ? g.attr(n, "to") : nullptr;
+    return to && to->type == AttrType::Int && to->i == static_cast<int64_t>(t) && g.outputs(n).size() == 1 &&
+           g.output(n, 0).valid();
+  };
+  // The second Cast, reading `half` (a float16 value) and nothing else reading it.
+  auto back = [&](ValueId half) -> NodeId {
+    if (site.graph_output[half.index()]) return {};
+    const Use u = single_use(site.uses, half);
+    return u.node.valid() && u.slot == 0 && cast_to(u.node, DType::Float) ? u.node : NodeId{};
+  };
+  FusedStep f;
+  if (cast_to(s.node, DType::Float16) && s.outputs.size() == 1 && s.outputs[0] == g.output(s.node, 0)) {
+    MATCH_IF(!s.inputs.empty() && s.inputs[0].valid() && float_out(site, s.inputs[0]), "the Cast's input is not float32");
+    const NodeId second = back(s.outputs[0]);
+    MATCH_IF(second.valid(), "the float16 value is not read by one Cast to float only");
+    f.kernel = &round_half_kernel();
+    f.output = g.output(second, 0);
+    f.absorbed = {second};
+    return f;
+  }
+  MATCH_IF(s.kernel->fuses_activation && s.outputs.size() == 1 && float_output0(site, s) && !s.round_half,
+           "not a float32 output of a step with an epilogue");
+  const ValueId v = s.outputs[0];
+  MATCH_IF(!site.graph_output[v.index()], "output 0 is a graph output");
+  const Use u = single_use(site.uses, v);
+  MATCH_IF(u.node.valid() && u.slot == 0 && cast_to(u.node, DType::Float16), "not read by one Cast to float16 only");
+  const NodeId second = back(g.output(u.node, 0));
+  MATCH_IF(second.valid(), "the float16 value is not read by one Cast to float only");
+  f.output = g.output(second, 0);
+  f.round_half = true;
+  f.absorbed = {u.node, second};
+  f.fused = 2;
+  return f;
+}
+
 constexpr Fusion kFusions[] = {
     {"integer_dequantize", integer_dequantize},
     {"decomposed_layer_norm", decomposed_layer_norm},
@@ -443,6 +506,7 @@ constexpr Fusion kFusions[] = {
     {"residual_add", residual_add},
     {"activation", activation},
     {"split_attention", split_attention},
+    {"half_round_trip", half_round_trip},
 };
 
 }  // namespace

@@ -38,6 +38,7 @@ struct FusedStep {
   std::optional<std::vector<ValueId>> outputs;  // replaces all the step's outputs when set ([0] == output)
   std::optional<simd::Unary> act;     // fused activation epilogue
   std::shared_ptr<const void> state;  // replaces the step's state when set
+  bool round_half = false;            // sets Step::round_half
   std::vector<NodeId> absorbed;       // nodes the step now computes (the plan skips them)
   size_t fused = 1;                   // added to Plan::fused (Session::fused_count)
 };

@@ -180,6 +180,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
         if (m->kernel) k = s.kernel = m->kernel;
         if (m->inputs) s.inputs = std::move(*m->inputs);
         if (m->act) s.act = *m->act;
+        s.round_half |= m->round_half;
         if (m->state) s.state = std::move(m->state);
         s.outputs[0] = m->output;
         if (m->outputs) s.outputs = std::move(*m->outputs);

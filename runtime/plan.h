@@ -36,6 +36,7 @@ struct Step {
   std::vector<ValueId> drop_pages;  // mapped embedding tables read last here (Plan::drop_pages)
   std::vector<Tensor> drop_views;   // weights read in place (KernelDef::in_place_b), dropped likewise
   bool prefer_nhwc = false;      // every reader of output 0 takes channels-last input
+  bool round_half = false;       // output 0 becomes float(half(y)) after the kernel (fusions.cpp: half_round_trip)
 };
 
 class Frame;
@@ -154,6 +155,7 @@ class Frame {
 
  private:
   void run_step(const Step& s, size_t index);
+  void round_output_to_half(const Step& s);
   bool layout_inputs(const Step& s, std::vector<const Tensor*>& ins, std::vector<Tensor>& held) const;
   const Plan& plan_;
   Frame* parent_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -259,4 +260,90 @@ TEST(BFloat16, OpsRoundOnceFromFloat32) {
     }
   }
   simd::set_isa(was);
+}
+
+namespace {
+// Bits of a float vector, NaNs compared as NaN.
+size_t differing(const std::vector<float>& a, const std::vector<float>& b) {
+  size_t n = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    n += std::isnan(a[i]) ? !std::isnan(b[i]) : std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]);
+  return n;
+}
+}  // namespace
+
+// Mixed precision's Cast(to=FLOAT16) -> Cast(to=FLOAT) after a float32 result (runtime/fusions.cpp:
+// half_round_trip): absorbed into a MatMul/Conv step (rounded in place after the kernel and its
+// activation) or run as one step from the first Cast; bit-identical to the unfused plan on every
+// rounding hazard, at every ISA level.
+TEST(Float16, CastRoundTripFusesBitIdentically) {
+  std::vector<float> hz;
+  for (float f : hazard_floats())
+    if (std::isfinite(f)) hz.push_back(f);
+  const auto n = static_cast<int64_t>(hz.size());
+  auto cast = [](GraphBuilder& m, ValueId v, DType t) { return m.node("Cast", {v}, {NewAttr::Int("to", static_cast<int64_t>(t))}); };
+  struct Case {
+    const char* name;
+    size_t fused;  // fused_count of the fused plan
+    std::function<void(GraphBuilder&, ValueId)> build;
+  };
+  const std::vector<Case> cases = {
+      // MatMul by [[1]]: y = x exactly, then the round trip.
+      {"MatMul", 2, [&](GraphBuilder& m, ValueId x) {
+         ValueId w = m.init("w", {1, 1}, std::vector<float>{1.f}, DType::Float);
+         m.outputs({cast(m, cast(m, m.node("MatMul", {x, w}), DType::Float16), DType::Float)});
+       }},
+      // + Relu before the round trip: the activation fuses, then the rounding (the graph's order).
+      {"MatMul+Relu", 3, [&](GraphBuilder& m, ValueId x) {
+         ValueId w = m.init("w", {1, 1}, std::vector<float>{-1.f}, DType::Float);
+         m.outputs({cast(m, cast(m, m.node("Relu", {m.node("MatMul", {x, w})}), DType::Float16), DType::Float)});
+       }},
+      // An activation after the round trip stays after it (Sigmoid does not commute with rounding).
+      {"MatMul then Sigmoid", 2, [&](GraphBuilder& m, ValueId x) {
+         ValueId w = m.init("w", {1, 1}, std::vector<float>{0.01f}, DType::Float);
+         m.outputs({m.node("Sigmoid", {cast(m, cast(m, m.node("MatMul", {x, w}), DType::Float16), DType::Float)})});
+       }},
+      // The first Cast reads a graph input: one step of float(half(x)).
+      {"standalone", 1, [&](GraphBuilder& m, ValueId x) { m.outputs({cast(m, cast(m, x, DType::Float16), DType::Float)}); }},
+  };
+  const simd::Isa was = simd::active_isa_level();
+  for (const Case& c : cases) {
+    GraphBuilder m(17);
+    ValueId x = m.input("x", {n, 1});
+    c.build(m, x);
+    const rt::Tensor xt = make<float>(DType::Float, {n, 1}, hz);
+    rt::SessionOptions off;
+    off.fuse_activations = false;
+    for (simd::Isa isa : simd::available_isas()) {  // (Sigmoid's last bit may differ between levels)
+      ASSERT_TRUE(simd::set_isa(isa));
+      rt::Session plain(m.model(), off);
+      const auto want = values<float>(plain.run({xt})[0]);
+      rt::Session fused(m.model());
+      const auto got = values<float>(fused.run({xt})[0]);
+      EXPECT_EQ(fused.fused_count(), c.fused) << c.name;
+      EXPECT_EQ(differing(got, want), 0u) << c.name << " at " << simd::isa_name(isa);
+    }
+    simd::set_isa(was);
+  }
+}
+
+// Where the float16 value has another reader, is a graph output, or comes back as another type,
+// the Casts stay steps of their own.
+TEST(Float16, CastRoundTripMustNotFuse) {
+  auto cast = [](GraphBuilder& m, ValueId v, DType t) { return m.node("Cast", {v}, {NewAttr::Int("to", static_cast<int64_t>(t))}); };
+  for (int variant = 0; variant < 3; ++variant) {
+    GraphBuilder m(17);
+    ValueId x = m.input("x", {4, 1});
+    ValueId w = m.init("w", {1, 1}, std::vector<float>{3.f}, DType::Float);
+    ValueId h = cast(m, m.node("MatMul", {x, w}), DType::Float16);
+    if (variant == 0) m.outputs({cast(m, h, DType::Float), m.node("Neg", {h})});  // a second reader
+    if (variant == 1) m.outputs({cast(m, h, DType::Float), h});                    // a graph output
+    if (variant == 2) m.outputs({cast(m, h, DType::Double)});                      // not back to float
+    rt::Session s(m.model());
+    auto out = s.run({make<float>(DType::Float, {4, 1}, {1.f, 1e-3f, 7e4f, -0.1f})});
+    EXPECT_EQ(s.fused_count(), 0u) << variant;
+    if (variant < 2) {
+      EXPECT_EQ(values<float>(out[0])[2], std::numeric_limits<float>::infinity());  // 21e4 overflows float16
+    }
+  }
 }
