@@ -98,34 +98,45 @@ TEST(Float16Zoo, CensusFindsEveryBlockFusableAndNoneMissed) {
   }
 }
 
+// Optimizes the converted model at opset 23 with verification and checks it against the float32
+// export fused the same way: the same ops but for the keep_io_types Casts, the fused blocks, and
+// rotary embeddings whose x and caches are in the model's type `low`.
+api::OptimizeOutcome expect_fuses_as_float32(const Fp16Case& c, const std::filesystem::path& path, DType low) {
+  api::OptimizeOutcome out = api::optimize(path, at_23(c, true));
+  if (!out.model) {
+    ADD_FAILURE() << "optimize failed";
+    return out;
+  }
+  // Verification: every output within 8 ulps of its scale in `low` (class 1 on such a model).
+  EXPECT_TRUE(out.verified);
+  EXPECT_TRUE(out.ok()) << "max_diff " << out.verification.max_diff << " " << out.verification.error
+                        << " breaking pass " << out.breaking_pass;
+  const Graph& g = out.model->main();
+  EXPECT_EQ(g.node_count(), c.nodes);
+  EXPECT_EQ(count_op(g, "Attention"), size_t(c.attention));
+  EXPECT_EQ(count_op(g, "RotaryEmbedding"), size_t(c.rotary));
+  EXPECT_EQ(count_op(g, "Neg") + count_op(g, "Softmax") + count_op(g, "ReduceMean"), 0u);
+  for (NodeId n : g.nodes()) {
+    if (!g.is_op(n, "RotaryEmbedding")) continue;
+    for (size_t i : {0, 1, 2}) EXPECT_EQ(g.dtype(g.input(n, i)), low);
+  }
+  api::OptimizeOutcome f32 = api::optimize(zoo_model(c.name), at_23(c, false));
+  auto h16 = histogram(g), h32 = histogram(f32.model->main());
+  EXPECT_EQ(boundary_casts(g), c.io_casts);
+  h16["Cast"] -= c.io_casts;
+  h32["Cast"] += 0;  // (the key, where the float32 export has no Cast)
+  EXPECT_EQ(h16, h32);
+  EXPECT_EQ(g.node_count(), f32.model->main().node_count() + uint32_t(c.io_casts));
+  return out;
+}
+
 TEST(Float16Zoo, FusesAsTheFloat32ExportAndVerifies) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   for (const Fp16Case& c : kCases) {
     SCOPED_TRACE(label(c));
     const auto path = fp16_zoo_model(c.name);
-    api::OptimizeOutcome out = api::optimize(path, at_23(c, true));
+    api::OptimizeOutcome out = expect_fuses_as_float32(c, path, DType::Float16);
     ASSERT_TRUE(out.model);
-    // Verification: every output within 8 float16 ulps of its scale (class 1 on a float16 model).
-    EXPECT_TRUE(out.verified);
-    EXPECT_TRUE(out.ok()) << "max_diff " << out.verification.max_diff << " " << out.verification.error
-                          << " breaking pass " << out.breaking_pass;
-    const Graph& g = out.model->main();
-    EXPECT_EQ(g.node_count(), c.nodes);
-    EXPECT_EQ(count_op(g, "Attention"), size_t(c.attention));
-    EXPECT_EQ(count_op(g, "RotaryEmbedding"), size_t(c.rotary));
-    EXPECT_EQ(count_op(g, "Neg") + count_op(g, "Softmax") + count_op(g, "ReduceMean"), 0u);
-    for (NodeId n : g.nodes()) {  // float16 x and caches
-      if (!g.is_op(n, "RotaryEmbedding")) continue;
-      for (size_t i : {0, 1, 2}) EXPECT_EQ(g.dtype(g.input(n, i)), DType::Float16);
-    }
-    // The same ops as the float32 export fused, but for the keep_io_types Casts.
-    api::OptimizeOutcome f32 = api::optimize(zoo_model(c.name), at_23(c, false));
-    auto h16 = histogram(g), h32 = histogram(f32.model->main());
-    EXPECT_EQ(boundary_casts(g), c.io_casts);
-    h16["Cast"] -= c.io_casts;
-    h32["Cast"] += 0;
-    EXPECT_EQ(h16, h32);
-    EXPECT_EQ(g.node_count(), f32.model->main().node_count() + uint32_t(c.io_casts));
 
     if (ort_peer_installed()) {  // ONNX Runtime 1.30 loads the fused float16 model and agrees
       auto dir = temp_dir("fp16_zoo");
@@ -149,25 +160,7 @@ TEST(Bfloat16Zoo, FusesAsTheFloat32ExportAndVerifies) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   for (const Fp16Case& c : {kCases[0], kCases[5], kCases[6]}) {  // bert_small, llama_small (dynamic, static)
     SCOPED_TRACE(label(c));
-    const auto path = fp16_zoo_model(c.name, "", true);
-    api::OptimizeOutcome out = api::optimize(path, at_23(c, true));
-    ASSERT_TRUE(out.model);
-    EXPECT_TRUE(out.verified);
-    EXPECT_TRUE(out.ok()) << "max_diff " << out.verification.max_diff << " " << out.verification.error
-                          << " breaking pass " << out.breaking_pass;
-    const Graph& g = out.model->main();
-    EXPECT_EQ(g.node_count(), c.nodes);
-    EXPECT_EQ(count_op(g, "Attention"), size_t(c.attention));
-    EXPECT_EQ(count_op(g, "RotaryEmbedding"), size_t(c.rotary));
-    for (NodeId n : g.nodes()) {
-      if (!g.is_op(n, "RotaryEmbedding")) continue;
-      for (size_t i : {0, 1, 2}) EXPECT_EQ(g.dtype(g.input(n, i)), DType::BFloat16);
-    }
-    api::OptimizeOutcome f32 = api::optimize(zoo_model(c.name), at_23(c, false));
-    auto h16 = histogram(g), h32 = histogram(f32.model->main());
-    EXPECT_EQ(boundary_casts(g), c.io_casts);
-    h16["Cast"] -= c.io_casts;
-    EXPECT_EQ(h16, h32);
+    expect_fuses_as_float32(c, fp16_zoo_model(c.name, "", true), DType::BFloat16);
   }
 }
 
