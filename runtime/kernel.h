@@ -183,6 +183,11 @@ void register_reduce(Registry&);
 void register_resize(Registry&);
 void register_cast(Registry&);
 void register_quant(Registry&);
+void register_qlinear(Registry&);
+// Per tensor, 8-bit (uint8/int8) q: x / scale rounded half to even + zp, saturated; and
+// (x - zp) * scale in float32 (ops/quant.cpp, QuantizeLinear's and DequantizeLinear's steps).
+void quantize_floats(const float* x, DType q, void* y, size_t n, float scale, int32_t zp);
+void dequantize_8bit(DType q, const void* x, float* y, size_t n, float scale, int32_t zp);
 void register_control(Registry&);
 void register_attention(Registry&);
 void register_loss(Registry&);

@@ -21,6 +21,7 @@ Registry& Registry::get() {
     register_resize(*reg);
     register_cast(*reg);
     register_quant(*reg);
+    register_qlinear(*reg);
     register_control(*reg);
     register_attention(*reg);
     register_loss(*reg);

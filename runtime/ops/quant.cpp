@@ -899,6 +899,20 @@ const KernelDef& conv_integer_to_float_kernel() {
   return def;
 }
 
+// Per-tensor spans for the com.microsoft QLinear* ops (qlinear.cpp): the same float steps and
+// rounding as QuantizeLinear / DequantizeLinear.
+void quantize_floats(const float* x, DType q, void* y, size_t n, float scale, int32_t zp) {
+  const auto z = static_cast<float>(zp);
+  if (q == DType::Uint8) return quantize_span(x, static_cast<uint8_t*>(y), n, scale, z);
+  if (q == DType::Int8) return quantize_span(x, static_cast<int8_t*>(y), n, scale, z);
+  fail("quantize_floats: not an 8-bit type");
+}
+void dequantize_8bit(DType q, const void* x, float* y, size_t n, float scale, int32_t zp) {
+  if (q == DType::Uint8) return dequantize_span(static_cast<const uint8_t*>(x), y, n, scale, zp);
+  if (q == DType::Int8) return dequantize_span(static_cast<const int8_t*>(x), y, n, scale, zp);
+  fail("dequantize_8bit: not an 8-bit type");
+}
+
 void register_quant(Registry& r) {
   r.add("", "DequantizeLinear", {.run = dequantize, .float_compute = false});
   r.add("", "QuantizeLinear", {.run = quantize});

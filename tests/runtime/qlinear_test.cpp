@@ -1,0 +1,326 @@
+// ONNX Runtime's QOperator contrib ops (runtime/ops/qlinear.cpp): QLinearAdd, QLinearMul,
+// QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat.
+// Each against (a) a scalar reference written here from the contrib spec (dequantize, the float
+// op, quantize: round half to even, zero point, saturation), and (b) the same graph spelled as
+// QDQ (DequantizeLinear -> float op -> QuantizeLinear), bit for bit, with uint8 and int8, zero
+// points that are not 0 and values that saturate; then ONNX Runtime 1.30 on the contrib graph.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "analysis/shapes.h"
+#include "io/model_io.h"
+#include "runtime/runtime.h"
+#include "tests/common/graph_builder.h"
+#include "tests/common/models.h"
+#include "tests/runtime/ort_run.h"
+#include "tests/runtime/tensors.h"
+
+using namespace onnxforge;
+using onnxforge::test::GraphBuilder;
+using onnxforge::test::make;
+using onnxforge::test::values;
+
+namespace {
+
+struct Q {
+  DType type;
+  float scale;
+  int32_t zp;
+};
+
+int32_t qmin(DType t) { return t == DType::Uint8 ? 0 : -128; }
+int32_t qmax(DType t) { return t == DType::Uint8 ? 255 : 127; }
+
+// The spec's quantization of one float: x / scale in float32, round half to even, + zp, saturate.
+int32_t quantize_ref(float x, Q q) {
+  const float r = std::nearbyint(x / q.scale);
+  const float v = r + static_cast<float>(q.zp);
+  return static_cast<int32_t>(std::min<float>(std::max<float>(v, qmin(q.type)), qmax(q.type)));
+}
+float dequantize_ref(int32_t v, Q q) { return static_cast<float>(v - q.zp) * q.scale; }
+
+rt::Tensor random_q(DType t, rt::Shape shape, std::mt19937& rng) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::uniform_int_distribution<int32_t> d(qmin(t), qmax(t));
+  if (t == DType::Uint8) {
+    std::vector<uint8_t> v(static_cast<size_t>(n));
+    for (auto& x : v) x = static_cast<uint8_t>(d(rng));
+    return make<uint8_t>(t, shape, v);
+  }
+  std::vector<int8_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<int8_t>(d(rng));
+  return make<int8_t>(t, shape, v);
+}
+
+std::vector<int32_t> ints(const rt::Tensor& t) {
+  std::vector<int32_t> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<int32_t>(t.get_i64(i)));
+  return v;
+}
+
+ValueId scale_of(GraphBuilder& m, const std::string& name, Q q) { return m.init(name + "_s", {}, std::vector<float>{q.scale}, DType::Float); }
+ValueId zp_of(GraphBuilder& m, const std::string& name, Q q) {
+  if (q.type == DType::Uint8) return m.init(name + "_z", {}, std::vector<uint8_t>{static_cast<uint8_t>(q.zp)}, q.type);
+  return m.init(name + "_z", {}, std::vector<int8_t>{static_cast<int8_t>(q.zp)}, q.type);
+}
+ValueId contrib(GraphBuilder& m, const std::string& op, std::vector<ValueId> ins, std::vector<NewAttr> attrs = {}) {
+  return m.node_n(op, std::move(ins), std::move(attrs), 1, "", "com.microsoft")[0];
+}
+GraphBuilder with_contrib() {
+  GraphBuilder m(13);
+  m.model().opsets.push_back({intern("com.microsoft"), 1, true});
+  return m;
+}
+ValueId dq(GraphBuilder& m, ValueId x, const std::string& name, Q q) { return m.node("DequantizeLinear", {x, scale_of(m, name + "dq", q), zp_of(m, name + "dq", q)}); }
+ValueId qz(GraphBuilder& m, ValueId x, const std::string& name, Q q) { return m.node("QuantizeLinear", {x, scale_of(m, name + "q", q), zp_of(m, name + "q", q)}); }
+
+struct Built {
+  GraphBuilder contrib, qdq;
+  std::vector<std::pair<std::string, rt::Tensor>> feeds;
+};
+
+std::vector<int32_t> run(GraphBuilder& m, const std::vector<std::pair<std::string, rt::Tensor>>& feeds) {
+  rt::Session s(m.model());
+  std::vector<rt::Tensor> ins;
+  for (const auto& f : feeds) ins.push_back(f.second);
+  return ints(s.run(ins)[0]);
+}
+
+// Runs the contrib graph, its QDQ spelling and the scalar reference; all three must agree. Then
+// ONNX Runtime, where one quantization step apart is allowed (its MLAS kernels fold the scales)
+// and the count of such elements is printed.
+void check(Built& b, const std::vector<int32_t>& ref, const std::string& tag) {
+  SCOPED_TRACE(tag);
+  const auto ours = run(b.contrib, b.feeds), qdq = run(b.qdq, b.feeds);
+  ASSERT_EQ(ours.size(), ref.size());
+  size_t off_ref = 0, off_qdq = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    off_ref += ours[i] != ref[i];
+    off_qdq += ours[i] != qdq[i];
+    if (ours[i] != ref[i] && off_ref < 4) ADD_FAILURE() << "element " << i << ": " << ours[i] << " want " << ref[i];
+  }
+  EXPECT_EQ(off_ref, 0u) << "against the scalar reference";
+  EXPECT_EQ(off_qdq, 0u) << "against the QDQ spelling";
+  if (!test::ort_peer_installed()) return;
+  infer_shapes(b.contrib.model());
+  const auto path = test::temp_dir("qlinear_" + tag) / "m.onnx";
+  save_model(b.contrib.model(), path);
+  std::string error;
+  auto theirs = test::ort_run(path, b.feeds, &error);
+  ASSERT_TRUE(error.empty()) << error;
+  ASSERT_EQ(theirs.size(), 1u);
+  const auto t = ints(theirs.begin()->second);
+  ASSERT_EQ(t.size(), ours.size());
+  size_t apart = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    EXPECT_LE(std::abs(t[i] - ours[i]), 1) << "element " << i;
+    apart += t[i] != ours[i];
+  }
+  std::printf("[ %s ] ONNX Runtime: %zu of %zu elements one step apart\n", tag.c_str(), apart, t.size());
+}
+
+const Q kTypes[][3] = {  // (a, b, out): uint8 and int8, zero points not 0, scales that saturate
+    {{DType::Uint8, 0.05f, 128}, {DType::Uint8, 0.02f, 100}, {DType::Uint8, 0.04f, 120}},
+    {{DType::Int8, 0.03f, -5}, {DType::Int8, 0.07f, 9}, {DType::Int8, 0.02f, 3}},
+};
+
+}  // namespace
+
+TEST(QLinearOps, AddAndMulWithBroadcasting) {
+  std::mt19937 rng(1);
+  for (const auto& p : kTypes)
+    for (int mul = 0; mul < 2; ++mul) {
+      const Q qa = p[0], qb = p[1], qc = mul ? Q{p[2].type, 0.3f, p[2].zp} : p[2];
+      const rt::Shape sa{2, 3, 4, 5}, sb{3, 1, 5};  // b broadcasts over batch and axis 2
+      Built b{with_contrib(), GraphBuilder(13), {}};
+      const rt::Tensor ta = random_q(qa.type, sa, rng), tb = random_q(qb.type, sb, rng);
+      b.feeds = {{"a", ta}, {"b", tb}};
+      for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
+        ValueId a = m->input("a", {2, 3, 4, 5}, qa.type), bb = m->input("b", {3, 1, 5}, qb.type);
+        if (m == &b.contrib) {
+          m->outputs({contrib(*m, mul ? "QLinearMul" : "QLinearAdd",
+                              {a, scale_of(*m, "a", qa), zp_of(*m, "a", qa), bb, scale_of(*m, "b", qb), zp_of(*m, "b", qb),
+                               scale_of(*m, "c", qc), zp_of(*m, "c", qc)})});
+        } else {
+          m->outputs({qz(*m, m->node(mul ? "Mul" : "Add", {dq(*m, a, "a", qa), dq(*m, bb, "b", qb)}), "c", qc)});
+        }
+      }
+      const auto va = ints(ta), vb = ints(tb);
+      std::vector<int32_t> ref;
+      for (int64_t n = 0; n < 2; ++n)
+        for (int64_t c = 0; c < 3; ++c)
+          for (int64_t h = 0; h < 4; ++h)
+            for (int64_t w = 0; w < 5; ++w) {
+              const float x = dequantize_ref(va[static_cast<size_t>(((n * 3 + c) * 4 + h) * 5 + w)], qa);
+              const float y = dequantize_ref(vb[static_cast<size_t>(c * 5 + w)], qb);
+              ref.push_back(quantize_ref(mul ? x * y : x + y, qc));
+            }
+      check(b, ref, std::string(mul ? "mul_" : "add_") + (qa.type == DType::Uint8 ? "u8" : "s8"));
+    }
+}
+
+TEST(QLinearOps, SigmoidAndLeakyReluOverEveryInputValue) {
+  for (const auto& p : kTypes)
+    for (int leaky = 0; leaky < 2; ++leaky) {
+      const Q qx = p[0], qy = leaky ? p[2] : Q{p[2].type, 1.f / 256, qmin(p[2].type)};
+      std::vector<int32_t> all;  // every 8-bit value
+      for (int32_t v = qmin(qx.type); v <= qmax(qx.type); ++v) all.push_back(v);
+      rt::Tensor tx = qx.type == DType::Uint8
+                          ? make<uint8_t>(qx.type, {1, 256}, std::vector<uint8_t>(all.begin(), all.end()))
+                          : make<int8_t>(qx.type, {1, 256}, std::vector<int8_t>(all.begin(), all.end()));
+      Built b{with_contrib(), GraphBuilder(13), {{"x", tx}}};
+      const float alpha = 0.1f;
+      for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
+        ValueId x = m->input("x", {1, 256}, qx.type);
+        std::vector<NewAttr> attrs;
+        if (leaky) attrs.push_back(NewAttr::Float("alpha", alpha));
+        if (m == &b.contrib) {
+          m->outputs({contrib(*m, leaky ? "QLinearLeakyRelu" : "QLinearSigmoid",
+                              {x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), scale_of(*m, "y", qy), zp_of(*m, "y", qy)},
+                              attrs)});
+        } else {
+          m->outputs({qz(*m, m->node(leaky ? "LeakyRelu" : "Sigmoid", {dq(*m, x, "x", qx)}, attrs), "y", qy)});
+        }
+      }
+      std::vector<int32_t> ref;
+      for (int32_t v : all) {
+        const float f = dequantize_ref(v, qx);
+        // (Sigmoid in double: a float sigmoid within 2.3 ulps may round a value near a step
+        // boundary the other way; none of these 256 is that close.)
+        ref.push_back(quantize_ref(leaky ? (f < 0 ? alpha * f : f) : static_cast<float>(1 / (1 + std::exp(-double(f)))), qy));
+      }
+      check(b, ref, std::string(leaky ? "leaky_" : "sigmoid_") + (qx.type == DType::Uint8 ? "u8" : "s8"));
+    }
+}
+
+TEST(QLinearOps, GlobalAndWindowedAveragePoolInBothLayouts) {
+  std::mt19937 rng(2);
+  for (const auto& p : kTypes)
+    for (int global = 0; global < 2; ++global)
+      for (int cl = 0; cl < 2; ++cl) {
+        const Q qx = p[0], qy = p[2];
+        const int64_t N = 2, C = 3, H = 5, W = 6;
+        const rt::Shape xs = cl ? rt::Shape{N, H, W, C} : rt::Shape{N, C, H, W};
+        const rt::Tensor tx = random_q(qx.type, xs, rng);
+        Built b{with_contrib(), GraphBuilder(13), {{"x", tx}}};
+        std::vector<NewAttr> pool;
+        if (!global)
+          pool = {NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("pads", {1, 1, 1, 1}), NewAttr::Ints("strides", {2, 2}),
+                  NewAttr::Int("count_include_pad", 0)};
+        for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
+          ValueId x = m->input("x", std::vector<int64_t>(xs.begin(), xs.end()), qx.type);
+          if (m == &b.contrib) {
+            std::vector<NewAttr> attrs = pool;
+            attrs.push_back(NewAttr::Int("channels_last", cl));
+            m->outputs({contrib(*m, global ? "QLinearGlobalAveragePool" : "QLinearAveragePool",
+                                {x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), scale_of(*m, "y", qy), zp_of(*m, "y", qy)},
+                                attrs)});
+          } else {
+            ValueId f = dq(*m, x, "x", qx);
+            if (cl) f = m->node("Transpose", {f}, {NewAttr::Ints("perm", {0, 3, 1, 2})});
+            f = m->node(global ? "GlobalAveragePool" : "AveragePool", {f}, pool);
+            if (cl) f = m->node("Transpose", {f}, {NewAttr::Ints("perm", {0, 2, 3, 1})});
+            m->outputs({qz(*m, f, "y", qy)});
+          }
+        }
+        // Reference: the mean of the dequantized window (float sums in window order), quantized.
+        const auto vx = ints(tx);
+        auto at = [&](int64_t n, int64_t c, int64_t h, int64_t w) {
+          return dequantize_ref(vx[static_cast<size_t>(cl ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w)], qx);
+        };
+        const int64_t OH = global ? 1 : 3, OW = global ? 1 : 3;
+        std::vector<float> mean(static_cast<size_t>(N * C * OH * OW));
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t oh = 0; oh < OH; ++oh)
+              for (int64_t ow = 0; ow < OW; ++ow) {
+                double s = 0;
+                int cnt = 0;
+                for (int64_t h = global ? 0 : oh * 2 - 1; h < (global ? H : oh * 2 + 2); ++h)
+                  for (int64_t w = global ? 0 : ow * 2 - 1; w < (global ? W : ow * 2 + 2); ++w)
+                    if (h >= 0 && h < H && w >= 0 && w < W) s += at(n, c, h, w), ++cnt;
+                const size_t o = static_cast<size_t>(cl ? ((n * OH + oh) * OW + ow) * C + c : ((n * C + c) * OH + oh) * OW + ow);
+                mean[o] = static_cast<float>(s / cnt);
+              }
+        std::vector<int32_t> ref;
+        for (float f : mean) ref.push_back(quantize_ref(f, qy));
+        // The float mean is summed in float32 by the kernels: where it lands within a float
+        // rounding of a step boundary the reference (summed in double) may differ; count those.
+        const auto ours = run(b.contrib, b.feeds);
+        ASSERT_EQ(ours.size(), ref.size());
+        for (size_t i = 0; i < ref.size(); ++i) {
+          const float exact = mean[i] / qy.scale;
+          const bool near_tie = std::fabs(exact - std::floor(exact) - 0.5f) < 1e-4f;
+          if (!near_tie) {
+            EXPECT_EQ(ours[i], ref[i]) << "element " << i;
+          } else {
+            ref[i] = ours[i];
+          }
+        }
+        check(b, ref, std::string(global ? "gap_" : "avgpool_") + (cl ? "nhwc_" : "nchw_") + (qx.type == DType::Uint8 ? "u8" : "s8"));
+      }
+}
+
+TEST(QLinearOps, ConcatRequantizesEachInput) {
+  std::mt19937 rng(3);
+  for (const auto& p : kTypes) {
+    const Q q0 = p[0], q1 = p[2], qy = p[2];  // input 1 has Y's parameters: copied as is
+    const rt::Tensor t0 = random_q(q0.type, {2, 3, 4}, rng), t1 = random_q(q1.type, {2, 5, 4}, rng);
+    Built b{with_contrib(), GraphBuilder(13), {{"x0", t0}, {"x1", t1}}};
+    for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
+      ValueId x0 = m->input("x0", {2, 3, 4}, q0.type), x1 = m->input("x1", {2, 5, 4}, q1.type);
+      if (m == &b.contrib) {
+        m->outputs({contrib(*m, "QLinearConcat",
+                            {scale_of(*m, "y", qy), zp_of(*m, "y", qy), x0, scale_of(*m, "x0", q0), zp_of(*m, "x0", q0), x1,
+                             scale_of(*m, "x1", q1), zp_of(*m, "x1", q1)},
+                            {NewAttr::Int("axis", 1)})});
+      } else {
+        m->outputs({qz(*m, m->node("Concat", {dq(*m, x0, "x0", q0), dq(*m, x1, "x1", q1)}, {NewAttr::Int("axis", 1)}), "y", qy)});
+      }
+    }
+    const auto v0 = ints(t0), v1 = ints(t1);
+    std::vector<int32_t> ref;
+    for (int64_t n = 0; n < 2; ++n) {
+      for (int64_t i = 0; i < 12; ++i) ref.push_back(quantize_ref(dequantize_ref(v0[static_cast<size_t>(n * 12 + i)], q0), qy));
+      for (int64_t i = 0; i < 20; ++i) ref.push_back(v1[static_cast<size_t>(n * 20 + i)]);
+    }
+    check(b, ref, std::string("concat_") + (q0.type == DType::Uint8 ? "u8" : "s8"));
+  }
+}
+
+TEST(QLinearOps, BadParametersAreClearErrors) {
+  auto expect_error = [](GraphBuilder& m, const rt::Tensor& x, const std::string& needle) {
+    try {
+      rt::Session s(m.model());
+      s.run({x});
+      ADD_FAILURE() << "no error, expected one naming " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  const Q q{DType::Uint8, 0.1f, 3};
+  {  // a per-channel scale: the contrib ops take one per tensor
+    GraphBuilder m = with_contrib();
+    ValueId x = m.input("x", {1, 4}, DType::Uint8);
+    ValueId s4 = m.init("s4", {4}, std::vector<float>{1, 2, 3, 4}, DType::Float);
+    m.outputs({contrib(m, "QLinearSigmoid", {x, s4, zp_of(m, "x", q), scale_of(m, "y", q), zp_of(m, "y", q)})});
+    expect_error(m, make<uint8_t>(DType::Uint8, {1, 4}, {1, 2, 3, 4}), "scale");
+  }
+  {  // a float input
+    GraphBuilder m = with_contrib();
+    ValueId x = m.input("x", {1, 4});
+    m.outputs({contrib(m, "QLinearLeakyRelu", {x, scale_of(m, "x", q), zp_of(m, "x", q), scale_of(m, "y", q), zp_of(m, "y", q)})});
+    expect_error(m, make<float>(DType::Float, {1, 4}, {1, 2, 3, 4}), "not uint8/int8");
+  }
+  {  // channels_last on a 3-D input
+    GraphBuilder m = with_contrib();
+    ValueId x = m.input("x", {1, 4, 2}, DType::Uint8);
+    m.outputs({contrib(m, "QLinearGlobalAveragePool", {x, scale_of(m, "x", q), zp_of(m, "x", q), scale_of(m, "y", q), zp_of(m, "y", q)},
+                       {NewAttr::Int("channels_last", 1)})});
+    expect_error(m, make<uint8_t>(DType::Uint8, {1, 4, 2}, std::vector<uint8_t>(8, 7)), "channels_last");
+  }
+}
