@@ -1,7 +1,8 @@
 // ONNX Runtime's QOperator contrib ops (com.microsoft), as its static quantizer writes them in
 // QOperator format beside the standard QLinearConv/QLinearMatMul: QLinearAdd, QLinearMul,
-// QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool and
-// QLinearConcat. 8-bit (uint8/int8) tensors with per-tensor scale and zero point.
+// QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat
+// and QGemm. 8-bit (uint8/int8) tensors with per-tensor scale and zero point (QGemm's B per
+// column too).
 //
 // Each computes what its contrib spec writes: dequantize ((q - zero_point) * scale in float32),
 // the float op, quantize (x / scale rounded half to even, + zero point, saturated) — the steps of
@@ -215,6 +216,90 @@ void qlinear_concat(OpContext& c) {
   }
 }
 
+// A 2-D 8-bit matrix, transposed when `trans`.
+Tensor matrix(const OpContext& c, const Tensor& x, bool trans, std::string_view what) {
+  if (x.rank() != 2) c.error(std::string(what) + " must be 2-D, got " + shape_str(x.shape));
+  if (!trans) return x.hold ? x : x.clone();
+  const int64_t R = x.shape[0], C = x.shape[1];
+  Tensor t = Tensor::alloc(x.dtype, {C, R});
+  const auto* in = x.ptr<uint8_t>();
+  auto* out = t.ptr<uint8_t>();
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < C; ++k) out[k * R + r] = in[r * C + k];
+  return t;
+}
+
+// QGemm (A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point; alpha,
+// transA, transB), as ONNX Runtime's static quantizer writes Gemm: the int32 sum of
+// (A - a_zp)(B - b_zp) (the MatMulInteger kernel, b's scale and zero point per tensor or per
+// column), plus the int32 bias C (broadcast from (), (N), (1, N), (M, 1) or (M, N)), times
+// alpha * a_scale * b_scale[n] (/ y_scale, then rounded half to even, + y_zp, saturated, when
+// y_scale is given; else the float product is the output), in ONNX Runtime's order of those
+// float steps.
+void qgemm(OpContext& c) {
+  const Tensor& a0 = quantized_input(c, 0);
+  const Tensor& b0 = quantized_input(c, 3);
+  const Tensor a = matrix(c, a0, c.attr_i("transA", 0) != 0, "A"), b = matrix(c, b0, c.attr_i("transB", 0) != 0, "B");
+  const int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1];
+  if (b.shape[0] != K) c.error("A is " + shape_str(a.shape) + " and B " + shape_str(b.shape) + " after the transposes");
+  const QParam pa = qparam(c, 1, 2, a.dtype, "A");
+  const Tensor& bs = c.input(4);
+  if (bs.dtype != DType::Float || (bs.numel() != 1 && bs.numel() != N) || bs.rank() > 1)
+    c.error("b_scale must be one float or N of them, got " + shape_str(bs.shape));
+  const Tensor* bz = c.in(5);
+  if (bz && bz->data && (bz->dtype != b.dtype || bz->numel() != bs.numel()))
+    c.error("b_zero_point must be of B's type and b_scale's size");
+  const float alpha = c.attr_f("alpha", 1.f);
+  Tensor azp = Tensor::alloc(a.dtype, {});
+  *azp.ptr<uint8_t>() = static_cast<uint8_t>(pa.zp);
+  const Tensor acc = [&] {
+    const KernelDef* k = Registry::get().find("", "MatMulInteger");
+    if (k == nullptr) c.error("no MatMulInteger kernel");
+    CaptureSink sink;
+    std::vector<const Tensor*> ins{&a, &b, &azp, bz && bz->data ? bz : nullptr};
+    OpContext inner(c.graph, c.node, 10, ins, 1, &sink);
+    k->run(inner);
+    return std::move(sink.out);
+  }();
+  std::vector<int32_t> sum(acc.ptr<int32_t>(), acc.ptr<int32_t>() + M * N);
+  if (const Tensor* bias = c.in(6); bias && bias->data) {
+    if (bias->dtype != DType::Int32) c.error("C must be int32");
+    const Shape& cs = bias->shape;
+    const int64_t n = bias->numel();
+    const bool per_row = cs.size() == 2 && cs[0] == M && cs[1] == 1 && M != 1;
+    if (!(n == 1 || n == M * N || (n == N && (cs.size() == 1 || cs[0] == 1)) || per_row))
+      c.error("C of shape " + shape_str(cs) + " does not broadcast to [" + std::to_string(M) + "," + std::to_string(N) + "]");
+    const int32_t* cb = bias->ptr<int32_t>();
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        sum[static_cast<size_t>(i * N + j)] += cb[n == 1 ? 0 : n == M * N ? i * N + j : per_row ? i : j];
+  }
+  const Tensor* ys = c.in(7);
+  const bool requant = ys && ys->data;
+  std::vector<float> mult(static_cast<size_t>(bs.numel()));
+  for (size_t j = 0; j < mult.size(); ++j) {
+    mult[j] = alpha * pa.scale * bs.ptr<float>()[j];
+    if (requant) {
+      if (ys->dtype != DType::Float || ys->numel() != 1) c.error("y_scale must be one float");
+      mult[j] /= ys->ptr<float>()[0];
+    }
+  }
+  std::vector<float> f(sum.size());
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      f[static_cast<size_t>(i * N + j)] = static_cast<float>(sum[static_cast<size_t>(i * N + j)]) * mult[mult.size() == 1 ? 0 : static_cast<size_t>(j)];
+  if (!requant) {
+    Tensor& y = c.output(0, DType::Float, {M, N});
+    std::memcpy(y.data, f.data(), f.size() * sizeof(float));
+    return;
+  }
+  const DType q = out_type(c, 8, a.dtype);
+  if (!is_8bit(q)) c.error("y_zero_point is not uint8/int8");
+  const QParam py = qparam(c, 7, 8, q, "Y");
+  Tensor& y = c.output(0, q, {M, N});
+  quantize_floats(f.data(), q, y.data, f.size(), 1.f, py.zp);  // (the scale is in mult)
+}
+
 }  // namespace
 
 void register_qlinear(Registry& r) {
@@ -231,6 +316,7 @@ void register_qlinear(Registry& r) {
   add("QLinearGlobalAveragePool", qlinear_pool<1>);
   add("QLinearAveragePool", qlinear_pool<0>);
   add("QLinearConcat", qlinear_concat);
+  add("QGemm", qgemm);
 }
 
 }  // namespace onnxforge::rt

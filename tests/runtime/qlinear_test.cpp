@@ -324,3 +324,95 @@ TEST(QLinearOps, BadParametersAreClearErrors) {
     expect_error(m, make<uint8_t>(DType::Uint8, {1, 4, 2}, std::vector<uint8_t>(8, 7)), "channels_last");
   }
 }
+
+// QGemm: the int32 sum of (A - a_zp)(B - b_zp) plus the int32 bias, times alpha * a_scale *
+// b_scale[n] (/ y_scale, rounded half to even, + y_zp, saturated) — per-tensor and per-column B,
+// transposes, quantized and float outputs; the reference sums in int64 and takes the float steps
+// in the same order.
+TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
+  std::mt19937 rng(4);
+  struct Case {
+    bool trans_a, trans_b, per_column, float_out;
+    int bias;  // 0 none, 1 [N], 2 [M, N], 3 [M, 1]
+    DType ta, tb;
+  };
+  const Case cases[] = {{false, true, true, false, 1, DType::Uint8, DType::Int8},
+                        {true, false, false, false, 2, DType::Int8, DType::Int8},
+                        {false, true, true, true, 1, DType::Uint8, DType::Uint8},
+                        {false, false, false, false, 3, DType::Uint8, DType::Int8},
+                        {true, true, false, true, 0, DType::Int8, DType::Int8}};
+  int idx = 0;
+  for (const Case& k : cases) {
+    const int64_t M = 5, K = 7, N = 4;
+    const float alpha = idx == 1 ? 0.5f : 1.f;
+    const Q qa{k.ta, 0.03f, k.ta == DType::Uint8 ? 120 : -3}, qy{k.ta, 0.2f, k.ta == DType::Uint8 ? 100 : 4};
+    std::vector<float> bscale(k.per_column ? N : 1);
+    std::vector<int32_t> bzp(bscale.size());
+    for (size_t j = 0; j < bscale.size(); ++j) {
+      bscale[j] = 0.01f * static_cast<float>(j + 1);
+      bzp[j] = k.tb == DType::Uint8 ? 128 + static_cast<int32_t>(j) : 0;
+    }
+    const rt::Tensor ta = random_q(k.ta, k.trans_a ? rt::Shape{K, M} : rt::Shape{M, K}, rng);
+    const rt::Tensor tb = random_q(k.tb, k.trans_b ? rt::Shape{N, K} : rt::Shape{K, N}, rng);
+    std::vector<int32_t> bias;
+    std::uniform_int_distribution<int32_t> bd(-2000, 2000);
+    const int64_t nbias = k.bias == 0 ? 0 : k.bias == 1 ? N : k.bias == 2 ? M * N : M;
+    for (int64_t i = 0; i < nbias; ++i) bias.push_back(bd(rng));
+    GraphBuilder m = with_contrib();
+    ValueId a = m.input("a", std::vector<int64_t>(ta.shape.begin(), ta.shape.end()), k.ta);
+    auto bytes = [](const std::vector<int32_t>& v) {  // 8-bit storage of int values
+      std::vector<uint8_t> b;
+      for (int32_t x : v) b.push_back(static_cast<uint8_t>(x));
+      return b;
+    };
+    ValueId b = m.init("b", std::vector<int64_t>(tb.shape.begin(), tb.shape.end()), bytes(ints(tb)), k.tb);
+    const std::vector<int64_t> pshape = k.per_column ? std::vector<int64_t>{N} : std::vector<int64_t>{};
+    ValueId bs = m.init("bs", pshape, bscale, DType::Float);
+    ValueId bz = m.init("bz", pshape, bytes(bzp), k.tb);
+    ValueId c = k.bias == 0 ? ValueId{}
+                            : m.init("c", k.bias == 1 ? std::vector<int64_t>{N} : k.bias == 2 ? std::vector<int64_t>{M, N} : std::vector<int64_t>{M, 1},
+                                     bias, DType::Int32);
+    std::vector<ValueId> ins{a, scale_of(m, "a", qa), zp_of(m, "a", qa), b, bs, bz, c};
+    if (!k.float_out) {
+      ins.push_back(scale_of(m, "y", qy));
+      ins.push_back(zp_of(m, "y", qy));
+    }
+    m.outputs({contrib(m, "QGemm", ins,
+                       {NewAttr::Float("alpha", alpha), NewAttr::Int("transA", k.trans_a), NewAttr::Int("transB", k.trans_b)})});
+    const auto va = ints(ta), vb = ints(tb);
+    std::vector<float> want;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t s = 0;
+        const size_t pj = k.per_column ? static_cast<size_t>(j) : 0;
+        for (int64_t t = 0; t < K; ++t) {
+          const int32_t x = va[static_cast<size_t>(k.trans_a ? t * M + i : i * K + t)] - qa.zp;
+          const int32_t w = vb[static_cast<size_t>(k.trans_b ? j * K + t : t * N + j)] - bzp[pj];
+          s += int64_t{x} * w;
+        }
+        if (k.bias) s += bias[static_cast<size_t>(k.bias == 1 ? j : k.bias == 2 ? i * N + j : i)];
+        float mult = alpha * qa.scale * bscale[pj];
+        if (!k.float_out) mult /= qy.scale;
+        const float v = static_cast<float>(s) * mult;
+        want.push_back(k.float_out ? v : static_cast<float>(std::min<float>(std::max<float>(std::nearbyint(v) + qy.zp, qmin(qy.type)), qmax(qy.type))));
+      }
+    rt::Session sess(m.model());
+    const rt::Tensor y = sess.run({ta})[0];
+    ASSERT_EQ(y.numel(), M * N);
+    for (int64_t i = 0; i < M * N; ++i) EXPECT_EQ(y.get_f64(i), want[static_cast<size_t>(i)]) << "case " << idx << " element " << i;
+    if (test::ort_peer_installed()) {
+      infer_shapes(m.model());
+      const auto path = test::temp_dir("qgemm_" + std::to_string(idx)) / "m.onnx";
+      save_model(m.model(), path);
+      std::string error;
+      auto theirs = test::ort_run(path, {{"a", ta}}, &error);
+      ASSERT_TRUE(error.empty()) << error;
+      const rt::Tensor& t = theirs.begin()->second;
+      ASSERT_EQ(t.numel(), M * N);
+      for (int64_t i = 0; i < M * N; ++i)
+        EXPECT_NEAR(t.get_f64(i), want[static_cast<size_t>(i)], k.float_out ? 1e-5 * std::fabs(want[static_cast<size_t>(i)]) + 1e-6 : 0.0)
+            << "ORT, case " << idx << " element " << i;
+    }
+    ++idx;
+  }
+}
