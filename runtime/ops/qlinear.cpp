@@ -1,7 +1,7 @@
 // ONNX Runtime's QOperator contrib ops (com.microsoft), as its static quantizer writes them in
 // QOperator format beside the standard QLinearConv/QLinearMatMul: QLinearAdd, QLinearMul,
-// QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat
-// and QGemm. 8-bit (uint8/int8) tensors with per-tensor scale and zero point (QGemm's B per
+// QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearWhere, QLinearGlobalAveragePool,
+// QLinearAveragePool, QLinearConcat and QGemm. 8-bit (uint8/int8) tensors with per-tensor scale and zero point (QGemm's B per
 // column too).
 //
 // Each computes what its contrib spec writes: dequantize ((q - zero_point) * scale in float32),
@@ -216,6 +216,37 @@ void qlinear_concat(OpContext& c) {
   }
 }
 
+// QLinearSoftmax (X, X_scale, x_zero_point, y_scale, y_zero_point; axis, opset = the original
+// Softmax's opset, which decides between the 2-D coercion (< 13) and one axis).
+void qlinear_softmax(OpContext& c) {
+  const Tensor& x = quantized_input(c, 0);
+  const QParam px = qparam(c, 1, 2, x.dtype, "X");
+  const DType q = out_type(c, 4, x.dtype);
+  if (!is_8bit(q)) c.error("Y's zero point is not uint8/int8");
+  const QParam py = qparam(c, 3, 4, q, "Y");
+  const int64_t opset = c.attr_i("opset", -1);
+  if (opset < 1) c.error("the 'opset' attribute (the original Softmax's) is missing");
+  const Tensor fx = dequantized(x, px);
+  const Tensor f = run_float(c, "Softmax", opset, {&fx});
+  quantize_to(c, f, q, py, f.shape);
+}
+
+// QLinearWhere (condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale,
+// z_zero_point): the chosen value requantized to Z's parameters, with broadcasting.
+void qlinear_where(OpContext& c) {
+  const Tensor& cond = c.input(0);
+  if (cond.dtype != DType::Bool) c.error("the condition must be bool");
+  const Tensor& x = quantized_input(c, 1);
+  const Tensor& y = quantized_input(c, 4);
+  const QParam px = qparam(c, 2, 3, x.dtype, "X"), py = qparam(c, 5, 6, y.dtype, "Y");
+  const DType q = out_type(c, 8, x.dtype);
+  if (!is_8bit(q)) c.error("Z's zero point is not uint8/int8");
+  const QParam pz = qparam(c, 7, 8, q, "Z");
+  const Tensor fx = dequantized(x, px), fy = dequantized(y, py);
+  const Tensor f = run_float(c, "Where", 16, {&cond, &fx, &fy});
+  quantize_to(c, f, q, pz, f.shape);
+}
+
 // A 2-D 8-bit matrix, transposed when `trans`.
 Tensor matrix(const OpContext& c, const Tensor& x, bool trans, std::string_view what) {
   if (x.rank() != 2) c.error(std::string(what) + " must be 2-D, got " + shape_str(x.shape));
@@ -317,6 +348,8 @@ void register_qlinear(Registry& r) {
   add("QLinearAveragePool", qlinear_pool<0>);
   add("QLinearConcat", qlinear_concat);
   add("QGemm", qgemm);
+  add("QLinearSoftmax", qlinear_softmax);
+  add("QLinearWhere", qlinear_where);
 }
 
 }  // namespace onnxforge::rt

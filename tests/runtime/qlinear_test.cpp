@@ -416,3 +416,45 @@ TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
     ++idx;
   }
 }
+
+// QLinearSoftmax (opset 13: one axis; opset 11: the 2-D coercion) and QLinearWhere with
+// broadcasting, against their QDQ spellings bit for bit and ORT within one step.
+TEST(QLinearOps, SoftmaxAndWhere) {
+  std::mt19937 rng(5);
+  for (const auto& p : kTypes)
+    for (int64_t opset : {int64_t{13}, int64_t{11}}) {
+      const Q qx = p[0], qy{p[2].type, 1.f / 256, qmin(p[2].type)};
+      const rt::Tensor tx = random_q(qx.type, {2, 3, 8}, rng);
+      Built b{with_contrib(), GraphBuilder(opset), {{"x", tx}}};
+      for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
+        ValueId x = m->input("x", {2, 3, 8}, qx.type);
+        if (m == &b.contrib)
+          m->outputs({contrib(*m, "QLinearSoftmax", {x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), scale_of(*m, "y", qy), zp_of(*m, "y", qy)},
+                              {NewAttr::Int("axis", 1), NewAttr::Int("opset", opset)})});
+        else
+          m->outputs({qz(*m, m->node("Softmax", {dq(*m, x, "x", qx)}, {NewAttr::Int("axis", 1)}), "y", qy)});
+      }
+      check(b, run(b.qdq, b.feeds), "softmax" + std::to_string(opset) + (qx.type == DType::Uint8 ? "_u8" : "_s8"));
+    }
+  for (const auto& p : kTypes) {
+    const Q qx = p[0], qy = p[1], qz_ = p[2];
+    const rt::Tensor tx = random_q(qx.type, {3, 4}, rng), ty = random_q(qy.type, {4}, rng);
+    std::vector<uint8_t> cv;
+    for (int i = 0; i < 12; ++i) cv.push_back(static_cast<uint8_t>(rng() & 1));
+    const rt::Tensor tc = make<uint8_t>(DType::Bool, {3, 4}, cv);
+    Built b{with_contrib(), GraphBuilder(16), {{"c", tc}, {"x", tx}, {"y", ty}}};
+    for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
+      ValueId c = m->input("c", {3, 4}, DType::Bool), x = m->input("x", {3, 4}, qx.type), y = m->input("y", {4}, qy.type);
+      if (m == &b.contrib)
+        m->outputs({contrib(*m, "QLinearWhere", {c, x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), y, scale_of(*m, "y", qy),
+                                                 zp_of(*m, "y", qy), scale_of(*m, "z", qz_), zp_of(*m, "z", qz_)})});
+      else
+        m->outputs({qz(*m, m->node("Where", {c, dq(*m, x, "x", qx), dq(*m, y, "y", qy)}), "z", qz_)});
+    }
+    const auto vx = ints(tx), vy = ints(ty);
+    std::vector<int32_t> ref;
+    for (size_t i = 0; i < 12; ++i)
+      ref.push_back(quantize_ref(cv[i] ? dequantize_ref(vx[i], qx) : dequantize_ref(vy[i % 4], qy), qz_));
+    check(b, ref, std::string("where_") + (qx.type == DType::Uint8 ? "u8" : "s8"));
+  }
+}
