@@ -16,6 +16,11 @@ qdq (static, as quantize_static in QDQ format writes them): the same nodes read 
   the fp32 model on `--calib-seeds` generated inputs through `--runner run`) and their weight
   through DequantizeLinear (int8 symmetric per output channel, axis 0 for Conv, 1 for MatMul).
   Biases stay fp32.
+qoperator (static, QuantFormat.QOperator): QLinearConv, com.microsoft QGemm / QLinearAdd /
+  QLinearMul / QLinearGlobalAveragePool / QLinearAveragePool / QLinearConcat / QLinearSigmoid /
+  QLinearLeakyRelu on uint8 activations (per tensor, calibrated like qdq) and int8 per-channel
+  weights, int32 biases; Relu/Clip after a Conv/Gemm/Add folded into its output range; pooling
+  and reshaping ops on the 8-bit tensors; anything else in float (quantize_qoperator).
 Weights are stored inline unless the result exceeds 2 GB.
 """
 import argparse
@@ -219,18 +224,166 @@ def quantize_qdq(model, model_path, runner, seeds):
     return rw, out_nodes
 
 
+PASSTHROUGH = {"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze"}  # the same op on 8 bits
+FUSED_ACT = {"Relu", "Clip"}
+
+
+def quantize_qoperator(model, model_path, runner, seeds):
+    """QOperator format (quantize_static with QuantFormat.QOperator): Conv -> QLinearConv, Gemm ->
+    com.microsoft QGemm, Add/Mul -> QLinearAdd/QLinearMul, GlobalAveragePool / AveragePool ->
+    QLinearGlobalAveragePool / QLinearAveragePool, Concat -> QLinearConcat, Sigmoid / LeakyRelu ->
+    QLinearSigmoid / QLinearLeakyRelu, a Relu or Clip right after a Conv/Gemm/Add folded into its
+    output's range (zero point 0, top at the calibrated maximum, as ORT's quantizer does),
+    MaxPool/Flatten/Reshape/Transpose/Squeeze/Unsqueeze on the 8-bit tensor; everything else in
+    float behind a DequantizeLinear. Activations uint8 per tensor from calibration, weights int8
+    symmetric per output channel, biases int32 at input_scale * weight_scale."""
+    rw = Rewriter(model)
+    g = rw.graph
+    consumers = {}
+    for n in g.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    outputs = {o.name for o in g.output}
+    consts = set(rw.inits) | {o for n in g.node if n.op_type == "Constant" for o in n.output}
+    names = sorted({v.name for v in g.input if v.name not in rw.inits} |
+                   {o for n in g.node if n.op_type != "Constant" for o in n.output})
+    ranges = calibrate(model_path, names, runner, seeds)
+    params = {}   # float value -> (scale name, zero point name, scale)
+    qname = {}    # float value -> its uint8 tensor's name
+    have_float = {v.name for v in g.input} | consts
+    out_nodes, skip = [], set()
+
+    def qparams(v):
+        if v not in params:
+            lo, hi = ranges[v]
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
+            scale = np.float32((hi - lo) / 255.0) if hi > lo else np.float32(1.0)
+            zp = np.uint8(np.clip(np.rint(-lo / scale), 0, 255))
+            params[v] = (scalar(v + "_scale", np.array(scale, np.float32)), scalar(v + "_zero_point", np.array(zp, np.uint8)), scale)
+        return params[v]
+
+    def scalar(base, array):  # 0-d, as the contrib ops' schemas require (rw.init makes it [1])
+        name = rw.unique(base)
+        rw.new_inits.append(numpy_helper.from_array(array, name))
+        return name
+
+    def quantized(v):
+        if v not in qname:
+            s, z, _ = qparams(v)
+            qname[v] = rw.unique(v + "_quantized")
+            out_nodes.append(helper.make_node("QuantizeLinear", [v, s, z], [qname[v]], name=rw.unique(v + "_QuantizeLinear")))
+        return qname[v]
+
+    def as_float(v):
+        if v and v not in have_float and v in qname:
+            s, z, _ = params[v]
+            out_nodes.append(helper.make_node("DequantizeLinear", [qname[v], s, z], [v], name=rw.unique(v + "_DequantizeLinear")))
+            have_float.add(v)
+        return v
+
+    def fused_act(node):
+        """The Relu/Clip reading this node's output alone, whose output then stands for it."""
+        y = node.output[0]
+        users = consumers.get(y, [])
+        if y in outputs or len(users) != 1 or users[0].op_type not in FUSED_ACT:
+            return None
+        return users[0]
+
+    def emit(op, ins, out, domain="", **attrs):
+        y = rw.unique(out + "_quantized")
+        out_nodes.append(helper.make_node(op, ins, [y], name=rw.unique(out + "_" + op), domain=domain, **attrs))
+        qname[out] = y
+
+    def triple(v):
+        s, z, _ = qparams(v)
+        return [quantized(v), s, z]
+
+    for node in g.node:
+        if id(node) in skip:
+            continue
+        op = node.op_type
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        data_in = [i for i in node.input[:1] if i]
+        found = rw.weight(node) if op in ("Conv", "Gemm") else None
+        if found is not None and node.input[0] not in consts:
+            w, bias, kind = found
+            act = fused_act(node)
+            out = act.output[0] if act else node.output[0]
+            if act:
+                skip.add(id(act))
+            x = node.input[0]
+            xq, xs, xz = triple(x)
+            ys, yz, _ = qparams(out)
+            x_scale = params[x][2]
+            if kind == "conv":
+                wq, ws = per_channel_int8(w, 0)
+                ins = [xq, xs, xz, rw.init(node.input[1] + "_quantized", wq), rw.init(node.input[1] + "_scale", ws),
+                       rw.init(node.input[1] + "_zero_point", np.zeros(ws.shape, np.int8)), ys, yz]
+                if bias is not None:
+                    ins.append(rw.init(node.input[1] + "_bias_quantized", np.rint(bias / (x_scale * ws)).astype(np.int32)))
+                emit("QLinearConv", ins, out, **attrs)
+            else:  # Gemm: B as [N, K] (transB = 1), scales per output column
+                wq, ws = per_channel_int8(w, 1)
+                ins = [xq, xs, xz, rw.init(node.input[1] + "_quantized", np.ascontiguousarray(wq.T)), rw.init(node.input[1] + "_scale", ws),
+                       rw.init(node.input[1] + "_zero_point", np.zeros(ws.shape, np.int8))]
+                ins.append(rw.init(node.input[1] + "_bias_quantized", np.rint(bias / (x_scale * ws)).astype(np.int32)) if bias is not None else "")
+                ins += [ys, yz]
+                emit("QGemm", ins, out, domain="com.microsoft", transB=1)
+            continue
+        if op in ("Add", "Mul") and len(node.input) == 2 and not any(i in consts for i in node.input):
+            act = fused_act(node) if op == "Add" else None
+            out = act.output[0] if act else node.output[0]
+            if act:
+                skip.add(id(act))
+            emit("QLinear" + op, triple(node.input[0]) + triple(node.input[1]) + list(qparams(out)[:2]), out, domain="com.microsoft")
+            continue
+        if op in ("GlobalAveragePool", "AveragePool", "Sigmoid", "LeakyRelu") and node.input[0] not in consts:
+            out = node.output[0]
+            emit("QLinear" + op, triple(node.input[0]) + list(qparams(out)[:2]), out, domain="com.microsoft", **attrs)
+            continue
+        if op == "Concat" and not any(i in consts for i in node.input):
+            out = node.output[0]
+            ins = list(qparams(out)[:2])
+            for i in node.input:
+                ins += triple(i)
+            emit("QLinearConcat", ins, out, domain="com.microsoft", **attrs)
+            continue
+        if op in PASSTHROUGH and data_in and data_in[0] in qname and node.input[0] not in outputs:
+            out = node.output[0]
+            y = rw.unique(out + "_quantized")
+            out_nodes.append(helper.make_node(op, [qname[data_in[0]]] + list(node.input[1:]), [y], name=rw.unique(out + "_" + op), **attrs))
+            qname[out] = y
+            params[out] = params[data_in[0]]
+            continue
+        for i in node.input:
+            as_float(i)
+        out_nodes.append(node)
+        have_float.update(node.output)
+    for o in g.output:
+        as_float(o.name)
+    has_ms = any(imp.domain == "com.microsoft" for imp in model.opset_import)
+    if not has_ms:
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return rw, out_nodes
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
     ap.add_argument("out")
-    ap.add_argument("--mode", choices=["dynamic", "qdq"], required=True)
+    ap.add_argument("--mode", choices=["dynamic", "qdq", "qoperator"], required=True)
     ap.add_argument("--runner", help="onnxforge executable (qdq calibration)")
     ap.add_argument("--calib-seeds", type=int, default=3)
     args = ap.parse_args()
     model = onnx.load(args.model)
-    if args.mode == "qdq" and not args.runner:
-        sys.exit("--mode qdq needs --runner (the onnxforge executable) for calibration")
-    rw, nodes = quantize_dynamic(model) if args.mode == "dynamic" else quantize_qdq(model, args.model, args.runner, args.calib_seeds)
+    if args.mode != "dynamic" and not args.runner:
+        sys.exit(f"--mode {args.mode} needs --runner (the onnxforge executable) for calibration")
+    if args.mode == "dynamic":
+        rw, nodes = quantize_dynamic(model)
+    elif args.mode == "qdq":
+        rw, nodes = quantize_qdq(model, args.model, args.runner, args.calib_seeds)
+    else:
+        rw, nodes = quantize_qoperator(model, args.model, args.runner, args.calib_seeds)
     # Nodes nothing reads any more (the weights' Transposes) and weights only they read are dropped.
     outputs = {o.name for o in model.graph.output}
     while True:
@@ -253,7 +406,8 @@ def main():
         onnx.save(model, args.out, save_as_external_data=True, location=os.path.basename(args.out) + ".data")
     else:
         onnx.save(model, args.out)
-    n_int = sum(n.op_type in ("MatMulInteger", "ConvInteger", "DequantizeLinear") for n in nodes)
+    n_int = sum(n.op_type in ("MatMulInteger", "ConvInteger", "DequantizeLinear") or n.op_type.startswith("QLinear") or
+                n.op_type == "QGemm" for n in nodes)
     print(json.dumps({"model": args.out, "mode": args.mode, "bytes": os.path.getsize(args.out), "quantized_nodes": n_int}))
 
 
