@@ -196,6 +196,28 @@ void pool(OpContext& c) {
     });
     return;
   }
+  // 8-bit MaxPool (QOperator models pool their uint8 activations): the maximum of exact values is
+  // exact in float, so each plane is widened, pooled on the separable float path and narrowed.
+  // The generic loop below (a double per tap) took 4.6 ms of a 29 ms QOperator resnet_small run.
+  if (P == Pool::Max && r == 2 && !idx && (x.dtype == DType::Uint8 || x.dtype == DType::Int8) && g.dilation[0] == 1 &&
+      g.dilation[1] == 1) {
+    const bool s8 = x.dtype == DType::Int8;
+    simd::parallel_chunks(static_cast<size_t>(planes), 1, [&](size_t p0, size_t p1) {
+      std::vector<float> in(static_cast<size_t>(in_sp)), res(static_cast<size_t>(out_sp)),
+          col(static_cast<size_t>(std::max<int64_t>(g.in[1], 1)));
+      for (auto pl = static_cast<int64_t>(p0); pl < static_cast<int64_t>(p1); ++pl) {
+        const auto* X = x.ptr<uint8_t>() + pl * in_sp;
+        for (int64_t i = 0; i < in_sp; ++i)
+          in[static_cast<size_t>(i)] = s8 ? static_cast<float>(static_cast<int8_t>(X[i])) : static_cast<float>(X[i]);
+        pool2d_separable<P>(in.data(), res.data(), g, out, include_pad, col.data());
+        auto* Y = y.ptr<uint8_t>() + pl * out_sp;
+        for (int64_t i = 0; i < out_sp; ++i)
+          Y[i] = s8 ? static_cast<uint8_t>(static_cast<int8_t>(res[static_cast<size_t>(i)]))
+                    : static_cast<uint8_t>(res[static_cast<size_t>(i)]);
+      }
+    });
+    return;
+  }
   auto body = [&](auto tag) {
     using T = decltype(tag);
     simd::parallel_for(planes, [&](int64_t pl) {

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "runtime/ops/common.h"
+#include "simd/int8_gemm.h"
 #include "simd/nhwc.h"
 #include "simd/unary.h"
 
@@ -260,6 +261,32 @@ Tensor matrix(const OpContext& c, const Tensor& x, bool trans, std::string_view 
   return t;
 }
 
+struct QGemmState {
+  simd::PackedB8 b;
+  int64_t k = 0, n = 0;
+};
+
+// A constant B (and constant or absent zero points) packed once for gemm8, transposed as transB says.
+std::shared_ptr<const void> prepare_qgemm(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  if (in.size() < 5 || !in[3] || !in[3]->data || in[3]->rank() != 2 || !is_8bit(in[3]->dtype)) return nullptr;
+  const Tensor& b = *in[3];
+  const Tensor* bz = in.size() > 5 ? in[5] : nullptr;
+  if (g.inputs(n).size() > 5 && g.input(n, 5).valid() && (!bz || !bz->data)) return nullptr;  // computed at run time
+  const bool tb = g.attr_int(n, "transB", 0) != 0;
+  const int64_t K = b.shape[tb ? 1 : 0], N = b.shape[tb ? 0 : 1];
+  std::vector<int32_t> zb;
+  if (bz && bz->data) {
+    if (bz->dtype != b.dtype || (bz->numel() != 1 && bz->numel() != N)) return nullptr;  // the run reports it
+    for (int64_t i = 0; i < bz->numel(); ++i) zb.push_back(static_cast<int32_t>(bz->get_i64(i)));
+  }
+  auto st = std::make_shared<QGemmState>();
+  st->b = simd::pack_b8(tb, static_cast<size_t>(K), static_cast<size_t>(N), b.data, static_cast<size_t>(b.shape[1]),
+                        b.dtype == DType::Int8, zb.empty() ? nullptr : zb.data(), zb.size());
+  st->k = K;
+  st->n = N;
+  return st;
+}
+
 // QGemm (A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point; alpha,
 // transA, transB), as ONNX Runtime's static quantizer writes Gemm: the int32 sum of
 // (A - a_zp)(B - b_zp) (the MatMulInteger kernel, b's scale and zero point per tensor or per
@@ -270,9 +297,14 @@ Tensor matrix(const OpContext& c, const Tensor& x, bool trans, std::string_view 
 void qgemm(OpContext& c) {
   const Tensor& a0 = quantized_input(c, 0);
   const Tensor& b0 = quantized_input(c, 3);
-  const Tensor a = matrix(c, a0, c.attr_i("transA", 0) != 0, "A"), b = matrix(c, b0, c.attr_i("transB", 0) != 0, "B");
-  const int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1];
-  if (b.shape[0] != K) c.error("A is " + shape_str(a.shape) + " and B " + shape_str(b.shape) + " after the transposes");
+  const bool tb = c.attr_i("transB", 0) != 0;
+  const Tensor a = matrix(c, a0, c.attr_i("transA", 0) != 0, "A");
+  if (b0.rank() != 2) c.error("B must be 2-D, got " + shape_str(b0.shape));
+  // (With B packed at plan time its bytes may be gone: only its shape is read then.)
+  const Tensor b = c.state ? b0 : matrix(c, b0, tb, "B");
+  const int64_t M = a.shape[0], K = a.shape[1], N = c.state ? b0.shape[tb ? 0 : 1] : b.shape[1];
+  if ((c.state ? b0.shape[tb ? 1 : 0] : b.shape[0]) != K)
+    c.error("A is " + shape_str(a.shape) + " and B " + shape_str(b0.shape) + ", transB " + std::to_string(tb));
   const QParam pa = qparam(c, 1, 2, a.dtype, "A");
   const Tensor& bs = c.input(4);
   if (bs.dtype != DType::Float || (bs.numel() != 1 && bs.numel() != N) || bs.rank() > 1)
@@ -283,7 +315,14 @@ void qgemm(OpContext& c) {
   const float alpha = c.attr_f("alpha", 1.f);
   Tensor azp = Tensor::alloc(a.dtype, {});
   *azp.ptr<uint8_t>() = static_cast<uint8_t>(pa.zp);
-  const Tensor acc = [&] {
+  const auto* packed = static_cast<const QGemmState*>(c.state);
+  const Tensor acc = packed ? [&] {  // B packed once by the plan (prepare_qgemm)
+    if (packed->k != K || packed->n != N) c.error("internal: the packed B does not match A");
+    Tensor t = Tensor::alloc(DType::Int32, {M, N});
+    simd::gemm8(static_cast<size_t>(M), a.data, static_cast<size_t>(K), a.dtype == DType::Int8, pa.zp, packed->b,
+                t.ptr<int32_t>(), static_cast<size_t>(N));
+    return t;
+  }() : [&] {
     const KernelDef* k = Registry::get().find("", "MatMulInteger");
     if (k == nullptr) c.error("no MatMulInteger kernel");
     CaptureSink sink;
@@ -347,7 +386,7 @@ void register_qlinear(Registry& r) {
   add("QLinearGlobalAveragePool", qlinear_pool<1>);
   add("QLinearAveragePool", qlinear_pool<0>);
   add("QLinearConcat", qlinear_concat);
-  add("QGemm", qgemm);
+  r.add("com.microsoft", "QGemm", {.run = qgemm, .float_compute = false, .prepare = prepare_qgemm, .prepared_inputs = 1u << 3});
   add("QLinearSoftmax", qlinear_softmax);
   add("QLinearWhere", qlinear_where);
 }

@@ -360,12 +360,14 @@ TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
     for (int64_t i = 0; i < nbias; ++i) bias.push_back(bd(rng));
     GraphBuilder m = with_contrib();
     ValueId a = m.input("a", std::vector<int64_t>(ta.shape.begin(), ta.shape.end()), k.ta);
+    const bool b_input = idx == 1;  // B computed at run time: not packed by the plan
     auto bytes = [](const std::vector<int32_t>& v) {  // 8-bit storage of int values
       std::vector<uint8_t> b;
       for (int32_t x : v) b.push_back(static_cast<uint8_t>(x));
       return b;
     };
-    ValueId b = m.init("b", std::vector<int64_t>(tb.shape.begin(), tb.shape.end()), bytes(ints(tb)), k.tb);
+    ValueId b = b_input ? m.input("b", std::vector<int64_t>(tb.shape.begin(), tb.shape.end()), k.tb)
+                        : m.init("b", std::vector<int64_t>(tb.shape.begin(), tb.shape.end()), bytes(ints(tb)), k.tb);
     const std::vector<int64_t> pshape = k.per_column ? std::vector<int64_t>{N} : std::vector<int64_t>{};
     ValueId bs = m.init("bs", pshape, bscale, DType::Float);
     ValueId bz = m.init("bz", pshape, bytes(bzp), k.tb);
@@ -397,7 +399,7 @@ TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
         want.push_back(k.float_out ? v : static_cast<float>(std::min<float>(std::max<float>(std::nearbyint(v) + qy.zp, qmin(qy.type)), qmax(qy.type))));
       }
     rt::Session sess(m.model());
-    const rt::Tensor y = sess.run({ta})[0];
+    const rt::Tensor y = b_input ? sess.run({ta, tb})[0] : sess.run({ta})[0];
     ASSERT_EQ(y.numel(), M * N);
     for (int64_t i = 0; i < M * N; ++i) EXPECT_EQ(y.get_f64(i), want[static_cast<size_t>(i)]) << "case " << idx << " element " << i;
     if (test::ort_peer_installed()) {
@@ -405,7 +407,9 @@ TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
       const auto path = test::temp_dir("qgemm_" + std::to_string(idx)) / "m.onnx";
       save_model(m.model(), path);
       std::string error;
-      auto theirs = test::ort_run(path, {{"a", ta}}, &error);
+      using Feeds = std::vector<std::pair<std::string, rt::Tensor>>;
+      const Feeds feeds = b_input ? Feeds{{"a", ta}, {"b", tb}} : Feeds{{"a", ta}};
+      auto theirs = test::ort_run(path, feeds, &error);
       ASSERT_TRUE(error.empty()) << error;
       const rt::Tensor& t = theirs.begin()->second;
       ASSERT_EQ(t.numel(), M * N);
@@ -457,4 +461,26 @@ TEST(QLinearOps, SoftmaxAndWhere) {
       ref.push_back(quantize_ref(cv[i] ? dequantize_ref(vx[i], qx) : dequantize_ref(vy[i % 4], qy), qz_));
     check(b, ref, std::string("where_") + (qx.type == DType::Uint8 ? "u8" : "s8"));
   }
+}
+
+// MaxPool on 8-bit tensors (QOperator models pool their uint8 activations): the same values as
+// MaxPool on their float copies, with padding, strides and ceil_mode.
+TEST(QLinearOps, MaxPoolOnEightBitsEqualsFloat) {
+  std::mt19937 rng(6);
+  for (DType t : {DType::Uint8, DType::Int8})
+    for (int ceil : {0, 1}) {
+      const rt::Tensor x = random_q(t, {2, 3, 11, 9}, rng);
+      std::vector<NewAttr> attrs{NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("pads", {1, 1, 1, 1}),
+                                 NewAttr::Ints("strides", {2, 2}), NewAttr::Int("ceil_mode", ceil)};
+      GraphBuilder q(13), f(13);
+      q.outputs({q.node("MaxPool", {q.input("x", {2, 3, 11, 9}, t)}, attrs)});
+      f.outputs({f.node("MaxPool", {f.input("x", {2, 3, 11, 9})}, attrs)});
+      const auto xi = ints(x);
+      std::vector<float> xf(xi.begin(), xi.end());
+      rt::Session sq(q.model()), sf(f.model());
+      const auto got = ints(sq.run({x})[0]);
+      const rt::Tensor want = sf.run({make<float>(DType::Float, {2, 3, 11, 9}, xf)})[0];
+      ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<int32_t>(want.get_f64(static_cast<int64_t>(i)))) << i;
+    }
 }
