@@ -79,7 +79,7 @@ struct VerifyOptions {
 struct TensorDiff {
   double max_abs = 0;     // max |a - b|; infinite for a shape/dtype change or NaN at other positions
   double max_rel = 0;     // max |a - b| / max(|a|, atol)
-  double max_ref = 0;     // max |a|
+  double max_ref = 0;     // max finite |a|
   bool all_zero = true;   // a is 0 everywhere
   bool pass = true;       // within atol + rtol * max(|a|, floor * max_ref) everywhere
   bool bit_exact = true;  // same dtype, shape and bytes

@@ -103,7 +103,9 @@ int run(const Options& o) {
     if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
     std::cerr << "error: " << api::verification_failure_text(r) << "\n";
     if (!write_unverified) {
-      std::cerr << "nothing was written; rerun with --skip " << r.breaking_pass
+      const bool one_pass = r.breaking_pass.rfind("the combination", 0) != 0;
+      std::cerr << "nothing was written; rerun with "
+                << (one_pass ? "--skip " + r.breaking_pass : std::string("fewer passes (--passes)"))
                 << " (and please report the model), or --write-unverified to write it anyway\n";
       if (o.json) std::cout << r.report.dump(2) << "\n";
       return 1;

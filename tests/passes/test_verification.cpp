@@ -1,6 +1,8 @@
 // Verification: a pass that changes the outputs is caught and named by bisection.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -108,6 +110,23 @@ TEST(Verification, MagnitudeFloorJudgesSmallElementsByTheOutputsScale) {
   EXPECT_FALSE(rt::compare(t(ref), t(off), 1e-4, 1e-3, rt::kMagnitudeFloor).pass);
   EXPECT_EQ(passes::tolerance_of(passes::AccuracyClass::Lossless).floor, 0);  // class 0 stays exact
   EXPECT_EQ(passes::tolerance_of(passes::AccuracyClass::FloatBounded).floor, rt::kMagnitudeFloor);
+}
+
+// Infinities agree only with the same infinity, under every tolerance: an output that overflows
+// everywhere in both models verifies at class 0 (rtol 0 * inf was NaN: it failed with max_diff
+// 0), and an infinity that became finite, or changed sign, fails at class 1 (rtol * inf was inf:
+// it passed).
+TEST(Verification, InfinitiesAgreeOnlyWithTheSameInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> ref = {inf, -inf, 1.f}, same = ref, finite = {3e38f, -inf, 1.f}, flipped = {inf, inf, 1.f};
+  auto t = [](std::vector<float>& v) { return rt::Tensor::view(DType::Float, {3}, v.data()); };
+  for (auto c : {passes::AccuracyClass::Lossless, passes::AccuracyClass::FloatBounded}) {
+    const auto tol = passes::tolerance_of(c);
+    EXPECT_TRUE(rt::compare(t(ref), t(same), tol.abs, tol.rel, tol.floor).pass);
+    EXPECT_FALSE(rt::compare(t(ref), t(finite), tol.abs, tol.rel, tol.floor).pass);
+    EXPECT_FALSE(rt::compare(t(ref), t(flipped), tol.abs, tol.rel, tol.floor).pass);
+    EXPECT_EQ(rt::compare(t(ref), t(finite), tol.abs, tol.rel, tol.floor).problem, "infinity at different positions");
+  }
 }
 
 // The zoo model that needed it: YOLOv8n (mini) with random BatchNormalization statistics, whose

@@ -141,6 +141,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=30)
     ap.add_argument("--out", type=Path, default=Path("campaign_findings"))
+    ap.add_argument("--keep-unverified", action="store_true",
+                    help="also keep models whose optimize failed verification (exit 1: a pass changed what it computes)")
     a = ap.parse_args()
     here = Path(__file__).resolve().parent
     seed_dirs = a.seeds or [here / "corpus" / "seed", here / "corpus" / "regressions"]
@@ -182,7 +184,8 @@ def main():
                 except subprocess.TimeoutExpired:
                     outcome, p = "hang", None
                 outcomes[(cmd[0], outcome)] += 1
-                if outcome.startswith("signal") or outcome == "hang" or outcome == "exit 3":
+                unverified = a.keep_unverified and cmd[0] == "optimize" and outcome == "exit 1"
+                if outcome.startswith("signal") or outcome == "hang" or outcome == "exit 3" or unverified:
                     a.out.mkdir(parents=True, exist_ok=True)
                     keep = a.out / f"{len(bad):04d}_{cmd[0]}.onnx"
                     shutil.copy(model, keep)
