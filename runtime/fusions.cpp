@@ -15,41 +15,6 @@ namespace {
 
 // ---------------------------------------------------------------------- helpers
 
-// The element type of v as far as the graph says without running it: its declared type, else
-// through ops whose output 0 has their first input's type (or a Where's second), up to a Cast's
-// `to`, a constant's type or a graph input's. Undefined where the walk meets anything else.
-DType known_dtype(const Graph& g, ValueId v) {
-  static const std::unordered_set<std::string_view> keeps_type{
-      "Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "Sum", "Mean", "Clip", "MatMul", "Gemm", "Conv",
-      "ConvTranspose", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-      "ReduceL2", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Slice", "Gather", "Concat",
-      "Split", "Tile", "Pad", "Dropout", "LayerNormalization", "BatchNormalization", "InstanceNormalization",
-      "GroupNormalization", "RMSNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-      "Resize", "PRelu", "Attention", "RotaryEmbedding", "Swish"};
-  for (int hops = 0; v.valid() && hops < 256; ++hops) {
-    if (g.dtype(v) != DType::Undefined) return g.dtype(v);
-    if (TensorId t = g.initializer(v); t.valid()) return g.model().tensors.dtype(t);
-    const NodeId p = g.producer(v);
-    if (!p.valid() || g.inputs(p).empty()) return DType::Undefined;
-    if (is(g, p, "Cast")) {
-      const Attr* to = g.attr(p, "to");
-      return to && to->type == AttrType::Int && to->i > 0 && to->i < 64 ? static_cast<DType>(to->i) : DType::Undefined;
-    }
-    if (is(g, p, "Constant")) {
-      const Attr* a = g.attr(p, "value");
-      return a && a->type == AttrType::Tensor && a->tensor.valid() ? g.model().tensors.dtype(a->tensor) : DType::Undefined;
-    }
-    if (is(g, p, "Where")) {
-      v = g.input(p, 1);
-      continue;
-    }
-    const bool same = has_fact(g, p, kUnary) || keeps_type.count(str(g.op_type(p)));
-    if (!same || (v != g.output(p, 0) && !is(g, p, "Split"))) return DType::Undefined;
-    v = g.input(p, 0);
-  }
-  return DType::Undefined;
-}
-
 // v is float32: declared, or proven by known_dtype. In a model with no narrower float anywhere an
 // undeclared type is taken as float32 (exporters rarely declare intermediates; the kernels check
 // the real type when they run).

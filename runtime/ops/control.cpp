@@ -1,6 +1,7 @@
 // Control flow: If, Loop, Scan. Subgraphs run through OpContext::run_subgraph, which resolves
 // their outer-scope reads in the frame running this node.
 #include "io/budget.h"
+#include "ir/match.h"
 #include "runtime/ops/common.h"
 
 namespace onnxforge::rt {
@@ -31,6 +32,26 @@ Tensor scalar_bool(bool v) {
   Tensor t = Tensor::alloc(DType::Bool, {});
   t.ptr<uint8_t>()[0] = v;
   return t;
+}
+
+// The element type of scan output `k` (body output `body_out`) when no iteration ran to give
+// it: the body's declaration, else traced through the body (ir known_dtype) to a body input,
+// whose type is that of the node input it receives (for a Loop: iteration number int64,
+// condition bool, then the carried values' initial values), else the node output's declaration.
+// Before, an undeclared one was float32, while the same model with inferred types (as optimize
+// writes it) gave the traced type: verification failed on a mutated Range-as-Loop model.
+DType empty_scan_dtype(const OpContext& c, const Graph& bg, size_t body_out, size_t k, bool loop) {
+  const DType t = known_dtype(bg, bg.graph_outputs()[body_out], [&](ValueId in) {
+    const auto ins = bg.graph_inputs();
+    const auto i = static_cast<size_t>(std::find(ins.begin(), ins.end(), in) - ins.begin());
+    if (loop && i == 0) return DType::Int64;
+    if (loop && i == 1) return DType::Bool;
+    const Tensor* x = c.in(i);
+    return x ? x->dtype : DType::Undefined;
+  });
+  if (t != DType::Undefined) return t;
+  const auto outs = c.graph.outputs(c.node);
+  return k < outs.size() && outs[k].valid() ? c.graph.dtype(outs[k]) : DType::Undefined;
 }
 
 // Stacks equally shaped tensors along a new axis 0 (or an empty [0] tensor of `dtype`).
@@ -187,7 +208,8 @@ void loop(OpContext& c) {
   }
   for (size_t i = 0; i < n_carried && i < c.output_count(); ++i) c.set_output(i, std::move(carried[i]));
   for (size_t i = 0; i < n_scan && n_carried + i < c.output_count(); ++i)
-    c.set_output(n_carried + i, stack(scans[i], bg.dtype(bg.graph_outputs()[1 + n_carried + i])));
+    c.set_output(n_carried + i, stack(scans[i], scans[i].empty() ? empty_scan_dtype(c, bg, 1 + n_carried + i, n_carried + i, true)
+                                                                  : DType::Undefined));
 }
 
 void scan(OpContext& c) {
@@ -250,7 +272,7 @@ void scan(OpContext& c) {
   for (size_t i = 0; i < n_state; ++i) c.set_output(i, std::move(state[i]));
   for (size_t i = 0; i < n_scan_out; ++i) {
     if (!out_dirs.empty() && out_dirs[i]) std::reverse(outs[i].begin(), outs[i].end());
-    Tensor st = stack(outs[i], bg.dtype(bg.graph_outputs()[n_state + i]));
+    Tensor st = stack(outs[i], outs[i].empty() ? empty_scan_dtype(c, bg, n_state + i, n_state + i, false) : DType::Undefined);
     const int64_t ax = out_axes.empty() ? 0 : norm_axis(c, out_axes[i], st.rank());
     if (ax != 0) {
       std::vector<int64_t> perm;

@@ -119,6 +119,24 @@ void global_pool(OpCtx& c) {
   c.set(0, x.dtype, out);
 }
 
+// com.microsoft QLinearAveragePool / QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp):
+// the float pool's shape in Y's type; channels_last = 1 puts channels last.
+DType qpool_type(OpCtx& c) { return c.has_input(4) ? c.in(4).dtype : c.in(0).dtype; }
+void qlinear_avg_pool(OpCtx& c) {
+  if (c.attr_int("channels_last", 0) != 0) return c.set_dtype(0, qpool_type(c));
+  conv_like(c, qpool_type(c), 0, true);
+}
+void qlinear_global_pool(OpCtx& c) {
+  const VState& x = c.in(0);
+  const DType t = qpool_type(c);
+  if (!x.ranked || x.rank() < 3) return c.set_dtype(0, t);
+  std::vector<SymDim> out(x.rank(), SymDim::constant(1));
+  out[0] = x.dims[0];
+  const bool last = c.attr_int("channels_last", 0) != 0;
+  out[last ? x.rank() - 1 : 1] = x.dims[last ? x.rank() - 1 : 1];
+  c.set(0, t, out);
+}
+
 void depth_to_space(OpCtx& c) {
   const VState& x = c.in(0);
   int64_t b = c.attr_int("blocksize", 1);
@@ -143,6 +161,8 @@ void register_conv(const Registrar& reg) {
   reg("Conv", conv);
   reg("ConvInteger", conv_integer);
   reg("QLinearConv", qlinear_conv);
+  reg("com.microsoft::QLinearAveragePool", qlinear_avg_pool);
+  reg("com.microsoft::QLinearGlobalAveragePool", qlinear_global_pool);
   reg("ConvTranspose", conv_transpose);
   for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) reg(op, pool);
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) reg(op, global_pool);

@@ -40,7 +40,24 @@ void dropout(OpCtx& c) {
 // ---------------------------------------------------------------- broadcasting
 
 // Output dtype: `t`, or the first input's when Undefined.
-void broadcast_to(OpCtx& c, DType t, size_t first = 0) {
+void broadcast_to(OpCtx& c, DType t, size_t first = 0);
+
+// com.microsoft QLinear* (ONNX Runtime's QOperator format): the output's type is its zero
+// point's (input `zp`) when given, else input `x`'s.
+DType qlinear_type(OpCtx& c, size_t zp, size_t x) { return c.has_input(zp) ? c.in(zp).dtype : c.in(x).dtype; }
+void qlinear_shaped(OpCtx& c, DType t, std::initializer_list<size_t> data) {
+  std::vector<std::vector<SymDim>> shapes;
+  for (size_t i : data) {
+    if (!c.has_input(i) || !c.in(i).ranked) return c.set_dtype(0, t);
+    shapes.push_back(c.in(i).dims);
+  }
+  c.set(0, t, broadcast(c, shapes));
+}
+void qlinear_binary(OpCtx& c) { qlinear_shaped(c, qlinear_type(c, 7, 0), {0, 3}); }  // QLinearAdd/Mul
+void qlinear_unary(OpCtx& c) { qlinear_shaped(c, qlinear_type(c, 4, 0), {0}); }     // Sigmoid/LeakyRelu/Softmax
+void qlinear_where(OpCtx& c) { qlinear_shaped(c, qlinear_type(c, 8, 1), {0, 1, 4}); }
+
+void broadcast_to(OpCtx& c, DType t, size_t first) {
   DType dt = t == DType::Undefined ? c.in(first).dtype : t;
   std::vector<std::vector<SymDim>> shapes;
   for (size_t i = first; i < c.num_inputs(); ++i) {
@@ -260,6 +277,12 @@ void register_elementwise(const Registrar& reg) {
   for (const char* op : {"Less", "LessOrEqual", "Greater", "GreaterOrEqual"}) reg(op, compare);
   for (const char* op : {"And", "Or", "Xor"}) reg(op, logic);
   reg("Where", where);
+  reg("com.microsoft::QLinearAdd", qlinear_binary);
+  reg("com.microsoft::QLinearMul", qlinear_binary);
+  reg("com.microsoft::QLinearSigmoid", qlinear_unary);
+  reg("com.microsoft::QLinearLeakyRelu", qlinear_unary);
+  reg("com.microsoft::QLinearSoftmax", qlinear_unary);
+  reg("com.microsoft::QLinearWhere", qlinear_where);
   reg("BatchNormalization", batch_norm);
   reg("LayerNormalization", layer_norm);
   reg("com.microsoft::LayerNormalization", layer_norm);

@@ -49,6 +49,17 @@ void fused_matmul(OpCtx& c) {
   matmul_typed(c, c.in(0).dtype, 0, 1, c.attr_int("transA", 0) != 0, c.attr_int("transB", 0) != 0);
 }
 
+// com.microsoft QGemm (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp): Gemm's shape; 8-bit
+// (y_zp's type, else A's) with y_scale, float without.
+void qgemm(OpCtx& c) {
+  const VState &a = c.in(0), &b = c.in(3);
+  const DType t = !c.has_input(7) ? DType::Float : c.has_input(8) ? c.in(8).dtype : a.dtype;
+  if (!a.ranked || !b.ranked || a.rank() != 2 || b.rank() != 2) return c.set_dtype(0, t);
+  bool ta = c.attr_int("transA", 0) != 0, tb = c.attr_int("transB", 0) != 0;
+  check_k(c, a.dims[ta ? 0 : 1], b.dims[tb ? 1 : 0]);
+  c.set(0, t, {a.dims[ta ? 1 : 0], b.dims[tb ? 0 : 1]});
+}
+
 void gemm(OpCtx& c) {
   const VState &a = c.in(0), &b = c.in(1);
   DType t = a.dtype;
@@ -138,6 +149,7 @@ void register_linalg(const Registrar& reg) {
   reg("com.microsoft::MatMulIntegerToFloat", matmul_to_float);
   reg("com.microsoft::DynamicQuantizeMatMul", matmul_to_float);
   reg("Gemm", gemm);
+  reg("com.microsoft::QGemm", qgemm);
   reg("Einsum", einsum);
 }
 

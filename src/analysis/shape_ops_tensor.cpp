@@ -251,6 +251,25 @@ void concat(OpCtx& c) {
   if (track) c.set_value(0, values);
 }
 
+// com.microsoft QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per input): Concat's shape of
+// the X inputs in Y's type.
+void qlinear_concat(OpCtx& c) {
+  const DType t = c.has_input(1) ? c.in(1).dtype : c.in(2).dtype;
+  std::optional<Dims> out;
+  std::optional<size_t> a;
+  for (size_t i = 2; i < c.num_inputs(); i += 3) {
+    const VState& s = c.in(i);
+    if (!s.ranked) return c.set_dtype(0, t);
+    if (!a) a = c.axis(c.attr_int("axis", 0), s.rank());
+    if (!a) return;
+    if (!out) out = s.dims;
+    else if (out->size() != s.rank()) return c.conflict("QLinearConcat inputs of different ranks");
+    else (*out)[*a] = (*out)[*a] + s.dims[*a];
+  }
+  if (!out) return c.set_dtype(0, t);
+  c.set(0, t, *out);
+}
+
 void split(OpCtx& c) {
   const VState& x = c.in(0);
   size_t n = c.num_outputs();
@@ -546,6 +565,7 @@ void register_tensor(const Registrar& reg) {
   reg("Squeeze", squeeze);
   reg("Unsqueeze", unsqueeze);
   reg("Concat", concat);
+  reg("com.microsoft::QLinearConcat", qlinear_concat);
   reg("Split", split);
   reg("Slice", slice);
   reg("Gather", gather);

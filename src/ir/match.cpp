@@ -1,9 +1,13 @@
 #include "ir/match.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string_view>
+#include <unordered_set>
 
 #include "ir/float16.h"
+#include "ir/op_traits.h"
 
 namespace onnxforge {
 
@@ -208,5 +212,42 @@ int64_t known_rank(const Graph& g, ValueId v) {
   if (t.valid()) return static_cast<int64_t>(g.model().tensors.dims(t).size());
   return g.has_shape(v) ? g.rank(v) : -1;
 }
+
+DType known_dtype(const Graph& g, ValueId v, const std::function<DType(ValueId)>& graph_input_type) {
+  static const std::unordered_set<std::string_view> keeps_type{
+      "Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "Sum", "Mean", "Clip", "MatMul", "Gemm", "Conv",
+      "ConvTranspose", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ReduceL2", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Slice", "Gather", "Concat",
+      "Split", "Tile", "Pad", "Dropout", "LayerNormalization", "BatchNormalization", "InstanceNormalization",
+      "GroupNormalization", "RMSNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+      "Resize", "PRelu", "Attention", "RotaryEmbedding", "Swish"};
+  for (int hops = 0; v.valid() && hops < 256; ++hops) {
+    if (g.dtype(v) != DType::Undefined) return g.dtype(v);
+    if (TensorId t = g.initializer(v); t.valid()) return g.model().tensors.dtype(t);
+    const NodeId p = g.producer(v);
+    if (!p.valid() && graph_input_type) {
+      const auto ins = g.graph_inputs();
+      if (std::find(ins.begin(), ins.end(), v) != ins.end()) return graph_input_type(v);
+    }
+    if (!p.valid() || g.inputs(p).empty()) return DType::Undefined;
+    if (is(g, p, "Cast")) {
+      const Attr* to = g.attr(p, "to");
+      return to && to->type == AttrType::Int && to->i > 0 && to->i < 64 ? static_cast<DType>(to->i) : DType::Undefined;
+    }
+    if (is(g, p, "Constant")) {
+      const Attr* a = g.attr(p, "value");
+      return a && a->type == AttrType::Tensor && a->tensor.valid() ? g.model().tensors.dtype(a->tensor) : DType::Undefined;
+    }
+    if (is(g, p, "Where")) {
+      v = g.input(p, 1);
+      continue;
+    }
+    const bool same = has_fact(g, p, kUnary) || keeps_type.count(str(g.op_type(p)));
+    if (!same || (v != g.output(p, 0) && !is(g, p, "Split"))) return DType::Undefined;
+    v = g.input(p, 0);
+  }
+  return DType::Undefined;
+}
+
 
 }  // namespace onnxforge

@@ -11,6 +11,7 @@
 // Everything here is read-only and safe to call concurrently on one graph. `Uses` is the
 // consumer index (ir/uses.h) of the graph as the caller last built it.
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -41,6 +42,13 @@ ValueId other_input(const Graph& g, NodeId n, ValueId v);
 // The one reader of `v` (exactly one use, by a node input, and `v` not a graph output), with
 // the input slot; {invalid, 0} otherwise.
 Use single_use(const Uses& uses, ValueId v);
+
+// The element type of v as far as the graph says without running it: its declared type, else
+// through ops whose output 0 has their first input's type (or a Where's second), up to a Cast's
+// `to`, a constant's type or a graph input's (`graph_input_type` answers for an undeclared graph
+// input: a Loop body's carried value has its initial value's type). Undefined where the walk
+// meets anything else.
+DType known_dtype(const Graph& g, ValueId v, const std::function<DType(ValueId)>& graph_input_type = {});
 // The node of single_use(uses, v), or invalid.
 NodeId single_consumer(const Graph& g, const Uses& uses, ValueId v);
 // The single reader of `n`'s output 0.

@@ -66,3 +66,38 @@ m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
     EXPECT_EQ(test::values<float>(o[1]), (std::vector<float>{-0.f, -0.f, -2, -3, -6, -10}));
   }
 }
+
+// A scan output of a Loop or Scan that ran no iteration has the type the body would have given
+// it, traced through the body to the node input it comes from when nothing declares it (before:
+// float32, while the same model with inferred types gave int32, so `optimize` failed to verify
+// a mutated Range-as-Loop model from the fuzz campaign). Declared types still win.
+TEST(Control, EmptyScanOutputsTakeTheBodysTypeWithoutDeclarations) {
+  fs::path p = python_model("empty_scans", R"PY(
+def vi(name, t=None):
+  return h.make_tensor_value_info(name, t, None) if t else h.ValueInfoProto(name=name)
+loop_body = h.make_graph(
+  [h.make_node('Identity', ['cond_in'], ['cond_out']),
+   h.make_node('Add', ['acc_in', 'd'], ['acc_out']),
+   h.make_node('Identity', ['acc_in'], ['scan'])],
+  'loop_body', [vi('i', T.INT64), vi('cond_in', T.BOOL), vi('acc_in')], [vi('cond_out'), vi('acc_out'), vi('scan')])
+scan_body = h.make_graph(
+  [h.make_node('Add', ['s_in', 'x_in'], ['s_out']), h.make_node('Identity', ['s_out'], ['y'])],
+  'scan_body', [vi('s_in'), vi('x_in')], [vi('s_out'), vi('y')])
+g = h.make_graph([h.make_node('Loop', ['M', '', 'a0'], ['acc', 'scans'], body=loop_body),
+                  h.make_node('Scan', ['s0', 'xs'], ['s', 'ys'], body=scan_body, num_scan_inputs=1)], 'g',
+                 [h.make_tensor_value_info('M', T.INT64, []), h.make_tensor_value_info('a0', T.INT32, [1]),
+                  h.make_tensor_value_info('d', T.INT32, [1]), h.make_tensor_value_info('s0', T.INT64, [2]),
+                  h.make_tensor_value_info('xs', T.INT64, [None, 2])],
+                 [vi('acc'), vi('scans'), vi('s'), vi('ys')])
+m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+)PY");
+  auto model = load_model(p);
+  rt::Session s(*model);
+  auto o = s.run({test::make<int64_t>(DType::Int64, {}, {0}), test::make<int32_t>(DType::Int32, {1}, {5}),
+                  test::make<int32_t>(DType::Int32, {1}, {2}), test::make<int64_t>(DType::Int64, {2}, {1, 2}),
+                  test::make<int64_t>(DType::Int64, {0, 2}, {})});
+  EXPECT_EQ(o[1].dtype, DType::Int32);  // Loop: traced to a0
+  EXPECT_EQ(o[1].numel(), 0);
+  EXPECT_EQ(o[3].dtype, DType::Int64);  // Scan: traced to s0
+  EXPECT_EQ(o[3].numel(), 0);
+}
