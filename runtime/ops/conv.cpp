@@ -135,8 +135,12 @@ void conv_channels_last(OpContext& c, const simd::ConvParams& p, const Tensor& x
   else simd::nhwc_to_nchw(N, M, OHW, out, y.ptr<float>());
 }
 
+// The state is made at plan time; the weights are packed on the first run from the float32
+// weights the kernel sees there (float16/bfloat16 weights: the frame's converted copy), so a
+// float16 model's convs get the packed and channels-last paths too (ISNet fp16: 119 convs).
 std::shared_ptr<const void> prepare_conv(const Graph&, NodeId, std::span<const Tensor* const> in) {
-  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->numel() == 0) return nullptr;
+  if (in.size() < 2 || !in[1] || in[1]->numel() == 0) return nullptr;
+  if (in[1]->dtype != DType::Float && !is_stored_float(in[1]->dtype)) return nullptr;
   return std::make_shared<ConvState>();
 }
 
