@@ -23,17 +23,21 @@ void Plan::plan_layouts() {
   const Graph& g = graph;
   const uint32_t nv = g.value_count();
   std::vector<std::vector<std::pair<size_t, size_t>>> readers(nv);  // (step, input slot)
-  std::vector<uint8_t> pinned(graph_output);
+  std::vector<uint8_t> pinned(graph_output), by_subgraph(nv, 0);
   for (size_t i = 0; i < steps.size(); ++i) {
     for (size_t k = 0; k < steps[i].inputs.size(); ++k)
       if (steps[i].inputs[k].valid()) readers[steps[i].inputs[k].index()].emplace_back(i, k);
     if (!g.subgraphs(steps[i].node).empty())
-      for (ValueId v : g.implicit_inputs(steps[i].node)) pinned[v.index()] = 1;
+      for (ValueId v : g.implicit_inputs(steps[i].node)) pinned[v.index()] = by_subgraph[v.index()] = 1;
   }
-  std::vector<uint8_t> ok(nv, 0);
+  // ok: the value may be written NHWC. out_ok: an elementwise step may write it NHWC, also
+  // when it is a graph output (converted once when the run returns it, the transpose its NCHW
+  // producer would have done): ISNet returns every decoder stage's output through a Cast, and
+  // with those Casts as NCHW-only readers its whole decoder ran NCHW.
+  std::vector<uint8_t> ok(nv, 0), out_ok(nv, 0);
   for (size_t i = steps.size(); i-- > 0;) {
     for (ValueId v : steps[i].outputs) {
-      if (!v.valid() || pinned[v.index()] || readers[v.index()].empty()) continue;
+      if (!v.valid() || by_subgraph[v.index()] || (readers[v.index()].empty() && !graph_output[v.index()])) continue;
       const DType t = g.dtype(v);
       if (t != DType::Float && t != DType::Float16 && t != DType::BFloat16 && t != DType::Undefined) continue;
       bool all = true;
@@ -45,12 +49,13 @@ void Plan::plan_layouts() {
                 (slot == 0 || k.nhwc_all_inputs || static_cast<int>(slot) == k.residual_input) &&
                 k.takes_nhwc(g, rs.node);
         } else if (k.layout == LayoutUse::Elementwise) {
-          for (ValueId o : rs.outputs) all = all && o.valid() && ok[o.index()];
+          for (ValueId o : rs.outputs) all = all && o.valid() && out_ok[o.index()];
         } else {
           all = false;
         }
       }
-      ok[v.index()] = all;
+      out_ok[v.index()] = all;
+      ok[v.index()] = all && !pinned[v.index()] && !readers[v.index()].empty();
     }
   }
   // Forward: which values will be NHWC. A chain starts only where its first step reads NCHW
