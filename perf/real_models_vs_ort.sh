@@ -7,6 +7,9 @@
 #
 #   perf/real_models_vs_ort.sh [BUILD_DIR]                 (default: build)
 #   THREADS=2 ROUNDS=3 ITERS=5 MODELS="ppocr_det isnet_fp16" perf/real_models_vs_ort.sh
+#   BASE_BIN=/path/to/old/onnxforge ... perf/real_models_vs_ort.sh build
+#     also times a baseline binary in every round (base, ours, ORT back to back) and prints
+#     its median and the median of the per-round ours/base ratios
 #
 # Models come from tools/models/fetch_real_models.sh (run here if one is missing) into
 # .cache/real_models. isnet_quint8 (ConvInteger + DynamicQuantizeLinear, ~3.4 s a run under load)
@@ -67,15 +70,24 @@ TMP=$(mktemp -d /tmp/onnxforge_real_perf.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, threads $THREADS, rounds $ROUNDS x $ITERS iterations (silero_vad_v5: ${ITERS_SMALL:-2000})"
-printf "%-14s %14s %12s %8s\n" model "onnxforge ms" "ORT ms" ratio
+if [ -n "${BASE_BIN:-}" ]; then
+  printf "%-14s %10s %14s %12s %8s %8s %12s\n" model "base ms" "onnxforge ms" "ORT ms" ratio base/ORT "paired new/base"
+else
+  printf "%-14s %14s %12s %8s\n" model "onnxforge ms" "ORT ms" ratio
+fi
 for m in "${MODELS[@]}"; do
   model=$DIR/$m.onnx
   given=$(given_inputs "$m" "$TMP/$m")
   iters=$(iters_of "$m")
   # shellcheck disable=SC2046,SC2086
   "$BIN" run "$model" $(dims_of "$m") $given --save-inputs "$TMP/$m" --json > /dev/null
-  ours=(); theirs=()
+  ours=(); theirs=(); base=(); paired=()
   for _ in $(seq "$ROUNDS"); do
+    if [ -n "${BASE_BIN:-}" ]; then
+      # shellcheck disable=SC2046,SC2086
+      base+=("$("$BASE_BIN" bench "$model" $(dims_of "$m") $given --threads "$THREADS" --iters "$iters" --warmup 1 --json |
+               $PY -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
+    fi
     # shellcheck disable=SC2046,SC2086
     ours+=("$("$BIN" bench "$model" $(dims_of "$m") $given --threads "$THREADS" --iters "$iters" --warmup 1 --json |
              $PY -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
@@ -83,5 +95,12 @@ for m in "${MODELS[@]}"; do
                $PY -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
   done
   a=$(median "${ours[@]}"); b=$(median "${theirs[@]}")
-  printf "%-14s %14s %12s %8.2f\n" "$m" "$a" "$b" "$($PY -c "print($a / $b)")"
+  if [ -n "${BASE_BIN:-}" ]; then
+    for i in "${!ours[@]}"; do paired+=("$($PY -c "print(${ours[$i]} / ${base[$i]})")"); done
+    c=$(median "${base[@]}")
+    printf "%-14s %10s %14s %12s %8.2f %8.2f %12s\n" "$m" "$c" "$a" "$b" "$($PY -c "print($a / $b)")" \
+      "$($PY -c "print($c / $b)")" "$(median "${paired[@]}")"
+  else
+    printf "%-14s %14s %12s %8.2f\n" "$m" "$a" "$b" "$($PY -c "print($a / $b)")"
+  fi
 done

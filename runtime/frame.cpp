@@ -203,7 +203,8 @@ void Frame::run_step(const Step& s, size_t index) {
         if (stored == DType::Undefined) stored = ins[k]->dtype;
         if (ins[k]->data) {
           converted[k] = conversion_buffer(false, k, ins[k]->shape);
-          cast_into(*ins[k], converted[k]);
+          cast_into(*ins[k], converted[k]);  // elementwise: a channels-last input stays so
+          converted[k].nhwc = ins[k]->nhwc;
         } else {  // a prepared constant: only its shape is read
           converted[k] = *ins[k];
           converted[k].dtype = DType::Float;
@@ -217,7 +218,7 @@ void Frame::run_step(const Step& s, size_t index) {
   OpContext ctx(g, s.node, s.opset, ins, s.outputs.size(), &sink);
   ctx.fused_act = s.act;
   ctx.state = s.state.get();
-  ctx.prefer_nhwc = s.prefer_nhwc && !convert;
+  ctx.prefer_nhwc = s.prefer_nhwc;
   try {
     s.kernel->run(ctx);
   } catch (const Error& e) {
@@ -233,6 +234,7 @@ void Frame::run_step(const Step& s, size_t index) {
       if (temps[i].dtype == DType::Float) {
         Tensor& out = alloc(s, i, stored, temps[i].shape);
         cast_into(temps[i], out);
+        out.nhwc = temps[i].nhwc;
       } else {
         vals_[s.outputs[i].index()] = std::move(temps[i]);
       }

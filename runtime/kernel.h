@@ -147,6 +147,9 @@ struct KernelDef {
   // Aware kernels: whether the node writes NHWC from an NCHW input at no extra cost (a CNN stem
   // reading the graph input), so that it may start a channels-last chain.
   bool (*starts_nhwc)(const Graph&, NodeId) = nullptr;
+  // Aware kernels: every input is a data input taken in either layout (Concat), not only input
+  // 0 (and the fused residual); the output is channels-last when any of them is.
+  bool nhwc_all_inputs = false;
   // Activation kernels: the function the node applies, for a producer that fuses it into its
   // epilogue (fuses_activation, as OpContext::fused_act); nullopt when it cannot be known at plan
   // time. Which activations the plan fuses is op_traits' kEpilogue; this is how.

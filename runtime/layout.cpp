@@ -12,7 +12,9 @@ namespace onnxforge::rt {
 // Channels-last planning. A layout-aware step (Conv, pools) writes its output 0 as NHWC when
 // every reader takes NHWC: an aware kernel whose takes_nhwc() holds for the node (reading it as
 // its data input or fused residual), or an elementwise step whose own outputs all qualify.
-// Graph outputs, values read by subgraphs and non-float values stay plain. Readers that get an
+// Graph outputs, values read by subgraphs and values that are not float32/float16/bfloat16
+// stay plain (float16 values are converted to float32 around the kernels, in the same layout;
+// Cast is elementwise, so a float16 model's Cast pairs stay in the chain). Readers that get an
 // NHWC input anyway (an elementwise op with an operand that cannot be viewed channels-last)
 // have it converted by the frame, so a wrong guess costs a transpose, never a wrong result.
 void Plan::plan_layouts() {
@@ -21,32 +23,39 @@ void Plan::plan_layouts() {
   const Graph& g = graph;
   const uint32_t nv = g.value_count();
   std::vector<std::vector<std::pair<size_t, size_t>>> readers(nv);  // (step, input slot)
-  std::vector<uint8_t> pinned(graph_output);
+  std::vector<uint8_t> pinned(graph_output), by_subgraph(nv, 0);
   for (size_t i = 0; i < steps.size(); ++i) {
     for (size_t k = 0; k < steps[i].inputs.size(); ++k)
       if (steps[i].inputs[k].valid()) readers[steps[i].inputs[k].index()].emplace_back(i, k);
     if (!g.subgraphs(steps[i].node).empty())
-      for (ValueId v : g.implicit_inputs(steps[i].node)) pinned[v.index()] = 1;
+      for (ValueId v : g.implicit_inputs(steps[i].node)) pinned[v.index()] = by_subgraph[v.index()] = 1;
   }
-  std::vector<uint8_t> ok(nv, 0);
+  // ok: the value may be written NHWC. out_ok: an elementwise step may write it NHWC, also
+  // when it is a graph output (converted once when the run returns it, the transpose its NCHW
+  // producer would have done): ISNet returns every decoder stage's output through a Cast, and
+  // with those Casts as NCHW-only readers its whole decoder ran NCHW.
+  std::vector<uint8_t> ok(nv, 0), out_ok(nv, 0);
   for (size_t i = steps.size(); i-- > 0;) {
     for (ValueId v : steps[i].outputs) {
-      if (!v.valid() || pinned[v.index()] || readers[v.index()].empty()) continue;
-      if (g.dtype(v) != DType::Float && g.dtype(v) != DType::Undefined) continue;
+      if (!v.valid() || by_subgraph[v.index()] || (readers[v.index()].empty() && !graph_output[v.index()])) continue;
+      const DType t = g.dtype(v);
+      if (t != DType::Float && t != DType::Float16 && t != DType::BFloat16 && t != DType::Undefined) continue;
       bool all = true;
       for (auto [r, slot] : readers[v.index()]) {
         const Step& rs = steps[r];
         const KernelDef& k = *rs.kernel;
         if (k.layout == LayoutUse::Aware) {
-          all = all && k.takes_nhwc != nullptr && (slot == 0 || static_cast<int>(slot) == k.residual_input) &&
+          all = all && k.takes_nhwc != nullptr &&
+                (slot == 0 || k.nhwc_all_inputs || static_cast<int>(slot) == k.residual_input) &&
                 k.takes_nhwc(g, rs.node);
         } else if (k.layout == LayoutUse::Elementwise) {
-          for (ValueId o : rs.outputs) all = all && o.valid() && ok[o.index()];
+          for (ValueId o : rs.outputs) all = all && o.valid() && out_ok[o.index()];
         } else {
           all = false;
         }
       }
-      ok[v.index()] = all;
+      out_ok[v.index()] = all;
+      ok[v.index()] = all && !pinned[v.index()] && !readers[v.index()].empty();
     }
   }
   // Forward: which values will be NHWC. A chain starts only where its first step reads NCHW
@@ -58,7 +67,9 @@ void Plan::plan_layouts() {
     if (s.outputs.empty() || !s.outputs[0].valid()) continue;
     const KernelDef& k = *s.kernel;
     const ValueId in = s.inputs.empty() ? ValueId{} : s.inputs[0];
-    const bool in_nhwc = in.valid() && nhwc[in.index()];
+    bool in_nhwc = in.valid() && nhwc[in.index()];
+    if (k.nhwc_all_inputs)
+      for (ValueId v : s.inputs) in_nhwc = in_nhwc || (v.valid() && nhwc[v.index()]);
     bool out = false;
     if (k.layout == LayoutUse::Aware && ok[s.outputs[0].index()]) {
       out = in_nhwc || (k.starts_nhwc != nullptr && k.starts_nhwc(g, s.node));

@@ -13,6 +13,7 @@
 #include "io/units.h"
 #include "ir/error.h"
 #include "simd/nhwc.h"
+#include "simd/transpose.h"
 #include "simd/resample.h"
 #include "simd/unary.h"
 
@@ -122,8 +123,13 @@ Tensor Tensor::clone() const {
 Tensor to_nchw(const Tensor& t) {
   if (!t.nhwc) return t;
   Tensor y = Tensor::alloc(t.dtype, t.shape);
-  if (t.dtype != DType::Float || t.rank() != 4) throw std::logic_error("to_nchw: channels-last tensors are float32 rank 4");
-  simd::nhwc_to_nchw(t.shape[0], t.shape[1], t.shape[2] * t.shape[3], t.ptr<float>(), y.ptr<float>());
+  if (t.rank() != 4) throw std::logic_error("to_nchw: channels-last tensors are rank 4");
+  if (t.dtype == DType::Float) {
+    simd::nhwc_to_nchw(t.shape[0], t.shape[1], t.shape[2] * t.shape[3], t.ptr<float>(), y.ptr<float>());
+  } else {  // float16 chains (and what an elementwise op such as Cast derives from them)
+    const int64_t perm[] = {0, 3, 1, 2};
+    simd::transpose(dtype_size(t.dtype), nhwc_physical_shape(t.shape), t.data, perm, y.data);
+  }
   return y;
 }
 

@@ -88,6 +88,69 @@ void resize_2d(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, con
   });
 }
 
+void resize_2d_nhwc(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, std::size_t channels,
+                    const float* x, float* y) {
+  check(h, "resize_2d_nhwc"), check(w, "resize_2d_nhwc");
+  const std::size_t C = channels;
+  const auto IH = static_cast<std::size_t>(h.in), IW = static_cast<std::size_t>(w.in);
+  const auto OH = static_cast<std::size_t>(h.out), OW = static_cast<std::size_t>(w.out);
+  if (planes == 0 || OH == 0 || OW == 0 || C == 0) return;
+  const detail::KernelTable& kt = detail::active_table();
+  const bool w_identity = w.identity();
+  const std::size_t in_row = IW * C, out_row = OW * C;
+  const std::size_t rows = planes * OH;
+  const std::size_t grain = std::max<std::size_t>(1, 16384 / (out_row * (w.taps + h.taps)));
+  parallel_chunks(rows, grain, [&](std::size_t r0, std::size_t r1) {
+    detail::Scratch tmp(in_row);
+    const float* taps_rows[kMaxResizeTaps];
+    float taps_w[kMaxResizeTaps];
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::size_t p = r / OH, oy = r % OH;
+      float* out = y + r * out_row;
+      if (r > r0 && oy > 0 && same_taps(h, oy)) {  // nearest upsampling: the previous row again
+        std::memcpy(out, out - out_row, out_row * sizeof(float));
+        continue;
+      }
+      // Vertical: the blend of whole source rows (W * C floats each).
+      const float* plane = x + p * IH * in_row;
+      std::size_t n = 0;
+      for (std::size_t k = 0; k < h.taps; ++k) {
+        const float wk = h.weight[k * OH + oy];
+        if (wk == 0.f && h.taps > 1) continue;
+        taps_rows[n] = plane + static_cast<std::size_t>(h.index[k * OH + oy]) * in_row;
+        taps_w[n++] = wk;
+      }
+      const float* src;
+      float* blend_to = w_identity ? out : tmp.data();
+      if (n == 1 && taps_w[0] == 1.f) {
+        src = taps_rows[0];
+        if (w_identity) std::memcpy(out, src, out_row * sizeof(float));
+      } else if (n == 0) {
+        std::memset(blend_to, 0, in_row * sizeof(float));
+        src = blend_to;
+      } else {
+        kt.blend_rows(taps_rows, taps_w, n, blend_to, in_row);
+        src = blend_to;
+      }
+      if (w_identity) continue;
+      // Horizontal: output pixel ox blends its source pixels' C channels.
+      for (std::size_t ox = 0; ox < OW; ++ox) {
+        std::size_t m = 0;
+        for (std::size_t k = 0; k < w.taps; ++k) {
+          const float wk = w.weight[k * OW + ox];
+          if (wk == 0.f && w.taps > 1) continue;
+          taps_rows[m] = src + static_cast<std::size_t>(w.index[k * OW + ox]) * C;
+          taps_w[m++] = wk;
+        }
+        float* o = out + ox * C;
+        if (m == 0) std::memset(o, 0, C * sizeof(float));
+        else if (m == 1 && taps_w[0] == 1.f) std::memcpy(o, taps_rows[0], C * sizeof(float));
+        else kt.blend_rows(taps_rows, taps_w, m, o, C);
+      }
+    }
+  });
+}
+
 void resize_axis(std::size_t outer, const ResizeAxis& a, std::size_t inner, const float* x, float* y) {
   check(a, "resize_axis");
   const auto IN = static_cast<std::size_t>(a.in), OUT = static_cast<std::size_t>(a.out);

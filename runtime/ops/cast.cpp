@@ -25,7 +25,9 @@ void cast_like(OpContext& c) { cast_to(c, c.input(1).dtype); }
 }  // namespace
 
 void register_cast(Registry& r) {
-  r.add("", "Cast", {.run = cast_op, .float_compute = false});
+  // Elementwise in layout: a float16 model's Cast pairs around float32 ops (ISNet's Resizes)
+  // stay inside channels-last chains.
+  r.add("", "Cast", {.run = cast_op, .float_compute = false, .layout = LayoutUse::Elementwise});
   r.add("", "CastLike", {.run = cast_like, .float_compute = false});
 }
 

@@ -135,8 +135,12 @@ void conv_channels_last(OpContext& c, const simd::ConvParams& p, const Tensor& x
   else simd::nhwc_to_nchw(N, M, OHW, out, y.ptr<float>());
 }
 
+// The state is made at plan time; the weights are packed on the first run from the float32
+// weights the kernel sees there (float16/bfloat16 weights: the frame's converted copy), so a
+// float16 model's convs get the packed and channels-last paths too (ISNet fp16: 119 convs).
 std::shared_ptr<const void> prepare_conv(const Graph&, NodeId, std::span<const Tensor* const> in) {
-  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->numel() == 0) return nullptr;
+  if (in.size() < 2 || !in[1] || in[1]->numel() == 0) return nullptr;
+  if (in[1]->dtype != DType::Float && !is_stored_float(in[1]->dtype)) return nullptr;
   return std::make_shared<ConvState>();
 }
 
@@ -178,7 +182,10 @@ void conv(OpContext& c) {
   const Tensor* res = c.in(3);  // fused residual Add (KernelDef::residual_input)
   if (res && res->dtype != DType::Float) c.error("the fused residual of Conv must be float32");
   // Channels-last when the input already is or the readers want it (Plan::plan_layouts).
-  if (c.state && (x_in.nhwc || c.prefer_nhwc) && simd::conv_nhwc_supported(p) && (!res || res->shape == ys)) {
+  // Few output channels (ISNet's 1-channel side outputs) take the row-sum kernel on an NCHW
+  // copy instead: the implicit GEMM would pad one output column to a whole panel.
+  const bool few = simd::conv_few_outputs_supported(p);
+  if (c.state && (x_in.nhwc || c.prefer_nhwc) && !few && simd::conv_nhwc_supported(p) && (!res || res->shape == ys)) {
     const auto& st = *static_cast<const ConvState*>(c.state);
     std::call_once(st.nhwc_once, [&] { st.nhwc = simd::pack_conv_weights_nhwc(p, w.ptr<float>()); });
     conv_channels_last(c, p, x_in, st, pb, res, ys, c.prefer_nhwc);
@@ -193,7 +200,6 @@ void conv(OpContext& c) {
   // Few output channels: the row-sum kernel never accumulates onto a residual (a fused residual
   // goes through a temporary and an Add below), so that fused and unfused plans give the same
   // bits, conv + bias first, then + residual, as the GEMM paths do.
-  const bool few = simd::conv_few_outputs_supported(p);
   const simd::ConvPackedWeights* packed = nullptr;
   if (!few && c.state && (simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p))) {
     const auto& st = *static_cast<const ConvState*>(c.state);

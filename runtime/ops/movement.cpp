@@ -56,6 +56,43 @@ void transpose(OpContext& c) {
   simd::transpose(dtype_size(x.dtype), x.shape, x.data, perm, y.data);
 }
 
+// Plan time: a Concat along the channel axis works on channels-last inputs (U-Net skip
+// connections): each input is a slice of channels of every output pixel.
+bool concat_takes_nhwc(const Graph& g, NodeId n) {
+  const int64_t axis = g.attr_int(n, "axis", 0);
+  return axis == 1 || axis == -3;  // channels-last values have rank 4
+}
+
+// y (channels-last [N, H, W, sum C]) = the inputs' channels side by side, each input either
+// layout (an NCHW one transposed on the way).
+void concat_channels_last(OpContext& c, const std::vector<const Tensor*>& xs, const Shape& ys) {
+  Tensor& y = c.output(0, xs[0]->dtype, ys);
+  const size_t es = dtype_size(y.dtype);
+  const int64_t N = ys[0], HW = ys[2] * ys[3], ctot = ys[1];
+  const size_t out_px = static_cast<size_t>(ctot) * es;
+  int64_t off = 0;
+  for (const Tensor* x : xs) {
+    const int64_t ci = x->shape[1];
+    Tensor t;
+    if (!x->nhwc && ci > 1 && HW > 1) {
+      t = Tensor::alloc(x->dtype, {N, HW, ci});
+      const int64_t perm[] = {0, 2, 1};
+      const int64_t in_shape[] = {N, ci, HW};
+      simd::transpose(es, in_shape, x->data, perm, t.data);
+      x = &t;
+    }
+    const std::byte* src = x->data;
+    std::byte* dst = y.data + static_cast<size_t>(off) * es;
+    const size_t px = static_cast<size_t>(ci) * es;
+    if (px != 0)
+      simd::parallel_chunks(static_cast<size_t>(N * HW), 4096, [&](size_t b, size_t e) {
+        for (size_t p = b; p < e; ++p) std::memcpy(dst + p * out_px, src + p * px, px);
+      });
+    off += ci;
+  }
+  y.nhwc = true;
+}
+
 void concat(OpContext& c) {
   const Tensor& x0 = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x0.rank());
@@ -71,14 +108,30 @@ void concat(OpContext& c) {
     if (__builtin_add_overflow(ys[static_cast<size_t>(axis)], xi.shape[static_cast<size_t>(axis)], &ys[static_cast<size_t>(axis)]))
       c.error("the concatenated axis is out of range");
   }
+  std::vector<const Tensor*> xs(c.input_count());
+  bool any_nhwc = false;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    xs[i] = &c.input(i);
+    any_nhwc = any_nhwc || xs[i]->nhwc;
+  }
+  std::vector<Tensor> plain;
+  if (any_nhwc) {
+    if (c.prefer_nhwc && axis == 1 && x0.rank() == 4) {
+      concat_channels_last(c, xs, ys);
+      return;
+    }
+    plain.reserve(xs.size());
+    for (auto& x : xs)
+      if (x->nhwc) x = &plain.emplace_back(to_nchw(*x));
+  }
   Tensor& y = c.output(0, x0.dtype, ys);
   const size_t es = dtype_size(x0.dtype);
   int64_t outer = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= ys[static_cast<size_t>(i)];
   const int64_t row = y.numel() / std::max<int64_t>(outer, 1);
   int64_t col = 0;
-  for (size_t i = 0; i < c.input_count(); ++i) {
-    const Tensor& xi = c.input(i);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Tensor& xi = *xs[i];
     const int64_t n = outer ? xi.numel() / outer : 0;
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(y.data + static_cast<size_t>(o * row + col) * es, xi.data + static_cast<size_t>(o * n) * es, static_cast<size_t>(n) * es);
@@ -349,9 +402,12 @@ void space_to_depth(OpContext& c) {
 
 void register_movement(Registry& r) {
   for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
-           {"Transpose", transpose}, {"Concat", concat}, {"Split", split}, {"Slice", slice}, {"Tile", tile},
+           {"Transpose", transpose}, {"Split", split}, {"Slice", slice}, {"Tile", tile},
            {"Pad", pad}, {"Trilu", trilu}, {"DepthToSpace", depth_to_space}, {"SpaceToDepth", space_to_depth}})
     r.add("", name, {.run = f, .float_compute = false});
+  r.add("", "Concat",
+        {.run = concat, .float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = concat_takes_nhwc,
+         .nhwc_all_inputs = true});
 }
 
 }  // namespace onnxforge::rt

@@ -3,6 +3,7 @@
 // the weighted sum over the product of its dims' taps.
 #include <cmath>
 
+#include "ir/match.h"
 #include "runtime/ops/common.h"
 #include "simd/resample.h"
 
@@ -147,6 +148,9 @@ bool axis_table(const std::vector<std::vector<Tap>>& per_out, int64_t in, simd::
 // (the caller runs the general loop) for extrapolated outputs and other element types.
 // Measured on PaddleOCR's detector head (6 Resizes, 640x640 input, 2 threads): 303 ms/run in the
 // general loop (a tap product and a double accumulation per element).
+// A channels-last x (logical shape [N, C, H, W], bytes [N, H, W, C]) resized over H and W only
+// is written channels-last too (simd::resize_2d_nhwc: the same arithmetic as the NCHW kernel);
+// false for anything else, and the caller converts x to NCHW first.
 bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys, const std::vector<std::vector<std::vector<Tap>>>& per_dim) {
   if (x.dtype != DType::Float && x.dtype != DType::Float16) return false;
   const size_t r = per_dim.size();
@@ -157,6 +161,7 @@ bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys, const std::vect
     if (!axes[d].identity()) active.push_back(d);
   }
   if (x.shape.size() > 0 && x.numel() >= (int64_t{1} << 31)) return false;  // int32 tables
+  if (x.nhwc && (r != 4 || !axes[0].identity() || !axes[1].identity())) return false;
   Tensor xf;
   const float* px;
   if (x.dtype == DType::Float) {
@@ -170,7 +175,10 @@ bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys, const std::vect
   Tensor yf;
   float* py = x.dtype == DType::Float ? y.ptr<float>() : (yf = Tensor::alloc(DType::Float, ys)).ptr<float>();
   const int64_t total = numel(ys);
-  if (active.empty()) {
+  if (x.nhwc) {
+    simd::resize_2d_nhwc(static_cast<size_t>(x.shape[0]), axes[2], axes[3], static_cast<size_t>(x.shape[1]), px, py);
+    y.nhwc = true;
+  } else if (active.empty()) {
     if (total) std::memcpy(py, px, static_cast<size_t>(total) * sizeof(float));
   } else if (r >= 2 && active.front() >= r - 2) {
     size_t planes = 1;
@@ -199,6 +207,9 @@ bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys, const std::vect
   if (x.dtype == DType::Float16) simd::float_to_half(py, y.ptr<uint16_t>(), static_cast<size_t>(total));
   return true;
 }
+
+void resize_loop(OpContext& c, const Tensor& x, const Shape& ys, const std::vector<std::vector<std::vector<Tap>>>& per_dim,
+                 const Options& o);
 
 void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::vector<int64_t> sizes,
                 std::vector<double> roi, const Options& o, bool keep_scales = false) {
@@ -244,7 +255,17 @@ void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::
       per_dim[d][static_cast<size_t>(i)] = taps(o, src, x.shape[d], outside, scales[d]);
     }
   }
-  if (resize_fast(c, x, ys, per_dim)) return;
+  if (x.nhwc && c.prefer_nhwc && resize_fast(c, x, ys, per_dim)) return;
+  const Tensor plain = to_nchw(x);
+  if (resize_fast(c, plain, ys, per_dim)) return;
+  resize_loop(c, plain, ys, per_dim, o);
+}
+
+// The general loop: a tap product and a double accumulation per element (extrapolated
+// tf_crop_and_resize outputs, integer element types).
+void resize_loop(OpContext& c, const Tensor& x, const Shape& ys, const std::vector<std::vector<std::vector<Tap>>>& per_dim,
+                 const Options& o) {
+  const int64_t r = x.rank();
   Tensor& y = c.output(0, x.dtype, ys);
   auto xs = contiguous_strides(x.shape);
   std::vector<int64_t> idx(static_cast<size_t>(r), 0);
@@ -378,11 +399,38 @@ void upsample(OpContext& c) {
   run_resize(c, x, scales, {}, {}, o);
 }
 
+// Plan time: whether the node resizes a channels-last input in its layout (run_resize: over H
+// and W only, on the table kernels, not tf_crop_and_resize). Constant scales or sizes that
+// change N or C say no here; others are only known at run time, where such a resize converts
+// its input to NCHW instead (a transpose, never a wrong result).
+bool resize_takes_nhwc(const Graph& g, NodeId n) {
+  if (g.attr_string(n, "coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") return false;
+  const ValueId x = g.input(n, 0);
+  if (g.rank(x) >= 0 && g.rank(x) != 4) return false;
+  for (int64_t a : g.attr_ints(n, "axes"))
+    if (a == 0 || a == 1 || a == -4 || a == -3) return false;
+  const bool partial = !g.attr_ints(n, "axes").empty();
+  const size_t count = g.inputs(n).size();
+  // Upsample and Resize-10: (X, scales); Resize-11+: (X, roi, scales, sizes).
+  const ValueId scales = count == 2 ? g.input(n, 1) : count > 2 ? g.input(n, 2) : ValueId{};
+  const ValueId sizes = count > 3 ? g.input(n, 3) : ValueId{};
+  std::vector<double> sc;
+  for (float f : g.attr_floats(n, "scales")) sc.push_back(f);  // Upsample-7
+  if (auto v = constant_values(g, scales)) sc = *v;
+  if (!partial && sc.size() >= 2 && (sc[0] != 1 || sc[1] != 1)) return false;
+  if (auto v = constant_ints(g, sizes); v && !partial && v->size() == 4 && g.has_shape(x)) {
+    auto xs = g.shape(x);
+    for (size_t d = 0; d < 2; ++d)
+      if (xs[d].known() && xs[d].value != (*v)[d]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void register_resize(Registry& r) {
-  r.add("", "Resize", {.run = resize});
-  r.add("", "Upsample", {.run = upsample});
+  r.add("", "Resize", {.run = resize, .layout = LayoutUse::Aware, .takes_nhwc = resize_takes_nhwc});
+  r.add("", "Upsample", {.run = upsample, .layout = LayoutUse::Aware, .takes_nhwc = resize_takes_nhwc});
 }
 
 }  // namespace onnxforge::rt

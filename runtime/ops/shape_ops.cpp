@@ -104,6 +104,8 @@ void shape(OpContext& c) {
   for (int64_t i = 0; i < n; ++i) y.ptr<int64_t>()[i] = x.shape[static_cast<size_t>(start + i)];
 }
 
+bool reads_shape_only(const Graph&, NodeId) { return true; }
+
 void size(OpContext& c) { c.output(0, DType::Int64, {}).ptr<int64_t>()[0] = c.input(0).numel(); }
 
 void expand(OpContext& c) {
@@ -255,10 +257,15 @@ void non_zero(OpContext& c) {
 void register_shape_ops(Registry& r) {
   for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
            {"Reshape", reshape}, {"Flatten", flatten}, {"Squeeze", squeeze}, {"Unsqueeze", unsqueeze},
-           {"Identity", identity}, {"Dropout", dropout}, {"Shape", shape}, {"Size", size}, {"Expand", expand},
+           {"Identity", identity}, {"Dropout", dropout}, {"Expand", expand},
            {"ConstantOfShape", constant_of_shape}, {"Constant", constant}, {"Range", range}, {"EyeLike", eye_like},
            {"NonZero", non_zero}})
     r.add("", name, {.run = f, .float_compute = false});
+  // Shape and Size read the logical shape only, the same in either layout: they take a
+  // channels-last input as it is (ISNet reads the shape of every decoder level's activations
+  // for its Resize sizes; as NCHW-only readers they kept all of them plain).
+  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{{"Shape", shape}, {"Size", size}})
+    r.add("", name, {.run = f, .float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = reads_shape_only});
 }
 
 }  // namespace onnxforge::rt
