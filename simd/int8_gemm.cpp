@@ -877,13 +877,9 @@ void store_row(const Conv8Output& o, std::size_t m, const std::int32_t* src, std
 
 namespace {
 
-// conv8's body. fx (a 1x1 conv's float input, conv8_nd_quantizing): row k of the patches is
-// fx[off[k] + q], quantized by dynamic_quantize_span(fscale, zx) one block of positions at a time
-// into per-thread scratch ([K][block positions], in L2) that the panels are then packed from;
-// x is unused.
+// conv8's body.
 void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* off, bool x_signed,
-                std::int32_t zx, const PackedW8& w, const Conv8Output& out, bool parallel, const float* fx,
-                float fscale) {
+                std::int32_t zx, const PackedW8& w, const Conv8Output& out, bool parallel) {
   const std::size_t M = w.m(), K = w.k(), Q = pos.Q;
   if (Q == 0 || M == 0) return;
   const Geometry g = geometry(w.kernel());
@@ -937,29 +933,10 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
     std::int32_t* tile = colterm_all + block * g.nr;
     std::vector<Seg> segs(block * g.nr);
     std::vector<std::size_t> nseg(block);
-    // fx: the block's quantized patch rows, and their offsets (row k at k * block positions).
-    std::optional<detail::Scratch> fx_scratch;
-    std::vector<std::size_t> fx_off;
-    if (fx) {
-      fx_scratch.emplace((K * block * g.nr + 3) / 4 + 16);
-      fx_off.resize(K);
-      for (std::size_t k = 0; k < K; ++k) fx_off[k] = k * block * g.nr;
-    }
     std::size_t packed_block = SIZE_MAX;
     for (std::size_t item = i0; item < i1; ++item) {
       const std::size_t bi = item / m_splits, ms = item % m_splits;
       const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
-      // Where the panels below read row k at position q: x[off[k] + q - q_base].
-      const std::uint8_t* xs = x;
-      const std::size_t* offs = off;
-      std::size_t q_base = 0;
-      if (fx && packed_block != bi) {
-        auto* qb = reinterpret_cast<std::uint8_t*>(fx_scratch->data());
-        q_base = qp0 * g.nr;
-        const std::size_t len = std::min(Q, qp1 * g.nr) - q_base;
-        for (std::size_t k = 0; k < K; ++k) dynamic_quantize_span(fx + off[k] + q_base, qb + fx_off[k], len, fscale, static_cast<std::uint8_t>(zx));
-        xs = qb, offs = fx_off.data();
-      }
       for (std::size_t qp = qp0; qp < qp1 && packed_block != bi; ++qp) {
         const std::size_t u = qp - qp0;
         std::uint8_t* xp = xp_all + u * x_panel_bytes;
@@ -967,10 +944,9 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
         const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
         std::fill_n(colsum, g.nr, 0);
         std::size_t c0 = 0;
-        const std::size_t qr = q0 - q_base;  // q0 in the rows the panels read
-        if (valid == g.nr && vnni) c0 = pack_x_vnni(K, xs, offs, flip, qr, xp, colsum);
-        else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2) c0 = pack_x_avx2(K, xs, offs, flip, qr, xp, colsum);
-        pack_x_generic(g, kg, K, c0, xs, offs, flip, qr, valid, xp, colsum);
+        if (valid == g.nr && vnni) c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
+        else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2) c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
+        pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
         if (zw_uniform)
           for (std::size_t j = 0; j < g.nr; ++j)
             colterm_all[u * g.nr + j] =
@@ -1044,7 +1020,7 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
 
 void conv8(const Conv8Positions& pos, const std::uint8_t* x, const std::size_t* off, bool x_signed, std::int32_t zx,
            const PackedW8& w, const Conv8Output& out, bool parallel) {
-  conv8_body(pos, x, off, x_signed, zx, w, out, parallel, nullptr, 0);
+  conv8_body(pos, x, off, x_signed, zx, w, out, parallel);
 }
 
 namespace {
@@ -1147,10 +1123,13 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
     if (parallel && s.C * chan >= (std::size_t{64} << 10) && max_threads() > 1) parallel_chunks(s.C, 1, fill);
     else fill(0, s.C);
     src = buf;
-    fx = nullptr;
-  } else if (fx && s.kernel[0] * s.kernel[1] * s.kernel[2] > 1) {
-    // Several taps read each element: quantized once, into scratch (the bytes the op would have
-    // written), rather than once per tap.
+  } else if (fx) {
+    // An unpadded stride-1 conv reads x in place: x quantized once, into scratch (the bytes the
+    // op would have written). For a 1x1 conv, quantizing inside the packing was slower, not
+    // faster (bench_int8_gemm, one thread, CPU time, against quantize-then-conv with the float
+    // store; load 11): per block of positions into a [K][block] byte buffer 0.86-0.98x, per
+    // 32-position panel in registers 0.62-0.91x. The packing reads K rows at a time, 128 float
+    // bytes from each, which the prefetchers do not follow; the quantize pass reads x in order.
     const std::size_t n = s.C * vol;
     scratch.emplace((n + 3) / 4 + 16);
     auto* buf = reinterpret_cast<std::uint8_t*>(scratch->data());
@@ -1160,7 +1139,6 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
     if (parallel && n >= (std::size_t{64} << 10) && max_threads() > 1) parallel_chunks(n, 1 << 16, q);
     else q(0, n);
     src = buf;
-    fx = nullptr;
   }
   // Tap (kd, kh, kw) of channel c reads its phase at (o + k * dil / stride) per dimension.
   std::vector<std::size_t> off(s.C * s.kernel[0] * s.kernel[1] * s.kernel[2]);
@@ -1178,7 +1156,7 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
   // Positions over the phase extents; the last one is the last kept position, so every read
   // stays inside the phase (a kept position's taps are inside the padded input).
   const Conv8Positions pos{((O[0] - 1) * ext[1] + O[1] - 1) * ext[2] + O[2], ext[2], O[2], ext[1], O[1]};
-  conv8_body(pos, src, off.data(), x_signed, zx, w, out, parallel, fx, fscale);
+  conv8_body(pos, src, off.data(), x_signed, zx, w, out, parallel);
 }
 
 }  // namespace

@@ -212,11 +212,11 @@ void quantize_span(const float* x, std::int8_t* y, std::size_t n, float scale, f
 void dynamic_quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, std::uint8_t zero);
 
 // conv8_nd and gemm8 on a float input quantized to uint8 by dynamic_quantize_span(scale, zero)
-// as it is packed (DynamicQuantizeLinear fused into its integer readers: the uint8 tensor is never
-// written): bit for bit conv8_nd / gemm8 on that op's output with zero point `zero`. A 1x1
-// stride-1 unpadded conv quantizes each block of positions while packing it; a padded or strided
-// conv quantizes each channel into its stride-phase pass; any other conv (taps read an element
-// several times) quantizes the input once into scratch first.
+// on the way (DynamicQuantizeLinear fused into its integer readers: no uint8 tensor is written):
+// bit for bit conv8_nd / gemm8 on that op's output with zero point `zero`. A padded or strided
+// conv quantizes each channel in its stride-phase pass (one pass over x fewer); an unpadded
+// stride-1 conv, which reads x in place, quantizes x into per-call scratch first; gemm8 quantizes
+// each panel's rows as it packs them.
 void conv8_nd_quantizing(const Conv8Shape& s, const float* x, float scale, std::uint8_t zero, const PackedW8& w,
                          const Conv8Output& out, bool parallel = true);
 void gemm8_quantizing(std::size_t M, const float* A, std::size_t lda, float scale, std::uint8_t zero, const PackedB8& B,
