@@ -15,7 +15,9 @@
 // its epilogue), on ResNet-50's and ISNet's shapes including the strided ones; the int8 conv
 // once with the int32 store (ConvInteger) and once with the dequantize epilogue (float * scale
 // + bias, Relu: ConvInteger -> Cast -> Mul -> Add -> Relu as the plan fuses it). ops counts the
-// real multiply-adds (padding taps included, as both convs compute them).
+// real multiply-adds (padding taps included, as both convs compute them). The last three columns:
+// the dynamic chain's float input quantized into a uint8 tensor then the conv (dq+f32), against
+// conv8_nd_quantizing (fused), both with the float store; Gop/s of the conv's ops.
 #include <immintrin.h>
 #include <tbb/global_control.h>
 
@@ -121,8 +123,8 @@ void conv_section(int rounds, int threads, bool vnni, const std::string& only) {
                               {"isnet 64x128x128 3x3 d2", 64, 64, 128, 128, 3, 1, 2}};
   tbb::global_control gc(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
   g_cpu_clock = threads == 1;
-  std::printf("\nconv, %d thread(s)%s\n%-28s %9s %9s %9s %8s %8s %9s %8s\n", threads, threads == 1 ? " (thread CPU time)" : "", "shape", "i32 Gop/s", "f32 Gop/s",
-              "fp32 Gop", "i32/fp32", "f32/fp32", "peak Gop", "of peak");
+  std::printf("\nconv, %d thread(s)%s\n%-28s %9s %9s %9s %8s %8s %9s %8s %9s %9s %8s\n", threads, threads == 1 ? " (thread CPU time)" : "", "shape", "i32 Gop/s", "f32 Gop/s",
+              "fp32 Gop", "i32/fp32", "f32/fp32", "peak Gop", "of peak", "dq+f32", "fused", "fused/dq");
   std::mt19937 rng(2);
   std::uniform_int_distribution<int> byte(0, 255);
   std::normal_distribution<float> normal;
@@ -157,11 +159,24 @@ void conv_section(int rounds, int threads, bool vnni, const std::string& only) {
     const bool packed = simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p);
     const simd::ConvPackedWeights pf = packed ? simd::pack_conv_weights(p, wf.data()) : simd::ConvPackedWeights{};
     const double ops = 2.0 * static_cast<double>(s.M * K * P);
-    std::vector<double> ri, rf, r32, rpeak;
+    // The dynamic chain's two forms (the range pass, the same in both, left out): the float
+    // input quantized into a uint8 tensor by DynamicQuantizeLinear's span and then the conv with
+    // the float store, against the conv quantizing while it packs (conv8_nd_quantizing).
+    const float dq_scale = 8.f / 255.f;
+    const std::uint8_t dq_zero = 128;
+    std::vector<std::uint8_t> xq(xf.size());
+    std::vector<double> ri, rf, r32, rpeak, rdq, rfused;
     simd::WarmWorkers warm;
     for (int r = -2; r < rounds; ++r) {
       const double ti = time_call([&] { simd::conv8_nd(cs, x8.data(), false, 117, pw, oi); });
       const double tq = time_call([&] { simd::conv8_nd(cs, x8.data(), false, 117, pw, of); });
+      const double tdq = time_call([&] {
+        simd::parallel_chunks(xf.size(), 1 << 16, [&](std::size_t b, std::size_t e) {
+          simd::dynamic_quantize_span(xf.data() + b, xq.data() + b, e - b, dq_scale, dq_zero);
+        });
+        simd::conv8_nd(cs, xq.data(), false, dq_zero, pw, of);
+      });
+      const double tfu = time_call([&] { simd::conv8_nd_quantizing(cs, xf.data(), dq_scale, dq_zero, pw, of); });
       const double tf = time_call([&] {
         if (packed) simd::conv_packed(p, xf.data(), pf, bf.data(), yf.data(), simd::Unary::relu());
         else simd::conv(p, xf.data(), wf.data(), bf.data(), yf.data(), simd::Unary::relu());
@@ -170,10 +185,12 @@ void conv_section(int rounds, int threads, bool vnni, const std::string& only) {
       if (r < 0) continue;
       ri.push_back(ops / ti * 1e-9), rf.push_back(ops / tq * 1e-9), r32.push_back(ops / tf * 1e-9);
       rpeak.push_back(peak * 1e-9);
+      rdq.push_back(ops / tdq * 1e-9), rfused.push_back(ops / tfu * 1e-9);
     }
-    const double mi = median(ri), mq = median(rf), m32 = median(r32), mp = median(rpeak);
-    std::printf("%-28s %9.1f %9.1f %9.1f %7.2fx %7.2fx %9.1f %7.0f%%\n", s.name, mi, mq, m32, mi / m32, mq / m32, mp,
-                mp > 0 ? 100 * mi / mp : 0);
+    const double mi = median(ri), mq = median(rf), m32 = median(r32), mp = median(rpeak), mdq = median(rdq),
+                 mfu = median(rfused);
+    std::printf("%-28s %9.1f %9.1f %9.1f %7.2fx %7.2fx %9.1f %7.0f%% %9.1f %9.1f %7.2fx\n", s.name, mi, mq, m32, mi / m32,
+                mq / m32, mp, mp > 0 ? 100 * mi / mp : 0, mdq, mfu, mfu / mdq);
     std::fflush(stdout);
   }
 }

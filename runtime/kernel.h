@@ -217,5 +217,13 @@ const KernelDef& decomposed_layer_norm_kernel();
 // s0 and s1, each one element or one per output channel): the dequantize runs in the conv's
 // epilogue (runtime/ops/quant.cpp).
 const KernelDef& conv_integer_to_float_kernel();
+// DynamicQuantizeLinear fused into its readers (dynamic_quantize_in_packing, fusions.cpp): the
+// op's step computes only its scale and zero point (outputs 1, 2), and each reader, a ConvInteger,
+// MatMulInteger or one of the two kernels above, runs on quantizing_variant(its kernel) (nullptr:
+// none) with the op's float input as input 0 and its scale as input quantizing_scale_input();
+// the reader quantizes while packing, bit for bit the op's bytes (runtime/ops/quant.cpp).
+const KernelDef& dynamic_quantize_params_kernel();
+const KernelDef* quantizing_variant(const KernelDef& k);
+size_t quantizing_scale_input();
 
 }  // namespace onnxforge::rt

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 
 #include "simd/isa.h"
@@ -161,6 +162,65 @@ struct Conv8Shape {
 };
 void conv8_nd(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const PackedW8& w,
               const Conv8Output& out, bool parallel = true);
+
+// gemm8 with QLinearMatMul's requantization in the store: y[m][n] = saturate(round_half_even(
+// float(C[m][n]) * mult[n]) + zero) (mult_count 1: one multiplier for every column), uint8, or
+// int8 when y_signed, row stride ldy; C's int32 sums go from the kernel's tile (in L1) straight
+// to y, never to an int32 matrix. The float steps and their order are QuantizeLinear's
+// (saturate_round below), NaN the bottom of the range.
+struct Gemm8Requant {
+  void* y = nullptr;
+  std::size_t ldy = 0;
+  bool y_signed = false;
+  float zero = 0;
+  const float* mult = nullptr;
+  std::size_t mult_count = 1;
+};
+void gemm8_requantize(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
+                      const Gemm8Requant& out, bool parallel = true);
+
+// ---- quantization of float input ---------------------------------------------------------
+//
+// QuantizeLinear's and DynamicQuantizeLinear's float -> 8-bit step, one definition for the ops
+// (runtime/ops/quant.cpp) and for the kernels below that quantize their input while packing it,
+// so a fused DynamicQuantizeLinear gives the bytes the op writes:
+//   y = saturate(round_half_even(x / scale) + zero)
+// with x / scale an IEEE float32 division, NaN giving the bottom of the range and +-inf the ends.
+// Every ISA level computes the same bytes (4, 8 or 16 lanes of the same IEEE steps).
+
+// The scalar form. v is clamped to +-2^22 first (cannot change the saturated result: |zp| <
+// 2^16) so that adding and subtracting 1.5 * 2^23 rounds half to even in the default rounding
+// mode; this form vectorizes (nearbyint does not, without -fno-trapping-math). NaN gives the
+// bottom of the range (as the SSE path: maxps returns its second operand).
+template <class Q>
+inline Q saturate_round(float v, float zp) {
+  constexpr float kMagic = 12582912.f, kBig = 4194304.f;
+  constexpr float lo = static_cast<float>(std::numeric_limits<Q>::min()), hi = static_cast<float>(std::numeric_limits<Q>::max());
+  v = v > -kBig ? v : -kBig;
+  v = v < kBig ? v : kBig;
+  v = (v + kMagic) - kMagic;
+  v += zp;
+  v = v > lo ? v : lo;
+  v = v < hi ? v : hi;
+  return static_cast<Q>(static_cast<std::int32_t>(v));
+}
+
+void quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, float zero);
+void quantize_span(const float* x, std::int8_t* y, std::size_t n, float scale, float zero);
+// DynamicQuantizeLinear's uint8 output for its (scale, zero): scale 0 (an all-zero or all-NaN
+// input) gives the zero point everywhere, else quantize_span.
+void dynamic_quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, std::uint8_t zero);
+
+// conv8_nd and gemm8 on a float input quantized to uint8 by dynamic_quantize_span(scale, zero)
+// on the way (DynamicQuantizeLinear fused into its integer readers: no uint8 tensor is written):
+// bit for bit conv8_nd / gemm8 on that op's output with zero point `zero`. A padded or strided
+// conv quantizes each channel in its stride-phase pass (one pass over x fewer); an unpadded
+// stride-1 conv, which reads x in place, quantizes x into per-call scratch first; gemm8 quantizes
+// each panel's rows as it packs them.
+void conv8_nd_quantizing(const Conv8Shape& s, const float* x, float scale, std::uint8_t zero, const PackedW8& w,
+                         const Conv8Output& out, bool parallel = true);
+void gemm8_quantizing(std::size_t M, const float* A, std::size_t lda, float scale, std::uint8_t zero, const PackedB8& B,
+                      std::int32_t* C, std::size_t ldc, bool parallel = true);
 
 // Scalar int64 reference of the same product (tests, and the spec's meaning), truncated to int32.
 void gemm8_reference(std::size_t M, std::size_t N, std::size_t K, const void* A, std::size_t lda, bool a_signed,

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 
 #include "runtime/ops/common.h"
@@ -60,97 +61,14 @@ int32_t zero_point_at(const Tensor* zp, int64_t k) {
   return zp && zp->numel() ? static_cast<int32_t>(zp->get_i64(zp->numel() > 1 ? k : 0)) : 0;
 }
 
-template <class Q>
-constexpr float q_lo() { return static_cast<float>(std::numeric_limits<Q>::min()); }
-template <class Q>
-constexpr float q_hi() { return static_cast<float>(std::numeric_limits<Q>::max()); }
-
-// round_half_even(v) + zp, saturated to Q. v is clamped to +-2^22 first (cannot change the
-// saturated result: |zp| < 2^16) so that adding and subtracting 1.5 * 2^23 rounds half to even in
-// the default rounding mode; this form vectorizes (nearbyint does not, without -fno-trapping-math).
-// NaN gives the bottom of the range (as the SSE path below: maxps returns its second operand).
-template <class Q>
-inline Q saturate_round(float v, float zp) {
-  constexpr float kMagic = 12582912.f, kBig = 4194304.f;
-  v = v > -kBig ? v : -kBig;
-  v = v < kBig ? v : kBig;
-  v = (v + kMagic) - kMagic;
-  v += zp;
-  v = v > q_lo<Q>() ? v : q_lo<Q>();
-  v = v < q_hi<Q>() ? v : q_hi<Q>();
-  return static_cast<Q>(static_cast<int32_t>(v));
-}
-
-// Four at a time with SSE4.1 (the x86-64-v2 base): roundps to nearest even, clamp, pack. The
-// scalar form compiled to branches: 15 ns per element, 6 ms for one BERT-base activation
-// [128, 3072] (measured), against memory speed.
-template <class Q>
-void quantize_span_sse(const float* x, Q* y, size_t n, float scale, float zp) {
-  const __m128 s = _mm_set1_ps(scale), z = _mm_set1_ps(zp), lo = _mm_set1_ps(q_lo<Q>()), hi = _mm_set1_ps(q_hi<Q>());
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m128 v = _mm_round_ps(_mm_div_ps(_mm_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm_min_ps(_mm_max_ps(_mm_add_ps(v, z), lo), hi);
-    __m128i q = _mm_cvtps_epi32(v);
-    q = _mm_packs_epi32(q, q);
-    q = std::is_signed_v<Q> ? _mm_packs_epi16(q, q) : _mm_packus_epi16(q, q);
-    const int32_t w = _mm_cvtsi128_si32(q);
-    std::memcpy(y + i, &w, 4);
-  }
-  for (; i < n; ++i) y[i] = saturate_round<Q>(x[i] / scale, zp);
-}
-
-// The same steps 8 and 16 wide (the division is what bounds it: DynamicQuantizeLinear of one
-// ISNet activation, 64x256x256, took 11.8 ms on the SSE form). Each lane computes exactly what
-// the SSE form computes (IEEE division, round to nearest even, clamp in the same operand order,
-// exact conversion of the clamped integer), so the ISA level never changes a byte.
-template <class Q>
-__attribute__((target("avx2"))) void quantize_span_avx2(const float* x, Q* y, size_t n, float scale, float zp) {
-  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), lo = _mm256_set1_ps(q_lo<Q>()),
-               hi = _mm256_set1_ps(q_hi<Q>());
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
-    const __m256i q = _mm256_cvtps_epi32(v);
-    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    w = std::is_signed_v<Q> ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), w);
-  }
-  quantize_span_sse(x + i, y + i, n - i, scale, zp);
-}
-
-template <class Q>
-__attribute__((target("avx512f,avx512bw"))) void quantize_span_avx512(const float* x, Q* y, size_t n, float scale,
-                                                                       float zp) {
-  const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), lo = _mm512_set1_ps(q_lo<Q>()),
-               hi = _mm512_set1_ps(q_hi<Q>());
-  // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
-  // reports as maybe-uninitialized outside an AVX-512 translation unit.
-  constexpr __mmask16 all = 0xFFFF;
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 d = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
-    __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_add_ps(v, z);
-    v = _mm512_mask_max_ps(v, all, v, lo);
-    v = _mm512_mask_min_ps(v, all, v, hi);
-    const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
-    const __m128i b = std::is_signed_v<Q> ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
-                                          : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
-  }
-  quantize_span_sse(x + i, y + i, n - i, scale, zp);
-}
+// QuantizeLinear's float -> 8-bit step, shared with the int8 kernels that quantize their input
+// while packing it (simd/int8_gemm.h: a DynamicQuantizeLinear fused into its readers must give
+// the bytes this op gives).
+using simd::saturate_round;
 
 template <class Q>
 void quantize_span(const float* x, Q* y, size_t n, float scale, float zp) {
-  switch (simd::active_isa_level()) {
-    case simd::Isa::Avx512: return quantize_span_avx512(x, y, n, scale, zp);
-    case simd::Isa::Avx2: return quantize_span_avx2(x, y, n, scale, zp);
-    case simd::Isa::Sse: break;
-  }
-  quantize_span_sse(x, y, n, scale, zp);
+  simd::quantize_span(x, y, n, scale, zp);
 }
 
 template <class Q>
@@ -335,15 +253,45 @@ void dynamic_quantize(OpContext& c) {
   const float scale = params.first;
   const uint8_t zp = params.second;
   Tensor& y = c.output(0, DType::Uint8, x.shape);
-  if (scale == 0) {
-    std::fill_n(y.ptr<uint8_t>(), n, zp);
-  } else {
-    simd::parallel_chunks(n, 1 << 16, [&](size_t b, size_t e) {
-      quantize_span<uint8_t>(x.ptr<float>() + b, y.ptr<uint8_t>() + b, e - b, scale, static_cast<float>(zp));
-    });
-  }
+  simd::parallel_chunks(n, 1 << 16, [&](size_t b, size_t e) {
+    simd::dynamic_quantize_span(x.ptr<float>() + b, y.ptr<uint8_t>() + b, e - b, scale, zp);
+  });
   c.output(1, DType::Float, {}).ptr<float>()[0] = scale;
   c.output(2, DType::Uint8, {}).ptr<uint8_t>()[0] = zp;
+}
+
+// The plan's DynamicQuantizeLinear whose uint8 output is read only by integer convs / matmuls
+// that quantize x themselves while packing it (dynamic_quantize_in_packing, runtime/fusions.cpp):
+// only the range pass and the scale and zero point (outputs 1 and 2); output 0 is never
+// written. ISNet's 256 -> 64 1x1 chain spent 29% of its time writing that tensor (perf).
+void dynamic_quantize_params(OpContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.dtype != DType::Float) c.error("DynamicQuantizeLinear takes float32 input");
+  const std::pair<float, uint8_t> params = dynamic_params(x.ptr<float>(), static_cast<size_t>(x.numel()));
+  c.output(1, DType::Float, {}).ptr<float>()[0] = params.first;
+  c.output(2, DType::Uint8, {}).ptr<uint8_t>()[0] = params.second;
+}
+
+// The quantization a fused reader applies to its float input (input 0): the scale from
+// kQuantScaleInput (the DynamicQuantizeLinear's output 1), the zero point from the reader's own
+// zero-point input (the op's output 2, which the fusion checks). Readers' inputs 4..6 may be
+// empty: the slot is past every fused kernel's own inputs.
+constexpr size_t kQuantScaleInput = 7;
+
+struct InputQuant {
+  float scale;
+  uint8_t zero;
+};
+
+// nullopt when input 0 is 8-bit (the op as written); else the quantization, checked.
+std::optional<InputQuant> input_quant(const OpContext& c, bool quantizing, const Tensor* zp) {
+  if (!quantizing) return std::nullopt;
+  const Tensor& x = c.input(0);
+  const Tensor& s = c.input(kQuantScaleInput);
+  if (x.dtype != DType::Float || s.dtype != DType::Float || s.numel() != 1 || !zp || zp->dtype != DType::Uint8 ||
+      zp->numel() != 1)
+    c.error("internal: the fused DynamicQuantizeLinear's input, scale or zero point has the wrong type");
+  return InputQuant{s.ptr<float>()[0], zp->ptr<uint8_t>()[0]};
 }
 
 // ---- integer matmul ----------------------------------------------------------------------
@@ -413,11 +361,23 @@ Shape matmul_out_shape(const OpContext& c, const Shape& as0, const Shape& bs0) {
   return batch;
 }
 
-// y (int32, shape matmul_out_shape) = (A - za) x (B - zb).
-void int_matmul(const OpContext& c, const Tensor& a, const Tensor* az, const Tensor& b, const Tensor* bz,
-                const PackedWeights* packed, int32_t* y) {
-  if (!is_8bit(a.dtype) || !is_8bit(b.dtype)) c.error("A and B must be int8 or uint8");
-  if (az && az->numel() && az->dtype != a.dtype) c.error("a_zero_point's type differs from A's");
+// y (int32, shape matmul_out_shape) = (A - za) x (B - zb). aq: A is float, quantized to uint8
+// with (aq->scale, aq->zero) as it is packed (az is then that zero point).
+// rq (QLinearMatMul): the product requantized in gemm8's store into rq->y instead, when B is
+// shared by every row and A's zero point is one value; returns false (nothing written) otherwise.
+bool int_matmul(const OpContext& c, const Tensor& a0, const Tensor* az, const Tensor& b, const Tensor* bz,
+                const PackedWeights* packed, int32_t* y, std::optional<InputQuant> aq = std::nullopt,
+                const simd::Gemm8Requant* rq = nullptr) {
+  const Tensor* ap = &a0;
+  Tensor a_q;  // aq on a path that does not quantize while packing: A quantized here first
+  if (aq && !(packed || b.rank() <= 2)) {
+    a_q = Tensor::alloc(DType::Uint8, a0.shape);
+    simd::dynamic_quantize_span(a0.ptr<float>(), a_q.ptr<uint8_t>(), static_cast<size_t>(a0.numel()), aq->scale, aq->zero);
+    ap = &a_q, aq.reset();
+  }
+  const Tensor& a = *ap;
+  if ((!aq && !is_8bit(a.dtype)) || !is_8bit(b.dtype)) c.error("A and B must be int8 or uint8");
+  if (!aq && az && az->numel() && az->dtype != a.dtype) c.error("a_zero_point's type differs from A's");
   if (bz && bz->numel() && bz->dtype != b.dtype) c.error("b_zero_point's type differs from B's");
   Shape as = a.shape, bs = b.shape;
   const bool a1 = as.size() == 1;
@@ -435,18 +395,29 @@ void int_matmul(const OpContext& c, const Tensor& a, const Tensor* az, const Ten
       local = simd::pack_b8(false, static_cast<size_t>(K), static_cast<size_t>(N), b.data, static_cast<size_t>(N),
                             b_signed, zb.data(), zb.size());
     const simd::PackedB8& pb = packed ? packed->groups[0] : local;
+    const auto rows = static_cast<size_t>(a.numel() / std::max<int64_t>(K, 1));
+    if (aq) {
+      simd::gemm8_quantizing(rows, a.ptr<float>(), static_cast<size_t>(K), aq->scale, aq->zero, pb, y,
+                             static_cast<size_t>(N));
+      return true;
+    }
+    if (rq) {
+      if (az && az->numel() > 1) return false;
+      simd::gemm8_requantize(rows, a.data, static_cast<size_t>(K), a_signed, zero_point_at(az, 0), pb, *rq);
+      return true;
+    }
     if (az && az->numel() > 1) {
       // Per-row A zero points (the spec allows them for 2-D A): one row at a time.
       if (as.size() != 2 || az->numel() != M) c.error("a_zero_point must have 1 or M elements");
       for (int64_t m = 0; m < M; ++m)
         simd::gemm8(1, reinterpret_cast<const uint8_t*>(a.data) + m * K, static_cast<size_t>(K), a_signed,
                     zero_point_at(az, m), pb, y + m * N, static_cast<size_t>(N));
-      return;
+      return true;
     }
-    simd::gemm8(static_cast<size_t>(a.numel() / std::max<int64_t>(K, 1)), a.data, static_cast<size_t>(K), a_signed,
-                zero_point_at(az, 0), pb, y, static_cast<size_t>(N));
-    return;
+    simd::gemm8(rows, a.data, static_cast<size_t>(K), a_signed, zero_point_at(az, 0), pb, y, static_cast<size_t>(N));
+    return true;
   }
+  if (rq) return false;
   if (az && az->numel() > 1) c.error("a_zero_point must be a scalar when B has batch dimensions");
   const int32_t za = zero_point_at(az, 0);
   Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
@@ -459,16 +430,20 @@ void int_matmul(const OpContext& c, const Tensor& a, const Tensor* az, const Ten
                           simd::gemm8(static_cast<size_t>(M), reinterpret_cast<const uint8_t*>(a.data) + o[0] * M * K,
                                       static_cast<size_t>(K), a_signed, za, pb, y + bi * M * N, static_cast<size_t>(N));
                         });
+  return true;
 }
 
 const PackedWeights* packed_state(const OpContext& c) { return static_cast<const PackedWeights*>(c.state); }
 
-void matmul_integer(OpContext& c) {
+void matmul_integer_body(OpContext& c, bool quantizing) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
   Tensor& y = c.output(0, DType::Int32, matmul_out_shape(c, a.shape, b.shape));
-  int_matmul(c, a, c.in(2), b, c.in(3), packed_state(c), y.ptr<int32_t>());
+  int_matmul(c, a, c.in(2), b, c.in(3), packed_state(c), y.ptr<int32_t>(), input_quant(c, quantizing, c.in(2)));
 }
+
+void matmul_integer(OpContext& c) { matmul_integer_body(c, false); }
+void matmul_integer_quantizing(OpContext& c) { matmul_integer_body(c, true); }
 
 // Requantization of int32 sums: y = saturate(round(acc * mult[col]) + zp), mult per column.
 template <class Q>
@@ -490,25 +465,32 @@ std::vector<float> multipliers(const OpContext& c, const Tensor& as, const Tenso
   return m;
 }
 
+// QLinearMatMul: with B shared by every row (a constant weight, or any 2-D B) gemm8 requantizes
+// in its store (simd::gemm8_requantize: no int32 product in memory, as QLinearConv); batched B
+// and per-row A zero points go through the int32 product and requantize().
 void qlinear_matmul(OpContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(3);
   const Tensor* yz = c.in(7);
   const Shape ys = matmul_out_shape(c, a.shape, b.shape);
   const int64_t N = b.rank() == 1 ? 1 : b.shape.back();
-  std::vector<int32_t> acc(static_cast<size_t>(numel(ys)));
-  int_matmul(c, a, c.in(2), b, c.in(5), packed_state(c), acc.data());
   const std::vector<float> mult = multipliers(c, c.input(1), c.input(4), &c.input(6), N);
   const DType to = yz ? yz->dtype : DType::Uint8;
+  if (to != DType::Uint8 && to != DType::Int8) c.error("y_zero_point must be int8 or uint8");
+  if (yz && yz->numel() > 1) c.error("y_zero_point must be a scalar (per-row output quantization is not supported)");
   Tensor& y = c.output(0, to, ys);
-  const size_t rows = acc.size() / static_cast<size_t>(std::max<int64_t>(N, 1));
   const float z = static_cast<float>(zero_point_at(yz, 0));
+  simd::Gemm8Requant rq;
+  rq.y = y.data, rq.ldy = static_cast<size_t>(N), rq.y_signed = to == DType::Int8, rq.zero = z;
+  rq.mult = mult.data(), rq.mult_count = mult.size();
+  if (int_matmul(c, a, c.in(2), b, c.in(5), packed_state(c), nullptr, std::nullopt, &rq)) return;
+  std::vector<int32_t> acc(static_cast<size_t>(numel(ys)));
+  int_matmul(c, a, c.in(2), b, c.in(5), packed_state(c), acc.data());
+  const size_t rows = acc.size() / static_cast<size_t>(std::max<int64_t>(N, 1));
   if (to == DType::Uint8)
     requantize(acc.data(), y.ptr<uint8_t>(), rows, static_cast<size_t>(N), mult.data(), mult.size() > 1, z);
-  else if (to == DType::Int8)
-    requantize(acc.data(), y.ptr<int8_t>(), rows, static_cast<size_t>(N), mult.data(), mult.size() > 1, z);
   else
-    c.error("y_zero_point must be int8 or uint8");
+    requantize(acc.data(), y.ptr<int8_t>(), rows, static_cast<size_t>(N), mult.data(), mult.size() > 1, z);
 }
 
 std::shared_ptr<const void> prepare_qlinear_matmul(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
@@ -519,13 +501,14 @@ std::shared_ptr<const void> prepare_qlinear_matmul(const Graph& g, NodeId n, std
 // float(A x B) * a_scale * b_scale (+ bias), what ONNX Runtime fuses DynamicQuantizeLinear ->
 // MatMulInteger -> Cast -> Mul into.
 void integer_product_to_float(OpContext& c, const Tensor& a, const Tensor* az, float a_scale, const Tensor& b,
-                              const Tensor* bz, const Tensor& b_scale, const Tensor* bias) {
+                              const Tensor* bz, const Tensor& b_scale, const Tensor* bias,
+                              std::optional<InputQuant> aq = std::nullopt) {
   const Shape ys = matmul_out_shape(c, a.shape, b.shape);
   const int64_t N = b.rank() == 1 ? 1 : b.shape.back();
   Tensor& y = c.output(0, DType::Float, ys);
   // The int32 product goes to y's bytes and is converted in place (same size, element by element).
   auto* acc = reinterpret_cast<int32_t*>(y.data);
-  int_matmul(c, a, az, b, bz, packed_state(c), acc);
+  int_matmul(c, a, az, b, bz, packed_state(c), acc, aq);
   if (b_scale.numel() != 1 && b_scale.numel() != N) c.error("b_scale must have 1 or N elements");
   if (bias && bias->numel() != N) c.error("bias must have N elements");
   std::vector<float> mult(static_cast<size_t>(b_scale.numel()));
@@ -547,10 +530,13 @@ void integer_product_to_float(OpContext& c, const Tensor& a, const Tensor* az, f
   });
 }
 
-void matmul_integer_to_float(OpContext& c) {
+void matmul_integer_to_float_body(OpContext& c, bool quantizing) {
   integer_product_to_float(c, c.input(0), c.in(4), static_cast<float>(c.input(2).get_f64(0)), c.input(1), c.in(5),
-                           c.input(3), c.in(6));
+                           c.input(3), c.in(6), input_quant(c, quantizing, c.in(4)));
 }
+
+void matmul_integer_to_float(OpContext& c) { matmul_integer_to_float_body(c, false); }
+void matmul_integer_to_float_quantizing(OpContext& c) { matmul_integer_to_float_body(c, true); }
 
 std::shared_ptr<const void> prepare_matmul_integer_to_float(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_matmul_b(g, n, in, 1, 5);
@@ -562,19 +548,11 @@ void dynamic_quantize_matmul(OpContext& c) {
   const Tensor& x = c.input(0);
   if (x.dtype != DType::Float) c.error("A must be float32");
   const std::pair<float, uint8_t> params = dynamic_params(x.ptr<float>(), static_cast<size_t>(x.numel()));
-  const float scale = params.first;  // not a structured binding: captured below (clang 14)
-  const uint8_t zp = params.second;
-  Tensor q = Tensor::alloc(DType::Uint8, x.shape);
-  const size_t n = static_cast<size_t>(x.numel());
-  if (scale == 0)
-    std::fill_n(q.ptr<uint8_t>(), n, zp);
-  else
-    simd::parallel_chunks(n, 1 << 16, [&](size_t b, size_t e) {
-      quantize_span<uint8_t>(x.ptr<float>() + b, q.ptr<uint8_t>() + b, e - b, scale, static_cast<float>(zp));
-    });
-  uint8_t zpv = zp;
+  // A quantized as it is packed (no uint8 copy of A).
+  uint8_t zpv = params.second;
   const Tensor az = Tensor::view(DType::Uint8, {}, &zpv);
-  integer_product_to_float(c, q, &az, scale, c.input(1), c.in(3), c.input(2), c.in(4));
+  integer_product_to_float(c, x, &az, params.first, c.input(1), c.in(3), c.input(2), c.in(4),
+                           InputQuant{params.first, params.second});
 }
 
 std::shared_ptr<const void> prepare_dynamic_quantize_matmul(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
@@ -639,15 +617,16 @@ struct ConvRun {
 // acc) its int32 sums row by row. The gathering path strided and 3-D convs took before (im2col
 // chunks into gemm8 and an int32 tile per chunk) is gone: at stride 2 the phase split of
 // conv8_nd is one pass over the input, where the gathering copied it K / C times.
+// xq: x is float, quantized to uint8 as it is packed (a fused DynamicQuantizeLinear).
 template <class Emit, class Direct>
 void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit,
-               Direct&& direct) {
+               Direct&& direct, std::optional<InputQuant> xq = std::nullopt) {
   const Tensor& x = c.input(s.x);
   const Tensor& w = c.input(s.w);
-  if (!is_8bit(x.dtype) || !is_8bit(w.dtype)) c.error("x and w must be int8 or uint8");
+  if ((!xq && !is_8bit(x.dtype)) || !is_8bit(w.dtype)) c.error("x and w must be int8 or uint8");
   const Tensor* xz = c.in(s.x_zp);
   if (xz && xz->numel() > 1) c.error("x_zero_point must be a scalar (per-tensor)");
-  if (xz && xz->numel() && xz->dtype != x.dtype) c.error("x_zero_point's type differs from x's");
+  if (!xq && xz && xz->numel() && xz->dtype != x.dtype) c.error("x_zero_point's type differs from x's");
   cr.geo = conv_geometry(c, x.shape, w.shape, false);
   const ConvGeometry& g = cr.geo;
   cr.N = x.shape[0], cr.C = x.shape[1], cr.M = w.shape[0], cr.group = c.attr_i("group", 1);
@@ -673,9 +652,10 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
   const std::vector<int32_t> wz = zero_points(c.in(s.w_zp));
   if (!wz.empty() && wz.size() != 1 && static_cast<int64_t>(wz.size()) != cr.M)
     c.error("w_zero_point must have 1 or M elements");
-  const bool x_signed = x.dtype == DType::Int8;
+  const bool x_signed = !xq && x.dtype == DType::Int8;
   const int32_t xzv = zero_point_at(xz, 0);
   const auto* xb = reinterpret_cast<const uint8_t*>(x.data);
+  const float* xf = xq ? x.ptr<float>() : nullptr;
   // 3-D view of the geometry (missing leading dims are 1).
   auto dim3 = [&](const std::array<int64_t, 3>& a, int64_t fill) {
     return std::array<int64_t, 3>{g.rank == 3 ? a[0] : fill, g.rank >= 2 ? a[static_cast<size_t>(g.rank - 2)] : fill,
@@ -700,10 +680,24 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
     };
     const simd::Conv8Shape shape{static_cast<size_t>(cr.Cg), u3(I), u3(KS), u3(PB), u3(PE), u3(DL), u3(ST)};
     for (int64_t n = 0; n < cr.N; ++n)
-      for (int64_t gi = 0; gi < cr.group; ++gi)
-        simd::conv8_nd(shape, xb + (n * cr.C + gi * cr.Cg) * cr.in_sp, x_signed, xzv,
-                       packed->direct[static_cast<size_t>(gi)], direct(n, gi));
+      for (int64_t gi = 0; gi < cr.group; ++gi) {
+        const int64_t at = (n * cr.C + gi * cr.Cg) * cr.in_sp;
+        if (xq)
+          simd::conv8_nd_quantizing(shape, xf + at, xq->scale, xq->zero, packed->direct[static_cast<size_t>(gi)],
+                                    direct(n, gi));
+        else
+          simd::conv8_nd(shape, xb + at, x_signed, xzv, packed->direct[static_cast<size_t>(gi)], direct(n, gi));
+      }
     return;
+  }
+  // A depthwise conv reads each element a few times from its row loop: x quantized once first.
+  std::vector<uint8_t> x_q;
+  if (xq) {
+    x_q.resize(static_cast<size_t>(x.numel()));
+    simd::parallel_chunks(x_q.size(), 1 << 16, [&](size_t b, size_t e) {
+      simd::dynamic_quantize_span(xf + b, x_q.data() + b, e - b, xq->scale, xq->zero);
+    });
+    xb = x_q.data();
   }
   if (!packed || packed->depthwise.empty()) {
     local.depthwise = depthwise_weights(w, wz);
@@ -771,7 +765,7 @@ Shape conv_shape(const OpContext& c, const Tensor& x, const Tensor& w) {
   return s;
 }
 
-void conv_integer(OpContext& c) {
+void conv_integer_body(OpContext& c, bool quantizing) {
   ConvRun cr;
   Tensor* y = &c.output(0, DType::Int32, conv_shape(c, c.input(0), c.input(1)));
   int32_t* yp = y->ptr<int32_t>();
@@ -783,8 +777,13 @@ void conv_integer(OpContext& c) {
               simd::Conv8Output o;
               o.i32 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
               return o;
-            });
+            },
+            input_quant(c, quantizing, c.in(2)));
 }
+
+void conv_integer(OpContext& c) { conv_integer_body(c, false); }
+// The plan's ConvInteger reading a DynamicQuantizeLinear's float input (kQuantScaleInput).
+void conv_integer_quantizing(OpContext& c) { conv_integer_body(c, true); }
 
 std::shared_ptr<const void> prepare_conv_integer(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_conv(g, n, in, kConvInteger);
@@ -796,7 +795,7 @@ std::shared_ptr<const void> prepare_conv_integer(const Graph& g, NodeId n, std::
 // float. Unfused, the int32 tensor is written, read by Cast, written as float, read and written
 // again by Mul, Add and Relu. Relu and Clip run in the store (simd::Conv8Output, bit for bit
 // simd::unary's); another fused activation (or any after a depthwise conv) runs over the output.
-void conv_integer_to_float(OpContext& c) {
+void conv_integer_to_float_body(OpContext& c, bool quantizing) {
   ConvRun cr;
   const Tensor& w = c.input(1);
   const int64_t M = w.shape.empty() ? 0 : w.shape[0];
@@ -835,9 +834,13 @@ void conv_integer_to_float(OpContext& c) {
         if (bias) o.bias = bv.data() + gi * cr.Mg, o.bias_count = static_cast<size_t>(M);
         if (act_in_store) o.act = act, stored_act = true;
         return o;
-      });
+      },
+      input_quant(c, quantizing, c.in(2)));
   if (act.op != simd::UnaryOp::Identity && !stored_act) simd::unary(act, yp, yp, static_cast<size_t>(y.numel()));
 }
+
+void conv_integer_to_float(OpContext& c) { conv_integer_to_float_body(c, false); }
+void conv_integer_to_float_quantizing(OpContext& c) { conv_integer_to_float_body(c, true); }
 std::shared_ptr<const void> prepare_qlinear_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   return prepare_conv(g, n, in, kQLinearConv);
 }
@@ -912,6 +915,38 @@ void dequantize_8bit(DType q, const void* x, float* y, size_t n, float scale, in
   if (q == DType::Int8) return dequantize_span(static_cast<const int8_t*>(x), y, n, scale, zp);
   fail("dequantize_8bit: not an 8-bit type");
 }
+
+const KernelDef& dynamic_quantize_params_kernel() {
+  static const KernelDef def{.run = dynamic_quantize_params};
+  return def;
+}
+
+const KernelDef* quantizing_variant(const KernelDef& k) {
+  static const KernelDef conv{.run = conv_integer_quantizing,
+                              .float_compute = false,
+                              .prepare = prepare_conv_integer,
+                              .prepared_inputs = 1u << 1};
+  static const KernelDef conv_f{.run = conv_integer_to_float_quantizing,
+                                .float_compute = false,
+                                .fuses_activation = true,
+                                .prepare = prepare_conv_integer,
+                                .prepared_inputs = 1u << 1};
+  static const KernelDef mm{.run = matmul_integer_quantizing,
+                            .float_compute = false,
+                            .prepare = prepare_matmul_integer,
+                            .prepared_inputs = 1u << 1};
+  static const KernelDef mm_f{.run = matmul_integer_to_float_quantizing,
+                              .fuses_activation = true,
+                              .prepare = prepare_matmul_integer_to_float,
+                              .prepared_inputs = 1u << 1};
+  if (k.run == conv_integer) return &conv;
+  if (k.run == conv_integer_to_float) return &conv_f;
+  if (k.run == matmul_integer) return &mm;
+  if (k.run == matmul_integer_to_float) return &mm_f;
+  return nullptr;
+}
+
+size_t quantizing_scale_input() { return kQuantScaleInput; }
 
 void register_quant(Registry& r) {
   r.add("", "DequantizeLinear", {.run = dequantize, .float_compute = false});

@@ -569,9 +569,9 @@ TEST(QuantOps, IntegerDequantizeFusionMatchesTheGraph) {
   at_every_isa([&] {
     for (bool u8 : {true, false})
       for (bool pc : {false, true}) {
-        EXPECT_EQ(run_dequant({true, pc, u8, 1, pc ? std::vector<int64_t>{9, 1, 1} : std::vector<int64_t>{}}), 2u);
-        EXPECT_EQ(run_dequant({true, pc, u8, 1, pc ? std::vector<int64_t>{1, 9, 1, 1} : std::vector<int64_t>{1}}), 2u);
-        EXPECT_EQ(run_dequant({false, pc, u8, 1, pc ? std::vector<int64_t>{19} : std::vector<int64_t>{}}), 2u);
+        EXPECT_EQ(run_dequant({true, pc, u8, 1, pc ? std::vector<int64_t>{9, 1, 1} : std::vector<int64_t>{}}), 3u);
+        EXPECT_EQ(run_dequant({true, pc, u8, 1, pc ? std::vector<int64_t>{1, 9, 1, 1} : std::vector<int64_t>{1}}), 3u);
+        EXPECT_EQ(run_dequant({false, pc, u8, 1, pc ? std::vector<int64_t>{19} : std::vector<int64_t>{}}), 3u);
       }
   });
 }
@@ -588,25 +588,25 @@ TEST(QuantOps, IntegerDequantizeFusionTakesBiasAndActivation) {
         DequantCase c{true, true, u8, 1, {9, 1, 1}};
         c.stride = stride;
         c.bias_shape = {9, 1, 1};
-        EXPECT_EQ(run_dequant(c), 3u);
+        EXPECT_EQ(run_dequant(c), 4u);
         c.act = "Relu";
-        EXPECT_EQ(run_dequant(c), 4u);
+        EXPECT_EQ(run_dequant(c), 5u);
         c.bias_reshaped = true, c.bias_first = true, c.act = "Clip";
-        EXPECT_EQ(run_dequant(c), 4u);
+        EXPECT_EQ(run_dequant(c), 5u);
         c.bias_shape = {1, 9, 1, 1}, c.bias_reshaped = false, c.act = "Sigmoid";
-        EXPECT_EQ(run_dequant(c), 4u);
+        EXPECT_EQ(run_dequant(c), 5u);
         c.bias_shape = {1}, c.act = "Relu";  // one value for every channel
-        EXPECT_EQ(run_dequant(c), 4u);
+        EXPECT_EQ(run_dequant(c), 5u);
       }
     DequantCase pw{true, false, true, 1, {}};
     pw.pointwise = true, pw.bias_shape = {9, 1, 1}, pw.act = "Relu";
-    EXPECT_EQ(run_dequant(pw), 4u);
+    EXPECT_EQ(run_dequant(pw), 5u);
     for (bool u8 : {true, false}) {
       DequantCase m{false, true, u8, 1, {19}};
       m.bias_shape = {19};
-      EXPECT_EQ(run_dequant(m), 3u);
-      m.act = "Relu", m.bias_first = true;
       EXPECT_EQ(run_dequant(m), 4u);
+      m.act = "Relu", m.bias_first = true;
+      EXPECT_EQ(run_dequant(m), 5u);
     }
   });
 }
@@ -616,23 +616,23 @@ TEST(QuantOps, IntegerDequantizeFusionTakesBiasAndActivation) {
 TEST(QuantOps, IntegerDequantizeBiasRefusals) {
   DequantCase c{true, false, true, 1, {}};
   c.bias_shape = {11};
-  EXPECT_EQ(run_dequant(c), 2u);
+  EXPECT_EQ(run_dequant(c), 3u);
   c.bias_shape = {9, 1, 1}, c.bias_input = true;
-  EXPECT_EQ(run_dequant(c), 2u);
+  EXPECT_EQ(run_dequant(c), 3u);
   DequantCase m{false, false, true, 1, {}};
   m.bias_shape = {1, 19};
-  EXPECT_EQ(run_dequant(m), 2u);
+  EXPECT_EQ(run_dequant(m), 3u);
 }
 
 // Must not fuse: a Cast to double, a scale along another axis, a 2-D per-column scale on a
 // MatMul (its rank could change the output's), the integer output read twice. The graph's
 // result either way.
 TEST(QuantOps, IntegerDequantizeFusionRefusals) {
-  EXPECT_EQ(run_dequant({true, false, true, 11, {}}), 0u);
-  EXPECT_EQ(run_dequant({true, true, true, 1, {11}}), 0u);  // along the output's width, not its channels
-  EXPECT_EQ(run_dequant({false, true, true, 1, {1, 19}}), 0u);
-  EXPECT_EQ(run_dequant({true, false, true, 1, {}, true}), 0u);
-  EXPECT_EQ(run_dequant({false, false, false, 1, {}, true}), 0u);
+  EXPECT_EQ(run_dequant({true, false, true, 11, {}}), 1u);
+  EXPECT_EQ(run_dequant({true, true, true, 1, {11}}), 1u);  // along the output's width, not its channels
+  EXPECT_EQ(run_dequant({false, true, true, 1, {1, 19}}), 1u);
+  EXPECT_EQ(run_dequant({true, false, true, 1, {}, true}), 1u);
+  EXPECT_EQ(run_dequant({false, false, false, 1, {}, true}), 1u);
 }
 
 // QuantizeLinear and DynamicQuantizeLinear over a long span (the 16- and 8-wide loops plus their
@@ -712,4 +712,220 @@ TEST(QuantOps, DynamicQuantizeLinearRangeAtEveryIsaLevel) {
       });
     }
   }
+}
+
+namespace {
+
+// Float inputs for DynamicQuantizeLinear: 0 normal, 1 with NaN and +-inf (an infinite range: the
+// scale is inf, every finite element quantizes to the zero point's side), 2 all equal, 3 all zero
+// (scale 0: the zero point everywhere).
+std::vector<float> dq_input(int64_t n, int kind) {
+  std::normal_distribution<float> nd(0.2f, 3.f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = kind == 2 ? -2.5f : kind == 3 ? 0.f : nd(rng);
+    if (kind == 1 && i % 13 == 4) x[i] = std::numeric_limits<float>::quiet_NaN();
+    if (kind == 1 && i % 31 == 7) x[i] = i % 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  }
+  return x;
+}
+
+// Runs g fused and unfused on `ins`, checks every output equal byte for byte, returns the fused
+// session's fused_count.
+size_t fused_equals_plain(const Model& m, const std::vector<rt::Tensor>& ins) {
+  rt::Session fused(m);
+  rt::SessionOptions off;
+  off.fuse_activations = false;
+  rt::Session plain(m, off);
+  const auto a = fused.run(ins), e = plain.run(ins);
+  EXPECT_EQ(a.size(), e.size());
+  for (size_t i = 0; i < std::min(a.size(), e.size()); ++i) {
+    EXPECT_EQ(a[i].shape, e[i].shape) << "output " << i;
+    EXPECT_EQ(a[i].dtype, e[i].dtype) << "output " << i;
+    EXPECT_EQ(a[i].bytes(), e[i].bytes()) << "output " << i;
+    EXPECT_EQ(std::memcmp(a[i].data, e[i].data, std::min(a[i].bytes(), e[i].bytes())), 0)
+        << "fused and unfused output " << i << " differ";
+  }
+  return fused.fused_count();
+}
+
+}  // namespace
+
+// DynamicQuantizeLinear -> ConvInteger with the uint8 tensor never written (the conv quantizes x
+// while packing it): the int32 output equals the graph's byte for byte on every conv family
+// (1-D to 3-D, padding, strides, dilations, groups, depthwise, 1x1 and unpadded 3x3), for normal,
+// NaN/inf, all-equal and all-zero inputs, at every ISA level; the fusion is counted once.
+TEST(QuantOps, DynamicQuantizeFusedIntoConvInteger) {
+  const std::vector<ConvCase> cases = {
+      {{1, 3, 7, 9}, {8, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {{2, 4, 11, 10}, {6, 2, 3, 2}, {2, 1}, {2, 1}, {0, 2, 1, 0}, 2},  // groups, dilation, uneven pads
+      {{1, 16, 5, 5}, {40, 16, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},    // pointwise: quantized per block
+      {{2, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},    // pointwise, two images
+      {{1, 5, 9, 8}, {7, 5, 3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},       // unpadded 3x3: quantized once
+      {{1, 5, 20}, {7, 5, 4}, {3}, {2}, {2, 1}},                         // 1-D
+      {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},     // depthwise
+      {{1, 3, 13, 11}, {5, 3, 3, 3}, {1, 1}, {4, 4}, {4, 4, 4, 4}},     // ISNet's dilated 3x3
+      {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},     // stride 2, uneven pads
+      {{1, 8, 14, 14}, {12, 8, 1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},    // strided 1x1
+      {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, {1, 2, 1}, {2, 1, 1}, {1, 0, 1, 0, 1, 0}},  // 3-D
+  };
+  at_every_isa([&] {
+    for (const ConvCase& cc : cases)
+      for (DType tw : {DType::Int8, DType::Uint8})
+        for (int kind = 0; kind < 4; ++kind) {
+          int64_t nx = 1, nw = 1;
+          for (int64_t d : cc.x_shape) nx *= d;
+          for (int64_t d : cc.w_shape) nw *= d;
+          const bool per_channel = kind % 2 == 1;
+          std::vector<uint8_t> wz(per_channel ? static_cast<size_t>(cc.w_shape[0]) : 1);
+          for (auto& z : wz) z = random_zp(tw);
+          GraphBuilder g(11);
+          ValueId X = g.input("x", cc.x_shape);
+          auto q = g.node_n("DynamicQuantizeLinear", {X}, {}, 3);
+          ValueId W = g.init<uint8_t>("w", cc.w_shape, random_bytes(static_cast<size_t>(nw)), tw);
+          ValueId WZ = g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{cc.w_shape[0]} : std::vector<int64_t>{},
+                                       wz, tw);
+          g.outputs({g.node("ConvInteger", {q[0], W, q[2], WZ},
+                            {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
+                             NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
+          SCOPED_TRACE("x" + rt::shape_str(cc.x_shape) + " kind " + std::to_string(kind));
+          EXPECT_EQ(fused_equals_plain(g.model(), {make<float>(DType::Float, cc.x_shape, dq_input(nx, kind))}), 1u);
+        }
+  });
+}
+
+// The MatMulInteger side: bare (int32 out) with 2-D and 3-D A, a constant B and a B given at run
+// time (2-D; and batched 3-D, where A is quantized first); one DynamicQuantizeLinear read by
+// three projections each dequantized, biased and (one) activated as quantize_dynamic writes BERT's
+// Q, K, V (not fused: each reader would quantize again); every input kind, at every ISA level.
+TEST(QuantOps, DynamicQuantizeFusedIntoMatMulInteger) {
+  at_every_isa([&] {
+    for (int kind = 0; kind < 4; ++kind) {
+      SCOPED_TRACE("kind " + std::to_string(kind));
+      for (const std::vector<int64_t>& as : {std::vector<int64_t>{9, 70}, std::vector<int64_t>{2, 7, 37}}) {
+        const int64_t K = as.back(), N = 21;
+        int64_t na = 1;
+        for (int64_t d : as) na *= d;
+        for (int b_kind = 0; b_kind < 3; ++b_kind) {  // constant, run-time 2-D, run-time batched
+          GraphBuilder g(11);
+          ValueId A = g.input("a", as);
+          auto q = g.node_n("DynamicQuantizeLinear", {A}, {}, 3);
+          const std::vector<int64_t> bs = b_kind == 2 ? std::vector<int64_t>{as.size() == 3 ? as[0] : 1, K, N}
+                                                      : std::vector<int64_t>{K, N};
+          int64_t nb = 1;
+          for (int64_t d : bs) nb *= d;
+          const auto bv = random_bytes(static_cast<size_t>(nb));
+          ValueId B = b_kind == 0 ? g.init<uint8_t>("b", bs, bv, DType::Int8) : g.input("b", bs, DType::Int8);
+          g.outputs({g.node("MatMulInteger", {q[0], B, q[2], g.init<uint8_t>("bz", {}, {uint8_t(5)}, DType::Int8)})});
+          std::vector<rt::Tensor> ins{make<float>(DType::Float, as, dq_input(na, kind))};
+          if (b_kind) ins.push_back(bytes_tensor(DType::Int8, bs, bv));
+          EXPECT_EQ(fused_equals_plain(g.model(), ins), 1u) << "B kind " << b_kind;
+        }
+      }
+      // Q, K, V from one quantized activation.
+      const int64_t M = 2, S = 9, K = 48, N = 40;
+      GraphBuilder g(11);
+      ValueId X = g.input("x", {M, S, K});
+      auto q = g.node_n("DynamicQuantizeLinear", {X}, {}, 3);
+      std::vector<ValueId> outs;
+      std::normal_distribution<float> nd(0.f, 1.f);
+      for (int p = 0; p < 3; ++p) {
+        const std::string t = std::to_string(p);
+        std::vector<float> ws(N), bias(N);
+        for (auto& v : ws) v = std::fabs(nd(rng)) * 0.01f + 1e-3f;
+        for (auto& v : bias) v = nd(rng);
+        std::vector<uint8_t> bz(N, 0);
+        ValueId acc = g.node("MatMulInteger", {q[0], g.init<uint8_t>("b" + t, {K, N}, random_bytes(K * N), DType::Int8),
+                                               q[2], g.init<uint8_t>("bz" + t, {N}, bz, DType::Int8)});
+        ValueId f = g.node("Cast", {acc}, {NewAttr::Int("to", 1)});
+        ValueId y = g.node("Mul", {f, g.node("Mul", {q[1], g.f32("ws" + t, {N}, ws)})});
+        y = g.node("Add", {y, g.f32("bias" + t, {N}, bias)});
+        if (p == 2) y = g.node("Relu", {y});
+        outs.push_back(y);
+      }
+      g.outputs(outs);
+      // Per projection Cast, Mul, Add (+ Relu); the quantize stays a step of its own (three
+      // readers would quantize x three times).
+      EXPECT_EQ(fused_equals_plain(g.model(), {make<float>(DType::Float, {M, S, K}, dq_input(M * S * K, kind))}), 10u);
+    }
+  });
+}
+
+// Where the uint8 tensor has another reader, is a graph output, or feeds a reader with another
+// zero point, the op writes it as before (no fusion) and the result is the graph's.
+TEST(QuantOps, DynamicQuantizeFusionRefusals) {
+  const std::vector<int64_t> xs{1, 4, 6, 7}, ws{5, 4, 1, 1};
+  for (int variant = 0; variant < 3; ++variant) {
+    GraphBuilder g(11);
+    ValueId X = g.input("x", xs);
+    auto q = g.node_n("DynamicQuantizeLinear", {X}, {}, 3);
+    ValueId W = g.init<uint8_t>("w", ws, random_bytes(20), DType::Int8);
+    ValueId xz = variant == 2 ? g.init<uint8_t>("xz", {}, {uint8_t(128)}, DType::Uint8) : q[2];
+    ValueId acc = g.node("ConvInteger", {q[0], W, xz});
+    if (variant == 0) g.outputs({acc, q[0]});                                  // a graph output
+    if (variant == 1) g.outputs({acc, g.node("Cast", {q[0]}, {NewAttr::Int("to", 1)})});  // another reader
+    if (variant == 2) g.outputs({acc});                                        // another zero point
+    EXPECT_EQ(fused_equals_plain(g.model(), {make<float>(DType::Float, xs, dq_input(168, 0))}), 0u) << variant;
+  }
+}
+
+// QLinearMatMul requantizes in gemm8's store (no int32 product in memory): against the int64
+// reference requantized by the spec's rule (float32 a_scale * b_scale / y_scale, round half to
+// even, saturation), uint8 and int8 A / B / Y, per-tensor and per-column b scales and zero
+// points, 2-D and 3-D A, a constant B and a run-time (2-D and batched) one; ties and both ends
+// saturating; at every ISA level.
+TEST(QuantOps, QLinearMatMulRequantizesInTheStore) {
+  size_t ties = 0, saturated = 0;
+  at_every_isa([&] {
+    for (DType ta : {DType::Uint8, DType::Int8})
+      for (DType tb : {DType::Int8, DType::Uint8})
+        for (DType ty : {DType::Uint8, DType::Int8})
+          for (bool per_col : {false, true})
+            for (int b_kind = 0; b_kind < 3; ++b_kind) {
+              const std::vector<int64_t> as = b_kind == 2 ? std::vector<int64_t>{2, 9, 37} : std::vector<int64_t>{3, 13, 37};
+              const int64_t K = 37, N = 35, rows = as[0] * as[1];
+              const std::vector<int64_t> bs = b_kind == 2 ? std::vector<int64_t>{2, K, N} : std::vector<int64_t>{K, N};
+              const int64_t batches = b_kind == 2 ? 2 : 1;
+              auto a = random_bytes(static_cast<size_t>(rows * K)), b = random_bytes(static_cast<size_t>(batches * K * N));
+              const uint8_t az = random_zp(ta);
+              std::vector<uint8_t> bz(per_col ? static_cast<size_t>(N) : 1);
+              for (auto& z : bz) z = random_zp(tb);
+              std::vector<float> bsc(per_col ? static_cast<size_t>(N) : 1);
+              for (size_t j = 0; j < bsc.size(); ++j) bsc[j] = j % 3 == 0 ? 0.25f : j % 3 == 1 ? 0.0021f : 3.3e-4f;
+              const float a_scale = 0.5f, y_scale = 0.25f;  // multiplier 0.5 * 0.25 / 0.25: ties
+              const uint8_t yz = ty == DType::Uint8 ? (per_col ? 3 : 250) : static_cast<uint8_t>(per_col ? -100 : 100);
+              GraphBuilder g(10);
+              ValueId A = g.input("a", as, ta);
+              ValueId B = b_kind == 0 ? g.init<uint8_t>("b", bs, b, tb) : g.input("b", bs, tb);
+              g.outputs({g.node("QLinearMatMul",
+                                {A, g.f32("as", {}, {a_scale}), g.init<uint8_t>("az", {}, {az}, ta), B,
+                                 g.f32("bs", per_col ? std::vector<int64_t>{N} : std::vector<int64_t>{}, bsc),
+                                 g.init<uint8_t>("bz", per_col ? std::vector<int64_t>{N} : std::vector<int64_t>{}, bz, tb),
+                                 g.f32("ys", {}, {y_scale}), g.init<uint8_t>("yz", {}, {yz}, ty)})});
+              rt::Session s(g.model());
+              std::vector<rt::Tensor> ins{bytes_tensor(ta, as, a)};
+              if (b_kind) ins.push_back(bytes_tensor(tb, bs, b));
+              const auto y = s.run(ins)[0];
+              ASSERT_EQ(y.dtype, ty);
+              const double lo = ty == DType::Int8 ? -128 : 0, hi = ty == DType::Int8 ? 127 : 255;
+              const int64_t per_batch = rows / batches;
+              for (int64_t r = 0; r < rows; ++r)
+                for (int64_t n = 0; n < N; ++n) {
+                  const int64_t bb = b_kind == 2 ? r / per_batch : 0;
+                  int64_t acc = 0;
+                  for (int64_t k = 0; k < K; ++k)
+                    acc += (val(a, static_cast<size_t>(r * K + k), ta) - val({az}, 0, ta)) *
+                           (val(b, static_cast<size_t>(bb * K * N + k * N + n), tb) - val(bz, per_col ? static_cast<size_t>(n) : 0, tb));
+                  const float mult = a_scale * bsc[per_col ? static_cast<size_t>(n) : 0] / y_scale;
+                  const float prod = static_cast<float>(static_cast<int32_t>(acc)) * mult;
+                  ties += std::fabs(prod - std::trunc(prod)) == 0.5f;
+                  const double v = std::clamp(std::nearbyint(static_cast<double>(prod)) + static_cast<double>(val({yz}, 0, ty)), lo, hi);
+                  saturated += v == lo || v == hi;
+                  const int64_t got = ty == DType::Int8 ? y.ptr<int8_t>()[r * N + n] : y.ptr<uint8_t>()[r * N + n];
+                  ASSERT_EQ(got, static_cast<int64_t>(v)) << "b kind " << b_kind << " at " << r << "," << n;
+                }
+            }
+  });
+  EXPECT_GT(ties, 0u);
+  EXPECT_GT(saturated, 0u);
 }

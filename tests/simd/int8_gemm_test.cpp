@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <random>
 #include <vector>
@@ -266,10 +268,10 @@ ConvCase conv2d(std::size_t C, std::size_t M, std::size_t H, std::size_t W, std:
 // and across the 32-position panel (rows split between panels), K tails of every residue;
 // strides 2 and 3 (one phase for a strided 1x1, every phase for a 3x3, one for a 3x3 at
 // dilation 2, the vector deinterleave on a 70-wide row), 1-D and 3-D.
-TEST_F(Int8GemmTest, Conv8ExactAtEveryIsaLevel) {
-  std::mt19937 rng(81);
-  q8_stats = {};
-  const std::vector<ConvCase> shapes = {
+namespace {
+
+std::vector<ConvCase> conv_shapes() {
+  return {
       conv2d(3, 5, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1),
       conv2d(8, 16, 12, 40, 3, 3, 1, 1, 1, 1, 1, 1),
       conv2d(5, 9, 11, 13, 3, 3, 2, 2, 2, 2, 2, 2),
@@ -289,6 +291,14 @@ TEST_F(Int8GemmTest, Conv8ExactAtEveryIsaLevel) {
       {2, 5, {7, 8, 9}, {2, 3, 2}, {1, 0, 1}, {0, 1, 0}, {2, 1, 1}, {2, 2, 2}, false, false, false, 0},
       {5, 6, {4, 5, 6}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},  // 3-D 1x1x1
   };
+}
+
+}  // namespace
+
+TEST_F(Int8GemmTest, Conv8ExactAtEveryIsaLevel) {
+  std::mt19937 rng(81);
+  q8_stats = {};
+  const std::vector<ConvCase> shapes = conv_shapes();
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));
     for (bool xs : {false, true})
@@ -308,4 +318,192 @@ TEST_F(Int8GemmTest, Conv8ExactAtEveryIsaLevel) {
   }
   EXPECT_GT(q8_stats.ties, 0u);
   EXPECT_GT(q8_stats.saturated, 0u);
+}
+
+// ---- DynamicQuantizeLinear fused into the packing (conv8_nd_quantizing, gemm8_quantizing) -----
+
+namespace {
+
+// The spec's quantization, written independently of simd::quantize_span: float32 x / scale,
+// round half to even, + zero, saturated; NaN at the bottom (as the op gives it); scale 0 (an
+// all-zero range) gives the zero point.
+std::uint8_t spec_quantize(float x, float scale, std::uint8_t zero) {
+  if (scale == 0) return zero;
+  const float v = std::nearbyint(x / scale) + static_cast<float>(zero);
+  return std::isnan(v) ? 0 : static_cast<std::uint8_t>(std::clamp(v, 0.f, 255.f));
+}
+
+// Float inputs of a kind, with the scale / zero point DynamicQuantizeLinear would give them
+// (kind 4: half that scale, so that both ends saturate): 0 normal, 1 with NaN and +-inf, 2 all
+// equal, 3 all zero, 4 saturating.
+struct FloatInput {
+  std::vector<float> x;
+  float scale;
+  std::uint8_t zero;
+};
+
+FloatInput float_input(std::size_t n, int kind, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.3f, 2.f);
+  FloatInput f{std::vector<float>(n), 0, 0};
+  for (std::size_t i = 0; i < n; ++i) {
+    f.x[i] = kind == 2 ? 1.75f : kind == 3 ? 0.f : nd(rng);
+    if (kind == 1 && i % 17 == 3) f.x[i] = std::numeric_limits<float>::quiet_NaN();
+    if (kind == 1 && i % 29 == 5) f.x[i] = i % 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  }
+  float lo = 0, hi = 0;
+  for (float v : f.x)
+    if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  f.scale = (hi - lo) / 255.f;
+  if (kind == 4) f.scale *= 0.5f;
+  f.zero = f.scale == 0 ? 0 : saturate_round<std::uint8_t>((0.f - lo) / f.scale, 0.f);
+  return f;
+}
+
+}  // namespace
+
+// conv8_nd_quantizing(x) == conv8_nd(DynamicQuantizeLinear(x)) bit for bit, int32 and float
+// stores, on every conv shape family conv8_nd takes (1-D to 3-D, strides, dilations, padding:
+// the pad is the zero point either way; 1x1 unpadded: quantized per block of positions; other
+// unpadded: quantized once into scratch; padded or strided: per channel in the phase pass), with
+// NaN / inf / all-equal / all-zero / saturating inputs, serial and threaded, at every ISA level.
+TEST_F(Int8GemmTest, Conv8QuantizingEqualsQuantizeThenConv) {
+  std::mt19937 rng(2718);
+  std::vector<ConvCase> shapes = conv_shapes();
+  // Threaded, several blocks of positions (a 1x1 over 100x90: 9000 positions; K = 40 and 300).
+  shapes.push_back({40, 24, {1, 100, 90}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, false, true, true, 0});
+  shapes.push_back({300, 16, {1, 30, 70}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, false, true, false, 0});
+  shapes.push_back({24, 40, {1, 33, 41}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, true, 0});
+  std::uniform_int_distribution<int> byte(0, 255);
+  int levels = 0;
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    ++levels;
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      for (int kind = 0; kind < 5; ++kind) {
+        const ConvCase& c = shapes[i];
+        const bool big = i >= shapes.size() - 3;
+        if (big && kind % 2) continue;
+        const std::size_t K = c.C * c.kernel[0] * c.kernel[1] * c.kernel[2], n = c.C * c.in[0] * c.in[1] * c.in[2];
+        const FloatInput f = float_input(n, kind, rng);
+        std::vector<std::uint8_t> xq(n), w(c.M * K);
+        dynamic_quantize_span(f.x.data(), xq.data(), n, f.scale, f.zero);
+        for (std::size_t j = 0; j < n; ++j)
+          ASSERT_EQ(xq[j], spec_quantize(f.x[j], f.scale, f.zero)) << isa_name(isa) << " x=" << f.x[j];
+        for (auto& v : w) v = static_cast<std::uint8_t>(byte(rng));
+        std::vector<std::int32_t> zw(c.per_channel ? c.M : 1);
+        for (auto& z : zw) z = c.w_signed ? byte(rng) - 128 : byte(rng);
+        const PackedW8 pw = pack_w8(c.M, K, w.data(), K, c.w_signed, zw.data(), zw.size());
+        const Conv8Shape s = shape_of(c);
+        const std::size_t P = s.out(0) * s.out(1) * s.out(2);
+        const std::string what = std::string(isa_name(isa)) + " shape " + std::to_string(i) + " kind " + std::to_string(kind);
+        std::vector<std::int32_t> want(c.M * P, 7), got(c.M * P, 7);
+        Conv8Output o;
+        o.i32 = want.data(), o.ld = P;
+        conv8_nd(s, xq.data(), false, f.zero, pw, o, big);
+        o.i32 = got.data();
+        conv8_nd_quantizing(s, f.x.data(), f.scale, f.zero, pw, o, big);
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << what << " int32";
+        std::vector<float> mult(c.M), bias(c.M), wf(c.M * P, -9.f), gf(c.M * P, -9.f);
+        for (std::size_t m = 0; m < c.M; ++m) mult[m] = f.scale * 0.01f * static_cast<float>(m + 1), bias[m] = 0.1f * static_cast<float>(m);
+        Conv8Output of;
+        of.f32 = wf.data(), of.ld = P, of.mult = mult.data(), of.mult_count = c.M, of.bias = bias.data(), of.bias_count = c.M;
+        of.act = Unary::relu();
+        conv8_nd(s, xq.data(), false, f.zero, pw, of, big);
+        of.f32 = gf.data();
+        conv8_nd_quantizing(s, f.x.data(), f.scale, f.zero, pw, of, big);
+        ASSERT_EQ(std::memcmp(wf.data(), gf.data(), wf.size() * 4), 0) << what << " float";
+      }
+  }
+  EXPECT_GE(levels, 1);
+}
+
+// gemm8_quantizing(A) == gemm8(DynamicQuantizeLinear(A)) bit for bit: ragged M, N, K around the
+// tiles and cells, a strided A, per-tensor and per-column weight zero points, every input kind,
+// serial and threaded (BERT's 128 x 768 x 768), at every ISA level.
+TEST_F(Int8GemmTest, Gemm8QuantizingEqualsQuantizeThenGemm) {
+  std::mt19937 rng(3141);
+  std::uniform_int_distribution<int> byte(0, 255);
+  struct Shape {
+    std::size_t M, N, K, lda;
+  };
+  const std::vector<Shape> shapes = {{1, 1, 1, 1},    {7, 19, 37, 37},  {9, 33, 70, 75},
+                                     {17, 48, 5, 5},  {40, 70, 129, 130}, {128, 768, 768, 768}};
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (const Shape& sh : shapes)
+      for (int kind = 0; kind < 5; ++kind)
+        for (bool per_col : {false, true}) {
+          const FloatInput f = float_input(sh.M * sh.lda, kind, rng);
+          std::vector<std::uint8_t> aq(sh.M * sh.lda), b(sh.K * sh.N);
+          dynamic_quantize_span(f.x.data(), aq.data(), aq.size(), f.scale, f.zero);
+          for (auto& v : b) v = static_cast<std::uint8_t>(byte(rng));
+          std::vector<std::int32_t> zb(per_col ? sh.N : 1);
+          for (auto& z : zb) z = byte(rng) - 128;
+          const PackedB8 pb = pack_b8(false, sh.K, sh.N, b.data(), sh.N, true, zb.data(), zb.size());
+          std::vector<std::int32_t> want(sh.M * sh.N, 7), got(sh.M * sh.N, 7);
+          gemm8(sh.M, aq.data(), sh.lda, false, f.zero, pb, want.data(), sh.N);
+          gemm8_quantizing(sh.M, f.x.data(), sh.lda, f.scale, f.zero, pb, got.data(), sh.N);
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+              << isa_name(isa) << " M=" << sh.M << " N=" << sh.N << " K=" << sh.K << " kind " << kind;
+        }
+  }
+}
+
+// gemm8_requantize (QLinearMatMul's store) against the int64 reference requantized by the
+// scalar rule: saturate(round_half_even(float(acc) * mult[n]) + zero), uint8 and int8, per
+// tensor and per column, multipliers with exact ties (0.5) and both ends saturating, every
+// signedness, at every ISA level; bytes past each row's N columns untouched.
+TEST_F(Int8GemmTest, Gemm8RequantizeExactAtEveryIsaLevel) {
+  std::mt19937 rng(1618);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::size_t ties = 0, saturated = 0;
+  struct Shape {
+    std::size_t M, N, K;
+  };
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (const Shape& sh : std::vector<Shape>{{1, 1, 3}, {9, 21, 70}, {13, 35, 17}, {33, 64, 64}, {130, 100, 300}})
+      for (bool a_signed : {false, true})
+        for (bool b_signed : {false, true})
+          for (bool y_signed : {false, true})
+            for (bool per_col : {false, true}) {
+              std::vector<std::uint8_t> a(sh.M * sh.K), b(sh.K * sh.N);
+              for (auto& v : a) v = static_cast<std::uint8_t>(byte(rng));
+              for (auto& v : b) v = static_cast<std::uint8_t>(byte(rng));
+              const std::int32_t za = a_signed ? byte(rng) - 128 : byte(rng);
+              std::vector<std::int32_t> zb(per_col ? sh.N : 1);
+              for (auto& z : zb) z = b_signed ? byte(rng) - 128 : byte(rng);
+              std::vector<float> mult(per_col ? sh.N : 1);
+              for (std::size_t j = 0; j < mult.size(); ++j)
+                mult[j] = j % 4 == 0 ? 0.5f : j % 4 == 1 ? 2e-4f : j % 4 == 2 ? 0.0123f : 7.7e-5f;
+              if (!per_col) mult[0] = sh.K > 100 ? 1.3e-4f : 0.5f;
+              const float zero = y_signed ? (per_col ? -100.f : 20.f) : (per_col ? 3.f : 240.f);
+              std::vector<std::int32_t> acc(sh.M * sh.N);
+              gemm8_reference(sh.M, sh.N, sh.K, a.data(), sh.K, a_signed, za, false, b.data(), sh.N, b_signed, zb.data(),
+                              zb.size(), acc.data(), sh.N);
+              const PackedB8 pb = pack_b8(false, sh.K, sh.N, b.data(), sh.N, b_signed, zb.data(), zb.size());
+              const std::size_t ldy = sh.N + 3;
+              std::vector<std::uint8_t> y(sh.M * ldy, 0xA5);
+              Gemm8Requant rq;
+              rq.y = y.data(), rq.ldy = ldy, rq.y_signed = y_signed, rq.zero = zero;
+              rq.mult = mult.data(), rq.mult_count = mult.size();
+              gemm8_requantize(sh.M, a.data(), sh.K, a_signed, za, pb, rq);
+              const double lo = y_signed ? -128 : 0, hi = y_signed ? 127 : 255;
+              for (std::size_t m = 0; m < sh.M; ++m) {
+                for (std::size_t n = 0; n < sh.N; ++n) {
+                  volatile float prod = static_cast<float>(acc[m * sh.N + n]) * mult[per_col ? n : 0];
+                  const double r = std::nearbyint(static_cast<double>(prod));
+                  ties += std::fabs(static_cast<double>(prod) - std::trunc(static_cast<double>(prod))) == 0.5;
+                  const double v = std::clamp(r + zero, lo, hi);
+                  saturated += v == lo || v == hi;
+                  const int got = y_signed ? static_cast<std::int8_t>(y[m * ldy + n]) : y[m * ldy + n];
+                  ASSERT_EQ(got, static_cast<int>(v)) << isa_name(isa) << " M=" << sh.M << " N=" << sh.N << " K=" << sh.K
+                                                      << " at " << m << "," << n;
+                }
+                for (std::size_t n = sh.N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], 0xA5) << "wrote past row " << m;
+              }
+            }
+  }
+  EXPECT_GT(ties, 0u);
+  EXPECT_GT(saturated, 0u);
 }
