@@ -96,6 +96,22 @@ void quantize_to(OpContext& c, const Tensor& f, DType q, QParam p, Shape shape) 
   quantize_floats(f.ptr<float>(), q, y.data, static_cast<size_t>(f.numel()), p.scale, p.zp);
 }
 
+// The operands of the one-input ops (X, X_scale, X_zero_point, Y_scale, Y_zero_point): X, its
+// parameters, Y's type and Y's parameters.
+struct UnaryOperands {
+  const Tensor& x;
+  QParam px;
+  DType q;
+  QParam py;
+};
+UnaryOperands unary_operands(const OpContext& c) {
+  const Tensor& x = quantized_input(c, 0);
+  const QParam px = qparam(c, 1, 2, x.dtype, "X");
+  const DType q = out_type(c, 4, x.dtype);
+  if (!is_8bit(q)) c.error("Y's zero point is not uint8/int8");
+  return {x, px, q, qparam(c, 3, 4, q, "Y")};
+}
+
 // QLinearAdd / QLinearMul (A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale,
 // C_zero_point), with broadcasting.
 template <int kMul>
@@ -115,11 +131,7 @@ void qlinear_binary(OpContext& c) {
 // the 256 inputs' results, then a lookup per element.
 template <int kLeaky>
 void qlinear_unary(OpContext& c) {
-  const Tensor& x = quantized_input(c, 0);
-  const QParam px = qparam(c, 1, 2, x.dtype, "X");
-  const DType q = out_type(c, 4, x.dtype);
-  if (!is_8bit(q)) c.error("Y's zero point is not uint8/int8");
-  const QParam py = qparam(c, 3, 4, q, "Y");
+  const auto [x, px, q, py] = unary_operands(c);
   std::array<uint8_t, 256> codes{};  // input bits -> output bits
   for (size_t i = 0; i < 256; ++i) codes[i] = static_cast<uint8_t>(i);
   std::array<float, 256> v{};
@@ -149,11 +161,7 @@ bool channels_last(const OpContext& c, const Tensor& x) {
 // QLinearGlobalAveragePool / QLinearAveragePool (X, x_scale, x_zero_point, y_scale, y_zero_point).
 template <int kGlobal>
 void qlinear_pool(OpContext& c) {
-  const Tensor& x = quantized_input(c, 0);
-  const QParam px = qparam(c, 1, 2, x.dtype, "X");
-  const DType q = out_type(c, 4, x.dtype);
-  if (!is_8bit(q)) c.error("Y's zero point is not uint8/int8");
-  const QParam py = qparam(c, 3, 4, q, "Y");
+  const auto [x, px, q, py] = unary_operands(c);
   if (x.rank() < 3) c.error("the input needs a batch, a channel and a spatial axis");
   const bool cl = channels_last(c, x);
   Tensor fx = dequantized(x, px);
@@ -220,11 +228,7 @@ void qlinear_concat(OpContext& c) {
 // QLinearSoftmax (X, X_scale, x_zero_point, y_scale, y_zero_point; axis, opset = the original
 // Softmax's opset, which decides between the 2-D coercion (< 13) and one axis).
 void qlinear_softmax(OpContext& c) {
-  const Tensor& x = quantized_input(c, 0);
-  const QParam px = qparam(c, 1, 2, x.dtype, "X");
-  const DType q = out_type(c, 4, x.dtype);
-  if (!is_8bit(q)) c.error("Y's zero point is not uint8/int8");
-  const QParam py = qparam(c, 3, 4, q, "Y");
+  const auto [x, px, q, py] = unary_operands(c);
   const int64_t opset = c.attr_i("opset", -1);
   if (opset < 1) c.error("the 'opset' attribute (the original Softmax's) is missing");
   const Tensor fx = dequantized(x, px);
