@@ -59,12 +59,7 @@ def models(M, K, N, out):
     return paths
 
 
-def cpu(binary, model, iters):
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([binary, "bench", model, "--threads", "1", "--iters", str(iters), "--warmup", "1"], check=True,
-                   capture_output=True)
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+from int8_conv_cpu_time import cpu  # noqa: E402  (CPU seconds of one `bench` child)
 
 
 def main():

@@ -96,6 +96,13 @@ void quantize_to(OpContext& c, const Tensor& f, DType q, QParam p, Shape shape) 
   quantize_floats(f.ptr<float>(), q, y.data, static_cast<size_t>(f.numel()), p.scale, p.zp);
 }
 
+// The output's type and parameters (scale at `s`, zero point at `z`, else `fallback`'s type).
+std::pair<DType, QParam> out_params(const OpContext& c, size_t s, size_t z, DType fallback, std::string_view what) {
+  const DType q = out_type(c, z, fallback);
+  if (!is_8bit(q)) c.error(std::string(what) + "'s zero point is not uint8/int8");
+  return {q, qparam(c, s, z, q, what)};
+}
+
 // The operands of the one-input ops (X, X_scale, X_zero_point, Y_scale, Y_zero_point): X, its
 // parameters, Y's type and Y's parameters.
 struct UnaryOperands {
@@ -107,9 +114,8 @@ struct UnaryOperands {
 UnaryOperands unary_operands(const OpContext& c) {
   const Tensor& x = quantized_input(c, 0);
   const QParam px = qparam(c, 1, 2, x.dtype, "X");
-  const DType q = out_type(c, 4, x.dtype);
-  if (!is_8bit(q)) c.error("Y's zero point is not uint8/int8");
-  return {x, px, q, qparam(c, 3, 4, q, "Y")};
+  const auto [q, py] = out_params(c, 3, 4, x.dtype, "Y");
+  return {x, px, q, py};
 }
 
 // QLinearAdd / QLinearMul (A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale,
@@ -119,9 +125,7 @@ void qlinear_binary(OpContext& c) {
   const Tensor& a = quantized_input(c, 0);
   const Tensor& b = quantized_input(c, 3);
   const QParam pa = qparam(c, 1, 2, a.dtype, "A"), pb = qparam(c, 4, 5, b.dtype, "B");
-  const DType q = out_type(c, 7, a.dtype);
-  if (!is_8bit(q)) c.error("C's zero point is not uint8/int8");
-  const QParam pc = qparam(c, 6, 7, q, "C");
+  const auto [q, pc] = out_params(c, 6, 7, a.dtype, "C");
   const Tensor fa = dequantized(a, pa), fb = dequantized(b, pb);
   const Tensor f = run_float(c, kMul ? "Mul" : "Add", 14, {&fa, &fb});
   quantize_to(c, f, q, pc, f.shape);
@@ -244,9 +248,7 @@ void qlinear_where(OpContext& c) {
   const Tensor& x = quantized_input(c, 1);
   const Tensor& y = quantized_input(c, 4);
   const QParam px = qparam(c, 2, 3, x.dtype, "X"), py = qparam(c, 5, 6, y.dtype, "Y");
-  const DType q = out_type(c, 8, x.dtype);
-  if (!is_8bit(q)) c.error("Z's zero point is not uint8/int8");
-  const QParam pz = qparam(c, 7, 8, q, "Z");
+  const auto [q, pz] = out_params(c, 7, 8, x.dtype, "Z");
   const Tensor fx = dequantized(x, px), fy = dequantized(y, py);
   const Tensor f = run_float(c, "Where", 16, {&cond, &fx, &fy});
   quantize_to(c, f, q, pz, f.shape);
