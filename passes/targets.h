@@ -8,7 +8,7 @@
 // the target could run. `generic` (the default) accepts every op our runtime runs and keeps the
 // model's opset: it changes nothing against the pipeline without a target.
 //
-// Sources (the table in targets.cpp; /work/shared/REFERENCE.md "Deployment targets" has them too):
+// Sources (the table in targets.cpp; passes/README.md "Targets and decompositions" says how they are used):
 //  - ort: ONNX Runtime 1.30 CPU EP, our npm peer — LayerNormalization-17, Gelu-20,
 //    RMSNormalization-23, RotaryEmbedding-23, Attention-23 (4-D GQA/is_causal, 3-D with a mask)
 //    and Swish-24 each checked to run here (issue 13); highest opset 24.
