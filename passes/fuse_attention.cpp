@@ -85,7 +85,58 @@ struct Match {
   int64_t q_heads = 0, kv_heads = 0;
   std::optional<float> scale;
   DType dtype = DType::Float;
+  // A decoder with past (both or neither): Concat(cache, new) on the key axis, whose output
+  // `present` the op returns itself.
+  struct Past {
+    ValueId cache, fresh, present;
+    std::vector<NodeId> shapes;  // Shape(present) readers, rewritten as Shape(cache) + Shape(fresh) on the key axis
+  };
+  std::optional<Past> past_k, past_v;
 };
+
+// The key (value) walk of a decoder with past ends at Concat(past, new) on the key axis, in the
+// [b, g, t, d] layout Attention-23's past_key/present_key have, read only by the walk and the
+// graph output `present`. The op takes the cache and returns the present itself, so the walk goes
+// on from the new keys, whose positions are the query's ('s'). The Concat and the nodes walked to
+// it become steps[0]'s nodes of the returned walk.
+struct PastWalk {
+  Match::Past past;
+  std::vector<Step> steps;
+};
+std::optional<PastWalk> through_past(const Graph& g, const Uses& uses, const std::vector<Step>& steps, NodeId first_reader,
+                                     char last, Sizes& sizes, heads::WalkOptions o, bool* unresolved) {
+  const Step& end = steps.back();
+  const NodeId c = g.producer(end.value);
+  if (!is(g, c, "Concat") || g.inputs(c).size() != 2) return std::nullopt;
+  const Layout& l = end.layout;
+  if (l.size() != 4 || !(l[0] == "b" || l[0].empty()) || l[1] != "g" || l[2] != "t" || l[3] != std::string(1, last))
+    return std::nullopt;
+  if (int64_t axis = g.attr_int(c, "axis", 0); axis != 2 && axis != -2) return std::nullopt;
+  const NodeId reader = steps.size() > 1 ? end.nodes.back() : first_reader;
+  std::vector<NodeId> shapes;  // Shape readers of the present (GPT-2 sizes its causal mask by it)
+  for (const Use& u : uses.of(end.value)) {
+    if (u.node == reader) continue;
+    if (!is(g, u.node, "Shape") || u.slot != 0) return std::nullopt;
+    shapes.push_back(u.node);
+  }
+  const ValueId cache = g.input(c, 0), fresh = g.input(c, 1);
+  auto cd = heads::dims_of(g, cache), fd = heads::dims_of(g, fresh), ed = heads::dims_of(g, end.value);
+  if (!cd || !fd || !ed || cd->size() != 4 || fd->size() != 4) return std::nullopt;
+  if (!((*cd)[1] == (*ed)[1]) || !((*cd)[3] == (*ed)[3]) || !((*fd)[1] == (*ed)[1]) || !((*fd)[3] == (*ed)[3]) ||
+      !((*cd)[0] == (*ed)[0]) || !((*fd)[2] == sizes.size('s')))
+    return std::nullopt;
+  Layout from = l;
+  from[2] = "s";
+  PastWalk w{{cache, fresh, end.value, std::move(shapes)}, heads::walk_back(g, fresh, from, sizes, o, unresolved)};
+  for (Step& st : w.steps) {
+    st.repeat *= end.repeat;
+    st.scale *= end.scale;
+  }
+  for (size_t i = 1; i < steps.size(); ++i)
+    for (NodeId n : steps[i].nodes) w.steps[0].nodes.push_back(n);
+  w.steps[0].nodes.push_back(c);
+  return w;
+}
 
 bool elementwise_link(const Graph& g, NodeId n) {
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Where", "Cast", "Tanh", "Slice", "Clip", "Neg"})
@@ -378,6 +429,16 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   auto ks = heads::walk_back(g, kb, sq(lk), sizes, {.scale = true, .kv_repeat = r == 4}, &unresolved);
   auto vs = heads::walk_back(g, vb, sq(lv), sizes, {.scale = false, .kv_repeat = r == 4}, &unresolved);
   auto os = heads::walk_forward(g, uses, y, sq(lo), sizes, &unresolved);
+  if (r == 4) {
+    auto pk = through_past(g, uses, ks, m.mm1, 'd', sizes, {.scale = true, .kv_repeat = true}, &unresolved);
+    auto pv = through_past(g, uses, vs, mm2, 'e', sizes, {.scale = false, .kv_repeat = true}, &unresolved);
+    if (pk && pv) {
+      m.past_k = pk->past;
+      m.past_v = pv->past;
+      ks = std::move(pk->steps);
+      vs = std::move(pv->steps);
+    }
+  }
   if (unresolved) return Miss{"head split shapes not resolved"};
   if (r == 3) {
     if (!sizes.has('b') || !sizes.has('h')) return Miss{"heads not found"};
@@ -400,8 +461,9 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
     Layout l;
     const std::string g1(1, G);
     if (role == 'q') l = rank == 3 ? Layout{"b", "s", "hd"} : Layout{"b", "h", "s", "d"};
-    if (role == 'k') l = rank == 3 ? Layout{"b", "t", g1 + "d"} : Layout{"b", g1, "t", "d"};
-    if (role == 'v') l = rank == 3 ? Layout{"b", "t", g1 + "e"} : Layout{"b", g1, "t", "e"};
+    const std::string t = m.past_k ? "s" : "t";  // with a past, K and V hold the new positions only
+    if (role == 'k') l = rank == 3 ? Layout{"b", t, g1 + "d"} : Layout{"b", g1, t, "d"};
+    if (role == 'v') l = rank == 3 ? Layout{"b", t, g1 + "e"} : Layout{"b", g1, t, "e"};
     if (role == 'o') l = rank == 3 ? Layout{"b", "s", "he"} : Layout{"b", "h", "s", "e"};
     Sizes s2 = sizes;
     if (G == 'g') s2.of['g'] = SymDim::constant(sizes.size('g').value() / repeat);
@@ -425,7 +487,10 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
     }
     return d;
   };
-  const auto dq = dying(qs, m.mm1), dk = dying(ks, m.mm1), dv = dying(vs, mm2);
+  auto concat_of = [&](const std::optional<Match::Past>& p, NodeId otherwise) {
+    return p ? g.producer(p->present) : otherwise;
+  };
+  const auto dq = dying(qs, m.mm1), dk = dying(ks, concat_of(m.past_k, m.mm1)), dv = dying(vs, concat_of(m.past_v, mm2));
   auto best_in = [&](const std::vector<Step>& steps, const std::vector<int>& die, char role, int rank, int64_t repeat) {
     Pick p;
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -542,6 +607,10 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   add_walked(qs, bq.step);
   add_walked(ks, bk.step);
   add_walked(vs, bv.step);
+  if (m.past_k) {  // the past Concats and the nodes walked to them
+    for (NodeId n : ks[0].nodes) m.nodes.push_back(n);
+    for (NodeId n : vs[0].nodes) m.nodes.push_back(n);
+  }
   add_walked(os, bo.step);
   return m;
 }
@@ -565,8 +634,39 @@ ValueId ints_constant(Edits& e, const std::vector<int64_t>& v) {
   return e.new_constant("attn_shape", DType::Int64, std::span<const int64_t>(&n, 1), to_bytes(v));
 }
 
+// Shape(Concat(cache, fresh) on axis 2) without the Concat: Shape(cache) + S * e2 with the
+// reader's own start/end, S the query length read from the op's Q input (`q`, its axis `s_axis`),
+// so a mask sized by the present (GPT-2's key_length) does not make the Attention that produces
+// the present read its own output.
+void reshape_shape_reader(Edits& e, NodeId shape, const Match::Past& p, ValueId q, int64_t s_axis,
+                          std::span<const NodeId> tags) {
+  const Graph& g = e.g;
+  int64_t start = g.attr_int(shape, "start", 0), end = g.attr_int(shape, "end", 4);
+  if (start < 0) start += 4;
+  if (end < 0) end += 4;
+  start = std::clamp<int64_t>(start, 0, 4);
+  end = std::clamp<int64_t>(end, start, 4);
+  std::vector<int64_t> axis2;
+  for (int64_t i = start; i < end; ++i) axis2.push_back(i == 2 ? 1 : 0);
+  std::vector<NewAttr> at;
+  if (g.attr(shape, "start")) at.push_back(NewAttr::Int("start", g.attr_int(shape, "start", 0)));
+  if (g.attr(shape, "end")) at.push_back(NewAttr::Int("end", g.attr_int(shape, "end", 0)));
+  const ValueId sc = e.new_value("past_shape"), sf = e.new_value("fresh_shape"), part = e.new_value("fresh_len"),
+                sum = e.new_value("present_shape");
+  e.add_node("Shape", {p.cache}, {sc}, at, tags);
+  e.add_node("Shape", {q}, {sf}, {NewAttr::Int("start", s_axis), NewAttr::Int("end", s_axis + 1)}, tags);
+  const int64_t n = static_cast<int64_t>(axis2.size());
+  e.add_node("Mul", {sf, e.new_constant("key_axis", DType::Int64, std::span<const int64_t>(&n, 1), to_bytes(axis2))},
+             {part}, {}, tags);
+  e.add_node("Add", {sc, part}, {sum}, {}, tags);
+  e.replace_uses(g.output(shape, 0), sum);
+  e.kill(shape);
+}
+
 bool apply(Edits& e, const Match& m) {
   if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
+  for (const auto* p : {&m.past_k, &m.past_v})
+    if (*p && e.any_touched(std::span<const NodeId>((*p)->shapes))) return false;
   const std::span<const NodeId> tags(m.nodes);
   ValueId q = heads::emit(e, m.q.source, m.q.conv, tags);
   ValueId k = heads::emit(e, m.k.source, m.k.conv, tags);
@@ -615,6 +715,11 @@ bool apply(Edits& e, const Match& m) {
     }
     inputs.push_back(bias);
   }
+  if (m.past_k) {
+    if (inputs.size() == 3) inputs.push_back(ValueId{});  // no attn_mask
+    inputs.push_back(m.past_k->cache);
+    inputs.push_back(m.past_v->cache);
+  }
   std::vector<NewAttr> attrs;
   if (m.rank == 3) {
     attrs.push_back(NewAttr::Int("q_num_heads", m.q_heads));
@@ -622,8 +727,22 @@ bool apply(Edits& e, const Match& m) {
   }
   if (m.scale) attrs.push_back(NewAttr::Float("scale", *m.scale));
   if (m.causal) attrs.push_back(NewAttr::Int("is_causal", 1));
-  return heads::replace_block(e, m.nodes, m.out, "Attention", std::move(inputs), std::move(attrs), m.out_conv,
-                              "attention");
+  if (!m.past_k)
+    return heads::replace_block(e, m.nodes, m.out, "Attention", std::move(inputs), std::move(attrs), m.out_conv,
+                                "attention");
+  // present_key/present_value take over the Concats' outputs (the graph outputs keep their names).
+  const ValueId y = e.new_value("attention"), pk = e.new_value("present_key"), pv = e.new_value("present_value");
+  e.add_node("Attention", std::move(inputs), {y, pk, pv}, std::move(attrs), tags);
+  e.replace_uses(m.out, heads::emit(e, y, m.out_conv, tags));
+  for (const auto* p : {&m.past_k, &m.past_v})
+    for (NodeId sh : (*p)->shapes) reshape_shape_reader(e, sh, **p, q, m.rank == 3 ? 1 : 2, tags);
+  e.replace_uses(m.past_k->present, pk);
+  e.replace_uses(m.past_v->present, pv);
+  const ValueId replaced[] = {m.out, m.past_k->present, m.past_v->present};
+  heads::kill_unused(e, tags, replaced);
+  for (const auto* p : {&m.past_k, &m.past_v})  // every reader moved: the present's or the shape's
+    if (NodeId c = e.g.producer((*p)->present); !e.killed(c)) e.kill(c);
+  return true;
 }
 
 }  // namespace

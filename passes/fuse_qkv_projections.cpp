@@ -11,7 +11,7 @@
 // tensor (written straight from the three). Concatenating stored elements is exact in any type, so
 // float16/bfloat16 models (tools/models/to_fp16.py: float16 initializers) fuse the same way.
 // Anchored on the MatMul of the three that comes first in the graph (one block, one anchor).
-// Not in the default pipeline: see passes/README.md (Experiment 14) for what it measured.
+// In the default pipeline (registry.cpp); passes/README.md (Experiment 14) has what it measured.
 #include <algorithm>
 #include <cstring>
 

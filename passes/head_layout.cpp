@@ -416,11 +416,11 @@ bool replace_block(Edits& e, std::span<const NodeId> block, ValueId replaced, st
   const ValueId y = e.new_value(hint);
   e.add_node(op, std::move(inputs), {y}, std::move(attrs), block);
   e.replace_uses(replaced, emit(e, y, out_conv, block));
-  kill_unused(e, block, replaced);
+  kill_unused(e, block, std::span<const ValueId>(&replaced, 1));
   return true;
 }
 
-void kill_unused(Edits& e, std::span<const NodeId> block, ValueId replaced) {
+void kill_unused(Edits& e, std::span<const NodeId> block, std::span<const ValueId> replaced) {
   std::set<NodeId> dead;
   for (bool changed = true; changed;) {
     changed = false;
@@ -428,7 +428,7 @@ void kill_unused(Edits& e, std::span<const NodeId> block, ValueId replaced) {
       if (!n.valid() || dead.count(n)) continue;
       bool unused = true;
       for (ValueId o : e.g.outputs(n)) {
-        if (!o.valid() || o == replaced) continue;
+        if (!o.valid() || std::find(replaced.begin(), replaced.end(), o) != replaced.end()) continue;
         if (e.uses.is_graph_output(o)) unused = false;
         for (const Use& u : e.uses.of(o))
           if (u.slot == Use::kImplicit || !dead.count(u.node)) unused = false;

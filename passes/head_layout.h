@@ -102,7 +102,7 @@ ValueId emit(Edits& e, ValueId v, const Conversion& c, std::span<const NodeId> t
 // Kills the nodes of `block` that nothing outside the block reads (`replaced`'s readers were
 // redirected already). A member still read elsewhere (a head split shared with another reader)
 // stays for it.
-void kill_unused(Edits& e, std::span<const NodeId> block, ValueId replaced);
+void kill_unused(Edits& e, std::span<const NodeId> block, std::span<const ValueId> replaced);
 
 // How a head-layout fusion (attention, rotary) ends: `op`(inputs, attrs) with one new output
 // named `hint`, converted back to the block's layout by `out_conv`; the readers of `replaced`

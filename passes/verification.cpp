@@ -30,12 +30,8 @@ struct Reference::Impl {
   static bool one_seed_at_a_time(const Model& m) { return m.tensors.total_bytes() > (uint64_t{1} << 30); }
   // Above 512 MiB of weights, both models read their MatMul weights in place on every run
   // (rt::VerifyOptions::stream_weights) instead of packing a copy per session: a packed copy is
-  // the model's size again, and packing it (fresh pages the kernel zeroes, then the copy) cost
-  // more than the three runs' in-tile packing saves. TinyLlama-1.1B --target-opset 23, base and
-  // branch alternating (2026-11-26, load 3-5): reference + check 46/39/49 s -> 34/20/38 s, peak
-  // RSS 4150-4177 MiB (anon 4116-4143) -> 601 MiB (anon 336: the pipeline's own, as with
-  // --no-verify). tinyllama_2l (836 MiB): reference runs 681 -> 340 MiB. Smaller models keep
-  // packing, whose memory does not matter there.
+  // the model's size again, and packing it cost more than a few runs' in-tile packing saves
+  // (TinyLlama-1.1B: peak RSS 4.1 GiB -> 0.6 GiB and faster; docs/benchmarks.md, "TinyLlama-1.1B verification").
   static bool stream_weights(const Model& m) { return m.tensors.total_bytes() > (uint64_t{512} << 20); }
   static std::function<void(const rt::VerifyProgress&)> progress_of(const VerifyOptions& o) {
     if (!o.progress) return nullptr;

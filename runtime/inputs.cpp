@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
+#include "analysis/dim_relations.h"
 #include "ir/error.h"
 #include "ir/uses.h"
 
@@ -50,6 +52,35 @@ int64_t vocab_of(const Graph& g, const Uses& uses, ValueId v, int depth = 0) {
   return best;
 }
 
+// Defaults chosen one dim at a time may not fit together (a decoder with past: total_sequence
+// must be past_sequence + sequence): analysis/dim_relations.h re-derives the dims whose relation
+// the defaults break, so the model runs with no flag; the user's sizes are never changed.
+void fit_dim_relations(const Graph& g, InputPlan& plan, std::map<std::string, int64_t>& chosen,
+                       const std::set<std::string>& given, const std::vector<std::vector<std::string>>& keys) {
+  std::set<std::string> named;                // relations speak of dim_params, not "input:axis" keys
+  for (const auto& [key, value] : chosen)
+    if (key.find(':') == std::string::npos) named.insert(key);
+  if (named.empty()) return;
+  std::vector<DimRelation> rel = dim_relations(g.model());
+  std::erase_if(rel, [&](const DimRelation& r) { return r.graph != g.id(); });
+  if (rel.empty()) return;
+  std::map<std::string, int64_t> start;
+  for (const std::string& k : named) start[k] = chosen[k];
+  DimSolution sol = solve_dims(rel, start, given, [&](const DimRelation& r) {
+    return r.node.valid() ? "node '" + std::string(str(g.node_name(r.node))) + "' (" + std::string(str(g.op_type(r.node))) + ")"
+                          : std::string("the graph");
+  });
+  for (const auto& [key, value] : sol.values) {
+    if (chosen[key] == value) continue;
+    chosen[key] = value;
+    std::erase_if(plan.notes, [&](const std::string& n) { return n.starts_with("dim '" + key + "' = "); });
+  }
+  for (std::string& n : sol.notes) plan.notes.push_back(std::move(n));
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    for (size_t a = 0; a < keys[i].size(); ++a)
+      if (!keys[i][a].empty()) plan.inputs[i].shape[a] = chosen[keys[i][a]];
+}
+
 }  // namespace
 
 InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const std::map<std::string, int64_t>& dims) {
@@ -57,7 +88,10 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
   Uses uses(g);
   std::map<std::string, int64_t> chosen;
   std::vector<std::string> symbols;  // every symbolic dim's key, to reject a --dim naming none
+  std::set<std::string> given;       // keys the caller sized
+  std::vector<std::vector<std::string>> keys;  // per input, per axis: its key ("" when static)
   for (ValueId v : values) {
+    keys.emplace_back();
     InputSpec s;
     s.name = std::string(str(g.value_name(v)));
     s.value = v;
@@ -68,13 +102,15 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
       const Dim& d = shape[i];
       if (d.known()) {
         s.shape.push_back(d.value);
+        keys.back().emplace_back();
         continue;
       }
       std::string key = dim_key(s.name, i, d);
+      keys.back().push_back(key);
       if (std::find(symbols.begin(), symbols.end(), key) == symbols.end()) symbols.push_back(key);
       int64_t val;
-      if (auto it = dims.find(key); it != dims.end()) val = it->second;
-      else if (auto it2 = dims.find(s.name + ":" + std::to_string(i)); it2 != dims.end()) val = it2->second;
+      if (auto it = dims.find(key); it != dims.end()) val = it->second, given.insert(key);
+      else if (auto it2 = dims.find(s.name + ":" + std::to_string(i)); it2 != dims.end()) val = it2->second, given.insert(key);
       else if (auto it3 = chosen.find(key); it3 != chosen.end()) val = it3->second;
       else {
         std::string k = lower(key);
@@ -103,6 +139,7 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
     }
     plan.inputs.push_back(std::move(s));
   }
+  fit_dim_relations(g, plan, chosen, given, keys);
   std::string known;
   for (const std::string& k : symbols) known += (known.empty() ? "" : ", ") + k;
   for (const auto& [key, value] : dims) {

@@ -90,12 +90,10 @@ bool body_condition_always_true(const Model& model, const Graph& bg) {
 // What Loops and Scans may cost (--max-loop-iterations), counted in node steps: an iteration
 // counts the nodes of its body and of the subgraphs those hold (an If's branches, both: an
 // upper bound; a nested Loop or Scan counts its own iterations), plus 2 for the iteration itself.
-// Measured (release build, CPU time, 2026-11-27): a body of n one-element Adds costs
-// 0.75 + 0.37 n us per iteration (2^20 trips of n = 2: 1.57 s; 2^16 of n = 101: 2.63 s; 2^14 of
-// n = 1001: 6.14 s). A step costs about the same whatever the body, and an iteration's own
-// overhead about two steps, so a limit in steps bounds the time of a Loop whose compute is
-// trivial, whatever its body: the default 2^23 at about 3 s. A limit on iterations alone (2^24
-// before) bounded a 2-node body at 25 s and let a 1000-node body run for 1.7 hours.
+// A step costs about the same whatever the body (0.37 us per one-element Add, measured) and an
+// iteration's own overhead about two steps, so a limit in steps bounds the time of a Loop whose
+// compute is trivial, whatever its body: the default 2^23 at about 3 s, where a limit on
+// iterations alone let a 1000-node body run for hours.
 uint64_t steps_per_iteration(const Model& model, const Graph& g) {
   uint64_t n = 2;
   for (NodeId id : g.nodes()) {

@@ -215,11 +215,16 @@ void matmul_residual(OpContext& c, const Shape& ys) {
   if (flt && a.rank() >= 2 && b.rank() >= 2 && r.rank() >= 1 && r.rank() <= static_cast<int64_t>(ys.size()) &&
       r.shape.back() == N && r.numel() == N && N > 1) {
     Tensor& y = c.output(0, DType::Float, ys);
+    // At one row (a decode step: [1,1,N]) a same-shape residual is also a bias row, and the
+    // plan may have given y the residual's slot: the GEMM would overwrite the bias it reads.
+    Tensor rcopy;
+    if (overlap(y, r)) rcopy = r.clone();
     ep.bias_kind = simd::Bias::PerCol;
-    ep.bias = r.ptr<float>();
+    ep.bias = rcopy.data ? rcopy.ptr<float>() : r.ptr<float>();
     ep.act = c.fused_act;
-    if (overlap(y, r)) c.error("internal: MatMul output overlaps its bias");
-    matmul_into(c, a, b, y, ep, 0.f);
+    Tensor acopy;
+    if (overlap(y, a)) acopy = a.clone();  // y took the slot of a residual that views a
+    matmul_into(c, acopy.data ? acopy : a, b, y, ep, 0.f);
     return;
   }
   if (flt && c.state && r.shape == ys) {

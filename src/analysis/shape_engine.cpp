@@ -1,6 +1,8 @@
 // The shape-inference engine: graph walking, declared-vs-inferred merging, write-back, report.
 #include "analysis/shape_engine.h"
 
+#include "analysis/dim_relations.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -156,6 +158,8 @@ SymDim OpCtx::fresh() { return eng.fresh(); }
 
 void OpCtx::conflict(std::string message) { eng.conflict(g, n, ValueId{}, std::move(message)); }
 
+void OpCtx::relate(const SymDim& a, const SymDim& b, bool broadcast) { eng.relate(g, n, a, b, broadcast); }
+
 std::optional<size_t> OpCtx::axis(int64_t a, size_t rank) {
   int64_t r = static_cast<int64_t>(rank);
   if (a < -r || a >= r) {
@@ -181,13 +185,30 @@ std::vector<SymDim> broadcast(OpCtx& c, std::span<const std::vector<SymDim>> sha
       } else if (r->is_constant() && d.is_constant()) {
         c.conflict("cannot broadcast dims " + r->str() + " and " + d.str());
       } else if (d.is_constant()) {
+        c.relate(*r, d);
         r = d;  // a symbol broadcast against a constant c != 1 must be 1 or c
         unsure = false;
       } else if (!r->is_constant()) {
-        unsure = true;  // two different symbols: one of them may be 1
+        c.relate(*r, d);
+        // A dim inference could not name (unk__N) against a named one: the result is the named
+        // one (or the unnamed one was 1). A decoder's sliced causal table [.., unk, unk] against
+        // its scores [.., sequence, past_sequence+sequence] keeps the scores' dims, so the mask
+        // that follows meets them by name.
+        const bool rf = c.eng.is_fresh(*r), df = c.eng.is_fresh(d);
+        if (rf && !df) r = d;
+        else if (rf == df) unsure = true;  // two different symbols: one of them may be 1
+      } else {
+        c.relate(*r, d);  // a constant c != 1 against a symbol: the symbol is 1 or c
       }
     }
-    out[k] = !r ? SymDim::constant(1) : unsure ? c.fresh() : *r;
+    if (unsure) {  // the result is one of them: relate it to every side, so chains stay solvable
+      SymDim f = c.fresh();
+      for (const auto& s : shapes)
+        if (s.size() + k >= rank && !s[s.size() - rank + k].is_constant()) c.relate(f, s[s.size() - rank + k]);
+      out[k] = f;
+    } else {
+      out[k] = !r ? SymDim::constant(1) : *r;
+    }
   }
   return out;
 }
@@ -259,6 +280,14 @@ void Engine::conflict(const Graph& g, NodeId n, ValueId v, std::string message) 
   if (v.valid()) where += ", value '" + std::string(str(g.value_name(v))) + "'";
   if (opt_.strict) fail("shape inference: ", where, ": ", message);
   rep_.conflicts.push_back(ShapeIssue{g.id(), n, v, where + ": " + message});
+}
+
+void Engine::relate(const Graph& g, NodeId n, const SymDim& a, const SymDim& b, bool broadcast) {
+  // Bounded: a model with thousands of broadcasts of the same pair records each pair once per
+  // node, and the solver needs only distinct equations.
+  constexpr size_t kMaxRelations = 4096;
+  if (!relations_ || a == b || relations_->size() >= kMaxRelations) return;
+  relations_->push_back(DimRelation{a, b, g.id(), n, broadcast});
 }
 
 std::optional<SymDim> Engine::convert(const Dim& d) {
@@ -465,6 +494,10 @@ void Engine::merge_declared(Graph& g, NodeId n, ValueId v) {
   for (size_t i = 0; i < s.rank(); ++i) {
     if (!d.dims[i]) continue;
     const SymDim& want = *d.dims[i];
+    // A declared name for what the op computes (present.N.key declared [.., total_sequence, ..]
+    // where the Concat computes past_sequence+sequence): the sizes must make them equal.
+    if (!clash && want != s.dims[i] && !is_fresh(s.dims[i]) && !(want.is_constant() && s.dims[i].is_constant()))
+      relate(g, n, s.dims[i], want, /*broadcast=*/false);
     if (clash || want.is_constant() || is_fresh(s.dims[i]) || (interface && !s.dims[i].is_constant())) s.dims[i] = want;
   }
 }
@@ -540,6 +573,20 @@ void Engine::run() {
       if (st[i].val) rep_.values_by_graph[gi].emplace(i, *st[i].val);
   }
 }
+
+}  // namespace shape
+
+std::vector<DimRelation> dim_relations(const Model& m) {
+  ShapeReport report;
+  std::vector<DimRelation> out;
+  shape::Engine e(const_cast<Model&>(m), {}, report);  // read-only: write_back is skipped
+  e.set_read_only();
+  e.collect_relations(&out);
+  e.run();
+  return out;
+}
+
+namespace shape {
 
 ShapeReport infer_values(const Model& m, const ShapeOptions& options) {
   ShapeReport report;

@@ -12,6 +12,10 @@
 #include "analysis/shapes.h"
 #include "ir/graph.h"
 
+namespace onnxforge {
+struct DimRelation;  // analysis/dim_relations.h
+}
+
 namespace onnxforge::shape {
 
 struct VState {
@@ -63,6 +67,8 @@ class OpCtx {
   void set_value(size_t i, std::vector<SymDim> v);
   SymDim fresh();
   void conflict(std::string message);
+  // Records that the op needs `a` == `b` (or, `broadcast`, either of them 1): DimRelation.
+  void relate(const SymDim& a, const SymDim& b, bool broadcast = true);
   // Normalizes a possibly negative axis against `rank`; records a conflict when out of range.
   std::optional<size_t> axis(int64_t a, size_t rank);
 
@@ -104,7 +110,12 @@ class Engine {
 
   VState& state(const Graph& g, ValueId v) { return states_[g.id().index()][v.index()]; }
   SymDim fresh();
+  // Whether `d` is (or contains) a symbol inference made up (unk__N), not a name from the model.
+  bool is_fresh(const SymDim& d) const;
   void conflict(const Graph& g, NodeId n, ValueId v, std::string message);
+  void relate(const Graph& g, NodeId n, const SymDim& a, const SymDim& b, bool broadcast);
+  // Where relate() records (dim_relations(); nothing when null).
+  void collect_relations(std::vector<DimRelation>* out) { relations_ = out; }
   std::optional<std::vector<double>> constant_floats(const Graph& g, ValueId v);
   // Type, shape and (small integer tensors) value of a stored tensor.
   VState from_tensor(TensorId t, bool track_value);
@@ -130,7 +141,6 @@ class Engine {
   Declared declared(const Graph& g, ValueId v);
   std::optional<SymDim> convert(const Dim& d);
   void collect_names(const Graph& g);
-  bool is_fresh(const SymDim& d) const;
 
   Model& m_;
   const ShapeOptions& opt_;
@@ -144,6 +154,7 @@ class Engine {
   std::vector<uint8_t> done_;  // graphs inferred at least once
   int64_t next_fresh_ = 0;
   bool read_only_ = false;
+  std::vector<DimRelation>* relations_ = nullptr;
 };
 
 // infer_shapes() that only fills the report and writes nothing into the model, so it may run while

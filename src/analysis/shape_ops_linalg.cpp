@@ -11,6 +11,8 @@ namespace {
 void check_k(OpCtx& c, const SymDim& a, const SymDim& b) {
   if (a.is_constant() && b.is_constant() && a != b)
     c.conflict("inner dimensions differ: " + a.str() + " vs " + b.str());
+  else if (a != b)
+    c.relate(a, b, /*broadcast=*/false);  // probs [.., seq, total] @ values [.., past+seq, ..]
 }
 
 std::optional<std::vector<SymDim>> matmul_shape(OpCtx& c, std::vector<SymDim> a, std::vector<SymDim> b,

@@ -240,8 +240,11 @@ void concat(OpCtx& c) {
     } else {
       if (out->size() != s.rank()) return c.conflict("Concat inputs of different ranks");
       (*out)[*a] = (*out)[*a] + s.dims[*a];
-      for (size_t k = 0; k < s.rank(); ++k)
-        if (k != *a && !(*out)[k].is_constant() && s.dims[k].is_constant()) (*out)[k] = s.dims[k];
+      for (size_t k = 0; k < s.rank(); ++k) {
+        if (k == *a) continue;
+        if ((*out)[k] != s.dims[k]) c.relate((*out)[k], s.dims[k], /*broadcast=*/false);
+        if (!(*out)[k].is_constant() && s.dims[k].is_constant()) (*out)[k] = s.dims[k];
+      }
     }
     if (const auto* v = c.value(i)) values.insert(values.end(), v->begin(), v->end());
     else track = false;

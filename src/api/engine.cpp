@@ -8,6 +8,7 @@
 #include "hierarchy/hierarchy.h"
 #include "hierarchy/summary.h"
 #include "io/input_dims.h"
+#include "runtime/decode.h"
 #include "ir/error.h"
 #include "passes/pipeline.h"
 #include "analysis/forensics.h"
@@ -74,10 +75,17 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     auto t = Clock::now();
     auto original = load_model(input);  // a separate copy: the reference never sees a pass
     resolve_input_dims(s.dims, s.input_shapes, {original.get()});  // the same input shapes on the reference
+    std::map<std::string, int64_t> verify_dims = ro.pass.dims;
+    for (const auto& [name, size] : resolve_input_dims(s.verify_dims, {}, {original.get()})) {
+      auto [it, fresh] = verify_dims.emplace(name, size);
+      if (!fresh && it->second != size)
+        fail_usage("--verify-dim ", name, "=", size, " contradicts --dim ", name, "=", it->second);
+    }
     try {
-      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, ro.pass.dims, s.verify_budget, s.progress});
+      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, verify_dims, s.verify_budget, s.progress});
     } catch (const Error& e) {
-      fail("cannot verify: running the original model failed: ", e.what(), "\n(use --no-verify to skip verification)");
+      fail("cannot verify: running the original model failed: ", e.what(),
+           " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)");
     }
     ref_s = seconds_since(t);
     out.notes = ref->notes();
@@ -93,13 +101,9 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   }
   specialise_dims(*out.model, ro.pass.dims);
   auto tp = Clock::now();
-  // The architecture family (audit's fingerprint: tables only, no weights) is reported, but it
-  // does not select passes. Measured (2026-11-26, 5 runs, 2 threads, docs/benchmarks.md): the
-  // passes a family would skip cost a median 0.016 ms on resnet50 (norm/attention/rotary/QKV
-  // matchers) and 0.12 ms on bert_base (conv/RMSNorm/rotary/Swish) — anchored passes that find
-  // nothing sit out later rounds — against pipelines of 30 ms and 161 ms whose run-to-run spread
-  // is 24 ms and 82 ms. Skipping them saves nothing measurable and would add a way to change
-  // the result (a hybrid misread as a CNN).
+  // The architecture family (audit's fingerprint) is reported but selects no passes: the passes
+  // a family would skip cost under 0.2 ms of pipelines of 30-160 ms (docs/benchmarks.md), and
+  // skipping them would add a way to change the result (a hybrid misread as a CNN).
   infer_shapes(*out.model);
   const Fingerprint fp = fingerprint(*out.model);
   nlohmann::json family = {{"name", family_name(fp.family)}, {"reason", fp.reason},
@@ -168,6 +172,18 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     verify_s = seconds_since(t);
     out.report["verification"] = verify_json(out.verification);
     out.report["verification"]["seeds"] = ref->seeds();
+    if (out.verification.ok && s.verify_decode > 0) {
+      say("verifying generation: a prefill and " + std::to_string(s.verify_decode) + " decode steps");
+      const Tolerance tol = tolerance_of(out.run.worst);
+      auto original = load_model(input);
+      rt::DecodeReport d = rt::verify_decode(*original, *out.model, {.steps = s.verify_decode, .atol = tol.abs,
+                                                                       .rtol = tol.rel, .dims = ro.pass.dims});
+      out.report["verification"]["decode"] = d.to_json();
+      if (!d.pass) {
+        out.verification.ok = false;
+        out.verification.error = d.to_text();
+      }
+    }
     if (!out.verification.ok) {
       say("verification failed; finding the first pass that breaks the model");
       VerifyResult first;

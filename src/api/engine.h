@@ -36,6 +36,12 @@ struct OptimizeSettings {
   std::vector<std::string> passes = {}, skip = {};  // only these (empty: all) / not these; unknown names are an Error
   std::map<std::string, int64_t> dims = {};    // symbolic dims fixed to a value (--dim)
   std::vector<std::string> input_shapes = {};  // NAME:D0,D1,... whole input shapes (--input-shape)
+  // Sizes for verification only (--verify-dim): the inputs verification generates get them, the
+  // output keeps these dims symbolic (`dims` fixes them in the output).
+  std::map<std::string, int64_t> verify_dims = {};
+  // Also verify generation (rt::verify_decode: a prefill of 16 tokens, then this many one-token
+  // steps through each model's own KV cache) when > 0; a decoder without a cache is an Error.
+  int verify_decode = 0;
   std::filesystem::path output = {};           // when set: checked before any work (exists and !overwrite: an Error)
   bool overwrite = false;
   std::optional<uint64_t> fold_size = {};      // default: the passes' own (1 MiB)

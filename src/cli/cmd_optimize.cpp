@@ -27,6 +27,8 @@ struct Options {
   std::string in, report, fold_size;
   OutputOption out;
   DimOptions dims;
+  std::vector<std::string> verify_dims;
+  int verify_decode = 0;
   std::vector<std::string> passes, skip;
   bool list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
        strip_hierarchy = false;
@@ -70,6 +72,8 @@ int run(const Options& o) {
   for (const std::string& n : notes) std::cerr << "note: " << n << "\n";
   settings.dims = parse_dim_specs(o.dims.dims);
   settings.input_shapes = o.dims.input_shapes;
+  settings.verify_dims = parse_dim_specs(o.verify_dims);
+  settings.verify_decode = o.verify_decode;
   settings.output = out;  // checked (exists without --overwrite) before any work
   settings.overwrite = overwrite;
   if (!o.fold_size.empty()) settings.fold_size = *parse_bytes(o.fold_size);
@@ -160,11 +164,21 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_option("--fold-size", o->fold_size, "Largest folded constant allowed beyond its inputs' size (default 1M)")
       ->check(size_validator());
   add_dim_options(app, o->dims, " (fixed in the output)");
+  app.add_option("--verify-dim", o->verify_dims,
+                 "NAME=N: the size of symbolic dimension NAME in verification only; the output keeps it "
+                 "symbolic (repeatable)")
+      ->check([](const std::string& s) {
+        return parse_dim_spec(s) ? "" : "expects NAME=N with a non-negative integer N, got '" + s + "'";
+      });
   app.add_option("--report", o->report, "Write a JSON report to this file");
   app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)")->check(CLI::PositiveNumber);
   app.add_option("--verify-budget", o->verify_budget,
                  "Seconds verification may take: fewer seeds (never below 1) to fit, and a model whose one seed "
                  "does not fit is reported (exit 1) instead of verified")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--verify-decode", o->verify_decode,
+                 "Also verify generation on a decoder with a KV cache: a prefill and N one-token steps, each model "
+                 "feeding its own cache back; logits compared and greedy tokens matched at every step")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-verify", o->no_verify, "Skip verification");
   app.add_flag("--overwrite", o->overwrite, "Replace an existing output");

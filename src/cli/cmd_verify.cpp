@@ -1,9 +1,11 @@
-// onnxforge verify A B [--seeds 20] [--atol] [--rtol] [--dim name=N] [--verify-budget S] [--json]
+// onnxforge verify A B [--seeds 20] [--atol] [--rtol] [--dim name=N] [--verify-budget S]
+//                      [--decode-steps N [--prompt-length L]] [--json]
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/common.h"
 #include "io/model_io.h"
+#include "runtime/decode.h"
 #include "runtime/inputs.h"
 #include "runtime/verify.h"
 
@@ -14,6 +16,8 @@ struct Options {
   std::string a, b;
   rt::VerifyOptions v;
   DimOptions dims;
+  int decode_steps = -1;  // -1: no generation loop
+  int64_t prompt = 16;
   bool json = false;
 };
 
@@ -30,9 +34,22 @@ int run(Options o) {
     std::cerr << "error: cannot be verified within --verify-budget " << o.v.budget_seconds << " s (one seed checked)\n";
     return 1;
   }
-  if (o.json) std::cout << r.to_json().dump(2) << "\n";
-  else std::cout << r.to_text();
-  return r.pass ? 0 : 1;
+  if (o.decode_steps < 0) {
+    if (o.json) std::cout << r.to_json().dump(2) << "\n";
+    else std::cout << r.to_text();
+    return r.pass ? 0 : 1;
+  }
+  // Generation as deployed: a prefill, then one token per step through each model's own cache.
+  rt::DecodeReport d = rt::verify_decode(*a, *b, {.steps = o.decode_steps, .prompt = o.prompt, .seed = o.v.first_seed,
+                                                  .atol = o.v.atol, .rtol = o.v.rtol, .dims = o.v.dims});
+  if (o.json) {
+    nlohmann::json j = r.to_json();
+    j["decode"] = d.to_json();
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << r.to_text() << d.to_text() << "\n";
+  }
+  return r.pass && d.pass ? 0 : 1;
 }
 
 Command reg{"verify", "Check that two models compute the same outputs on many seeds", [](CLI::App& app) {
@@ -52,6 +69,13 @@ Command reg{"verify", "Check that two models compute the same outputs on many se
   app.add_option("--verify-budget", o->v.budget_seconds,
                  "Seconds the check may take: fewer seeds to fit (never below 1); exit 1 if one seed does not fit")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--decode-steps", o->decode_steps,
+                 "Also run generation on a decoder with a KV cache: a prefill, then N one-token steps, each model "
+                 "feeding its own present.* back as past_key_values.*; logits compared and greedy tokens matched at "
+                 "every step")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--prompt-length", o->prompt, "Tokens of the prefill for --decode-steps (default 16)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--json", o->json, "Print JSON");
   return [o] { return run(*o); };
 }};
