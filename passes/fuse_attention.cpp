@@ -109,7 +109,9 @@ std::optional<PastWalk> through_past(const Graph& g, const Uses& uses, const std
   const NodeId c = g.producer(end.value);
   if (!is(g, c, "Concat") || g.inputs(c).size() != 2) return std::nullopt;
   const Layout& l = end.layout;
-  if (l.size() != 4 || !(l[0] == "b" || l[0].empty()) || l[1] != "g" || l[2] != "t" || l[3] != std::string(1, last))
+  // Heads 'g', or "" for one key/value head (Gemma's multi-query attention).
+  if (l.size() != 4 || !(l[0] == "b" || l[0].empty()) || !(l[1] == "g" || l[1].empty()) || l[2] != "t" ||
+      l[3] != std::string(1, last))
     return std::nullopt;
   if (int64_t axis = g.attr_int(c, "axis", 0); axis != 2 && axis != -2) return std::nullopt;
   const NodeId reader = steps.size() > 1 ? end.nodes.back() : first_reader;
@@ -732,6 +734,12 @@ bool apply(Edits& e, const Match& m) {
                                 "attention");
   // present_key/present_value take over the Concats' outputs (the graph outputs keep their names).
   const ValueId y = e.new_value("attention"), pk = e.new_value("present_key"), pv = e.new_value("present_value");
+  // The presents keep the declared type of the values they replace (graph outputs: [.., total_sequence, ..]).
+  for (auto [to, from] : {std::pair{pk, m.past_k->present}, std::pair{pv, m.past_v->present}})
+    if (e.g.has_shape(from)) {
+      const std::vector<Dim> dims(e.g.shape(from).begin(), e.g.shape(from).end());
+      e.g.set_type(to, e.g.dtype(from), dims);
+    }
   e.add_node("Attention", std::move(inputs), {y, pk, pv}, std::move(attrs), tags);
   e.replace_uses(m.out, heads::emit(e, y, m.out_conv, tags));
   for (const auto* p : {&m.past_k, &m.past_v})

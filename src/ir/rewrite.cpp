@@ -118,9 +118,19 @@ void Rewrite::keep_output_names() {
     g_.set_value_name(old, fresh_name(g_, str(name)));
     if (renamable) {
       g_.set_value_name(to, name);
-      if (!g_.has_type(to) && g_.has_type(old)) {
-        if (g_.has_shape(old)) g_.set_type(to, g_.dtype(old), g_.shape(old));
-        else g_.set_dtype(to, g_.dtype(old));
+      // The interface keeps its declared type: a graph output declared [.., total_sequence, ..]
+      // stays so when the value taking its name was inferred as [.., past_sequence+sequence, ..]
+      // (dims the declaration leaves unnamed take the inferred ones).
+      const bool same_rank = g_.has_shape(old) && g_.has_shape(to) && g_.shape(old).size() == g_.shape(to).size();
+      if (g_.has_shape(old) && (same_rank || !g_.has_type(to))) {
+        std::vector<Dim> dims(g_.shape(old).begin(), g_.shape(old).end());
+        if (same_rank)
+          for (size_t i = 0; i < dims.size(); ++i)
+            if (!dims[i].known() && dims[i].param.empty()) dims[i] = g_.shape(to)[i];
+        const DType t = g_.dtype(old) != DType::Undefined ? g_.dtype(old) : g_.dtype(to);
+        g_.set_type(to, t, dims);
+      } else if (!g_.has_type(to) && g_.has_type(old)) {
+        g_.set_dtype(to, g_.dtype(old));
       }
       out = to;
     } else {

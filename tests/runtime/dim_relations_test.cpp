@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/dim_relations.h"
-#include "graph_builder.h"
+#include "tests/common/graph_builder.h"
 #include "ir/error.h"
 #include "runtime/inputs.h"
 #include "runtime/runtime.h"

@@ -7,6 +7,8 @@ Values per input, chosen from its type and name:
   float*          normal(0, 1)
   int, name contains "mask"           ones (attention masks)
   int, name contains "token_type"     zeros
+  int, name contains "position"       past_sequence + 0..n-1 along the last axis (past_sequence
+                                      from --dim, else 0: a decoder's positions follow its cache)
   other int       uniform in [0, vocab): token ids. vocab comes from --vocab, else from the
                   input's "range" in a zoo.json next to the model (tools/models/export_zoo.py),
                   else 100
@@ -108,6 +110,11 @@ def main() -> int:
             x, kind = np.ones(shape, dtype), "ones"
         elif "token_type" in lname:
             x, kind = np.zeros(shape, dtype), "zeros"
+        elif "position" in lname and shape:
+            # a decoder's positions continue after its cache (optimum's past_sequence)
+            off = dims.get("past_sequence", 0)
+            x = np.broadcast_to(off + np.arange(shape[-1], dtype=dtype), shape).copy()
+            kind = f"positions from {off}"
         else:
             lo, hi = (0, a.vocab) if a.vocab else tuple(ranges.get(i.name, (0, 100)))
             hi = min(hi, np.iinfo(dtype).max + 1)
