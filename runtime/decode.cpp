@@ -69,7 +69,14 @@ struct Side {
   Roles roles;
   std::vector<Tensor> cache;  // present.* of the last step, in roles.cache order
   double seconds = 0;
-  Side(const char* w, const Model& m) : which(w), session(m, comparison_options()), roles(roles_of(session, w)) {}
+  Side(const char* w, const Model& m) : which(w), session(m, options_for(m)), roles(roles_of(session, w)) {}
+  // Past 512 MiB of weights each run reads them in place, as verification does
+  // (passes/verification.cpp): a packed copy would double the peak (TinyLlama-1.1B: 5.0 GB).
+  static SessionOptions options_for(const Model& m) {
+    SessionOptions o = comparison_options();
+    if (m.tensors.total_bytes() > (uint64_t{512} << 20)) o.pack_weights = false;
+    return o;
+  }
 };
 
 std::vector<int64_t> greedy(const Tensor& logits) {

@@ -179,6 +179,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
       rt::DecodeReport d = rt::verify_decode(*original, *out.model, {.steps = s.verify_decode, .atol = tol.abs,
                                                                        .rtol = tol.rel, .dims = ro.pass.dims});
       out.report["verification"]["decode"] = d.to_json();
+      out.decode = d.to_text();
       if (!d.pass) {
         out.verification.ok = false;
         out.verification.error = d.to_text();

@@ -68,6 +68,7 @@ struct OptimizeOutcome {
   std::string breaking_pass;     // when verification failed: the first pass that breaks the model alone
   bool over_budget = false;      // one seed does not fit settings.verify_budget: not verified
   std::vector<std::string> notes;  // what the verification budget did
+  std::string decode;              // settings.verify_decode: the generation check in one line
   // Without target_opset: what an upgrade would unlock for the target, one line ("25
   // LayerNormalization and 12 Gelu blocks can be fused with --target-opset 20"), or empty.
   std::string hint;

@@ -149,7 +149,8 @@ int run(const Options& o) {
   if (r.verified)
     std::cout << "verified on " << r.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
               << static_cast<int>(s.worst) << " tolerance)\n";
-  else std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
+  if (r.verified && !r.decode.empty()) std::cout << r.decode << "\n";
+  if (!r.verified) std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
   if (!r.hint.empty()) std::cout << r.hint << "\n";
   return r.ok() || r.over_budget ? 0 : 1;
 }

@@ -166,3 +166,26 @@ TEST(AttentionWithPast, ANoCacheModelIsNamedNotADecoderWithACache) {
 
 }  // namespace
 }  // namespace onnxforge::test
+
+namespace onnxforge::test {
+namespace {
+
+// Every zoo LLM verifies at a decode shape, sequence 1 (a one-row MatMul whose same-shape residual
+// is also a bias row once failed: "MatMul output overlaps its bias").
+TEST(AttentionWithPast, EveryZooLlmVerifiesAtSequenceOne) {
+  for (const char* name : {"llama_small", "gpt2_small_cfg", "gpt2_small_lm", "phi_small", "gemma_small",
+                           "llama_small_past", "gpt2_small_past", "phi_small_past", "gemma_small_past"}) {
+    SCOPED_TRACE(name);
+    if (!have(name)) continue;
+    if (!kernel("Attention") || !kernel("RotaryEmbedding")) GTEST_SKIP();
+    auto original = load_model(zoo_model(name));
+    auto m = zoo_at_23(name);
+    passes::RunResult r = optimize(*m);
+    passes::Reference ref(*original, passes::VerifyOptions{2, {{"sequence", 1}}});
+    auto v = ref.check(*m, passes::tolerance_of(r.worst));
+    EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
+  }
+}
+
+}  // namespace
+}  // namespace onnxforge::test
