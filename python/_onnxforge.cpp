@@ -24,6 +24,7 @@
 #include "api/engine.h"
 #include "api/scratch.h"
 #include "io/input_dims.h"
+#include "io/safe_file.h"
 #include "cli/command.h"
 #include "ir/error.h"
 #include "passes/audit.h"
@@ -232,7 +233,10 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
     if (!out.ok) out.failure = api::verification_failure_text(o);
     if (out.ok || force) {
       if (output) {
-        api::write_optimized(o, *output, strip_hierarchy);
+        onnxforge::SaveOptions so;  // the file rules of io/safe_file.h, as on the command line
+        so.overwrite = overwrite || force;
+        so.inputs = WriteRules{}.protect(in.path).inputs;
+        api::write_optimized(o, *output, strip_hierarchy, so);
         out.written = true;
       } else {
         api::ScratchDir dir;

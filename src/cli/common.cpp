@@ -1,12 +1,7 @@
 #include "cli/common.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <optional>
 
 #include "io/input_dims.h"
@@ -47,41 +42,11 @@ const std::string& OutputOption::required(const char* command) const {
   return path();
 }
 
-void check_writable(const std::string& path, const char* option) {
-  std::filesystem::path p(path);
-  std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
-  std::error_code ec;
-  if (p.filename().empty() || std::filesystem::is_directory(p, ec))
-    fail_usage(option, " ", path, ": is a directory; give a file name");
-  if (!std::filesystem::is_directory(dir, ec)) fail_usage(option, " ", path, ": folder '", dir.string(), "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0)
-    fail_usage(option, " ", path, ": cannot write in '", dir.string(), "': ", std::strerror(errno));
-  if (std::filesystem::exists(p, ec) && ::access(p.c_str(), W_OK) != 0)
-    fail_usage(option, " ", path, ": the file is not writable: ", std::strerror(errno));
-}
-
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
-  std::filesystem::path tmp = dir / ("." + path.filename().string() + ".onnxforge-tmp." + std::to_string(::getpid()) + ".0");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno), Error::Kind::Input, path.string());
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error("cannot write '" + path.string() + "': " + std::strerror(e), Error::Kind::Input, path.string());
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error("cannot write '" + path.string() + "': " + std::strerror(e), Error::Kind::Input, path.string());
-  }
+WriteRules output_rules(bool overwrite, const std::vector<std::string>& inputs) {
+  WriteRules rules;
+  rules.overwrite = overwrite;
+  for (const std::string& in : inputs) rules.protect(in);
+  return rules;
 }
 
 CLI::Validator size_validator() {

@@ -8,6 +8,7 @@
 #include <bit>
 #include <charconv>
 #include <deque>
+#include <map>
 #include <cstring>
 #include <unordered_map>
 
@@ -181,6 +182,7 @@ class Reader {
     if (model_.ir_version < 1 || model_.ir_version > 64)
       fail(file_.path().string(), ": ir_version ", model_.ir_version, " is not a valid ONNX IR version");
     for (size_t g = 0; g < model_.graph_count(); ++g) resolve_names(model_.graph(GraphId(static_cast<uint32_t>(g))));
+    check_function_recursion();
     if (options_.validate)
       for (size_t g = 0; g < model_.graph_count(); ++g) validate(model_.graph(GraphId(static_cast<uint32_t>(g))));
   }
@@ -849,6 +851,62 @@ class Reader {
       }
     }
     model_.functions.push_back(std::move(fn));
+  }
+
+  // A model-local function that calls itself, directly or through others, has no finite
+  // expansion: shape inference and the passes that follow function bodies recursed until the
+  // stack overflowed (SIGSEGV, and a dead Python interpreter). Refused at load, naming the cycle.
+  void check_function_recursion() const {
+    const auto& fns = model_.functions;
+    if (fns.empty()) return;
+    auto key = [](Sym domain, Sym name) { return std::string(str(domain)) + "::" + std::string(str(name)); };
+    std::map<std::string, size_t> by_key;
+    for (size_t i = 0; i < fns.size(); ++i) by_key.emplace(key(fns[i].domain, fns[i].name), i);
+    // The function each graph belongs to (subgraphs are created after their parent).
+    std::vector<int> owner(model_.graph_count(), -1);
+    for (size_t i = 0; i < fns.size(); ++i) owner[fns[i].body.index()] = static_cast<int>(i);
+    std::vector<std::vector<size_t>> calls(fns.size());
+    for (size_t gi = 0; gi < model_.graph_count(); ++gi) {
+      const Graph& g = model_.graph(GraphId(static_cast<uint32_t>(gi)));
+      if (owner[gi] < 0 && g.parent().valid() && g.parent().index() < gi) owner[gi] = owner[g.parent().index()];
+      if (owner[gi] < 0) continue;
+      for (NodeId n : g.nodes()) {
+        auto it = by_key.find(key(g.domain(n), g.op_type(n)));
+        if (it != by_key.end()) calls[static_cast<size_t>(owner[gi])].push_back(it->second);
+      }
+    }
+    std::vector<uint8_t> state(fns.size(), 0);  // 0 new, 1 on the path, 2 done
+    // Iterative depth-first search: a chain of thousands of functions must not overflow either.
+    std::vector<std::pair<size_t, size_t>> stack;  // (function, next call to follow)
+    for (size_t root = 0; root < fns.size(); ++root) {
+      if (state[root]) continue;
+      stack.push_back({root, 0});
+      state[root] = 1;
+      while (!stack.empty()) {
+        auto& [f, next] = stack.back();
+        if (next == calls[f].size()) {
+          state[f] = 2;
+          stack.pop_back();
+          continue;
+        }
+        size_t callee = calls[f][next++];
+        if (state[callee] == 1) {
+          std::string cycle;
+          bool on = false;
+          for (const auto& [fn, unused] : stack) {
+            on |= fn == callee;
+            if (on) cycle += key(fns[fn].domain, fns[fn].name) + " -> ";
+          }
+          cycle += key(fns[callee].domain, fns[callee].name);
+          fail(file_.path().string(), ": function ", key(fns[callee].domain, fns[callee].name),
+               " is recursive (", cycle, "); ONNX functions cannot call themselves, directly or through others");
+        }
+        if (state[callee] == 0) {
+          state[callee] = 1;
+          stack.push_back({callee, 0});
+        }
+      }
+    }
   }
 
   // ------------------------------------------------------------------ name resolution
