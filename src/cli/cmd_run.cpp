@@ -82,6 +82,11 @@ int run(const Options& o) {
     auto cs = rt::checksum(outs[i]);
     j["outputs"].push_back({{"name", names[i]}, {"dtype", dtype_name(outs[i].dtype)}, {"shape", outs[i].shape},
                             {"sum", cs.sum}, {"abs_sum", cs.abs_sum}});
+    const std::string warning = declared_output_warning(model->main(), names[i], dtype_name(outs[i].dtype), outs[i].shape);
+    if (!warning.empty()) {
+      j["warnings"].push_back(warning);
+      if (!o.json) std::cerr << "warning: " << warning << "\n";
+    }
     if (!out_paths.empty()) {
       rt::write_npy(out_paths[i], outs[i], rules);
       j["outputs"].back()["file"] = out_paths[i].string();

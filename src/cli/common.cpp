@@ -49,6 +49,30 @@ WriteRules output_rules(bool overwrite, const std::vector<std::string>& inputs) 
   return rules;
 }
 
+std::string declared_output_warning(const Graph& g, const std::string& name, std::string_view dtype,
+                                    const std::vector<int64_t>& shape) {
+  for (ValueId v : g.graph_outputs()) {
+    if (str(g.value_name(v)) != name) continue;
+    const bool dtype_differs = g.dtype(v) != DType::Undefined && dtype_name(g.dtype(v)) != dtype;
+    bool shape_differs = false;
+    std::string declared = "[";
+    if (g.has_shape(v)) {
+      auto dims = g.shape(v);
+      shape_differs = dims.size() != shape.size();
+      for (size_t i = 0; i < dims.size(); ++i) {
+        declared += (i ? "," : "") + (dims[i].known() ? std::to_string(dims[i].value) : std::string(str(dims[i].param)));
+        if (!shape_differs && dims[i].known() && dims[i].value != shape[i]) shape_differs = true;
+      }
+    }
+    if (!dtype_differs && !shape_differs) return "";
+    std::string computed = "[";
+    for (size_t i = 0; i < shape.size(); ++i) computed += (i ? "," : "") + std::to_string(shape[i]);
+    return "output '" + name + "' is declared " + std::string(dtype_name(g.dtype(v))) + (g.has_shape(v) ? " " + declared + "]" : "") +
+           " but computes " + std::string(dtype) + " " + computed + "]";
+  }
+  return "";
+}
+
 CLI::Validator size_validator() {
   return CLI::Validator(
       [](std::string& s) -> std::string {

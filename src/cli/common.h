@@ -44,6 +44,12 @@ void add_output_options(CLI::App& app, OutputOption& o, const std::string& help)
 // before any work and written with save_model / write_file_atomically.
 WriteRules output_rules(bool overwrite, const std::vector<std::string>& inputs);
 
+// A warning when graph output `name` of `g` is declared with another element type or static
+// shape than a run computed (`dtype`: dtype_name of the result); empty when they agree or the
+// output is not declared. `run` and `verify` print it: the file promises something else.
+std::string declared_output_warning(const Graph& g, const std::string& name, std::string_view dtype,
+                                    const std::vector<int64_t>& shape);
+
 // CLI11 check for a size with an optional K/M/G/T suffix.
 CLI::Validator size_validator();
 
