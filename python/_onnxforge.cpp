@@ -314,7 +314,7 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
       if (output) {
         onnxforge::SaveOptions so;  // the file rules of io/safe_file.h, as on the command line
         so.overwrite = overwrite || force;
-        so.inputs = WriteRules{}.protect(in.path).inputs;
+        so.inputs = onnxforge::WriteRules{}.protect(in.path).inputs;
         api::write_optimized(o, *output, strip_hierarchy, so);
         out.written = true;
       } else {

@@ -261,3 +261,75 @@ TEST(Files, DataSizedKernelsStopBeforeAllocating) {
     EXPECT_THAT(j["error"]["message"].get<std::string>(), HasSubstr(c.name)) << r.describe();
   }
 }
+
+TEST(Files, DeclarationsThatCannotBeRunAreBadInput) {
+  // Element types 0 and 99 ran as float32; opsets 0, -5, 10000 and the default domain imported
+  // twice were accepted; an initializer shadowing an input with another dtype was accepted.
+  Folder f("files_declared");
+  auto check = [&](const std::string& name, onnx::ModelProto m, const std::string& needle) {
+    const std::string p = f.at(name + ".onnx");
+    write_model(m, p);
+    expect_refused({"run", p}, needle);
+    expect_refused({"inspect", p}, needle);
+  };
+  for (int et : {0, 99}) {
+    auto m = add_model();
+    m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(et);
+    check("in" + std::to_string(et), m, "graph input 'x' declares element type " + std::to_string(et));
+    m = add_model();
+    m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(et);
+    check("out" + std::to_string(et), m, "graph output 'y' declares element type " + std::to_string(et));
+  }
+  for (int v : {0, -5, 10000}) {
+    auto m = add_model();
+    m.mutable_opset_import(0)->set_version(v);
+    check("opset" + std::to_string(v), m, "imported at opset " + std::to_string(v));
+  }
+  auto twice = add_model();
+  *twice.add_opset_import() = twice.opset_import(0);
+  check("twice", twice, "imported twice");
+  auto shadow = add_model();
+  *shadow.mutable_graph()->add_input() = tensor_info("w", kInt64, {3});
+  check("shadow", shadow, "initializer of the same name holds float32 [64,64]");
+  // The same input declared as the initializer is: a default value, accepted.
+  auto same = add_model();
+  *same.mutable_graph()->add_input() = tensor_info("w", kFloat, {64, 64});
+  write_model(same, f.at("same.onnx"));
+  EXPECT_EQ(run_cli({"run", f.at("same.onnx")}).code, 0);
+}
+
+TEST(Files, SmallSilentAcceptances) {
+  Folder f("files_small");
+  // MaxPool with a kernel larger than its input returned an empty tensor (Conv errors).
+  auto pool = make_model({make_node("MaxPool", {"x"}, {"y"}, "pool0")}, {tensor_info("x", kFloat, {1, 1, 2, 2})},
+                         {tensor_info("y", kFloat, {})});
+  add_ints(*pool.mutable_graph()->mutable_node(0), "kernel_shape", {5, 5});
+  write_model(pool, f.at("pool.onnx"));
+  expect_refused({"run", f.at("pool.onnx")}, "pool0");
+  expect_refused({"run", f.at("pool.onnx")}, "larger than the padded input");
+  // --target-opset 5 is kind usage, as docs/cli.md says.
+  CliResult r = run_cli({"convert", f.model.string(), f.at("t.onnx"), "--target-opset", "5", "--json"});
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_EQ(nlohmann::json::parse(r.out)["error"]["kind"], "usage") << r.describe();
+  // `verify A B` where B fails names B.
+  auto broken = make_model({make_node("Reshape", {"x", "s"}, {"y"}, "reshape0")}, {tensor_info("x", kFloat, {64, 64})},
+                           {tensor_info("y", kFloat, {64, 64})}, {int64_tensor("s", {2}, {3, 7})});
+  write_model(broken, f.at("broken.onnx"));
+  expect_refused({"verify", f.model.string(), f.at("broken.onnx"), "--seeds", "1"}, "candidate '" + f.at("broken.onnx") + "'");
+  // An output declared int32 [9,9] that computes float [64,64]: a warning from run, verify and inspect.
+  auto liar = add_model();
+  auto* t = liar.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::INT32);
+  t->mutable_shape()->mutable_dim(0)->set_dim_value(9);
+  t->mutable_shape()->mutable_dim(1)->set_dim_value(9);
+  write_model(liar, f.at("liar.onnx"));
+  r = run_cli({"run", f.at("liar.onnx")});
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr("warning: output 'y' is declared int32 [9,9] but computes float32 [64,64]"));
+  r = run_cli({"verify", f.model.string(), f.at("liar.onnx"), "--seeds", "1", "--json"});
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_THAT(nlohmann::json::parse(r.out)["warnings"].dump(), HasSubstr("declared int32 [9,9]"));
+  r = run_cli({"inspect", f.at("liar.onnx"), "--json"});
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_THAT(nlohmann::json::parse(r.out)["warnings"].dump(), HasSubstr("int32"));
+}
