@@ -717,8 +717,8 @@ int64_t graph_opset(const Model& m, const Graph& g, int64_t model_from) {
 
 void check_target_opset(const Model& m, int64_t target) {
   const int64_t from = m.opset("");
-  if (target < kMinTargetOpset || target > kMaxRuntimeOpset)
-    fail("--target-opset ", target, " is outside what onnxforge can emit and verify: opsets ", kMinTargetOpset, " to ",
+  if (target < kMinTargetOpset || target > kMaxRuntimeOpset)  // a bad option, as docs/cli.md says: kind usage
+    fail_usage("--target-opset ", target, " is outside what onnxforge can emit and verify: opsets ", kMinTargetOpset, " to ",
          kMaxRuntimeOpset, " (the runtime implements every default-domain op up to opset ", kMaxRuntimeOpset, ")");
   if (target < from)
     fail("the model is at opset ", from, "; --target-opset ", target,

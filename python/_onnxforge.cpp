@@ -15,7 +15,11 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <thread>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -23,7 +27,9 @@
 #include "analysis/inspect.h"
 #include "api/engine.h"
 #include "api/scratch.h"
+#include "io/budget.h"
 #include "io/input_dims.h"
+#include "io/safe_file.h"
 #include "cli/command.h"
 #include "ir/error.h"
 #include "passes/audit.h"
@@ -69,17 +75,91 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
 }
 
-// Runs `f` without the GIL (in an arena of `threads` workers when > 0); an onnxforge::Error that
-// names a scratch file names the model as the caller gave it instead.
+// The engine's limits for one call (max_time, max_memory, max_loop_iterations; 0 keeps the
+// process's setting). They are process-wide while the call runs (io/budget.h), then restored.
+struct Limits {
+  double max_time = 0;
+  uint64_t max_memory = 0, max_loop_iterations = 0;
+};
+
+class ScopedLimits {
+ public:
+  explicit ScopedLimits(const Limits& l)
+      : memory_(onnxforge::memory_budget()), loop_(onnxforge::loop_iteration_limit()), time_(onnxforge::time_budget()) {
+    if (l.max_memory) onnxforge::set_memory_budget(l.max_memory);
+    if (l.max_loop_iterations) onnxforge::set_loop_iteration_limit(l.max_loop_iterations);
+    if (l.max_time > 0) onnxforge::set_time_budget(l.max_time);
+  }
+  ~ScopedLimits() {
+    onnxforge::set_memory_budget(memory_);
+    onnxforge::set_loop_iteration_limit(loop_);
+    if (onnxforge::time_budget() != time_) onnxforge::set_time_budget(time_);
+  }
+  ScopedLimits(const ScopedLimits&) = delete;
+  ScopedLimits& operator=(const ScopedLimits&) = delete;
+
+ private:
+  uint64_t memory_, loop_;
+  double time_;
+};
+
+// Runs `f` on a worker thread while this thread, without the GIL, checks for signals every
+// 50 ms (PyErr_CheckSignals needs the GIL and the main thread): Ctrl-C raises KeyboardInterrupt
+// within a node step of the runtime (io/budget.h request_cancel) instead of after the call.
 template <class F>
-auto engine_call(int threads, std::initializer_list<const ModelArg*> models, F&& f) {
-  try {
-    py::gil_scoped_release unlocked;
-    if (threads > 0) {
-      tbb::task_arena arena(threads);
-      return arena.execute(std::forward<F>(f));
+auto interruptible(F&& f) -> decltype(f()) {
+  using R = decltype(f());
+  std::optional<R> result;
+  std::exception_ptr error;
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread worker([&] {
+    try {
+      result.emplace(f());
+    } catch (...) {
+      error = std::current_exception();
     }
-    return f();
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
+    cv.notify_all();
+  });
+  std::optional<py::error_already_set> signalled;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(m);
+      if (cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) break;
+    }
+    if (signalled) continue;
+    py::gil_scoped_acquire locked;
+    if (PyErr_CheckSignals() != 0) {
+      signalled.emplace();  // the handler's exception (KeyboardInterrupt), raised once the engine stopped
+      onnxforge::request_cancel();
+    }
+  }
+  worker.join();
+  if (signalled) {
+    onnxforge::clear_cancel();
+    throw *signalled;
+  }
+  if (error) std::rethrow_exception(error);
+  return std::move(*result);
+}
+
+// Runs `f` without the GIL (in an arena of `threads` workers when > 0), interruptible and within
+// `limits`; an onnxforge::Error that names a scratch file names the model as the caller gave it.
+template <class F>
+auto engine_call(int threads, std::initializer_list<const ModelArg*> models, F&& f, const Limits& limits = {}) {
+  try {
+    ScopedLimits scoped(limits);
+    py::gil_scoped_release unlocked;
+    return interruptible([&] {
+      if (threads > 0) {
+        tbb::task_arena arena(threads);
+        return arena.execute(f);
+      }
+      return f();
+    });
   } catch (const Error& e) {
     std::string msg = e.what(), file = e.file();
     for (const ModelArg* m : models)
@@ -205,7 +285,7 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
                    const std::vector<std::string>& passes, const std::vector<std::string>& skip,
                    const std::optional<std::map<std::string, int64_t>>& dims, std::optional<uint64_t> fold_size,
                    bool verify, int seeds, std::optional<int64_t> target_opset, bool strip_hierarchy, bool force, bool overwrite, int threads,
-                   const py::object& progress, const std::string& target) {
+                   const py::object& progress, const std::string& target, const Limits& limits) {
   ModelArg in = model_arg(model, name);
   api::OptimizeSettings s;
   s.passes = passes;
@@ -232,7 +312,10 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
     if (!out.ok) out.failure = api::verification_failure_text(o);
     if (out.ok || force) {
       if (output) {
-        api::write_optimized(o, *output, strip_hierarchy);
+        onnxforge::SaveOptions so;  // the file rules of io/safe_file.h, as on the command line
+        so.overwrite = overwrite || force;
+        so.inputs = onnxforge::WriteRules{}.protect(in.path).inputs;
+        api::write_optimized(o, *output, strip_hierarchy, so);
         out.written = true;
       } else {
         api::ScratchDir dir;
@@ -250,7 +333,7 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
     }
     out.report = o.report.dump();
     return out;
-  });
+  }, limits);
   bridge.rethrow();
   py::object model_out = py::none();
   if (!output && (r.ok || force)) model_out = py::bytes(r.bytes);
@@ -261,14 +344,16 @@ std::string inspect(const py::object& model, const std::string& name) {
   ModelArg in = model_arg(model, name);
   std::string out = engine_call(0, {&in}, [&] {
     auto m = onnxforge::load_model(in.path);
-    return onnxforge::summarize(*m).to_json().dump();
+    onnxforge::ModelSummary s = onnxforge::summarize(*m);
+    onnxforge::add_declaration_warnings(*m, s);
+    return s.to_json().dump();
   });
   replace_all(out, in.path.string(), in.name);
   return out;
 }
 
 py::dict run(const py::object& model, const std::string& name, const std::optional<py::dict>& inputs, uint64_t seed,
-             const std::optional<std::map<std::string, int64_t>>& dims, int threads) {
+             const std::optional<std::map<std::string, int64_t>>& dims, int threads, const Limits& limits) {
   ModelArg in = model_arg(model, name);
   std::vector<rt::GivenInput> given = given_inputs(inputs);
   auto dim_values = dims_arg(dims);
@@ -287,7 +372,7 @@ py::dict run(const py::object& model, const std::string& name, const std::option
     // Session::run returns owning NCHW tensors: they outlive the model and the session.
     out.names = session.output_names();
     return out;
-  });
+  }, limits);
   py::dict d;
   for (size_t i = 0; i < r.outputs.size(); ++i) d[py::str(r.names[i])] = to_numpy(r.outputs[i]);
   return d;
@@ -295,7 +380,7 @@ py::dict run(const py::object& model, const std::string& name, const std::option
 
 py::tuple verify(const py::object& a, const std::string& a_name, const py::object& b, const std::string& b_name, int seeds,
                  uint64_t first_seed, double atol, double rtol, const std::optional<std::map<std::string, int64_t>>& dims,
-                 int parallel, int threads) {
+                 int parallel, int threads, const Limits& limits) {
   ModelArg ma = model_arg(a, a_name), mb = model_arg(b, b_name);
   rt::VerifyOptions vo;
   vo.seeds = seeds;
@@ -311,13 +396,16 @@ py::tuple verify(const py::object& a, const std::string& a_name, const py::objec
     vo.dims = onnxforge::resolve_input_dims(vo.dims, {}, {ra.get(), rb.get()});
     rt::VerifyReport v = rt::verify(*ra, *rb, vo);
     return std::pair{v.to_json().dump(), v.to_text()};
-  });
+  }, limits);
   return py::make_tuple(json, text);
 }
 
 std::string bench(const py::object& model, const std::string& name, const py::object& vs, const std::string& vs_name,
                   int iters, double min_time, int warmup, const std::optional<std::map<std::string, int64_t>>& dims,
-                  const std::optional<py::dict>& inputs, bool profile, bool nchw, bool vs_nchw, int threads) {
+                  const std::optional<py::dict>& inputs, bool profile, bool nchw, bool vs_nchw, int threads,
+                  const Limits& limits) {
+  // An endless measurement is an argument error, not a hang (bench(min_time=inf) never returned).
+  if (!(min_time >= 0 && min_time <= 86400)) throw Error("min_time must be between 0 and 86400 seconds, got " + std::to_string(min_time));
   ModelArg in = model_arg(model, name);
   std::optional<ModelArg> other;
   if (!vs.is_none()) other = model_arg(vs, vs_name);
@@ -333,7 +421,7 @@ std::string bench(const py::object& model, const std::string& name, const py::ob
   s.vs_nchw = vs_nchw;
   s.threads = threads;
   ModelArg none;
-  nlohmann::json j = engine_call(threads, {&in, other ? &*other : &none}, [&] { return api::bench(in.path, s); });
+  nlohmann::json j = engine_call(threads, {&in, other ? &*other : &none}, [&] { return api::bench(in.path, s); }, limits);
   j["model"] = in.name;
   if (other) j["vs"]["model"] = other->name;
   return j.dump();
@@ -385,9 +473,12 @@ std::string audit(const std::vector<py::object>& models, const std::vector<std::
   std::vector<nlohmann::json> out(in.size());
   try {
     py::gil_scoped_release unlocked;
-    tbb::parallel_for(size_t{0}, in.size(), [&](size_t i) {
-      out[i] = onnxforge::passes::audit_model(in[i].path.string()).to_json();
-      out[i]["model"] = in[i].name;
+    interruptible([&] {
+      tbb::parallel_for(size_t{0}, in.size(), [&](size_t i) {
+        out[i] = onnxforge::passes::audit_model(in[i].path.string()).to_json();
+        out[i]["model"] = in[i].name;
+      });
+      return 0;
     });
   } catch (const Error& e) {
     std::string msg = e.what();
@@ -404,6 +495,7 @@ int cli(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
+  ScopedLimits scoped(Limits{});  // --max-time, --max-memory of this command line end with it
   py::gil_scoped_release unlocked;
   int rc = onnxforge::cli::run_command_line(static_cast<int>(argv_storage.size()), argv.data());
   std::cout.flush();
@@ -424,14 +516,19 @@ PYBIND11_MODULE(_onnxforge, m) {
     }
   });
   using namespace pybind11::literals;
+  py::class_<Limits>(m, "Limits")
+      .def(py::init([](double max_time, uint64_t max_memory, uint64_t max_loop_iterations) {
+             return Limits{max_time, max_memory, max_loop_iterations};
+           }),
+           "max_time"_a = 0.0, "max_memory"_a = 0, "max_loop_iterations"_a = 0);
   m.def("optimize", &optimize, "model"_a, "name"_a, "output"_a, "passes"_a, "skip"_a, "dims"_a, "fold_size"_a, "verify"_a,
-        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a, "target"_a = "generic");
+        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a, "target"_a = "generic", "limits"_a = Limits{});
   m.def("inspect", &inspect, "model"_a, "name"_a);
-  m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a);
+  m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a, "limits"_a = Limits{});
   m.def("verify", &verify, "a"_a, "a_name"_a, "b"_a, "b_name"_a, "seeds"_a, "first_seed"_a, "atol"_a, "rtol"_a, "dims"_a,
-        "parallel"_a, "threads"_a);
+        "parallel"_a, "threads"_a, "limits"_a = Limits{});
   m.def("bench", &bench, "model"_a, "name"_a, "vs"_a, "vs_name"_a, "iters"_a, "min_time"_a, "warmup"_a, "dims"_a, "inputs"_a,
-        "profile"_a, "nchw"_a, "vs_nchw"_a, "threads"_a);
+        "profile"_a, "nchw"_a, "vs_nchw"_a, "threads"_a, "limits"_a = Limits{});
   m.def("hierarchy", &hierarchy, "model"_a, "name"_a, "sidecar"_a, "use_names"_a, "consumers"_a);
   m.def("extract", &extract, "model"_a, "name"_a, "module"_a, "output"_a, "sidecar"_a, "expose_cuts"_a, "verify"_a,
         "seeds"_a, "dims"_a, "external_data"_a, "overwrite"_a);

@@ -1,5 +1,8 @@
 // evaluate_node: one node on given inputs with the plan's kernels and no plan (constant folding
 // in passes/ and in Plan::fold), and the kernel registry's public queries.
+#include <new>
+#include <stdexcept>
+
 #include "ir/error.h"
 #include "runtime/plan.h"
 
@@ -70,6 +73,10 @@ std::vector<OwnedTensor> evaluate_node(const Graph& g, NodeId n, std::span<const
     k->run(ctx);
   } catch (const Error&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    throw Error(node_desc(g, n) + ": out of memory (lower the inputs' sizes or --max-memory)", Error::Kind::Memory);
+  } catch (const std::length_error&) {
+    throw Error(node_desc(g, n) + ": a table sized from the data is larger than memory can address", Error::Kind::Memory);
   } catch (const std::exception& e) {
     fail(node_desc(g, n), ": ", e.what());
   }

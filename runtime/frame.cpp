@@ -2,6 +2,8 @@
 // float16/bfloat16 converted, channels-last inputs viewed or converted, outputs placed in the
 // arena or on the heap, values freed after their last reader.
 #include <chrono>
+#include <new>
+#include <stdexcept>
 
 #include "io/budget.h"
 #include "ir/error.h"
@@ -224,7 +226,12 @@ void Frame::run_step(const Step& s, size_t index) {
   } catch (const Error& e) {
     std::string what = e.what();
     if (what.find(node_desc(g, s.node)) != std::string::npos) throw;
-    fail(node_desc(g, s.node), ": ", what);
+    throw Error(node_desc(g, s.node) + ": " + what, e.kind(), e.file());  // a Memory error stays one
+  } catch (const std::bad_alloc&) {
+    // A buffer the budget did not see (a kernel's own table): an error naming the node, never a signal.
+    throw Error(node_desc(g, s.node) + ": out of memory (lower the inputs' sizes or --max-memory)", Error::Kind::Memory);
+  } catch (const std::length_error&) {
+    throw Error(node_desc(g, s.node) + ": a table sized from the data is larger than memory can address", Error::Kind::Memory);
   } catch (const std::exception& e) {
     fail(node_desc(g, s.node), ": ", e.what());
   }

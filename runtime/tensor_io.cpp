@@ -4,22 +4,17 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
+#include "io/budget.h"
+#include "io/safe_file.h"
 #include "ir/error.h"
 
 namespace onnxforge::rt {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) fail("cannot read ", p.string());
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
+// Bounded by the memory budget: the tensor is as large as the file.
+std::string slurp(const std::filesystem::path& p) { return read_side_file(p, "input file", memory_budget()); }
 
 struct NpyType {
   const char* descr;
@@ -84,7 +79,7 @@ Tensor read_npy(const std::filesystem::path& path) {
   return t;
 }
 
-void write_npy(const std::filesystem::path& path, const Tensor& t0) {
+void write_npy(const std::filesystem::path& path, const Tensor& t0, const WriteRules& rules) {
   Tensor t = t0.dtype == DType::BFloat16 ? cast(t0, DType::Float) : t0;
   const char* descr = nullptr;
   for (auto& n : kNpy)
@@ -97,15 +92,20 @@ void write_npy(const std::filesystem::path& path, const Tensor& t0) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) fail("cannot write ", path.string());
   const uint16_t hl = static_cast<uint16_t>(header.size());
-  f.write("\x93NUMPY\x01\x00", 8);
-  f.put(static_cast<char>(hl & 0xff));
-  f.put(static_cast<char>(hl >> 8));
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(reinterpret_cast<const char*>(t.data), static_cast<std::streamsize>(t.bytes()));
-  if (!f) fail("error writing ", path.string());
+  std::string head = std::string("\x93NUMPY\x01\x00", 8);
+  head += static_cast<char>(hl & 0xff);
+  head += static_cast<char>(hl >> 8);
+  head += header;
+  try {
+    check_output(path, rules);
+    AtomicFile f(path, rules);
+    f.write(head.data(), head.size());
+    f.write(t.data, t.bytes());
+    f.commit();
+  } catch (const Error& e) {
+    throw e.about(path.string());
+  }
 }
 
 // ------------------------------------------------------------------ TensorProto (wire format)

@@ -4,13 +4,16 @@
 #include <filesystem>
 #include <string>
 
+#include "io/safe_file.h"
 #include "runtime/tensor.h"
 
 namespace onnxforge::rt {
 
+// Input files are read as side files (io/safe_file.h), bounded by the memory budget.
 Tensor read_npy(const std::filesystem::path& path);
-// bfloat16 is written as float32 (NumPy has no bfloat16).
-void write_npy(const std::filesystem::path& path, const Tensor& t);
+// bfloat16 is written as float32 (NumPy has no bfloat16). Written by the file rules of
+// io/safe_file.h (by default an existing regular file is replaced).
+void write_npy(const std::filesystem::path& path, const Tensor& t, const WriteRules& rules = WriteRules(true));
 // A serialized TensorProto (the ONNX backend tests' input_*.pb / output_*.pb); `name` receives
 // TensorProto.name.
 Tensor read_tensor_pb(const std::filesystem::path& path, std::string* name = nullptr);

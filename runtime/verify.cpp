@@ -172,7 +172,14 @@ struct Reference::Impl {
 };
 
 Reference::Reference(const Model& reference, VerifyOptions options, bool keep_runs)
-    : impl_(std::make_unique<Impl>(reference, std::move(options))) {
+    : impl_([&] {
+        const std::string name = options.reference_name;
+        try {
+          return std::make_unique<Impl>(reference, std::move(options));
+        } catch (const Error& e) {
+          throw Error(name + ": " + e.what(), e.kind(), e.file());
+        }
+      }()) {
   Impl& r = *impl_;
   r.keep = keep_runs;
   if (!keep_runs) return;
@@ -234,7 +241,15 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
          << ", floor 1)";
     precision_note = note.str();
   }
-  Session sb(candidate, session_options(o));
+  // A failure names the model it is about (`verify A B` where B fails named neither).
+  auto about = [](const std::string& which, auto&& f) {
+    try {
+      return f();
+    } catch (const Error& e) {
+      throw Error(which + ": " + e.what(), e.kind(), e.file());
+    }
+  };
+  Session sb = about(o.candidate_name, [&] { return Session(candidate, session_options(o)); });
   const auto b_in = sb.input_names(), b_out = sb.output_names();
   // Where each candidate input comes from (a reference input, or with ByName a reference
   // output), and the (reference, candidate) output pairs compared, in report order.
@@ -281,11 +296,11 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
       outs = r.outputs[static_cast<size_t>(s)];
     } else {
       ins = make_inputs(r.plan, o.first_seed + static_cast<uint64_t>(s));
-      outs = r.session->run(ins);
+      outs = about(o.reference_name, [&] { return r.session->run(ins); });
     }
     std::vector<Tensor> ins_b(feed.size());
     for (size_t i = 0; i < feed.size(); ++i) ins_b[i] = feed[i].from_output ? outs[feed[i].index] : ins[feed[i].index];
-    auto outs_b = sb.run(ins_b);
+    auto outs_b = about(o.candidate_name, [&] { return sb.run(ins_b); });
     for (size_t k = 0; k < no; ++k) {
       const Tensor& a = outs[pairs[k].first];
       diffs[k][static_cast<size_t>(s)] = compare(a, outs_b[pairs[k].second], atol, rtol, floor);

@@ -73,6 +73,8 @@ struct VerifyOptions {
   // off) instead of packing a copy per session: for models whose weights dominate memory, where a
   // few runs do not repay a packed copy the size of the model (passes/verification.cpp).
   bool stream_weights = false;
+  // What an error of either model's run is prefixed with (`verify A B` names the files).
+  std::string reference_name = "the reference model", candidate_name = "the candidate model";
 };
 
 // One reference tensor against one candidate tensor.

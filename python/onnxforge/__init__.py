@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import numbers
 import os
+import re
 import sys
 from collections.abc import Mapping
 
@@ -179,9 +182,7 @@ def _model_arg(model, what="model"):
     if isinstance(model, (bytes, bytearray, memoryview)):
         return bytes(model), "<bytes>", "bytes"
     if isinstance(model, (str, os.PathLike)):
-        path = os.fspath(model)
-        if isinstance(path, bytes):
-            path = os.fsdecode(path)
+        path = _path(model, what)
         return path, path, "path"
     if type(model).__name__ == "ModelProto" and hasattr(model, "SerializeToString"):
         try:
@@ -216,8 +217,53 @@ def _progress(progress):
     raise TypeError("progress must be a bool or a callable taking one str")
 
 
+# Argument checks: every bad argument is an Error with a one-line message naming it (pybind11's
+# own TypeError listed every overload; a path with a NUL byte was cut at the NUL; 1.5 became 1).
+
+def _int(value, what, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise Error(f"{what} must be a whole number, not {type(value).__name__} {value!r}")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise Error(f"{what} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _float(value, what, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise Error(f"{what} must be a number, not {type(value).__name__} {value!r}")
+    value = float(value)
+    if not lo <= value <= hi:  # NaN fails too
+        raise Error(f"{what} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _path(path, what):
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise Error(f"{what} must be a path (str or os.PathLike), not {type(path).__name__}")
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if "\x00" in path:
+        raise Error(f"{what} {path.split(chr(0))[0]!r}...: a path cannot contain a NUL byte")
+    if not path:
+        raise Error(f"{what}: empty path")
+    return path
+
+
+def _opt_path(path, what):
+    return None if path is None else _path(path, what)
+
+
+_INT64_MAX = 2**63 - 1
+
+
 def _dims(dims):
-    return None if dims is None else {str(k): int(v) for k, v in dict(dims).items()}
+    if dims is None:
+        return None
+    if not isinstance(dims, Mapping):
+        raise Error(f"dims must be a mapping of dimension names to sizes, not {type(dims).__name__}")
+    return {str(k): _int(v, f"dims[{str(k)!r}]", 0, 2**62) for k, v in dims.items()}
 
 
 def _names(names, what):
@@ -234,17 +280,38 @@ def _names(names, what):
 def _threads(threads):
     if threads is None:
         return 0
-    threads = int(threads)
-    if threads < 1:
+    if isinstance(threads, numbers.Integral) and not isinstance(threads, bool) and threads < 1:
         raise Error(f"threads must be at least 1 (got {threads}); None uses all cores")
-    return threads
+    return _int(threads, "threads", 1, 4096)
+
+
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?\s*", re.IGNORECASE)
+
+
+def _limits(max_time=None, max_memory=None, max_loop_iterations=None):
+    """The engine's limits for one call (None: the process's setting, as the command line's
+    --max-time, --max-memory and --max-loop-iterations)."""
+    t = 0.0 if max_time is None else _float(max_time, "max_time", 1e-3, 9e9)
+    mem = 0
+    if max_memory is not None:
+        if isinstance(max_memory, str):
+            m = _SIZE.fullmatch(max_memory)
+            if not m:
+                raise Error(f"max_memory must be a size in bytes or a string such as '512M' or '2G', got {max_memory!r}")
+            mem = int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " "))
+            if not 1 <= mem <= _INT64_MAX:
+                raise Error(f"max_memory {max_memory!r} is out of range")
+        else:
+            mem = _int(max_memory, "max_memory", 1, _INT64_MAX)
+    loops = 0 if max_loop_iterations is None else _int(max_loop_iterations, "max_loop_iterations", 1, _INT64_MAX)
+    return _engine.Limits(t, mem, loops)
 
 
 # ---- the functions ------------------------------------------------------------------------------
 
 def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, verify=True, seeds=3, dims=None,
              fold_size=None, strip_hierarchy=False, force=False, overwrite=False, threads=None, progress=False,
-             target="generic"):
+             target="generic", max_time=None, max_memory=None, max_loop_iterations=None):
     """Optimize a model with onnxforge's passes and verify the result; ``onnxforge optimize``.
 
     Args:
@@ -269,6 +336,9 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
       overwrite: replace an existing ``output`` (checked before any work; without it an existing file is an Error).
       threads: worker threads for this call (None: all cores).
       progress: True prints status lines to stderr; a callable receives them.
+      max_time, max_memory, max_loop_iterations: the runtime's limits for this call (seconds; bytes
+        or '2G'; node steps per Loop), as the command line's --max-time, --max-memory and
+        --max-loop-iterations; over one, an Error names the node. Ctrl-C raises KeyboardInterrupt.
 
     Returns:
       ``(model, report)``: the optimized model (``output`` itself when given) and an
@@ -279,11 +349,13 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
       VerificationError: the optimized model does not match the original (unless ``force``).
     """
     arg, name, kind = _model_arg(model)
-    out = None if output is None else os.fspath(output)
+    out = _opt_path(output, "output")
+    fold_size = None if fold_size is None else _int(fold_size, "fold_size", 0, _INT64_MAX)
+    target_opset = None if target_opset is None else _int(target_opset, "target_opset", 1, 2**31 - 1)
     data, report_json, ok, failure = _engine.optimize(
         arg, name, out, _names(passes, "passes"), _names(skip, "skip"), _dims(dims), fold_size, bool(verify),
-        int(seeds), target_opset, bool(strip_hierarchy), bool(force), bool(overwrite), _threads(threads),
-        _progress(progress), str(target))
+        _int(seeds, "seeds", 0, 1_000_000), target_opset, bool(strip_hierarchy), bool(force), bool(overwrite),
+        _threads(threads), _progress(progress), str(target), _limits(max_time, max_memory, max_loop_iterations))
     report = OptimizeReport(json.loads(report_json))
     if not ok and not force:
         raise VerificationError(
@@ -299,7 +371,8 @@ def inspect(model) -> dict:
     return json.loads(_engine.inspect(arg, name))
 
 
-def run(model, inputs=None, *, seed=0, dims=None, threads=None) -> dict:
+def run(model, inputs=None, *, seed=0, dims=None, threads=None, max_time=None, max_memory=None,
+        max_loop_iterations=None) -> dict:
     """Run a model with onnxforge's runtime; ``onnxforge run``.
 
     Args:
@@ -308,6 +381,7 @@ def run(model, inputs=None, *, seed=0, dims=None, threads=None) -> dict:
         exactly as ``onnxforge run --seed`` and verification generate them.
       dims: values for symbolic dimensions of generated inputs (default batch 1, sequence 128).
       threads: worker threads for this call (None: all cores).
+      max_time, max_memory, max_loop_iterations: limits for this call, as for :func:`optimize`.
 
     Returns:
       ``{output name: numpy.ndarray}`` in the model's output order.
@@ -316,10 +390,12 @@ def run(model, inputs=None, *, seed=0, dims=None, threads=None) -> dict:
     if inputs is not None:
         import numpy as np
         inputs = {str(k): np.ascontiguousarray(v) for k, v in dict(inputs).items()}
-    return _engine.run(arg, name, inputs, int(seed), _dims(dims), _threads(threads))
+    return _engine.run(arg, name, inputs, _int(seed, "seed", 0, 2**64 - 1), _dims(dims), _threads(threads),
+                       _limits(max_time, max_memory, max_loop_iterations))
 
 
-def verify(reference, candidate, *, seeds=20, atol=1e-4, rtol=1e-3, dims=None, first_seed=0, threads=None):
+def verify(reference, candidate, *, seeds=20, atol=1e-4, rtol=1e-3, dims=None, first_seed=0, threads=None,
+           max_time=None, max_memory=None, max_loop_iterations=None):
     """Check that two models compute the same outputs on ``seeds`` seeded inputs; ``onnxforge verify``.
 
     An output passes when ``|a - b| <= atol + rtol * max(|a|, |A|/16)`` element by element (a: ``reference``,
@@ -329,13 +405,15 @@ def verify(reference, candidate, *, seeds=20, atol=1e-4, rtol=1e-3, dims=None, f
     """
     a, a_name, _ = _model_arg(reference, "reference")
     b, b_name, _ = _model_arg(candidate, "candidate")
-    data, text = _engine.verify(a, a_name, b, b_name, int(seeds), int(first_seed), float(atol), float(rtol), _dims(dims),
-                                0, _threads(threads))
+    data, text = _engine.verify(a, a_name, b, b_name, _int(seeds, "seeds", 1, 1_000_000),
+                                _int(first_seed, "first_seed", 0, 2**64 - 1), _float(atol, "atol", 0, math.inf),
+                                _float(rtol, "rtol", 0, math.inf), _dims(dims), 0, _threads(threads),
+                                _limits(max_time, max_memory, max_loop_iterations))
     return VerifyReport(json.loads(data), text)
 
 
 def bench(model, *, vs=None, iters=None, min_time=3.0, warmup=3, dims=None, inputs=None, threads=None, profile=False,
-          nchw=False, vs_nchw=False):
+          nchw=False, vs_nchw=False, max_time=None, max_memory=None, max_loop_iterations=None):
     """Measure a model's latency with onnxforge's runtime; ``onnxforge bench``.
 
     Runs ``warmup`` untimed runs, then ``iters`` timed runs (or as many as ``min_time`` seconds
@@ -349,8 +427,10 @@ def bench(model, *, vs=None, iters=None, min_time=3.0, warmup=3, dims=None, inpu
     if inputs is not None:
         import numpy as np
         inputs = {str(k): np.ascontiguousarray(v) for k, v in dict(inputs).items()}
-    data = _engine.bench(arg, name, vs_arg, vs_name, 0 if iters is None else int(iters), float(min_time), int(warmup),
-                         _dims(dims), inputs, bool(profile), bool(nchw), bool(vs_nchw), _threads(threads))
+    data = _engine.bench(arg, name, vs_arg, vs_name, 0 if iters is None else _int(iters, "iters", 1, 2**31 - 1),
+                         _float(min_time, "min_time", 0, 86400), _int(warmup, "warmup", 0, 2**31 - 1), _dims(dims), inputs,
+                         bool(profile), bool(nchw), bool(vs_nchw), _threads(threads),
+                         _limits(max_time, max_memory, max_loop_iterations))
     return BenchReport(json.loads(data))
 
 
@@ -358,8 +438,7 @@ def hierarchy(model, *, sidecar=None, use_names=True, consumers=False) -> dict:
     """The model's module tree, tagging coverage by operator category and untagged nodes by why:
     ``onnxforge hierarchy --json``'s content. ``sidecar``: a JSON file with node -> module maps."""
     arg, name, _ = _model_arg(model)
-    return json.loads(_engine.hierarchy(arg, name, None if sidecar is None else os.fspath(sidecar), bool(use_names),
-                                        bool(consumers)))
+    return json.loads(_engine.hierarchy(arg, name, _opt_path(sidecar, "sidecar"), bool(use_names), bool(consumers)))
 
 
 def extract(model, module, output=None, *, sidecar=None, expose_cuts=None, verify=False, seeds=3, dims=None,
@@ -376,9 +455,8 @@ def extract(model, module, output=None, *, sidecar=None, expose_cuts=None, verif
     Returns ``(sub-model or output, report dict)``.
     """
     arg, name, kind = _model_arg(model)
-    data, report = _engine.extract(arg, name, str(module), None if output is None else os.fspath(output),
-                                   None if sidecar is None else os.fspath(sidecar),
-                                   None if expose_cuts is None else os.fspath(expose_cuts), bool(verify), int(seeds),
+    data, report = _engine.extract(arg, name, str(module), _opt_path(output, "output"), _opt_path(sidecar, "sidecar"),
+                                   _opt_path(expose_cuts, "expose_cuts"), bool(verify), _int(seeds, "seeds", 1, 1_000_000),
                                    _dims(dims), bool(external_data), bool(overwrite))
     return (output if output is not None else _model_out(data, kind)), json.loads(report)
 
@@ -405,7 +483,13 @@ def list_passes() -> list:
 def main(argv=None) -> int:
     """Run the ``onnxforge`` command line in this process with ``argv`` (default ``sys.argv[1:]``);
     returns its exit code."""
-    args = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
+    args = sys.argv[1:] if argv is None else [os.fspath(a) if isinstance(a, os.PathLike) else a for a in argv]
+    args = [os.fsdecode(a) if isinstance(a, bytes) else a for a in args]
+    for a in args:
+        if not isinstance(a, str) or "\x00" in a:
+            # A real command line cannot hold a NUL; the engine would have cut the argument there.
+            print(f"onnxforge: error: argument {a!r} is not a string without NUL bytes", file=sys.stderr, flush=True)
+            return 2
     sys.stdout.flush()
     sys.stderr.flush()
     return _engine.cli(args)

@@ -129,6 +129,8 @@ void pool(OpContext& c) {
   for (int i = 0; i < r; ++i) {
     size_t u = static_cast<size_t>(i);
     int64_t span = g.in[u] + g.pad_begin[u] + g.pad_end[u] - ((g.kernel[u] - 1) * g.dilation[u] + 1);
+    // As Conv: a window that fits nowhere is an error, not an empty output (an empty input stays empty).
+    if (span < 0 && g.in[u] > 0) c.error("the kernel (with dilations) is larger than the padded input " + shape_str(x.shape));
     int64_t o = (ceil_mode ? (span + g.stride[u] - 1) / g.stride[u] : span / g.stride[u]) + 1;
     if (ceil_mode && (o - 1) * g.stride[u] >= g.in[u] + g.pad_begin[u]) --o;
     out[u] = std::max<int64_t>(o, 0);

@@ -3,6 +3,7 @@
 // the weighted sum over the product of its dims' taps.
 #include <cmath>
 
+#include "io/budget.h"
 #include "ir/match.h"
 #include "runtime/ops/common.h"
 #include "simd/resample.h"
@@ -240,6 +241,18 @@ void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::
       ys[d] = static_cast<int64_t>(len);
     }
   }
+  // The output and the per-axis tap tables are sized from the data (scales of 1e9, sizes of
+  // 2^40): both go through the memory budget before anything is allocated (a table of 2^40
+  // entries aborted inside the allocator).
+  const uint64_t out_bytes = checked_bytes(x.dtype, ys);
+  if (out_bytes == 0) {  // an empty output: no table, however long its other axes
+    c.output(0, x.dtype, ys);
+    return;
+  }
+  double table_bytes = 0;
+  for (int64_t n : ys) table_bytes += static_cast<double>(n) * (sizeof(std::vector<Tap>) + 4 * sizeof(Tap));
+  check_memory(table_bytes > 0x1p63 ? UINT64_MAX : out_bytes + static_cast<uint64_t>(table_bytes),
+               "the output " + shape_str(ys) + " and its interpolation tables");
   std::vector<std::vector<std::vector<Tap>>> per_dim(static_cast<size_t>(r));
   for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
     per_dim[d].resize(static_cast<size_t>(ys[d]));

@@ -241,15 +241,20 @@ void eye_like(OpContext& c) {
 
 void non_zero(OpContext& c) {
   const Tensor& x = c.input(0);
-  std::vector<int64_t> hits;
-  for (int64_t i = 0, n = x.numel(); i < n; ++i)
-    if (x.get_f64(i) != 0) hits.push_back(i);
-  const int64_t r = x.rank(), h = static_cast<int64_t>(hits.size());
+  // Counted first, then written into the output: a list of hits would be a second buffer as
+  // large as the output (8 bytes per element of the input) outside the memory budget.
+  int64_t h = 0;
+  const int64_t n = x.numel();
+  for (int64_t i = 0; i < n; ++i) h += x.get_f64(i) != 0;
+  const int64_t r = x.rank();
   Tensor& y = c.output(0, DType::Int64, {r, h});
   auto st = contiguous_strides(x.shape);
-  for (int64_t j = 0; j < h; ++j)
+  for (int64_t i = 0, j = 0; i < n; ++i) {
+    if (x.get_f64(i) == 0) continue;
     for (int64_t d = 0; d < r; ++d)
-      y.ptr<int64_t>()[d * h + j] = (hits[static_cast<size_t>(j)] / st[static_cast<size_t>(d)]) % x.shape[static_cast<size_t>(d)];
+      y.ptr<int64_t>()[d * h + j] = (i / st[static_cast<size_t>(d)]) % x.shape[static_cast<size_t>(d)];
+    ++j;
+  }
 }
 
 }  // namespace

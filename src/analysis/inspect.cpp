@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/shapes.h"
+#include "ir/error.h"
 #include "io/mapped_file.h"
 #include "io/model_io.h"
 #include "io/units.h"
@@ -167,7 +169,20 @@ nlohmann::json ModelSummary::to_json() const {
   j["graph_inputs"] = ports_json(graph_inputs);
   j["graph_outputs"] = ports_json(graph_outputs);
   j["topologically_sorted"] = topologically_sorted;
+  if (!warnings.empty()) j["warnings"] = warnings;
   return j;
+}
+
+void add_declaration_warnings(Model& model, ModelSummary& s) {
+  ShapeReport r;
+  try {
+    r = infer_shapes(model);
+  } catch (const Error&) {
+    return;  // nothing to say about declarations of a model inference cannot follow
+  }
+  const Graph& g = model.main();
+  for (const ShapeIssue& c : r.conflicts)
+    if (c.graph == g.id() && c.value.valid() && g.is_graph_output(c.value)) s.warnings.push_back("graph output: " + c.message);
 }
 
 
@@ -217,6 +232,7 @@ std::string format_summary(const ModelSummary& s, bool color) {
   }
   if (!s.topologically_sorted)
     os << "\nnote: the nodes are not topologically sorted (ONNX requires it; `optimize` sorts them)\n";
+  for (const std::string& w : s.warnings) os << "warning: " << w << "\n";
   return os.str();
 }
 

@@ -37,10 +37,16 @@ struct ModelSummary {
   std::vector<std::pair<std::string, std::string>> relevance;     // pass family -> finding
   std::vector<PortSummary> graph_inputs, graph_outputs;            // main graph
   bool topologically_sorted = true;  // the file's node order (ONNX requires it; `optimize` sorts)
+  // Declared graph outputs that contradict what the ops compute (add_declaration_warnings).
+  std::vector<std::string> warnings;
   nlohmann::json to_json() const;
 };
 
 ModelSummary summarize(const Model& model);
+// Runs shape inference on `model` (which it may annotate) and adds a warning to `s` for every
+// graph output whose declared element type or shape contradicts what its producer computes (an
+// output declared int32 [9,9] that computes float [4]).
+void add_declaration_warnings(Model& model, ModelSummary& s);
 std::string format_summary(const ModelSummary& s, bool color);
 
 }  // namespace onnxforge

@@ -428,9 +428,23 @@ void Engine::infer_function_call(Graph& g, NodeId n, const Function& f) {
   for (NodeId bn : body.nodes())
     for (const Attr& a : body.attrs(bn))
       if (!a.ref_attr_name.empty()) return;  // attribute references: not specialised here
+  // The reader refuses recursive functions; a model built in memory is checked here too, and a
+  // chain of calls is bounded like nested subgraphs, so that the C++ stack cannot overflow.
+  if (std::find(calls_.begin(), calls_.end(), &f) != calls_.end())
+    fail("function ", str(f.domain), "::", str(f.name), " calls itself; recursive functions cannot be inferred");
+  if (calls_.size() >= kMaxFunctionDepth)
+    fail("function calls nested deeper than ", kMaxFunctionDepth, " at ", str(f.domain), "::", str(f.name));
   std::vector<VState> ins;
   for (ValueId v : g.inputs(n)) ins.push_back(v.valid() ? state(g, v) : VState{});
-  std::vector<VState> outs = run_subgraph(body, ins);
+  calls_.push_back(&f);
+  std::vector<VState> outs;
+  try {
+    outs = run_subgraph(body, ins);
+  } catch (...) {
+    calls_.pop_back();
+    throw;
+  }
+  calls_.pop_back();
   for (size_t i = 0; i < outs.size() && i < g.outputs(n).size(); ++i)
     if (g.output(n, i).valid()) state(g, g.output(n, i)) = outs[i];
 }

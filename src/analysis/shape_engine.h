@@ -135,6 +135,8 @@ class Engine {
   void init_graph(Graph& g, const std::vector<VState>* bound_inputs);
   void infer_node(Graph& g, NodeId n);
   void infer_function_call(Graph& g, NodeId n, const Function& f);
+  static constexpr size_t kMaxFunctionDepth = 64;
+  std::vector<const Function*> calls_;  // the function calls being inferred, outermost first
   void merge_declared(Graph& g, NodeId n, ValueId v);
   void write_back(Graph& g);
   void count(Graph& g);

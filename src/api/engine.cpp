@@ -8,6 +8,7 @@
 #include "hierarchy/hierarchy.h"
 #include "hierarchy/summary.h"
 #include "io/input_dims.h"
+#include "io/safe_file.h"
 #include "runtime/decode.h"
 #include "ir/error.h"
 #include "passes/pipeline.h"
@@ -48,7 +49,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   auto say = [&](const std::string& line) {
     if (s.progress) s.progress(line);
   };
-  if (!s.output.empty()) check_overwrite(s.output, s.overwrite);  // before any work
+  if (!s.output.empty()) check_output(s.output, WriteRules(s.overwrite).protect(input));  // before any work
   RunOptions ro;
   ro.pass.evaluator = runtime_evaluator();
   if (s.fold_size) ro.pass.fold_size = *s.fold_size;
@@ -318,8 +319,22 @@ nlohmann::json hierarchy(const std::filesystem::path& path, const std::filesyste
 
 ExtractOutcome extract(const std::filesystem::path& path, const std::string& module, const std::filesystem::path& output,
                        const ExtractSettings& o) {
-  check_overwrite(output, o.overwrite);  // before any work
-  if (!o.expose_cuts.empty()) check_overwrite(o.expose_cuts, o.overwrite);
+  WriteRules rules(o.overwrite);
+  rules.protect(path);
+  SaveOptions so;
+  so.overwrite = o.overwrite;
+  so.inputs = rules.inputs;
+  if (o.external_data) so.placement = WeightPlacement::External;
+  {  // the whole output set before any work (io/safe_file.h)
+    std::vector<std::filesystem::path> set{output};
+    std::vector<std::string> what{"output"};
+    if (o.external_data) set.push_back(external_data_path(output, so)), what.push_back("external-data file");
+    if (!o.expose_cuts.empty()) {
+      set.push_back(o.expose_cuts), what.push_back("--expose-cuts");
+      if (o.external_data) set.push_back(external_data_path(o.expose_cuts, so)), what.push_back("external-data file");
+    }
+    check_outputs(set, what, rules);
+  }
   auto t0 = Clock::now();
   auto model = load_model(path);
   std::vector<std::string> dims;  // checked against the model's inputs now, not after the cut is written
@@ -330,8 +345,6 @@ ExtractOutcome extract(const std::filesystem::path& path, const std::string& mod
   hier::read_tags(*model, ro);
   ExtractOutcome out;
   out.cut = hier::extract_module(*model, module);
-  SaveOptions so;
-  if (o.external_data) so.placement = WeightPlacement::External;
   out.saved = save_model(*out.cut.model, output, so);
   if (!o.expose_cuts.empty()) save_model(*hier::with_cuts_exposed(*model, out.cut), o.expose_cuts, so);
   out.seconds = seconds_since(t0);

@@ -31,7 +31,15 @@ struct Options {
 int run(const Options& o) {
   const std::string& out = o.output.required("convert");
   if (o.force) std::cerr << "note: --force is deprecated; use --overwrite\n";
-  check_overwrite(out, o.overwrite || o.force);
+  const WriteRules rules = output_rules(o.overwrite || o.force, {o.input});
+  SaveOptions save;
+  save.external_file = o.external_file;
+  {  // the output set before any work: the model, and its external data when it is asked for
+    std::vector<std::filesystem::path> set{out};
+    std::vector<std::string> what{"output"};
+    if (o.external || !o.external_file.empty()) set.push_back(external_data_path(out, save)), what.push_back("external-data file");
+    check_outputs(set, what, rules);
+  }
   auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(o.input);
   const bool sorted = nodes_topologically_sorted(*model);
@@ -43,14 +51,14 @@ int run(const Options& o) {
   if (upgrade && !o.json)
     std::cerr << "opset " << upgrade->from << " -> " << upgrade->to << ", IR " << upgrade->ir_from << " -> " << upgrade->ir_to
               << " (" << upgrade->adapted << " nodes adapted, " << upgrade->added << " added)\n";
-  SaveOptions save;
+  save.overwrite = rules.overwrite;
+  save.inputs = rules.inputs;
   save.keep_node_order = !upgrade;  // a faithful copy; an upgrade is a pass and may add nodes
   if (o.embed) save.placement = WeightPlacement::Embed;
   if (o.external) {
     save.placement = WeightPlacement::External;
     if (o.external_min) save.external_min_bytes = *o.external_min;
   }
-  save.external_file = o.external_file;
   SaveStats s = save_model(*model, out, save);
   double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {

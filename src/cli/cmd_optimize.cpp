@@ -57,7 +57,14 @@ int run(const Options& o) {
   const std::string& out = o.out.required("optimize");
   if (o.force) std::cerr << "note: --force is deprecated; it means --overwrite --write-unverified\n";
   const bool overwrite = o.overwrite || o.force, write_unverified = o.write_unverified || o.force;
-  if (!o.report.empty()) check_writable(o.report, "--report");
+  // The output set (io/safe_file.h): the model and the --report, never onto the input.
+  const WriteRules rules = output_rules(overwrite, {o.in});
+  {
+    std::vector<std::filesystem::path> set{out};
+    std::vector<std::string> what{"output"};
+    if (!o.report.empty()) set.push_back(o.report), what.push_back("--report");
+    check_outputs(set, what, rules);
+  }
   std::unique_ptr<tbb::global_control> threads;
   if (o.threads > 0) threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
   bool tty = stderr_is_tty();
@@ -96,7 +103,7 @@ int run(const Options& o) {
   for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
   if (r.over_budget) {
     if (!write_unverified) {
-      if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+      if (!o.report.empty()) write_file_atomically(o.report, r.report.dump(2) + "\n", rules);
       std::cerr << "error: " << o.in << " cannot be verified within --verify-budget " << o.verify_budget
                 << " s; nothing was written: raise the budget, or pass --write-unverified to write it unverified\n";
       return 1;
@@ -104,7 +111,7 @@ int run(const Options& o) {
     std::cerr << "--write-unverified: writing the model unverified (over --verify-budget)\n";
   } else if (!r.ok()) {
     if (tty) std::cerr << "\n";
-    if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+    if (!o.report.empty()) write_file_atomically(o.report, r.report.dump(2) + "\n", rules);
     std::cerr << "error: " << api::verification_failure_text(r) << "\n";
     if (!write_unverified) {
       const bool one_pass = r.breaking_pass.rfind("the combination", 0) != 0;
@@ -117,10 +124,13 @@ int run(const Options& o) {
     std::cerr << "--write-unverified: writing the model although it failed verification\n";
   }
   if (tty) std::cerr << "\r\033[K" << "writing " << out << std::flush;
-  api::write_optimized(r, out, o.strip_hierarchy);
+  SaveOptions save;
+  save.overwrite = overwrite;
+  save.inputs = rules.inputs;
+  api::write_optimized(r, out, o.strip_hierarchy, save);
   clear();
   const nlohmann::json& report = r.report;
-  if (!o.report.empty()) write_text_file(o.report, report.dump(2) + "\n");
+  if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n", rules);
   if (o.json) {
     std::cout << report.dump(2) << "\n";
     return r.ok() || r.over_budget ? 0 : 1;  // written with --write-unverified, but the check said no (over budget: unchecked)

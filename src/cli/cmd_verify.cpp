@@ -25,18 +25,33 @@ int run(Options o) {
   auto a = load_model(o.a);
   auto b = load_model(o.b);
   o.v.dims = resolve_dims(o.dims, {a.get(), b.get()});
+  o.v.reference_name = "reference '" + o.a + "'";
+  o.v.candidate_name = "candidate '" + o.b + "'";
   const bool tty = stderr_is_tty();
   if (tty) o.v.progress = [](const rt::VerifyProgress& p) { std::cerr << "\r\033[K" << p.line() << std::flush; };
   rt::VerifyReport r = rt::verify(*a, *b, o.v);
   if (tty) std::cerr << "\r\033[K";
+  std::vector<std::string> warnings;  // declared outputs that contradict what either model computes
+  for (const rt::OutputDiff& d : r.outputs)
+    for (const Model* m : {a.get(), b.get()}) {
+      std::string w = declared_output_warning(m->main(), d.name, d.dtype, d.shape);
+      if (!w.empty()) warnings.push_back((m == a.get() ? o.a : o.b) + ": " + w);
+    }
+  if (!o.json)
+    for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
   if (r.over_budget) {
     if (o.json) std::cout << r.to_json().dump(2) << "\n";
     std::cerr << "error: cannot be verified within --verify-budget " << o.v.budget_seconds << " s (one seed checked)\n";
     return 1;
   }
   if (o.decode_steps < 0) {
-    if (o.json) std::cout << r.to_json().dump(2) << "\n";
-    else std::cout << r.to_text();
+    if (o.json) {
+      nlohmann::json j = r.to_json();
+      if (!warnings.empty()) j["warnings"] = warnings;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << r.to_text();
+    }
     return r.pass ? 0 : 1;
   }
   // Generation as deployed: a prefill, then one token per step through each model's own cache.
@@ -44,6 +59,7 @@ int run(Options o) {
                                                   .atol = o.v.atol, .rtol = o.v.rtol, .dims = o.v.dims});
   if (o.json) {
     nlohmann::json j = r.to_json();
+    if (!warnings.empty()) j["warnings"] = warnings;
     j["decode"] = d.to_json();
     std::cout << j.dump(2) << "\n";
   } else {

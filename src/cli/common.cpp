@@ -1,12 +1,7 @@
 #include "cli/common.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <optional>
 
 #include "io/input_dims.h"
@@ -47,41 +42,35 @@ const std::string& OutputOption::required(const char* command) const {
   return path();
 }
 
-void check_writable(const std::string& path, const char* option) {
-  std::filesystem::path p(path);
-  std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
-  std::error_code ec;
-  if (p.filename().empty() || std::filesystem::is_directory(p, ec))
-    fail_usage(option, " ", path, ": is a directory; give a file name");
-  if (!std::filesystem::is_directory(dir, ec)) fail_usage(option, " ", path, ": folder '", dir.string(), "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0)
-    fail_usage(option, " ", path, ": cannot write in '", dir.string(), "': ", std::strerror(errno));
-  if (std::filesystem::exists(p, ec) && ::access(p.c_str(), W_OK) != 0)
-    fail_usage(option, " ", path, ": the file is not writable: ", std::strerror(errno));
+WriteRules output_rules(bool overwrite, const std::vector<std::string>& inputs) {
+  WriteRules rules;
+  rules.overwrite = overwrite;
+  for (const std::string& in : inputs) rules.protect(in);
+  return rules;
 }
 
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
-  std::filesystem::path tmp = dir / ("." + path.filename().string() + ".onnxforge-tmp." + std::to_string(::getpid()) + ".0");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno), Error::Kind::Input, path.string());
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error("cannot write '" + path.string() + "': " + std::strerror(e), Error::Kind::Input, path.string());
+std::string declared_output_warning(const Graph& g, const std::string& name, std::string_view dtype,
+                                    const std::vector<int64_t>& shape) {
+  for (ValueId v : g.graph_outputs()) {
+    if (str(g.value_name(v)) != name) continue;
+    const bool dtype_differs = g.dtype(v) != DType::Undefined && dtype_name(g.dtype(v)) != dtype;
+    bool shape_differs = false;
+    std::string declared = "[";
+    if (g.has_shape(v)) {
+      auto dims = g.shape(v);
+      shape_differs = dims.size() != shape.size();
+      for (size_t i = 0; i < dims.size(); ++i) {
+        declared += (i ? "," : "") + (dims[i].known() ? std::to_string(dims[i].value) : std::string(str(dims[i].param)));
+        if (!shape_differs && dims[i].known() && dims[i].value != shape[i]) shape_differs = true;
+      }
     }
-    done += static_cast<size_t>(n);
+    if (!dtype_differs && !shape_differs) return "";
+    std::string computed = "[";
+    for (size_t i = 0; i < shape.size(); ++i) computed += (i ? "," : "") + std::to_string(shape[i]);
+    return "output '" + name + "' is declared " + std::string(dtype_name(g.dtype(v))) + (g.has_shape(v) ? " " + declared + "]" : "") +
+           " but computes " + std::string(dtype) + " " + computed + "]";
   }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error("cannot write '" + path.string() + "': " + std::strerror(e), Error::Kind::Input, path.string());
-  }
+  return "";
 }
 
 CLI::Validator size_validator() {

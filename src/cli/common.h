@@ -1,8 +1,8 @@
 #pragma once
-// What several commands share on the command line (docs/cli.md): --dim and --input-shape,
-// the output path given as -o or as a second positional, --overwrite, and checked writes of
-// side files such as --report. Malformed values are rejected while parsing, as usage errors
-// that name the option (exit 2), never later as an exception from std::stoll.
+// What several commands share on the command line (docs/cli.md): --dim and --input-shape, the
+// output path given as -o or as a second positional, and the file rules of --overwrite. Malformed
+// values are rejected while parsing, as usage errors that name the option (exit 2), never later
+// as an exception from std::stoll.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "io/model_io.h"  // check_overwrite
+#include "io/model_io.h"
+#include "io/safe_file.h"
 #include "ir/graph.h"
 
 namespace onnxforge::cli {
@@ -38,13 +39,16 @@ struct OutputOption {
 };
 void add_output_options(CLI::App& app, OutputOption& o, const std::string& help);
 
-// Fails early (a usage error naming `option`) when `path` could not be written: its folder is
-// missing or not writable, or it is a directory.
-void check_writable(const std::string& path, const char* option);
+// The file rules of a command's outputs (io/safe_file.h): --overwrite, and the command's input
+// files, which no output may be written onto. Outputs are checked together with check_outputs
+// before any work and written with save_model / write_file_atomically.
+WriteRules output_rules(bool overwrite, const std::vector<std::string>& inputs);
 
-// Writes a side file (a --report) atomically; throws onnxforge::Error naming the path when it
-// cannot be written (an unwritable path exited 0 before).
-void write_text_file(const std::filesystem::path& path, const std::string& text);
+// A warning when graph output `name` of `g` is declared with another element type or static
+// shape than a run computed (`dtype`: dtype_name of the result); empty when they agree or the
+// output is not declared. `run` and `verify` print it: the file promises something else.
+std::string declared_output_warning(const Graph& g, const std::string& name, std::string_view dtype,
+                                    const std::vector<int64_t>& shape);
 
 // CLI11 check for a size with an optional K/M/G/T suffix.
 CLI::Validator size_validator();

@@ -1,9 +1,9 @@
 #include "hierarchy/tag_sources.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "hierarchy/python_repr.h"
+#include "io/safe_file.h"
 #include "ir/error.h"
 
 namespace onnxforge::hier {
@@ -101,16 +101,19 @@ std::optional<DirectTags> read_dynamo_metadata(const Graph& g, NodeId n) {
 }
 
 Sidecar::Sidecar(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) fail("cannot read hierarchy sidecar ", file, ": check the path given to --hierarchy");
+  // A side file: a FIFO, a device or a directory is an error, not a hang (io/safe_file.h).
+  const std::string text = read_side_file(file, "hierarchy sidecar (--hierarchy)");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     fail("hierarchy sidecar ", file, " is not valid JSON: ", e.what());
   }
+  if (!j.is_object()) fail("hierarchy sidecar ", file, " is not a JSON object (expected the tools/export format)");
   const auto modules = j.value("node_modules", nlohmann::json::object());
   const auto tags = j.value("node_tags", nlohmann::json::object());
+  if (!modules.is_object() || !tags.is_object())
+    fail("hierarchy sidecar ", file, ": node_modules and node_tags must be JSON objects (the tools/export format)");
   if (modules.empty() && tags.empty())
     fail("hierarchy sidecar ", file, " has no node_modules/node_tags maps (expected the tools/export format)");
   for (auto it = modules.begin(); it != modules.end(); ++it) {

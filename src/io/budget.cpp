@@ -79,7 +79,26 @@ void set_time_budget(double seconds) {
 
 double time_budget() { return g_time_budget.load(); }
 
+namespace {
+std::atomic<bool> g_cancelled{false};
+std::atomic<int64_t> g_deadline_before_cancel{0};
+}  // namespace
+
+void request_cancel() {
+  if (g_cancelled.exchange(true)) return;
+  g_deadline_before_cancel.store(detail::g_deadline_ns.load());
+  detail::g_deadline_ns.store(1);  // the steady clock is past 1 ns: the next check stops
+}
+
+bool cancel_requested() { return g_cancelled.load(); }
+
+void clear_cancel() {
+  if (!g_cancelled.exchange(false)) return;
+  detail::g_deadline_ns.store(g_deadline_before_cancel.load());
+}
+
 void fail_time_budget(const std::string& where) {
+  if (g_cancelled.load()) throw Error(where + ": interrupted");
   const double spent = static_cast<double>(detail::steady_now_ns() - g_time_start_ns.load()) * 1e-9;
   throw Error(where + ": stopped after " + human_seconds(spent) + ", over the time budget of " +
               human_seconds(g_time_budget.load()) + " (raise it with --max-time SECONDS)");

@@ -41,8 +41,17 @@ inline bool time_budget_spent() {
   const int64_t d = detail::g_deadline_ns.load(std::memory_order_relaxed);
   return d != 0 && detail::steady_now_ns() >= d;
 }
-// Throws onnxforge::Error: `where` (a node) stopped over the time budget, and how to raise it.
+// Throws onnxforge::Error: `where` (a node) stopped over the time budget, and how to raise it
+// (or that the work was interrupted, after request_cancel()).
 [[noreturn]] void fail_time_budget(const std::string& where);
+
+// Cancellation (Python's KeyboardInterrupt while the engine works without the GIL): moves the
+// deadline into the past, so the runtime's next check, at most one node step or Loop iteration
+// away, stops the work with an Error saying it was interrupted. Process-wide, like the budgets:
+// every engine call in flight stops. clear_cancel() restores the deadline set_time_budget gave.
+void request_cancel();
+bool cancel_requested();
+void clear_cancel();
 
 // How much work one Loop (or Scan) node may do (command line --max-loop-iterations), in node
 // steps: iterations x (the body's nodes + 2), nested Loops spending from the outermost one's

@@ -13,18 +13,15 @@
 
 namespace onnxforge {
 
-namespace {
-
-const char* file_kind(mode_t m) {
+const char* file_kind(uint32_t m) {
   if (S_ISDIR(m)) return "a directory";
   if (S_ISFIFO(m)) return "a FIFO (named pipe)";
   if (S_ISSOCK(m)) return "a socket";
   if (S_ISCHR(m)) return "a character device";
   if (S_ISBLK(m)) return "a block device";
+  if (S_ISLNK(m)) return "a symbolic link";
   return "not a regular file";
 }
-
-}  // namespace
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   // O_NONBLOCK: opening a FIFO for reading blocks until a writer appears (a model path or an
@@ -112,7 +109,7 @@ void write_all(int fd, const void* data, size_t size, const std::filesystem::pat
   }
 }
 
-void copy_to_fd(const MappedFile& src, uint64_t offset, uint64_t length, int out_fd) {
+void copy_to_fd(const MappedFile& src, uint64_t offset, uint64_t length, int out_fd, const std::filesystem::path& what) {
   loff_t in_off = static_cast<loff_t>(offset);
   while (length > 0) {
     ssize_t n = ::copy_file_range(src.fd(), &in_off, out_fd, nullptr, length, 0);
@@ -125,7 +122,7 @@ void copy_to_fd(const MappedFile& src, uint64_t offset, uint64_t length, int out
   }
   if (length > 0) {
     uint64_t done = static_cast<uint64_t>(in_off);
-    write_all(out_fd, src.data() + done, length, "output");
+    write_all(out_fd, src.data() + done, length, what);
   }
 }
 

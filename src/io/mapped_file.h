@@ -60,9 +60,12 @@ struct FileIdentity {
 };
 std::optional<FileIdentity> file_identity(const std::filesystem::path& path);
 
+// "a directory", "a FIFO (named pipe)", "a character device", ... for a stat st_mode.
+const char* file_kind(uint32_t st_mode);
+
 // Copies `length` bytes of `src` at `offset` to the current position of `out_fd`
-// (copy_file_range where the kernel allows, else write() from the mapping).
-void copy_to_fd(const MappedFile& src, uint64_t offset, uint64_t length, int out_fd);
+// (copy_file_range where the kernel allows, else write() from the mapping); an error names `what`.
+void copy_to_fd(const MappedFile& src, uint64_t offset, uint64_t length, int out_fd, const std::filesystem::path& what);
 
 // Writes all bytes to `fd` (retrying partial writes); throws onnxforge::Error naming `what`.
 void write_all(int fd, const void* data, size_t size, const std::filesystem::path& what);

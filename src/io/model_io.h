@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "io/mapped_file.h"  // FileIdentity
 
 #include "ir/graph.h"
 
@@ -31,6 +34,12 @@ struct SaveOptions {
   // Write nodes in the graphs' table order (a loaded model's file order) instead of sorting them
   // topologically: `convert` keeps a model as it was, even one whose file is not sorted.
   bool keep_node_order = false;
+  // Replace an existing regular file at the model's path or its external-data path (the CLI's
+  // --overwrite); without it save_model refuses them. Devices, FIFOs, links and the model's own
+  // input files are refused either way (io/safe_file.h).
+  bool overwrite = true;
+  // Further files never written onto (the command's other inputs).
+  std::vector<FileIdentity> inputs;
 };
 
 struct SaveStats {
@@ -39,13 +48,12 @@ struct SaveStats {
   bool used_external = false;
 };
 
-// Writes atomically (temporary files in the target folder, then rename) and refuses to write
-// over the model's own input files.
+// Writes atomically (temporary files in the target folder, then rename) by the file rules of
+// io/safe_file.h: never over the model's own input files, a link, a device or a FIFO.
 SaveStats save_model(const Model& model, const std::filesystem::path& path, const SaveOptions& options = {});
 
-// Refuses (a usage error naming the path) to replace an existing file unless `overwrite`: callers
-// check an output before any work, so that a long job does not end in a refusal (docs/cli.md).
-void check_overwrite(const std::filesystem::path& path, bool overwrite);
+// Where save_model puts the external data of a model written to `path`.
+std::filesystem::path external_data_path(const std::filesystem::path& path, const SaveOptions& options);
 
 // Whether every graph's nodes, in table order, come after the producers of what they read (a
 // loaded model: whether the file is topologically sorted, as ONNX requires).

@@ -8,6 +8,7 @@
 #include <bit>
 #include <charconv>
 #include <deque>
+#include <map>
 #include <cstring>
 #include <unordered_map>
 
@@ -178,9 +179,12 @@ class Reader {
       }
     }
     if (!saw_graph) fail(file_.path().string(), ": not an ONNX model (no graph found)");
+    check_opsets();
     if (model_.ir_version < 1 || model_.ir_version > 64)
       fail(file_.path().string(), ": ir_version ", model_.ir_version, " is not a valid ONNX IR version");
     for (size_t g = 0; g < model_.graph_count(); ++g) resolve_names(model_.graph(GraphId(static_cast<uint32_t>(g))));
+    check_function_recursion();
+    for (size_t g = 0; g < model_.graph_count(); ++g) check_shadowed_inputs(model_.graph(GraphId(static_cast<uint32_t>(g))));
     if (options_.validate)
       for (size_t g = 0; g < model_.graph_count(); ++g) validate(model_.graph(GraphId(static_cast<uint32_t>(g))));
   }
@@ -196,7 +200,17 @@ class Reader {
     std::vector<Dim> dims;
     std::string_view type_raw;
     std::vector<std::string_view> extra;  // doc_string, metadata_props
+    int64_t bad_elem_type = -1;           // an elem_type that is 0 (UNDEFINED) or unknown, as declared
   };
+
+  // The model's interface must say what it takes and gives: an element type 0 (UNDEFINED) or
+  // one ONNX does not define was run as float32 without a word.
+  void check_interface_type(const Graph& g, const Declaration& d, const char* what) const {
+    if (g.id().index() != 0 || d.bad_elem_type < 0) return;
+    fail(file_.path().string(), ": graph ", what, " '", str(d.name), "' declares element type ", d.bad_elem_type,
+         d.bad_elem_type == 0 ? " (UNDEFINED)" : ", which ONNX does not define",
+         "; the model's inputs and outputs need a tensor element type");
+  }
   struct Pending {
     std::vector<Sym> node_inputs;  // parallel to Graph::node_inputs_
     std::vector<Declaration> outputs, value_info;
@@ -213,6 +227,53 @@ class Reader {
       else m.verbatim();
     }
     return o;
+  }
+
+  // An initializer with the name of a graph input is the input's default value (IR < 4 lists
+  // every initializer as an input). One of another element type or shape than the input declares
+  // cannot be that default: whether the declaration or the tensor is meant is anyone's guess, so
+  // it is refused (docs/cli.md, "Files onnxforge reads").
+  void check_shadowed_inputs(const Graph& g) const {
+    for (ValueId v : g.graph_inputs()) {
+      TensorId t = g.init_tensor_[v.index()];
+      if (!t.valid()) continue;
+      const DType dt = model_.tensors.dtype(t);
+      auto dims = model_.tensors.dims(t);
+      bool clash = g.dtype(v) != DType::Undefined && g.dtype(v) != dt;
+      if (g.has_shape(v)) {
+        auto shape = g.shape(v);
+        clash |= shape.size() != dims.size();
+        for (size_t i = 0; !clash && i < shape.size(); ++i) clash |= shape[i].known() && shape[i].value != dims[i];
+      }
+      if (!clash) continue;
+      std::string tshape, declared;
+      for (size_t i = 0; i < dims.size(); ++i) tshape += (i ? "," : "") + std::to_string(dims[i]);
+      if (g.has_shape(v)) {
+        auto shape = g.shape(v);
+        for (size_t i = 0; i < shape.size(); ++i)
+          declared += (i ? "," : "") + (shape[i].known() ? std::to_string(shape[i].value) : std::string(str(shape[i].param)));
+        declared = " [" + declared + "]";
+      }
+      fail(file_.path().string(), ": graph input '", str(g.value_name(v)), "' is declared ", dtype_name(g.dtype(v)), declared,
+           " but the initializer of the same name holds ", dtype_name(dt), " [", tshape,
+           "]; an initializer shadowing an input must match its declared type and shape");
+    }
+  }
+
+  // Opset versions outside what ONNX has defined, or one domain imported twice, made every op's
+  // version ambiguous or meaningless; they were accepted silently. 1000 leaves room for the
+  // future of every domain (the default domain is at 24, ai.onnx.ml at 5).
+  void check_opsets() const {
+    std::map<std::string, int64_t> seen;
+    for (const OpsetImport& o : model_.opsets) {
+      std::string domain(str(o.domain));
+      if (domain == "ai.onnx") domain.clear();
+      const std::string shown = domain.empty() ? "the default domain" : "domain '" + domain + "'";
+      if (o.version < 1 || o.version > 1000)
+        fail(file_.path().string(), ": ", shown, " is imported at opset ", o.version, ", which no ONNX release defines");
+      if (auto [it, fresh] = seen.emplace(domain, o.version); !fresh)
+        fail(file_.path().string(), ": ", shown, " is imported twice (opsets ", it->second, " and ", o.version, ")");
+    }
   }
 
   std::pair<std::string, std::string> read_string_pair(Cursor& c) {
@@ -250,6 +311,7 @@ class Reader {
           ValueId v = value_for(g, d.name);
           if (g.flags_[v.index()] & Graph::kInput) c.bad("graph input '", str(d.name), "' listed twice");
           if (g.producer_[v.index()].valid()) c.bad("graph input '", str(d.name), "' is also produced by a node");
+          check_interface_type(g, d, "input");
           apply(g, v, d);
           g.inputs_.push_back(v);
           g.flags_[v.index()] |= Graph::kInput;
@@ -529,8 +591,8 @@ class Reader {
         if (t.field() == 1) {
           int64_t et = t.int64();
           elem_type = true;
-          if (dtype_known(static_cast<int32_t>(et)) && et == static_cast<int32_t>(et)) d.dtype = static_cast<DType>(et);
-          else plain = false;  // unknown element type: kept verbatim, the value's dtype Undefined
+          if (et != 0 && dtype_known(static_cast<int32_t>(et)) && et == static_cast<int32_t>(et)) d.dtype = static_cast<DType>(et);
+          else plain = false, d.bad_elem_type = et;  // kept verbatim, the value's dtype Undefined
         } else if (t.field() == 2) {
           d.has_shape = true;
           auto [sat, slen] = t.span();
@@ -851,6 +913,62 @@ class Reader {
     model_.functions.push_back(std::move(fn));
   }
 
+  // A model-local function that calls itself, directly or through others, has no finite
+  // expansion: shape inference and the passes that follow function bodies recursed until the
+  // stack overflowed (SIGSEGV, and a dead Python interpreter). Refused at load, naming the cycle.
+  void check_function_recursion() const {
+    const auto& fns = model_.functions;
+    if (fns.empty()) return;
+    auto key = [](Sym domain, Sym name) { return std::string(str(domain)) + "::" + std::string(str(name)); };
+    std::map<std::string, size_t> by_key;
+    for (size_t i = 0; i < fns.size(); ++i) by_key.emplace(key(fns[i].domain, fns[i].name), i);
+    // The function each graph belongs to (subgraphs are created after their parent).
+    std::vector<int> owner(model_.graph_count(), -1);
+    for (size_t i = 0; i < fns.size(); ++i) owner[fns[i].body.index()] = static_cast<int>(i);
+    std::vector<std::vector<size_t>> calls(fns.size());
+    for (size_t gi = 0; gi < model_.graph_count(); ++gi) {
+      const Graph& g = model_.graph(GraphId(static_cast<uint32_t>(gi)));
+      if (owner[gi] < 0 && g.parent().valid() && g.parent().index() < gi) owner[gi] = owner[g.parent().index()];
+      if (owner[gi] < 0) continue;
+      for (NodeId n : g.nodes()) {
+        auto it = by_key.find(key(g.domain(n), g.op_type(n)));
+        if (it != by_key.end()) calls[static_cast<size_t>(owner[gi])].push_back(it->second);
+      }
+    }
+    std::vector<uint8_t> state(fns.size(), 0);  // 0 new, 1 on the path, 2 done
+    // Iterative depth-first search: a chain of thousands of functions must not overflow either.
+    std::vector<std::pair<size_t, size_t>> stack;  // (function, next call to follow)
+    for (size_t root = 0; root < fns.size(); ++root) {
+      if (state[root]) continue;
+      stack.push_back({root, 0});
+      state[root] = 1;
+      while (!stack.empty()) {
+        auto& [f, next] = stack.back();
+        if (next == calls[f].size()) {
+          state[f] = 2;
+          stack.pop_back();
+          continue;
+        }
+        size_t callee = calls[f][next++];
+        if (state[callee] == 1) {
+          std::string cycle;
+          bool on = false;
+          for (const auto& [fn, unused] : stack) {
+            on |= fn == callee;
+            if (on) cycle += key(fns[fn].domain, fns[fn].name) + " -> ";
+          }
+          cycle += key(fns[callee].domain, fns[callee].name);
+          fail(file_.path().string(), ": function ", key(fns[callee].domain, fns[callee].name),
+               " is recursive (", cycle, "); ONNX functions cannot call themselves, directly or through others");
+        }
+        if (state[callee] == 0) {
+          state[callee] = 1;
+          stack.push_back({callee, 0});
+        }
+      }
+    }
+  }
+
   // ------------------------------------------------------------------ name resolution
 
   // Finds `name` visible from graph `g`, creating capture values in subgraphs as needed.
@@ -889,6 +1007,7 @@ class Reader {
       ValueId v = resolve(g, d.name);
       if (!v.valid())
         fail(file_.path().string(), ": graph output '", str(d.name), "' is not defined by any node, input or initializer");
+      check_interface_type(g, d, "output");
       apply(g, v, d);
       outs.push_back(v);
     }

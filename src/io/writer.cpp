@@ -7,15 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <csignal>
 #include <cerrno>
 #include <cstring>
 #include <future>
-#include <random>
 
 #include "io/mapped_file.h"
 #include "io/model_io.h"
+#include "io/safe_file.h"
 #include "ir/anonymous_memory.h"
 #include "ir/error.h"
 #include "ir/topo.h"
@@ -154,7 +152,7 @@ class Encoder {
       if (h.store) {
         auto b = computed.next(h.tensor);
         write_all(fd, b.data(), b.size(), what);
-      } else if (h.file) copy_to_fd(*h.file, h.file->offset_of(h.data), h.size, fd);
+      } else if (h.file) copy_to_fd(*h.file, h.file->offset_of(h.data), h.size, fd, what);
       else write_all(fd, h.data, h.size, what);
     }
     write_all(fd, buf_.data() + pos, buf_.size() - pos, what);
@@ -180,134 +178,37 @@ class Encoder {
   uint64_t hole_bytes_ = 0;
 };
 
-// A temporary file in the target folder, renamed into place on commit, removed otherwise.
-// Where the file system supports it the file is anonymous (O_TMPFILE) until commit links it
-// under a temporary name and renames that over the target, so a SIGKILL or a power cut while
-// writing leaves nothing behind. Elsewhere it has a recognisable name
-// (`.NAME.onnxforge-tmp.PID.RANDOM`) that the next save into that folder removes once its
-// process is gone (remove_stale_temporaries).
-class TempFile {
- public:
-  explicit TempFile(const std::filesystem::path& target) : target_(target) {
-    std::filesystem::path dir = target.parent_path().empty() ? "." : target.parent_path();
-#ifdef O_TMPFILE
-    fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd_ >= 0) {
-      anonymous_ = true;
-      ::fchmod(fd_, 0644 & ~process_umask());  // as open(O_CREAT, 0644) would have made it
-    }
-#endif
-    tmp_ = temp_name();
-    if (fd_ < 0) {
-      fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd_ < 0)
-        throw Error("cannot create '" + tmp_.string() + "' next to the output: " + std::strerror(errno),
-                    Error::Kind::Input, target_.string());
-    }
-  }
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_ && (!anonymous_ || linked_)) ::unlink(tmp_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  int fd() const { return fd_; }
-  void close() {
-    if (::close(fd_) != 0) {
-      fd_ = -1;
-      fail("cannot finish writing '", target_.string(), "': ", std::strerror(errno));
-    }
-    fd_ = -1;
-  }
-  void commit() {
-    if (anonymous_) {
-      // linkat cannot replace an existing file: link under the temporary name, then rename.
-      std::string proc = "/proc/self/fd/" + std::to_string(fd_);
-      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, tmp_.c_str(), AT_SYMLINK_FOLLOW) != 0)
-        fail("cannot create '", tmp_.string(), "' next to the output: ", std::strerror(errno));
-      linked_ = true;
-    }
-    if (fd_ >= 0) close();
-    if (::rename(tmp_.c_str(), target_.c_str()) != 0)
-      fail("cannot rename '", tmp_.string(), "' to '", target_.string(), "': ", std::strerror(errno));
-    committed_ = true;
-  }
-
-  static constexpr std::string_view kMarker = ".onnxforge-tmp.";
-
- private:
-  // The umask without changing it (umask(2) is process-wide; another thread may be creating files).
-  static mode_t process_umask() {
-    int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 022;
-    char buf[4096];
-    ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n <= 0) return 022;
-    std::string_view text(buf, static_cast<size_t>(n));
-    auto at = text.find("Umask:");
-    if (at == std::string_view::npos) return 022;
-    at = text.find_first_of("01234567", at);
-    unsigned mask = 022;
-    if (at != std::string_view::npos) std::from_chars(text.data() + at, text.data() + text.size(), mask, 8);
-    return static_cast<mode_t>(mask & 0777);
-  }
-
-  std::filesystem::path temp_name() const {
-    std::random_device rd;
-    std::string name = "." + target_.filename().string();
-    name += kMarker;
-    name += std::to_string(::getpid());
-    name += '.';
-    name += std::to_string(rd());
-    return target_.parent_path() / name;
-  }
-
-  std::filesystem::path target_, tmp_;
-  int fd_ = -1;
-  bool anonymous_ = false, linked_ = false, committed_ = false;
-};
-
-// Removes `.NAME.onnxforge-tmp.PID.RANDOM` files in `dir` left by a process that no longer
-// exists (killed while writing on a file system without O_TMPFILE, or between link and rename).
-void remove_stale_temporaries(const std::filesystem::path& dir) {
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(dir.empty() ? "." : dir, ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    auto at = name.find(TempFile::kMarker);
-    if (name.empty() || name[0] != '.' || at == std::string::npos) continue;
-    std::string_view rest = std::string_view(name).substr(at + TempFile::kMarker.size());
-    auto dot = rest.find('.');
-    if (dot == std::string_view::npos) continue;
-    long pid = 0;
-    auto [p, err] = std::from_chars(rest.data(), rest.data() + dot, pid);
-    if (err != std::errc() || p != rest.data() + dot || pid <= 0) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // still running
-    std::error_code rm;
-    if (it->is_regular_file(rm)) std::filesystem::remove(it->path(), rm);
-  }
-}
-
 class Writer {
  public:
   Writer(const Model& m, const std::filesystem::path& out, const SaveOptions& o) : model_(m), out_(out), options_(o) {}
 
   SaveStats save() {
     check_external_file_name();
-    refuse_overwriting_inputs();
-    remove_stale_temporaries(out_.parent_path());
+    WriteRules rules;
+    rules.overwrite = options_.overwrite;
+    rules.inputs = options_.inputs;
+    for (const auto& f : model_.files)  // never onto one of the model's own files
+      if (f) rules.inputs.push_back(FileIdentity{f->device(), f->inode()});
     external_ = decide_external();
+    const std::filesystem::path data_path = external_data_path(out_, options_);
     if (external_) {
-      data_name_ = options_.external_file.empty() ? out_.filename().string() + ".data" : options_.external_file;
-      data_file_ = std::make_unique<TempFile>(out_.parent_path() / data_name_);
+      const std::filesystem::path set[] = {out_, data_path};
+      const std::string what[] = {"output", "external-data file"};
+      check_outputs(set, what, rules);
+    } else {
+      check_output(out_, rules);
+    }
+    remove_stale_temporaries(out_.parent_path());
+    if (external_) {
+      data_name_ = options_.external_file.empty() ? data_path.filename().string() : options_.external_file;
+      data_file_ = std::make_unique<AtomicFile>(data_path, rules);
     }
     Encoder enc = encode_model();
     if (!external_ && enc.size() > kProtobufLimit)
       fail("cannot write '", out_.string(), "' with embedded weights: ", enc.size(),
            " bytes exceeds protobuf's 2 GiB limit; use external data (--external-data)");
     if (data_file_) write_external_data();
-    TempFile model_file(out_);
+    AtomicFile model_file(out_, rules);
     enc.write(model_file.fd(), out_, model_.tensors);
     stats_.model_bytes = enc.size();
     if (data_file_) data_file_->commit();
@@ -316,22 +217,6 @@ class Writer {
   }
 
  private:
-  void refuse_overwriting_inputs() const {
-    auto target = file_identity(out_);
-    std::vector<std::filesystem::path> outputs{out_};
-    if (!options_.external_file.empty()) outputs.push_back(out_.parent_path() / options_.external_file);
-    else outputs.push_back(out_.parent_path() / (out_.filename().string() + ".data"));
-    for (const auto& p : outputs) {
-      auto id = file_identity(p);
-      if (!id) continue;
-      for (const auto& f : model_.files)
-        if (f && FileIdentity{f->device(), f->inode()} == *id)
-          fail("refusing to write '", p.string(), "': it is one of the input model's own files ('", f->path().string(),
-               "'); choose another output path");
-    }
-    (void)target;
-  }
-
   // The external-data file lives in the output folder: a name that leads elsewhere wrote a
   // model that onnxforge's own reader (and ONNX Runtime's) then refused.
   void check_external_file_name() const {
@@ -580,16 +465,16 @@ class Writer {
     uint64_t pos = 0;
     for (const auto& [offset, t] : external_layout_) {
       static const char zeros[4096] = {};
-      if (offset > pos) write_all(fd, zeros, offset - pos, data_name_);
+      if (offset > pos) write_all(fd, zeros, offset - pos, data_file_->target());
       const TensorStore::Entry& te = ts.entry(t);
       const MappedFile* f = te.storage == TensorStorage::Owned || te.deferred ? nullptr : te.source.file;
       if (ts.is_deferred(t)) {
         auto b = computed.next(t);
-        write_all(fd, b.data(), b.size(), data_name_);
+        write_all(fd, b.data(), b.size(), data_file_->target());
       } else if (f && f->contains(te.data)) {
-        copy_to_fd(*f, f->offset_of(te.data), te.size, fd);
+        copy_to_fd(*f, f->offset_of(te.data), te.size, fd, data_file_->target());
       } else {
-        write_all(fd, ts.bytes(t).data(), te.size, data_name_);
+        write_all(fd, ts.bytes(t).data(), te.size, data_file_->target());
       }
       pos = offset + te.size;
     }
@@ -600,7 +485,7 @@ class Writer {
   SaveOptions options_;
   bool external_ = false;
   std::string data_name_;
-  std::unique_ptr<TempFile> data_file_;
+  std::unique_ptr<AtomicFile> data_file_;
   std::vector<std::pair<uint64_t, TensorId>> external_layout_;  // (offset, tensor) in the data file
   uint64_t external_end_ = 0;
   SaveStats stats_;
@@ -612,7 +497,6 @@ SaveStats save_model(const Model& model, const std::filesystem::path& path, cons
   try {
     std::filesystem::path out = path;
     if (out.parent_path().empty()) out = std::filesystem::path(".") / out;
-    if (std::filesystem::is_directory(out)) fail("output '", path.string(), "' is a directory; give a file name");
     Writer w(model, out, options);
     return w.save();
   } catch (const Error& e) {
@@ -641,10 +525,8 @@ bool nodes_topologically_sorted(const Model& model) {
   return true;
 }
 
-void check_overwrite(const std::filesystem::path& path, bool overwrite) {
-  std::error_code ec;
-  if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
-    fail_usage("output '", path.string(), "' exists; pass --overwrite to replace it");
+std::filesystem::path external_data_path(const std::filesystem::path& path, const SaveOptions& options) {
+  return path.parent_path() / (options.external_file.empty() ? path.filename().string() + ".data" : options.external_file);
 }
 
 }  // namespace onnxforge

@@ -10,12 +10,14 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 
 import numpy as np
 import onnx
@@ -388,6 +390,122 @@ class Functions(Temp):
         self.assertEqual(p.returncode, cli("inspect", self.dir / "nosuch.onnx", check=False)[0])
         p = subprocess.run([sys.executable, "-m", "onnxforge", "--version"], capture_output=True, text=True)
         self.assertIn(onnxforge.__version__, p.stdout)
+
+
+def counting_loop(trips=2**40):
+    """A Loop of ``trips`` iterations adding 1 to a carried value: no memory grows, so only the
+    time budget, the iteration limit or an interruption stops it."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["acc_in", "one"], ["acc_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.ones(1, np.float32), "one")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "cond", "a0"], ["acc"], body=body, name="loop0")], "loop",
+        [helper.make_tensor_value_info("a0", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("acc", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.array(trips, np.int64), "M"), numpy_helper.from_array(np.array(True), "cond")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def recursive_model(pair):
+    """A model-local function that calls itself (pair=False) or two that call each other."""
+    def fn(name, calls):
+        return helper.make_function("local", name, ["a"], ["b"], [helper.make_node(calls, ["a"], ["b"], domain="local")],
+                                    [helper.make_opsetid("", 17)])
+    functions = [fn("F", "G"), fn("G", "F")] if pair else [fn("F", "F")]
+    graph = helper.make_graph([helper.make_node("F", ["x"], ["y"], domain="local")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+                             functions=functions)
+
+
+class Hostile(Temp):
+    """Issue 26: arguments, limits, interruption and hostile models never crash or hang the
+    interpreter, and every argument error is an onnxforge.Error of one line."""
+
+    def assertOneLineError(self, call, needle):
+        with self.assertRaises(onnxforge.Error) as e:
+            call()
+        self.assertIn(needle, str(e.exception))
+        self.assertNotIn("\n", str(e.exception))
+
+    def test_argument_errors_are_onnxforge_errors(self):
+        toy = str(self.toy)
+        self.assertOneLineError(lambda: onnxforge.optimize(toy, seeds=2**40), "seeds")
+        self.assertOneLineError(lambda: onnxforge.optimize(toy, fold_size=-1), "fold_size")
+        self.assertOneLineError(lambda: onnxforge.optimize(toy, target_opset="17"), "target_opset must be a whole number")
+        self.assertOneLineError(lambda: onnxforge.run(toy, threads=2**63), "threads")
+        self.assertOneLineError(lambda: onnxforge.inspect(toy + "\x00junk"), "NUL")
+        self.assertOneLineError(lambda: onnxforge.optimize(toy, self.dir / "o\x00.onnx"), "NUL")
+        self.assertOneLineError(lambda: onnxforge.run(toy, dims={"batch": 1.5}), "dims['batch']")
+        self.assertOneLineError(lambda: onnxforge.run(toy, seed=-1), "seed")
+        self.assertOneLineError(lambda: onnxforge.verify(toy, toy, seeds=0), "seeds")
+        self.assertOneLineError(lambda: onnxforge.bench(toy, min_time=float("inf")), "min_time")
+        self.assertOneLineError(lambda: onnxforge.bench(toy, min_time=float("nan")), "min_time")
+        self.assertOneLineError(lambda: onnxforge.run(toy, max_memory="lots"), "max_memory")
+        self.assertOneLineError(lambda: onnxforge.run(toy, max_time=-1), "max_time")
+        err = io.StringIO()
+        with unittest.mock.patch("sys.stderr", err):
+            self.assertEqual(onnxforge.main(["inspect", toy + "\x00junk"]), 2)
+        self.assertIn("NUL", err.getvalue())
+
+    def test_recursive_functions_do_not_kill_the_interpreter(self):
+        for pair in (False, True):
+            m = recursive_model(pair)
+            with self.subTest(pair=pair):
+                self.assertOneLineError(lambda: onnxforge.audit(m), "recursive")
+                self.assertOneLineError(lambda: onnxforge.optimize(m, verify=False), "recursive")
+                self.assertOneLineError(lambda: onnxforge.inspect(m), "recursive")
+        self.assertEqual(onnxforge.inspect(self.toy)["nodes"], 7)  # still alive
+
+    def test_limits(self):
+        loop = counting_loop()
+        t0 = time.monotonic()
+        self.assertOneLineError(lambda: onnxforge.run(loop, max_time=0.3, max_loop_iterations=2**62), "time budget")
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertOneLineError(lambda: onnxforge.run(loop, max_loop_iterations=1000), "--max-loop-iterations")
+        big = helper.make_model(helper.make_graph(
+            [helper.make_node("ConstantOfShape", ["s"], ["y"], name="cos0")], "big", [],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.array([1 << 13, 1 << 13], np.int64), "s")]),
+            opset_imports=[helper.make_opsetid("", 13)])
+        self.assertOneLineError(lambda: onnxforge.run(big, max_memory="16M"), "memory budget")
+        # The limits end with the call: the same model runs afterwards (256 MiB under the default budget).
+        self.assertEqual(onnxforge.run(big)["y"].shape, (1 << 13, 1 << 13))
+        self.assertEqual(onnxforge.run(counting_loop(10), {"a0": np.zeros(1, np.float32)})["acc"][0], 10)
+
+    def test_keyboard_interrupt_stops_a_long_call(self):
+        loop = counting_loop()
+        for call in (lambda: onnxforge.run(loop, max_loop_iterations=2**62),
+                     lambda: onnxforge.bench(self.toy, min_time=60)):
+            sent = []
+
+            def interrupt():
+                sent.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGINT)
+            timer = threading.Timer(0.3, interrupt)
+            timer.start()
+            with self.assertRaises(KeyboardInterrupt):
+                call()
+            elapsed = time.monotonic() - sent[0]
+            timer.join()
+            # 50 ms polling plus one node step; the bound leaves room for a loaded machine.
+            self.assertLess(elapsed, 1.0, f"KeyboardInterrupt {elapsed:.3f} s after SIGINT")
+        self.assertEqual(onnxforge.run(counting_loop(3), {"a0": np.zeros(1, np.float32)})["acc"][0], 3)  # the cancellation was cleared
+
+    def test_side_files(self):
+        fifo = self.dir / "fifo"
+        os.mkfifo(fifo)
+        self.assertOneLineError(lambda: onnxforge.hierarchy(self.toy, sidecar=fifo), "FIFO")
+        listing = self.dir / "list.json"
+        listing.write_text("[1, 2, 3]")
+        self.assertOneLineError(lambda: onnxforge.hierarchy(self.toy, sidecar=listing), "not a JSON object")
+        self.assertOneLineError(lambda: onnxforge.optimize(self.toy, "/dev/null", overwrite=True), "character device")
 
 
 class Threads(unittest.TestCase):
