@@ -8,6 +8,7 @@
 
 #include "ir/error.h"
 #include "ir/match.h"
+#include "ir/op_traits.h"
 #include "ir/topo.h"
 #include "ir/uses.h"
 #include "runtime/fusions.h"
@@ -274,7 +275,8 @@ void Plan::resolve_deferred(ValueId v) {
 
 bool Plan::fold(NodeId n) {
   const Graph& g = graph;
-  if (!g.subgraphs(n).empty()) return false;
+  // Random ops draw per run (Session::run's seed): never computed once at plan time.
+  if (!g.subgraphs(n).empty() || has_fact(g, n, kRandom)) return false;
   std::vector<Tensor> ins;
   for (ValueId v : g.inputs(n)) {
     if (!v.valid()) {

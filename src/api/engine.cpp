@@ -61,6 +61,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   OptimizeOutcome out;
   say("loading " + input.string());
   out.model = load_model(input);
+  out.strict = s.strict;
   ro.pass.dims = resolve_input_dims(s.dims, s.input_shapes, {out.model.get()});  // a dim the inputs lack is an error
   if (s.target_opset) check_target_opset(*out.model, *s.target_opset);  // before any work: a downgrade is bad input
   hier::read_tags(*out.model);  // module tags ride along in the graph tables through every pass
@@ -75,9 +76,13 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     auto original = load_model(input);  // a separate copy: the reference never sees a pass
     resolve_input_dims(s.dims, s.input_shapes, {original.get()});  // the same input shapes on the reference
     try {
-      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, ro.pass.dims, s.verify_budget, s.progress});
+      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, ro.pass.dims, s.verify_budget, s.progress, s.inputs, s.input_values});
     } catch (const Error& e) {
-      fail("cannot verify: running the original model failed: ", e.what(), "\n(use --no-verify to skip verification)");
+      // A bad --inputs file or value is the user's input, reported as it is.
+      if (e.kind() == Error::Kind::Usage || !e.file().empty()) throw;
+      throw Error("cannot verify: running the original model failed: " + std::string(e.what()) +
+                      " (use --no-verify to skip verification)",
+                  e.kind(), input.string());
     }
     ref_s = seconds_since(t);
     out.notes = ref->notes();
@@ -242,10 +247,9 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
   rt::SessionOptions so_b;
   so_b.channels_last = !o.vs_nchw;
   std::unique_ptr<rt::Session> sb = mb ? std::make_unique<rt::Session>(*mb, so_b) : nullptr;
-  rt::InputPlan plan;
-  if (!o.input_files.empty() && !o.inputs.empty()) fail("bench: inputs come either from files or from memory");
-  auto inputs = o.input_files.empty() ? rt::prepare_inputs(ma->main(), sa.input_values(), dims, o.inputs, 0, plan)
-                                      : rt::prepare_inputs(ma->main(), sa.input_values(), dims, o.input_files, 0, plan);
+  const rt::SeedInputs given(ma->main(), sa.input_values(), dims,
+                             rt::UserInputs{.specs = o.input_files, .values = o.input_values, .arrays = o.inputs});
+  auto inputs = given.make(0, 0);
   auto time_one = [&](const rt::Session& s) {
     auto t0 = Clock::now();
     auto outs = s.run(inputs);
@@ -271,7 +275,7 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
   j["min_ms"] = a.min();
   j["steps"] = sa.step_count();
   j["channels_last_steps"] = sa.channels_last_count();
-  j["notes"] = plan.notes;
+  j["notes"] = given.notes();
   if (sb) {
     j["vs"] = {{"model", o.vs.string()}, {"median_ms", b.median()}, {"min_ms", b.min()}};
     j["ratio"] = b.median() / a.median();

@@ -36,6 +36,11 @@ struct OptimizeSettings {
   std::vector<std::string> passes = {}, skip = {};  // only these (empty: all) / not these; unknown names are an Error
   std::map<std::string, int64_t> dims = {};    // symbolic dims fixed to a value (--dim)
   std::vector<std::string> input_shapes = {};  // NAME:D0,D1,... whole input shapes (--input-shape)
+  // Verification inputs (rt::UserInputs): --inputs entries (NAME=FILE, FILE.npz, DIR) and
+  // --input-value NAME=V; their sets are the first seeds.
+  std::vector<std::string> inputs = {}, input_values = {};
+  // --strict: verified on degenerate inputs (outcome.verification.degenerate) is not ok().
+  bool strict = false;
   std::filesystem::path output = {};           // when set: checked before any work (exists and !overwrite: an Error)
   bool overwrite = false;
   std::optional<uint64_t> fold_size = {};      // default: the passes' own (1 MiB)
@@ -68,7 +73,10 @@ struct OptimizeOutcome {
   // What `optimize --json` prints: stats_json + "input", "target", "hint", "verification",
   // "breaking_pass" and "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
   nlohmann::json report;
-  bool ok() const { return !over_budget && (!verified || verification.ok); }
+  bool strict = false;  // settings.strict: degenerate verification is not ok
+  bool ok() const {
+    return !over_budget && (!verified || (verification.ok && !(strict && !verification.degenerate.empty())));
+  }
 };
 
 // Symbolic dims and input shapes are checked against the model (io/input_dims.h: a dim no input
@@ -103,7 +111,8 @@ struct BenchSettings {  // every member initialized, as OptimizeSettings
   int warmup = 3;
   std::map<std::string, int64_t> dims = {};
   std::vector<std::string> input_shapes = {};  // NAME:D0,D1,... (--input-shape)
-  std::vector<std::string> input_files = {};   // NAME=FILE inputs instead of generated ones (--input)
+  std::vector<std::string> input_files = {};   // --inputs entries (rt::UserInputs::specs): the first input set is timed
+  std::vector<std::string> input_values = {};  // --input-value NAME=V
   std::vector<rt::GivenInput> inputs = {};     // inputs given in memory instead of generated
   bool profile = false, nchw = false, vs_nchw = false;
   int threads = 0;                             // only reported; the caller sets the parallelism

@@ -12,6 +12,7 @@
 #include "api/engine.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/input_options.h"
 #include "io/input_dims.h"
 #include "io/units.h"
 #include "ir/error.h"
@@ -27,8 +28,9 @@ struct Options {
   std::string in, report, fold_size;
   OutputOption out;
   DimOptions dims;
+  InputOptions inputs;
   std::vector<std::string> passes, skip;
-  bool list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
+  bool strict = false, list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
        strip_hierarchy = false;
   int seeds = 3, threads = 0;
   double verify_budget = 0;
@@ -70,6 +72,9 @@ int run(const Options& o) {
   for (const std::string& n : notes) std::cerr << "note: " << n << "\n";
   settings.dims = parse_dim_specs(o.dims.dims);
   settings.input_shapes = o.dims.input_shapes;
+  settings.inputs = o.inputs.inputs;
+  settings.input_values = o.inputs.values;
+  settings.strict = o.strict;
   settings.output = out;  // checked (exists without --overwrite) before any work
   settings.overwrite = overwrite;
   if (!o.fold_size.empty()) settings.fold_size = *parse_bytes(o.fold_size);
@@ -98,6 +103,15 @@ int run(const Options& o) {
       return 1;
     }
     std::cerr << "--write-unverified: writing the model unverified (over --verify-budget)\n";
+  } else if (!r.ok() && r.verification.ok) {  // --strict: the check passed, on degenerate inputs
+    if (tty) std::cerr << "\r\033[K";
+    if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+    std::cerr << "error: " << r.verification.degenerate << " (--strict)\n";
+    if (!write_unverified) {
+      std::cerr << "nothing was written\n";
+      if (o.json) std::cout << r.report.dump(2) << "\n";
+      return 1;
+    }
   } else if (!r.ok()) {
     if (tty) std::cerr << "\n";
     if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
@@ -142,7 +156,9 @@ int run(const Options& o) {
                 << human_bytes(static_cast<uint64_t>(bytes < 0 ? -bytes : bytes)) << " (" << p.applied << " matches, "
                 << p.rounds << " rounds, " << human_seconds(p.seconds()) << ")\n";
     }
-  if (r.verified)
+  if (r.verified && !r.verification.degenerate.empty())
+    std::cout << r.verification.degenerate << " (" << r.seeds << " seeds: max_diff " << r.verification.max_diff << ")\n";
+  else if (r.verified)
     std::cout << "verified on " << r.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
               << static_cast<int>(s.worst) << " tolerance)\n";
   else std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
@@ -160,6 +176,8 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   app.add_option("--fold-size", o->fold_size, "Largest folded constant allowed beyond its inputs' size (default 1M)")
       ->check(size_validator());
   add_dim_options(app, o->dims, " (fixed in the output)");
+  add_input_options(app, o->inputs, "for verification");
+  app.add_flag("--strict", o->strict, "Exit 1 (nothing written) when verified on degenerate inputs");
   app.add_option("--report", o->report, "Write a JSON report to this file");
   app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)")->check(CLI::PositiveNumber);
   app.add_option("--verify-budget", o->verify_budget,

@@ -1,8 +1,10 @@
-// onnxforge verify A B [--seeds 20] [--atol] [--rtol] [--dim name=N] [--verify-budget S] [--json]
+// onnxforge verify A B [--seeds 20] [--atol] [--rtol] [--dim name=N] [--inputs ...] [--input-value N=V]
+//                  [--verify-budget S] [--strict] [--json]
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/input_options.h"
 #include "io/model_io.h"
 #include "runtime/inputs.h"
 #include "runtime/verify.h"
@@ -14,13 +16,15 @@ struct Options {
   std::string a, b;
   rt::VerifyOptions v;
   DimOptions dims;
-  bool json = false;
+  InputOptions inputs;
+  bool json = false, strict = false;
 };
 
 int run(Options o) {
   auto a = load_model(o.a);
   auto b = load_model(o.b);
   o.v.dims = resolve_dims(o.dims, {a.get(), b.get()});
+  o.v.inputs = rt::UserInputs{.specs = o.inputs.inputs, .values = o.inputs.values, .arrays = {}};
   const bool tty = stderr_is_tty();
   if (tty) o.v.progress = [](const rt::VerifyProgress& p) { std::cerr << "\r\033[K" << p.line() << std::flush; };
   rt::VerifyReport r = rt::verify(*a, *b, o.v);
@@ -32,7 +36,7 @@ int run(Options o) {
   }
   if (o.json) std::cout << r.to_json().dump(2) << "\n";
   else std::cout << r.to_text();
-  return r.pass ? 0 : 1;
+  return r.pass && !(o.strict && r.degenerate()) ? 0 : 1;
 }
 
 Command reg{"verify", "Check that two models compute the same outputs on many seeds", [](CLI::App& app) {
@@ -48,6 +52,8 @@ Command reg{"verify", "Check that two models compute the same outputs on many se
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   add_dim_options(app, o->dims);
+  add_input_options(app, o->inputs, "for the seeds");
+  app.add_flag("--strict", o->strict, "Exit 1 when verified on degenerate inputs (an output empty or constant on every seed)");
   app.add_option("--parallel", o->v.parallel, "Seeds in flight (1 = one at a time)")->check(CLI::NonNegativeNumber);
   app.add_option("--verify-budget", o->v.budget_seconds,
                  "Seconds the check may take: fewer seeds to fit (never below 1); exit 1 if one seed does not fit")
