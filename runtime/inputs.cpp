@@ -330,7 +330,8 @@ struct Loaded {
 };
 
 size_t loaded_index(const Graph& g, const std::vector<ValueId>& values, const Loaded& l) {
-  if (!l.name.empty()) return input_index(g, values, l.name, l.what + ": ");
+  const bool named = std::any_of(values.begin(), values.end(), [&](ValueId v) { return str(g.value_name(v)) == l.name; });
+  if (!l.name.empty() && (named || l.position == SIZE_MAX)) return input_index(g, values, l.name, l.what + ": ");
   if (l.position >= values.size())
     fail(l.what, ": input ", l.position, " does not exist (the model has ", values.size(), " inputs)");
   return l.position;

@@ -138,10 +138,11 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
     std::string_view dom = norm_domain(g.domain(n));
     const KernelDef* k = reg.find(dom, str(g.op_type(n)));
     int64_t version = g.model().opset(dom);
-    if (!k)
-      fail("the runtime has no kernel for operator ", dom.empty() ? "" : std::string(dom) + "::", str(g.op_type(n)),
-           " (domain '", dom.empty() ? "ai.onnx" : dom, "', opset ", version, ") used by ", node_desc(g, n),
-           "; see runtime/README.md to add one");
+    if (!k)  // one line naming the file: the user cannot act on a path into our source tree
+      throw Error("the runtime has no kernel for operator " + (dom.empty() ? "" : std::string(dom) + "::") +
+                      std::string(str(g.op_type(n))) + " (domain '" + std::string(dom.empty() ? "ai.onnx" : dom) +
+                      "', opset " + std::to_string(version) + ") used by " + node_desc(g, n),
+                  Error::Kind::Input, g.model().path.string());
     // Deferred constants are computed for a node that folds (all inputs constant) or reads them
     // at run time; a weight the kernel packs is packed from its recipe's source when it can be.
     bool all_const = true;

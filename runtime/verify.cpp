@@ -194,9 +194,9 @@ SeedShape observe(const std::vector<Tensor>& ins, const std::vector<Tensor>& out
 }
 
 // Why output `k`'s reference values prove little, or "" (VerifyReport::degenerate). A
-// value-dependent axis is degenerate when on every seed it is far below the inputs' dims (1/16
-// of the largest) and either collapsed (0 or 1) or varying with the values: a CNN's pooled
-// dim (128 -> 4, the same on every seed) is a size, not a collapse.
+// value-dependent axis is degenerate when its size changes with the values and stays far below
+// the inputs' dims (1/16 of the largest) on every seed: a size that is the same on every seed
+// is a shape (a batch of 1, a CNN's pooled dim), not a collapse.
 std::string degenerate_reason(const std::vector<SeedShape>& seen, size_t k, const std::vector<bool>& value_dependent) {
   if (seen.empty()) return "";
   bool empty = true, constant = seen.size() > 1, inputs_differ = false;
@@ -209,17 +209,16 @@ std::string degenerate_reason(const std::vector<SeedShape>& seen, size_t k, cons
   if (constant && inputs_differ) return "has the same values on every seed although the inputs differ";
   for (size_t a = 0; a < value_dependent.size(); ++a) {
     if (!value_dependent[a]) continue;
-    bool small = true, collapsed = true, varies = false;
+    bool small = true, varies = false;
     int64_t lo = INT64_MAX, hi = 0, scale = 0;
     for (const SeedShape& s : seen) {
       if (s.shapes[k].size() != value_dependent.size()) return "";
       const int64_t d = s.shapes[k][a];
       lo = std::min(lo, d), hi = std::max(hi, d), scale = std::max(scale, s.input_scale);
       small = small && d * 16 < s.input_scale;
-      collapsed = collapsed && d <= 1;
       varies = varies || d != seen[0].shapes[k][a];
     }
-    if (small && (collapsed || varies))
+    if (small && varies)
       return "has a value-dependent axis " + std::to_string(a) + " of size " +
              (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi)) +
              " on every seed, far below the inputs' dims (up to " + std::to_string(scale) + ")";

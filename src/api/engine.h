@@ -74,8 +74,12 @@ struct OptimizeOutcome {
   // "breaking_pass" and "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
   nlohmann::json report;
   bool strict = false;  // settings.strict: degenerate verification is not ok
+  // Target ort: what ONNX Runtime 1.30 has no kernel for in the result (passes/ort_ops.h), one line
+  // per op; such a model is not ok (it would not load where the user runs it).
+  std::vector<std::string> target_missing;
   bool ok() const {
-    return !over_budget && (!verified || (verification.ok && !(strict && !verification.degenerate.empty())));
+    return !over_budget && target_missing.empty() &&
+           (!verified || (verification.ok && !(strict && !verification.degenerate.empty())));
   }
 };
 

@@ -57,6 +57,7 @@ int run(const Options& o) {
   const std::string& out = o.out.required("optimize");
   if (o.force) std::cerr << "note: --force is deprecated; it means --overwrite --write-unverified\n";
   const bool overwrite = o.overwrite || o.force, write_unverified = o.write_unverified || o.force;
+  check_writable(out, "output");  // a missing or unwritable folder: exit 2 before loading anything
   if (!o.report.empty()) check_writable(o.report, "--report");
   std::unique_ptr<tbb::global_control> threads;
   if (o.threads > 0) threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
@@ -103,6 +104,16 @@ int run(const Options& o) {
       return 1;
     }
     std::cerr << "--write-unverified: writing the model unverified (over --verify-budget)\n";
+  } else if (!r.target_missing.empty()) {  // --target ort: the result would not load in ONNX Runtime 1.30
+    if (tty) std::cerr << "\r\033[K";
+    if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+    std::cerr << "error: ONNX Runtime 1.30 has no kernel for " << r.target_missing[0]
+              << "; the output would not load there (--target ort)\n";
+    if (!write_unverified) {
+      std::cerr << "nothing was written\n";
+      if (o.json) std::cout << r.report.dump(2) << "\n";
+      return 1;
+    }
   } else if (!r.ok() && r.verification.ok) {  // --strict: the check passed, on degenerate inputs
     if (tty) std::cerr << "\r\033[K";
     if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
