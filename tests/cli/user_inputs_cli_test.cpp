@@ -164,3 +164,95 @@ TEST(CliInputs, TargetOrtOutputsLoadInOrt) {
   }
   EXPECT_EQ(loaded, n);
 }
+
+namespace {
+
+// vits_small from the zoo, else exported into the build folder by tools/models/vits_models.py.
+fs::path vits_model() {
+  if (fs::path z = model_dir() / "vits_small.onnx"; fs::exists(z)) return z;
+  const fs::path out = fs::path(ONNXFORGE_BINARY_DIR) / "converted_models" / "vits_small.onnx";
+  if (fs::exists(out)) return out;
+  fs::create_directories(out.parent_path());
+  const std::string cmd = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/models/vits_models.py " + out.string() + " > /dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0 && fs::exists(out) ? out : fs::path();
+}
+
+fs::path silero_model() {
+  std::vector<fs::path> where;
+  if (const char* env = std::getenv("ONNXFORGE_REAL_MODELS")) where.emplace_back(env);
+  where.push_back(fs::path(ONNXFORGE_SOURCE_DIR) / ".cache/real_models");
+  where.push_back(model_dir().parent_path() / "real_models");
+  for (const fs::path& d : where)
+    if (fs::exists(d / "silero_vad_v5.onnx")) return d / "silero_vad_v5.onnx";
+  return {};
+}
+
+}  // namespace
+
+// The VITS-style model: random noise, duration expansion (CumSum/NonZero/ScatterND), an output
+// length the input values set. With generated inputs it verifies on non-degenerate values or
+// says "degenerate"; with given inputs it verifies; --target ort output loads in ORT 1.30.
+TEST(CliInputs, VitsVerifiesWithGeneratedAndGivenInputs) {
+  const fs::path m = vits_model();
+  if (m.empty()) GTEST_SKIP() << "cannot export vits_small (torch missing?)";
+  CliResult r = run_cli({"verify", m.string(), m.string(), "--seeds", "3", "--json"}, 600);
+  ASSERT_EQ(r.code, 0) << r.describe();
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["pass"].get<bool>());
+  if (!j["degenerate"].get<bool>()) {
+    EXPECT_GT(j["outputs"][0]["shape"][2].get<int64_t>(), 128) << j.dump();
+  }
+
+  const fs::path dir = temp_dir("cli_vits");
+  rt::Tensor ids = rt::Tensor::alloc(DType::Int64, {1, 24}), len = rt::Tensor::alloc(DType::Int64, {1}),
+             scales = rt::Tensor::alloc(DType::Float, {3});
+  for (int64_t i = 0; i < 24; ++i) ids.ptr<int64_t>()[i] = (i * 7) % 40;
+  len.ptr<int64_t>()[0] = 24;
+  const float sc[3] = {0.667f, 1.0f, 0.8f};
+  std::memcpy(scales.data, sc, sizeof sc);
+  rt::write_npy(dir / "ids.npy", ids);
+  rt::write_npy(dir / "len.npy", len);
+  rt::write_npy(dir / "scales.npy", scales);
+  r = run_cli({"verify", m.string(), m.string(), "--inputs", "input=" + (dir / "ids.npy").string(), "--inputs",
+               "input_lengths=" + (dir / "len.npy").string(), "--inputs", "scales=" + (dir / "scales.npy").string(),
+               "--seeds", "1", "--strict", "--json"},
+              600);
+  ASSERT_EQ(r.code, 0) << r.describe();
+  j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["degenerate"].get<bool>());
+  EXPECT_GE(j["outputs"][0]["shape"][2].get<int64_t>(), 24 * 16);  // at least a frame of 16 samples per phoneme
+
+  const fs::path out = dir / "vits_ort.onnx";
+  r = run_cli({"optimize", m.string(), out.string(), "--target", "ort", "--target-opset", "23",
+               "--inputs", "input=" + (dir / "ids.npy").string(), "--inputs", "input_lengths=" + (dir / "len.npy").string()},
+              600);
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.err.find("--target ort: upgrading to opset 21, not 23: ONNX Runtime 1.30 has no kernel for RandomNormalLike"),
+            std::string::npos)
+      << r.err;
+  if (ort_peer_installed()) {
+    const std::string cmd = "echo " + out.string() + " | node " ONNXFORGE_SOURCE_DIR "/tools/peers/ort_load.js | grep -q '\"ok\":true'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  r = run_cli({"optimize", m.string(), (dir / "vits_generic.onnx").string(), "--target-opset", "23", "--no-verify"}, 600);
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.err.find("to a version ONNX Runtime 1.30 has no kernel for; --target ort would stop at opset 21"),
+            std::string::npos)
+      << r.err;
+}
+
+// silero VAD v5 at its real shapes: the generated sample rate is the one its If compares with.
+TEST(CliInputs, SileroVadVerifiesAtItsRealShapes) {
+  const fs::path m = silero_model();
+  if (m.empty()) GTEST_SKIP() << "silero_vad_v5.onnx not fetched (tools/models/fetch_real_models.sh)";
+  for (bool given : {false, true}) {
+    std::vector<std::string> args = {"verify", m.string(), m.string(), "--input-shape", "input:1,512",
+                                     "--input-shape", "state:2,1,128", "--seeds", "3", "--strict", "--json"};
+    if (given) args.insert(args.end(), {"--input-value", "sr=16000"});
+    CliResult r = run_cli(args, 300);
+    ASSERT_EQ(r.code, 0) << r.describe();
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(j["pass"].get<bool>());
+    EXPECT_FALSE(j["degenerate"].get<bool>());
+  }
+}
