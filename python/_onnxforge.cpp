@@ -205,9 +205,12 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
                    const std::vector<std::string>& passes, const std::vector<std::string>& skip,
                    const std::optional<std::map<std::string, int64_t>>& dims, std::optional<uint64_t> fold_size,
                    bool verify, int seeds, std::optional<int64_t> target_opset, bool strip_hierarchy, bool force, bool overwrite, int threads,
-                   const py::object& progress, const std::string& target) {
+                   const py::object& progress, const std::string& target, const std::vector<std::string>& input_specs,
+                   const std::vector<std::string>& input_values) {
   ModelArg in = model_arg(model, name);
   api::OptimizeSettings s;
+  s.inputs = input_specs;  // issue 29: the verification's inputs (files; the wrapper saves arrays as .npy)
+  s.input_values = input_values;
   s.passes = passes;
   s.skip = skip;
   s.dims = dims_arg(dims);
@@ -268,9 +271,10 @@ std::string inspect(const py::object& model, const std::string& name) {
 }
 
 py::dict run(const py::object& model, const std::string& name, const std::optional<py::dict>& inputs, uint64_t seed,
-             const std::optional<std::map<std::string, int64_t>>& dims, int threads) {
+             const std::optional<std::map<std::string, int64_t>>& dims, int threads, const std::vector<std::string>& input_specs,
+             const std::vector<std::string>& input_values) {
   ModelArg in = model_arg(model, name);
-  std::vector<rt::GivenInput> given = given_inputs(inputs);
+  rt::UserInputs given{.specs = input_specs, .values = input_values, .arrays = given_inputs(inputs)};
   auto dim_values = dims_arg(dims);
   struct Result {
     std::vector<std::string> names;
@@ -280,8 +284,7 @@ py::dict run(const py::object& model, const std::string& name, const std::option
     auto m = onnxforge::load_model(in.path);
     const auto dims = onnxforge::resolve_input_dims(dim_values, {}, {m.get()});  // a dim no input has: an Error
     rt::Session session(*m);
-    rt::InputPlan plan;
-    auto tensors = rt::prepare_inputs(m->main(), session.input_values(), dims, std::move(given), seed, plan);
+    auto tensors = rt::SeedInputs(m->main(), session.input_values(), dims, given).make(seed, seed);
     Result out;
     out.outputs = session.run(tensors);
     // Session::run returns owning NCHW tensors: they outlive the model and the session.
@@ -295,9 +298,11 @@ py::dict run(const py::object& model, const std::string& name, const std::option
 
 py::tuple verify(const py::object& a, const std::string& a_name, const py::object& b, const std::string& b_name, int seeds,
                  uint64_t first_seed, double atol, double rtol, const std::optional<std::map<std::string, int64_t>>& dims,
-                 int parallel, int threads) {
+                 int parallel, int threads, const std::vector<std::string>& input_specs,
+                 const std::vector<std::string>& input_values) {
   ModelArg ma = model_arg(a, a_name), mb = model_arg(b, b_name);
   rt::VerifyOptions vo;
+  vo.inputs = rt::UserInputs{.specs = input_specs, .values = input_values, .arrays = {}};
   vo.seeds = seeds;
   vo.first_seed = first_seed;
   vo.atol = atol;
@@ -317,7 +322,8 @@ py::tuple verify(const py::object& a, const std::string& a_name, const py::objec
 
 std::string bench(const py::object& model, const std::string& name, const py::object& vs, const std::string& vs_name,
                   int iters, double min_time, int warmup, const std::optional<std::map<std::string, int64_t>>& dims,
-                  const std::optional<py::dict>& inputs, bool profile, bool nchw, bool vs_nchw, int threads) {
+                  const std::optional<py::dict>& inputs, bool profile, bool nchw, bool vs_nchw, int threads,
+                  const std::vector<std::string>& input_specs, const std::vector<std::string>& input_values) {
   ModelArg in = model_arg(model, name);
   std::optional<ModelArg> other;
   if (!vs.is_none()) other = model_arg(vs, vs_name);
@@ -328,6 +334,8 @@ std::string bench(const py::object& model, const std::string& name, const py::ob
   s.warmup = warmup;
   s.dims = dims_arg(dims);
   s.inputs = given_inputs(inputs);
+  s.input_files = input_specs;
+  s.input_values = input_values;
   s.profile = profile;
   s.nchw = nchw;
   s.vs_nchw = vs_nchw;
@@ -425,13 +433,17 @@ PYBIND11_MODULE(_onnxforge, m) {
   });
   using namespace pybind11::literals;
   m.def("optimize", &optimize, "model"_a, "name"_a, "output"_a, "passes"_a, "skip"_a, "dims"_a, "fold_size"_a, "verify"_a,
-        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a, "target"_a = "generic");
+        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a, "target"_a = "generic",
+        "input_specs"_a = std::vector<std::string>{}, "input_values"_a = std::vector<std::string>{});
   m.def("inspect", &inspect, "model"_a, "name"_a);
-  m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a);
+  m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a,
+        "input_specs"_a = std::vector<std::string>{}, "input_values"_a = std::vector<std::string>{});
   m.def("verify", &verify, "a"_a, "a_name"_a, "b"_a, "b_name"_a, "seeds"_a, "first_seed"_a, "atol"_a, "rtol"_a, "dims"_a,
-        "parallel"_a, "threads"_a);
+        "parallel"_a, "threads"_a, "input_specs"_a = std::vector<std::string>{},
+        "input_values"_a = std::vector<std::string>{});
   m.def("bench", &bench, "model"_a, "name"_a, "vs"_a, "vs_name"_a, "iters"_a, "min_time"_a, "warmup"_a, "dims"_a, "inputs"_a,
-        "profile"_a, "nchw"_a, "vs_nchw"_a, "threads"_a);
+        "profile"_a, "nchw"_a, "vs_nchw"_a, "threads"_a, "input_specs"_a = std::vector<std::string>{},
+        "input_values"_a = std::vector<std::string>{});
   m.def("hierarchy", &hierarchy, "model"_a, "name"_a, "sidecar"_a, "use_names"_a, "consumers"_a);
   m.def("extract", &extract, "model"_a, "name"_a, "module"_a, "output"_a, "sidecar"_a, "expose_cuts"_a, "verify"_a,
         "seeds"_a, "dims"_a, "external_data"_a, "overwrite"_a);
