@@ -55,6 +55,8 @@ nlohmann::json stats_json(const RunResult& r) {
 nlohmann::json verify_json(const VerifyResult& v) {
   nlohmann::json j{{"ok", v.ok}, {"max_diff", v.max_diff}};
   if (!v.error.empty()) j["error"] = v.error;
+  j["degenerate"] = !v.degenerate.empty();
+  if (!v.degenerate.empty()) j["degenerate_text"] = v.degenerate;
   for (const OutputDiff& d : v.outputs)
     j["outputs"].push_back({{"name", d.name}, {"max_abs", d.max_abs}, {"max_rel", d.max_rel}, {"ok", d.ok}, {"problem", d.problem}});
   return j;

@@ -18,6 +18,7 @@ struct Reference::Impl {
       : ref(original,
             rt::VerifyOptions{.seeds = std::max(1, o.seeds),
                               .dims = o.dims,
+                              .inputs = rt::UserInputs{.specs = o.inputs, .values = o.input_values, .arrays = {}},
                               .parallel = one_seed_at_a_time(original) ? 1 : 0,
                               .names = rt::Correspondence::SameNames,
                               .progress = progress_of(o),
@@ -62,6 +63,7 @@ VerifyResult Reference::check(const Model& candidate, Tolerance tol) const {
     r.ok = r.ok && d.pass;
     r.max_diff = std::max(r.max_diff, d.max_abs_max);
   }
+  r.degenerate = rep.degenerate_text();
   return r;
 }
 #else

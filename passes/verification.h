@@ -22,6 +22,8 @@ struct VerifyOptions {
   double budget_seconds = 0;
   // A progress line after each seed ("verifying: original model, seed 2/3, ... about 4 s left").
   std::function<void(const std::string&)> progress{};
+  // The user's inputs (rt::UserInputs, runtime/inputs.h): --inputs entries and --input-value.
+  std::vector<std::string> inputs{}, input_values{};
 };
 
 struct OutputDiff {
@@ -36,6 +38,9 @@ struct VerifyResult {
   double max_diff = 0;  // max over outputs and seeds
   std::vector<OutputDiff> outputs;
   std::string error;    // the candidate could not be run
+  // Not empty when the original's outputs prove little (rt::VerifyReport::degenerate_text):
+  // "verified on degenerate inputs: output 'wav' is empty on every seed; ...".
+  std::string degenerate;
 };
 
 // The original model's inputs and outputs for every seed, computed once.
@@ -44,7 +49,7 @@ class Reference {
   Reference(const Model& original, const VerifyOptions& options);
   ~Reference();
   VerifyResult check(const Model& candidate, Tolerance tol) const;
-  int seeds() const;                             // after the budget
+  int seeds() const;                             // after the budget (and grown to hold every input set)
   const std::vector<std::string>& notes() const;  // what the budget did
   bool over_budget() const;                      // even one seed does not fit the budget
   struct Impl;

@@ -285,12 +285,18 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
                    const std::vector<std::string>& passes, const std::vector<std::string>& skip,
                    const std::optional<std::map<std::string, int64_t>>& dims, std::optional<uint64_t> fold_size,
                    bool verify, int seeds, std::optional<int64_t> target_opset, bool strip_hierarchy, bool force, bool overwrite, int threads,
-                   const py::object& progress, const std::string& target, const Limits& limits) {
+                   const py::object& progress, const std::string& target, const Limits& limits,
+                   const std::vector<std::string>& input_specs, const std::vector<std::string>& input_values,
+                   const std::optional<std::map<std::string, int64_t>>& verify_dims, int verify_decode) {
   ModelArg in = model_arg(model, name);
   api::OptimizeSettings s;
+  s.inputs = input_specs;  // issue 29: the verification's inputs (files; the wrapper saves arrays as .npy)
+  s.input_values = input_values;
   s.passes = passes;
   s.skip = skip;
   s.dims = dims_arg(dims);
+  s.verify_dims = dims_arg(verify_dims);
+  s.verify_decode = verify_decode;
   s.fold_size = fold_size;
   s.verify = verify;
   s.seeds = seeds;
@@ -353,9 +359,10 @@ std::string inspect(const py::object& model, const std::string& name) {
 }
 
 py::dict run(const py::object& model, const std::string& name, const std::optional<py::dict>& inputs, uint64_t seed,
-             const std::optional<std::map<std::string, int64_t>>& dims, int threads, const Limits& limits) {
+             const std::optional<std::map<std::string, int64_t>>& dims, int threads, const Limits& limits,
+             const std::vector<std::string>& input_specs, const std::vector<std::string>& input_values) {
   ModelArg in = model_arg(model, name);
-  std::vector<rt::GivenInput> given = given_inputs(inputs);
+  rt::UserInputs given{.specs = input_specs, .values = input_values, .arrays = given_inputs(inputs)};
   auto dim_values = dims_arg(dims);
   struct Result {
     std::vector<std::string> names;
@@ -365,8 +372,7 @@ py::dict run(const py::object& model, const std::string& name, const std::option
     auto m = onnxforge::load_model(in.path);
     const auto dims = onnxforge::resolve_input_dims(dim_values, {}, {m.get()});  // a dim no input has: an Error
     rt::Session session(*m);
-    rt::InputPlan plan;
-    auto tensors = rt::prepare_inputs(m->main(), session.input_values(), dims, std::move(given), seed, plan);
+    auto tensors = rt::SeedInputs(m->main(), session.input_values(), dims, given).make(seed, seed);
     Result out;
     out.outputs = session.run(tensors);
     // Session::run returns owning NCHW tensors: they outlive the model and the session.
@@ -380,9 +386,10 @@ py::dict run(const py::object& model, const std::string& name, const std::option
 
 py::tuple verify(const py::object& a, const std::string& a_name, const py::object& b, const std::string& b_name, int seeds,
                  uint64_t first_seed, double atol, double rtol, const std::optional<std::map<std::string, int64_t>>& dims,
-                 int parallel, int threads, const Limits& limits) {
+                 int parallel, int threads, const Limits& limits, const std::vector<std::string>& input_specs, const std::vector<std::string>& input_values) {
   ModelArg ma = model_arg(a, a_name), mb = model_arg(b, b_name);
   rt::VerifyOptions vo;
+  vo.inputs = rt::UserInputs{.specs = input_specs, .values = input_values, .arrays = {}};
   vo.seeds = seeds;
   vo.first_seed = first_seed;
   vo.atol = atol;
@@ -403,7 +410,7 @@ py::tuple verify(const py::object& a, const std::string& a_name, const py::objec
 std::string bench(const py::object& model, const std::string& name, const py::object& vs, const std::string& vs_name,
                   int iters, double min_time, int warmup, const std::optional<std::map<std::string, int64_t>>& dims,
                   const std::optional<py::dict>& inputs, bool profile, bool nchw, bool vs_nchw, int threads,
-                  const Limits& limits) {
+                  const Limits& limits, const std::vector<std::string>& input_specs, const std::vector<std::string>& input_values) {
   // An endless measurement is an argument error, not a hang (bench(min_time=inf) never returned).
   if (!(min_time >= 0 && min_time <= 86400)) throw Error("min_time must be between 0 and 86400 seconds, got " + std::to_string(min_time));
   ModelArg in = model_arg(model, name);
@@ -416,6 +423,8 @@ std::string bench(const py::object& model, const std::string& name, const py::ob
   s.warmup = warmup;
   s.dims = dims_arg(dims);
   s.inputs = given_inputs(inputs);
+  s.input_files = input_specs;
+  s.input_values = input_values;
   s.profile = profile;
   s.nchw = nchw;
   s.vs_nchw = vs_nchw;
@@ -522,13 +531,18 @@ PYBIND11_MODULE(_onnxforge, m) {
            }),
            "max_time"_a = 0.0, "max_memory"_a = 0, "max_loop_iterations"_a = 0);
   m.def("optimize", &optimize, "model"_a, "name"_a, "output"_a, "passes"_a, "skip"_a, "dims"_a, "fold_size"_a, "verify"_a,
-        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a, "target"_a = "generic", "limits"_a = Limits{});
+        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a, "target"_a = "generic",
+        "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{}, "input_values"_a = std::vector<std::string>{},
+        "verify_dims"_a = std::nullopt, "verify_decode"_a = 0);
   m.def("inspect", &inspect, "model"_a, "name"_a);
-  m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a, "limits"_a = Limits{});
+  m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a, "limits"_a = Limits{},
+        "input_specs"_a = std::vector<std::string>{}, "input_values"_a = std::vector<std::string>{});
   m.def("verify", &verify, "a"_a, "a_name"_a, "b"_a, "b_name"_a, "seeds"_a, "first_seed"_a, "atol"_a, "rtol"_a, "dims"_a,
-        "parallel"_a, "threads"_a, "limits"_a = Limits{});
+        "parallel"_a, "threads"_a, "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{},
+        "input_values"_a = std::vector<std::string>{});
   m.def("bench", &bench, "model"_a, "name"_a, "vs"_a, "vs_name"_a, "iters"_a, "min_time"_a, "warmup"_a, "dims"_a, "inputs"_a,
-        "profile"_a, "nchw"_a, "vs_nchw"_a, "threads"_a, "limits"_a = Limits{});
+        "profile"_a, "nchw"_a, "vs_nchw"_a, "threads"_a, "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{},
+        "input_values"_a = std::vector<std::string>{});
   m.def("hierarchy", &hierarchy, "model"_a, "name"_a, "sidecar"_a, "use_names"_a, "consumers"_a);
   m.def("extract", &extract, "model"_a, "name"_a, "module"_a, "output"_a, "sidecar"_a, "expose_cuts"_a, "verify"_a,
         "seeds"_a, "dims"_a, "external_data"_a, "overwrite"_a);

@@ -221,6 +221,7 @@ void Frame::run_step(const Step& s, size_t index) {
   ctx.fused_act = s.act;
   ctx.state = s.state.get();
   ctx.prefer_nhwc = s.prefer_nhwc;
+  ctx.random_seed = run_seed();
   try {
     s.kernel->run(ctx);
   } catch (const Error& e) {

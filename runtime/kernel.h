@@ -54,6 +54,8 @@ class OpContext {
   bool prefer_nhwc = false;
   // What KernelDef::prepare returned for this node (nullptr if nothing).
   const void* state = nullptr;
+  // The run's seed for random ops (Session::run), mixed with each node's own seed.
+  uint64_t random_seed = 0;
 
   // Attributes (shortcuts for graph.attr_*).
   int64_t attr_i(std::string_view name, int64_t fallback) const { return graph.attr_int(node, name, fallback); }
@@ -197,6 +199,7 @@ void register_loss(Registry&);
 void register_misc(Registry&);
 void register_rnn(Registry&);
 void register_transformer(Registry&);  // ops/transformer.cpp: Attention, Swish
+void register_random(Registry&);       // ops/random.cpp: RandomNormal(Like), RandomUniform(Like), Bernoulli, Multinomial
 
 // Not registered for any op: the plan runs MatMul -> Softmax(last axis) -> MatMul as one step
 // with this kernel (inputs: the first MatMul's two operands, then the second one's B).

@@ -8,6 +8,7 @@
 
 #include "ir/error.h"
 #include "ir/match.h"
+#include "ir/op_traits.h"
 #include "ir/topo.h"
 #include "ir/uses.h"
 #include "runtime/fusions.h"
@@ -137,10 +138,11 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
     std::string_view dom = norm_domain(g.domain(n));
     const KernelDef* k = reg.find(dom, str(g.op_type(n)));
     int64_t version = g.model().opset(dom);
-    if (!k)
-      fail("the runtime has no kernel for operator ", dom.empty() ? "" : std::string(dom) + "::", str(g.op_type(n)),
-           " (domain '", dom.empty() ? "ai.onnx" : dom, "', opset ", version, ") used by ", node_desc(g, n),
-           "; see runtime/README.md to add one");
+    if (!k)  // one line naming the file: the user cannot act on a path into our source tree
+      throw Error("the runtime has no kernel for operator " + (dom.empty() ? "" : std::string(dom) + "::") +
+                      std::string(str(g.op_type(n))) + " (domain '" + std::string(dom.empty() ? "ai.onnx" : dom) +
+                      "', opset " + std::to_string(version) + ") used by " + node_desc(g, n),
+                  Error::Kind::Input, g.model().path.string());
     // Deferred constants are computed for a node that folds (all inputs constant) or reads them
     // at run time; a weight the kernel packs is packed from its recipe's source when it can be.
     bool all_const = true;
@@ -274,7 +276,8 @@ void Plan::resolve_deferred(ValueId v) {
 
 bool Plan::fold(NodeId n) {
   const Graph& g = graph;
-  if (!g.subgraphs(n).empty()) return false;
+  // Random ops draw per run (Session::run's seed): never computed once at plan time.
+  if (!g.subgraphs(n).empty() || has_fact(g, n, kRandom)) return false;
   std::vector<Tensor> ins;
   for (ValueId v : g.inputs(n)) {
     if (!v.valid()) {

@@ -137,6 +137,9 @@ class Frame {
   Frame(const Plan& plan, Frame* parent);
   // Inputs in plan.inputs order (subgraphs: the body's graph inputs in order).
   std::vector<Tensor> run(std::vector<Tensor> inputs);
+  // The run's seed for random ops (ops/random.cpp); bodies read their top-level frame's.
+  uint64_t random_seed = 0;
+  uint64_t run_seed() const { return parent_ ? parent_->run_seed() : random_seed; }
   // A value of this frame's graph (captures: parent's); constants come from the plan.
   const Tensor& lookup(ValueId v) const {
     const Tensor& t = vals_[v.index()];

@@ -28,6 +28,7 @@ Registry& Registry::get() {
     register_misc(*reg);
     register_rnn(*reg);
     register_transformer(*reg);
+    register_random(*reg);
     std::sort(reg->table_.begin(), reg->table_.end(), [](auto& a, auto& b) { return a.first < b.first; });
     return reg;
   }();

@@ -85,7 +85,9 @@ class Session {
   std::vector<std::string> output_names() const;
   const Model& model() const { return *model_; }
 
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // `random_seed` seeds the random ops (RandomNormal...) of this run, with each node's own seed:
+  // the same seed draws the same numbers in a model and in its optimized copy.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, uint64_t random_seed = 0) const;
 
   size_t step_count() const;   // kernels per run (after fusion)
   size_t fused_count() const;  // activations fused into their producer

@@ -113,9 +113,10 @@ Session::SetupCounts Session::setup_counts() const {
   return c;
 }
 
-std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, uint64_t random_seed) const {
   simd::WarmWorkers warm;
   std::unique_ptr<Frame> f = plan_->take_frame();
+  f->random_seed = random_seed;
   auto outs = f->run(inputs);
   plan_->give_frame(std::move(f));
   return outs;

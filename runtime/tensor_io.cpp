@@ -6,15 +6,32 @@
 #include <cstring>
 #include <regex>
 
+#include <minizip/unzip.h>
+
 #include "io/budget.h"
+#include "io/mapped_file.h"
 #include "io/safe_file.h"
 #include "ir/error.h"
 
 namespace onnxforge::rt {
+
+InputFileBytes read_input_file(const std::filesystem::path& path) {
+  // MappedFile::open refuses anything but a regular file and opens without blocking (a FIFO
+  // given as an input file must not hang the command); the parsers copy what they keep, and
+  // each copy is checked against the memory budget, so the mapping bounds nothing by itself.
+  try {
+    auto f = MappedFile::open(path);
+    return {f->view(), std::move(f)};
+  } catch (const Error& e) {
+    throw e.about(path.string());
+  }
+}
+
 namespace {
 
-// Bounded by the memory budget: the tensor is as large as the file.
-std::string slurp(const std::filesystem::path& p) { return read_side_file(p, "input file", memory_budget()); }
+[[noreturn]] void bad_file(const std::string& path, const std::string& what) {
+  throw Error(path + ": " + what, Error::Kind::Input, path);
+}
 
 struct NpyType {
   const char* descr;
@@ -35,9 +52,9 @@ std::string escape_file_name(std::string_view name) {
   return s;
 }
 
-Tensor read_npy(const std::filesystem::path& path) {
-  std::string buf = slurp(path);
-  if (buf.size() < 10 || buf.compare(0, 6, "\x93NUMPY") != 0) fail(path.string(), ": not a .npy file");
+static Tensor parse_npy_impl(std::string_view buf, const std::string& where) {
+  const std::filesystem::path path(where);
+  if (buf.size() < 10 || buf.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy file");
   const int major = static_cast<unsigned char>(buf[6]);
   size_t hlen, hstart;
   if (major == 1) {
@@ -46,12 +63,15 @@ Tensor read_npy(const std::filesystem::path& path) {
   } else {
     hlen = 0;
     for (int i = 0; i < 4; ++i) hlen |= static_cast<size_t>(static_cast<unsigned char>(buf[8 + i])) << (8 * i);
+    if (buf.size() < 12) fail("truncated .npy header");
     hstart = 12;
   }
-  std::string header = buf.substr(hstart, hlen);
+  if (hlen > buf.size() - hstart) fail("truncated .npy header");
+  std::string header(buf.substr(hstart, hlen));
   std::smatch m;
   if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'"))) fail(path.string(), ": no descr");
   std::string descr = m[1];
+  if (descr.empty()) fail("empty .npy dtype");
   if (descr[0] == '=') descr[0] = '<';
   if (descr == "<i1" || descr == "<u1" || descr == "<b1") descr[0] = '|';
   DType dt = DType::Undefined;
@@ -77,6 +97,28 @@ Tensor read_npy(const std::filesystem::path& path) {
   Tensor t = Tensor::alloc(dt, shape);
   std::memcpy(t.data, buf.data() + hstart + hlen, t.bytes());
   return t;
+}
+
+// Errors of a file's parse carry the file (`--json` reports it) and say its name once.
+template <class F>
+Tensor with_file(const std::string& where, F&& parse) {
+  try {
+    return parse();
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Memory) throw e.about(where);
+    std::string msg = e.what();
+    if (!msg.starts_with(where)) msg = where + ": " + msg;
+    throw Error(msg, e.kind(), e.file().empty() ? where : e.file());
+  }
+}
+
+Tensor parse_npy(std::string_view bytes, const std::string& where) {
+  return with_file(where, [&] { return parse_npy_impl(bytes, where); });
+}
+
+Tensor read_npy(const std::filesystem::path& path) {
+  auto bytes = read_input_file(path);
+  return parse_npy(bytes.view, path.string());
 }
 
 void write_npy(const std::filesystem::path& path, const Tensor& t0, const WriteRules& rules) {
@@ -127,6 +169,10 @@ struct Wire {
   std::string_view bytes() {
     uint64_t n = varint();
     if (n > static_cast<uint64_t>(end - p)) fail("malformed TensorProto");
+    return fixed(static_cast<size_t>(n));
+  }
+  std::string_view fixed(size_t n) {
+    if (n > static_cast<size_t>(end - p)) fail("malformed TensorProto");
     std::string_view s(reinterpret_cast<const char*>(p), n);
     p += n;
     return s;
@@ -135,8 +181,9 @@ struct Wire {
 
 }  // namespace
 
-Tensor read_tensor_pb(const std::filesystem::path& path, std::string* name) {
-  std::string buf = slurp(path);
+
+static Tensor parse_tensor_pb_impl(std::string_view buf, const std::string& where, std::string* name) {
+  const std::filesystem::path path(where);
   Wire w{reinterpret_cast<const uint8_t*>(buf.data()), reinterpret_cast<const uint8_t*>(buf.data()) + buf.size()};
   Shape dims;
   DType dt = DType::Undefined;
@@ -163,10 +210,15 @@ Tensor read_tensor_pb(const std::filesystem::path& path, std::string* name) {
         for (auto x : d) dims.push_back(static_cast<int64_t>(x));
         break;
       }
-      case 2: dt = static_cast<DType>(w.varint()); break;
+      case 2: {
+        const uint64_t t = w.varint();
+        if (t == 0 || t > static_cast<uint64_t>(DType::Float4E2M1)) fail("TensorProto data_type ", t, " is not an ONNX type");
+        dt = static_cast<DType>(t);
+        break;
+      }
       case 4: case 10: {
         if (type == 2) { auto s = w.bytes(); fixed.append(s); }
-        else { size_t n = field == 4 ? 4 : 8; fixed.append(reinterpret_cast<const char*>(w.p), n); w.p += n; }
+        else { size_t n = field == 4 ? 4 : 8; fixed.append(w.fixed(n)); }
         break;
       }
       case 5: case 7: case 11: read_varints(ints); break;
@@ -175,8 +227,8 @@ Tensor read_tensor_pb(const std::filesystem::path& path, std::string* name) {
       default:
         if (type == 0) w.varint();
         else if (type == 2) w.bytes();
-        else if (type == 5) w.p += 4;
-        else if (type == 1) w.p += 8;
+        else if (type == 5) w.fixed(4);
+        else if (type == 1) w.fixed(8);
         else fail(path.string(), ": malformed TensorProto");
     }
   }
@@ -209,6 +261,86 @@ Tensor read_tensor_pb(const std::filesystem::path& path, std::string* name) {
     }
   }
   return t;
+}
+
+Tensor parse_tensor_pb(std::string_view bytes, const std::string& where, std::string* name) {
+  return with_file(where, [&] { return parse_tensor_pb_impl(bytes, where, name); });
+}
+
+Tensor read_tensor_pb(const std::filesystem::path& path, std::string* name) {
+  auto bytes = read_input_file(path);
+  return parse_tensor_pb(bytes.view, path.string(), name);
+}
+
+// ------------------------------------------------------------------ .npz (a zip of .npy files)
+
+namespace {
+
+// minizip reads the archive from memory through these (the file was opened by read_input_file).
+struct MemZip {
+  std::string_view bytes;
+  uint64_t pos = 0;
+};
+voidpf ZCALLBACK zip_open(voidpf opaque, const void*, int) { return opaque; }
+uLong ZCALLBACK zip_read(voidpf, voidpf stream, void* buf, uLong size) {
+  auto* z = static_cast<MemZip*>(stream);
+  const uint64_t n = std::min<uint64_t>(size, z->pos < z->bytes.size() ? z->bytes.size() - z->pos : 0);
+  std::memcpy(buf, z->bytes.data() + z->pos, n);
+  z->pos += n;
+  return static_cast<uLong>(n);
+}
+uLong ZCALLBACK zip_write(voidpf, voidpf, const void*, uLong) { return 0; }
+ZPOS64_T ZCALLBACK zip_tell(voidpf, voidpf stream) { return static_cast<MemZip*>(stream)->pos; }
+long ZCALLBACK zip_seek(voidpf, voidpf stream, ZPOS64_T offset, int origin) {
+  auto* z = static_cast<MemZip*>(stream);
+  uint64_t base = origin == ZLIB_FILEFUNC_SEEK_SET ? 0 : origin == ZLIB_FILEFUNC_SEEK_CUR ? z->pos : z->bytes.size();
+  if (offset > z->bytes.size() || base + offset > z->bytes.size()) return -1;
+  z->pos = base + offset;
+  return 0;
+}
+int ZCALLBACK zip_close(voidpf, voidpf) { return 0; }
+int ZCALLBACK zip_error(voidpf, voidpf) { return 0; }
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> read_npz(const std::filesystem::path& path) {
+  const std::string where = path.string();
+  auto file = read_input_file(path);
+  MemZip mem{file.view, 0};
+  zlib_filefunc64_def io{zip_open, zip_read, zip_write, zip_tell, zip_seek, zip_close, zip_error, &mem};
+  unzFile zf = unzOpen2_64(where.c_str(), &io);
+  if (!zf) bad_file(where, "not a .npz file (no zip archive)");
+  std::unique_ptr<void, int (*)(unzFile)> close(zf, unzClose);
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (int rc = unzGoToFirstFile(zf); rc != UNZ_END_OF_LIST_OF_FILE; rc = unzGoToNextFile(zf)) {
+    if (rc != UNZ_OK) bad_file(where, "malformed zip archive");
+    unz_file_info64 info{};
+    char name[1024];
+    if (unzGetCurrentFileInfo64(zf, &info, name, sizeof name, nullptr, 0, nullptr, 0) != UNZ_OK)
+      bad_file(where, "malformed zip entry");
+    std::string entry(name);
+    if (entry.ends_with("/")) continue;
+    if (!entry.ends_with(".npy")) bad_file(where, "entry '" + entry + "' is not a .npy array");
+    // The declared size bounds what is inflated: a short or long stream is a malformed archive.
+    check_memory(info.uncompressed_size, where + ": entry '" + entry + "'");
+    std::string data(static_cast<size_t>(info.uncompressed_size), '\0');
+    if (unzOpenCurrentFile(zf) != UNZ_OK) bad_file(where, "cannot open entry '" + entry + "' (encrypted or malformed)");
+    int64_t got = 0;
+    while (static_cast<uint64_t>(got) < data.size()) {
+      const unsigned chunk = static_cast<unsigned>(std::min<uint64_t>(data.size() - static_cast<uint64_t>(got), 1u << 30));
+      int n = unzReadCurrentFile(zf, data.data() + got, chunk);
+      if (n <= 0) break;
+      got += n;
+    }
+    char extra;
+    const bool longer = unzReadCurrentFile(zf, &extra, 1) > 0;
+    if (unzCloseCurrentFile(zf) != UNZ_OK || static_cast<uint64_t>(got) != data.size() || longer)
+      bad_file(where, "entry '" + entry + "' is corrupt (CRC or size mismatch)");
+    entry.resize(entry.size() - 4);
+    out.emplace_back(entry, parse_npy(data, where + ": entry '" + entry + ".npy'"));
+  }
+  if (out.empty()) bad_file(where, "the archive holds no arrays");
+  return out;
 }
 
 Tensor read_tensor_file(const std::filesystem::path& path) {

@@ -145,6 +145,87 @@ TensorDiff compare(const Tensor& a, const Tensor& b, double atol, double rtol, d
 }
 
 namespace {
+
+// Per output, the axes whose size the inputs' shapes do not give: declared unknown, or named by
+// a symbol no input has (an exporter's name for a NonZero count or a duration sum). An output
+// without a declared shape gets none: nothing is assumed about it.
+std::vector<std::vector<bool>> value_dependent_axes(const Graph& g) {
+  std::vector<std::string> input_symbols;
+  for (ValueId v : g.graph_inputs())
+    if (g.has_shape(v))
+      for (const Dim& d : g.shape(v))
+        if (!d.known() && !d.param.empty()) input_symbols.emplace_back(str(d.param));
+  std::vector<std::vector<bool>> out;
+  for (ValueId v : g.graph_outputs()) {
+    std::vector<bool> axes;
+    if (g.has_shape(v))
+      for (const Dim& d : g.shape(v))
+        axes.push_back(!d.known() && (d.param.empty() || std::find(input_symbols.begin(), input_symbols.end(),
+                                                                   str(d.param)) == input_symbols.end()));
+    out.push_back(std::move(axes));
+  }
+  return out;
+}
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && (a.bytes() == 0 || std::memcmp(a.data, b.data, a.bytes()) == 0);
+}
+
+// What one seed's reference run says about the outputs, for the degenerate check.
+struct SeedShape {
+  int64_t input_scale = 0;         // the largest dim of any input
+  bool inputs_differ = false;      // from seed 0's
+  std::vector<Shape> shapes;       // per reference output
+  std::vector<bool> same_as_first; // per reference output: seed 0's bytes
+};
+
+SeedShape observe(const std::vector<Tensor>& ins, const std::vector<Tensor>& outs, const std::vector<Tensor>& first_ins,
+                  const std::vector<Tensor>& first_outs, bool first) {
+  SeedShape s;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    for (int64_t d : ins[i].shape) s.input_scale = std::max(s.input_scale, d);
+    s.inputs_differ = s.inputs_differ || (!first && !same_tensor(ins[i], first_ins[i]));
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    s.shapes.push_back(outs[k].shape);
+    s.same_as_first.push_back(first || same_tensor(outs[k], first_outs[k]));
+  }
+  return s;
+}
+
+// Why output `k`'s reference values prove little, or "" (VerifyReport::degenerate). A
+// value-dependent axis is degenerate when its size changes with the values and stays far below
+// the inputs' dims (1/16 of the largest) on every seed: a size that is the same on every seed
+// is a shape (a batch of 1, a CNN's pooled dim), not a collapse.
+std::string degenerate_reason(const std::vector<SeedShape>& seen, size_t k, const std::vector<bool>& value_dependent) {
+  if (seen.empty()) return "";
+  bool empty = true, constant = seen.size() > 1, inputs_differ = false;
+  for (const SeedShape& s : seen) {
+    empty = empty && numel(s.shapes[k]) == 0;
+    constant = constant && s.same_as_first[k];
+    inputs_differ = inputs_differ || s.inputs_differ;
+  }
+  if (empty) return "is empty on every seed (shape " + shape_str(seen[0].shapes[k]) + ")";
+  if (constant && inputs_differ) return "has the same values on every seed although the inputs differ";
+  for (size_t a = 0; a < value_dependent.size(); ++a) {
+    if (!value_dependent[a]) continue;
+    bool small = true, varies = false;
+    int64_t lo = INT64_MAX, hi = 0, scale = 0;
+    for (const SeedShape& s : seen) {
+      if (s.shapes[k].size() != value_dependent.size()) return "";
+      const int64_t d = s.shapes[k][a];
+      lo = std::min(lo, d), hi = std::max(hi, d), scale = std::max(scale, s.input_scale);
+      small = small && d * 16 < s.input_scale;
+      varies = varies || d != seen[0].shapes[k][a];
+    }
+    if (small && varies)
+      return "has a value-dependent axis " + std::to_string(a) + " of size " +
+             (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi)) +
+             " on every seed, far below the inputs' dims (up to " + std::to_string(scale) + ")";
+  }
+  return "";
+}
+
 SessionOptions session_options(const VerifyOptions& o) {
   SessionOptions s = comparison_options();
   s.pack_weights = !o.stream_weights;
@@ -156,15 +237,24 @@ struct Reference::Impl {
   Impl(const Model& m, VerifyOptions opts)
       : o(std::move(opts)),
         session(std::make_unique<Session>(m, session_options(o))),
-        plan(plan_inputs(m.main(), session->input_values(), o.dims)),
-        in_names(session->input_names()), out_names(session->output_names()), mantissa(narrowest_float_bits(m)) {}
+        given(m.main(), session->input_values(), o.dims, o.inputs),
+        in_names(session->input_names()), out_names(session->output_names()), mantissa(narrowest_float_bits(m)),
+        value_dependent(value_dependent_axes(m.main())) {
+    // Every input set runs: the seed count grows to hold them.
+    o.seeds = std::max(o.seeds, static_cast<int>(given.sets()));
+  }
+  // Run `s` of a verification: input set s when there is one, else generated from first_seed + s.
+  // Random ops draw from first_seed + s in both models.
+  uint64_t random_seed(int s) const { return o.first_seed + static_cast<uint64_t>(s); }
+  std::vector<Tensor> make(int s) const { return given.make(static_cast<size_t>(s), o.first_seed + static_cast<uint64_t>(s)); }
   VerifyOptions o;
   // With keep_runs, gone once the runs are kept: the reference's packed weights and the
   // candidate's are then never resident together (verifying TinyLlama holds one model's worth).
   std::unique_ptr<Session> session;
-  InputPlan plan;
+  SeedInputs given;  // the user's inputs and the generated ones' plan
   std::vector<std::string> in_names, out_names;
   int mantissa = 23;  // of the narrowest float type the reference computes in
+  std::vector<std::vector<bool>> value_dependent;  // per output, per axis (value_dependent_axes)
   bool keep = false;
   std::vector<std::vector<Tensor>> inputs, outputs;  // per seed, with keep_runs
   std::vector<std::string> budget_notes;
@@ -188,8 +278,8 @@ Reference::Reference(const Model& reference, VerifyOptions options, bool keep_ru
   r.outputs.resize(n);
   // Budget: each seed runs the reference now and the candidate in check(), so twice what is timed.
   SeedRun run = for_seeds(r.o, "original", 2.0, [&](int s) {
-    r.inputs[static_cast<size_t>(s)] = make_inputs(r.plan, r.o.first_seed + static_cast<uint64_t>(s));
-    r.outputs[static_cast<size_t>(s)] = r.session->run(r.inputs[static_cast<size_t>(s)]);
+    r.inputs[static_cast<size_t>(s)] = r.make(s);
+    r.outputs[static_cast<size_t>(s)] = r.session->run(r.inputs[static_cast<size_t>(s)], r.random_seed(s));
   });
   r.o.seeds = run.seeds;
   r.inputs.resize(static_cast<size_t>(run.seeds));
@@ -289,18 +379,22 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
   const size_t no = pairs.size();
   std::vector<std::vector<TensorDiff>> diffs(no, std::vector<TensorDiff>(static_cast<size_t>(std::max(o.seeds, 0))));
   std::vector<std::pair<DType, Shape>> meta(no);
+  std::vector<Tensor> first_ins, first_outs;  // seed 0's, which runs alone before the others
+  std::vector<SeedShape> seen(static_cast<size_t>(std::max(o.seeds, 0)));
   SeedRun run = for_seeds(o, "check", 1.0, [&](int s) {
     std::vector<Tensor> ins, outs;
     if (r.keep) {
       ins = r.inputs[static_cast<size_t>(s)];
       outs = r.outputs[static_cast<size_t>(s)];
     } else {
-      ins = make_inputs(r.plan, o.first_seed + static_cast<uint64_t>(s));
-      outs = about(o.reference_name, [&] { return r.session->run(ins); });
+      ins = r.make(s);
+      outs = about(o.reference_name, [&] { return r.session->run(ins, r.random_seed(s)); });
     }
     std::vector<Tensor> ins_b(feed.size());
     for (size_t i = 0; i < feed.size(); ++i) ins_b[i] = feed[i].from_output ? outs[feed[i].index] : ins[feed[i].index];
-    auto outs_b = about(o.candidate_name, [&] { return sb.run(ins_b); });
+    auto outs_b = about(o.candidate_name, [&] { return sb.run(ins_b, r.random_seed(s)); });
+    if (s == 0) first_ins = ins, first_outs = outs;
+    seen[static_cast<size_t>(s)] = observe(ins, outs, first_ins, first_outs, s == 0);
     for (size_t k = 0; k < no; ++k) {
       const Tensor& a = outs[pairs[k].first];
       diffs[k][static_cast<size_t>(s)] = compare(a, outs_b[pairs[k].second], atol, rtol, floor);
@@ -309,12 +403,13 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
   });
   VerifyReport rep;
   rep.seeds = run.seeds;
-  rep.notes = r.plan.notes;
+  rep.notes = r.given.notes();
   rep.notes.insert(rep.notes.end(), r.budget_notes.begin(), r.budget_notes.end());
   rep.notes.insert(rep.notes.end(), run.notes.begin(), run.notes.end());
   if (!precision_note.empty()) rep.notes.push_back(precision_note);
   rep.over_budget = r.over_budget || run.over_budget;
   for (auto& d : diffs) d.resize(static_cast<size_t>(run.seeds));
+  seen.resize(static_cast<size_t>(run.seeds));
   for (size_t k = 0; k < no; ++k) {
     OutputDiff d;
     d.name = r.out_names[pairs[k].first];
@@ -339,6 +434,7 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
       d.max_abs_mean = sum / static_cast<double>(m.size());
       d.max_abs_p99 = m[std::min(m.size() - 1, static_cast<size_t>(std::ceil(0.99 * static_cast<double>(m.size()))) - 1)];
     }
+    d.degenerate = degenerate_reason(seen, pairs[k].first, r.value_dependent[pairs[k].first]);
     rep.pass &= d.pass;
     rep.outputs.push_back(std::move(d));
   }
@@ -353,9 +449,22 @@ VerifyReport verify(const Model& reference, const Model& candidate, const Verify
   return r;
 }
 
+bool VerifyReport::degenerate() const {
+  return std::any_of(outputs.begin(), outputs.end(), [](const OutputDiff& d) { return !d.degenerate.empty(); });
+}
+
+std::string VerifyReport::degenerate_text() const {
+  std::string s;
+  for (const OutputDiff& d : outputs)
+    if (!d.degenerate.empty()) s += (s.empty() ? "" : "; ") + ("output '" + d.name + "' " + d.degenerate);
+  return s.empty() ? s : "verified on degenerate inputs: " + s + "; give real inputs with --inputs";
+}
+
 nlohmann::json VerifyReport::to_json() const {
   nlohmann::json j;
   j["pass"] = pass;
+  j["degenerate"] = degenerate();
+  if (degenerate()) j["degenerate_text"] = degenerate_text();
   j["seeds"] = seeds;
   j["over_budget"] = over_budget;
   j["seconds"] = seconds;
@@ -366,7 +475,7 @@ nlohmann::json VerifyReport::to_json() const {
     outs.push_back({{"name", d.name}, {"dtype", d.dtype}, {"shape", d.shape},
                     {"max_abs", {{"min", num(d.max_abs_min)}, {"max", num(d.max_abs_max)}, {"mean", num(d.max_abs_mean)}, {"p99", num(d.max_abs_p99)}}},
                     {"max_rel", num(d.max_rel)}, {"max_ref", num(d.max_ref)}, {"all_zero", d.all_zero},
-                    {"pass", d.pass}, {"problem", d.problem}});
+                    {"pass", d.pass}, {"problem", d.problem}, {"degenerate", d.degenerate}});
   }
   return j;
 }
@@ -384,8 +493,10 @@ std::string VerifyReport::to_text() const {
     os << line;
   }
   char tail[128];
-  std::snprintf(tail, sizeof tail, "%s: %d seeds in %.2f s\n", pass ? "PASS" : "FAIL", seeds, seconds);
+  std::snprintf(tail, sizeof tail, "%s: %d seeds in %.2f s\n", !pass ? "FAIL" : degenerate() ? "DEGENERATE" : "PASS", seeds,
+                seconds);
   os << tail;
+  if (pass && degenerate()) os << degenerate_text() << "\n";
   return os.str();
 }
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graph.h"
+#include "runtime/inputs.h"
 #include "runtime/tensor.h"
 
 namespace onnxforge::rt {
@@ -60,6 +61,9 @@ struct VerifyOptions {
   // The magnitude floor, as a fraction of the output's largest |reference| (see compare()).
   double floor = kMagnitudeFloor;
   std::map<std::string, int64_t> dims;  // symbolic dim values (see inputs.h)
+  // Inputs the user gives (inputs.h): their sets are the first seeds (the seed count grows to
+  // hold them all), the rest generated; inputs given for every seed are fed to every seed.
+  UserInputs inputs{};
   int parallel = 0;                     // seeds in flight at once; 0 = TBB decides
   Correspondence names = Correspondence::NameOrPosition;
   // Called after each seed, one call at a time (from whichever thread finished the seed).
@@ -101,6 +105,11 @@ struct OutputDiff {
   bool pass = true;
   bool bit_exact = true;   // on every seed
   std::string problem;     // shape/dtype/NaN mismatch
+  // Why the reference's values say little about this output, when they do: "is empty on every
+  // seed (shape [0])", "has the same values on every seed although the inputs differ", "has a
+  // value-dependent axis 1 of size 0..1 on every seed, far below the inputs' dims (up to 128)".
+  // Empty when the output is informative.
+  std::string degenerate;
 };
 
 struct VerifyReport {
@@ -110,6 +119,11 @@ struct VerifyReport {
   double seconds = 0;
   std::vector<std::string> notes;  // defaulted dims, input kinds
   std::vector<OutputDiff> outputs; // reference order (ByName: candidate order)
+  // Outputs whose reference values are degenerate (OutputDiff::degenerate): a pass on them is
+  // "verified on degenerate inputs", never a plain pass.
+  bool degenerate() const;
+  // "verified on degenerate inputs: output 'wav' is empty on every seed; give real inputs with --inputs"
+  std::string degenerate_text() const;
   nlohmann::json to_json() const;
   std::string to_text() const;
 };

@@ -8,6 +8,7 @@ packages=(g++ cmake ninja-build ccache libonnx-dev libprotobuf-dev protobuf-comp
           libxsimd-dev xtl-dev libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
           python3-onnx python3-numpy python3-torch python3-torchvision libonnx-testdata time
           pybind11-dev dpkg-dev file curl
+          libminizip-dev  # .npz input archives (runtime/tensor_io.cpp)
           libjs-chart.js chromium  # zoo report: Chart.js inlined into report.html; headless check of the page
           clang libclang-rt-14-dev)  # the fuzz targets (tools/fuzz): clang with libFuzzer and the sanitizers' runtimes
 missing=()

@@ -24,6 +24,7 @@ import math
 import numbers
 import os
 import re
+import tempfile
 import sys
 from collections.abc import Mapping
 
@@ -307,11 +308,56 @@ def _limits(max_time=None, max_memory=None, max_loop_iterations=None):
     return _engine.Limits(t, mem, loops)
 
 
+def _user_inputs(inputs, input_values, tmp, arrays_ok):
+    """The engine's form of the user's inputs (``--inputs`` / ``--input-value``): ``(arrays, specs,
+    values)``. ``inputs``: ``{name: array or path}`` (each feeds every seed), a path (an ``.npz`` or a
+    backend test-data folder: input sets), or a list of those (a dict in a list is one input set).
+    Arrays go to the engine in memory where it takes them (``arrays_ok``), else as .npy/.npz files
+    under ``tmp``."""
+    import numpy as np
+    arrays, specs = {}, []
+
+    def is_path(v):
+        return isinstance(v, (str, bytes, os.PathLike))
+
+    def one(item, as_set):
+        if item is None:
+            return
+        if is_path(item):
+            specs.append(os.fsdecode(item))
+        elif isinstance(item, dict) and as_set and any(not is_path(v) for v in item.values()):
+            path = os.path.join(tmp, f"set{len(specs)}.npz")
+            np.savez(path, **{str(k): np.asarray(v, order="C") for k, v in item.items() if not is_path(v)})
+            specs.append(path)
+            specs.extend(f"{k}={os.fsdecode(v)}" for k, v in item.items() if is_path(v))
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                if is_path(v):
+                    specs.append(f"{k}={os.fsdecode(v)}")
+                elif arrays_ok:
+                    arrays[str(k)] = np.asarray(v, order="C")
+                else:
+                    path = os.path.join(tmp, f"{len(specs)}.npy")
+                    np.save(path, np.asarray(v, order="C"))
+                    specs.append(f"{k}={path}")
+        else:
+            raise Error(f"inputs: expected a dict, a path or a list of them, got {type(item).__name__}")
+
+    if isinstance(inputs, (list, tuple)):
+        for item in inputs:
+            one(item, True)
+    else:
+        one(inputs, False)
+    values = [f"{k}={v!r}" for k, v in dict(input_values or {}).items()]
+    return (arrays or None), specs, values
+
+
 # ---- the functions ------------------------------------------------------------------------------
 
 def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, verify=True, seeds=3, dims=None,
              fold_size=None, strip_hierarchy=False, force=False, overwrite=False, threads=None, progress=False,
-             target="generic", max_time=None, max_memory=None, max_loop_iterations=None):
+             target="generic", max_time=None, max_memory=None, max_loop_iterations=None, inputs=None,
+             input_values=None, verify_dims=None, verify_decode=0):
     """Optimize a model with onnxforge's passes and verify the result; ``onnxforge optimize``.
 
     Args:
@@ -339,6 +385,11 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
       max_time, max_memory, max_loop_iterations: the runtime's limits for this call (seconds; bytes
         or '2G'; node steps per Loop), as the command line's --max-time, --max-memory and
         --max-loop-iterations; over one, an Error names the node. Ctrl-C raises KeyboardInterrupt.
+      inputs, input_values: the verification's inputs, as :func:`verify` takes them.
+      verify_dims: sizes of symbolic dims for verification only (``--verify-dim``); the output keeps
+        them symbolic, where ``dims`` fixes them.
+      verify_decode: also verify generation on a decoder with a KV cache (``--verify-decode N``): a
+        prefill and this many one-token steps, each model feeding its own cache back.
 
     Returns:
       ``(model, report)``: the optimized model (``output`` itself when given) and an
@@ -352,10 +403,13 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
     out = _opt_path(output, "output")
     fold_size = None if fold_size is None else _int(fold_size, "fold_size", 0, _INT64_MAX)
     target_opset = None if target_opset is None else _int(target_opset, "target_opset", 1, 2**31 - 1)
-    data, report_json, ok, failure = _engine.optimize(
-        arg, name, out, _names(passes, "passes"), _names(skip, "skip"), _dims(dims), fold_size, bool(verify),
-        _int(seeds, "seeds", 0, 1_000_000), target_opset, bool(strip_hierarchy), bool(force), bool(overwrite),
-        _threads(threads), _progress(progress), str(target), _limits(max_time, max_memory, max_loop_iterations))
+    with tempfile.TemporaryDirectory(prefix="onnxforge_inputs.") as tmp:
+        _, specs, values = _user_inputs(inputs, input_values, tmp, False)
+        data, report_json, ok, failure = _engine.optimize(
+            arg, name, out, _names(passes, "passes"), _names(skip, "skip"), _dims(dims), fold_size, bool(verify),
+            _int(seeds, "seeds", 0, 1_000_000), target_opset, bool(strip_hierarchy), bool(force), bool(overwrite),
+            _threads(threads), _progress(progress), str(target), _limits(max_time, max_memory, max_loop_iterations),
+            specs, values, _dims(verify_dims), _int(verify_decode, "verify_decode", 0, 1_000_000))
     report = OptimizeReport(json.loads(report_json))
     if not ok and not force:
         raise VerificationError(
@@ -371,14 +425,17 @@ def inspect(model) -> dict:
     return json.loads(_engine.inspect(arg, name))
 
 
-def run(model, inputs=None, *, seed=0, dims=None, threads=None, max_time=None, max_memory=None,
+def run(model, inputs=None, *, seed=0, dims=None, threads=None, input_values=None, max_time=None, max_memory=None,
         max_loop_iterations=None) -> dict:
     """Run a model with onnxforge's runtime; ``onnxforge run``.
 
     Args:
       inputs: ``{name: array}`` (anything ``numpy.asarray`` takes); inputs not given are generated
         for ``seed`` from their name, dtype and shape (token ids, masks, positions, normal floats),
-        exactly as ``onnxforge run --seed`` and verification generate them.
+        exactly as ``onnxforge run --seed`` and verification generate them. Values may also be
+        paths (.npy, .pb), and ``inputs`` an .npz, a test-data folder or a list of sets, as for
+        :func:`verify`; with sets, ``seed`` S runs set S.
+      input_values: ``{name: number}``: the input filled with that number (``--input-value``).
       dims: values for symbolic dimensions of generated inputs (default batch 1, sequence 128).
       threads: worker threads for this call (None: all cores).
       max_time, max_memory, max_loop_iterations: limits for this call, as for :func:`optimize`.
@@ -387,33 +444,40 @@ def run(model, inputs=None, *, seed=0, dims=None, threads=None, max_time=None, m
       ``{output name: numpy.ndarray}`` in the model's output order.
     """
     arg, name, _ = _model_arg(model)
-    if inputs is not None:
-        import numpy as np
-        inputs = {str(k): np.ascontiguousarray(v) for k, v in dict(inputs).items()}
-    return _engine.run(arg, name, inputs, _int(seed, "seed", 0, 2**64 - 1), _dims(dims), _threads(threads),
-                       _limits(max_time, max_memory, max_loop_iterations))
+    with tempfile.TemporaryDirectory(prefix="onnxforge_inputs.") as tmp:
+        arrays, specs, values = _user_inputs(inputs, input_values, tmp, True)
+        return _engine.run(arg, name, arrays, _int(seed, "seed", 0, 2**64 - 1), _dims(dims), _threads(threads),
+                           _limits(max_time, max_memory, max_loop_iterations), specs, values)
 
 
-def verify(reference, candidate, *, seeds=20, atol=1e-4, rtol=1e-3, dims=None, first_seed=0, threads=None,
-           max_time=None, max_memory=None, max_loop_iterations=None):
+def verify(reference, candidate, *, seeds=20, atol=1e-4, rtol=1e-3, dims=None, first_seed=0, threads=None, inputs=None,
+           input_values=None, max_time=None, max_memory=None, max_loop_iterations=None):
     """Check that two models compute the same outputs on ``seeds`` seeded inputs; ``onnxforge verify``.
 
     An output passes when ``|a - b| <= atol + rtol * max(|a|, |A|/16)`` element by element (a: ``reference``,
     |A|: the largest |reference| of that output).
     Returns a :class:`VerifyReport` (truthy when every output passes); a mismatch is not an
     exception, models that cannot be compared (different inputs, a model that fails to run) are.
+    ``report["degenerate"]`` says when the outputs prove little (empty or constant on every seed).
+
+    ``inputs`` (``onnxforge verify --inputs``): ``{name: array or .npy/.pb path}`` feeds every seed;
+    a path to an ``.npz`` or a backend test-data folder, or a list whose items are such paths or
+    dicts, gives input sets, which are the first seeds. ``input_values``: ``{name: number}``
+    (``--input-value``), e.g. ``{"sr": 16000}``.
     """
     a, a_name, _ = _model_arg(reference, "reference")
     b, b_name, _ = _model_arg(candidate, "candidate")
-    data, text = _engine.verify(a, a_name, b, b_name, _int(seeds, "seeds", 1, 1_000_000),
-                                _int(first_seed, "first_seed", 0, 2**64 - 1), _float(atol, "atol", 0, math.inf),
-                                _float(rtol, "rtol", 0, math.inf), _dims(dims), 0, _threads(threads),
-                                _limits(max_time, max_memory, max_loop_iterations))
+    with tempfile.TemporaryDirectory(prefix="onnxforge_inputs.") as tmp:
+        _, specs, values = _user_inputs(inputs, input_values, tmp, False)
+        data, text = _engine.verify(a, a_name, b, b_name, _int(seeds, "seeds", 1, 1_000_000),
+                                    _int(first_seed, "first_seed", 0, 2**64 - 1), _float(atol, "atol", 0, math.inf),
+                                    _float(rtol, "rtol", 0, math.inf), _dims(dims), 0, _threads(threads),
+                                    _limits(max_time, max_memory, max_loop_iterations), specs, values)
     return VerifyReport(json.loads(data), text)
 
 
 def bench(model, *, vs=None, iters=None, min_time=3.0, warmup=3, dims=None, inputs=None, threads=None, profile=False,
-          nchw=False, vs_nchw=False, max_time=None, max_memory=None, max_loop_iterations=None):
+          nchw=False, vs_nchw=False, input_values=None, max_time=None, max_memory=None, max_loop_iterations=None):
     """Measure a model's latency with onnxforge's runtime; ``onnxforge bench``.
 
     Runs ``warmup`` untimed runs, then ``iters`` timed runs (or as many as ``min_time`` seconds
@@ -424,13 +488,12 @@ def bench(model, *, vs=None, iters=None, min_time=3.0, warmup=3, dims=None, inpu
     vs_arg, vs_name = None, ""
     if vs is not None:
         vs_arg, vs_name, _ = _model_arg(vs, "vs")
-    if inputs is not None:
-        import numpy as np
-        inputs = {str(k): np.ascontiguousarray(v) for k, v in dict(inputs).items()}
-    data = _engine.bench(arg, name, vs_arg, vs_name, 0 if iters is None else _int(iters, "iters", 1, 2**31 - 1),
-                         _float(min_time, "min_time", 0, 86400), _int(warmup, "warmup", 0, 2**31 - 1), _dims(dims), inputs,
-                         bool(profile), bool(nchw), bool(vs_nchw), _threads(threads),
-                         _limits(max_time, max_memory, max_loop_iterations))
+    with tempfile.TemporaryDirectory(prefix="onnxforge_inputs.") as tmp:
+        arrays, specs, values = _user_inputs(inputs, input_values, tmp, True)
+        data = _engine.bench(arg, name, vs_arg, vs_name, 0 if iters is None else _int(iters, "iters", 1, 2**31 - 1),
+                             _float(min_time, "min_time", 0, 86400), _int(warmup, "warmup", 0, 2**31 - 1), _dims(dims),
+                             arrays, bool(profile), bool(nchw), bool(vs_nchw), _threads(threads),
+                             _limits(max_time, max_memory, max_loop_iterations), specs, values)
     return BenchReport(json.loads(data))
 
 

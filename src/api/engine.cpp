@@ -15,6 +15,7 @@
 #include "analysis/forensics.h"
 #include "analysis/shapes.h"
 #include "passes/fusion.h"
+#include "passes/ort_ops.h"
 #include "passes/registry.h"
 #include "passes/targets.h"
 #include "passes/upgrade_opset.h"
@@ -42,6 +43,31 @@ std::vector<std::string> current_pass_names(std::vector<std::string> names, std:
   return names;
 }
 
+namespace {
+
+// The opset to upgrade to: for target ort, no higher than the highest at which ONNX Runtime 1.30
+// has a kernel for every op of the model (a note says why); for generic, the target itself, with
+// a note when ORT would lack an op there.
+int64_t ort_capped_opset(const Model& m, const passes::TargetProfile& target, int64_t wanted, std::vector<std::string>& notes) {
+  const int64_t from = m.opset("");
+  if (wanted <= from) return wanted;
+  const std::vector<std::string> missing = passes::ort_missing(m, wanted);
+  if (missing.empty() || (target.name != "ort" && target.name != "generic")) return wanted;
+  const int64_t cap = passes::ort_highest_loadable_opset(m, from, wanted);
+  if (target.name == "generic") {
+    notes.push_back("opset " + std::to_string(wanted) + " takes " + missing[0] +
+                    " to a version ONNX Runtime 1.30 has no kernel for" +
+                    (cap >= from ? "; --target ort would stop at opset " + std::to_string(cap) : std::string()));
+    return wanted;
+  }
+  const int64_t to = std::max(cap, from);
+  notes.push_back("--target ort: upgrading to opset " + std::to_string(to) + ", not " + std::to_string(wanted) +
+                  ": ONNX Runtime 1.30 has no kernel for " + missing[0]);
+  return to;
+}
+
+}  // namespace
+
 OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSettings& s) {
   using namespace onnxforge::passes;
   if (s.seeds < 1 && s.verify) fail("verification needs at least 1 seed (got ", s.seeds, ")");
@@ -63,6 +89,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   OptimizeOutcome out;
   say("loading " + input.string());
   out.model = load_model(input);
+  out.strict = s.strict;
   ro.pass.dims = resolve_input_dims(s.dims, s.input_shapes, {out.model.get()});  // a dim the inputs lack is an error
   if (s.target_opset) check_target_opset(*out.model, *s.target_opset);  // before any work: a downgrade is bad input
   hier::read_tags(*out.model);  // module tags ride along in the graph tables through every pass
@@ -83,10 +110,13 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
         fail_usage("--verify-dim ", name, "=", size, " contradicts --dim ", name, "=", it->second);
     }
     try {
-      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, verify_dims, s.verify_budget, s.progress});
+      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, verify_dims, s.verify_budget, s.progress, s.inputs, s.input_values});
     } catch (const Error& e) {
-      fail("cannot verify: running the original model failed: ", e.what(),
-           " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)");
+      // A bad --inputs file or value is the user's input, reported as it is.
+      if (e.kind() == Error::Kind::Usage || !e.file().empty()) throw;
+      throw Error("cannot verify: running the original model failed: " + std::string(e.what()) +
+                      " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)",
+                  e.kind(), input.string());
     }
     ref_s = seconds_since(t);
     out.notes = ref->notes();
@@ -113,10 +143,12 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   // new opset; the bisection below replays it first too.
   UpgradeReport upgrade;
   std::vector<const Pass*> bisect = passes;
-  if (s.target_opset) {
-    say("upgrading to opset " + std::to_string(*s.target_opset));
+  std::optional<int64_t> target_opset = s.target_opset;
+  if (target_opset) target_opset = ort_capped_opset(*out.model, target, *target_opset, out.notes);
+  if (target_opset) {
+    say("upgrading to opset " + std::to_string(*target_opset));
     RunOptions uo = ro;
-    uo.pass.target_opset = *s.target_opset;
+    uo.pass.target_opset = *target_opset;
     uo.pass.upgrade_report = &upgrade;
     run_passes(*out.model, pre_passes(), uo);
     if (upgrade.to == 0) {  // already at the target: nothing ran
@@ -124,7 +156,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
       upgrade.ir_from = upgrade.ir_to = out.model->ir_version;
     }
     bisect.insert(bisect.begin(), &upgrade_opset_pass());
-    ro.pass.target_opset = *s.target_opset;  // for the bisection's fresh loads
+    ro.pass.target_opset = *target_opset;  // for the bisection's fresh loads
   }
   out.run = run_passes(*out.model, passes, ro);
   double passes_s = seconds_since(tp);
@@ -139,6 +171,10 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   const std::vector<std::string> left = left_for_target(*out.model, target);
   out.report["target"]["left"] = left;
   out.notes.insert(out.notes.end(), left.begin(), left.end());
+  if (target.name == "ort") {  // what ONNX Runtime 1.30 could not load (passes/ort_ops.h): not written
+    out.target_missing = ort_missing(*out.model);
+    out.report["target"]["ort_missing"] = out.target_missing;
+  }
   if (const int64_t opset = out.model->opset(""); opset > target.max_opset)
     out.report["target"]["note"] = "the model is at opset " + std::to_string(opset) + ", above what target '" +
                                    target.name + "' accepts (" + std::to_string(target.max_opset) +
@@ -260,10 +296,9 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
   rt::SessionOptions so_b;
   so_b.channels_last = !o.vs_nchw;
   std::unique_ptr<rt::Session> sb = mb ? std::make_unique<rt::Session>(*mb, so_b) : nullptr;
-  rt::InputPlan plan;
-  if (!o.input_files.empty() && !o.inputs.empty()) fail("bench: inputs come either from files or from memory");
-  auto inputs = o.input_files.empty() ? rt::prepare_inputs(ma->main(), sa.input_values(), dims, o.inputs, 0, plan)
-                                      : rt::prepare_inputs(ma->main(), sa.input_values(), dims, o.input_files, 0, plan);
+  const rt::SeedInputs given(ma->main(), sa.input_values(), dims,
+                             rt::UserInputs{.specs = o.input_files, .values = o.input_values, .arrays = o.inputs});
+  auto inputs = given.make(0, 0);
   auto time_one = [&](const rt::Session& s) {
     auto t0 = Clock::now();
     auto outs = s.run(inputs);
@@ -289,7 +324,7 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
   j["min_ms"] = a.min();
   j["steps"] = sa.step_count();
   j["channels_last_steps"] = sa.channels_last_count();
-  j["notes"] = plan.notes;
+  j["notes"] = given.notes();
   if (sb) {
     j["vs"] = {{"model", o.vs.string()}, {"median_ms", b.median()}, {"min_ms", b.min()}};
     j["ratio"] = b.median() / a.median();

@@ -42,6 +42,11 @@ struct OptimizeSettings {
   // Also verify generation (rt::verify_decode: a prefill of 16 tokens, then this many one-token
   // steps through each model's own KV cache) when > 0; a decoder without a cache is an Error.
   int verify_decode = 0;
+  // Verification inputs (rt::UserInputs): --inputs entries (NAME=FILE, FILE.npz, DIR) and
+  // --input-value NAME=V; their sets are the first seeds.
+  std::vector<std::string> inputs = {}, input_values = {};
+  // --strict: verified on degenerate inputs (outcome.verification.degenerate) is not ok().
+  bool strict = false;
   std::filesystem::path output = {};           // when set: checked before any work (exists and !overwrite: an Error)
   bool overwrite = false;
   std::optional<uint64_t> fold_size = {};      // default: the passes' own (1 MiB)
@@ -75,7 +80,14 @@ struct OptimizeOutcome {
   // What `optimize --json` prints: stats_json + "input", "target", "hint", "verification",
   // "breaking_pass" and "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
   nlohmann::json report;
-  bool ok() const { return !over_budget && (!verified || verification.ok); }
+  bool strict = false;  // settings.strict: degenerate verification is not ok
+  // Target ort: what ONNX Runtime 1.30 has no kernel for in the result (passes/ort_ops.h), one line
+  // per op; such a model is not ok (it would not load where the user runs it).
+  std::vector<std::string> target_missing;
+  bool ok() const {
+    return !over_budget && target_missing.empty() &&
+           (!verified || (verification.ok && !(strict && !verification.degenerate.empty())));
+  }
 };
 
 // Symbolic dims and input shapes are checked against the model (io/input_dims.h: a dim no input
@@ -110,7 +122,8 @@ struct BenchSettings {  // every member initialized, as OptimizeSettings
   int warmup = 3;
   std::map<std::string, int64_t> dims = {};
   std::vector<std::string> input_shapes = {};  // NAME:D0,D1,... (--input-shape)
-  std::vector<std::string> input_files = {};   // NAME=FILE inputs instead of generated ones (--input)
+  std::vector<std::string> input_files = {};   // --inputs entries (rt::UserInputs::specs): the first input set is timed
+  std::vector<std::string> input_values = {};  // --input-value NAME=V
   std::vector<rt::GivenInput> inputs = {};     // inputs given in memory instead of generated
   bool profile = false, nchw = false, vs_nchw = false;
   int threads = 0;                             // only reported; the caller sets the parallelism

@@ -10,6 +10,7 @@
 #include "api/engine.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/input_options.h"
 #include "io/input_dims.h"
 
 namespace onnxforge::cli {
@@ -22,7 +23,7 @@ struct Options {
   std::string model, vs;
   int threads = 0, iters = 0, warmup = 3;
   double min_time = 3.0;
-  std::vector<std::string> inputs;
+  InputOptions inputs;
   DimOptions dims;
   bool json = false, profile = false, nchw = false, vs_nchw = false;
 };
@@ -32,7 +33,8 @@ int run(const Options& o) {
   if (o.threads > 0) gc = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
   const api::BenchSettings settings{.vs = o.vs, .iters = o.iters, .min_time = o.min_time, .warmup = o.warmup,
                                     .dims = parse_dim_specs(o.dims.dims), .input_shapes = o.dims.input_shapes,
-                                    .input_files = o.inputs, .profile = o.profile, .nchw = o.nchw,
+                                    .input_files = o.inputs.inputs,
+                                    .input_values = o.inputs.values, .profile = o.profile, .nchw = o.nchw,
                                     .vs_nchw = o.vs_nchw, .threads = o.threads};
   nlohmann::json j = api::bench(o.model, settings);
   if (!o.json)
@@ -71,7 +73,7 @@ Command reg{"bench", "Measure a model's latency with onnxforge's runtime (option
   app.add_option("--min-time", o->min_time, "Seconds of timed runs (default 3)")->excludes(it)->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
   add_dim_options(app, o->dims);
-  app.add_option("--input", o->inputs, "NAME=FILE input instead of a generated one");
+  add_input_options(app, o->inputs, "instead of generated ones (the first input set is timed)");
   app.add_flag("--nchw", o->nchw, "Keep the model's activations NCHW (no channels-last chains)");
   app.add_flag("--vs-nchw", o->vs_nchw, "Likewise for the --vs model (--vs MODEL --vs-nchw: the layout's gain)");
   app.add_flag("--profile", o->profile, "Time every kernel; print the time per op type and the slowest steps");

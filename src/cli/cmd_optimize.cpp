@@ -12,6 +12,7 @@
 #include "api/engine.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/input_options.h"
 #include "io/input_dims.h"
 #include "io/units.h"
 #include "ir/error.h"
@@ -29,8 +30,9 @@ struct Options {
   DimOptions dims;
   std::vector<std::string> verify_dims;
   int verify_decode = 0;
+  InputOptions inputs;
   std::vector<std::string> passes, skip;
-  bool list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
+  bool strict = false, list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
        strip_hierarchy = false;
   int seeds = 3, threads = 0;
   double verify_budget = 0;
@@ -81,6 +83,9 @@ int run(const Options& o) {
   settings.input_shapes = o.dims.input_shapes;
   settings.verify_dims = parse_dim_specs(o.verify_dims);
   settings.verify_decode = o.verify_decode;
+  settings.inputs = o.inputs.inputs;
+  settings.input_values = o.inputs.values;
+  settings.strict = o.strict;
   settings.output = out;  // checked (exists without --overwrite) before any work
   settings.overwrite = overwrite;
   if (!o.fold_size.empty()) settings.fold_size = *parse_bytes(o.fold_size);
@@ -109,6 +114,25 @@ int run(const Options& o) {
       return 1;
     }
     std::cerr << "--write-unverified: writing the model unverified (over --verify-budget)\n";
+  } else if (!r.target_missing.empty()) {  // --target ort: the result would not load in ONNX Runtime 1.30
+    if (tty) std::cerr << "\r\033[K";
+    if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+    std::cerr << "error: ONNX Runtime 1.30 has no kernel for " << r.target_missing[0]
+              << "; the output would not load there (--target ort)\n";
+    if (!write_unverified) {
+      std::cerr << "nothing was written\n";
+      if (o.json) std::cout << r.report.dump(2) << "\n";
+      return 1;
+    }
+  } else if (!r.ok() && r.verification.ok) {  // --strict: the check passed, on degenerate inputs
+    if (tty) std::cerr << "\r\033[K";
+    if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+    std::cerr << "error: " << r.verification.degenerate << " (--strict)\n";
+    if (!write_unverified) {
+      std::cerr << "nothing was written\n";
+      if (o.json) std::cout << r.report.dump(2) << "\n";
+      return 1;
+    }
   } else if (!r.ok()) {
     if (tty) std::cerr << "\n";
     if (!o.report.empty()) write_file_atomically(o.report, r.report.dump(2) + "\n", rules);
@@ -156,7 +180,9 @@ int run(const Options& o) {
                 << human_bytes(static_cast<uint64_t>(bytes < 0 ? -bytes : bytes)) << " (" << p.applied << " matches, "
                 << p.rounds << " rounds, " << human_seconds(p.seconds()) << ")\n";
     }
-  if (r.verified)
+  if (r.verified && !r.verification.degenerate.empty())
+    std::cout << r.verification.degenerate << " (" << r.seeds << " seeds: max_diff " << r.verification.max_diff << ")\n";
+  else if (r.verified)
     std::cout << "verified on " << r.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
               << static_cast<int>(s.worst) << " tolerance)\n";
   if (r.verified && !r.decode.empty()) std::cout << r.decode << "\n";
@@ -181,6 +207,8 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
       ->check([](const std::string& s) {
         return parse_dim_spec(s) ? "" : "expects NAME=N with a non-negative integer N, got '" + s + "'";
       });
+  add_input_options(app, o->inputs, "for verification");
+  app.add_flag("--strict", o->strict, "Exit 1 (nothing written) when verified on degenerate inputs");
   app.add_option("--report", o->report, "Write a JSON report to this file");
   app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)")->check(CLI::PositiveNumber);
   app.add_option("--verify-budget", o->verify_budget,

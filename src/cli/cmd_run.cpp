@@ -1,4 +1,4 @@
-// onnxforge run MODEL [--input name=FILE] [--dim name=N] [--seed S] [--out DIR] [--json]
+// onnxforge run MODEL [--inputs name=FILE|FILE.npz|DIR] [--input-value N=V] [--dim name=N] [--seed S] [--out DIR] [--json]
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/input_options.h"
 #include "io/units.h"
 #include "io/model_io.h"
 #include "runtime/inputs.h"
@@ -19,7 +20,7 @@ namespace {
 
 struct Options {
   std::string model, out, save_inputs;
-  std::vector<std::string> inputs;
+  InputOptions inputs;
   DimOptions dims;
   uint64_t seed = 0;
   bool json = false, overwrite = false;
@@ -49,14 +50,19 @@ int run(const Options& o) {
   auto model = load_model(o.model);
   auto dims = resolve_dims(o.dims, {model.get()});
   rt::Session session(*model);
-  rt::InputPlan plan;
-  auto inputs = rt::prepare_inputs(model->main(), session.input_values(), dims, o.inputs, o.seed, plan);
+  // --seed S runs input set S when the inputs give one, else generates from S.
+  const rt::SeedInputs given(model->main(), session.input_values(), dims,
+                             rt::UserInputs{.specs = o.inputs.inputs, .values = o.inputs.values, .arrays = {}});
+  const rt::InputPlan& plan = given.plan(o.seed);
+  auto inputs = given.make(o.seed, o.seed);
+  const std::vector<std::string> notes = given.notes();
   if (!o.json)
-    for (const auto& n : plan.notes) std::cerr << "note: " << n << "\n";
+    for (const auto& n : notes) std::cerr << "note: " << n << "\n";
   // The output set (io/safe_file.h) before the model runs: every .npy of --save-inputs and --out,
-  // never onto the model or an --input file, existing ones only with --overwrite.
+  // never onto the model or an --inputs file, existing ones only with --overwrite.
   std::vector<std::string> in_files{o.model};
-  for (const std::string& spec : o.inputs) in_files.push_back(spec.substr(spec.find('=') + 1));
+  for (const std::string& spec : o.inputs.inputs)
+    in_files.push_back(spec.find('=') == std::string::npos ? spec : spec.substr(spec.find('=') + 1));
   const WriteRules rules = output_rules(o.overwrite, in_files);
   auto names = session.output_names();
   std::vector<std::string> in_names;
@@ -77,7 +83,7 @@ int run(const Options& o) {
   j["model"] = o.model;
   j["seed"] = o.seed;
   j["ms"] = ms;
-  j["notes"] = plan.notes;
+  j["notes"] = notes;
   for (size_t i = 0; i < outs.size(); ++i) {
     auto cs = rt::checksum(outs[i]);
     j["outputs"].push_back({{"name", names[i]}, {"dtype", dtype_name(outs[i].dtype)}, {"shape", outs[i].shape},
@@ -104,7 +110,7 @@ int run(const Options& o) {
 Command reg{"run", "Run a model on generated or given inputs; write outputs as .npy", [](CLI::App& app) {
   auto o = std::make_shared<Options>();
   app.add_option("model", o->model, "Model to run")->required();
-  app.add_option("--input", o->inputs, "NAME=FILE (.npy or TensorProto .pb) instead of a generated input");
+  add_input_options(app, o->inputs, "instead of generated ones (--seed S runs input set S)");
   add_dim_options(app, o->dims, " (default batch 1, sequence 128)");
   app.add_option("--seed", o->seed, "Seed of the generated inputs");
   app.add_option("--out", o->out, "Folder for the outputs (<name>.npy)");

@@ -1,9 +1,10 @@
-// onnxforge verify A B [--seeds 20] [--atol] [--rtol] [--dim name=N] [--verify-budget S]
-//                      [--decode-steps N [--prompt-length L]] [--json]
+// onnxforge verify A B [--seeds 20] [--atol] [--rtol] [--dim name=N] [--inputs ...] [--input-value N=V]
+//                  [--verify-budget S] [--strict] [--decode-steps N [--prompt-length L]] [--json]
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/input_options.h"
 #include "io/model_io.h"
 #include "runtime/decode.h"
 #include "runtime/inputs.h"
@@ -16,9 +17,10 @@ struct Options {
   std::string a, b;
   rt::VerifyOptions v;
   DimOptions dims;
+  InputOptions inputs;
   int decode_steps = -1;  // -1: no generation loop
   int64_t prompt = 16;
-  bool json = false;
+  bool json = false, strict = false;
 };
 
 int run(Options o) {
@@ -27,6 +29,7 @@ int run(Options o) {
   o.v.dims = resolve_dims(o.dims, {a.get(), b.get()});
   o.v.reference_name = "reference '" + o.a + "'";
   o.v.candidate_name = "candidate '" + o.b + "'";
+  o.v.inputs = rt::UserInputs{.specs = o.inputs.inputs, .values = o.inputs.values, .arrays = {}};
   const bool tty = stderr_is_tty();
   if (tty) o.v.progress = [](const rt::VerifyProgress& p) { std::cerr << "\r\033[K" << p.line() << std::flush; };
   rt::VerifyReport r = rt::verify(*a, *b, o.v);
@@ -44,6 +47,7 @@ int run(Options o) {
     std::cerr << "error: cannot be verified within --verify-budget " << o.v.budget_seconds << " s (one seed checked)\n";
     return 1;
   }
+  const bool ok = r.pass && !(o.strict && r.degenerate());
   if (o.decode_steps < 0) {
     if (o.json) {
       nlohmann::json j = r.to_json();
@@ -52,7 +56,7 @@ int run(Options o) {
     } else {
       std::cout << r.to_text();
     }
-    return r.pass ? 0 : 1;
+    return ok ? 0 : 1;
   }
   // Generation as deployed: a prefill, then one token per step through each model's own cache.
   rt::DecodeReport d = rt::verify_decode(*a, *b, {.steps = o.decode_steps, .prompt = o.prompt, .seed = o.v.first_seed,
@@ -65,7 +69,7 @@ int run(Options o) {
   } else {
     std::cout << r.to_text() << d.to_text() << "\n";
   }
-  return r.pass && d.pass ? 0 : 1;
+  return ok && d.pass ? 0 : 1;
 }
 
 Command reg{"verify", "Check that two models compute the same outputs on many seeds", [](CLI::App& app) {
@@ -81,6 +85,8 @@ Command reg{"verify", "Check that two models compute the same outputs on many se
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   add_dim_options(app, o->dims);
+  add_input_options(app, o->inputs, "for the seeds");
+  app.add_flag("--strict", o->strict, "Exit 1 when verified on degenerate inputs (an output empty or constant on every seed)");
   app.add_option("--parallel", o->v.parallel, "Seeds in flight (1 = one at a time)")->check(CLI::NonNegativeNumber);
   app.add_option("--verify-budget", o->v.budget_seconds,
                  "Seconds the check may take: fewer seeds to fit (never below 1); exit 1 if one seed does not fit")

@@ -278,6 +278,39 @@ class Functions(Temp):
         for name, a in got.items():
             np.testing.assert_array_equal(a, np.load(out / f"{name}.npy"))
 
+    def test_user_inputs_on_run_verify_bench_optimize(self):
+        """Issue 29: arrays and files feed every seed, an .npz / a list of dicts are input sets,
+        input_values fill an input; the same as the command line's --inputs / --input-value."""
+        nodes = [helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT, name="cast"),
+                 helper.make_node("Mul", ["x", "two"], ["x2"], name="mul"), helper.make_node("Add", ["x2", "nf"], ["y"], name="add")]
+        graph = helper.make_graph(nodes, "scaled_sum", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"]),
+                                                        helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq"])],
+                                  [numpy_helper.from_array(np.array(2, np.float32), "two")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        x = np.ones((1, 5), np.float32)
+        y = onnxforge.run(model, {"x": x}, input_values={"n": 4})["y"]
+        np.testing.assert_array_equal(y, np.full((1, 5), 6, np.float32))
+        np.save(self.dir / "x.npy", x * 3)
+        y = onnxforge.run(model, {"x": self.dir / "x.npy"}, input_values={"n": 1})["y"]
+        np.testing.assert_array_equal(y, np.full((1, 5), 7, np.float32))
+        np.savez(self.dir / "set.npz", x=np.ones((1, 2), np.float32), n=np.array(5))
+        sets = [self.dir / "set.npz", {"x": np.zeros((1, 3), np.float32), "n": np.array(1)}]
+        self.assertEqual(onnxforge.run(model, sets, seed=1)["y"].shape, (1, 3))  # seed S: set S
+        r = onnxforge.verify(model, model, seeds=1, inputs=sets)
+        self.assertTrue(r)
+        self.assertEqual(r["seeds"], 2)  # both sets run
+        self.assertFalse(r["degenerate"])
+        self.assertTrue(onnxforge.bench(model, inputs={"x": x}, input_values={"n": 2}, iters=2, warmup=1))
+        _, rep = onnxforge.optimize(model, inputs={"x": x}, input_values={"n": 3})
+        self.assertTrue(rep["verification"]["ok"])
+        with self.assertRaises(onnxforge.Error):
+            onnxforge.verify(model, model, inputs={"x": self.dir / "missing.npy"})
+        (self.dir / "bad.npz").write_bytes(b"PK\x03\x04 not a zip")
+        with self.assertRaises(onnxforge.Error):
+            onnxforge.run(model, self.dir / "bad.npz")
+
     def test_run_takes_numpy_inputs(self):
         x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
         y = onnxforge.run(toy_cnn(), {"x": x})["y"]

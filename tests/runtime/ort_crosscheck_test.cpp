@@ -138,3 +138,12 @@ TEST(OrtCrossCheck, Float16ZooModelsAgree) {
   cmd += " --tol=0.02";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
+
+// The committed table of the op versions ONNX Runtime 1.30 implements (passes/ort_ops.inc, what
+// `--target ort` checks against) is what ORT itself says today: tools/peers/ort_op_table.py
+// loads one-node models of every op at every opset and compares.
+TEST(OrtCrossCheck, OpTableMatchesOrt) {
+  if (!onnxforge::test::ort_peer_installed()) GTEST_SKIP() << "ONNX Runtime peer missing: tools/peers/install.sh";
+  const std::string cmd = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/peers/ort_op_table.py --check";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}

@@ -30,10 +30,11 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   yolov8           yolov8n, yolov8s at 640 (+ `_bn`)              yolov8n_mini (YOLOv8n at 128, + `_bn`)
   wav2vec2         wav2vec2_base (16000 samples; `_dynlen`:       wav2vec2_mini (800 samples)
                    dynamic length)
+  vits             -                                              vits_small (Piper-style VITS TTS, opset 15)
 `_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
 full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
 every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
-module names) and yolo_models.py (Ultralytics').
+module names), yolo_models.py (Ultralytics') and vits_models.py (VITS, Piper's signature).
 
 Output: `<out>/<name>.onnx` (TinyLlama: `<out>/tinyllama/model.onnx` + one file per tensor) and
 `<out>/zoo.json`, a manifest with, per model: file, family, sets, config, opset, inputs/outputs
@@ -80,7 +81,7 @@ MANIFEST = "zoo.json"
 class Spec:
     name: str
     family: str          # cnn | vit | bert | roberta | distilbert | gpt2 | llama | whisper_encoder | deit |
-    #                      mobilevit | yolov8 | wav2vec2
+    #                      mobilevit | yolov8 | wav2vec2 | vits
     sets: tuple          # "small", "full", "tinyllama"
     config: dict
     bn_preserve: bool = False
@@ -125,6 +126,8 @@ MOBILEVIT_SMALL = dict(image_size=256, patch_size=2, num_channels=3, hidden_size
 WAV2VEC2_BASE = dict(conv_dim=[512] * 7, conv_stride=[5, 2, 2, 2, 2, 2, 2], conv_kernel=[10, 3, 3, 3, 3, 2, 2],
                      conv_bias=False, num_conv_pos_embeddings=128, num_conv_pos_embedding_groups=16, hidden_size=768,
                      num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, layer_norm_eps=1e-5)
+VITS_SMALL = dict(n_vocab=40, inter=16, hidden=32, filter=64, heads=2, layers=2, flows=2, upsample_initial=32,
+                  upsample_rates=[4, 4], upsample_kernels=[8, 8], resblock_kernels=[3])
 TINYLLAMA = dict(vocab_size=32000, hidden_size=2048, num_hidden_layers=22, num_attention_heads=32,
                  num_key_value_heads=4, intermediate_size=5632, rms_norm_eps=1e-5, rope_theta=10000.0)
 
@@ -197,6 +200,10 @@ def registry() -> list[Spec]:
         specs.append(_op17(specs[-2]))
     # YOLOv8n's real widths and depths at 128x128 (336 anchors instead of 8400)
     specs += _cnn("yolov8n_mini", S, dict(scale="n", nc=80, image=128), family="yolov8")
+    # VITS text-to-speech with Piper's signature (vits_models.py): random noise ops, duration
+    # expansion through CumSum/NonZero/ScatterND, an output length set by the input values.
+    specs.append(Spec("vits_small", "vits", S, dict(VITS_SMALL), opset=15,
+                      notes="VITS (Piper's inputs): RandomNormalLike, CumSum/NonZero/ScatterND, value-dependent length"))
     # A fixed audio length (1 s of 16 kHz for base): a symbolic one is sized 128 by the runtime's
     # defaults and 7 by the zoo-wide shape tests, both below the feature encoder's receptive field
     # (400 samples for base, 20 for mini). `_dynlen` keeps the length dynamic, as the original
@@ -318,6 +325,18 @@ def _build(spec: Spec) -> Built:
         model.prepare_export(x)
         # ultralytics' names: `yolo export format=onnx` writes images -> output0
         return Built(model, (x,), ["images"], ["output0"], {"images": {0: "batch"}, "output0": {0: "batch"}}, {})
+
+    if spec.family == "vits":
+        import vits_models
+        model = vits_models.SynthesizerTrn(c)
+        _add_noise(model, seed)
+        model.eval()
+        phonemes = 16
+        x = torch.randint(0, c["n_vocab"], (1, phonemes), generator=g)
+        args = (x, torch.tensor([phonemes], dtype=torch.int64), torch.tensor([0.667, 1.0, 0.8]))
+        axes = {"input": {0: "batch", 1: "phonemes"}, "input_lengths": {0: "batch"}, "output": {0: "batch", 2: "time"}}
+        return Built(model, args, ["input", "input_lengths", "scales"], ["output"], axes,
+                     {"input": {"range": [0, c["n_vocab"]]}}, trace_dims={"batch": 1, "phonemes": phonemes})
 
     import hf_models as hf
     cls = {"bert": hf.BertModel, "roberta": hf.RobertaModel, "distilbert": hf.DistilBertModel,
@@ -515,7 +534,7 @@ def package_version(pkg: str) -> str:
 
 def stamp_of(spec: Spec, opset: int) -> str:
     h = hashlib.sha256()
-    for f in (Path(__file__).resolve(), HERE / "hf_models.py", HERE / "yolo_models.py"):
+    for f in (Path(__file__).resolve(), HERE / "hf_models.py", HERE / "yolo_models.py", HERE / "vits_models.py"):
         h.update(f.read_bytes())
     h.update(json.dumps({"name": spec.name, "family": spec.family, "config": spec.config, "opset": opset,
                          "bn": spec.bn_preserve, "seed": spec.seed_name, "torch": package_version("torch"),
