@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -450,6 +451,52 @@ TEST(ZooReport, GateChecksEachKindOfRegression) {
   EXPECT_EQ(zoo::max_diff_class(0), -99);
   EXPECT_EQ(zoo::max_diff_class(1e-6), -6);
   EXPECT_EQ(zoo::max_diff_class(3e-6), -5);
+}
+
+// The paired-ratio gate: the threshold comes from the recorded run-to-run spread, a model inside
+// the noise band passes, one beyond it fails, an explicit --max-slowdown also needs the 95%
+// interval above 1, and a baseline without a spread falls back to the fixed threshold.
+TEST(ZooReport, LatencyGateDerivesItsThresholdFromTheRecordedSpread) {
+  // Spread: models whose two runs differ by 0.04 in log ratio -> sample sd 0.0283 each; the
+  // median scaled by chi2(1)'s median/df (Wilson-Hilferty 0.4705): sigma = 0.0283/sqrt(0.4705).
+  json models = json::array();
+  for (int i = 0; i < 5; ++i) models.push_back({{"latency_log_ratios", {-0.3 + 0.02, -0.3 - 0.02}}});
+  const double sigma = zoo::run_spread(models);
+  EXPECT_NEAR(sigma, 0.04 / std::sqrt(2.0) / std::sqrt(std::pow(1 - 2.0 / 9, 3)), 1e-9);
+  EXPECT_EQ(zoo::run_spread(json::array({models[0], models[1]})), 0);  // fewer than 3 models: none
+  // Default threshold: exp(3 * sigma * sqrt(1/2 + 1/2)) - 1 = 13.2% here.
+  zoo::LatencyVerdict same = zoo::latency_gate({-0.29, -0.31}, {-0.3, -0.3}, sigma, std::nullopt);
+  EXPECT_FALSE(same.regressed);
+  EXPECT_NEAR(same.threshold, std::exp(3 * sigma) - 1, 1e-12);
+  EXPECT_NEAR(same.ratio, 1.0, 1e-12);
+  EXPECT_LT(same.ci_low, 1.0);
+  EXPECT_GT(same.ci_high, 1.0);
+  zoo::LatencyVerdict slow = zoo::latency_gate({-0.3 + std::log(1.3), -0.3 + std::log(1.3)}, {-0.3, -0.3}, sigma, std::nullopt);
+  EXPECT_TRUE(slow.regressed);
+  EXPECT_NEAR(slow.ratio, 1.3, 1e-9);
+  EXPECT_GT(slow.ci_low, 1.0);
+  EXPECT_FALSE(zoo::latency_gate({-0.3 + std::log(1.10)}, {-0.3, -0.3}, sigma, std::nullopt).regressed);  // inside the band
+  // A quiet baseline: never below the 5% floor.
+  EXPECT_NEAR(zoo::latency_gate({0.0}, {0.0}, 1e-4, std::nullopt).threshold, zoo::kMinSlowdown, 1e-12);
+  // --max-slowdown 0.02: 10% slower is beyond it, but one noisy run each side is not significant.
+  EXPECT_FALSE(zoo::latency_gate({std::log(1.10)}, {0.0}, 0.1, 0.02).regressed);
+  EXPECT_TRUE(zoo::latency_gate({std::log(1.10), std::log(1.10)}, {0.0, 0.0}, 0.01, 0.02).regressed);
+
+  // Through regressions(): the spread recorded in the baseline summary is used.
+  auto model = [](const std::string& id, double log_ratio) {
+    return json{{"id", id}, {"name", id}, {"status", "ok"}, {"latency_ratio", std::exp(log_ratio)},
+                {"latency_log_ratios", {log_ratio + 0.01, log_ratio - 0.01}}};
+  };
+  json base = {{"models", {model("a", -0.2), model("b", -0.2), model("c", -0.2)}}, {"latency_spread", {{"sigma", 0.03}}}};
+  json now = {{"models", {model("a", -0.2 + std::log(1.08)), model("b", -0.2 + std::log(1.3)), model("c", -0.2)}}};
+  json regs = zoo::regressions(now, base, std::nullopt);
+  ASSERT_EQ(regs.size(), 1u) << regs.dump(1);  // threshold exp(3 * 0.03) - 1 = 9.4%: a passes, b fails
+  EXPECT_EQ(regs[0]["id"], "b");
+  EXPECT_EQ(regs[0]["check"], "slower (paired after/before latency)");
+  EXPECT_NE(regs[0]["now"].get<std::string>().find("95% CI"), std::string::npos) << regs[0].dump();
+  base.erase("latency_spread");  // an older baseline: the fixed 10% on latency_ratio
+  EXPECT_EQ(zoo::regressions(now, base, std::nullopt).size(), 1u);
+  EXPECT_EQ(zoo::regressions(now, base, 0.05).size(), 2u);
 }
 
 TEST(ZooReport, LeastSquaresAndPassKinds) {
