@@ -37,15 +37,7 @@ std::filesystem::path children_exe() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec && self.filename().string().starts_with("onnxforge") && executable_file(self)) return self;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "";
-  for (size_t b = 0; b <= dirs.size();) {
-    size_t e = dirs.find(':', b);
-    if (e == std::string::npos) e = dirs.size();
-    fs::path cand = fs::path(dirs.substr(b, e - b)) / "onnxforge";
-    if (executable_file(cand)) return cand;  // relative entries ("", ".") are skipped
-    b = e + 1;
-  }
+  if (fs::path on_path = zoo::find_program("onnxforge"); !on_path.empty()) return on_path;
   fail_usage("zoo: cannot find the onnxforge program for the zoo's child processes (this process is '",
              ec ? std::string("?") : self.string(), "'); put onnxforge on PATH or set ONNXFORGE_EXE to its absolute path");
 }

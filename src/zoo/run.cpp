@@ -302,6 +302,20 @@ nlohmann::json machine_info(int threads) {
           {"cores", static_cast<int>(std::thread::hardware_concurrency())}, {"host", host}};
 }
 
+fs::path find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t b = 0; b <= dirs.size();) {
+    size_t e = dirs.find(':', b);
+    if (e == std::string::npos) e = dirs.size();
+    const fs::path cand = fs::path(dirs.substr(b, e - b)) / name;
+    std::error_code ec;
+    if (cand.is_absolute() && fs::is_regular_file(cand, ec) && ::access(cand.c_str(), X_OK) == 0) return cand;
+    b = e + 1;
+  }
+  return {};
+}
+
 void find_ort_peer(RunOptions& o, const std::string& spec) {
   auto found = [](const fs::path& p) {
     std::error_code ec;
@@ -328,18 +342,7 @@ void find_ort_peer(RunOptions& o, const std::string& spec) {
   }
   if (!found(js.parent_path() / "node_modules/onnxruntime-node/package.json"))
     fail_usage("zoo run --ort: ", js.string(), " has no onnxruntime-node beside it; install it with tools/peers/install.sh");
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (size_t b = 0; b <= dirs.size();) {
-    size_t e = dirs.find(':', b);
-    if (e == std::string::npos) e = dirs.size();
-    fs::path cand = fs::path(dirs.substr(b, e - b)) / "node";
-    if (e > b && found(cand) && ::access(cand.c_str(), X_OK) == 0) {
-      o.node = cand;
-      break;
-    }
-    b = e + 1;
-  }
+  o.node = find_program("node");
   if (o.node.empty()) fail_usage("zoo run --ort: `node` is not on PATH (Debian: apt install nodejs)");
   o.ort_js = js;
 }

@@ -80,6 +80,10 @@ struct RunOptions {
   fs::path ort_js, node;
 };
 
+// The first executable `name` in an absolute PATH entry (relative ones such as "." are skipped:
+// the current folder never supplies a program); empty when there is none.
+fs::path find_program(const std::string& name);
+
 // The peer for --ort: `spec` is a path to ort.js, or empty for the default search
 // (ONNXFORGE_ORT_JS, then tools/peers/ort.js beside the binary's source tree or install). Fills
 // o.ort_js and o.node (node from PATH); throws a usage Error naming what is missing.
@@ -96,7 +100,8 @@ nlohmann::json machine_info(int threads);
 nlohmann::json load_baseline(const fs::path& b);
 
 // The latency gate for one model. Each bench run gives the log of its paired after/before ratio;
-// `sigma` is the run-to-run standard deviation of such a log ratio (summary "latency_spread").
+// `sigma` is the run-to-run standard deviation of such a log ratio (summary "latency_spread"),
+// raised to the model's own spread (its runs now and in the baseline) when that is larger.
 // The slowdown now/base is exp(mean(now) - mean(base)); its standard error is
 // sigma * sqrt(1/n_now + 1/n_base). The default threshold is the noise band of an unchanged model,
 // exp(3 SE) - 1, at least kMinSlowdown; an explicit --max-slowdown replaces it, and then the 95%
@@ -105,6 +110,7 @@ struct LatencyVerdict {
   bool regressed = false;
   double ratio = 1, ci_low = 1, ci_high = 1;  // now/base of the after/before ratios, 95% interval
   double threshold = 0;                       // the slowdown allowed (0.12: 12%)
+  double sigma = 0;                           // the spread used: the zoo's, or the model's own when larger
 };
 constexpr double kMinSlowdown = 0.05;
 LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vector<double>& base_logs, double sigma,
