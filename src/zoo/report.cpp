@@ -256,19 +256,22 @@ LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vect
                             std::optional<double> max_slowdown) {
   LatencyVerdict v;
   if (now_logs.empty() || base_logs.empty()) return v;
-  auto mean = [](const std::vector<double>& l) {
-    double t = 0;
-    for (double x : l) t += x;
-    return t / static_cast<double>(l.size());
+  // The median of the runs' log ratios: one run disturbed end to end (a log ratio of -1.48 beside
+  // +0.12 for the same model under two busy loops) does not move it.
+  auto median = [](std::vector<double> l) {
+    std::sort(l.begin(), l.end());
+    const size_t n = l.size();
+    return n % 2 ? l[n / 2] : 0.5 * (l[n / 2 - 1] + l[n / 2]);
   };
-  const double mn = mean(now_logs), mb = mean(base_logs), d = mn - mb;
+  const double mn = median(now_logs), mb = median(base_logs), d = mn - mb;
   // The model's own run-to-run spread when its runs disagree more than the zoo's typical model
-  // (mobilenet_v3_small under two busy loops: log ratios -2.6 and -0.17 in one run, 2.76x apart).
-  double ss = 0;
-  for (double x : now_logs) ss += (x - mn) * (x - mn);
-  for (double x : base_logs) ss += (x - mb) * (x - mb);
-  const size_t dof = now_logs.size() + base_logs.size() - 2;
-  if (dof > 0) sigma = std::max(sigma, std::sqrt(ss / static_cast<double>(dof)));
+  // (mobilenet_v3_small under two busy loops: runs 2.76x apart): the median absolute deviation
+  // from each side's median, scaled to a standard deviation (1.4826), so one wild run does not
+  // make every threshold wide.
+  std::vector<double> dev;
+  for (double x : now_logs) dev.push_back(std::abs(x - mn));
+  for (double x : base_logs) dev.push_back(std::abs(x - mb));
+  if (now_logs.size() + base_logs.size() >= 4) sigma = std::max(sigma, 1.4826 * median(dev));
   v.sigma = sigma;
   const double se = sigma * std::sqrt(1.0 / static_cast<double>(now_logs.size()) + 1.0 / static_cast<double>(base_logs.size()));
   v.ratio = std::exp(d);

@@ -800,16 +800,16 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
         cpu_after.push_back(j["vs"]["cpu_median_ms"]);
       }
     }
-    auto mean = [](const std::vector<double>& v) {
-      double t = 0;
-      for (double x : v) t += x;
-      return v.empty() ? 0.0 : t / static_cast<double>(v.size());
+    auto median = [](std::vector<double> v) {  // over the bench runs: one disturbed run does not move it
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     };
-    s["latency_before_ms"] = mean(before);
-    s["latency_after_ms"] = mean(after);
-    // The gated figure: the paired after/before ratio (geometric mean over the runs), and each
-    // run's log ratio, whose spread the baseline records.
-    s["latency_ratio"] = logs.empty() ? mean(after) / std::max(1e-12, mean(before)) : std::exp(mean(logs));
+    s["latency_before_ms"] = median(before);
+    s["latency_after_ms"] = median(after);
+    // The gated figure: the paired after/before ratio (the median over the runs), and each run's
+    // log ratio, whose spread the baseline records.
+    s["latency_ratio"] = logs.empty() ? median(after) / std::max(1e-12, median(before)) : std::exp(median(logs));
     if (!logs.empty()) s["latency_log_ratios"] = logs;
     // The ratio of the fastest runs too: on a saturated machine the medians of a short bench moved
     // by up to 7x between identical runs (distilbert_small: median 18.6 vs 2.3 ms, min 2.51 vs
@@ -819,9 +819,9 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     // CPU time (all threads) beside wall time: a wall-time change with the same CPU time is the
     // machine (waiting for cores), not the model.
     if (!cpu_logs.empty()) {
-      s["cpu_before_ms"] = mean(cpu_before);
-      s["cpu_after_ms"] = mean(cpu_after);
-      s["cpu_ratio"] = std::exp(mean(cpu_logs));
+      s["cpu_before_ms"] = median(cpu_before);
+      s["cpu_after_ms"] = median(cpu_after);
+      s["cpu_ratio"] = std::exp(median(cpu_logs));
     }
     if (r.contains("remeasured")) s["remeasured"] = true;
   }

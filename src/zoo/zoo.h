@@ -65,7 +65,7 @@ struct RunOptions {
   int bench_iters = 0;
   // Separate bench processes per model (--bench-runs): their spread is the run-to-run noise the
   // gate's threshold comes from.
-  int bench_runs = 2;
+  int bench_runs = 3;  // 3: the median of the runs survives one disturbed run
   // --baseline: a model whose latency the gate would flag is re-measured at once (bench_runs more
   // runs, pooled), while its optimized model is still there. Null: no re-measure.
   nlohmann::json baseline;
@@ -101,9 +101,9 @@ nlohmann::json load_baseline(const fs::path& b);
 
 // The latency gate for one model. Each bench run gives the log of its paired after/before ratio;
 // `sigma` is the run-to-run standard deviation of such a log ratio (summary "latency_spread"),
-// raised to the model's own spread (its runs now and in the baseline) when that is larger.
-// The slowdown now/base is exp(mean(now) - mean(base)); its standard error is
-// sigma * sqrt(1/n_now + 1/n_base). The default threshold is the noise band of an unchanged model,
+// raised to the model's own spread (its runs now and in the baseline, median absolute deviation)
+// when that is larger. The slowdown now/base is exp(median(now) - median(base)); its standard
+// error is taken as sigma * sqrt(1/n_now + 1/n_base). The default threshold is the noise band of an unchanged model,
 // exp(3 SE) - 1, at least kMinSlowdown; an explicit --max-slowdown replaces it, and then the 95%
 // interval must also lie above 1.
 struct LatencyVerdict {
