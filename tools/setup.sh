@@ -9,6 +9,7 @@ packages=(g++ cmake ninja-build ccache libonnx-dev libprotobuf-dev protobuf-comp
           python3-onnx python3-numpy python3-torch python3-torchvision libonnx-testdata time
           pybind11-dev dpkg-dev file curl
           libminizip-dev  # .npz input archives (runtime/tensor_io.cpp)
+          python3-build python3-setuptools python3-wheel python3-venv  # the wheel (tools/package.sh), offline
           libjs-chart.js chromium  # zoo report: Chart.js inlined into report.html; headless check of the page
           clang libclang-rt-14-dev)  # the fuzz targets (tools/fuzz): clang with libFuzzer and the sanitizers' runtimes
 missing=()
@@ -33,5 +34,7 @@ tools/peers/install.sh
 
 build_type=${ONNXFORGE_BUILD_TYPE:-Release}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" ${ONNXFORGE_CMAKE_ARGS:-}
-cmake --build build -j"$(nproc)"
+# Only what the main job needs: the command, the library and the Python module (tools/test.sh
+# builds the tests and benchmarks).
+cmake --build build -j"$(nproc)" --target onnxforge onnxforge_shared onnxforge_python
 echo "setup: built build/onnxforge"

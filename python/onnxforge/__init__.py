@@ -555,4 +555,27 @@ def main(argv=None) -> int:
             return 2
     sys.stdout.flush()
     sys.stderr.flush()
+    # `zoo run` starts its steps as child processes of the onnxforge program; in this process
+    # that is the interpreter, so name the real one (see _program).
+    if args[:1] == ["zoo"] and not os.environ.get("ONNXFORGE_EXE"):
+        exe = _program()
+        if exe:
+            os.environ["ONNXFORGE_EXE"] = exe
+            try:
+                return _engine.cli(args)
+            finally:
+                del os.environ["ONNXFORGE_EXE"]
     return _engine.cli(args)
+
+
+def _program():
+    """The onnxforge executable for child processes: the one shipped beside this module (a wheel's
+    onnxforge/bin/, the build tree's build/onnxforge), else the first on PATH. Only absolute
+    places: the current folder never supplies a program. None: not found (the command says so)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    places = [os.path.join(here, "bin", "onnxforge"), os.path.join(os.path.dirname(os.path.dirname(here)), "onnxforge")]
+    places += [os.path.join(d, "onnxforge") for d in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(d)]
+    for p in places:
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None

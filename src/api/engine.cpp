@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <ctime>
 #include <sstream>
 
 #include "hierarchy/extract_verify.h"
@@ -80,7 +82,10 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   ro.pass.evaluator = runtime_evaluator();
   if (s.fold_size) ro.pass.fold_size = *s.fold_size;
   ro.progress = s.progress;
-  std::vector<const Pass*> passes = select_passes(current_pass_names(s.passes), current_pass_names(s.skip));
+  // --passes none: load, optional upgrade, verify, write, with no rewrite (as `zoo run --passes none`).
+  const bool no_pass = std::find(s.passes.begin(), s.passes.end(), "none") != s.passes.end();
+  if (no_pass && s.passes.size() > 1) fail_usage("--passes none cannot be combined with pass names");
+  std::vector<const Pass*> passes = no_pass ? std::vector<const Pass*>{} : select_passes(current_pass_names(s.passes), current_pass_names(s.skip));
   const TargetProfile& target = target_profile(s.target);  // bad usage before any work
   if (s.target_opset) check_target_max_opset(target, *s.target_opset);
   const TargetPlan plan = plan_for_target(passes, target);
@@ -280,6 +285,39 @@ struct Timings {
   double min() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
 };
 
+// The paired ratio of two alternating series: the median of the per-pair log ratios, with the
+// distribution-free 95% confidence interval of that median (order statistics k and n+1-k, k
+// from the binomial(n, 1/2) tail; the whole range below 6 pairs). Pairs share the machine's
+// momentary load, so their ratio is steady where either series alone is not.
+nlohmann::json paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> l;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] > 0 && b[i] > 0) l.push_back(std::log(b[i] / a[i]));
+  if (l.empty()) return nullptr;
+  std::sort(l.begin(), l.end());
+  const size_t n = l.size();
+  const double med = n % 2 ? l[n / 2] : 0.5 * (l[n / 2 - 1] + l[n / 2]);
+  size_t k = 0;  // 1-based rank of the lower bound; 0: none below the range
+  if (n > 50) {
+    k = static_cast<size_t>(std::max(0.0, std::floor(0.5 * static_cast<double>(n) - 0.98 * std::sqrt(static_cast<double>(n)))));
+  } else {
+    double tail = 0, term = std::pow(0.5, static_cast<double>(n));  // P(X = i), i = 0, 1, ...
+    for (size_t i = 0; i < n && tail + term <= 0.025; ++i) {
+      tail += term;
+      k = i + 1;
+      term *= static_cast<double>(n - i) / static_cast<double>(i + 1);
+    }
+  }
+  const double lo = k >= 1 ? l[k - 1] : l.front(), hi = k >= 1 ? l[n - k] : l.back();
+  return {{"n", n}, {"ratio", std::exp(med)}, {"log_ratio", med}, {"ci95", {std::exp(lo), std::exp(hi)}}};
+}
+
+double process_cpu_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
 }  // namespace
 
 nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o) {
@@ -299,22 +337,29 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
   const rt::SeedInputs given(ma->main(), sa.input_values(), dims,
                              rt::UserInputs{.specs = o.input_files, .values = o.input_values, .arrays = o.inputs});
   auto inputs = given.make(0, 0);
-  auto time_one = [&](const rt::Session& s) {
+  Timings a, b, cpu_a, cpu_b;  // wall and process CPU time (all threads) per run
+  auto time_one = [&](const rt::Session& s, Timings* wall, Timings* cpu) {
+    const double c0 = process_cpu_ms();
     auto t0 = Clock::now();
     auto outs = s.run(inputs);
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), cpu_ms = process_cpu_ms() - c0;
+    if (wall) {
+      wall->ms.push_back(ms);
+      cpu->ms.push_back(cpu_ms);
+    }
   };
   for (int i = 0; i < std::max(o.warmup, 1); ++i) {
-    time_one(sa);
-    if (sb) time_one(*sb);
+    time_one(sa, nullptr, nullptr);
+    if (sb) time_one(*sb, nullptr, nullptr);
   }
-  Timings a, b;
   auto start = Clock::now();
   for (int i = 0;; ++i) {
     if (o.iters > 0 ? i >= o.iters : (i >= 3 && seconds_since(start) >= o.min_time)) break;
-    // Alternate run by run so drift (thermal, other load) hits both models alike.
-    a.ms.push_back(time_one(sa));
-    if (sb) b.ms.push_back(time_one(*sb));
+    // Alternate run by run so drift (thermal, other load) hits both models alike, and flip the
+    // order every pair so that neither model always runs second.
+    if (sb && i % 2) time_one(*sb, &b, &cpu_b);
+    time_one(sa, &a, &cpu_a);
+    if (sb && !(i % 2)) time_one(*sb, &b, &cpu_b);
   }
   nlohmann::json j;
   j["model"] = model.string();
@@ -322,12 +367,15 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
   j["iters"] = a.ms.size();
   j["median_ms"] = a.median();
   j["min_ms"] = a.min();
+  j["cpu_median_ms"] = cpu_a.median();
   j["steps"] = sa.step_count();
   j["channels_last_steps"] = sa.channels_last_count();
   j["notes"] = given.notes();
   if (sb) {
-    j["vs"] = {{"model", o.vs.string()}, {"median_ms", b.median()}, {"min_ms", b.min()}};
+    j["vs"] = {{"model", o.vs.string()}, {"median_ms", b.median()}, {"min_ms", b.min()}, {"cpu_median_ms", cpu_b.median()}};
     j["ratio"] = b.median() / a.median();
+    j["paired"] = paired_ratio(a.ms, b.ms);          // what the zoo's gate reads
+    j["cpu_paired"] = paired_ratio(cpu_a.ms, cpu_b.ms);
   }
   if (o.profile) {
     const auto runs = static_cast<double>(a.ms.size() + static_cast<size_t>(std::max(o.warmup, 1)));

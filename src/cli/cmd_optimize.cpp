@@ -195,7 +195,7 @@ Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and 
   auto o = std::make_shared<Options>();
   app.add_option("model", o->in, "Model to optimize");
   add_output_options(app, o->out, "Where to write the optimized model");
-  app.add_option("--passes", o->passes, "Run only these passes (comma-separated)")->delimiter(',');
+  app.add_option("--passes", o->passes, "Run only these passes (comma-separated; none: no pass, only load, upgrade, verify, write)")->delimiter(',');
   app.add_option("--skip", o->skip, "Do not run these passes (comma-separated)")->delimiter(',');
   app.add_flag("--list-passes", o->list, "List the passes and exit");
   app.add_option("--fold-size", o->fold_size, "Largest folded constant allowed beyond its inputs' size (default 1M)")

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 
@@ -17,11 +18,28 @@
 namespace onnxforge::cli {
 namespace {
 
-std::filesystem::path self_exe() {
+bool executable_file(const std::filesystem::path& p) {
   std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) fail("zoo: cannot find this program's path (/proc/self/exe): ", ec.message());
-  return p;
+  return p.is_absolute() && std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// The onnxforge program the zoo's children run. The CLI itself is /proc/self/exe; inside Python
+// (`python3 -m onnxforge zoo run`, onnxforge.main) /proc/self/exe is the interpreter, so the
+// module names the real program in ONNXFORGE_EXE (the one shipped beside it, else PATH's), and
+// without it PATH is searched. Only absolute paths count: the current folder never supplies the
+// program (a file named `inspect` or `onnxforge` there must never run).
+std::filesystem::path children_exe() {
+  namespace fs = std::filesystem;
+  if (const char* e = std::getenv("ONNXFORGE_EXE"); e && *e) {
+    if (!executable_file(e)) fail_usage("zoo: ONNXFORGE_EXE='", e, "' is not an executable file given by its absolute path");
+    return e;
+  }
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && self.filename().string().starts_with("onnxforge") && executable_file(self)) return self;
+  if (fs::path on_path = zoo::find_program("onnxforge"); !on_path.empty()) return on_path;
+  fail_usage("zoo: cannot find the onnxforge program for the zoo's child processes (this process is '",
+             ec ? std::string("?") : self.string(), "'); put onnxforge on PATH or set ONNXFORGE_EXE to its absolute path");
 }
 
 // `--passes none`: every pass skipped (the baseline gate's "a run that does less"); the pass
@@ -65,6 +83,12 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
   run->add_option("--dim", r->dims, "Fix a symbolic dimension for every model: name=N (a manifest's dims win)");
   run->add_option("--bench-time", r->bench_min_time, "Seconds of timed runs per model in bench")->capture_default_str();
   run->add_option("--bench-iters", r->bench_iters, "Timed runs per model in bench instead of --bench-time");
+  run->add_option("--bench-runs", r->bench_runs, "Separate bench processes per model (their spread is the gate's noise)")
+      ->capture_default_str()->check(CLI::Range(1, 100));
+  auto run_base = std::make_shared<std::string>();
+  run->add_option("--baseline", *run_base, "An earlier run: re-measure at once a model whose latency the gate would flag");
+  auto run_slow = std::make_shared<double>(-1);
+  CLI::Option* run_slow_opt = run->add_option("--max-slowdown", *run_slow, "With --baseline: the gate's threshold (default: from the recorded spread)");
   run->add_flag("--no-attribute", *no_attr, "Skip the per-pass attribution");
   run->add_flag("--no-bench", *no_bench, "Skip the latency measurement");
   CLI::Option* ort_opt = run->add_option("--ort", *ort, "Also time both models in ONNX Runtime (the npm peer): --ort, or --ort=PATH/ort.js")
@@ -76,8 +100,10 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
   report->add_option("outdir", *rep_dir, "The -o folder of `zoo run`");
   report->add_option("--baseline", *base, "An earlier run (its OUTDIR or summary.json): exit 1 on a regression");
   report->add_flag("--json", rep->json, "Print summary.json instead of the table");
-  report->add_option("--max-slowdown", rep->max_slowdown, "Allowed worsening of the after/before latency ratio")
-      ->capture_default_str();
+  auto rep_slow = std::make_shared<double>(-1);
+  CLI::Option* rep_slow_opt = report->add_option("--max-slowdown", *rep_slow,
+                     "Allowed worsening of the after/before latency ratio (default: 3 standard errors of the "
+                     "baseline's run-to-run spread, at least 0.05; 0.10 for a baseline without one)");
   report->add_option("--latency-stat", rep->latency_stat, "median, or min (fastest runs: steadier on a busy machine)")
       ->capture_default_str();
 
@@ -85,11 +111,16 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
     if (run->parsed()) {
       if (r->inputs.empty() || outdir->empty()) fail("usage: onnxforge zoo run INPUT... -o OUTDIR (see --help)");
       r->outdir = *outdir;
-      r->exe = self_exe();
+      r->exe = children_exe();
       r->attribute = !*no_attr;
       r->bench = !*no_bench;
       if (ort_opt->count()) zoo::find_ort_peer(*r, *ort);
       r->tty = stderr_is_tty();
+      if (!run_base->empty()) r->baseline = zoo::load_baseline(*run_base);
+      if (run_slow_opt->count()) {
+        if (!(*run_slow >= 0)) fail_usage("--max-slowdown must be >= 0");
+        r->max_slowdown = *run_slow;
+      }
       if (r->passes.size() == 1 && r->passes[0] == "none") {
         r->passes.clear();
         r->skip = all_pass_names(r->exe);
@@ -98,7 +129,10 @@ Command reg{"zoo", "Run a whole model zoo (parallel, resumable, sharded) and rep
     }
     if (report->parsed()) {
       if (rep_dir->empty()) fail("usage: onnxforge zoo report OUTDIR [--baseline OLD] [--json] [--max-slowdown F]");
-      if (rep->max_slowdown < 0) fail("--max-slowdown must be >= 0");
+      if (rep_slow_opt->count()) {
+        if (!(*rep_slow >= 0)) fail_usage("--max-slowdown must be >= 0");
+        rep->max_slowdown = *rep_slow;
+      }
       rep->outdir = *rep_dir;
       if (!base->empty()) rep->baseline = *base;
       return zoo::report(*rep);

@@ -155,6 +155,8 @@ int run_command_line(int argc, char** argv) {
       if (!sub->parsed()) continue;
       const CLI::Option* json = sub->get_option_no_throw("--json");
       g_json = json && json->count() > 0;
+      for (const CLI::App* nested : sub->get_subcommands())  // `zoo report --json`
+        if (const CLI::Option* j = nested->get_option_no_throw("--json")) g_json = g_json || j->count() > 0;
       int code = run();
       std::cout.flush();
       return code;

@@ -52,9 +52,15 @@ std::string pass_kind(const std::string& pass) {
 
 namespace {
 
+// A line is drawn (and its slope given) only through enough points: a "fusion passes" fit of 6
+// models once had slope 7.7 and r 0.66 from a single model with a fused node.
+constexpr size_t kFitMinPoints = 8;
+
 nlohmann::json fit_json(const std::vector<double>& x, const std::vector<double>& y) {
   Fit f = least_squares(x, y);
-  return {{"n", f.n}, {"slope", f.slope}, {"intercept", f.intercept}, {"r", f.r}};
+  std::set<double> distinct(x.begin(), x.end());
+  return {{"n", f.n}, {"slope", f.slope}, {"intercept", f.intercept}, {"r", f.r},
+          {"enough", f.n >= kFitMinPoints && distinct.size() >= 3}};
 }
 
 double num(const nlohmann::json& j, const char* key, double dflt = 0) {
@@ -72,6 +78,13 @@ std::string read_text(const fs::path& p) {
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
+}
+
+// A results file that parses but is not a result (`[]`, `null`, a field of the wrong type).
+Error not_a_result(const fs::path& f, const std::string& why) {
+  return Error("zoo report: '" + f.string() + "' is not a zoo result (" + why +
+                   "); delete it and rerun `zoo run --resume`",
+               Error::Kind::Input, f.string());
 }
 
 void write_text(const fs::path& p, const std::string& text) {
@@ -100,14 +113,12 @@ nlohmann::json summarize(const fs::path& outdir) {
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_kind;
   int ok = 0, failed = 0;
   std::set<std::string> option_keys;
-  for (const fs::path& f : files) {
-    nlohmann::json r;
-    try {
-      r = nlohmann::json::parse(read_text(f));
-    } catch (const std::exception& e) {
-      fail("zoo report: '", f.string(), "' is not valid JSON (", e.what(), "); delete it and rerun `zoo run --resume`");
-    }
-    const nlohmann::json& s = r.contains("summary") ? r["summary"] : nlohmann::json::object();
+  auto add_result = [&](const fs::path& f, const nlohmann::json& r) {
+    if (!r.is_object() || !r.contains("status") || !r["status"].is_string() ||
+        (r.contains("summary") && !r["summary"].is_object()))
+      throw not_a_result(f, "expected an object with \"status\" and \"summary\", found " + std::string(r.type_name()));
+    static const nlohmann::json kEmpty = nlohmann::json::object();
+    const nlohmann::json& s = r.contains("summary") ? r["summary"] : kEmpty;
     nlohmann::json m = {{"id", r.value("id", f.stem().string())}, {"name", r.value("name", "")},
                         {"rel", r.value("rel", "")},          {"status", r.value("status", "failed")},
                         {"family", s.value("family", "unknown")}};
@@ -120,8 +131,10 @@ nlohmann::json summarize(const fs::path& outdir) {
     for (const char* k : {"nodes_before", "nodes_after", "bytes_before", "bytes_after", "worst_accuracy_class",
                           "max_diff", "max_diff_class", "verified", "latency_before_ms", "latency_after_ms",
                           "latency_ratio", "latency_min_ratio", "optimize_seconds", "peak_rss_kb", "ort_before_ms",
-                          "ort_after_ms", "ort_ratio", "ours_vs_ort", "ort_error"})
+                          "ort_after_ms", "ort_ratio", "ours_vs_ort", "ort_error", "latency_log_ratios", "cpu_before_ms",
+                          "cpu_after_ms", "cpu_ratio", "remeasured", "steps_ok"})
       if (s.contains(k)) m[k] = s[k];
+    if (num(s, "ours_vs_ort") > 0) m["speedup_vs_ort"] = 1.0 / num(s, "ours_vs_ort");  // the speed-up convention
     if (m["status"] != "ok") {
       ++failed;
       m["error"] = r.value("error", "unknown error");
@@ -175,6 +188,20 @@ nlohmann::json summarize(const fs::path& outdir) {
       }
     }
     models.push_back(std::move(m));
+  };
+  for (const fs::path& f : files) {
+    nlohmann::json r;
+    try {
+      r = nlohmann::json::parse(read_text(f));
+    } catch (const std::exception& e) {
+      throw Error("zoo report: '" + f.string() + "' is not valid JSON (" + e.what() + "); delete it and rerun `zoo run --resume`",
+                  Error::Kind::Input, f.string());
+    }
+    try {
+      add_result(f, r);
+    } catch (const nlohmann::json::exception& e) {  // a field of the wrong type, deeper down
+      throw not_a_result(f, e.what());
+    }
   }
   std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
   nlohmann::json fits = {{"family", nlohmann::json::object()}, {"pass_kind", nlohmann::json::object()}};
@@ -187,15 +214,87 @@ nlohmann::json summarize(const fs::path& outdir) {
                         {"passes", pass_names},
                         {"machines", machines},
                         {"fits", fits}};
+  const double sigma = run_spread(out["models"]);
+  if (sigma > 0) {
+    size_t n = 0;
+    for (const auto& m : out["models"]) n += m.contains("latency_log_ratios") && m["latency_log_ratios"].size() >= 2;
+    out["latency_spread"] = {{"sigma", sigma}, {"models", n}};
+  }
   if (option_keys.size() > 1)
     out["warnings"] = {"the results were made with " + std::to_string(option_keys.size()) +
                        " different option sets (mixed runs in one OUTDIR)"};
   return out;
 }
 
-nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, double max_slowdown,
+double run_spread(const nlohmann::json& models) {
+  // Each model's sample variance of its runs' log ratios; the pooled sigma is the median of
+  // those over the models, each scaled by the median of chi-square(df)/df (Wilson-Hilferty), so
+  // that one model with a disturbed run does not widen every model's threshold.
+  std::vector<double> scaled;
+  for (const auto& m : models) {
+    if (!m.is_object() || !m.contains("latency_log_ratios") || !m["latency_log_ratios"].is_array()) continue;
+    std::vector<double> l;
+    for (const auto& x : m["latency_log_ratios"])
+      if (x.is_number()) l.push_back(x.get<double>());
+    if (l.size() < 2) continue;
+    double mean = 0, var = 0;
+    for (double x : l) mean += x;
+    mean /= static_cast<double>(l.size());
+    for (double x : l) var += (x - mean) * (x - mean);
+    const double df = static_cast<double>(l.size() - 1);
+    var /= df;
+    const double median_chi2_over_df = std::pow(1.0 - 2.0 / (9.0 * df), 3.0);
+    scaled.push_back(var / median_chi2_over_df);
+  }
+  if (scaled.size() < 3) return 0;
+  std::sort(scaled.begin(), scaled.end());
+  const size_t n = scaled.size();
+  return std::sqrt(n % 2 ? scaled[n / 2] : 0.5 * (scaled[n / 2 - 1] + scaled[n / 2]));
+}
+
+LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vector<double>& base_logs, double sigma,
+                            std::optional<double> max_slowdown) {
+  LatencyVerdict v;
+  if (now_logs.empty() || base_logs.empty()) return v;
+  // The median of the runs' log ratios: one run disturbed end to end (a log ratio of -1.48 beside
+  // +0.12 for the same model under two busy loops) does not move it.
+  auto median = [](std::vector<double> l) {
+    std::sort(l.begin(), l.end());
+    const size_t n = l.size();
+    return n % 2 ? l[n / 2] : 0.5 * (l[n / 2 - 1] + l[n / 2]);
+  };
+  const double mn = median(now_logs), mb = median(base_logs), d = mn - mb;
+  // The model's own run-to-run spread when its runs disagree more than the zoo's typical model
+  // (mobilenet_v3_small under two busy loops: runs 2.76x apart): the median absolute deviation
+  // from each side's median, scaled to a standard deviation (1.4826), so one wild run does not
+  // make every threshold wide.
+  std::vector<double> dev;
+  for (double x : now_logs) dev.push_back(std::abs(x - mn));
+  for (double x : base_logs) dev.push_back(std::abs(x - mb));
+  if (now_logs.size() + base_logs.size() >= 4) sigma = std::max(sigma, 1.4826 * median(dev));
+  v.sigma = sigma;
+  const double se = sigma * std::sqrt(1.0 / static_cast<double>(now_logs.size()) + 1.0 / static_cast<double>(base_logs.size()));
+  v.ratio = std::exp(d);
+  v.ci_low = std::exp(d - 1.96 * se);
+  v.ci_high = std::exp(d + 1.96 * se);
+  if (max_slowdown) {
+    v.threshold = *max_slowdown;
+    v.regressed = v.ratio > 1.0 + v.threshold && v.ci_low > 1.0;
+  } else {
+    v.threshold = std::max(kMinSlowdown, std::exp(3.0 * se) - 1.0);
+    v.regressed = v.ratio > 1.0 + v.threshold;
+  }
+  return v;
+}
+
+nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, std::optional<double> max_slowdown,
                            const std::string& latency_stat) {
   const char* ratio = latency_stat == "min" ? "latency_min_ratio" : "latency_ratio";
+  // The run-to-run noise: the baseline's recorded spread, or today's when the machine is noisier.
+  double sigma = 0;
+  for (const nlohmann::json* s : {&base, &now})
+    if (s->contains("latency_spread") && (*s)["latency_spread"].is_object())
+      sigma = std::max(sigma, (*s)["latency_spread"].value("sigma", 0.0));
   std::map<std::string, const nlohmann::json*> cur;
   for (const auto& m : now["models"]) cur[m["id"].get<std::string>()] = &m;
   nlohmann::json out = nlohmann::json::array();
@@ -224,10 +323,22 @@ nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base
     if (m.contains("max_diff_class") && b.contains("max_diff_class") &&
         m["max_diff_class"].get<int>() > b["max_diff_class"].get<int>())
       add(m, "larger max_diff class", fmt(num(b, "max_diff")), fmt(num(m, "max_diff")));
-    if (m.contains(ratio) && b.contains(ratio)) {
+    if (latency_stat == "median" && sigma > 0 && m.contains("latency_log_ratios") && b.contains("latency_log_ratios")) {
+      // Paired after/before ratios of both runs, the noise band from the recorded spread.
+      LatencyVerdict v = latency_gate(m["latency_log_ratios"].get<std::vector<double>>(),
+                                      b["latency_log_ratios"].get<std::vector<double>>(), sigma, max_slowdown);
+      if (v.regressed)
+        add(m, "slower (paired after/before latency)", fmt(num(b, "latency_ratio")),
+            fmt(num(m, "latency_ratio")) + " (+" + fmt(100.0 * (v.ratio - 1.0), 2) + "%, 95% CI +" + fmt(100.0 * (v.ci_low - 1.0), 2) +
+                "% to +" + fmt(100.0 * (v.ci_high - 1.0), 2) + "% > " + fmt(100.0 * v.threshold, 2) + "%" +
+                (m.contains("remeasured") ? ", re-measured" : "") + ")");
+    } else if (m.contains(ratio) && b.contains(ratio)) {
+      // A baseline without a recorded spread (an older summary): a fixed threshold.
+      const double t = max_slowdown.value_or(0.10);
       double rb = b[ratio], rn = m[ratio];
-      if (rn > rb * (1.0 + max_slowdown))
-        add(m, latency_stat == "min" ? "slower (after/before fastest run)" : "slower (after/before latency)", fmt(rb), fmt(rn) + " (+" + fmt(100.0 * (rn / rb - 1.0), 2) + "% > " + fmt(100.0 * max_slowdown, 2) + "%)");
+      if (rn > rb * (1.0 + t))
+        add(m, latency_stat == "min" ? "slower (after/before fastest run)" : "slower (after/before latency)", fmt(rb),
+            fmt(rn) + " (+" + fmt(100.0 * (rn / rb - 1.0), 2) + "% > " + fmt(100.0 * t, 2) + "%)");
     }
   }
   return out;
@@ -235,13 +346,21 @@ nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base
 
 namespace {
 
+// A speed-up as a person reads it: 2 decimals and the sign.
+std::string ratio_text(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << v << "×";
+  return os.str();
+}
+
 std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
   std::ostringstream md;
   const auto& c = s["counts"];
   md << "# onnxforge zoo report\n\n" << c["models"] << " models: " << c["ok"] << " ok, " << c["failed"] << " failed.\n";
   for (const auto& mc : s["machines"]) md << "Machine: " << mc.get<std::string>() << "\n";
-  md << "\n| model | family | nodes | Δnodes | max_diff | class | before ms | after ms | speed-up |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  md << "\nSpeed-up is before/after latency (above 1: faster), the paired ratio of alternating runs.\n"
+        "\n| model | family | nodes | Δnodes | max_diff | class | before ms | after ms | speed-up | CPU speed-up |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& m : s["models"]) {
     if (m["status"] != "ok") continue;
     md << "| " << m["name"].get<std::string>() << " | " << m["family"].get<std::string>() << " | "
@@ -251,24 +370,25 @@ std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
       md << (pct > 0 ? "−" : pct < 0 ? "+" : "") << fmt(std::abs(pct), 3) << "%";
     }
     md << " | ";
-    md << (m.contains("max_diff") ? fmt(m["max_diff"].get<double>(), 2) : "") << " | " << m.value("worst_accuracy_class", 0) << " | ";
+    md << (!m.contains("max_diff") ? "" : num(m, "max_diff") == 0 ? "0 (exact)" : fmt(num(m, "max_diff"), 2)) << " | "
+       << m.value("worst_accuracy_class", 0) << " | ";
     if (m.contains("latency_before_ms"))
-      md << fmt(m["latency_before_ms"].get<double>(), 4) << " | " << fmt(m["latency_after_ms"].get<double>(), 4) << " | "
-         << fmt(m["speedup"].get<double>(), 3) << "× |\n";
-    else md << " | | |\n";
+      md << fmt(num(m, "latency_before_ms"), 3) << " | " << fmt(num(m, "latency_after_ms"), 3) << " | " << ratio_text(num(m, "speedup")) << " | "
+         << (num(m, "cpu_ratio") > 0 ? ratio_text(1.0 / num(m, "cpu_ratio")) : "") << " |\n";
+    else md << " | | | |\n";
   }
   bool any_ort = false;
   for (const auto& m : s["models"])
     if (m["status"] == "ok" && (m.contains("ort_after_ms") || m.contains("ort_error"))) {
       if (!any_ort)
         md << "\n## ONNX Runtime (--ort: same inputs, original and optimized alternating)\n\n"
-              "| model | ORT before ms | ORT after ms | ORT speed-up | ours/ORT (optimized) |\n|---|---:|---:|---:|---:|\n";
+              "| model | ORT before ms | ORT after ms | ORT speed-up | speed-up vs ORT (optimized: ORT ms / ours) |\n|---|---:|---:|---:|---:|\n";
       any_ort = true;
       md << "| " << m["name"].get<std::string>() << " | ";
       if (m.contains("ort_after_ms")) {
-        md << fmt(m["ort_before_ms"].get<double>(), 4) << " | " << fmt(m["ort_after_ms"].get<double>(), 4) << " | "
-           << fmt(1.0 / m["ort_ratio"].get<double>(), 3) << "× | "
-           << (m.contains("ours_vs_ort") ? fmt(m["ours_vs_ort"].get<double>(), 3) + "×" : "") << " |\n";
+        md << fmt(num(m, "ort_before_ms"), 3) << " | " << fmt(num(m, "ort_after_ms"), 3) << " | "
+           << ratio_text(1.0 / num(m, "ort_ratio", 1)) << " | "
+           << (m.contains("speedup_vs_ort") ? ratio_text(num(m, "speedup_vs_ort")) : "") << " |\n";
       } else {
         std::string e = m["ort_error"].get<std::string>();
         std::replace(e.begin(), e.end(), '\n', ' ');
@@ -279,20 +399,28 @@ std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
   bool any_fail = false;
   for (const auto& m : s["models"])
     if (m["status"] != "ok") {
-      if (!any_fail) md << "\n## Failures\n\n| model | step | kind | error |\n|---|---|---|---|\n";
+      if (!any_fail)
+        md << "\n## Failures (with the steps that succeeded)\n\n| model | family | nodes | succeeded | failed step | kind | error |\n"
+              "|---|---|---:|---|---|---|---|\n";
       any_fail = true;
       std::string e = m.value("error", "");
       std::replace(e.begin(), e.end(), '\n', ' ');
       std::replace(e.begin(), e.end(), '|', '/');
       if (e.size() > 300) e = e.substr(0, 300) + "...";
-      md << "| " << m["name"].get<std::string>() << " | " << m.value("failed_step", "") << " | " << m.value("failure", "")
-         << " | " << e << " |\n";
+      std::string ok_steps;
+      for (const auto& x : m.value("steps_ok", nlohmann::json::array())) ok_steps += (ok_steps.empty() ? "" : ", ") + x.get<std::string>();
+      md << "| " << m["name"].get<std::string>() << " | " << m.value("family", "") << " | "
+         << (m.contains("nodes_before") ? std::to_string(m["nodes_before"].get<int64_t>()) : "") << " | " << ok_steps << " | "
+         << m.value("failed_step", "") << " | " << m.value("failure", "") << " | " << e << " |\n";
     }
-  md << "\n## Node reduction vs latency improvement (least squares, Pearson r)\n\n| group | n | slope | r |\n|---|---:|---:|---:|\n";
+  md << "\n## Node reduction vs latency improvement (least squares, Pearson r; a slope needs " << kFitMinPoints
+     << " models and 3 distinct x)\n\n| group | n | slope | r |\n|---|---:|---:|---:|\n";
   for (const char* g : {"family", "pass_kind"})
     for (const auto& [k, f] : s["fits"][g].items())
-      md << "| " << k << " | " << f["n"] << " | " << fmt(f["slope"].get<double>()) << " | " << fmt(f["r"].get<double>()) << " |\n";
+      md << "| " << k << (std::string(g) == "pass_kind" ? " passes" : "") << " | " << f["n"] << " | "
+         << (f.value("enough", false) ? fmt(f["slope"].get<double>()) : "— (too few points)") << " | " << fmt(f["r"].get<double>(), 2) << " |\n";
   if (regs) {
+    if (s.contains("gate") && s["gate"].contains("rule")) md << "\nLatency gate: " << s["gate"]["rule"].get<std::string>() << ".\n";
     if (regs->empty()) md << "\n## Baseline gate\n\nNo regressions.\n";
     else {
       md << "\n## Regressions against the baseline\n\n| model | check | baseline | now |\n|---|---|---|---|\n";
@@ -305,7 +433,8 @@ std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
 }
 
 // The page's own script: every chart from the inlined data; it records what it drew in
-// <body data-charts=... data-points=... data-errors=...> so a headless browser can check it.
+// <body data-charts=... data-points=... data-errors=...> and each chart's axis labels in
+// <pre id="drawn"> so a headless browser can read them back.
 constexpr const char* kPageScript = R"js(
 (function () {
   const errors = [];
@@ -319,47 +448,58 @@ constexpr const char* kPageScript = R"js(
   const el = id => document.getElementById(id);
   function chart(id, cfg) { charts.push(new Chart(el(id), cfg)); }
   Chart.defaults.animation = false;
+  // Numbers as a person reads them: 3 significant digits (no exponent for 0.001-99999), ratios
+  // with 2 decimals, max_diff in scientific notation with 2 digits.
+  const sig = v => v === undefined || v === null ? '' : Math.abs(v) >= 1e5 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(2) : String(Number(v.toPrecision(3)));
+  const times = v => v === undefined ? '' : v.toFixed(2) + '×';
+  const diff = v => v === 0 ? '0 (exact)' : v.toExponential(1);
+  const row = (table, cells) => { const r = table.insertRow(); cells.forEach(t => { r.insertCell().textContent = t; }); };
 
-  // Passes x models heatmap: cumulative Δnodes (removed nodes positive), one rectangle per cell.
+  // Passes x models heatmap: cumulative Δnodes (removed nodes positive), one rectangle per cell,
+  // on category axes so that every pass and every model has its label.
   const passes = S.passes;
   const withPasses = ok.filter(m => m.passes);
+  const names = withPasses.map(m => m.name);
   let maxRemoved = 1;
   const cells = [];
-  withPasses.forEach((m, yi) => passes.forEach((p, xi) => {
+  withPasses.forEach(m => passes.forEach(p => {
     const v = m.passes[p] ? -m.passes[p].cumulative_d_nodes : 0;
     maxRemoved = Math.max(maxRemoved, Math.abs(v));
-    cells.push({x: xi, y: yi, v: v, iso: m.passes[p] ? -(m.passes[p].isolated_d_nodes || 0) : 0});
+    cells.push({x: p, y: m.name, v: v, iso: m.passes[p] ? -(m.passes[p].isolated_d_nodes || 0) : 0});
   }));
-  el('heatmap').parentNode.style.height = Math.max(200, 22 * withPasses.length + 160) + 'px';
+  el('heatmap').parentNode.style.height = Math.max(220, 22 * withPasses.length + 200) + 'px';
   chart('heatmap', {type: 'scatter', data: {datasets: [{label: 'nodes removed (cumulative)', data: cells,
       pointStyle: 'rect', radius: 9, hoverRadius: 10,
       backgroundColor: cells.map(c => c.v === 0 ? '#f4f4f4' : c.v > 0 ? `rgba(33,102,172,${0.15 + 0.85 * c.v / maxRemoved})` : `rgba(178,24,43,${0.15 + 0.85 * -c.v / maxRemoved})`)}]},
     options: {maintainAspectRatio: false, plugins: {legend: {display: false}, tooltip: {callbacks: {label: c =>
-        `${withPasses[c.raw.y].name} / ${passes[c.raw.x]}: ${c.raw.v} nodes removed (alone: ${c.raw.iso})`}}},
-      scales: {x: {type: 'linear', min: -0.5, max: passes.length - 0.5, ticks: {stepSize: 1, autoSkip: false, maxRotation: 60, minRotation: 60, callback: v => passes[v] || ''}},
-               y: {type: 'linear', reverse: true, min: -0.5, max: withPasses.length - 0.5, ticks: {stepSize: 1, autoSkip: false, callback: v => (withPasses[v] || {}).name || ''}}}}});
+        `${c.raw.y} / ${c.raw.x}: ${c.raw.v} nodes removed (alone: ${c.raw.iso})`}}},
+      scales: {x: {type: 'category', labels: passes, offset: true, title: {display: true, text: 'pass (pipeline order)'},
+                   ticks: {autoSkip: false, maxRotation: 60, minRotation: 60}},
+               y: {type: 'category', labels: names, offset: true, title: {display: true, text: 'model'}, ticks: {autoSkip: false}}}}});
 
-  // Latency before/after (onnxforge runtime, same run, alternating).
+  // Latency before/after (onnxforge runtime, same process, alternating runs).
   const lat = ok.filter(m => m.latency_before_ms !== undefined);
   el('latency').parentNode.style.height = Math.max(200, 24 * lat.length + 80) + 'px';
   chart('latency', {type: 'bar', data: {labels: lat.map(m => m.name), datasets: [
       {label: 'before (ms)', data: lat.map(m => m.latency_before_ms), backgroundColor: '#bab0ac'},
       {label: 'after (ms)', data: lat.map(m => m.latency_after_ms), backgroundColor: '#4e79a7'}]},
-    options: {indexAxis: 'y', maintainAspectRatio: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'median ms (log)'}}}}});
+    options: {indexAxis: 'y', maintainAspectRatio: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'median ms (log)'},
+      ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? sig(v) : ''; }}}}}});
   const tb = el('latency-table');
-  const f3 = v => v === undefined ? '' : v.toFixed(3);
-  lat.forEach(m => { const r = tb.insertRow(); [m.name, m.family, f3(m.latency_before_ms), f3(m.latency_after_ms), m.speedup.toFixed(3) + '×',
-      f3(m.ort_before_ms), f3(m.ort_after_ms), m.ours_vs_ort === undefined ? (m.ort_error ? 'ORT: ' + m.ort_error : '') : m.ours_vs_ort.toFixed(3) + '×']
-      .forEach(t => { r.insertCell().textContent = t; }); });
+  lat.forEach(m => row(tb, [m.name, m.family, sig(m.latency_before_ms), sig(m.latency_after_ms), times(m.speedup),
+      m.cpu_ratio === undefined ? '' : times(1 / m.cpu_ratio), sig(m.ort_before_ms), sig(m.ort_after_ms),
+      m.speedup_vs_ort === undefined ? (m.ort_error ? 'ORT: ' + m.ort_error : '') : times(m.speedup_vs_ort)]));
 
-  // Node reduction % vs latency improvement %, by family, with each family's least-squares line.
+  // Node reduction % vs latency improvement %, by family; a least-squares line only where the
+  // fit has enough points (S.fits.*.enough), n and r always in the legend and the table.
   const sets = [];
   families.forEach(f => {
     const pts = ok.filter(m => m.family === f && m.node_reduction_pct !== undefined && m.latency_improvement_pct !== undefined)
                   .map(m => ({x: m.node_reduction_pct, y: m.latency_improvement_pct, name: m.name}));
     const fit = S.fits.family[f];
-    sets.push({label: `${f} (r = ${fit ? fit.r.toFixed(2) : 'n/a'})`, data: pts, backgroundColor: famColor(f), borderColor: famColor(f)});
-    if (fit && fit.n >= 2 && pts.length) {
+    const label = fit ? `${f} (n = ${fit.n}, r = ${fit.r.toFixed(2)}${fit.enough ? '' : ', too few points for a line'})` : `${f} (n = ${pts.length})`;
+    sets.push({label: label, data: pts, backgroundColor: famColor(f), borderColor: famColor(f)});
+    if (fit && fit.enough && pts.length) {
       const xs = pts.map(p => p.x), lo = Math.min(...xs), hi = Math.max(...xs);
       sets.push({label: `${f} fit`, type: 'line', data: [{x: lo, y: fit.intercept + fit.slope * lo}, {x: hi, y: fit.intercept + fit.slope * hi}],
                  borderColor: famColor(f), borderDash: [6, 4], pointRadius: 0, fill: false});
@@ -370,29 +510,48 @@ constexpr const char* kPageScript = R"js(
               legend: {labels: {filter: i => !i.text.endsWith(' fit')}}},
     scales: {x: {title: {display: true, text: 'node reduction %'}}, y: {title: {display: true, text: 'latency improvement %'}}}}});
   const ft = el('fit-table');
-  for (const g of ['family', 'pass_kind']) for (const [k, f] of Object.entries(S.fits[g])) {
-    const r = ft.insertRow(); [g === 'family' ? k : k + ' passes', f.n, f.slope.toFixed(3), f.intercept.toFixed(2), f.r.toFixed(3)].forEach(t => { r.insertCell().textContent = t; });
+  for (const g of ['family', 'pass_kind']) for (const [k, f] of Object.entries(S.fits[g]))
+    row(ft, [g === 'family' ? k : k + ' passes', f.n, f.enough ? sig(f.slope) : '—', f.enough ? sig(f.intercept) : '—', f.r.toFixed(2),
+             f.enough ? '' : `too few points (a line needs ${S.fit_min_points} models and 3 distinct x)`]);
+
+  // max_diff per model, coloured by the worst accuracy class; exact models are named, not drawn.
+  const md = ok.filter(m => m.max_diff !== undefined);
+  const exact = md.filter(m => m.max_diff === 0), inexact = md.filter(m => m.max_diff > 0);
+  const classColor = c => ['#59a14f', '#4e79a7', '#f28e2b', '#e15759'][Math.min(3, c || 0)];
+  el('maxdiff-summary').textContent = !md.length ? 'no verified model' : !inexact.length ? `all exact: max_diff 0 on all ${md.length} models`
+      : exact.length ? `${exact.length} of ${md.length} exact (max_diff 0): ${exact.map(m => m.name).join(', ')}; the others below`
+      : `no model exact; max_diff below`;
+  el('maxdiff').parentNode.hidden = !inexact.length;
+  if (inexact.length) {
+    el('maxdiff').parentNode.style.height = Math.max(200, 22 * inexact.length + 80) + 'px';
+    chart('maxdiff', {type: 'bar', data: {labels: inexact.map(m => m.name), datasets: [{label: 'max_diff',
+        data: inexact.map(m => m.max_diff), backgroundColor: inexact.map(m => classColor(m.worst_accuracy_class))}]},
+      options: {indexAxis: 'y', maintainAspectRatio: false, plugins: {legend: {display: false},
+          tooltip: {callbacks: {label: c => `max_diff ${diff(inexact[c.dataIndex].max_diff)} (accuracy class ${inexact[c.dataIndex].worst_accuracy_class})`}}},
+        scales: {x: {type: 'logarithmic', title: {display: true, text: 'max_diff (log)'},
+          ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? '1e' + Math.round(d) : ''; }}}}}});
   }
 
-  // max_diff per model, coloured by the worst accuracy class of the passes that changed it.
-  const md = ok.filter(m => m.max_diff !== undefined);
-  const classColor = c => ['#59a14f', '#4e79a7', '#f28e2b', '#e15759'][Math.min(3, c || 0)];
-  const floor = 1e-12;
-  el('maxdiff').parentNode.style.height = Math.max(200, 22 * md.length + 80) + 'px';
-  chart('maxdiff', {type: 'bar', data: {labels: md.map(m => m.name), datasets: [{label: 'max_diff (exact 0 drawn at 1e-12)',
-      data: md.map(m => Math.max(floor, m.max_diff)), backgroundColor: md.map(m => classColor(m.worst_accuracy_class))}]},
-    options: {indexAxis: 'y', maintainAspectRatio: false, plugins: {tooltip: {callbacks: {label: c => `max_diff ${md[c.dataIndex].max_diff} (accuracy class ${md[c.dataIndex].worst_accuracy_class})`}}},
-      scales: {x: {type: 'logarithmic', min: floor}}}});
-
+  // Failed models with what did succeed (inspect and audit run first and usually do).
   const fl = el('failures');
-  S.models.filter(m => m.status !== 'ok').forEach(m => { const r = fl.insertRow(); [m.name, m.failed_step || '', m.failure || '', m.error || '']
-      .forEach(t => { r.insertCell().textContent = t; }); });
+  S.models.filter(m => m.status !== 'ok').forEach(m => row(fl, [m.name, m.family || '', m.nodes_before === undefined ? '' : m.nodes_before,
+      (m.steps_ok || []).join(', '), m.failed_step || '', m.failure || '', m.error || '']));
   if (S.regressions) {
     const rg = el('regressions');
     el('gate').hidden = false;
-    S.regressions.forEach(x => { const r = rg.insertRow(); [x.name, x.check, x.baseline, x.now].forEach(t => { r.insertCell().textContent = t; }); });
-    el('gate-verdict').textContent = S.regressions.length ? `${S.regressions.length} regression(s) against the baseline` : 'no regressions against the baseline';
+    S.regressions.forEach(x => row(rg, [x.name, x.check, x.baseline, x.now]));
+    el('gate-verdict').textContent = (S.regressions.length ? `${S.regressions.length} regression(s) against the baseline` : 'no regressions against the baseline') +
+        (S.gate ? ` (latency: ${S.gate.rule})` : '');
   }
+  // What was drawn, for a headless browser to read back: each chart's axis labels as Chart.js
+  // laid them out, and the charts' data counts.
+  const drawn = {};
+  charts.forEach(c => {
+    const axes = {};
+    for (const [id, s] of Object.entries(c.scales)) axes[id] = s.ticks.map(t => String(t.label));
+    drawn[c.canvas.id] = {axes: axes, datasets: c.data.datasets.map(d => d.label)};
+  });
+  el('drawn').textContent = JSON.stringify(drawn);
   document.body.dataset.charts = charts.length;
   document.body.dataset.chartsWithData = charts.filter(c => c.data.datasets.some(d => d.data.length > 0)).length;
   document.body.dataset.points = charts.reduce((n, c) => n + c.data.datasets.reduce((k, d) => k + d.data.length, 0), 0);
@@ -431,12 +590,16 @@ std::string html(const nlohmann::json& data) {
        "<h2>Pass attribution (nodes removed per pass, cumulative in pipeline order)</h2>\n"
        "<div class=\"box\"><canvas id=\"heatmap\"></canvas></div>\n"
        "<h2>Latency before and after (onnxforge runtime)</h2>\n<div class=\"box\"><canvas id=\"latency\"></canvas></div>\n"
+       "<p>Speed-up is before/after everywhere (above 1: faster); CPU speed-up uses CPU time of all threads; "
+       "vs ORT is ONNX Runtime's time over ours on the optimized model.</p>\n"
        "<table id=\"latency-table\"><tr><th>model</th><th>family</th><th>before ms</th><th>after ms</th><th>speed-up</th>"
-       "<th>ORT before ms</th><th>ORT after ms</th><th>ours/ORT</th></tr></table>\n"
+       "<th>CPU speed-up</th><th>ORT before ms</th><th>ORT after ms</th><th>speed-up vs ORT</th></tr></table>\n"
        "<h2>Does node reduction predict latency?</h2>\n<div class=\"box\"><canvas id=\"nodes-vs-latency\"></canvas></div>\n"
-       "<table id=\"fit-table\"><tr><th>group</th><th>n</th><th>slope</th><th>intercept</th><th>Pearson r</th></tr></table>\n"
-       "<h2>max_diff per model (colour: accuracy class)</h2>\n<div class=\"box\"><canvas id=\"maxdiff\"></canvas></div>\n"
-       "<h2>Failures</h2>\n<table id=\"failures\"><tr><th>model</th><th>step</th><th>kind</th><th>error</th></tr></table>\n"
+       "<table id=\"fit-table\"><tr><th>group</th><th>n</th><th>slope</th><th>intercept</th><th>Pearson r</th><th></th></tr></table>\n"
+       "<h2>max_diff per model (colour: accuracy class)</h2>\n<p id=\"maxdiff-summary\"></p>\n"
+       "<div class=\"box\"><canvas id=\"maxdiff\"></canvas></div>\n"
+       "<h2>Failures</h2>\n<table id=\"failures\"><tr><th>model</th><th>family</th><th>nodes</th><th>succeeded</th>"
+       "<th>failed step</th><th>kind</th><th>error</th></tr></table>\n<pre id=\"drawn\" hidden></pre>\n"
        "<script type=\"application/json\" id=\"zoo-data\">"
     << js << "</script>\n<script>" << kPageScript << "</script>\n</body></html>\n";
   return h.str();
@@ -444,7 +607,9 @@ std::string html(const nlohmann::json& data) {
 
 // The report page needs only what it draws (the per-model result files hold everything).
 nlohmann::json page_data(const nlohmann::json& s, const nlohmann::json* regs) {
-  nlohmann::json d = {{"counts", s["counts"]}, {"passes", s["passes"]}, {"machines", s["machines"]}, {"fits", s["fits"]}};
+  nlohmann::json d = {{"counts", s["counts"]}, {"passes", s["passes"]}, {"machines", s["machines"]}, {"fits", s["fits"]},
+                      {"fit_min_points", kFitMinPoints}};
+  if (s.contains("gate")) d["gate"] = s["gate"];
   d["models"] = nlohmann::json::array();
   for (const auto& m : s["models"]) {
     nlohmann::json x = m;
@@ -464,30 +629,52 @@ nlohmann::json page_data(const nlohmann::json& s, const nlohmann::json* regs) {
 
 }  // namespace
 
+nlohmann::json load_baseline(const fs::path& b) {
+  nlohmann::json base;
+  if (fs::is_directory(b) && fs::exists(b / "results")) return summarize(b);
+  const fs::path file = fs::is_directory(b) && fs::exists(b / "summary.json") ? b / "summary.json" : b;
+  if (!fs::is_regular_file(file)) fail("zoo: baseline '", b.string(), "' is neither a zoo OUTDIR nor a summary.json");
+  try {
+    base = nlohmann::json::parse(read_text(file));
+  } catch (const std::exception& e) {
+    throw Error("zoo: baseline '" + file.string() + "' is not valid JSON: " + e.what(), Error::Kind::Input, file.string());
+  }
+  auto not_summary = [&](const std::string& why) {
+    return Error("zoo: baseline '" + file.string() + "' is not a zoo summary (" + why + ")", Error::Kind::Input, file.string());
+  };
+  if (!base.is_object() || !base.contains("models") || !base["models"].is_array()) throw not_summary("no \"models\" list");
+  for (const auto& m : base["models"])
+    if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) throw not_summary("a model without an \"id\"");
+  return base;
+}
+
 int report(const ReportOptions& o) {
+  if (o.latency_stat != "median" && o.latency_stat != "min") fail_usage("--latency-stat is median or min, got '", o.latency_stat, "'");
   nlohmann::json s = summarize(o.outdir);
   nlohmann::json regs;
   const nlohmann::json* rp = nullptr;
   if (o.baseline) {
-    fs::path b = *o.baseline;
-    nlohmann::json base;
-    if (fs::is_directory(b) && fs::exists(b / "results")) base = summarize(b);
-    else if (fs::is_directory(b) && fs::exists(b / "summary.json")) base = nlohmann::json::parse(read_text(b / "summary.json"));
-    else if (fs::is_regular_file(b)) {
-      try {
-        base = nlohmann::json::parse(read_text(b));
-      } catch (const std::exception& e) {
-        fail("zoo report: baseline '", b.string(), "' is not valid JSON: ", e.what());
-      }
-    } else {
-      fail("zoo report: baseline '", b.string(), "' is neither a zoo OUTDIR nor a summary.json");
+    const fs::path b = *o.baseline;
+    const nlohmann::json base = load_baseline(b);
+    try {
+      regs = regressions(s, base, o.max_slowdown, o.latency_stat);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("zoo report: baseline '" + b.string() + "' is not a zoo summary (" + e.what() + ")", Error::Kind::Input, b.string());
     }
-    if (!base.contains("models")) fail("zoo report: baseline '", b.string(), "' has no \"models\" (not a zoo summary)");
-    if (o.latency_stat != "median" && o.latency_stat != "min") fail("--latency-stat is median or min, got '", o.latency_stat, "'");
-    regs = regressions(s, base, o.max_slowdown, o.latency_stat);
+    double sigma = 0;
+    for (const nlohmann::json* x : {&base, const_cast<const nlohmann::json*>(&s)})
+      if (x->contains("latency_spread")) sigma = std::max(sigma, (*x)["latency_spread"].value("sigma", 0.0));
     s["latency_stat"] = o.latency_stat;
     s["baseline"] = fs::absolute(b).string();
-    s["max_slowdown"] = o.max_slowdown;
+    if (o.max_slowdown) s["max_slowdown"] = *o.max_slowdown;
+    s["gate"] = {{"sigma", sigma}};
+    if (o.latency_stat == "median" && sigma > 0)
+      s["gate"]["rule"] = "paired after/before ratios; run-to-run sigma " + fmt(sigma, 2) + " (log); " +
+                          (o.max_slowdown ? "slower by more than " + fmt(100 * *o.max_slowdown, 2) + "% with the 95% interval above 1"
+                                          : "slower than the noise band exp(3 SE) - 1, at least " + fmt(100 * kMinSlowdown, 2) + "%");
+    else
+      s["gate"]["rule"] = "after/before " + o.latency_stat + " ratio slower by more than " + fmt(100 * o.max_slowdown.value_or(0.10), 2) +
+                          "% (the baseline records no run-to-run spread)";
     s["regressions"] = regs;
     rp = &regs;
   }

@@ -12,8 +12,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -300,6 +302,20 @@ nlohmann::json machine_info(int threads) {
           {"cores", static_cast<int>(std::thread::hardware_concurrency())}, {"host", host}};
 }
 
+fs::path find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t b = 0; b <= dirs.size();) {
+    size_t e = dirs.find(':', b);
+    if (e == std::string::npos) e = dirs.size();
+    const fs::path cand = fs::path(dirs.substr(b, e - b)) / name;
+    std::error_code ec;
+    if (cand.is_absolute() && fs::is_regular_file(cand, ec) && ::access(cand.c_str(), X_OK) == 0) return cand;
+    b = e + 1;
+  }
+  return {};
+}
+
 void find_ort_peer(RunOptions& o, const std::string& spec) {
   auto found = [](const fs::path& p) {
     std::error_code ec;
@@ -326,18 +342,7 @@ void find_ort_peer(RunOptions& o, const std::string& spec) {
   }
   if (!found(js.parent_path() / "node_modules/onnxruntime-node/package.json"))
     fail_usage("zoo run --ort: ", js.string(), " has no onnxruntime-node beside it; install it with tools/peers/install.sh");
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (size_t b = 0; b <= dirs.size();) {
-    size_t e = dirs.find(':', b);
-    if (e == std::string::npos) e = dirs.size();
-    fs::path cand = fs::path(dirs.substr(b, e - b)) / "node";
-    if (e > b && found(cand) && ::access(cand.c_str(), X_OK) == 0) {
-      o.node = cand;
-      break;
-    }
-    b = e + 1;
-  }
+  o.node = find_program("node");
   if (o.node.empty()) fail_usage("zoo run --ort: `node` is not on PATH (Debian: apt install nodejs)");
   o.ort_js = js;
 }
@@ -348,6 +353,9 @@ struct ChildResult {
   int exit_code = -1;       // when exited normally
   int signal = 0;           // when killed by a signal
   bool timed_out = false, over_rss = false;
+  // Set when the child never reached the step's program: what failed, on which file, and errno
+  // (an output file that cannot be opened, an executable that cannot be run).
+  std::string start_error;
   double seconds = 0;
   int64_t peak_rss_kb = 0;  // ru_maxrss, or the polled maximum
   std::string out, err;
@@ -374,25 +382,43 @@ std::string slurp(const fs::path& p) {
 ChildResult run_child(const std::vector<std::string>& args, const fs::path& scratch, Clock::time_point deadline,
                       bool has_deadline, int64_t max_rss_kb) {
   ChildResult r;
-  fs::path out_path = scratch.string() + ".out", err_path = scratch.string() + ".err";
+  const fs::path out_path = scratch.string() + ".out", err_path = scratch.string() + ".err";
+  // Everything the child needs is built before fork: after fork in a threaded process only
+  // async-signal-safe calls are allowed (no allocation).
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  // The child reports why it could not start through a close-on-exec pipe: a successful exec
+  // closes it empty; otherwise {stage, errno} arrive before the child's _exit(127).
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) fail("zoo: pipe failed: ", std::strerror(errno));
   auto t0 = Clock::now();
   pid_t pid = ::fork();
-  if (pid < 0) fail("zoo: fork failed: ", std::strerror(errno));
+  if (pid < 0) {
+    int e = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    fail("zoo: fork failed: ", std::strerror(e));
+  }
   if (pid == 0) {
     ::setpgid(0, 0);
-    int fo = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int fe = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int fi = ::open("/dev/null", O_RDONLY);
-    if (fo < 0 || fe < 0 || fi < 0) _exit(127);
-    ::dup2(fi, 0);
-    ::dup2(fo, 1);
-    ::dup2(fe, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
+    ::close(report[0]);
+    auto die = [&](int stage) {
+      int msg[2] = {stage, errno};
+      [[maybe_unused]] ssize_t n = ::write(report[1], msg, sizeof msg);
+      _exit(127);
+    };
+    int fo = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fo < 0) die(0);
+    int fe = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fe < 0) die(1);
+    int fi = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fi < 0) die(2);
+    if (::dup2(fi, 0) < 0 || ::dup2(fo, 1) < 0 || ::dup2(fe, 2) < 0) die(3);
     ::execv(argv[0], argv.data());
-    _exit(127);
+    die(4);
   }
+  ::close(report[1]);
   ::setpgid(pid, pid);  // also here: no race with the child's own call
   int status = 0;
   struct rusage ru {};
@@ -421,10 +447,24 @@ ChildResult run_child(const std::vector<std::string>& args, const fs::path& scra
   if (max_rss_kb > 0 && r.peak_rss_kb > max_rss_kb) r.over_rss = true;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  int msg[2];
+  ssize_t got;
+  while ((got = ::read(report[0], msg, sizeof msg)) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  if (got == static_cast<ssize_t>(sizeof msg)) {
+    static const char* const what[] = {"cannot create its output file", "cannot create its error file",
+                                       "cannot open /dev/null", "cannot redirect its output", "cannot run"};
+    const std::string file = msg[0] == 0 ? out_path.string() : msg[0] == 1 ? err_path.string()
+                           : msg[0] == 2 ? std::string("/dev/null") : msg[0] == 4 ? args[0] : std::string();
+    r.start_error = std::string(what[std::clamp(msg[0], 0, 4)]) + (file.empty() ? "" : " '" + file + "'") + ": " +
+                    std::strerror(msg[1]);
+  }
+  std::error_code ec;
   r.out = slurp(out_path);
   r.err = slurp(err_path);
-  fs::remove(out_path);
-  fs::remove(err_path);
+  fs::remove(out_path, ec);
+  fs::remove(err_path, ec);
   return r;
 }
 
@@ -446,6 +486,22 @@ void write_atomic(const fs::path& p, const std::string& text) {
     if (!out) fail("zoo: cannot write '", tmp.string(), "'");
   }
   fs::rename(tmp, p);
+}
+
+// A new folder under `parent` that belongs to this process. Another shard may rmdir an empty
+// `parent` between our mkdir calls, so a vanished parent is created again (a few tries).
+fs::path make_scratch(const fs::path& parent) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fs::path dir = parent / (std::string(host) + "-" + std::to_string(::getpid()) + "-" + hex64(rd()).substr(8));
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (::mkdir(dir.c_str(), 0755) == 0) return dir;
+    if (errno != ENOENT && errno != EEXIST) fail("zoo run: cannot create the scratch folder '", dir.string(), "': ", std::strerror(errno));
+  }
+  fail("zoo run: cannot create a scratch folder under '", parent.string(), "'");
 }
 
 struct Context {
@@ -533,7 +589,7 @@ bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const
   save.insert(save.end(), dims.begin(), dims.end());
   ChildResult sv = child(save, "ort_inputs");
   if (sv.exit_code != 0) {
-    ort["error"] = "could not write the inputs: " + last_lines(sv.err, 300);
+    ort["error"] = "could not write the inputs: " + (sv.start_error.empty() ? last_lines(sv.err, 300) : sv.start_error);
     return finish(true);
   }
   std::vector<double> before, after;
@@ -547,6 +603,7 @@ bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const
       std::string why;
       double median = 0;
       if (cr.timed_out) why = "timed out (--timeout)";
+      else if (!cr.start_error.empty()) why = "did not start: " + cr.start_error;
       else if (cr.over_rss) why = "killed: resident memory above --max-rss";
       else if (cr.signal) why = std::string("crashed: signal ") + std::to_string(cr.signal);
       try {
@@ -599,7 +656,7 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   auto t0 = Clock::now();
   Clock::time_point deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
   const std::string exe = o.exe.string(), threads = std::to_string(c.threads);
-  fs::path scratch = c.scratch / (m.id + "." + std::to_string(::getpid()));
+  fs::path scratch = c.scratch / m.id;  // c.scratch is this process's own folder
   fs::path optimized = scratch.string() + ".opt.onnx";
   std::vector<std::string> dims = dim_args(m, o);
 
@@ -615,6 +672,7 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     std::string why;
     if (cr.timed_out) why = "timed out after " + std::to_string(timeout) + " s (--timeout)";
     else if (cr.over_rss) why = "killed: resident memory above --max-rss " + std::to_string(o.max_rss_mb) + " MB";
+    else if (!cr.start_error.empty()) why = "the step did not start: " + cr.start_error;
     else if (cr.signal) why = std::string("crashed: signal ") + std::to_string(cr.signal) + " (" + strsignal(cr.signal) + ")";
     else if (cr.exit_code != 0 && !(verdict_exit && cr.exit_code == 1)) why = "exit code " + std::to_string(cr.exit_code);
     if (parse_json && why.empty()) {
@@ -652,14 +710,47 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     ok = step("attribute", a, true);
   }
   if (ok && o.bench) {
+    // --bench-runs separate processes share the bench time; each alternates the two models run by
+    // run and reports their paired ratio. The runs' spread is the run-to-run noise of the gate.
+    const int runs = std::max(1, o.bench_runs);
     std::vector<std::string> b = {"bench", m.path.string(), "--vs", optimized.string(), "--json", "--threads", threads};
     if (o.bench_iters > 0) b.insert(b.end(), {"--iters", std::to_string(o.bench_iters)});
-    else b.insert(b.end(), {"--min-time", std::to_string(o.bench_min_time)});
+    else b.insert(b.end(), {"--min-time", std::to_string(o.bench_min_time / runs)});
     b.insert(b.end(), dims.begin(), dims.end());
-    ok = step("bench", b, true);
-    if (ok) {  // the per-kernel profile is not asked for; keep the result small
-      r["steps"]["bench"].erase("profile");
-      r["steps"]["bench"].erase("steps_profile");
+    nlohmann::json all = nlohmann::json::array();
+    double bench_s = 0;
+    auto bench_runs = [&](int n) {
+      for (int k = 0; k < n && ok; ++k) {
+        ok = step("bench", b, true);
+        bench_s += r["seconds"]["bench"].get<double>();
+        if (!ok) break;
+        nlohmann::json& j = r["steps"]["bench"];
+        j.erase("profile");  // the per-kernel profile is not asked for; keep the result small
+        j.erase("steps_profile");
+        all.push_back(j);
+      }
+    };
+    bench_runs(runs);
+    // With a baseline, a model the gate would flag is measured again now, while its optimized
+    // model exists: a noisy neighbour rarely hits the same model twice, a real slowdown repeats.
+    if (ok && o.baseline.is_object()) {
+      double sigma = o.baseline.contains("latency_spread") ? o.baseline["latency_spread"].value("sigma", 0.0) : 0.0;
+      for (const auto& bm : o.baseline.value("models", nlohmann::json::array()))
+        if (sigma > 0 && bm.is_object() && bm.value("id", "") == m.id && bm.contains("latency_log_ratios")) {
+          std::vector<double> now;
+          for (const auto& j : all)
+            if (j.contains("paired") && j["paired"].is_object()) now.push_back(j["paired"]["log_ratio"]);
+          LatencyVerdict v = latency_gate(now, bm["latency_log_ratios"].get<std::vector<double>>(), sigma, o.max_slowdown);
+          if (v.regressed) {
+            r["remeasured"] = {{"first_ratio", v.ratio}, {"threshold", v.threshold}};
+            bench_runs(runs);
+          }
+        }
+    }
+    r["seconds"]["bench"] = bench_s;
+    if (ok) {
+      r["steps"]["bench"] = all[0];
+      r["steps"]["bench"]["runs"] = all;
     }
   }
   if (ok && !o.ort_js.empty()) ok = ort_latency(c, m, r, optimized, scratch, dims, deadline, timeout > 0);
@@ -695,13 +786,44 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   }
   if (st.contains("bench")) {
     const nlohmann::json& b = st["bench"];
-    s["latency_before_ms"] = b["median_ms"];
-    s["latency_after_ms"] = b["vs"]["median_ms"];
-    s["latency_ratio"] = b["ratio"];
+    const nlohmann::json runs = b.contains("runs") ? b["runs"] : nlohmann::json::array({b});
+    std::vector<double> before, after, min_before, min_after, logs, cpu_before, cpu_after, cpu_logs;
+    for (const auto& j : runs) {
+      before.push_back(j["median_ms"]);
+      after.push_back(j["vs"]["median_ms"]);
+      min_before.push_back(j["min_ms"]);
+      min_after.push_back(j["vs"]["min_ms"]);
+      if (j.contains("paired") && j["paired"].is_object()) logs.push_back(j["paired"]["log_ratio"]);
+      if (j.contains("cpu_paired") && j["cpu_paired"].is_object()) {
+        cpu_logs.push_back(j["cpu_paired"]["log_ratio"]);
+        cpu_before.push_back(j["cpu_median_ms"]);
+        cpu_after.push_back(j["vs"]["cpu_median_ms"]);
+      }
+    }
+    auto median = [](std::vector<double> v) {  // over the bench runs: one disturbed run does not move it
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    s["latency_before_ms"] = median(before);
+    s["latency_after_ms"] = median(after);
+    // The gated figure: the paired after/before ratio (the median over the runs), and each run's
+    // log ratio, whose spread the baseline records.
+    s["latency_ratio"] = logs.empty() ? median(after) / std::max(1e-12, median(before)) : std::exp(median(logs));
+    if (!logs.empty()) s["latency_log_ratios"] = logs;
     // The ratio of the fastest runs too: on a saturated machine the medians of a short bench moved
     // by up to 7x between identical runs (distilbert_small: median 18.6 vs 2.3 ms, min 2.51 vs
     // 2.20 ms), the minima by under 2%.
-    if (b["min_ms"].get<double>() > 0) s["latency_min_ratio"] = b["vs"]["min_ms"].get<double>() / b["min_ms"].get<double>();
+    double mb = *std::min_element(min_before.begin(), min_before.end()), ma = *std::min_element(min_after.begin(), min_after.end());
+    if (mb > 0) s["latency_min_ratio"] = ma / mb;
+    // CPU time (all threads) beside wall time: a wall-time change with the same CPU time is the
+    // machine (waiting for cores), not the model.
+    if (!cpu_logs.empty()) {
+      s["cpu_before_ms"] = median(cpu_before);
+      s["cpu_after_ms"] = median(cpu_after);
+      s["cpu_ratio"] = std::exp(median(cpu_logs));
+    }
+    if (r.contains("remeasured")) s["remeasured"] = true;
   }
   if (r.contains("ort") && r["ort"].contains("before_ms")) {
     s["ort_before_ms"] = r["ort"]["before_ms"];
@@ -713,6 +835,8 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   } else if (r.contains("ort") && r["ort"].contains("error")) {
     s["ort_error"] = r["ort"]["error"];
   }
+  s["steps_ok"] = nlohmann::json::array();  // what did succeed, shown for a failed model too
+  for (const auto& [k, v] : st.items()) s["steps_ok"].push_back(k);
   s["peak_rss_kb"] = 0;
   for (const auto& [k, v] : r["peak_rss_kb"].items()) s["peak_rss_kb"] = std::max(s["peak_rss_kb"].get<int64_t>(), v.get<int64_t>());
   r["summary"] = s;
@@ -740,18 +864,23 @@ int run(const RunOptions& o) {
   // Everything that changes a result; --resume redoes a model when any of it differs.
   c.options = {{"passes", o.passes}, {"skip", o.skip}, {"dims", o.dims}, {"target_opset", o.target_opset},
                {"seeds", o.seeds}, {"attribute", o.attribute}, {"bench", o.bench},
-               {"bench_min_time", o.bench_min_time}, {"bench_iters", o.bench_iters}, {"threads", c.threads},
+               {"bench_min_time", o.bench_min_time}, {"bench_iters", o.bench_iters}, {"bench_runs", o.bench_runs}, {"threads", c.threads},
                {"ort", !o.ort_js.empty()}};
   std::string opt_text = c.options.dump();
   c.options_key = hex64(hash_bytes(opt_text.data(), opt_text.size()));
   c.machine = machine_info(c.threads);
   c.results = o.outdir / "results";
-  c.scratch = o.outdir / "tmp";
   c.models = o.outdir / "models";
   fs::create_directories(c.results);
-  fs::create_directories(c.scratch);
+  // Scratch files live in a folder of this process alone (OUTDIR/tmp/HOST-PID-RANDOM): shards on
+  // one or many machines share OUTDIR, and a shard that finishes must never remove what another
+  // one is using (a shared tmp/ "removed when empty" vanished between two models of another shard,
+  // whose next step then could not create its output file).
+  c.scratch = make_scratch(o.outdir / "tmp");
   if (o.keep_models) fs::create_directories(c.models);
 
+  const char* pause_env = std::getenv("ONNXFORGE_ZOO_TEST_PAUSE_MS");
+  const long pause_ms = pause_env ? std::atol(pause_env) : 0;
   std::atomic<size_t> next{0};
   std::atomic<int> done{0}, failed{0}, skipped{0};
   std::mutex io;
@@ -765,12 +894,20 @@ int run(const RunOptions& o) {
     if (was_skipped) line << "up to date (--resume)";
     else if ((*r)["status"] == "ok") {
       const auto& s = (*r)["summary"];
+      // The report's conventions: speed-up = before/after latency, 3 significant digits.
+      auto sig = [](double v, int digits) {
+        std::ostringstream os;
+        os << std::setprecision(digits) << v;
+        return os.str();
+      };
       line << "ok, nodes " << s.value("nodes_before", 0) << " -> " << s.value("nodes_after", 0);
-      if (s.contains("max_diff")) line << ", max_diff " << s["max_diff"].get<double>();
-      if (s.contains("latency_ratio")) line << ", latency x" << s["latency_ratio"].get<double>();
-      if (s.contains("ours_vs_ort")) line << ", ours/ORT " << s["ours_vs_ort"].get<double>();
+      if (s.contains("max_diff")) line << ", max_diff " << (s["max_diff"].get<double>() == 0 ? "0 (exact)" : sig(s["max_diff"].get<double>(), 2));
+      if (s.contains("latency_ratio") && s["latency_ratio"].get<double>() > 0)
+        line << ", speed-up " << sig(1.0 / s["latency_ratio"].get<double>(), 3) << "x";
+      if (s.contains("remeasured")) line << " (re-measured)";
+      if (s.contains("ours_vs_ort")) line << ", ours/ORT " << sig(s["ours_vs_ort"].get<double>(), 3) << "x";
       else if (s.contains("ort_error")) line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
-      line << " (" << (*r)["seconds"]["total"].get<double>() << " s)";
+      line << " (" << std::fixed << std::setprecision(1) << (*r)["seconds"]["total"].get<double>() << " s)";
     } else {
       std::string e = (*r).value("error", "");
       if (e.size() > 160) e = e.substr(0, 160) + "...";
@@ -779,7 +916,8 @@ int run(const RunOptions& o) {
     if (o.tty) {
       // A finished model's line stays; the progress line under it is redrawn.
       std::cerr << "\r\033[K" << line.str() << "\n"
-                << "zoo: " << n << "/" << models.size() << " done, " << failed.load() << " failed, " << el << " s"
+                << "zoo: " << n << "/" << models.size() << " done, " << failed.load() << " failed, "
+                << std::fixed << std::setprecision(0) << el << " s"
                 << std::flush;
     } else {
       std::cerr << line.str() << "\n";
@@ -789,8 +927,11 @@ int run(const RunOptions& o) {
   std::cerr << "zoo: " << models.size() << " models" << (shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + " of " + std::to_string(all.size()) + ")" : "")
             << ", " << o.jobs << " jobs x " << c.threads << " threads -> " << o.outdir.string() << "\n";
   auto worker = [&] {
-    for (size_t i; (i = next++) < models.size();) {
+    bool first = true;
+    for (size_t i; (i = next++) < models.size(); first = false) {
       const ModelEntry& m = models[i];
+      // Tests make a shard sit between two models while another one finishes and cleans up.
+      if (pause_ms > 0 && !first) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       fs::path result = c.results / (m.id + ".json");
       if (o.resume && up_to_date(c, m, result)) {
         ++skipped;
@@ -816,11 +957,12 @@ int run(const RunOptions& o) {
   for (int j = 0; j < std::min<int>(o.jobs, static_cast<int>(models.size())); ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   std::error_code ec;
-  fs::remove(c.scratch, ec);  // only when empty: another shard may still be using it
+  fs::remove_all(c.scratch, ec);  // ours alone
+  ::rmdir((o.outdir / "tmp").c_str());  // only when empty: other shards' folders keep it
   double el = std::chrono::duration<double>(Clock::now() - t0).count();
   if (o.tty) std::cerr << "\r\033[K";
   std::cerr << "zoo: " << models.size() << " models, " << failed.load() << " failed, " << skipped.load()
-            << " up to date, " << el << " s\n";
+            << " up to date, " << std::fixed << std::setprecision(1) << el << " s\n";
   return failed.load() ? 1 : 0;
 }
 

@@ -61,8 +61,15 @@ struct RunOptions {
   int jobs = 1, threads = 0;  // threads per child; 0: cores / jobs
   double timeout = 0;         // seconds per model, 0: none
   int64_t max_rss_mb = 0;     // per child, 0: none
-  double bench_min_time = 1.0;
+  double bench_min_time = 1.0;  // seconds of timed runs per model, shared by the bench runs
   int bench_iters = 0;
+  // Separate bench processes per model (--bench-runs): their spread is the run-to-run noise the
+  // gate's threshold comes from.
+  int bench_runs = 3;  // 3: the median of the runs survives one disturbed run
+  // --baseline: a model whose latency the gate would flag is re-measured at once (bench_runs more
+  // runs, pooled), while its optimized model is still there. Null: no re-measure.
+  nlohmann::json baseline;
+  std::optional<double> max_slowdown;  // the gate's, for the re-measure decision
   bool attribute = true, bench = true, keep_models = false, resume = false, retry_failed = false;
   std::string shard;  // "", "I/N" or "auto"
   int shard_count = 0;  // --shard-count: N for --shard auto under a Kubernetes Indexed Job
@@ -72,6 +79,10 @@ struct RunOptions {
   // optimized model on the inputs onnxforge generated, alternating; empty: not measured.
   fs::path ort_js, node;
 };
+
+// The first executable `name` in an absolute PATH entry (relative ones such as "." are skipped:
+// the current folder never supplies a program); empty when there is none.
+fs::path find_program(const std::string& name);
 
 // The peer for --ort: `spec` is a path to ort.js, or empty for the default search
 // (ONNXFORGE_ORT_JS, then tools/peers/ort.js beside the binary's source tree or install). Fills
@@ -84,11 +95,34 @@ int run(const RunOptions& o);
 // The machine a latency figure was measured on.
 nlohmann::json machine_info(int threads);
 
+// Loads a baseline for the gate: an OUTDIR (its results, or its summary.json) or a summary.json.
+// Throws Error naming it when it is none of these.
+nlohmann::json load_baseline(const fs::path& b);
+
+// The latency gate for one model. Each bench run gives the log of its paired after/before ratio;
+// `sigma` is the run-to-run standard deviation of such a log ratio (summary "latency_spread"),
+// raised to the model's own spread (its runs now and in the baseline, median absolute deviation)
+// when that is larger. The slowdown now/base is exp(median(now) - median(base)); its standard
+// error is taken as sigma * sqrt(1/n_now + 1/n_base). The default threshold is the noise band of an unchanged model,
+// exp(3 SE) - 1, at least kMinSlowdown; an explicit --max-slowdown replaces it, and then the 95%
+// interval must also lie above 1.
+struct LatencyVerdict {
+  bool regressed = false;
+  double ratio = 1, ci_low = 1, ci_high = 1;  // now/base of the after/before ratios, 95% interval
+  double threshold = 0;                       // the slowdown allowed (0.12: 12%)
+  double sigma = 0;                           // the spread used: the zoo's, or the model's own when larger
+};
+constexpr double kMinSlowdown = 0.05;
+LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vector<double>& base_logs, double sigma,
+                            std::optional<double> max_slowdown);
+// Robust pooled run-to-run sigma of the log ratios over models with >= 2 runs (0: too few).
+double run_spread(const nlohmann::json& models);
+
 struct ReportOptions {
   fs::path outdir;
   std::optional<fs::path> baseline;
   bool json = false;  // print summary.json on stdout instead of the markdown table
-  double max_slowdown = 0.10;
+  std::optional<double> max_slowdown;  // none: derived from the recorded spread (latency_gate)
   std::string latency_stat = "median";  // or "min": the gate compares ratios of the fastest runs
 };
 // Writes summary.json, summary.md and report.html into outdir; returns 0, or 1 when the baseline
@@ -98,7 +132,7 @@ int report(const ReportOptions& o);
 // Pieces of the report, public for the tests.
 nlohmann::json summarize(const fs::path& outdir);  // merges OUTDIR's results
 // Regressions of `now` against `base` (summaries): one row per regression.
-nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, double max_slowdown,
+nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base, std::optional<double> max_slowdown,
                            const std::string& latency_stat = "median");
 // Decade of a max_diff: -99 for an exact 0, else ceil(log10(max_diff)).
 int max_diff_class(double max_diff);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -248,6 +249,108 @@ TEST(ZooRun, ShardsMergeToTheSingleRunSummary) {
       << slurp(r.dir / "gate_ok") << slurp(r.dir / "rs") << slurp(r.dir / "rsh");
 }
 
+// Shards share OUTDIR but not their scratch folders. Shards 1 and 2 sit between their two models
+// (ONNXFORGE_ZOO_TEST_PAUSE_MS) while shard 0 runs all of its models and cleans up: a shared
+// OUTDIR/tmp "removed when empty" vanished under them, and their next step failed with a bare
+// "exit code 127".
+TEST(ZooRun, ThreeConcurrentShardsNeverDisturbEachOther) {
+  fs::path dir = test::temp_dir("zoo_concurrent"), out = dir / "out";
+  {
+    std::ofstream man(dir / "tiny.txt");
+    for (int i = 0; i < 6; ++i) {
+      test::write_model(test::tiny_model(), dir / ("t" + std::to_string(i) + ".onnx"));
+      man << "t" << i << ".onnx\n";
+    }
+  }
+  const std::string run = kExe + " zoo run " + (dir / "tiny.txt").string() + " -o " + out.string() +
+                          " --jobs 1 --bench-iters 2 --no-attribute --shard ";
+  const int pause_ms = 8000;
+  for (int i : {1, 2})
+    std::system(("(ONNXFORGE_ZOO_TEST_PAUSE_MS=" + std::to_string(pause_ms) + " " + run + std::to_string(i) + "/3 >" +
+                 (dir / ("log" + std::to_string(i))).string() + " 2>&1; echo $? >" + (dir / ("rc" + std::to_string(i))).string() + ") &")
+                    .c_str());
+  // Both sit in their pause once their first model's line is printed.
+  auto printed_first = [&](int i) { return slurp(dir / ("log" + std::to_string(i))).find("[1/2]") != std::string::npos; };
+  for (int t = 0; t < 1200 && !(printed_first(1) && printed_first(2)); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(printed_first(1) && printed_first(2)) << slurp(dir / "log1") << slurp(dir / "log2");
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(sh(run + "0/3", dir / "log0"), 0) << slurp(dir / "log0");
+  double shard0_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int t = 0; t < 1200 && !(fs::exists(dir / "rc1") && fs::exists(dir / "rc2")); ++t)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Shard 0 finished (and cleaned up) while the others were still between their models.
+  EXPECT_LT(shard0_s, pause_ms / 1000.0) << "the machine is too busy for the forced timing";
+  EXPECT_EQ(slurp(dir / "rc1"), "0\n") << slurp(dir / "log1");
+  EXPECT_EQ(slurp(dir / "rc2"), "0\n") << slurp(dir / "log2");
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(load(out / "results" / ("t" + std::to_string(i) + ".json"))["status"], "ok") << i;
+  EXPECT_FALSE(fs::exists(out / "tmp"));  // every owner removed its folder, the last one tmp/
+}
+
+// A step whose program cannot be started says why (which file, errno), not "exit code 127".
+TEST(ZooRun, AChildThatCannotStartIsReportedWithTheReason) {
+  fs::path dir = test::temp_dir("zoo_nostart"), junk = dir / "not-a-program";
+  std::ofstream(junk) << "junk without a #! line\n";
+  fs::permissions(junk, fs::perms::owner_all);
+  EXPECT_EQ(sh("ONNXFORGE_EXE=" + junk.string() + " " + kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " +
+                   (dir / "o").string(), dir / "log"), 1) << slurp(dir / "log");
+  json r = load(dir / "o/results/bert_small.json");
+  EXPECT_EQ(r["failed_step"], "inspect");
+  EXPECT_NE(r["error"].get<std::string>().find("did not start: cannot run '" + junk.string() + "': Exec format error"), std::string::npos)
+      << r["error"];
+  EXPECT_EQ(sh("ONNXFORGE_EXE=relative/onnxforge " + kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " +
+                   (dir / "o2").string(), dir / "log2"), 2) << slurp(dir / "log2");
+}
+
+// `python3 -m onnxforge zoo run` runs its steps with the real onnxforge program, never the
+// interpreter and never a file of the current folder (PATH's "." included).
+TEST(ZooRun, PythonModuleRunsTheRealProgramNeverTheCurrentFolder) {
+  const fs::path py = fs::path(ONNXFORGE_BINARY_DIR) / "python";
+  if (!fs::exists(py / "onnxforge/__init__.py")) GTEST_SKIP() << "the Python module is not built (target onnxforge_python)";
+  fs::path dir = test::temp_dir("zoo_python"), marker = dir / "EXECUTED";
+  // What the interpreter would run as `python3 inspect ...`, and a program PATH's "." would find.
+  for (const char* name : {"inspect", "audit", "optimize"}) std::ofstream(dir / name) << "open('" << marker.string() << "', 'w')\n";
+  std::ofstream(dir / "onnxforge") << "#!/bin/sh\ntouch " << marker.string() << "\n";
+  fs::permissions(dir / "onnxforge", fs::perms::owner_all);
+  EXPECT_EQ(sh("cd " + dir.string() + " && PATH=.:/usr/bin:/bin PYTHONPATH=" + py.string() + " /usr/bin/python3 -m onnxforge zoo run " +
+                   test::zoo_model("bert_small").string() + " -o out --no-attribute --bench-iters 2",
+               dir / "log"), 0) << slurp(dir / "log");
+  EXPECT_FALSE(fs::exists(marker));
+  EXPECT_EQ(load(dir / "out/results/bert_small.json")["status"], "ok");
+}
+
+// A results file of the wrong shape is bad input naming the file (exit 2), with a JSON error for --json.
+TEST(ZooReport, AResultOfTheWrongShapeIsAOneLineErrorNamingIt) {
+  for (const char* text : {"[]", "null", "{\"status\": 3}", "{\"status\": \"ok\", \"summary\": {\"nodes_before\": \"x\"}, \"id\": 1}"}) {
+    fs::path dir = test::temp_dir("zoo_shape");
+    fs::create_directories(dir / "results");
+    fs::path f = dir / "results/m.json";
+    std::ofstream(f) << text;
+    EXPECT_EQ(sh(kExe + " zoo report " + dir.string(), dir / "log"), 2) << text;
+    std::string log = slurp(dir / "log");
+    EXPECT_NE(log.find("'" + f.string() + "' is not a zoo result"), std::string::npos) << text << ": " << log;
+    EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+    ASSERT_EQ(std::system((kExe + " zoo report " + dir.string() + " --json >" + (dir / "out").string() + " 2>/dev/null").c_str()) >> 8, 2);
+    json e = load(dir / "out");
+    EXPECT_EQ(e["error"]["file"], f.string()) << e.dump();
+    EXPECT_EQ(e["error"]["kind"], "input");
+  }
+}
+
+// optimize --passes none: load, verify and write with no rewrite, as `zoo run --passes none`.
+TEST(ZooRun, OptimizePassesNoneWritesTheVerifiedModelUnrewritten) {
+  fs::path dir = test::temp_dir("zoo_passes_none");
+  ASSERT_EQ(std::system((kExe + " optimize " + test::zoo_model("bert_small").string() + " -o " + (dir / "o.onnx").string() +
+                         " --passes none --json >" + (dir / "j").string()).c_str()), 0);
+  json j = load(dir / "j");
+  EXPECT_EQ(j["before"]["nodes"], j["after"]["nodes"]);
+  EXPECT_TRUE(j["verification"]["ok"].get<bool>());
+  EXPECT_EQ(j["verification"]["max_diff"], 0.0);
+  EXPECT_TRUE(fs::exists(dir / "o.onnx"));
+  EXPECT_EQ(sh(kExe + " optimize " + test::zoo_model("bert_small").string() + " -o " + (dir / "p.onnx").string() +
+                   " --passes none,fold_constants", dir / "log2"), 2);
+  EXPECT_NE(slurp(dir / "log2").find("--passes none cannot be combined"), std::string::npos) << slurp(dir / "log2");
+}
+
 TEST(ZooRun, ResumeRedoesNothingButNoticesAChangedFile) {
   Runs& r = runs();
   ASSERT_EQ(r.single_rc, 0);
@@ -350,6 +453,52 @@ TEST(ZooReport, GateChecksEachKindOfRegression) {
   EXPECT_EQ(zoo::max_diff_class(3e-6), -5);
 }
 
+// The paired-ratio gate: the threshold comes from the recorded run-to-run spread, a model inside
+// the noise band passes, one beyond it fails, an explicit --max-slowdown also needs the 95%
+// interval above 1, and a baseline without a spread falls back to the fixed threshold.
+TEST(ZooReport, LatencyGateDerivesItsThresholdFromTheRecordedSpread) {
+  // Spread: models whose two runs differ by 0.04 in log ratio -> sample sd 0.0283 each; the
+  // median scaled by chi2(1)'s median/df (Wilson-Hilferty 0.4705): sigma = 0.0283/sqrt(0.4705).
+  json models = json::array();
+  for (int i = 0; i < 5; ++i) models.push_back({{"latency_log_ratios", {-0.3 + 0.02, -0.3 - 0.02}}});
+  const double sigma = zoo::run_spread(models);
+  EXPECT_NEAR(sigma, 0.04 / std::sqrt(2.0) / std::sqrt(std::pow(1 - 2.0 / 9, 3)), 1e-9);
+  EXPECT_EQ(zoo::run_spread(json::array({models[0], models[1]})), 0);  // fewer than 3 models: none
+  // Default threshold: exp(3 * sigma * sqrt(1/2 + 1/2)) - 1 = 13.2% here.
+  zoo::LatencyVerdict same = zoo::latency_gate({-0.29, -0.31}, {-0.3, -0.3}, sigma, std::nullopt);
+  EXPECT_FALSE(same.regressed);
+  EXPECT_NEAR(same.threshold, std::exp(3 * sigma) - 1, 1e-12);
+  EXPECT_NEAR(same.ratio, 1.0, 1e-12);
+  EXPECT_LT(same.ci_low, 1.0);
+  EXPECT_GT(same.ci_high, 1.0);
+  zoo::LatencyVerdict slow = zoo::latency_gate({-0.3 + std::log(1.3), -0.3 + std::log(1.3)}, {-0.3, -0.3}, sigma, std::nullopt);
+  EXPECT_TRUE(slow.regressed);
+  EXPECT_NEAR(slow.ratio, 1.3, 1e-9);
+  EXPECT_GT(slow.ci_low, 1.0);
+  EXPECT_FALSE(zoo::latency_gate({-0.3 + std::log(1.10)}, {-0.3, -0.3}, sigma, std::nullopt).regressed);  // inside the band
+  // A quiet baseline: never below the 5% floor.
+  EXPECT_NEAR(zoo::latency_gate({0.0}, {0.0}, 1e-4, std::nullopt).threshold, zoo::kMinSlowdown, 1e-12);
+  // --max-slowdown 0.02: 10% slower is beyond it, but one noisy run each side is not significant.
+  EXPECT_FALSE(zoo::latency_gate({std::log(1.10)}, {0.0}, 0.1, 0.02).regressed);
+  EXPECT_TRUE(zoo::latency_gate({std::log(1.10), std::log(1.10)}, {0.0, 0.0}, 0.01, 0.02).regressed);
+
+  // Through regressions(): the spread recorded in the baseline summary is used.
+  auto model = [](const std::string& id, double log_ratio) {
+    return json{{"id", id}, {"name", id}, {"status", "ok"}, {"latency_ratio", std::exp(log_ratio)},
+                {"latency_log_ratios", {log_ratio + 0.01, log_ratio - 0.01}}};
+  };
+  json base = {{"models", {model("a", -0.2), model("b", -0.2), model("c", -0.2)}}, {"latency_spread", {{"sigma", 0.03}}}};
+  json now = {{"models", {model("a", -0.2 + std::log(1.08)), model("b", -0.2 + std::log(1.3)), model("c", -0.2)}}};
+  json regs = zoo::regressions(now, base, std::nullopt);
+  ASSERT_EQ(regs.size(), 1u) << regs.dump(1);  // threshold exp(3 * 0.03) - 1 = 9.4%: a passes, b fails
+  EXPECT_EQ(regs[0]["id"], "b");
+  EXPECT_EQ(regs[0]["check"], "slower (paired after/before latency)");
+  EXPECT_NE(regs[0]["now"].get<std::string>().find("95% CI"), std::string::npos) << regs[0].dump();
+  base.erase("latency_spread");  // an older baseline: the fixed 10% on latency_ratio
+  EXPECT_EQ(zoo::regressions(now, base, std::nullopt).size(), 1u);
+  EXPECT_EQ(zoo::regressions(now, base, 0.05).size(), 2u);
+}
+
 TEST(ZooReport, LeastSquaresAndPassKinds) {
   zoo::Fit f = zoo::least_squares({0, 1, 2, 3}, {1, 3, 5, 7});
   EXPECT_DOUBLE_EQ(f.slope, 2);
@@ -393,6 +542,59 @@ TEST(ZooRun, ShardsPartitionTheModels) {
   unsetenv("JOB_COMPLETION_INDEX");
 }
 
+// report.html rendered by headless Chromium (--dump-dom after the page's script ran): the DOM
+// as the browser left it, or "" when there is no Chromium (the caller skips).
+std::string render(const fs::path& page, const std::string& tag) {
+  std::string chromium;
+  for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (fs::exists(c)) chromium = c;
+  if (chromium.empty()) return "";
+  fs::path tmp = test::temp_dir(tag), dom = tmp / "dom.html", err = tmp / "chromium.err";
+  std::string cmd = chromium + " --headless --no-sandbox --disable-gpu --disable-background-networking --no-first-run --user-data-dir=" +
+                    (tmp / "chrome-profile").string() + " --virtual-time-budget=10000 --enable-logging=stderr --v=0 --dump-dom file://" +
+                    page.string() + " >" + dom.string() + " 2>" + err.string();
+  EXPECT_EQ(std::system(("timeout 120 " + cmd).c_str()), 0) << slurp(err);
+  // Every console message (an error, an uncaught exception) is a failure: the page logs nothing.
+  std::istringstream lines(slurp(err));
+  for (std::string line; std::getline(lines, line);) EXPECT_EQ(line.find(":CONSOLE"), std::string::npos) << line;
+  return slurp(dom);
+}
+
+std::string unescape_html(std::string s) {
+  for (auto [from, to] : {std::pair<std::string, std::string>{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}})
+    for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+  return s;
+}
+
+// The text between the element with this id's opening tag and `close`.
+std::string element_text(const std::string& dom, const std::string& id, const std::string& close) {
+  auto p = dom.find("id=\"" + id + "\"");
+  if (p == std::string::npos) return "";
+  p = dom.find('>', p) + 1;
+  return dom.substr(p, dom.find(close, p) - p);
+}
+
+// The rows of a table as the browser filled it (header row included), cell texts unescaped.
+std::vector<std::vector<std::string>> table_rows(const std::string& dom, const std::string& id) {
+  std::string t = element_text(dom, id, "</table>");
+  std::vector<std::vector<std::string>> rows;
+  for (size_t p = 0; (p = t.find("<tr", p)) != std::string::npos;) {
+    size_t end = t.find("</tr>", p);
+    std::vector<std::string> cells;
+    for (size_t c = p; (c = t.find("<t", c + 1)) != std::string::npos && c < end;) {
+      if (t.compare(c, 3, "<td") && t.compare(c, 3, "<th")) continue;
+      size_t b = t.find('>', c) + 1;
+      cells.push_back(unescape_html(t.substr(b, t.find("</t", b) - b)));
+    }
+    rows.push_back(cells);
+    p = end;
+  }
+  return rows;
+}
+
+// What the page drew, read back: each chart's axis labels and dataset labels (<pre id="drawn">).
+json drawn(const std::string& dom) { return json::parse(unescape_html(element_text(dom, "drawn", "</pre>"))); }
+
 TEST(ZooReport, PageLoadsInHeadlessChromiumWithEveryChartDrawn) {
   Runs& r = runs();
   ASSERT_EQ(r.single_rc, 0);
@@ -403,28 +605,105 @@ TEST(ZooReport, PageLoadsInHeadlessChromiumWithEveryChartDrawn) {
   std::string text = slurp(page);
   EXPECT_EQ(text.find("src=\"http"), std::string::npos);
   EXPECT_EQ(text.find("<script src"), std::string::npos);
-  std::string chromium;
-  for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
-    if (fs::exists(c)) chromium = c;
-  if (chromium.empty()) GTEST_SKIP() << "no chromium here (tools/setup.sh installs Debian's chromium): the page was not rendered";
-  fs::path tmp = test::temp_dir("zoo_chromium"), dom = tmp / "dom.html", err = tmp / "chromium.err";
-  std::string cmd = chromium + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" + (tmp / "chrome-profile").string() +
-                    " --virtual-time-budget=10000 --enable-logging=stderr --v=0 --dump-dom file://" + page.string() +
-                    " >" + dom.string() + " 2>" + err.string();
-  ASSERT_EQ(std::system(("timeout 120 " + cmd).c_str()), 0) << slurp(err);
-  std::string d = slurp(dom), e = slurp(err);
-  // Every console message (an error, an uncaught exception) is a failure: the page logs nothing.
-  std::istringstream lines(e);
-  for (std::string line; std::getline(lines, line);) EXPECT_EQ(line.find(":CONSOLE"), std::string::npos) << line;
+  std::string d = render(page, "zoo_chromium");
+  if (d.empty()) GTEST_SKIP() << "no chromium here (tools/setup.sh installs Debian's chromium): the page was not rendered";
   EXPECT_NE(d.find("data-ready=\"yes\""), std::string::npos) << d.substr(0, 2000);
   EXPECT_EQ(d.find("data-errors"), std::string::npos);
-  EXPECT_NE(d.find("data-charts=\"4\""), std::string::npos);
-  EXPECT_NE(d.find("data-charts-with-data=\"4\""), std::string::npos);
-  // Heatmap cells (models x passes) + 2 latency bars per model + scatter points and fit lines +
-  // max_diff bars: far more than a handful.
-  auto p = d.find("data-points=\"");
-  ASSERT_NE(p, std::string::npos);
-  EXPECT_GE(std::stoi(d.substr(p + 13)), static_cast<int>(kModels.size() * 10));
+  json s = load(r.single / "summary.json");
+  std::vector<std::string> names, inexact;
+  for (const auto& m : s["models"]) {
+    names.push_back(m["name"]);
+    if (m["max_diff"].get<double>() > 0) inexact.push_back(m["name"]);
+  }
+  const size_t charts = inexact.empty() ? 3 : 4;  // the max_diff chart only for inexact models
+  EXPECT_NE(d.find("data-charts=\"" + std::to_string(charts) + "\""), std::string::npos);
+  EXPECT_NE(d.find("data-charts-with-data=\"" + std::to_string(charts) + "\""), std::string::npos);
+  // The labels as Chart.js laid them out: every pass and every model on the heatmap's axes.
+  json got = drawn(d);
+  EXPECT_EQ(got["heatmap"]["axes"]["x"], s["passes"]) << got.dump();
+  EXPECT_EQ(got["heatmap"]["axes"]["y"], json(names)) << got.dump();
+  EXPECT_EQ(got["latency"]["axes"]["y"], json(names)) << got.dump();
+  if (!inexact.empty()) {
+    EXPECT_EQ(got["maxdiff"]["axes"]["y"], json(inexact)) << got.dump();
+  }
+  std::string md_summary = element_text(d, "maxdiff-summary", "</p>");
+  if (inexact.empty()) {
+    EXPECT_EQ(md_summary, "all exact: max_diff 0 on all " + std::to_string(names.size()) + " models");
+  } else if (inexact.size() < names.size()) {
+    EXPECT_NE(md_summary.find(" exact (max_diff 0): "), std::string::npos) << md_summary;
+  }
+  // 6 models per family at most: no fit line, n and r in every legend label.
+  for (const auto& label : got["nodes-vs-latency"]["datasets"]) {
+    std::string l = label;
+    EXPECT_FALSE(l.ends_with(" fit")) << l;
+    EXPECT_NE(l.find("(n = "), std::string::npos) << l;
+    EXPECT_NE(l.find(", r = "), std::string::npos) << l;
+  }
+  // Numbers as a person reads them: at most 3 significant digits, speed-ups with 2 decimals.
+  auto rows = table_rows(d, "latency-table");
+  ASSERT_EQ(rows.size(), names.size() + 1);
+  EXPECT_EQ(rows[0][4], "speed-up");
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][0], names[i - 1]);
+    for (int c : {2, 3}) {
+      std::string digits;
+      for (char ch : rows[i][c]) if (std::isdigit(static_cast<unsigned char>(ch))) digits += ch;
+      digits.erase(0, digits.find_first_not_of('0'));
+      EXPECT_LE(digits.size(), 3u) << rows[i][c];
+    }
+    for (int c : {4, 5}) {
+      const std::string& v = rows[i][c];
+      ASSERT_GE(v.size(), 5u) << v;
+      EXPECT_TRUE(v.ends_with("×") && v[v.size() - std::string("×").size() - 3] == '.') << v;
+    }
+  }
+}
+
+// All exact, a family with enough points for a fit, and a model that failed after inspect and
+// audit: the page says "all exact" (no empty chart), draws the fit, and shows what succeeded.
+TEST(ZooReport, PageSaysAllExactDrawsOnlyFitsWithEnoughPointsAndShowsWhatAFailedModelDid) {
+  Runs& r = runs();
+  ASSERT_EQ(r.single_rc, 0);
+  fs::path out = test::temp_dir("zoo_page_exact");
+  fs::create_directories(out / "results");
+  json real = load(r.single / "results" / "bert_small.json");
+  for (int i = 0; i < 9; ++i) {  // one family, 9 models, node reduction and speed-up spread out
+    json x = real;
+    x["id"] = x["name"] = "m" + std::to_string(i);
+    x["summary"]["max_diff"] = 0.0;
+    x["summary"]["max_diff_class"] = -99;
+    x["summary"]["nodes_after"] = x["summary"]["nodes_before"].get<int>() - 10 * (i + 1);
+    x["summary"]["latency_ratio"] = 1.0 - 0.03 * i;
+    std::ofstream(out / "results" / ("m" + std::to_string(i) + ".json")) << x.dump();
+  }
+  json failed = real;
+  failed["id"] = failed["name"] = "tts";
+  failed["status"] = "failed";
+  failed["failed_step"] = "optimize";
+  failed["failure"] = "error";
+  failed["error"] = "optimize: no kernel for op 'Frobnicate'";
+  failed["steps"] = {{"inspect", real["steps"]["inspect"]}, {"audit", real["steps"]["audit"]}};
+  failed["summary"] = {{"family", "speech"}, {"nodes_before", 1234}, {"steps_ok", {"audit", "inspect"}}};
+  std::ofstream(out / "results" / "tts.json") << failed.dump();
+  ASSERT_EQ(sh(kExe + " zoo report " + out.string(), out / "log"), 0) << slurp(out / "log");
+  std::string md = slurp(out / "summary.md");
+  EXPECT_NE(md.find("| tts | speech | 1234 | audit, inspect | optimize | error |"), std::string::npos) << md;
+  std::string d = render(out / "report.html", "zoo_chromium_exact");
+  if (d.empty()) GTEST_SKIP() << "no chromium here: the page was not rendered";
+  EXPECT_NE(d.find("data-ready=\"yes\""), std::string::npos);
+  EXPECT_EQ(d.find("data-errors"), std::string::npos);
+  EXPECT_EQ(element_text(d, "maxdiff-summary", "</p>"), "all exact: max_diff 0 on all 9 models");
+  json got = drawn(d);
+  EXPECT_FALSE(got.contains("maxdiff")) << got.dump();
+  bool fit_line = false;
+  for (const auto& label : got["nodes-vs-latency"]["datasets"]) fit_line |= label.get<std::string>().ends_with(" fit");
+  EXPECT_TRUE(fit_line) << got.dump();
+  auto rows = table_rows(d, "failures");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][0], "tts");
+  EXPECT_EQ(rows[1][2], "1234");
+  EXPECT_EQ(rows[1][3], "audit, inspect");
+  EXPECT_EQ(rows[1][6], "optimize: no kernel for op 'Frobnicate'");
 }
 
 TEST(ZooReport, PageForAHundredModelsStaysUnderOneMegabyte) {
