@@ -150,12 +150,25 @@ def registry() -> list[Spec]:
                                                               hidden_dim=3072, max_position_embeddings=512)))
     specs.append(Spec("distilbert_small", "distilbert", S, dict(vocab_size=1000, dim=64, n_layers=2, n_heads=4,
                                                                hidden_dim=128, max_position_embeddings=128)))
-    specs.append(Spec("gpt2", "gpt2", F, dict(vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_positions=1024)))
-    specs.append(Spec("gpt2_small_cfg", "gpt2", S, dict(vocab_size=1000, n_embd=64, n_layer=2, n_head=4,
-                                                       n_positions=128)))
-    specs.append(Spec("llama_small", "llama", S, dict(TINYLLAMA, vocab_size=1000, hidden_size=64, num_hidden_layers=2,
-                                                     num_attention_heads=4, num_key_value_heads=2,
-                                                     intermediate_size=176)))
+    gpt2 = dict(vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_positions=1024)
+    gpt2_small = dict(vocab_size=1000, n_embd=64, n_layer=2, n_head=4, n_positions=128)
+    llama_small = dict(TINYLLAMA, vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, intermediate_size=176)
+    specs.append(Spec("gpt2", "gpt2", F, gpt2))
+    specs.append(Spec("gpt2_small_cfg", "gpt2", S, gpt2_small))
+    specs.append(Spec("llama_small", "llama", S, llama_small))
+    # Decoders with a KV cache in optimum's layout (_decoder_with_past), and GPT-2 with its tied LM
+    # head. gpt2_small_past has GPT-2's 1024 positions: its causal mask is a slice of the
+    # [n_positions, n_positions] `bias` buffer, so past + sequence must fit in it.
+    specs.append(Spec("llama_small_past", "llama", S, dict(llama_small, use_cache=True), seed_name="llama_small",
+                      notes="same weights as llama_small; KV cache (optimum layout)"))
+    specs.append(Spec("gpt2_small_lm", "gpt2", S, dict(gpt2_small, lm_head=True),
+                      notes="GPT2LMHeadModel, LM head tied to wte"))
+    specs.append(Spec("gpt2_small_past", "gpt2", S, dict(gpt2_small, n_positions=1024, lm_head=True, use_cache=True),
+                      notes="GPT2LMHeadModel (tied LM head), KV cache (optimum layout), 1024 positions"))
+    specs.append(Spec("gpt2_lm", "gpt2", F, dict(gpt2, lm_head=True), notes="GPT2LMHeadModel, LM head tied to wte"))
+    specs.append(Spec("gpt2_past", "gpt2", F, dict(gpt2, lm_head=True, use_cache=True), seed_name="gpt2_lm",
+                      notes="same weights as gpt2_lm; KV cache (optimum layout)"))
     specs.append(Spec("tinyllama_2l", "llama", F, dict(TINYLLAMA, num_hidden_layers=2),
                       notes="TinyLlama-1.1B layer shapes, 2 of its 22 layers (fits in one file)"))
     specs.append(Spec("tinyllama", "llama", ("tinyllama",), dict(TINYLLAMA), subdir=True,
@@ -321,7 +334,8 @@ def _build(spec: Spec) -> Built:
 
     import hf_models as hf
     cls = {"bert": hf.BertModel, "roberta": hf.RobertaModel, "distilbert": hf.DistilBertModel,
-           "gpt2": hf.GPT2Model, "llama": hf.LlamaForCausalLM, "whisper_encoder": hf.WhisperEncoder,
+           "gpt2": hf.GPT2LMHeadModel if c.get("lm_head") else hf.GPT2Model, "llama": hf.LlamaForCausalLM,
+           "phi": hf.PhiForCausalLM, "gemma": hf.GemmaForCausalLM, "whisper_encoder": hf.WhisperEncoder,
            "deit": hf.DeiTForImageClassificationWithTeacher, "mobilevit": hf.MobileViTForImageClassification,
            "wav2vec2": hf.Wav2Vec2Model}[spec.family]
     model = cls(c)
@@ -348,18 +362,63 @@ def _build(spec: Spec) -> Built:
         x = torch.randn(B, c["num_mel_bins"], frames, generator=g)
         return Built(model, (x,), ["input_features"], ["last_hidden_state"],
                      {"input_features": {0: "batch"}, "last_hidden_state": {0: "batch"}}, {})
+    if c.get("use_cache"):
+        return _decoder_with_past(model, spec.family, c, g)
     ids = torch.randint(0, c["vocab_size"], (B, T), generator=g, dtype=torch.int64)
     mask = torch.ones(B, T, dtype=torch.int64)
     mask[1, T - 3:] = 0  # one padded row, so the trace does not see an all-ones mask
     bs = {0: "batch", 1: "sequence"}
     outputs = {"bert": ["last_hidden_state", "pooler_output"], "roberta": ["last_hidden_state", "pooler_output"],
-               "llama": ["logits"]}.get(spec.family,
+               "llama": ["logits"], "phi": ["logits"], "gemma": ["logits"],
+               "gpt2": ["logits"] if c.get("lm_head") else ["last_hidden_state"]}.get(spec.family,
                                                                                        ["last_hidden_state"])
     axes = {"input_ids": bs, "attention_mask": bs}
     for o in outputs:
         axes[o] = {0: "batch"} if o == "pooler_output" else bs
     info = {"input_ids": {"range": [0, c["vocab_size"]]}, "attention_mask": {"fill": "ones", "range": [0, 2]}}
     return Built(model, (ids, mask), ["input_ids", "attention_mask"], outputs, axes, info)
+
+
+PAST_TRACE = 5  # past_sequence traced: not 0 (no Concat would be traced), not sequence, not 1
+
+
+def kv_layout(family: str, c: dict) -> tuple[int, int, int]:
+    """(layers, kv_heads, head_dim) of a decoder's cache tensors."""
+    if family == "gpt2":
+        return c["n_layer"], c["n_head"], c["n_embd"] // c["n_head"]
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    return c["num_hidden_layers"], c.get("num_key_value_heads", c["num_attention_heads"]), head_dim
+
+
+def _decoder_with_past(model, family: str, c: dict, g) -> Built:
+    """optimum's decoder-with-past layout (`optimum-cli export onnx --task text-generation-with-past`):
+    input_ids [batch, sequence], attention_mask [batch, total_sequence], position_ids [batch, sequence],
+    past_key_values.N.key/value [batch, kv_heads, past_sequence, head_dim] -> logits [batch, sequence,
+    vocab], present.N.key/value [batch, kv_heads, total_sequence, head_dim]; every length dynamic.
+    Traced with a past of PAST_TRACE tokens and one left-padded row, as batched generation pads."""
+    import torch
+    B, T, P = TRACE_DIMS["batch"], TRACE_DIMS["sequence"], PAST_TRACE
+    layers, kv_heads, head_dim = kv_layout(family, c)
+    ids = torch.randint(0, c["vocab_size"], (B, T), generator=g, dtype=torch.int64)
+    mask = torch.ones(B, P + T, dtype=torch.int64)
+    mask[1, :3] = 0
+    positions = torch.arange(P, P + T, dtype=torch.int64).unsqueeze(0).repeat(B, 1)
+    past, names, outputs = [], [], ["logits"]
+    for i in range(layers):
+        for kv in ("key", "value"):
+            past.append(torch.randn(B, kv_heads, P, head_dim, generator=g))
+            names.append(f"past_key_values.{i}.{kv}")
+            outputs.append(f"present.{i}.{kv}")
+    bs = {0: "batch", 1: "sequence"}
+    axes = {"input_ids": bs, "attention_mask": {0: "batch", 1: "total_sequence"}, "position_ids": bs, "logits": bs}
+    axes.update({n: {0: "batch", 2: "past_sequence"} for n in names})
+    axes.update({o: {0: "batch", 2: "total_sequence"} for o in outputs[1:]})
+    max_pos = c.get("n_positions") or c.get("max_position_embeddings")
+    info = {"input_ids": {"range": [0, c["vocab_size"]]}, "attention_mask": {"fill": "ones", "range": [0, 2]},
+            "position_ids": {"range": [0, max_pos]} if max_pos else {}}
+    return Built(model, (ids, mask, positions, *past), ["input_ids", "attention_mask", "position_ids"] + names,
+                 outputs, axes, info, trace_dims={"batch": B, "sequence": T, "past_sequence": P,
+                                                  "total_sequence": P + T})
 
 
 # ----------------------------------------------------------------------------- export
