@@ -128,6 +128,14 @@ WAV2VEC2_BASE = dict(conv_dim=[512] * 7, conv_stride=[5, 2, 2, 2, 2, 2, 2], conv
 TINYLLAMA = dict(vocab_size=32000, hidden_size=2048, num_hidden_layers=22, num_attention_heads=32,
                  num_key_value_heads=4, intermediate_size=5632, rms_norm_eps=1e-5, rope_theta=10000.0)
 
+# transformers' PhiConfig for microsoft/phi-1_5 and GemmaConfig for google/gemma-2b
+PHI15 = dict(vocab_size=51200, hidden_size=2048, intermediate_size=8192, num_hidden_layers=24, num_attention_heads=32,
+             num_key_value_heads=32, partial_rotary_factor=0.5, layer_norm_eps=1e-5, rope_theta=10000.0,
+             max_position_embeddings=2048)
+GEMMA2B = dict(vocab_size=256000, hidden_size=2048, intermediate_size=16384, num_hidden_layers=18,
+               num_attention_heads=8, num_key_value_heads=1, head_dim=256, rms_norm_eps=1e-6, rope_theta=10000.0,
+               max_position_embeddings=8192, pad_token_id=0)
+
 
 def registry() -> list[Spec]:
     S, F, SF = ("small",), ("full",), ("small", "full")
@@ -169,6 +177,27 @@ def registry() -> list[Spec]:
     specs.append(Spec("gpt2_lm", "gpt2", F, dict(gpt2, lm_head=True), notes="GPT2LMHeadModel, LM head tied to wte"))
     specs.append(Spec("gpt2_past", "gpt2", F, dict(gpt2, lm_head=True, use_cache=True), seed_name="gpt2_lm",
                       notes="same weights as gpt2_lm; KV cache (optimum layout)"))
+    # Phi-1.5 and Gemma-2B (the seeds' group D): small CI configurations keep the structural
+    # details (Phi: head_dim 64 rotated over its first 32; Gemma: MQA, head_dim 256 != hidden/heads).
+    phi_small = dict(PHI15, vocab_size=1000, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
+                     num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048)
+    gemma_small = dict(GEMMA2B, vocab_size=1000, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
+                       num_attention_heads=2, num_key_value_heads=1)
+    specs.append(Spec("phi_small", "phi", S, phi_small))
+    specs.append(Spec("phi_small_past", "phi", S, dict(phi_small, use_cache=True), seed_name="phi_small",
+                      notes="same weights as phi_small; KV cache (optimum layout)"))
+    specs.append(Spec("gemma_small", "gemma", S, gemma_small))
+    specs.append(Spec("gemma_small_past", "gemma", S, dict(gemma_small, use_cache=True), seed_name="gemma_small",
+                      notes="same weights as gemma_small; KV cache (optimum layout)"))
+    specs.append(Spec("phi15", "phi", ("phi15",), dict(PHI15), subdir=True,
+                      notes="full Phi-1.5 shape (5.7 GB), external data"))
+    specs.append(Spec("phi15_past", "phi", ("phi15",), dict(PHI15, use_cache=True), subdir=True, seed_name="phi15",
+                      notes="full Phi-1.5 shape with KV cache, external data"))
+    specs.append(Spec("gemma2b", "gemma", ("gemma2b",), dict(GEMMA2B, dtype="float16"), subdir=True,
+                      notes="full Gemma-2B shape in float16 (5 GB; as deployed), external data"))
+    specs.append(Spec("gemma2b_past", "gemma", ("gemma2b",), dict(GEMMA2B, dtype="float16", use_cache=True),
+                      subdir=True, seed_name="gemma2b",
+                      notes="full Gemma-2B shape in float16 with KV cache, external data"))
     specs.append(Spec("tinyllama_2l", "llama", F, dict(TINYLLAMA, num_hidden_layers=2),
                       notes="TinyLlama-1.1B layer shapes, 2 of its 22 layers (fits in one file)"))
     specs.append(Spec("tinyllama", "llama", ("tinyllama",), dict(TINYLLAMA), subdir=True,
