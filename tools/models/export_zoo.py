@@ -168,8 +168,9 @@ def registry() -> list[Spec]:
     # Decoders with a KV cache in optimum's layout (_decoder_with_past), and GPT-2 with its tied LM
     # head. gpt2_small_past has GPT-2's 1024 positions: its causal mask is a slice of the
     # [n_positions, n_positions] `bias` buffer, so past + sequence must fit in it.
-    specs.append(Spec("llama_small_past", "llama", S, dict(llama_small, use_cache=True), seed_name="llama_small",
-                      notes="same weights as llama_small; KV cache (optimum layout)"))
+    specs.append(Spec("llama_small_past", "llama", S, dict(llama_small, use_cache=True, mask="prepare_4d"),
+                      seed_name="llama_small",
+                      notes="same weights as llama_small; KV cache (optimum layout), _prepare_4d_causal_attention_mask"))
     specs.append(Spec("gpt2_small_lm", "gpt2", S, dict(gpt2_small, lm_head=True),
                       notes="GPT2LMHeadModel, LM head tied to wte"))
     specs.append(Spec("gpt2_small_past", "gpt2", S, dict(gpt2_small, n_positions=1024, lm_head=True, use_cache=True),

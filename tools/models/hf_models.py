@@ -751,22 +751,56 @@ def update_causal_mask(attention_mask, input_tensor, cache_position):
     return causal_mask.masked_fill(padding_mask, min_dtype)
 
 
-def _decoder_prologue(inputs_embeds, attention_mask, position_ids, past_key_values):
+def _make_causal_mask(input_ids_shape, dtype, past_key_values_length):
+    """AttentionMaskConverter._make_causal_mask (transformers 4.36/4.37): [sequence, sequence]
+    triangle from arange comparisons, zeros for the past columns in front."""
+    bsz, tgt_len = input_ids_shape
+    mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min)
+    mask_cond = torch.arange(mask.size(-1))
+    mask.masked_fill_(mask_cond < (mask_cond + 1).view(mask.size(-1), 1), 0)
+    mask = mask.to(dtype)
+    if past_key_values_length is not None:  # `> 0` in transformers: true when traced with a past
+        mask = torch.cat([torch.zeros(tgt_len, past_key_values_length, dtype=dtype), mask], dim=-1)
+        return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len + past_key_values_length)
+    return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len)
+
+
+def prepare_4d_causal_attention_mask(attention_mask, inputs_embeds, past_key_values_length):
+    """_prepare_4d_causal_attention_mask -> AttentionMaskConverter.to_4d (transformers 4.36/4.37,
+    what optimum exported Llama and Phi with): the causal [sequence, past + sequence] mask with the
+    2-D padding mask [batch, total_sequence] expanded (_expand_mask) and merged by masked_fill."""
+    dtype = inputs_embeds.dtype
+    bsz, tgt_len = inputs_embeds.shape[0], inputs_embeds.shape[1]
+    causal_4d_mask = _make_causal_mask((bsz, tgt_len), dtype, past_key_values_length)
+    src_len = attention_mask.shape[-1]
+    expanded_mask = attention_mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
+    inverted_mask = 1.0 - expanded_mask
+    expanded_attn_mask = inverted_mask.masked_fill(inverted_mask.to(torch.bool), torch.finfo(dtype).min)
+    return causal_4d_mask.masked_fill(expanded_attn_mask.bool(), torch.finfo(dtype).min)
+
+
+def _decoder_prologue(inputs_embeds, attention_mask, position_ids, past_key_values, mask_style="update"):
     """What LlamaModel.forward computes before its layers: cache_position counts on from the past's
-    length (past_key_values[0][0].shape[-2], dynamic in the export), position_ids default to it."""
+    length (past_key_values[0][0].shape[-2], dynamic in the export), position_ids default to it.
+    mask_style "update": LlamaModel._update_causal_mask (transformers >= 4.38); "prepare_4d":
+    _prepare_4d_causal_attention_mask (4.36/4.37)."""
+    past_seen_tokens = None if past_key_values is None else past_key_values[0][0].shape[-2]
     if past_key_values is None:
         cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
     else:
-        past_seen_tokens = past_key_values[0][0].shape[-2]
         cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1],
                                       device=inputs_embeds.device)
     if position_ids is None:
         position_ids = cache_position.unsqueeze(0)
-    causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
+    if mask_style == "prepare_4d":
+        causal_mask = prepare_4d_causal_attention_mask(attention_mask, inputs_embeds, past_seen_tokens)
+    else:
+        causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
     return inputs_embeds, causal_mask, position_ids
 
 
 def _run_layers(layers, hidden_states, causal_mask, position_embeddings, past_key_values):
+    """position_embeddings: (cos, sin) for Llama/Gemma, position_ids for Phi (per-layer tables)."""
     presents = []
     for i, decoder_layer in enumerate(layers):
         if past_key_values is None:
@@ -796,6 +830,7 @@ class LlamaModel(nn.Module):
         self.layers = nn.ModuleList([LlamaDecoderLayer(c, i) for i in range(c["num_hidden_layers"])])
         self.norm = LlamaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
         self.rotary_emb = LlamaRotaryEmbedding(c)
+        self.mask_style = c.get("mask", "update")
 
     def forward(self, input_ids, attention_mask, position_ids=None, past_key_values=None):
         """Without past_key_values: the no-cache forward (positions 0..sequence-1). With them (one
@@ -803,7 +838,7 @@ class LlamaModel(nn.Module):
         (hidden_states, presents), the presents being the past with this step's keys/values appended."""
         inputs_embeds = self.embed_tokens(input_ids)
         hidden_states, causal_mask, position_ids = _decoder_prologue(inputs_embeds, attention_mask, position_ids,
-                                                                     past_key_values)
+                                                                     past_key_values, self.mask_style)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         hidden_states, presents = _run_layers(self.layers, hidden_states, causal_mask, position_embeddings,
                                               past_key_values)
@@ -833,43 +868,90 @@ class LlamaForCausalLM(nn.Module):
 
 
 # ----------------------------------------------------------------------------- Phi (Phi-1.5 / Phi-2)
+# transformers 4.37's modeling_phi (the first native Phi, the one optimum exported Phi-1.5 with):
+# rotary tables cached per attention layer and indexed by position_ids, q/k upcast to float32 and
+# scores divided by sqrt(head_dim), the 4.36/4.37 _prepare_4d_causal_attention_mask.
+class PhiRotaryEmbedding(nn.Module):
+    def __init__(self, dim, max_position_embeddings=2048, base=10000):
+        super().__init__()
+        self.dim = dim
+        self.max_position_embeddings = max_position_embeddings
+        self.base = base
+        inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2).float() / self.dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.max_seq_len_cached = max_position_embeddings
+        t = torch.arange(self.max_seq_len_cached, dtype=self.inv_freq.dtype)
+        freqs = torch.outer(t, self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos(), persistent=False)
+        self.register_buffer("sin_cached", emb.sin(), persistent=False)
+
+    def forward(self, x, seq_len):
+        return self.cos_cached[:seq_len].to(dtype=x.dtype), self.sin_cached[:seq_len].to(dtype=x.dtype)
+
+
+def apply_rotary_pos_emb_indexed(q, k, cos, sin, position_ids, unsqueeze_dim=1):
+    """4.37's apply_rotary_pos_emb: the cached tables gathered by position_ids."""
+    cos = cos[position_ids].unsqueeze(unsqueeze_dim)
+    sin = sin[position_ids].unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+    k_embed = (k * cos) + (rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
 class PhiAttention(nn.Module):
-    """transformers.models.phi.PhiAttention: biased q/k/v projections, rotary on the first
-    rotary_ndims (partial_rotary_factor) of each head only, output projection named `dense`."""
+    """Biased q/k/v projections, rotary on the first rotary_ndims (partial_rotary_factor) of each
+    head only, output projection named `dense`."""
 
     def __init__(self, c, layer_idx):
         super().__init__()
         self.layer_idx = layer_idx
-        self.head_dim = c["hidden_size"] // c["num_attention_heads"]
-        self.num_key_value_groups = c["num_attention_heads"] // c["num_key_value_heads"]
-        self.scaling = self.head_dim ** -0.5
-        self.attention_dropout = 0.0
-        h = c["hidden_size"]
-        self.q_proj = nn.Linear(h, c["num_attention_heads"] * self.head_dim, bias=True)
-        self.k_proj = nn.Linear(h, c["num_key_value_heads"] * self.head_dim, bias=True)
-        self.v_proj = nn.Linear(h, c["num_key_value_heads"] * self.head_dim, bias=True)
-        self.dense = nn.Linear(c["num_attention_heads"] * self.head_dim, h, bias=True)
-        self.rotary_ndims = int(self.head_dim * c["partial_rotary_factor"])
+        self.hidden_size = c["hidden_size"]
+        self.num_heads = c["num_attention_heads"]
+        self.head_dim = self.hidden_size // self.num_heads
+        self.num_key_value_heads = c["num_key_value_heads"]
+        self.num_key_value_groups = self.num_heads // self.num_key_value_heads
+        self.q_proj = nn.Linear(self.hidden_size, self.num_heads * self.head_dim, bias=True)
+        self.k_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=True)
+        self.v_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=True)
+        self.dense = nn.Linear(self.num_heads * self.head_dim, self.hidden_size, bias=True)
+        self.attention_dropout = nn.Dropout(0.0)
+        self.rotary_emb = PhiRotaryEmbedding(int(c["partial_rotary_factor"] * self.head_dim),
+                                             max_position_embeddings=c["max_position_embeddings"],
+                                             base=c["rope_theta"])
 
-    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
-        input_shape = hidden_states.shape[:-1]
-        hidden_shape = (*input_shape, -1, self.head_dim)
-        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
-        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
-        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
-        cos, sin = position_embeddings
-        query_rot, query_pass = query_states[..., : self.rotary_ndims], query_states[..., self.rotary_ndims:]
-        key_rot, key_pass = key_states[..., : self.rotary_ndims], key_states[..., self.rotary_ndims:]
-        query_rot, key_rot = apply_rotary_pos_emb(query_rot, key_rot, cos, sin)
+    def forward(self, hidden_states, attention_mask, position_ids, past_key_value=None):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        value_states = self.v_proj(hidden_states)
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        kv_seq_len = key_states.shape[-2]
+        if past_key_value is not None:
+            kv_seq_len += past_key_value[0].shape[-2]
+        cos, sin = self.rotary_emb(value_states, seq_len=kv_seq_len)
+        query_rot, query_pass = query_states[..., : self.rotary_emb.dim], query_states[..., self.rotary_emb.dim:]
+        key_rot, key_pass = key_states[..., : self.rotary_emb.dim], key_states[..., self.rotary_emb.dim:]
+        query_rot, key_rot = apply_rotary_pos_emb_indexed(query_rot, key_rot, cos, sin, position_ids)
         query_states = torch.cat((query_rot, query_pass), dim=-1)
         key_states = torch.cat((key_rot, key_pass), dim=-1)
         present = None
         if past_key_value is not None:
             key_states, value_states = _cache_update(past_key_value, key_states, value_states)
             present = (key_states, value_states)
-        attn_output = eager_attention_forward(query_states, key_states, value_states, attention_mask, self.scaling,
-                                              self.num_key_value_groups, self.attention_dropout, self.training)
-        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        # Queries and keys upcast to fp32 to prevent overflow
+        attn_weights = torch.matmul(query_states.to(torch.float32),
+                                    key_states.to(torch.float32).transpose(2, 3)) / math.sqrt(self.head_dim)
+        attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(value_states.dtype)
+        attn_weights = self.attention_dropout(attn_weights)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(bsz, q_len, self.hidden_size)
         attn_output = self.dense(attn_output)
         return attn_output if present is None else (attn_output, present)
 
@@ -895,10 +977,10 @@ class PhiDecoderLayer(nn.Module):
         self.input_layernorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
         self.resid_dropout = nn.Dropout(0.0)
 
-    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None):
+    def forward(self, hidden_states, attention_mask, position_ids, past_key_value=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        attn_outputs = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        attn_outputs = self.self_attn(hidden_states, attention_mask, position_ids, past_key_value)
         present = None
         if past_key_value is not None:
             attn_outputs, present = attn_outputs
@@ -915,15 +997,14 @@ class PhiModel(nn.Module):
         self.embed_dropout = nn.Dropout(0.0)
         self.layers = nn.ModuleList([PhiDecoderLayer(c, i) for i in range(c["num_hidden_layers"])])
         self.final_layernorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
-        self.rotary_emb = LlamaRotaryEmbedding(c)  # PhiRotaryEmbedding: the same, over rotary_ndims
 
     def forward(self, input_ids, attention_mask, position_ids=None, past_key_values=None):
         inputs_embeds = self.embed_tokens(input_ids)
         hidden_states, causal_mask, position_ids = _decoder_prologue(inputs_embeds, attention_mask, position_ids,
-                                                                     past_key_values)
+                                                                     past_key_values, "prepare_4d")
         hidden_states = self.embed_dropout(hidden_states)
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        hidden_states, presents = _run_layers(self.layers, hidden_states, causal_mask, position_embeddings,
+        # the layers' rotary tables are indexed by position_ids (no shared rotary_emb in 4.37)
+        hidden_states, presents = _run_layers(self.layers, hidden_states, causal_mask, position_ids,
                                               past_key_values)
         hidden_states = self.final_layernorm(hidden_states)
         return hidden_states if past_key_values is None else (hidden_states, presents)
@@ -960,17 +1041,17 @@ class GemmaRMSNorm(nn.Module):
         return output.type_as(x)
 
 
+class PytorchGELUTanh(nn.Module):
+    def forward(self, x):
+        return nn.functional.gelu(x, approximate="tanh")
+
+
 class GemmaMLP(LlamaMLP):
     """GeGLU: down(gelu_tanh(gate(x)) * up(x)) (ACT2FN["gelu_pytorch_tanh"])."""
 
     def __init__(self, c):
         super().__init__(c)
         self.act_fn = PytorchGELUTanh()
-
-
-class PytorchGELUTanh(nn.Module):
-    def forward(self, x):
-        return nn.functional.gelu(x, approximate="tanh")
 
 
 class GemmaAttention(LlamaAttention):
