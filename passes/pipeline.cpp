@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "io/model_io.h"
+#include "io/units.h"
 #include "ir/error.h"
 #include "passes/registry.h"
 
@@ -29,6 +30,18 @@ std::vector<const Pass*> select_passes(const std::vector<std::string>& only, con
   return out;
 }
 
+namespace {
+// Passes that added initializer bytes (removed.bytes < 0), largest addition first.
+std::vector<const PassStats*> growing_passes(const RunResult& r) {
+  std::vector<const PassStats*> out;
+  for (const PassStats& s : r.passes)
+    if (s.removed.bytes < 0) out.push_back(&s);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PassStats* a, const PassStats* b) { return a->removed.bytes < b->removed.bytes; });
+  return out;
+}
+}  // namespace
+
 nlohmann::json stats_json(const RunResult& r) {
   nlohmann::json j;
   auto size = [](const ModelSize& s) { return nlohmann::json{{"nodes", s.nodes}, {"initializers", s.initializers}, {"initializer_bytes", s.bytes}}; };
@@ -49,7 +62,24 @@ nlohmann::json stats_json(const RunResult& r) {
                            {"skipped", s.skipped},
                            {"analyze_seconds", s.analyze_seconds},
                            {"apply_seconds", s.apply_seconds}});
+  if (r.after.bytes > r.before.bytes) {
+    nlohmann::json by_pass = nlohmann::json::array();
+    for (const PassStats* p : growing_passes(r)) by_pass.push_back({{"name", p->name}, {"bytes_added", -p->removed.bytes}});
+    j["growth"] = {{"bytes", r.after.bytes - r.before.bytes}, {"passes", by_pass}};
+  }
   return j;
+}
+
+std::string growth_note(const RunResult& r) {
+  if (r.after.bytes <= r.before.bytes) return "";
+  std::string s = "the output's initializers are larger than the input's by " +
+                  human_bytes(static_cast<uint64_t>(r.after.bytes - r.before.bytes)) + ":";
+  const char* sep = " ";
+  for (const PassStats* p : growing_passes(r)) {
+    s += sep + p->name + " added " + human_bytes(static_cast<uint64_t>(-p->removed.bytes));
+    sep = ", ";
+  }
+  return s;
 }
 
 nlohmann::json verify_json(const VerifyResult& v) {
