@@ -4,6 +4,7 @@
   /usr/bin/python3 tools/models/export_zoo.py --small            # CI set, seconds, cached
   /usr/bin/python3 tools/models/export_zoo.py                    # full-size set
   /usr/bin/python3 tools/models/export_zoo.py --tinyllama        # + TinyLlama-1.1B shape (4.4 GB)
+  /usr/bin/python3 tools/models/export_zoo.py --phi15 --gemma2b  # + Phi-1.5, Gemma-2B shapes (5.7, 10 GB fp32)
   /usr/bin/python3 tools/models/export_zoo.py --only bert_small,resnet_small_bn --out /tmp/zoo
   /usr/bin/python3 tools/models/export_zoo.py --list
 
@@ -22,7 +23,9 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   vit              vit_b_16                                       vit_small
   bert / roberta   bert_base, roberta_base                        bert_small, roberta_mini
   distilbert       distilbert_base                                distilbert_small
-  gpt2 / llama     gpt2, tinyllama_2l, tinyllama (--tinyllama)    gpt2_small_cfg, llama_small
+  gpt2 / llama     gpt2, gpt2_lm, gpt2_past, tinyllama_2l,        gpt2_small_cfg, gpt2_small_lm, gpt2_small_past,
+                   tinyllama (--tinyllama)                        llama_small, llama_small_past
+  phi / gemma      phi15, gemma2b (+ `_past`; --phi15, --gemma2b) phi_small, gemma_small (+ `_past`)
   whisper_encoder  whisper_tiny_enc, whisper_base_enc             whisper_small_enc
   deit             deit_small (distilled: CLS + distillation      deit_mini
                    token, two heads averaged)
@@ -35,7 +38,13 @@ full) have the same weights exported at opset 17, where LayerNorm is one LayerNo
 every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
 module names) and yolo_models.py (Ultralytics').
 
-Output: `<out>/<name>.onnx` (TinyLlama: `<out>/tinyllama/model.onnx` + one file per tensor) and
+`_past`: decoders with a KV cache in optimum's layout (input_ids, attention_mask [batch,
+total_sequence], position_ids, past_key_values.N.key/value -> logits, present.N.key/value; see
+_decoder_with_past); `_lm`: GPT-2 with its LM head tied to the embedding. check_decoder.py compares
+them with torch through ONNX Runtime.
+
+Output: `<out>/<name>.onnx` (TinyLlama, Phi-1.5, Gemma-2B: `<out>/<name>/model.onnx` + one file per
+tensor) and
 `<out>/zoo.json`, a manifest with, per model: file, family, sets, config, opset, inputs/outputs
 (dtype and shape; dynamic dims by name; token-id inputs carry their valid `range`), the seed and
 exporter settings, node/initializer/op counts, and `modules` (named_modules(): path -> class;
@@ -53,6 +62,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -190,15 +200,17 @@ def registry() -> list[Spec]:
     specs.append(Spec("gemma_small", "gemma", S, gemma_small))
     specs.append(Spec("gemma_small_past", "gemma", S, dict(gemma_small, use_cache=True), seed_name="gemma_small",
                       notes="same weights as gemma_small; KV cache (optimum layout)"))
-    specs.append(Spec("phi15", "phi", ("phi15",), dict(PHI15), subdir=True,
-                      notes="full Phi-1.5 shape (5.7 GB), external data"))
+    # Full size: the lean export (attach_parameters) writes the fp32 weights straight from the
+    # module, one external file per tensor; peak RAM ~1x the weights instead of torch's ~2.3x.
+    lean = {"lean": True}
+    specs.append(Spec("phi15", "phi", ("phi15",), dict(PHI15), subdir=True, extra=lean,
+                      notes="full Phi-1.5 shape (5.7 GB fp32), external data"))
     specs.append(Spec("phi15_past", "phi", ("phi15",), dict(PHI15, use_cache=True), subdir=True, seed_name="phi15",
-                      notes="full Phi-1.5 shape with KV cache, external data"))
-    specs.append(Spec("gemma2b", "gemma", ("gemma2b",), dict(GEMMA2B, dtype="float16"), subdir=True,
-                      notes="full Gemma-2B shape in float16 (5 GB; as deployed), external data"))
-    specs.append(Spec("gemma2b_past", "gemma", ("gemma2b",), dict(GEMMA2B, dtype="float16", use_cache=True),
-                      subdir=True, seed_name="gemma2b",
-                      notes="full Gemma-2B shape in float16 with KV cache, external data"))
+                      extra=lean, notes="full Phi-1.5 shape with KV cache, external data"))
+    specs.append(Spec("gemma2b", "gemma", ("gemma2b",), dict(GEMMA2B), subdir=True, extra=lean,
+                      notes="full Gemma-2B shape (10 GB fp32), external data"))
+    specs.append(Spec("gemma2b_past", "gemma", ("gemma2b",), dict(GEMMA2B, use_cache=True), subdir=True,
+                      seed_name="gemma2b", extra=lean, notes="full Gemma-2B shape with KV cache, external data"))
     specs.append(Spec("tinyllama_2l", "llama", F, dict(TINYLLAMA, num_hidden_layers=2),
                       notes="TinyLlama-1.1B layer shapes, 2 of its 22 layers (fits in one file)"))
     specs.append(Spec("tinyllama", "llama", ("tinyllama",), dict(TINYLLAMA), subdir=True,
@@ -501,6 +513,43 @@ def _captured_fds(enabled: bool):
             os.close(saved[1])
 
 
+def attach_parameters(path: Path, model, n_inputs: int) -> None:
+    """The lean full-size export: torch.onnx.export(export_params=False) writes the graph alone,
+    the parameters as graph inputs after the model's own; here each becomes an initializer whose
+    bytes are written straight from the parameter's memory to its own external file. torch's
+    exporter copies every weight into the proto and serialises it (peak ~2.3x the fp32 weights:
+    12.2 GiB for Phi-1.5); this way the peak is the module itself (~1x). Same graph and tensors as
+    the plain export (checked on phi_small and gemma_small: identical nodes, initializers
+    byte-equal)."""
+    import onnx
+    from onnx import TensorProto
+    params = dict(model.named_parameters())  # tied weights: one name, as the exporter dedups them
+    proto = onnx.load(str(path), load_external_data=False)
+    g = proto.graph
+    keep, inits = list(g.input[:n_inputs]), []
+    for vi in g.input[n_inputs:]:
+        p = params.get(vi.name)
+        if p is None:
+            raise RuntimeError(f"graph input {vi.name} is not a parameter of the module")
+        a = p.detach().contiguous().numpy()
+        t = TensorProto(name=vi.name, dims=list(a.shape), data_type=onnx.helper.np_dtype_to_tensor_dtype(a.dtype)
+                        if hasattr(onnx.helper, "np_dtype_to_tensor_dtype")
+                        else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype])
+        location = re.sub(r"[^A-Za-z0-9._-]", "_", vi.name)
+        with open(path.parent / location, "wb") as f:
+            a.tofile(f)
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", location), ("offset", "0"), ("length", str(a.nbytes))):
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        inits.append(t)
+    del g.input[:]
+    g.input.extend(keep)
+    g.initializer.extend(inits)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+
+
 def load_checked(path: Path):
     """Load a model without its external data and run onnx.checker on the proto (the path form
     with full_check rewrites the file in onnx 1.12). The checker resolves external-data
@@ -538,10 +587,13 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
         modules = {n: type(m).__name__ for n, m in b.model.named_modules(remove_duplicate=False)}
         n_params = sum(p.numel() for p in b.model.parameters())
         mode = torch.onnx.TrainingMode.PRESERVE if spec.bn_preserve else torch.onnx.TrainingMode.EVAL
+        lean = bool(spec.extra.get("lean"))
         with _captured_fds(quiet), torch.enable_grad():  # grad on: vit's no-grad fast path is not exportable
             torch.onnx.export(b.model, b.args, str(tmp), input_names=b.input_names, output_names=b.output_names,
                               dynamic_axes=b.dynamic_axes, opset_version=opset, do_constant_folding=False,
-                              training=mode, verbose=False)
+                              training=mode, verbose=False, export_params=not lean)
+        if lean:
+            attach_parameters(tmp, b.model, len(b.input_names))
         proto = load_checked(tmp)
         ops: dict = {}
         for n in proto.graph.node:
@@ -637,6 +689,10 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="the small CI configurations (default: full-size set)")
     ap.add_argument("--tinyllama", action="store_true", help="also export the full TinyLlama-1.1B shape (4.4 GB)")
+    ap.add_argument("--phi15", action="store_true", help="also export the full Phi-1.5 shape, with and without "
+                    "KV cache (5.7 GB each, ~7 GiB RAM)")
+    ap.add_argument("--gemma2b", action="store_true", help="also export the full Gemma-2B shape, with and without "
+                    "KV cache (10 GB each, ~12 GiB RAM)")
     ap.add_argument("--only", help="comma-separated model names (any set)")
     ap.add_argument("--out", type=Path, default=REPO / ".cache" / "models", help="output folder (default: %(default)s)")
     ap.add_argument("--opset", type=int, default=DEFAULT_OPSET)
@@ -655,8 +711,9 @@ def main() -> int:
         todo = [by_name[n] for n in names]
     else:
         wanted = {"small"} if a.small else {"full"}
-        if a.tinyllama:
-            wanted.add("tinyllama")
+        for flag in ("tinyllama", "phi15", "gemma2b"):
+            if getattr(a, flag):
+                wanted.add(flag)
         todo = [s for s in specs if wanted & set(s.sets)]
 
     out = a.out.resolve()
@@ -694,10 +751,12 @@ def main() -> int:
         if not a.force and old and old.get("stamp") == stamp and (out / spec.file).exists():
             cached.append(spec.name)
             continue
-        if spec.name == "tinyllama":
-            problem = check_resources(out, need_ram_gb=14, need_disk_gb=10)
+        need = {"tinyllama": (14, 10), "phi15": (8, 7), "phi15_past": (8, 7), "gemma2b": (13, 11),
+                "gemma2b_past": (13, 11)}.get(spec.name)
+        if need:
+            problem = check_resources(out, need_ram_gb=need[0], need_disk_gb=need[1])
             if problem:
-                print(f"export_zoo: skipping tinyllama: {problem}", file=sys.stderr)
+                print(f"export_zoo: skipping {spec.name}: {problem}", file=sys.stderr)
                 failed.append(spec.name)
                 continue
         if a.verbose:
