@@ -119,9 +119,19 @@ std::optional<ConstTensor> deferred_transpose(const Graph& g, NodeId n, const Co
 // constant inputs. When a constant it was computed from stays read by a node that is not folded
 // (GPT-2's and Gemma's tied LM head: Transpose(wte) beside the embedding's Gather), the
 // materialised value is a second copy, so it counts in full against --fold-size; such folds are
-// dropped (the node stays: the runtime packs MatMul's B from the Transpose of an initializer).
+// dropped (the node stays: the runtime packs MatMul's B from the Transpose of an initializer, so
+// such a Transpose is never copied, whatever its size).
 // Dropping a fold may make its inputs materialised values in turn (a Cast before the Transpose),
 // hence the fixpoint. Folds in `plan.folds` are in topological order.
+// A Transpose read only as MatMul's B: the runtime packs B from the Transpose of an initializer
+// as it packs a stored one, so a folded copy gains nothing at any size.
+bool packed_operand(const Graph& g, const Uses& uses, NodeId n, ValueId y) {
+  if (!g.is_op(n, "Transpose")) return false;
+  for (const Use& u : uses.of(y))
+    if (u.slot != 1 || !g.is_op(u.node, "MatMul")) return false;
+  return true;
+}
+
 void drop_growing_folds(const Graph& g, const Uses& uses, Plan& plan, uint64_t fold_size) {
   if (plan.folds.empty()) return;
   std::vector<uint8_t> folded(g.node_capacity(), 0), removed(g.node_capacity(), 0);
@@ -156,7 +166,7 @@ void drop_growing_folds(const Graph& g, const Uses& uses, Plan& plan, uint64_t f
       if (!live || !removed[f.node.index()]) continue;
       for (size_t k = 0; k < g.outputs(f.node).size(); ++k) {
         ValueId y = g.output(f.node, k);
-        if (y.valid() && f.outputs[k].size > fold_size && read_outside(y)) {
+        if (y.valid() && read_outside(y) && (f.outputs[k].size > fold_size || packed_operand(g, uses, f.node, y))) {
           removed[f.node.index()] = 0;
           changed = true;
           break;

@@ -15,11 +15,11 @@ namespace onnxforge::passes {
 // listing the known ones.
 std::vector<const Pass*> select_passes(const std::vector<std::string>& only, const std::vector<std::string>& skip);
 
-// Includes "growth" when the passes left more initializer bytes than they found: the total and
-// each pass that added bytes, largest first.
+// Includes "growth" when the output stores more tensor bytes (initializers and Constant nodes)
+// than the input: the total and each pass's change of initializer bytes, largest addition first.
 nlohmann::json stats_json(const RunResult& r);
-// One line for an output larger than its input: by how much and which passes made it larger
-// ("" when it is not larger).
+// One line for an output larger than its input: by how much, which passes added bytes and which
+// removed them ("" when it is not larger).
 std::string growth_note(const RunResult& r);
 nlohmann::json verify_json(const VerifyResult& v);
 
