@@ -37,19 +37,28 @@ MakeModel tied_head(int64_t vocab, int64_t hidden, bool gather, bool scale = fal
 
 int64_t initializer_bytes(const Model& m) { return passes::measure(m).stored_bytes(); }
 
+const std::vector<std::string> kFold = {"fold_constants", "eliminate_dead_nodes", "eliminate_unused_initializers"};
+
+// Folds (checked against the original through the runtime) and expects `transposes` Transposes
+// left, one initializer and the stored bytes unchanged.
+void fold_expecting(const MakeModel& make, size_t transposes) {
+  const int64_t before = initializer_bytes(*make());
+  auto m = optimize_and_check(make, kFold);
+  EXPECT_EQ(count_op(m->main(), "Transpose"), transposes);
+  EXPECT_EQ(m->main().initializers().size(), 1u);
+  EXPECT_EQ(initializer_bytes(*m), before);
+}
+
 TEST(NoGrowth, TiedEmbeddingStaysOneTensor) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   // 512 x 1024 floats: 2 MiB, over the 1 MiB --fold-size, so the old max(inputs, fold-size)
   // allowance let the 2 MiB copy through.
   auto make = tied_head(512, 1024, true);
-  const int64_t before = initializer_bytes(*make());
-  auto m = optimize_and_check(make, {"fold_constants", "eliminate_dead_nodes", "eliminate_unused_initializers"});
-  EXPECT_EQ(count_op(m->main(), "Transpose"), 1u);
-  EXPECT_EQ(m->main().initializers().size(), 1u);
-  EXPECT_EQ(initializer_bytes(*m), before);
+  fold_expecting(make, 1);
   // Also under a --fold-size above the table: a Transpose read as MatMul's B is packed by the
   // runtime from the initializer, a copy gains nothing.
   auto big = make();
+  const int64_t before = initializer_bytes(*big);
   optimize(*big, {"fold_constants", "eliminate_dead_nodes"}, uint64_t{64} << 20);
   EXPECT_EQ(count_op(big->main(), "Transpose"), 1u);
   EXPECT_EQ(initializer_bytes(*big), before);
@@ -66,12 +75,7 @@ TEST(NoGrowth, EveryPassTogetherKeepsTheTiedTableSingle) {
 TEST(NoGrowth, SourceReadOnlyByTheTransposeStillFolds) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   // An untied head: wte dies with the fold, the transposed table replaces it (same bytes).
-  auto make = tied_head(512, 1024, false);
-  const int64_t before = initializer_bytes(*make());
-  auto m = optimize_and_check(make, {"fold_constants", "eliminate_dead_nodes", "eliminate_unused_initializers"});
-  EXPECT_EQ(count_op(m->main(), "Transpose"), 0u);
-  EXPECT_EQ(m->main().initializers().size(), 1u);
-  EXPECT_EQ(initializer_bytes(*m), before);
+  fold_expecting(tied_head(512, 1024, false), 0);
 }
 
 TEST(NoGrowth, ChainFromALiveSourceIsNotMaterialised) {
@@ -81,13 +85,12 @@ TEST(NoGrowth, ChainFromALiveSourceIsNotMaterialised) {
   // the folded set: it is not materialised either (the fixpoint).
   auto make = tied_head(512, 1024, true, true);
   const int64_t before = initializer_bytes(*make());
-  auto m = optimize_and_check(make, {"fold_constants", "eliminate_dead_nodes", "eliminate_unused_initializers"});
+  auto m = optimize_and_check(make, kFold);
   EXPECT_EQ(count_op(m->main(), "Transpose"), 1u);
   EXPECT_EQ(count_op(m->main(), "Mul"), 1u);
   EXPECT_LE(initializer_bytes(*m), before + 64);  // the scalar only
   // Without the Gather the chain folds: the table dies, its scaled transpose replaces it.
-  auto untied = optimize_and_check(tied_head(512, 1024, false, true),
-                                   {"fold_constants", "eliminate_dead_nodes", "eliminate_unused_initializers"});
+  auto untied = optimize_and_check(tied_head(512, 1024, false, true), kFold);
   EXPECT_EQ(count_op(untied->main(), "Transpose") + count_op(untied->main(), "Mul"), 0u);
 }
 
@@ -96,7 +99,7 @@ TEST(NoGrowth, SmallCopyOfALiveSourceFoldsWithinFoldSize) {
   // 16 x 8 table read by a Gather and by Transpose -> Mul: the 512-byte copy is within
   // --fold-size (1 MiB) and folds; read as MatMul's B directly it would not (packed_operand).
   auto make = tied_head(16, 8, true, true);
-  auto m = optimize_and_check(make, {"fold_constants", "eliminate_dead_nodes", "eliminate_unused_initializers"});
+  auto m = optimize_and_check(make, kFold);
   EXPECT_EQ(count_op(m->main(), "Transpose") + count_op(m->main(), "Mul"), 0u);
   EXPECT_EQ(m->main().initializers().size(), 2u);  // the table (Gather) and the folded copy
   // Under --fold-size 256 the copy counts in full and is over it.
@@ -132,8 +135,7 @@ TEST(NoGrowth, ReportNamesThePassThatMadeTheOutputLarger) {
   GraphBuilder b;
   ValueId x = b.input("x", {1024, 1024});
   b.output(b.node("Add", {x, b.node("ConstantOfShape", {b.i64("shape", {1024, 1024})})}));
-  const passes::RunResult r = optimize(*b.m, {"fold_constants", "eliminate_dead_nodes", "eliminate_unused_initializers"},
-                                       uint64_t{8} << 20);
+  const passes::RunResult r = optimize(*b.m, kFold, uint64_t{8} << 20);
   ASSERT_GT(r.after.stored_bytes(), r.before.stored_bytes());
   EXPECT_EQ(passes::growth_note(r),
             "the output stores 4.00 MiB more than the input: fold_constants +4.00 MiB, eliminate_unused_initializers -16 B");

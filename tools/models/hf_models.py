@@ -799,8 +799,10 @@ def _decoder_prologue(inputs_embeds, attention_mask, position_ids, past_key_valu
     return inputs_embeds, causal_mask, position_ids
 
 
-def _run_layers(layers, hidden_states, causal_mask, position_embeddings, past_key_values):
-    """position_embeddings: (cos, sin) for Llama/Gemma, position_ids for Phi (per-layer tables)."""
+def _run_layers(layers, final_norm, hidden_states, causal_mask, position_embeddings, past_key_values):
+    """The decoder layers and the final norm: hidden_states without a cache, (hidden_states,
+    presents) with one. position_embeddings: (cos, sin) for Llama/Gemma, position_ids for Phi
+    (per-layer tables)."""
     presents = []
     for i, decoder_layer in enumerate(layers):
         if past_key_values is None:
@@ -809,7 +811,8 @@ def _run_layers(layers, hidden_states, causal_mask, position_embeddings, past_ke
             hidden_states, present = decoder_layer(hidden_states, causal_mask, position_embeddings,
                                                    past_key_values[i])
             presents.append(present)
-    return hidden_states, presents
+    hidden_states = final_norm(hidden_states)
+    return hidden_states if past_key_values is None else (hidden_states, presents)
 
 
 def _flat_past(past_flat):
@@ -840,10 +843,8 @@ class LlamaModel(nn.Module):
         hidden_states, causal_mask, position_ids = _decoder_prologue(inputs_embeds, attention_mask, position_ids,
                                                                      past_key_values, self.mask_style)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        hidden_states, presents = _run_layers(self.layers, hidden_states, causal_mask, position_embeddings,
-                                              past_key_values)
-        hidden_states = self.norm(hidden_states)
-        return hidden_states if past_key_values is None else (hidden_states, presents)
+        return _run_layers(self.layers, self.norm, hidden_states, causal_mask, position_embeddings,
+                           past_key_values)
 
 
 class LlamaForCausalLM(nn.Module):
@@ -1004,10 +1005,8 @@ class PhiModel(nn.Module):
                                                                      past_key_values, "prepare_4d")
         hidden_states = self.embed_dropout(hidden_states)
         # the layers' rotary tables are indexed by position_ids (no shared rotary_emb in 4.37)
-        hidden_states, presents = _run_layers(self.layers, hidden_states, causal_mask, position_ids,
-                                              past_key_values)
-        hidden_states = self.final_layernorm(hidden_states)
-        return hidden_states if past_key_values is None else (hidden_states, presents)
+        return _run_layers(self.layers, self.final_layernorm, hidden_states, causal_mask, position_ids,
+                           past_key_values)
 
 
 class PhiForCausalLM(nn.Module):
@@ -1100,10 +1099,8 @@ class GemmaModel(nn.Module):
         # the embeddings scaled by sqrt(hidden_size), rounded to the activations' dtype
         normalizer = torch.tensor(self.hidden_size ** 0.5, dtype=hidden_states.dtype)
         hidden_states = hidden_states * normalizer
-        hidden_states, presents = _run_layers(self.layers, hidden_states, causal_mask, position_embeddings,
-                                              past_key_values)
-        hidden_states = self.norm(hidden_states)
-        return hidden_states if past_key_values is None else (hidden_states, presents)
+        return _run_layers(self.layers, self.norm, hidden_states, causal_mask, position_embeddings,
+                           past_key_values)
 
 
 class GemmaForCausalLM(nn.Module):
