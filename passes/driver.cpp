@@ -147,6 +147,9 @@ ModelSize measure(const Model& m) {
     s.nodes += g.node_count();
     s.initializers += static_cast<int64_t>(g.initializers().size());
     for (ValueId v : g.initializers()) s.bytes += static_cast<int64_t>(m.tensors.byte_size(g.initializer(v)));
+    for (NodeId n : g.nodes())
+      if (const Attr* a = g.is_op(n, "Constant") ? g.attr(n, "value") : nullptr; a && a->type == AttrType::Tensor)
+        s.constant_bytes += static_cast<int64_t>(m.tensors.byte_size(a->tensor));
   }
   return s;
 }

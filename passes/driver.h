@@ -35,6 +35,8 @@ struct RunOptions {
 
 struct ModelSize {
   int64_t nodes = 0, initializers = 0, bytes = 0;  // all live graphs
+  int64_t constant_bytes = 0;  // tensors held by Constant nodes (exporters store buffers there)
+  int64_t stored_bytes() const { return bytes + constant_bytes; }
 };
 ModelSize measure(const Model& m);
 

@@ -3,8 +3,10 @@
 // parallel. Shape/Size of a value with a fully static shape fold without evaluation. Constant
 // nodes become initializers (zero-copy for `value`). Size guard: a fold is kept only if each
 // output is no larger than max(its largest constant input, --fold-size) — folding never
-// inflates the model (OnnxSlim #190, onnxsim #178). A whole constant chain folds in one round:
-// only the values something outside the folded set reads are materialised.           class 1
+// inflates the model (OnnxSlim #190, onnxsim #178) — and no larger than --fold-size when a
+// constant it was computed from stays read elsewhere (drop_growing_folds). A whole constant chain
+// folds in one round: only the values something outside the folded set reads are
+// materialised.                                                                        class 1
 #include <tbb/parallel_for.h>
 
 #include <chrono>
@@ -111,6 +113,68 @@ constexpr uint64_t kDeferMin = uint64_t{1} << 20;
 std::optional<ConstTensor> deferred_transpose(const Graph& g, NodeId n, const ConstTensor& x) {
   if (x.size < kDeferMin) return std::nullopt;
   return transpose_recipe(g, n, x);
+}
+
+// No growth: the max(inputs, --fold-size) allowance assumes the folded value replaces its
+// constant inputs. When a constant it was computed from stays read by a node that is not folded
+// (GPT-2's and Gemma's tied LM head: Transpose(wte) beside the embedding's Gather), the
+// materialised value is a second copy, so it counts in full against --fold-size; such folds are
+// dropped (the node stays: the runtime packs MatMul's B from the Transpose of an initializer, so
+// such a Transpose is never copied, whatever its size).
+// Dropping a fold may make its inputs materialised values in turn (a Cast before the Transpose),
+// hence the fixpoint. Folds in `plan.folds` are in topological order.
+// A Transpose read only as MatMul's B: the runtime packs B from the Transpose of an initializer
+// as it packs a stored one, so a folded copy gains nothing at any size.
+bool packed_operand(const Graph& g, const Uses& uses, NodeId n, ValueId y) {
+  if (!g.is_op(n, "Transpose")) return false;
+  for (const Use& u : uses.of(y))
+    if (u.slot != 1 || !g.is_op(u.node, "MatMul")) return false;
+  return true;
+}
+
+void drop_growing_folds(const Graph& g, const Uses& uses, Plan& plan, uint64_t fold_size) {
+  if (plan.folds.empty()) return;
+  std::vector<uint8_t> folded(g.node_capacity(), 0), removed(g.node_capacity(), 0);
+  for (const Fold& f : plan.folds) {
+    folded[f.node.index()] = 1;
+    removed[f.node.index()] = !f.keep;
+  }
+  for (NodeId n : plan.constants) removed[n.index()] = 1;
+  auto read_outside = [&](ValueId v) {
+    if (g.is_graph_output(v)) return true;
+    for (const Use& u : uses.of(v))
+      if (u.slot == Use::kImplicit || !removed[u.node.index()]) return true;
+    return false;
+  };
+  auto constant_source = [&](ValueId v) {
+    NodeId p = g.producer(v);
+    return p.valid() ? g.is_op(p, "Constant") : g.is_constant(v);
+  };
+  std::vector<uint8_t> copies_live(g.value_count(), 0);  // computed from a constant that stays read
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Fold& f : plan.folds) {
+      bool live = false;
+      for (ValueId x : g.inputs(f.node)) {
+        if (!x.valid()) continue;
+        NodeId p = g.producer(x);
+        if (p.valid() && folded[p.index()]) live = live || copies_live[x.index()];
+        else if (constant_source(x)) live = live || read_outside(x);
+      }
+      for (ValueId y : g.outputs(f.node))
+        if (y.valid()) copies_live[y.index()] = live;
+      if (!live || !removed[f.node.index()]) continue;
+      for (size_t k = 0; k < g.outputs(f.node).size(); ++k) {
+        ValueId y = g.output(f.node, k);
+        if (y.valid() && read_outside(y) && (f.outputs[k].size > fold_size || packed_operand(g, uses, f.node, y))) {
+          removed[f.node.index()] = 0;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  std::erase_if(plan.folds, [&](const Fold& f) { return !f.keep && !removed[f.node.index()]; });
 }
 
 Plan analyze_plan(const Graph& g, const Uses& uses, const PassOptions& o) {
@@ -221,6 +285,7 @@ Plan analyze_plan(const Graph& g, const Uses& uses, const PassOptions& o) {
   }
   for (NodeId n : order)
     if (done[n.index()]) plan.folds.push_back(std::move(results[n.index()]));
+  drop_growing_folds(g, uses, plan, o.fold_size);
   return plan;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "io/model_io.h"
+#include "io/units.h"
 #include "ir/error.h"
 #include "passes/registry.h"
 
@@ -29,9 +30,28 @@ std::vector<const Pass*> select_passes(const std::vector<std::string>& only, con
   return out;
 }
 
+namespace {
+// Passes that changed the initializer bytes, largest addition first.
+std::vector<const PassStats*> passes_by_bytes(const RunResult& r) {
+  std::vector<const PassStats*> out;
+  for (const PassStats& s : r.passes)
+    if (s.removed.bytes != 0) out.push_back(&s);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PassStats* a, const PassStats* b) { return a->removed.bytes < b->removed.bytes; });
+  return out;
+}
+
+std::string signed_bytes(int64_t added) {
+  return (added < 0 ? "-" : "+") + human_bytes(static_cast<uint64_t>(added < 0 ? -added : added));
+}
+}  // namespace
+
 nlohmann::json stats_json(const RunResult& r) {
   nlohmann::json j;
-  auto size = [](const ModelSize& s) { return nlohmann::json{{"nodes", s.nodes}, {"initializers", s.initializers}, {"initializer_bytes", s.bytes}}; };
+  auto size = [](const ModelSize& s) {
+    return nlohmann::json{{"nodes", s.nodes}, {"initializers", s.initializers}, {"initializer_bytes", s.bytes},
+                          {"constant_node_bytes", s.constant_bytes}};
+  };
   j["before"] = size(r.before);
   j["after"] = size(r.after);
   j["rounds"] = r.rounds;
@@ -49,7 +69,26 @@ nlohmann::json stats_json(const RunResult& r) {
                            {"skipped", s.skipped},
                            {"analyze_seconds", s.analyze_seconds},
                            {"apply_seconds", s.apply_seconds}});
+  if (r.after.stored_bytes() > r.before.stored_bytes()) {
+    nlohmann::json by_pass = nlohmann::json::array();
+    for (const PassStats* p : passes_by_bytes(r)) by_pass.push_back({{"name", p->name}, {"bytes_added", -p->removed.bytes}});
+    j["growth"] = {{"bytes", r.after.stored_bytes() - r.before.stored_bytes()}, {"passes", by_pass},
+                   {"constant_node_bytes_added", r.after.constant_bytes - r.before.constant_bytes}};
+  }
   return j;
+}
+
+std::string growth_note(const RunResult& r) {
+  const int64_t grew = r.after.stored_bytes() - r.before.stored_bytes();
+  if (grew <= 0) return "";
+  std::string s = "the output stores " + human_bytes(static_cast<uint64_t>(grew)) + " more than the input:";
+  const char* sep = " ";
+  for (const PassStats* p : passes_by_bytes(r)) {
+    s += sep + p->name + " " + signed_bytes(-p->removed.bytes);
+    sep = ", ";
+  }
+  if (int64_t c = r.after.constant_bytes - r.before.constant_bytes; c != 0) s += std::string(sep) + "Constant nodes " + signed_bytes(c);
+  return s;
 }
 
 nlohmann::json verify_json(const VerifyResult& v) {

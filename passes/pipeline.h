@@ -15,7 +15,12 @@ namespace onnxforge::passes {
 // listing the known ones.
 std::vector<const Pass*> select_passes(const std::vector<std::string>& only, const std::vector<std::string>& skip);
 
+// Includes "growth" when the output stores more tensor bytes (initializers and Constant nodes)
+// than the input: the total and each pass's change of initializer bytes, largest addition first.
 nlohmann::json stats_json(const RunResult& r);
+// One line for an output larger than its input: by how much, which passes added bytes and which
+// removed them ("" when it is not larger).
+std::string growth_note(const RunResult& r);
 nlohmann::json verify_json(const VerifyResult& v);
 
 // Runs `passes` one at a time (each to its fixed point) on a fresh load of `path`, checking the

@@ -188,6 +188,68 @@ void scan(const Graph& g, Forensics& f) {
   }
 }
 
+// Whether `v` is computed from a Range within a few index-arithmetic steps: the row and column
+// indices of a causal mask built by comparisons (transformers' _make_causal_mask:
+// arange < (arange + 1).view(-1, 1); _update_causal_mask: arange(total) > cache_position.view(-1, 1)).
+bool from_range(const Graph& g, ValueId v, int depth = 0) {
+  NodeId p = from(g, v);
+  if (!p.valid() || depth > 5) return false;
+  if (op(g, p, "Range")) return true;
+  for (const char* t : {"Add", "Sub", "Reshape", "Unsqueeze", "Cast", "Slice", "Expand"})
+    if (op(g, p, t)) {
+      for (ValueId x : g.inputs(p))
+        if (x.valid() && !constant(g, x) && from_range(g, x, depth + 1)) return true;
+      return false;
+    }
+  return false;
+}
+
+// A comparison of a row index with a column index, both from Ranges: a triangular mask.
+bool range_comparison(const Graph& g, NodeId n) {
+  if (!(op(g, n, "Less") || op(g, n, "Greater") || op(g, n, "LessOrEqual") || op(g, n, "GreaterOrEqual")))
+    return false;
+  return g.inputs(n).size() == 2 && from_range(g, g.input(n, 0)) && from_range(g, g.input(n, 1));
+}
+
+// rotate_half(x) = Concat(-x[..., d/2:], x[..., :d/2]): a Neg of a Slice beside a Slice of the
+// same tensor. Rotary tables cached as initializers (transformers <= 4.37, Phi) have no Sin/Cos.
+bool rotate_half(const Graph& g, NodeId n) {
+  if (!op(g, n, "Concat") || g.inputs(n).size() != 2) return false;
+  NodeId neg = from(g, g.input(n, 0)), other = from(g, g.input(n, 1));
+  if (!op(g, neg, "Neg") || !op(g, other, "Slice")) return false;
+  NodeId sliced = from(g, g.input(neg, 0));
+  return op(g, sliced, "Slice") && g.input(sliced, 0) == g.input(other, 0);
+}
+
+// A KV cache: a rank-4 float graph input concatenated with this step's keys/values (the Concat's
+// result is a `present` output or read by the attention's MatMul, maybe through repeat_kv's
+// Expand/Reshape or a Transpose); fused, an attention node returning present_key/present_value as
+// graph outputs.
+bool cache_concat(const Graph& g, const Uses& u, NodeId n) {
+  if (!op(g, n, "Concat")) return false;
+  bool past = false;
+  for (ValueId x : g.inputs(n))
+    past = past || (x.valid() && g.is_graph_input(x) && !g.is_initializer(x) && g.has_type(x) && g.rank(x) == 4 &&
+                    (g.dtype(x) == DType::Float || g.dtype(x) == DType::Float16 || g.dtype(x) == DType::BFloat16));
+  if (!past) return false;
+  ValueId y = g.output(n, 0);
+  if (g.is_graph_output(y)) return true;
+  std::vector<ValueId> frontier{y};
+  for (int depth = 0; depth < 4 && !frontier.empty(); ++depth) {
+    std::vector<ValueId> next;
+    for (ValueId v : frontier)
+      for (const Use& use : u.of(v)) {
+        if (use.slot == Use::kImplicit) continue;
+        if (op(g, use.node, "MatMul")) return true;
+        if (op(g, use.node, "Transpose") || op(g, use.node, "Expand") || op(g, use.node, "Reshape") ||
+            op(g, use.node, "Unsqueeze") || op(g, use.node, "Cast"))
+          next.push_back(g.output(use.node, 0));
+      }
+    frontier = std::move(next);
+  }
+  return false;
+}
+
 bool bookkeeping(const Graph& g, NodeId n) {
   for (const char* t : {"Constant", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Cast", "Slice",
                         "Identity", "ConstantOfShape", "Range", "Equal", "Where", "Expand"})
@@ -254,6 +316,7 @@ nlohmann::json Fingerprint::to_json() const {
           {"audio_input", audio_input},
           {"causal_mask", causal_mask},
           {"rotary", rotary},
+          {"kv_cache", kv_cache},
           {"silu", silu},
           {"recurrent", recurrent},
           {"layer_norm", has_layer_norm},
@@ -264,7 +327,7 @@ nlohmann::json Fingerprint::to_json() const {
 Fingerprint fingerprint(const Model& m) {
   Fingerprint p;
   int64_t norms = 0;
-  bool sin = false, cos = false;
+  bool sin = false, cos = false, half_rotation = false;
   const Forensics f = forensics(m);
   p.attention_like = f.attention_blocks;
   int64_t fused_attention = 0;
@@ -282,7 +345,9 @@ Fingerprint fingerprint(const Model& m) {
       }
       if (op(g, n, "MatMul") || op(g, n, "Gemm")) ++p.matmuls;
       if (op(g, n, "Softmax")) ++p.softmaxes;
-      if (op(g, n, "Trilu")) p.causal_mask = true;
+      if (op(g, n, "Trilu") || range_comparison(g, n)) p.causal_mask = true;
+      if (rotate_half(g, n)) half_rotation = true;
+      if (cache_concat(g, u, n)) p.kv_cache = true;
       if (op(g, n, "Where") && !p.causal_mask) {
         // GPT-2's masked_fill(bias[:, :, k-q:k, :k]): the condition is a slice of a stored
         // square boolean table.
@@ -305,6 +370,8 @@ Fingerprint fingerprint(const Model& m) {
       if (fused_op(g, n, {"Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention",
                           "PackedMultiHeadAttention", "DecoderMaskedMultiHeadAttention"})) {
         ++fused_attention;
+        for (size_t k = 1; k < g.outputs(n).size(); ++k)  // present_key / present_value
+          if (g.is_graph_output(g.output(n, k))) p.kv_cache = true;
         if (g.attr_int(n, "is_causal", 0) != 0 || g.attr_int(n, "unidirectional", 0) != 0 ||
             op_type_is(g, n, "GroupQueryAttention") || op_type_is(g, n, "DecoderMaskedMultiHeadAttention"))
           p.causal_mask = true;
@@ -386,7 +453,7 @@ Fingerprint fingerprint(const Model& m) {
       }
     }
   }
-  p.rotary = sin && cos;
+  p.rotary = (sin && cos) || half_rotation;
   p.attention_like += fused_attention;
   p.has_layer_norm = p.has_layer_norm || f.layer_norm_decomposed > 0;
   const double c = std::max<int64_t>(p.compute_nodes, 1);
@@ -398,9 +465,13 @@ Fingerprint fingerprint(const Model& m) {
   if (p.recurrent || (p.audio_input && p.conv1d > 0)) {
     p.family = Family::Speech;
     p.reason = p.recurrent ? "recurrent ops" : "audio-shaped input read by 1-D convolutions";
-  } else if (p.token_input && attention && (p.causal_mask || p.rotary)) {
+  } else if (p.token_input && attention && (p.causal_mask || p.rotary || p.kv_cache)) {
     p.family = Family::DecoderLlm;
-    p.reason = std::string("token input, attention, ") + (p.rotary ? "rotary tables" : "a causal mask");
+    std::string why;
+    for (auto [on, what] : {std::pair{p.kv_cache, "a KV cache"}, std::pair{p.causal_mask, "a causal mask"},
+                            std::pair{p.rotary, "rotary embeddings"}})
+      if (on) why += (why.empty() ? "" : ", ") + std::string(what);
+    p.reason = "token input, attention, " + why;
   } else if (p.token_input && attention) {
     p.family = Family::EncoderTransformer;
     p.reason = "token input, attention without a causal mask";

@@ -52,8 +52,9 @@ struct Fingerprint {
   bool token_input = false;   // an integer input of rank 2 (token ids)
   bool image_input = false;   // a float input of rank 4
   bool audio_input = false;   // a float input of rank 2 or 3 read by a 1-D Conv, or recurrent ops
-  bool causal_mask = false;   // Trilu / a triangular mask construction
-  bool rotary = false;        // Sin and Cos (rotary tables) feeding elementwise products
+  bool causal_mask = false;   // Trilu / a triangular mask construction (also from Range comparisons)
+  bool rotary = false;        // Sin and Cos (rotary tables), or rotate_half (Concat(-x2, x1) of slices)
+  bool kv_cache = false;      // a graph input concatenated into attention keys/values, or fused past/present
   bool silu = false;          // x * Sigmoid(x)
   bool recurrent = false;     // LSTM / GRU / RNN
   bool has_layer_norm = false, has_rms_norm = false, has_gelu = false;

@@ -167,6 +167,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   double passes_s = seconds_since(tp);
 
   out.report = stats_json(out.run);
+  if (std::string grew = growth_note(out.run); !grew.empty()) out.notes.push_back(std::move(grew));
   out.report["input"] = input.string();
   out.report["target"] = {{"name", target.name}, {"max_opset", target.max_opset},
                           {"fusions_dropped", plan.dropped}, {"decompositions", plan.decompositions},

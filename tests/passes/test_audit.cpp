@@ -47,6 +47,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Expect{"gpt2_small_cfg", Family::DecoderLlm, 2, 5},
                       // RMSNorms are not LayerNorms.
                       Expect{"llama_small", Family::DecoderLlm, 2, 0},
+                      // The causal decoders with and without a KV cache (issue 25): Llama with
+                      // _prepare_4d_causal_attention_mask (no Trilu), GPT-2 with its tied LM head,
+                      // Phi (cached rotary tables: no Sin/Cos; one LayerNorm per layer + the final
+                      // one), Gemma (MQA, (1 + w) RMSNorm).
+                      Expect{"llama_small_past", Family::DecoderLlm, 2, 0},
+                      Expect{"gpt2_small_lm", Family::DecoderLlm, 2, 5},
+                      Expect{"gpt2_small_past", Family::DecoderLlm, 2, 5},
+                      Expect{"phi_small", Family::DecoderLlm, 2, 3},
+                      Expect{"phi_small_past", Family::DecoderLlm, 2, 3},
+                      Expect{"gemma_small", Family::DecoderLlm, 2, 0},
+                      Expect{"gemma_small_past", Family::DecoderLlm, 2, 0},
                       // 2 layers x 2 + the final LayerNorm.
                       Expect{"vit_small", Family::VisionTransformer, 2, 5},
                       Expect{"whisper_small_enc", Family::Speech, 2, 5}),
@@ -80,7 +91,9 @@ INSTANTIATE_TEST_SUITE_P(
 // "unknown").
 TEST(Audit, FamilyOfTheFusedModelsIsTheOriginals) {
   for (const char* name : {"vit_small", "deit_mini", "mobilevit_mini", "bert_small", "roberta_mini", "distilbert_small",
-                           "gpt2_small_cfg", "llama_small", "whisper_small_enc", "wav2vec2_mini", "yolov8n_mini"}) {
+                           "gpt2_small_cfg", "llama_small", "whisper_small_enc", "wav2vec2_mini", "yolov8n_mini",
+                           "llama_small_past", "gpt2_small_lm", "gpt2_small_past", "phi_small", "phi_small_past",
+                           "gemma_small", "gemma_small_past"}) {
     SCOPED_TRACE(name);
     const auto path = test::model_dir() / (std::string(name) + ".onnx");
     if (!std::filesystem::exists(path)) continue;  // the M11 models, when not exported
@@ -105,6 +118,84 @@ TEST(Audit, LlamaFingerprintSeesRotaryAndRmsNorm) {
   EXPECT_TRUE(f.silu);
   EXPECT_TRUE(f.token_input);
   EXPECT_FALSE(f.image_input);
+}
+
+// Each decoder read by the evidence it really has. Before issue 25 the Llama cache export (mask
+// from arange comparisons, no Trilu) and Phi (rotary tables cached as initializers, no Sin/Cos)
+// read as "encoder transformer": only Trilu and Sin+Cos counted.
+TEST(Audit, DecoderEvidenceOfEachSpelling) {
+  struct Case {
+    const char* model;
+    bool kv_cache, causal_mask, rotary, sin_cos;
+  };
+  for (const Case& c : {Case{"llama_small", false, true, true, true}, Case{"llama_small_past", true, true, true, true},
+                        Case{"phi_small", false, true, true, false}, Case{"phi_small_past", true, true, true, false},
+                        Case{"gemma_small_past", true, true, true, true}, Case{"gpt2_small_lm", false, true, false, false},
+                        Case{"gpt2_small_past", true, true, false, false}, Case{"bert_small", false, false, false, false}}) {
+    SCOPED_TRACE(c.model);
+    auto m = load_model(test::zoo_model(c.model));
+    infer_shapes(*m);
+    const Fingerprint f = fingerprint(*m);
+    EXPECT_EQ(f.kv_cache, c.kv_cache);
+    EXPECT_EQ(f.causal_mask, c.causal_mask);
+    EXPECT_EQ(f.rotary, c.rotary);
+    bool sin = false;
+    for (NodeId n : m->main().nodes()) sin = sin || m->main().is_op(n, "Sin");
+    EXPECT_EQ(sin, c.sin_cos);  // Phi's rotary is found without them
+    if (c.kv_cache) {
+      EXPECT_NE(f.reason.find("KV cache"), std::string::npos) << f.reason;
+    }
+  }
+}
+
+// Each piece of decoder evidence on its own, on the Llama cache export with the others taken
+// away: the Trilu-free mask (Less of two Ranges) and the past Concat each make it a decoder;
+// with neither (and no rotary), token input + attention is an encoder.
+TEST(Audit, EachDecoderFeatureAloneDecides) {
+  // Every `op` node rewritten as `replacement` on its first `arity` inputs (same outputs).
+  auto strip = [](Model& m, const char* op, const char* replacement, size_t arity = 2) {
+    Graph& g = m.main();
+    std::vector<NodeId> hits;
+    for (NodeId n : g.nodes())
+      if (g.is_op(n, op)) hits.push_back(n);
+    for (NodeId n : hits) {
+      std::vector<ValueId> ins(g.inputs(n).begin(), g.inputs(n).end()), outs(g.outputs(n).begin(), g.outputs(n).end());
+      ins.resize(std::min(ins.size(), arity));
+      g.kill_node(n);
+      g.add_node(intern(replacement), Sym{}, Sym{}, ins, outs);
+    }
+    return hits.size();
+  };
+  auto family = [](Model& m) {
+    infer_shapes(m);
+    return fingerprint(m);
+  };
+  {
+    auto m = load_model(test::zoo_model("llama_small_past"));
+    strip(*m, "Neg", "Abs");  // no rotate_half
+    strip(*m, "Sin", "Tanh");
+    const Fingerprint f = family(*m);
+    EXPECT_FALSE(f.rotary);
+    EXPECT_TRUE(f.kv_cache && f.causal_mask);
+    EXPECT_EQ(f.family, Family::DecoderLlm) << f.reason;
+    EXPECT_EQ(strip(*m, "Less", "Equal"), 1u);  // no causal comparison either: the cache alone decides
+    const Fingerprint g = family(*m);
+    EXPECT_FALSE(g.causal_mask);
+    EXPECT_EQ(g.family, Family::DecoderLlm) << g.reason;
+  }
+  {
+    auto m = load_model(test::zoo_model("llama_small"));  // no cache: the mask alone decides
+    strip(*m, "Neg", "Abs");
+    strip(*m, "Sin", "Tanh");
+    EXPECT_EQ(strip(*m, "Trilu", "Identity", 1), 1u);
+    const Fingerprint f = family(*m);
+    EXPECT_FALSE(f.rotary);
+    EXPECT_FALSE(f.kv_cache);
+    EXPECT_TRUE(f.causal_mask);  // arange(total) > cache_position.view(-1, 1)
+    EXPECT_EQ(f.family, Family::DecoderLlm) << f.reason;
+    EXPECT_EQ(strip(*m, "Greater", "Equal"), 1u);
+    EXPECT_EQ(family(*m).family, Family::EncoderTransformer);
+  }
 }
 
 TEST(Audit, Gpt2AttentionScaleAndFusedQkv) {

@@ -4,6 +4,7 @@
   /usr/bin/python3 tools/models/export_zoo.py --small            # CI set, seconds, cached
   /usr/bin/python3 tools/models/export_zoo.py                    # full-size set
   /usr/bin/python3 tools/models/export_zoo.py --tinyllama        # + TinyLlama-1.1B shape (4.4 GB)
+  /usr/bin/python3 tools/models/export_zoo.py --phi15 --gemma2b  # + Phi-1.5, Gemma-2B shapes (5.7, 10 GB fp32)
   /usr/bin/python3 tools/models/export_zoo.py --only bert_small,resnet_small_bn --out /tmp/zoo
   /usr/bin/python3 tools/models/export_zoo.py --list
 
@@ -22,7 +23,9 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   vit              vit_b_16                                       vit_small
   bert / roberta   bert_base, roberta_base                        bert_small, roberta_mini
   distilbert       distilbert_base                                distilbert_small
-  gpt2 / llama     gpt2, tinyllama_2l, tinyllama (--tinyllama)    gpt2_small_cfg, llama_small
+  gpt2 / llama     gpt2, gpt2_lm, gpt2_past, tinyllama_2l,        gpt2_small_cfg, gpt2_small_lm, gpt2_small_past,
+                   tinyllama (--tinyllama)                        llama_small, llama_small_past
+  phi / gemma      phi15, gemma2b (+ `_past`; --phi15, --gemma2b) phi_small, gemma_small (+ `_past`)
   whisper_encoder  whisper_tiny_enc, whisper_base_enc             whisper_small_enc
   deit             deit_small (distilled: CLS + distillation      deit_mini
                    token, two heads averaged)
@@ -36,7 +39,13 @@ full) have the same weights exported at opset 17, where LayerNorm is one LayerNo
 every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
 module names), yolo_models.py (Ultralytics') and vits_models.py (VITS, Piper's signature).
 
-Output: `<out>/<name>.onnx` (TinyLlama: `<out>/tinyllama/model.onnx` + one file per tensor) and
+`_past`: decoders with a KV cache in optimum's layout (input_ids, attention_mask [batch,
+total_sequence], position_ids, past_key_values.N.key/value -> logits, present.N.key/value; see
+_decoder_with_past); `_lm`: GPT-2 with its LM head tied to the embedding. check_decoder.py compares
+them with torch through ONNX Runtime.
+
+Output: `<out>/<name>.onnx` (TinyLlama, Phi-1.5, Gemma-2B: `<out>/<name>/model.onnx` + one file per
+tensor) and
 `<out>/zoo.json`, a manifest with, per model: file, family, sets, config, opset, inputs/outputs
 (dtype and shape; dynamic dims by name; token-id inputs carry their valid `range`), the seed and
 exporter settings, node/initializer/op counts, and `modules` (named_modules(): path -> class;
@@ -54,6 +63,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -131,6 +141,14 @@ VITS_SMALL = dict(n_vocab=40, inter=16, hidden=32, filter=64, heads=2, layers=2,
 TINYLLAMA = dict(vocab_size=32000, hidden_size=2048, num_hidden_layers=22, num_attention_heads=32,
                  num_key_value_heads=4, intermediate_size=5632, rms_norm_eps=1e-5, rope_theta=10000.0)
 
+# transformers' PhiConfig for microsoft/phi-1_5 and GemmaConfig for google/gemma-2b
+PHI15 = dict(vocab_size=51200, hidden_size=2048, intermediate_size=8192, num_hidden_layers=24, num_attention_heads=32,
+             num_key_value_heads=32, partial_rotary_factor=0.5, layer_norm_eps=1e-5, rope_theta=10000.0,
+             max_position_embeddings=2048)
+GEMMA2B = dict(vocab_size=256000, hidden_size=2048, intermediate_size=16384, num_hidden_layers=18,
+               num_attention_heads=8, num_key_value_heads=1, head_dim=256, rms_norm_eps=1e-6, rope_theta=10000.0,
+               max_position_embeddings=8192, pad_token_id=0)
+
 
 def registry() -> list[Spec]:
     S, F, SF = ("small",), ("full",), ("small", "full")
@@ -153,12 +171,49 @@ def registry() -> list[Spec]:
                                                               hidden_dim=3072, max_position_embeddings=512)))
     specs.append(Spec("distilbert_small", "distilbert", S, dict(vocab_size=1000, dim=64, n_layers=2, n_heads=4,
                                                                hidden_dim=128, max_position_embeddings=128)))
-    specs.append(Spec("gpt2", "gpt2", F, dict(vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_positions=1024)))
-    specs.append(Spec("gpt2_small_cfg", "gpt2", S, dict(vocab_size=1000, n_embd=64, n_layer=2, n_head=4,
-                                                       n_positions=128)))
-    specs.append(Spec("llama_small", "llama", S, dict(TINYLLAMA, vocab_size=1000, hidden_size=64, num_hidden_layers=2,
-                                                     num_attention_heads=4, num_key_value_heads=2,
-                                                     intermediate_size=176)))
+    gpt2 = dict(vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_positions=1024)
+    gpt2_small = dict(vocab_size=1000, n_embd=64, n_layer=2, n_head=4, n_positions=128)
+    llama_small = dict(TINYLLAMA, vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, intermediate_size=176)
+    specs.append(Spec("gpt2", "gpt2", F, gpt2))
+    specs.append(Spec("gpt2_small_cfg", "gpt2", S, gpt2_small))
+    specs.append(Spec("llama_small", "llama", S, llama_small))
+    # Decoders with a KV cache in optimum's layout (_decoder_with_past), and GPT-2 with its tied LM
+    # head. gpt2_small_past has GPT-2's 1024 positions: its causal mask is a slice of the
+    # [n_positions, n_positions] `bias` buffer, so past + sequence must fit in it.
+    specs.append(Spec("llama_small_past", "llama", S, dict(llama_small, use_cache=True, mask="prepare_4d"),
+                      seed_name="llama_small",
+                      notes="same weights as llama_small; KV cache (optimum layout), _prepare_4d_causal_attention_mask"))
+    specs.append(Spec("gpt2_small_lm", "gpt2", S, dict(gpt2_small, lm_head=True),
+                      notes="GPT2LMHeadModel, LM head tied to wte"))
+    specs.append(Spec("gpt2_small_past", "gpt2", S, dict(gpt2_small, n_positions=1024, lm_head=True, use_cache=True),
+                      notes="GPT2LMHeadModel (tied LM head), KV cache (optimum layout), 1024 positions"))
+    specs.append(Spec("gpt2_lm", "gpt2", F, dict(gpt2, lm_head=True), notes="GPT2LMHeadModel, LM head tied to wte"))
+    specs.append(Spec("gpt2_past", "gpt2", F, dict(gpt2, lm_head=True, use_cache=True), seed_name="gpt2_lm",
+                      notes="same weights as gpt2_lm; KV cache (optimum layout)"))
+    # Phi-1.5 and Gemma-2B (the seeds' group D): small CI configurations keep the structural
+    # details (Phi: head_dim 64 rotated over its first 32; Gemma: MQA, head_dim 256 != hidden/heads).
+    phi_small = dict(PHI15, vocab_size=1000, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
+                     num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048)
+    gemma_small = dict(GEMMA2B, vocab_size=1000, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
+                       num_attention_heads=2, num_key_value_heads=1)
+    specs.append(Spec("phi_small", "phi", S, phi_small))
+    specs.append(Spec("phi_small_past", "phi", S, dict(phi_small, use_cache=True), seed_name="phi_small",
+                      notes="same weights as phi_small; KV cache (optimum layout)"))
+    specs.append(Spec("gemma_small", "gemma", S, gemma_small))
+    specs.append(Spec("gemma_small_past", "gemma", S, dict(gemma_small, use_cache=True), seed_name="gemma_small",
+                      notes="same weights as gemma_small; KV cache (optimum layout)"))
+    # Full size: the lean export (attach_parameters) writes the fp32 weights straight from the
+    # module, one external file per tensor; peak RAM ~1x the weights instead of torch's ~2.3x.
+    lean = {"lean": True}
+    specs.append(Spec("phi15", "phi", ("phi15",), dict(PHI15), subdir=True, extra=lean,
+                      notes="full Phi-1.5 shape (5.7 GB fp32), external data"))
+    specs.append(Spec("phi15_past", "phi", ("phi15",), dict(PHI15, use_cache=True), subdir=True, seed_name="phi15",
+                      extra=lean, notes="full Phi-1.5 shape with KV cache, external data"))
+    specs.append(Spec("gemma2b", "gemma", ("gemma2b",), dict(GEMMA2B), subdir=True, extra=lean,
+                      notes="full Gemma-2B shape (10 GB fp32), external data"))
+    specs.append(Spec("gemma2b_past", "gemma", ("gemma2b",), dict(GEMMA2B, use_cache=True), subdir=True,
+                      seed_name="gemma2b", extra=lean, notes="full Gemma-2B shape with KV cache, external data"))
     specs.append(Spec("tinyllama_2l", "llama", F, dict(TINYLLAMA, num_hidden_layers=2),
                       notes="TinyLlama-1.1B layer shapes, 2 of its 22 layers (fits in one file)"))
     specs.append(Spec("tinyllama", "llama", ("tinyllama",), dict(TINYLLAMA), subdir=True,
@@ -340,7 +395,8 @@ def _build(spec: Spec) -> Built:
 
     import hf_models as hf
     cls = {"bert": hf.BertModel, "roberta": hf.RobertaModel, "distilbert": hf.DistilBertModel,
-           "gpt2": hf.GPT2Model, "llama": hf.LlamaForCausalLM, "whisper_encoder": hf.WhisperEncoder,
+           "gpt2": hf.GPT2LMHeadModel if c.get("lm_head") else hf.GPT2Model, "llama": hf.LlamaForCausalLM,
+           "phi": hf.PhiForCausalLM, "gemma": hf.GemmaForCausalLM, "whisper_encoder": hf.WhisperEncoder,
            "deit": hf.DeiTForImageClassificationWithTeacher, "mobilevit": hf.MobileViTForImageClassification,
            "wav2vec2": hf.Wav2Vec2Model}[spec.family]
     model = cls(c)
@@ -367,18 +423,63 @@ def _build(spec: Spec) -> Built:
         x = torch.randn(B, c["num_mel_bins"], frames, generator=g)
         return Built(model, (x,), ["input_features"], ["last_hidden_state"],
                      {"input_features": {0: "batch"}, "last_hidden_state": {0: "batch"}}, {})
+    if c.get("use_cache"):
+        return _decoder_with_past(model, spec.family, c, g)
     ids = torch.randint(0, c["vocab_size"], (B, T), generator=g, dtype=torch.int64)
     mask = torch.ones(B, T, dtype=torch.int64)
     mask[1, T - 3:] = 0  # one padded row, so the trace does not see an all-ones mask
     bs = {0: "batch", 1: "sequence"}
     outputs = {"bert": ["last_hidden_state", "pooler_output"], "roberta": ["last_hidden_state", "pooler_output"],
-               "llama": ["logits"]}.get(spec.family,
+               "llama": ["logits"], "phi": ["logits"], "gemma": ["logits"],
+               "gpt2": ["logits"] if c.get("lm_head") else ["last_hidden_state"]}.get(spec.family,
                                                                                        ["last_hidden_state"])
     axes = {"input_ids": bs, "attention_mask": bs}
     for o in outputs:
         axes[o] = {0: "batch"} if o == "pooler_output" else bs
     info = {"input_ids": {"range": [0, c["vocab_size"]]}, "attention_mask": {"fill": "ones", "range": [0, 2]}}
     return Built(model, (ids, mask), ["input_ids", "attention_mask"], outputs, axes, info)
+
+
+PAST_TRACE = 5  # past_sequence traced: not 0 (no Concat would be traced), not sequence, not 1
+
+
+def kv_layout(family: str, c: dict) -> tuple[int, int, int]:
+    """(layers, kv_heads, head_dim) of a decoder's cache tensors."""
+    if family == "gpt2":
+        return c["n_layer"], c["n_head"], c["n_embd"] // c["n_head"]
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    return c["num_hidden_layers"], c.get("num_key_value_heads", c["num_attention_heads"]), head_dim
+
+
+def _decoder_with_past(model, family: str, c: dict, g) -> Built:
+    """optimum's decoder-with-past layout (`optimum-cli export onnx --task text-generation-with-past`):
+    input_ids [batch, sequence], attention_mask [batch, total_sequence], position_ids [batch, sequence],
+    past_key_values.N.key/value [batch, kv_heads, past_sequence, head_dim] -> logits [batch, sequence,
+    vocab], present.N.key/value [batch, kv_heads, total_sequence, head_dim]; every length dynamic.
+    Traced with a past of PAST_TRACE tokens and one left-padded row, as batched generation pads."""
+    import torch
+    B, T, P = TRACE_DIMS["batch"], TRACE_DIMS["sequence"], PAST_TRACE
+    layers, kv_heads, head_dim = kv_layout(family, c)
+    ids = torch.randint(0, c["vocab_size"], (B, T), generator=g, dtype=torch.int64)
+    mask = torch.ones(B, P + T, dtype=torch.int64)
+    mask[1, :3] = 0
+    positions = torch.arange(P, P + T, dtype=torch.int64).unsqueeze(0).repeat(B, 1)
+    past, names, outputs = [], [], ["logits"]
+    for i in range(layers):
+        for kv in ("key", "value"):
+            past.append(torch.randn(B, kv_heads, P, head_dim, generator=g))
+            names.append(f"past_key_values.{i}.{kv}")
+            outputs.append(f"present.{i}.{kv}")
+    bs = {0: "batch", 1: "sequence"}
+    axes = {"input_ids": bs, "attention_mask": {0: "batch", 1: "total_sequence"}, "position_ids": bs, "logits": bs}
+    axes.update({n: {0: "batch", 2: "past_sequence"} for n in names})
+    axes.update({o: {0: "batch", 2: "total_sequence"} for o in outputs[1:]})
+    max_pos = c.get("n_positions") or c.get("max_position_embeddings")
+    info = {"input_ids": {"range": [0, c["vocab_size"]]}, "attention_mask": {"fill": "ones", "range": [0, 2]},
+            "position_ids": {"range": [0, max_pos]} if max_pos else {}}
+    return Built(model, (ids, mask, positions, *past), ["input_ids", "attention_mask", "position_ids"] + names,
+                 outputs, axes, info, trace_dims={"batch": B, "sequence": T, "past_sequence": P,
+                                                  "total_sequence": P + T})
 
 
 # ----------------------------------------------------------------------------- export
@@ -431,6 +532,43 @@ def _captured_fds(enabled: bool):
             os.close(saved[1])
 
 
+def attach_parameters(path: Path, model, n_inputs: int) -> None:
+    """The lean full-size export: torch.onnx.export(export_params=False) writes the graph alone,
+    the parameters as graph inputs after the model's own; here each becomes an initializer whose
+    bytes are written straight from the parameter's memory to its own external file. torch's
+    exporter copies every weight into the proto and serialises it (peak ~2.3x the fp32 weights:
+    12.2 GiB for Phi-1.5); this way the peak is the module itself (~1x). Same graph and tensors as
+    the plain export (checked on phi_small and gemma_small: identical nodes, initializers
+    byte-equal)."""
+    import onnx
+    from onnx import TensorProto
+    params = dict(model.named_parameters())  # tied weights: one name, as the exporter dedups them
+    proto = onnx.load(str(path), load_external_data=False)
+    g = proto.graph
+    keep, inits = list(g.input[:n_inputs]), []
+    for vi in g.input[n_inputs:]:
+        p = params.get(vi.name)
+        if p is None:
+            raise RuntimeError(f"graph input {vi.name} is not a parameter of the module")
+        a = p.detach().contiguous().numpy()
+        t = TensorProto(name=vi.name, dims=list(a.shape), data_type=onnx.helper.np_dtype_to_tensor_dtype(a.dtype)
+                        if hasattr(onnx.helper, "np_dtype_to_tensor_dtype")
+                        else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype])
+        location = re.sub(r"[^A-Za-z0-9._-]", "_", vi.name)
+        with open(path.parent / location, "wb") as f:
+            a.tofile(f)
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", location), ("offset", "0"), ("length", str(a.nbytes))):
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        inits.append(t)
+    del g.input[:]
+    g.input.extend(keep)
+    g.initializer.extend(inits)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+
+
 def load_checked(path: Path):
     """Load a model without its external data and run onnx.checker on the proto (the path form
     with full_check rewrites the file in onnx 1.12). The checker resolves external-data
@@ -468,10 +606,13 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
         modules = {n: type(m).__name__ for n, m in b.model.named_modules(remove_duplicate=False)}
         n_params = sum(p.numel() for p in b.model.parameters())
         mode = torch.onnx.TrainingMode.PRESERVE if spec.bn_preserve else torch.onnx.TrainingMode.EVAL
+        lean = bool(spec.extra.get("lean"))
         with _captured_fds(quiet), torch.enable_grad():  # grad on: vit's no-grad fast path is not exportable
             torch.onnx.export(b.model, b.args, str(tmp), input_names=b.input_names, output_names=b.output_names,
                               dynamic_axes=b.dynamic_axes, opset_version=opset, do_constant_folding=False,
-                              training=mode, verbose=False)
+                              training=mode, verbose=False, export_params=not lean)
+        if lean:
+            attach_parameters(tmp, b.model, len(b.input_names))
         proto = load_checked(tmp)
         ops: dict = {}
         for n in proto.graph.node:
@@ -567,6 +708,10 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="the small CI configurations (default: full-size set)")
     ap.add_argument("--tinyllama", action="store_true", help="also export the full TinyLlama-1.1B shape (4.4 GB)")
+    ap.add_argument("--phi15", action="store_true", help="also export the full Phi-1.5 shape, with and without "
+                    "KV cache (5.7 GB each, ~7 GiB RAM)")
+    ap.add_argument("--gemma2b", action="store_true", help="also export the full Gemma-2B shape, with and without "
+                    "KV cache (10 GB each, ~12 GiB RAM)")
     ap.add_argument("--only", help="comma-separated model names (any set)")
     ap.add_argument("--out", type=Path, default=REPO / ".cache" / "models", help="output folder (default: %(default)s)")
     ap.add_argument("--opset", type=int, default=DEFAULT_OPSET)
@@ -585,8 +730,9 @@ def main() -> int:
         todo = [by_name[n] for n in names]
     else:
         wanted = {"small"} if a.small else {"full"}
-        if a.tinyllama:
-            wanted.add("tinyllama")
+        for flag in ("tinyllama", "phi15", "gemma2b"):
+            if getattr(a, flag):
+                wanted.add(flag)
         todo = [s for s in specs if wanted & set(s.sets)]
 
     out = a.out.resolve()
@@ -624,10 +770,12 @@ def main() -> int:
         if not a.force and old and old.get("stamp") == stamp and (out / spec.file).exists():
             cached.append(spec.name)
             continue
-        if spec.name == "tinyllama":
-            problem = check_resources(out, need_ram_gb=14, need_disk_gb=10)
+        need = {"tinyllama": (14, 10), "phi15": (8, 7), "phi15_past": (8, 7), "gemma2b": (13, 11),
+                "gemma2b_past": (13, 11)}.get(spec.name)
+        if need:
+            problem = check_resources(out, need_ram_gb=need[0], need_disk_gb=need[1])
             if problem:
-                print(f"export_zoo: skipping tinyllama: {problem}", file=sys.stderr)
+                print(f"export_zoo: skipping {spec.name}: {problem}", file=sys.stderr)
                 failed.append(spec.name)
                 continue
         if a.verbose:

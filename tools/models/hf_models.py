@@ -1,11 +1,13 @@
 """PyTorch re-implementations of Hugging Face transformer models for the onnxforge test zoo.
 
 Module names, class names and forward math mirror transformers' eager implementations
-(BertModel, RobertaModel, DistilBertModel, GPT2Model, LlamaForCausalLM, WhisperEncoder,
+(BertModel, RobertaModel, DistilBertModel, GPT2Model, GPT2LMHeadModel, LlamaForCausalLM, PhiForCausalLM,
+GemmaForCausalLM, WhisperEncoder,
 DeiTForImageClassificationWithTeacher, MobileViTForImageClassification, Wav2Vec2Model) so that the
 TorchScript exporter writes the same scope paths into node names as a real HF export
-(`/encoder/layer.0/attention/self/query/MatMul`). Dropout is kept (identity in eval mode),
-caches, head masks and output_attentions are left out. Weights are initialised like HF's
+(`/encoder/layer.0/attention/self/query/MatMul`). Dropout is kept (identity in eval mode); the
+causal LMs take optimum's flat KV-cache layout (past_key_values.N.key/value in, present.N.* out);
+head masks and output_attentions are left out. Weights are initialised like HF's
 `_init_weights` (normal(0, initializer_range), LayerNorm ones/zeros).
 """
 from __future__ import annotations
@@ -462,15 +464,20 @@ class GPT2Attention(nn.Module):
         new_shape = tensor.size()[:-2] + (num_heads * attn_head_size,)
         return tensor.view(new_shape)
 
-    def forward(self, hidden_states, attention_mask):
+    def forward(self, hidden_states, attention_mask, layer_past=None):
         query, key, value = self.c_attn(hidden_states).split(self.split_size, dim=2)
         query = self._split_heads(query, self.num_heads, self.head_dim)
         key = self._split_heads(key, self.num_heads, self.head_dim)
         value = self._split_heads(value, self.num_heads, self.head_dim)
+        if layer_past is not None:
+            past_key, past_value = layer_past
+            key = torch.cat((past_key, key), dim=-2)
+            value = torch.cat((past_value, value), dim=-2)
         attn_output = self._attn(query, key, value, attention_mask)
         attn_output = self._merge_heads(attn_output, self.num_heads, self.head_dim)
         attn_output = self.c_proj(attn_output)
-        return self.resid_dropout(attn_output)
+        attn_output = self.resid_dropout(attn_output)
+        return attn_output if layer_past is None else (attn_output, (key, value))
 
 
 class GPT2MLP(nn.Module):
@@ -497,15 +504,19 @@ class GPT2Block(nn.Module):
         self.ln_2 = nn.LayerNorm(hidden_size, eps=1e-5)
         self.mlp = GPT2MLP(4 * hidden_size, c)
 
-    def forward(self, hidden_states, attention_mask):
+    def forward(self, hidden_states, attention_mask, layer_past=None):
         residual = hidden_states
         hidden_states = self.ln_1(hidden_states)
-        attn_output = self.attn(hidden_states, attention_mask)
+        attn_output = self.attn(hidden_states, attention_mask, layer_past)
+        present = None
+        if layer_past is not None:
+            attn_output, present = attn_output
         hidden_states = attn_output + residual
         residual = hidden_states
         hidden_states = self.ln_2(hidden_states)
         feed_forward_hidden_states = self.mlp(hidden_states)
-        return residual + feed_forward_hidden_states
+        hidden_states = residual + feed_forward_hidden_states
+        return hidden_states if present is None else (hidden_states, present)
 
 
 class GPT2Model(nn.Module):
@@ -523,12 +534,20 @@ class GPT2Model(nn.Module):
             if name.endswith("c_proj.weight"):
                 p.data.normal_(0.0, 0.02 / math.sqrt(2 * c["n_layer"]))
 
-    def forward(self, input_ids, attention_mask):
+    def forward(self, input_ids, attention_mask, position_ids=None, past_key_values=None):
+        """With past_key_values ((key, value) per layer, [batch, heads, past_sequence, head_dim]):
+        returns (hidden_states, presents); the causal mask is the `bias` buffer's rows
+        past..past+sequence, so past + sequence must stay within n_positions."""
         input_shape = input_ids.size()
         input_ids = input_ids.view(-1, input_shape[-1])
         batch_size = input_ids.shape[0]
-        position_ids = torch.arange(0, input_shape[-1], dtype=torch.long, device=input_ids.device)
-        position_ids = position_ids.unsqueeze(0)
+        if position_ids is None and past_key_values is None:
+            position_ids = torch.arange(0, input_shape[-1], dtype=torch.long, device=input_ids.device)
+            position_ids = position_ids.unsqueeze(0)
+        elif position_ids is None:
+            past_length = past_key_values[0][0].size(-2)
+            position_ids = torch.arange(past_length, input_shape[-1] + past_length, dtype=torch.long,
+                                        device=input_ids.device).unsqueeze(0)
         inputs_embeds = self.wte(input_ids)
         attention_mask = attention_mask.view(batch_size, -1)
         attention_mask = _extended_attention_mask(attention_mask, inputs_embeds.dtype)
@@ -536,10 +555,35 @@ class GPT2Model(nn.Module):
         hidden_states = inputs_embeds + position_embeds
         hidden_states = self.drop(hidden_states)
         output_shape = (-1,) + input_shape[1:] + (hidden_states.size(-1),)
-        for block in self.h:
-            hidden_states = block(hidden_states, attention_mask)
-        hidden_states = self.ln_f(hidden_states)
-        return (hidden_states.view(output_shape),)
+        presents = []
+        for i, block in enumerate(self.h):
+            if past_key_values is None:
+                hidden_states = block(hidden_states, attention_mask)
+            else:
+                hidden_states, present = block(hidden_states, attention_mask, past_key_values[i])
+                presents.append(present)
+        hidden_states = self.ln_f(hidden_states).view(output_shape)
+        return (hidden_states,) if past_key_values is None else (hidden_states, presents)
+
+
+class GPT2LMHeadModel(nn.Module):
+    """GPT-2 with its LM head tied to the token embedding (lm_head.weight is transformer.wte.weight,
+    as tie_weights() makes it): the export has one [vocab, n_embd] initializer read by the
+    embedding's Gather and, through a Transpose, by the LM head's MatMul."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.transformer = GPT2Model(c)
+        self.lm_head = nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+
+    def forward(self, input_ids, attention_mask, position_ids=None, *past_key_values):
+        """optimum's layouts, as LlamaForCausalLM.forward."""
+        past = _flat_past(past_key_values)
+        if past is None:
+            return (self.lm_head(self.transformer(input_ids, attention_mask, position_ids)[0]),)
+        hidden_states, presents = self.transformer(input_ids, attention_mask, position_ids, past)
+        return _flat_presents(self.lm_head(hidden_states), presents)
 
 
 # ----------------------------------------------------------------------------- Llama
@@ -560,7 +604,9 @@ class LlamaRMSNorm(nn.Module):
 class LlamaRotaryEmbedding(nn.Module):
     def __init__(self, c):
         super().__init__()
-        dim = c["hidden_size"] // c["num_attention_heads"]
+        # Phi rotates the first partial_rotary_factor of each head; Gemma sets head_dim explicitly
+        head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+        dim = int(head_dim * c.get("partial_rotary_factor", 1.0))
         inv_freq = 1.0 / (c["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self.attention_scaling = 1.0
@@ -597,6 +643,28 @@ def repeat_kv(hidden_states, n_rep: int):
     return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
 
 
+def _cache_update(past_key_value, key_states, value_states):
+    """DynamicCache.update: the new keys/values appended to the past along the sequence axis;
+    the result is both what attention reads and the layer's `present`."""
+    past_key, past_value = past_key_value
+    return torch.cat([past_key, key_states], dim=-2), torch.cat([past_value, value_states], dim=-2)
+
+
+def eager_attention_forward(query, key, value, attention_mask, scaling, num_key_value_groups, dropout=0.0,
+                            training=False):
+    """transformers' eager_attention_forward (Llama, Phi, Gemma): GQA/MQA by repeat_kv, the 4-D
+    additive mask cut to the key length, softmax in float32."""
+    key_states = repeat_kv(key, num_key_value_groups)
+    value_states = repeat_kv(value, num_key_value_groups)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+    attn_weights = attn_weights + causal_mask
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_weights = nn.functional.dropout(attn_weights, p=dropout, training=training)
+    attn_output = torch.matmul(attn_weights, value_states)
+    return attn_output.transpose(1, 2).contiguous()
+
+
 class LlamaAttention(nn.Module):
     def __init__(self, c, layer_idx):
         super().__init__()
@@ -611,7 +679,7 @@ class LlamaAttention(nn.Module):
         self.v_proj = nn.Linear(h, c["num_key_value_heads"] * self.head_dim, bias=False)
         self.o_proj = nn.Linear(c["num_attention_heads"] * self.head_dim, h, bias=False)
 
-    def forward(self, hidden_states, position_embeddings, attention_mask):
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
         query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
@@ -619,18 +687,15 @@ class LlamaAttention(nn.Module):
         value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
-        # eager_attention_forward
-        key_states = repeat_kv(key_states, self.num_key_value_groups)
-        value_states = repeat_kv(value_states, self.num_key_value_groups)
-        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
-        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
-        attn_weights = attn_weights + causal_mask
-        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
-        attn_weights = nn.functional.dropout(attn_weights, p=self.attention_dropout, training=self.training)
-        attn_output = torch.matmul(attn_weights, value_states)
-        attn_output = attn_output.transpose(1, 2).contiguous()
+        present = None
+        if past_key_value is not None:
+            key_states, value_states = _cache_update(past_key_value, key_states, value_states)
+            present = (key_states, value_states)
+        attn_output = eager_attention_forward(query_states, key_states, value_states, attention_mask, self.scaling,
+                                              self.num_key_value_groups, self.attention_dropout, self.training)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
-        return self.o_proj(attn_output)
+        attn_output = self.o_proj(attn_output)
+        return attn_output if present is None else (attn_output, present)
 
 
 class LlamaMLP(nn.Module):
@@ -654,15 +719,109 @@ class LlamaDecoderLayer(nn.Module):
         self.input_layernorm = LlamaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
         self.post_attention_layernorm = LlamaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
 
-    def forward(self, hidden_states, attention_mask, position_embeddings):
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        present = None
+        if past_key_value is not None:
+            hidden_states, present = hidden_states
         hidden_states = residual + hidden_states
         residual = hidden_states
         hidden_states = self.post_attention_layernorm(hidden_states)
         hidden_states = self.mlp(hidden_states)
-        return residual + hidden_states
+        hidden_states = residual + hidden_states
+        return hidden_states if present is None else (hidden_states, present)
+
+
+def update_causal_mask(attention_mask, input_tensor, cache_position):
+    """The 4-D additive mask of LlamaModel._update_causal_mask (also Phi's and Gemma's):
+    [batch, 1, sequence, total_sequence], min where a key lies after the query's cache position
+    (causal over past + sequence) or is padding in the 2-D attention_mask [batch, total_sequence]."""
+    dtype = input_tensor.dtype
+    min_dtype = torch.finfo(dtype).min
+    sequence_length = input_tensor.shape[1]
+    target_length = attention_mask.shape[-1]
+    causal_mask = torch.full((sequence_length, target_length), fill_value=min_dtype, dtype=dtype)
+    causal_mask = torch.triu(causal_mask, diagonal=1)
+    causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
+    causal_mask = causal_mask[None, None, :, :].expand(input_tensor.shape[0], 1, -1, -1)
+    padding_mask = causal_mask + attention_mask[:, None, None, :]
+    padding_mask = padding_mask == 0
+    return causal_mask.masked_fill(padding_mask, min_dtype)
+
+
+def _make_causal_mask(input_ids_shape, dtype, past_key_values_length):
+    """AttentionMaskConverter._make_causal_mask (transformers 4.36/4.37): [sequence, sequence]
+    triangle from arange comparisons, zeros for the past columns in front."""
+    bsz, tgt_len = input_ids_shape
+    mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min)
+    mask_cond = torch.arange(mask.size(-1))
+    mask.masked_fill_(mask_cond < (mask_cond + 1).view(mask.size(-1), 1), 0)
+    mask = mask.to(dtype)
+    if past_key_values_length is not None:  # `> 0` in transformers: true when traced with a past
+        mask = torch.cat([torch.zeros(tgt_len, past_key_values_length, dtype=dtype), mask], dim=-1)
+        return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len + past_key_values_length)
+    return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len)
+
+
+def prepare_4d_causal_attention_mask(attention_mask, inputs_embeds, past_key_values_length):
+    """_prepare_4d_causal_attention_mask -> AttentionMaskConverter.to_4d (transformers 4.36/4.37,
+    what optimum exported Llama and Phi with): the causal [sequence, past + sequence] mask with the
+    2-D padding mask [batch, total_sequence] expanded (_expand_mask) and merged by masked_fill."""
+    dtype = inputs_embeds.dtype
+    bsz, tgt_len = inputs_embeds.shape[0], inputs_embeds.shape[1]
+    causal_4d_mask = _make_causal_mask((bsz, tgt_len), dtype, past_key_values_length)
+    src_len = attention_mask.shape[-1]
+    expanded_mask = attention_mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
+    inverted_mask = 1.0 - expanded_mask
+    expanded_attn_mask = inverted_mask.masked_fill(inverted_mask.to(torch.bool), torch.finfo(dtype).min)
+    return causal_4d_mask.masked_fill(expanded_attn_mask.bool(), torch.finfo(dtype).min)
+
+
+def _decoder_prologue(inputs_embeds, attention_mask, position_ids, past_key_values, mask_style="update"):
+    """What LlamaModel.forward computes before its layers: cache_position counts on from the past's
+    length (past_key_values[0][0].shape[-2], dynamic in the export), position_ids default to it.
+    mask_style "update": LlamaModel._update_causal_mask (transformers >= 4.38); "prepare_4d":
+    _prepare_4d_causal_attention_mask (4.36/4.37)."""
+    past_seen_tokens = None if past_key_values is None else past_key_values[0][0].shape[-2]
+    if past_key_values is None:
+        cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
+    else:
+        cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1],
+                                      device=inputs_embeds.device)
+    if position_ids is None:
+        position_ids = cache_position.unsqueeze(0)
+    if mask_style == "prepare_4d":
+        causal_mask = prepare_4d_causal_attention_mask(attention_mask, inputs_embeds, past_seen_tokens)
+    else:
+        causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
+    return inputs_embeds, causal_mask, position_ids
+
+
+def _run_layers(layers, final_norm, hidden_states, causal_mask, position_embeddings, past_key_values):
+    """The decoder layers and the final norm: hidden_states without a cache, (hidden_states,
+    presents) with one. position_embeddings: (cos, sin) for Llama/Gemma, position_ids for Phi
+    (per-layer tables)."""
+    presents = []
+    for i, decoder_layer in enumerate(layers):
+        if past_key_values is None:
+            hidden_states = decoder_layer(hidden_states, causal_mask, position_embeddings)
+        else:
+            hidden_states, present = decoder_layer(hidden_states, causal_mask, position_embeddings,
+                                                   past_key_values[i])
+            presents.append(present)
+    hidden_states = final_norm(hidden_states)
+    return hidden_states if past_key_values is None else (hidden_states, presents)
+
+
+def _flat_past(past_flat):
+    """optimum's flat inputs past_key_values.N.key, past_key_values.N.value -> ((key, value), ...)."""
+    return None if not past_flat else tuple(zip(past_flat[0::2], past_flat[1::2]))
+
+
+def _flat_presents(logits, presents):
+    return (logits,) + tuple(t for kv in presents for t in kv)
 
 
 class LlamaModel(nn.Module):
@@ -674,31 +833,18 @@ class LlamaModel(nn.Module):
         self.layers = nn.ModuleList([LlamaDecoderLayer(c, i) for i in range(c["num_hidden_layers"])])
         self.norm = LlamaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
         self.rotary_emb = LlamaRotaryEmbedding(c)
+        self.mask_style = c.get("mask", "update")
 
-    def _update_causal_mask(self, attention_mask, input_tensor, cache_position):
-        """The 4-D float mask of LlamaModel._update_causal_mask without a KV cache."""
-        dtype = input_tensor.dtype
-        min_dtype = torch.finfo(dtype).min
-        sequence_length = input_tensor.shape[1]
-        target_length = attention_mask.shape[-1]
-        causal_mask = torch.full((sequence_length, target_length), fill_value=min_dtype, dtype=dtype)
-        causal_mask = torch.triu(causal_mask, diagonal=1)
-        causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
-        causal_mask = causal_mask[None, None, :, :].expand(input_tensor.shape[0], 1, -1, -1)
-        padding_mask = causal_mask + attention_mask[:, None, None, :]
-        padding_mask = padding_mask == 0
-        return causal_mask.masked_fill(padding_mask, min_dtype)
-
-    def forward(self, input_ids, attention_mask):
+    def forward(self, input_ids, attention_mask, position_ids=None, past_key_values=None):
+        """Without past_key_values: the no-cache forward (positions 0..sequence-1). With them (one
+        (key, value) pair per layer, [batch, kv_heads, past_sequence, head_dim]): returns
+        (hidden_states, presents), the presents being the past with this step's keys/values appended."""
         inputs_embeds = self.embed_tokens(input_ids)
-        cache_position = torch.arange(0, inputs_embeds.shape[1], device=inputs_embeds.device)
-        position_ids = cache_position.unsqueeze(0)
-        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position)
-        hidden_states = inputs_embeds
+        hidden_states, causal_mask, position_ids = _decoder_prologue(inputs_embeds, attention_mask, position_ids,
+                                                                     past_key_values, self.mask_style)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        for decoder_layer in self.layers:
-            hidden_states = decoder_layer(hidden_states, causal_mask, position_embeddings)
-        return self.norm(hidden_states)
+        return _run_layers(self.layers, self.norm, hidden_states, causal_mask, position_embeddings,
+                           past_key_values)
 
 
 class LlamaForCausalLM(nn.Module):
@@ -711,9 +857,267 @@ class LlamaForCausalLM(nn.Module):
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 m.weight.data.normal_(0.0, 0.02)
 
-    def forward(self, input_ids, attention_mask):
-        hidden_states = self.model(input_ids, attention_mask)
-        return (self.lm_head(hidden_states),)
+    def forward(self, input_ids, attention_mask, position_ids=None, *past_key_values):
+        """optimum's decoder layouts: (input_ids, attention_mask) -> logits without a cache;
+        (input_ids, attention_mask, position_ids, past_key_values.0.key, past_key_values.0.value, ...)
+        -> (logits, present.0.key, present.0.value, ...) with one."""
+        past = _flat_past(past_key_values)
+        if past is None:
+            return (self.lm_head(self.model(input_ids, attention_mask, position_ids)),)
+        hidden_states, presents = self.model(input_ids, attention_mask, position_ids, past)
+        return _flat_presents(self.lm_head(hidden_states), presents)
+
+
+# ----------------------------------------------------------------------------- Phi (Phi-1.5 / Phi-2)
+# transformers 4.37's modeling_phi (the first native Phi, the one optimum exported Phi-1.5 with):
+# rotary tables cached per attention layer and indexed by position_ids, q/k upcast to float32 and
+# scores divided by sqrt(head_dim), the 4.36/4.37 _prepare_4d_causal_attention_mask.
+class PhiRotaryEmbedding(nn.Module):
+    def __init__(self, dim, max_position_embeddings=2048, base=10000):
+        super().__init__()
+        self.dim = dim
+        self.max_position_embeddings = max_position_embeddings
+        self.base = base
+        inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2).float() / self.dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.max_seq_len_cached = max_position_embeddings
+        t = torch.arange(self.max_seq_len_cached, dtype=self.inv_freq.dtype)
+        freqs = torch.outer(t, self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos(), persistent=False)
+        self.register_buffer("sin_cached", emb.sin(), persistent=False)
+
+    def forward(self, x, seq_len):
+        return self.cos_cached[:seq_len].to(dtype=x.dtype), self.sin_cached[:seq_len].to(dtype=x.dtype)
+
+
+def apply_rotary_pos_emb_indexed(q, k, cos, sin, position_ids, unsqueeze_dim=1):
+    """4.37's apply_rotary_pos_emb: the cached tables gathered by position_ids."""
+    cos = cos[position_ids].unsqueeze(unsqueeze_dim)
+    sin = sin[position_ids].unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+    k_embed = (k * cos) + (rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+class PhiAttention(nn.Module):
+    """Biased q/k/v projections, rotary on the first rotary_ndims (partial_rotary_factor) of each
+    head only, output projection named `dense`."""
+
+    def __init__(self, c, layer_idx):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.hidden_size = c["hidden_size"]
+        self.num_heads = c["num_attention_heads"]
+        self.head_dim = self.hidden_size // self.num_heads
+        self.num_key_value_heads = c["num_key_value_heads"]
+        self.num_key_value_groups = self.num_heads // self.num_key_value_heads
+        self.q_proj = nn.Linear(self.hidden_size, self.num_heads * self.head_dim, bias=True)
+        self.k_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=True)
+        self.v_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=True)
+        self.dense = nn.Linear(self.num_heads * self.head_dim, self.hidden_size, bias=True)
+        self.attention_dropout = nn.Dropout(0.0)
+        self.rotary_emb = PhiRotaryEmbedding(int(c["partial_rotary_factor"] * self.head_dim),
+                                             max_position_embeddings=c["max_position_embeddings"],
+                                             base=c["rope_theta"])
+
+    def forward(self, hidden_states, attention_mask, position_ids, past_key_value=None):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        value_states = self.v_proj(hidden_states)
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        kv_seq_len = key_states.shape[-2]
+        if past_key_value is not None:
+            kv_seq_len += past_key_value[0].shape[-2]
+        cos, sin = self.rotary_emb(value_states, seq_len=kv_seq_len)
+        query_rot, query_pass = query_states[..., : self.rotary_emb.dim], query_states[..., self.rotary_emb.dim:]
+        key_rot, key_pass = key_states[..., : self.rotary_emb.dim], key_states[..., self.rotary_emb.dim:]
+        query_rot, key_rot = apply_rotary_pos_emb_indexed(query_rot, key_rot, cos, sin, position_ids)
+        query_states = torch.cat((query_rot, query_pass), dim=-1)
+        key_states = torch.cat((key_rot, key_pass), dim=-1)
+        present = None
+        if past_key_value is not None:
+            key_states, value_states = _cache_update(past_key_value, key_states, value_states)
+            present = (key_states, value_states)
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        # Queries and keys upcast to fp32 to prevent overflow
+        attn_weights = torch.matmul(query_states.to(torch.float32),
+                                    key_states.to(torch.float32).transpose(2, 3)) / math.sqrt(self.head_dim)
+        attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(value_states.dtype)
+        attn_weights = self.attention_dropout(attn_weights)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(bsz, q_len, self.hidden_size)
+        attn_output = self.dense(attn_output)
+        return attn_output if present is None else (attn_output, present)
+
+
+class PhiMLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.activation_fn = NewGELUActivation()  # ACT2FN["gelu_new"]
+        self.fc1 = nn.Linear(c["hidden_size"], c["intermediate_size"])
+        self.fc2 = nn.Linear(c["intermediate_size"], c["hidden_size"])
+
+    def forward(self, hidden_states):
+        return self.fc2(self.activation_fn(self.fc1(hidden_states)))
+
+
+class PhiDecoderLayer(nn.Module):
+    """One LayerNorm feeding attention and MLP in parallel; both added to the residual."""
+
+    def __init__(self, c, layer_idx):
+        super().__init__()
+        self.self_attn = PhiAttention(c, layer_idx)
+        self.mlp = PhiMLP(c)
+        self.input_layernorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.resid_dropout = nn.Dropout(0.0)
+
+    def forward(self, hidden_states, attention_mask, position_ids, past_key_value=None):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        attn_outputs = self.self_attn(hidden_states, attention_mask, position_ids, past_key_value)
+        present = None
+        if past_key_value is not None:
+            attn_outputs, present = attn_outputs
+        attn_outputs = self.resid_dropout(attn_outputs)
+        feed_forward_hidden_states = self.resid_dropout(self.mlp(hidden_states))
+        hidden_states = attn_outputs + feed_forward_hidden_states + residual
+        return hidden_states if present is None else (hidden_states, present)
+
+
+class PhiModel(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(c["vocab_size"], c["hidden_size"])
+        self.embed_dropout = nn.Dropout(0.0)
+        self.layers = nn.ModuleList([PhiDecoderLayer(c, i) for i in range(c["num_hidden_layers"])])
+        self.final_layernorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+
+    def forward(self, input_ids, attention_mask, position_ids=None, past_key_values=None):
+        inputs_embeds = self.embed_tokens(input_ids)
+        hidden_states, causal_mask, position_ids = _decoder_prologue(inputs_embeds, attention_mask, position_ids,
+                                                                     past_key_values, "prepare_4d")
+        hidden_states = self.embed_dropout(hidden_states)
+        # the layers' rotary tables are indexed by position_ids (no shared rotary_emb in 4.37)
+        return _run_layers(self.layers, self.final_layernorm, hidden_states, causal_mask, position_ids,
+                           past_key_values)
+
+
+class PhiForCausalLM(nn.Module):
+    """Phi-1.5's LM head is untied and has a bias."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.model = PhiModel(c)
+        self.lm_head = nn.Linear(c["hidden_size"], c["vocab_size"], bias=True)
+        _init_weights(self, 0.02)
+
+    forward = LlamaForCausalLM.forward
+
+
+# ----------------------------------------------------------------------------- Gemma
+class GemmaRMSNorm(nn.Module):
+    """Scale (1 + weight), weight initialised to zeros, all in float32 and cast back after the
+    scale (Llama casts before it)."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        output = self._norm(x.float())
+        output = output * (1.0 + self.weight.float())
+        return output.type_as(x)
+
+
+class PytorchGELUTanh(nn.Module):
+    def forward(self, x):
+        return nn.functional.gelu(x, approximate="tanh")
+
+
+class GemmaMLP(LlamaMLP):
+    """GeGLU: down(gelu_tanh(gate(x)) * up(x)) (ACT2FN["gelu_pytorch_tanh"])."""
+
+    def __init__(self, c):
+        super().__init__(c)
+        self.act_fn = PytorchGELUTanh()
+
+
+class GemmaAttention(LlamaAttention):
+    """LlamaAttention with head_dim from the config (256 for Gemma-2B: 8 x 256 = hidden 2048) and
+    one key/value head (MQA) for 2B."""
+
+    def __init__(self, c, layer_idx):
+        nn.Module.__init__(self)
+        self.layer_idx = layer_idx
+        self.head_dim = c["head_dim"]
+        self.num_key_value_groups = c["num_attention_heads"] // c["num_key_value_heads"]
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = 0.0
+        h = c["hidden_size"]
+        self.q_proj = nn.Linear(h, c["num_attention_heads"] * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(h, c["num_key_value_heads"] * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(h, c["num_key_value_heads"] * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(c["num_attention_heads"] * self.head_dim, h, bias=False)
+
+
+class GemmaDecoderLayer(LlamaDecoderLayer):
+    def __init__(self, c, layer_idx):
+        nn.Module.__init__(self)
+        self.hidden_size = c["hidden_size"]
+        self.self_attn = GemmaAttention(c, layer_idx)
+        self.mlp = GemmaMLP(c)
+        self.input_layernorm = GemmaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
+        self.post_attention_layernorm = GemmaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
+
+
+class GemmaModel(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.padding_idx = c.get("pad_token_id", 0)
+        self.embed_tokens = nn.Embedding(c["vocab_size"], c["hidden_size"], self.padding_idx)
+        self.layers = nn.ModuleList([GemmaDecoderLayer(c, i) for i in range(c["num_hidden_layers"])])
+        self.norm = GemmaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
+        self.rotary_emb = LlamaRotaryEmbedding(c)
+        self.hidden_size = c["hidden_size"]
+
+    def forward(self, input_ids, attention_mask, position_ids=None, past_key_values=None):
+        inputs_embeds = self.embed_tokens(input_ids)
+        hidden_states, causal_mask, position_ids = _decoder_prologue(inputs_embeds, attention_mask, position_ids,
+                                                                     past_key_values)
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        # the embeddings scaled by sqrt(hidden_size), rounded to the activations' dtype
+        normalizer = torch.tensor(self.hidden_size ** 0.5, dtype=hidden_states.dtype)
+        hidden_states = hidden_states * normalizer
+        return _run_layers(self.layers, self.norm, hidden_states, causal_mask, position_embeddings,
+                           past_key_values)
+
+
+class GemmaForCausalLM(nn.Module):
+    """The LM head is tied to embed_tokens (tie_word_embeddings=True)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.model = GemmaModel(c)
+        self.lm_head = nn.Linear(c["hidden_size"], c["vocab_size"], bias=False)
+        for m in self.modules():  # GemmaPreTrainedModel._init_weights
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                m.weight.data.normal_(0.0, 0.02)
+                if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+                    m.weight.data[m.padding_idx].zero_()
+        self.lm_head.weight = self.model.embed_tokens.weight
+
+    forward = LlamaForCausalLM.forward
 
 
 # ----------------------------------------------------------------------------- Whisper encoder
