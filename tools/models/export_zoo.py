@@ -30,6 +30,7 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   yolov8           yolov8n, yolov8s at 640 (+ `_bn`)              yolov8n_mini (YOLOv8n at 128, + `_bn`)
   wav2vec2         wav2vec2_base (16000 samples; `_dynlen`:       wav2vec2_mini (800 samples)
                    dynamic length)
+  tf2onnx          -                                              tf2onnx_linedet (opset 11), tf2onnx_blazeface (12)
 `_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
 full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
 every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
@@ -213,6 +214,11 @@ def registry() -> list[Spec]:
                            num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, samples=800,
                            dynamic_length=False)))
     specs.append(_op17(specs[-1]))
+    # tf2onnx's structure (tf2onnx_models.py): NHWC input, Pads with pads as an input, Relu6 as Clip
+    specs.append(Spec("tf2onnx_linedet", "tf2onnx", S, dict(arch="linedet", image=256), opset=11,
+                      notes="MobileNetV2-style line detector, RGBA NHWC input, Resize decoder"))
+    specs.append(Spec("tf2onnx_blazeface", "tf2onnx", S, dict(arch="blazeface", image=128), opset=12,
+                      notes="BlazeFace-style face detector, NHWC input"))
     for s in specs:
         s.seed_name = s.seed_name or s.name
     return specs
@@ -307,6 +313,13 @@ def _build(spec: Spec) -> Built:
         x = torch.randn(B, 3, c["image"], c["image"], generator=g)
         return Built(model, (x,), ["pixel_values"], ["logits"],
                      {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, {})
+
+    if spec.family == "tf2onnx":
+        import tf2onnx_models
+        model, x, ins, outs = tf2onnx_models.build(c, g)
+        _add_noise(model, seed)
+        tf2onnx_models.calibrate_bn(model, x, seed)
+        return Built(model, (x,), ins, outs, {}, {})
 
     if spec.family == "yolov8":
         import yolo_models
@@ -453,6 +466,9 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
             torch.onnx.export(b.model, b.args, str(tmp), input_names=b.input_names, output_names=b.output_names,
                               dynamic_axes=b.dynamic_axes, opset_version=opset, do_constant_folding=False,
                               training=mode, verbose=False)
+        if spec.family == "tf2onnx":
+            import tf2onnx_models
+            tf2onnx_models.postprocess(tmp)
         proto = load_checked(tmp)
         ops: dict = {}
         for n in proto.graph.node:
@@ -515,7 +531,7 @@ def package_version(pkg: str) -> str:
 
 def stamp_of(spec: Spec, opset: int) -> str:
     h = hashlib.sha256()
-    for f in (Path(__file__).resolve(), HERE / "hf_models.py", HERE / "yolo_models.py"):
+    for f in (Path(__file__).resolve(), HERE / "hf_models.py", HERE / "yolo_models.py", HERE / "tf2onnx_models.py"):
         h.update(f.read_bytes())
     h.update(json.dumps({"name": spec.name, "family": spec.family, "config": spec.config, "opset": opset,
                          "bn": spec.bn_preserve, "seed": spec.seed_name, "torch": package_version("torch"),
