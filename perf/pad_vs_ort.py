@@ -52,7 +52,9 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated case names")
     a = ap.parse_args()
     only = set(a.only.split(",")) if a.only else None
-    row = re.compile(r"^Pad\s+\S+ nodes\s+([0-9.]+)\s+Pad\s+\S+ nodes\s+([0-9.]+)")
+    # op_times_vs_ort.py prints ORT's kinds left, ours right (from column 47), each sorted by time:
+    # the Pad row may be on different lines (ORT runs float16 Pad between two Casts).
+    row = re.compile(r"Pad\s+\S+ nodes\s+([0-9.]+)")
     print(f"Pad vs ONNX Runtime, {a.threads} threads, {a.rounds} alternating rounds x {a.iters} runs; "
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'case':<20} {'shape':<20} {'mode':<9} {'ORT ms':>8} {'ours ms':>8} {'ratio':>6}")
@@ -65,11 +67,14 @@ def main() -> int:
             res = subprocess.run(["/usr/bin/python3", str(REPO / "perf/op_times_vs_ort.py"), str(model), "--build",
                                   a.build, "--threads", str(a.threads), "--rounds", str(a.rounds), "--iters",
                                   str(a.iters)], check=True, capture_output=True, text=True)
-            m = next((row.match(line) for line in res.stdout.splitlines() if row.match(line)), None)
-            if not m:
+            found = {}
+            for line in res.stdout.splitlines():
+                for m in row.finditer(line):
+                    found["ours" if m.start() >= 40 else "ort"] = float(m.group(1))
+            if len(found) != 2:
                 sys.stderr.write(res.stdout)
                 return 3
-            ort, ours = float(m.group(1)), float(m.group(2))
+            ort, ours = found["ort"], found["ours"]
             print(f"{name:<20} {str(shape):<20} {mode:<9} {ort:8.3f} {ours:8.3f} {ours / ort:6.2f}", flush=True)
     return 0
 
