@@ -15,6 +15,7 @@ const std::vector<const Pass*>& all_passes() {
       &fuse_rms_norm_pass(),
       &fuse_gelu_pass(),
       &fuse_swish_pass(),
+      &fuse_pad_into_conv_pass(),
       &fuse_conv_batchnorm_pass(),
       &annotate_conv_activation_pass(),
       &fuse_rotary_embedding_pass(),  // attention fusions: rotary first (attention reads its 3-D output)

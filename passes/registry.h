@@ -32,6 +32,7 @@ const Pass& fuse_swish_pass();
 const Pass& fuse_rotary_embedding_pass();
 const Pass& fuse_attention_pass();
 const Pass& fuse_qkv_projections_pass();
+const Pass& fuse_pad_into_conv_pass();
 const Pass& fuse_conv_batchnorm_pass();
 const Pass& annotate_conv_activation_pass();
 const Pass& fuse_matmul_add_pass();

@@ -33,17 +33,17 @@ detail::KernelTable build_table(Isa isa) {
     case Isa::Sse:
       detail::sse::install_gemm(t), detail::sse::install_eltwise(t), detail::sse::install_rows(t),
           detail::sse::install_depthwise(t), detail::sse::install_pool(t);
-      detail::sse::install_resample(t);
+      detail::sse::install_resample(t), detail::sse::install_pad(t);
       break;
     case Isa::Avx2:
       detail::avx2::install_gemm(t), detail::avx2::install_eltwise(t), detail::avx2::install_rows(t),
           detail::avx2::install_depthwise(t), detail::avx2::install_pool(t);
-      detail::avx2::install_resample(t);
+      detail::avx2::install_resample(t), detail::avx2::install_pad(t);
       break;
     case Isa::Avx512:
       detail::avx512::install_gemm(t), detail::avx512::install_eltwise(t), detail::avx512::install_rows(t),
           detail::avx512::install_depthwise(t), detail::avx512::install_pool(t);
-      detail::avx512::install_resample(t);
+      detail::avx512::install_resample(t), detail::avx512::install_pad(t);
       break;
   }
   return t;

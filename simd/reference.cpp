@@ -542,4 +542,48 @@ void transpose(std::size_t elem_size, std::span<const std::int64_t> in_shape, co
   }
 }
 
+void pad(std::size_t elem_size, std::span<const std::int64_t> in_shape, const void* x,
+         std::span<const std::int64_t> begin, std::span<const std::int64_t> end, PadMode mode, const void* value,
+         void* y) {
+  const std::size_t r = in_shape.size();
+  const Dims strides = row_major_strides(in_shape);
+  Dims out(r), lo(r), len(r);
+  for (std::size_t d = 0; d < r; ++d) {
+    lo[d] = begin[d] < 0 ? -begin[d] : 0;  // first input index kept
+    len[d] = in_shape[d] - lo[d] - (end[d] < 0 ? -end[d] : 0);
+    if (len[d] < 0) throw std::invalid_argument("ref::pad: crop exceeds the axis");
+    out[d] = len[d] + std::max<std::int64_t>(begin[d], 0) + std::max<std::int64_t>(end[d], 0);
+  }
+  const std::int64_t n = product(out);
+  const auto* src = static_cast<const unsigned char*>(x);
+  auto* dst = static_cast<unsigned char*>(y);
+  for (std::int64_t o = 0; o < n; ++o) {
+    std::int64_t rem = o, off = 0;
+    bool inside = true;
+    for (std::size_t d = r; d-- > 0;) {
+      std::int64_t i = rem % out[d] - std::max<std::int64_t>(begin[d], 0);
+      rem /= out[d];
+      if (i < 0 || i >= len[d]) {
+        if (mode == PadMode::Constant) {
+          inside = false;
+        } else if (len[d] == 0) {
+          throw std::invalid_argument("ref::pad: empty axis");
+        } else if (mode == PadMode::Edge) {
+          i = i < 0 ? 0 : len[d] - 1;
+        } else if (mode == PadMode::Wrap) {
+          while (i < 0) i += len[d];
+          while (i >= len[d]) i -= len[d];
+        } else {  // Reflect: bounce off the borders one step at a time
+          if (len[d] == 1) i = 0;
+          while (i < 0 || i >= len[d]) i = i < 0 ? -i : 2 * (len[d] - 1) - i;
+        }
+      }
+      off += (i + lo[d]) * strides[d];
+    }
+    std::memcpy(dst + o * static_cast<std::int64_t>(elem_size),
+                inside ? src + off * static_cast<std::int64_t>(elem_size) : static_cast<const unsigned char*>(value),
+                elem_size);
+  }
+}
+
 }  // namespace onnxforge::simd::ref

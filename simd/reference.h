@@ -11,6 +11,7 @@
 #include "simd/binary.h"
 #include "simd/conv.h"
 #include "simd/gemm.h"
+#include "simd/pad.h"
 #include "simd/reduce.h"
 #include "simd/unary.h"
 
@@ -58,5 +59,11 @@ void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t
 
 void transpose(std::size_t elem_size, std::span<const std::int64_t> in_shape, const void* x,
                std::span<const std::int64_t> perm, void* y, std::span<const std::int64_t> in_strides = {});
+
+// Element by element from the definition: crop by the negative pads, then fill each output
+// index from its own source index (its own mirror, clamp or wrap, not simd::pad_source_index).
+void pad(std::size_t elem_size, std::span<const std::int64_t> in_shape, const void* x,
+         std::span<const std::int64_t> begin, std::span<const std::int64_t> end, PadMode mode, const void* value,
+         void* y);
 
 }  // namespace onnxforge::simd::ref

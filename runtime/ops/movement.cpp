@@ -1,5 +1,7 @@
 // Data movement: Transpose, Concat, Split, Slice, Tile, Pad, Trilu, DepthToSpace, SpaceToDepth.
 #include "runtime/ops/common.h"
+#include "io/budget.h"
+#include "simd/pad.h"
 #include "simd/parallel.h"
 #include "simd/transpose.h"
 
@@ -274,12 +276,41 @@ void tile(OpContext& c) {
   }
 }
 
+// Plan time: a 4-D Pad pads channels-last input in its layout (any pads: the physical
+// [N, H, W, C] bytes, the pads permuted alike) when every reader of its output takes
+// channels-last input too. Otherwise it would convert its input back, and saying yes would only
+// lure its producer into writing NHWC for nothing (tf2onnx's Pads feed depthwise convs, which
+// run NCHW).
+bool pad_takes_nhwc(const Graph& g, NodeId n) {
+  const int r = g.rank(g.input(n, 0));
+  const ValueId y = g.output(n, 0);
+  if ((r >= 0 && r != 4) || g.is_graph_output(y)) return false;
+  const Registry& reg = Registry::get();
+  bool any = false;
+  for (NodeId m : g.nodes())
+    for (size_t k = 0; k < g.inputs(m).size(); ++k) {
+      if (g.input(m, k) != y) continue;
+      const std::string_view dom = str(g.domain(m));
+      const KernelDef* d = reg.find(dom == "ai.onnx" ? std::string_view{} : dom, str(g.op_type(m)));
+      if (!d || d->layout != LayoutUse::Aware || !d->takes_nhwc || !(k == 0 || d->nhwc_all_inputs) || !d->takes_nhwc(g, m))
+        return false;
+      any = true;
+    }
+  return any;
+}
+
+// Pad on simd::pad: pads from the attribute (opset < 11; `paddings` in opset 1) or input 1,
+// over the axes of input 3 (opset 18) or all; negative pads crop first, as ONNX Runtime does.
 void pad(OpContext& c) {
   const Tensor& x = c.input(0);
   const int64_t r = x.rank();
   std::vector<int64_t> pads;
-  if (c.opset < 11) pads.assign(c.attr_ints("pads").begin(), c.attr_ints("pads").end());
-  else pads = ints_of(c.input(1));
+  if (c.opset < 11) {
+    auto a = c.has_attr("pads") || c.opset >= 2 ? c.attr_ints("pads") : c.attr_ints("paddings");
+    pads.assign(a.begin(), a.end());
+  } else {
+    pads = ints_of(c.input(1));
+  }
   std::vector<int64_t> axes;
   if (c.in(3)) {
     axes = ints_of(*c.in(3));
@@ -288,59 +319,62 @@ void pad(OpContext& c) {
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);
   }
   std::vector<int64_t> pb(static_cast<size_t>(r), 0), pe(static_cast<size_t>(r), 0);
+  std::vector<uint8_t> seen(static_cast<size_t>(r), 0);
   const size_t na = axes.size();
   if (pads.size() != 2 * na) c.error("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(na) + " axes");
   for (size_t i = 0; i < na; ++i) {
-    pb[static_cast<size_t>(axes[i])] = pads[i];
-    pe[static_cast<size_t>(axes[i])] = pads[i + na];
+    const auto a = static_cast<size_t>(axes[i]);
+    if (seen[a]++) c.error("axis " + std::to_string(axes[i]) + " is listed twice in axes");
+    pb[a] = pads[i];
+    pe[a] = pads[i + na];
   }
-  std::string_view mode = c.attr_s("mode", "constant");
-  // Another mode would leave an outside index outside (fuzz_runtime: a read before the input).
-  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
-    c.error("unknown mode '" + std::string(mode) + "'");
+  std::string_view m = c.attr_s("mode", "constant");
+  simd::PadMode mode = simd::PadMode::Constant;
+  if (m == "reflect") mode = simd::PadMode::Reflect;
+  else if (m == "edge") mode = simd::PadMode::Edge;
+  else if (m == "wrap") mode = simd::PadMode::Wrap;
+  else if (m != "constant") c.error("unknown mode '" + std::string(m) + "'");
   Shape ys = x.shape;
-  for (size_t d = 0; d < ys.size(); ++d)
-    if (__builtin_add_overflow(ys[d], pb[d], &ys[d]) || __builtin_add_overflow(ys[d], pe[d], &ys[d]) || ys[d] < 0)
-      c.error("pads make axis " + std::to_string(d) + " of " + shape_str(x.shape) + " negative or too large");
-  Tensor& y = c.output(0, x.dtype, ys);
+  for (size_t d = 0; d < ys.size(); ++d) {
+    int64_t kept = 0;
+    if (__builtin_add_overflow(x.shape[d], std::min<int64_t>(pb[d], 0), &kept) ||
+        __builtin_add_overflow(kept, std::min<int64_t>(pe[d], 0), &kept) || kept < 0)
+      c.error("pads " + shape_str(pads) + " crop more than axis " + std::to_string(d) + " of " + shape_str(x.shape) + " holds");
+    if (kept == 0 && mode != simd::PadMode::Constant && (pb[d] > 0 || pe[d] > 0))
+      c.error("mode '" + std::string(m) + "' cannot pad axis " + std::to_string(d) + ", which is empty");
+    if (__builtin_add_overflow(ys[d], pb[d], &ys[d]) || __builtin_add_overflow(ys[d], pe[d], &ys[d]))
+      c.error("pads make axis " + std::to_string(d) + " of " + shape_str(x.shape) + " too large");
+  }
+  // The output is sized by the model's pads: refused over the memory budget before it is allocated.
+  check_memory(checked_bytes(x.dtype, ys), c.where() + ": output " + shape_str(ys));
   const size_t es = dtype_size(x.dtype);
   std::vector<std::byte> cv(es, std::byte{0});
-  if (c.opset < 11) {
-    Tensor v = cast(Tensor::view(DType::Float, {}, std::array<float, 1>{c.attr_f("value", 0.f)}.data()), x.dtype);
-    std::memcpy(cv.data(), v.data, es);
-  } else if (const Tensor* v = c.in(2); v && v->numel()) {
-    need_same_type(c, x, *v);
-    std::memcpy(cv.data(), v->data, es);
-  }
-  auto cs = contiguous_strides(x.shape);
-  std::vector<int64_t> idx(ys.size(), 0);
-  for (int64_t i = 0, n = y.numel(); i < n; ++i) {
-    int64_t off = 0;
-    bool inside = true;
-    for (size_t d = 0; d < ys.size(); ++d) {
-      int64_t s = idx[d] - pb[d], len = x.shape[d];
-      if (s < 0 || s >= len) {
-        if (mode == "constant" || len == 0) { inside = false; break; }
-        if (mode == "edge") s = std::clamp<int64_t>(s, 0, len - 1);
-        else if (mode == "reflect") {
-          if (len == 1) s = 0;
-          else {
-            const int64_t period = 2 * (len - 1);
-            s = ((s % period) + period) % period;
-            if (s >= len) s = period - s;
-          }
-        } else if (mode == "wrap") {
-          s = ((s % len) + len) % len;
-        }
-      }
-      off += s * cs[d];
-    }
-    std::memcpy(y.data + static_cast<size_t>(i) * es, inside ? x.data + static_cast<size_t>(off) * es : cv.data(), es);
-    for (size_t d = ys.size(); d-- > 0;) {
-      if (++idx[d] < ys[d]) break;
-      idx[d] = 0;
+  if (mode == simd::PadMode::Constant) {
+    if (c.opset < 11) {
+      Tensor v = cast(Tensor::view(DType::Float, {}, std::array<float, 1>{c.attr_f("value", 0.f)}.data()), x.dtype);
+      std::memcpy(cv.data(), v.data, es);
+    } else if (const Tensor* v = c.in(2); v && v->numel()) {
+      need_same_type(c, x, *v);
+      std::memcpy(cv.data(), v->data, es);
     }
   }
+  // Channels-last input for a channels-last reader: pad the [N, H, W, C] bytes and stay so.
+  const bool channels_last = x.nhwc && r == 4 && c.prefer_nhwc;
+  const Tensor xp = channels_last ? x : to_nchw(x);
+  Tensor& y = c.output(0, x.dtype, ys);
+  if (channels_last) {
+    const int64_t perm[] = {0, 2, 3, 1};
+    std::array<int64_t, 4> phys{}, b{}, e{};
+    for (size_t d = 0; d < 4; ++d) {
+      phys[d] = x.shape[static_cast<size_t>(perm[d])];
+      b[d] = pb[static_cast<size_t>(perm[d])];
+      e[d] = pe[static_cast<size_t>(perm[d])];
+    }
+    simd::pad(es, phys, xp.data, b, e, mode, cv.data(), y.data);
+    y.nhwc = true;
+    return;
+  }
+  simd::pad(es, xp.shape, xp.data, pb, pe, mode, cv.data(), y.data);
 }
 
 void trilu(OpContext& c) {
@@ -403,8 +437,9 @@ void space_to_depth(OpContext& c) {
 void register_movement(Registry& r) {
   for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
            {"Transpose", transpose}, {"Split", split}, {"Slice", slice}, {"Tile", tile},
-           {"Pad", pad}, {"Trilu", trilu}, {"DepthToSpace", depth_to_space}, {"SpaceToDepth", space_to_depth}})
+           {"Trilu", trilu}, {"DepthToSpace", depth_to_space}, {"SpaceToDepth", space_to_depth}})
     r.add("", name, {.run = f, .float_compute = false});
+  r.add("", "Pad", {.run = pad, .float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = pad_takes_nhwc});
   r.add("", "Concat",
         {.run = concat, .float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = concat_takes_nhwc,
          .nhwc_all_inputs = true});

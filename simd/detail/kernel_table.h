@@ -126,6 +126,12 @@ struct KernelTable {
   void (*half_to_float)(const std::uint16_t* x, float* y, std::size_t n) = nullptr;
   void (*float_to_half)(const float* x, std::uint16_t* y, std::size_t n) = nullptr;
   void (*round_to_half)(const float* x, float* y, std::size_t n) = nullptr;
+
+  // Pad (kernels/pad.inl), in bytes: y = fill[0, left) ++ x[0, n) ++ fill[0, right), where fill
+  // is 64 bytes repeating one element (its size divides 64, and left and right are multiples
+  // of it); x and y do not overlap.
+  void (*fill_copy_fill_row)(const void* x, std::size_t n, void* y, std::size_t left, std::size_t right,
+                             const void* fill) = nullptr;
 };
 
 // The drivers' activation of whole tile rows (act_in_registers): rows [r0, r0 + rows) of C,
@@ -147,6 +153,7 @@ const KernelTable& table_for(Isa isa) noexcept;
   void install_depthwise(KernelTable& t);        \
   void install_pool(KernelTable& t);             \
   void install_resample(KernelTable& t);         \
+  void install_pad(KernelTable& t);              \
   }
 ONNXFORGE_SIMD_DECLARE_INSTALLERS(sse)
 ONNXFORGE_SIMD_DECLARE_INSTALLERS(avx2)

@@ -34,6 +34,7 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   wav2vec2         wav2vec2_base (16000 samples; `_dynlen`:       wav2vec2_mini (800 samples)
                    dynamic length)
   vits             -                                              vits_small (Piper-style VITS TTS, opset 15)
+  tf2onnx          -                                              tf2onnx_linedet (opset 11), tf2onnx_blazeface (12)
 `_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
 full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
 every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
@@ -275,6 +276,11 @@ def registry() -> list[Spec]:
                            num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, samples=800,
                            dynamic_length=False)))
     specs.append(_op17(specs[-1]))
+    # tf2onnx's structure (tf2onnx_models.py): NHWC input, Pads with pads as an input, Relu6 as Clip
+    specs.append(Spec("tf2onnx_linedet", "tf2onnx", S, dict(arch="linedet", image=256), opset=11,
+                      notes="MobileNetV2-style line detector, RGBA NHWC input, Resize decoder"))
+    specs.append(Spec("tf2onnx_blazeface", "tf2onnx", S, dict(arch="blazeface", image=128), opset=12,
+                      notes="BlazeFace-style face detector, NHWC input"))
     for s in specs:
         s.seed_name = s.seed_name or s.name
     return specs
@@ -369,6 +375,13 @@ def _build(spec: Spec) -> Built:
         x = torch.randn(B, 3, c["image"], c["image"], generator=g)
         return Built(model, (x,), ["pixel_values"], ["logits"],
                      {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, {})
+
+    if spec.family == "tf2onnx":
+        import tf2onnx_models
+        model, x, ins, outs = tf2onnx_models.build(c, g)
+        _add_noise(model, seed)
+        tf2onnx_models.calibrate_bn(model, x, seed)
+        return Built(model, (x,), ins, outs, {}, {})
 
     if spec.family == "yolov8":
         import yolo_models
@@ -613,6 +626,9 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
                               training=mode, verbose=False, export_params=not lean)
         if lean:
             attach_parameters(tmp, b.model, len(b.input_names))
+        if spec.family == "tf2onnx":
+            import tf2onnx_models
+            tf2onnx_models.postprocess(tmp)
         proto = load_checked(tmp)
         ops: dict = {}
         for n in proto.graph.node:
@@ -675,7 +691,8 @@ def package_version(pkg: str) -> str:
 
 def stamp_of(spec: Spec, opset: int) -> str:
     h = hashlib.sha256()
-    for f in (Path(__file__).resolve(), HERE / "hf_models.py", HERE / "yolo_models.py", HERE / "vits_models.py"):
+    for f in (Path(__file__).resolve(), HERE / "hf_models.py", HERE / "yolo_models.py", HERE / "vits_models.py",
+              HERE / "tf2onnx_models.py"):
         h.update(f.read_bytes())
     h.update(json.dumps({"name": spec.name, "family": spec.family, "config": spec.config, "opset": opset,
                          "bn": spec.bn_preserve, "seed": spec.seed_name, "torch": package_version("torch"),
