@@ -158,12 +158,6 @@ bool from_matmul(const Graph& g, ValueId v, int depth = 8) {
   return false;
 }
 
-std::optional<double> scalar_value(const Graph& g, ValueId v) {
-  auto vals = constant_values(g, v);
-  if (!vals || vals->size() != 1) return std::nullopt;
-  return (*vals)[0];
-}
-
 // ---- causal proofs -------------------------------------------------------------------------
 
 // A constant table, possibly sliced: c = T[..., r0:, c0:]. Leading dims of the result must be 1.
@@ -181,29 +175,13 @@ std::optional<Table> sliced_table(const Graph& g, ValueId v) {
       return Table{t, std::vector<int64_t>(d.begin(), d.end()), r0, c0};
     }
     NodeId s = g.producer(v);
-    if (!is(g, s, "Slice") || !g.input(s, 1).valid()) return std::nullopt;
-    auto rank = known_rank(g, g.input(s, 0));
-    auto starts = constant_ints(g, g.input(s, 1));
-    if (rank < 2 || !starts) return std::nullopt;
-    std::vector<int64_t> axes;
-    if (g.input(s, 3).valid()) {
-      auto a = constant_ints(g, g.input(s, 3));
-      if (!a) return std::nullopt;
-      axes = *a;
-    } else {
-      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-    }
-    if (g.input(s, 4).valid()) {
-      auto st = constant_ints(g, g.input(s, 4));
-      if (!st) return std::nullopt;
-      for (int64_t x : *st)
-        if (x != 1) return std::nullopt;
-    }
-    if (axes.size() != starts->size()) return std::nullopt;
-    for (size_t i = 0; i < axes.size(); ++i) {
-      int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
-      int64_t st = (*starts)[i];
-      if (st < 0) return std::nullopt;
+    auto sp = is(g, s, "Slice") ? slice_params(g, s) : std::nullopt;
+    const int64_t rank = sp ? known_rank(g, g.input(s, 0)) : -1;
+    if (rank < 2) return std::nullopt;
+    for (size_t i = 0; i < sp->axes.size(); ++i) {
+      const int64_t a = sp->axes[i] < 0 ? sp->axes[i] + rank : sp->axes[i];
+      const int64_t st = sp->starts[i];
+      if (st < 0 || sp->steps[i] != 1) return std::nullopt;
       if (a == rank - 2) r0 += st;
       else if (a == rank - 1) c0 += st;
       else if (st != 0) return std::nullopt;
@@ -244,32 +222,19 @@ constexpr double kLargeNegative = -1e4;
 // Slice(x, 0, >= dim, axes, 1) on every axis it names returns x (Llama slices its mask to the
 // key length it already has, per layer).
 ValueId skip_noop_slices(const Graph& g, ValueId v) {
-  for (NodeId s = g.producer(v); is(g, s, "Slice") && g.input(s, 2).valid(); s = g.producer(v)) {
+  for (NodeId s = g.producer(v); is(g, s, "Slice"); s = g.producer(v)) {
     auto d = heads::dims_of(g, g.input(s, 0));
-    auto starts = constant_ints(g, g.input(s, 1)), ends = constant_ints(g, g.input(s, 2));
-    if (!d || !starts || !ends || starts->size() != ends->size()) break;
-    std::vector<int64_t> axes;
-    if (g.input(s, 3).valid()) {
-      auto a = constant_ints(g, g.input(s, 3));
-      if (!a) break;
-      axes = *a;
-    } else {
-      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-    }
-    std::vector<int64_t> steps(starts->size(), 1);
-    if (g.input(s, 4).valid()) {
-      auto st = constant_ints(g, g.input(s, 4));
-      if (!st) break;
-      steps = *st;
-    }
-    if (axes.size() != starts->size() || steps.size() != starts->size()) break;
+    auto sp = slice_params(g, s);
+    if (!d || !sp || !sp->ends) break;
+    const auto& [starts, ends_known, axes, steps] = *sp;
+    const std::vector<int64_t>& ends = *ends_known;
     bool noop = true;
     for (size_t i = 0; i < axes.size() && noop; ++i) {
       const int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(d->size()) : axes[i];
       if (a < 0 || a >= static_cast<int64_t>(d->size())) return v;
       const SymDim& dim = (*d)[static_cast<size_t>(a)];
-      noop = (*starts)[i] == 0 && steps[i] == 1 &&
-             ((*ends)[i] >= (int64_t{1} << 62) || (dim.is_constant() && (*ends)[i] >= dim.value()));
+      noop = starts[i] == 0 && steps[i] == 1 &&
+             (ends[i] >= (int64_t{1} << 62) || (dim.is_constant() && ends[i] >= dim.value()));
     }
     if (!noop) break;
     v = g.input(s, 0);
@@ -323,7 +288,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
       if (a_scores == b_scores || (is(g, p, "Div") && b_scores)) return Miss{"unsupported op between scores and softmax"};
       ValueId c = a_scores ? b : a;
       if (!constant_tensor(g, c).valid()) return Miss{"scale not constant"};
-      auto s = scalar_value(g, c);
+      auto s = scalar(g, c);
       if (!s) return Miss{"scale not scalar"};
       if (*s == 0 || !std::isfinite(*s)) return Miss{"scale not finite"};
       seen_scale = true;
@@ -342,7 +307,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
       if (a_scores == b_scores) return Miss{"unsupported op between scores and softmax"};
       ValueId fill = a_scores ? b : a;
       if (!constant_tensor(g, fill).valid()) return Miss{"masked_fill value not constant"};
-      auto f = scalar_value(g, fill);
+      auto f = scalar(g, fill);
       if (!f) return Miss{"masked_fill value not scalar"};
       if (!(*f <= kLargeNegative)) return Miss{"masked_fill value not large negative"};
       if (g.dtype(c) != DType::Bool) return Miss{"mask condition not boolean"};

@@ -76,35 +76,17 @@ struct Match {
   DType dtype = DType::Float;
 };
 
-std::optional<std::vector<int64_t>> ints_of(const Graph& g, ValueId v) {
-  return v.valid() ? constant_ints(g, v) : std::nullopt;
-}
-
 // Slice(x, start, end) along the last axis with step `step`: returns x, start, end.
 struct LastSlice {
   ValueId x;
   int64_t start = 0, end = 0;
 };
 std::optional<LastSlice> last_axis_slice(const Graph& g, NodeId s, int64_t step) {
-  if (!is(g, s, "Slice") || !g.input(s, 2).valid()) return std::nullopt;
-  const int64_t rank = known_rank(g, g.input(s, 0));
-  auto st = ints_of(g, g.input(s, 1)), en = ints_of(g, g.input(s, 2));
-  if (rank < 1 || !st || !en || st->size() != 1 || en->size() != 1) return std::nullopt;
-  int64_t axis = 0;
-  if (g.input(s, 3).valid()) {
-    auto a = ints_of(g, g.input(s, 3));
-    if (!a || a->size() != 1) return std::nullopt;
-    axis = (*a)[0] < 0 ? (*a)[0] + rank : (*a)[0];
-  }
-  if (axis != rank - 1) return std::nullopt;
-  int64_t stp = 1;
-  if (g.input(s, 4).valid()) {
-    auto a = ints_of(g, g.input(s, 4));
-    if (!a || a->size() != 1) return std::nullopt;
-    stp = (*a)[0];
-  }
-  if (stp != step) return std::nullopt;
-  return LastSlice{g.input(s, 0), (*st)[0], (*en)[0]};
+  auto sp = is(g, s, "Slice") ? slice_params(g, s) : std::nullopt;
+  const int64_t rank = sp ? known_rank(g, g.input(s, 0)) : -1;
+  if (rank < 1 || !sp->ends || sp->starts.size() != 1 || sp->steps[0] != step) return std::nullopt;
+  if ((sp->axes[0] < 0 ? sp->axes[0] + rank : sp->axes[0]) != rank - 1) return std::nullopt;
+  return LastSlice{g.input(s, 0), sp->starts[0], (*sp->ends)[0]};
 }
 
 bool last_axis_concat(const Graph& g, NodeId c) {
@@ -114,16 +96,7 @@ bool last_axis_concat(const Graph& g, NodeId c) {
   return rank > 0 && (axis == -1 || axis == rank - 1);
 }
 
-// The other input of binary `n`, given one of them.
-ValueId other(const Graph& g, NodeId n, ValueId v) { return g.input(n, 0) == v ? g.input(n, 1) : g.input(n, 0); }
 
-// Unsqueeze axes (input at opset >= 13, attribute before).
-std::optional<std::vector<int64_t>> unsqueeze_axes(const Graph& g, NodeId n) {
-  if (g.input(n, 1).valid()) return constant_ints(g, g.input(n, 1));
-  auto a = g.attr_ints(n, "axes");
-  if (a.empty()) return std::nullopt;
-  return std::vector<int64_t>(a.begin(), a.end());
-}
 
 // The float types a cache is converted between (convert_element).
 bool float_type(DType t) { return pattern::is_float(t) && t != DType::Double; }
@@ -163,14 +136,10 @@ std::optional<std::pair<TensorId, std::vector<int64_t>>> table_behind(const Grap
       continue;
     }
     if (is(g, p, "Slice")) {  // rows 0..n of the table: positions < n read the same rows
-      auto st = ints_of(g, g.input(p, 1));
-      auto steps = ints_of(g, g.input(p, 4));
-      if (!st) return std::nullopt;
-      for (int64_t s : *st)
-        if (s != 0) return std::nullopt;
-      if (steps)
-        for (int64_t s : *steps)
-          if (s != 1) return std::nullopt;
+      auto sp = slice_params(g, p);
+      if (!sp) return std::nullopt;
+      for (size_t i = 0; i < sp->starts.size(); ++i)
+        if (sp->starts[i] != 0 || sp->steps[i] != 1) return std::nullopt;
       v = g.input(p, 0);
       continue;
     }
@@ -235,7 +204,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
   if (il) {
     if (s1->start != 0 || s2->start != 1 || s1->end < R || s2->end < R) return {};
     for (NodeId u : {un_neg, un_x1}) {
-      auto a = unsqueeze_axes(g, u);
+      auto a = axes_of(g, u);
       const int64_t r = static_cast<int64_t>(xrd->size()) + 1;
       if (!a || a->size() != 1 || ((*a)[0] != -1 && (*a)[0] != r - 1)) return {};
     }
@@ -247,13 +216,13 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
   // · sin, + x · cos
   NodeId mul_sin = single_consumer(g, uses, rotated);
   if (!is(g, mul_sin, "Mul")) return {};
-  const ValueId sin = other(g, mul_sin, rotated);
+  const ValueId sin = other_input(g, mul_sin, rotated);
   NodeId add = single_consumer(g, uses, g.output(mul_sin, 0));
   if (!is(g, add, "Add")) return {};
-  NodeId mul_cos = g.producer(other(g, add, g.output(mul_sin, 0)));
+  NodeId mul_cos = g.producer(other_input(g, add, g.output(mul_sin, 0)));
   if (!is(g, mul_cos, "Mul") || !uses.single(g.output(mul_cos, 0))) return {};
   if (g.input(mul_cos, 0) != xr && g.input(mul_cos, 1) != xr) return {};
-  const ValueId cos = other(g, mul_cos, xr);
+  const ValueId cos = other_input(g, mul_cos, xr);
   m.nodes = {neg, x2s, x1s, cat, mul_sin, mul_cos, add};
   if (il) m.nodes.insert(m.nodes.end(), {un_neg, un_x1, flat});
   for (ValueId v : {g.output(x1s, 0), g.output(x2s, 0), g.output(cat, 0)})

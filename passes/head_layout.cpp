@@ -118,16 +118,6 @@ bool reshape_like(const Graph& g, NodeId n) {
   return is(g, n, "Reshape") || is(g, n, "Squeeze") || is(g, n, "Unsqueeze") || is(g, n, "Flatten");
 }
 
-std::vector<int64_t> perm_of(const Graph& g, NodeId t, size_t rank) {
-  auto p = g.attr_ints(t, "perm");
-  std::vector<int64_t> perm(p.begin(), p.end());
-  if (perm.empty()) {
-    perm.resize(rank);
-    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
-  }
-  return perm;
-}
-
 bool valid_perm(const std::vector<int64_t>& perm, size_t rank) {
   if (perm.size() != rank) return false;
   std::vector<bool> seen(rank, false);
@@ -136,21 +126,6 @@ bool valid_perm(const std::vector<int64_t>& perm, size_t rank) {
     seen[static_cast<size_t>(p)] = true;
   }
   return true;
-}
-
-// One-element numeric constant, or nullopt.
-std::optional<double> scalar_constant(const Graph& g, ValueId v) {
-  auto vals = constant_values(g, v);
-  if (!vals || vals->size() != 1) return std::nullopt;
-  return (*vals)[0];
-}
-
-// Unsqueeze axes (input at opset >= 13, attribute before).
-std::optional<std::vector<int64_t>> unsqueeze_axes(const Graph& g, NodeId n) {
-  if (g.input(n, 1).valid()) return constant_ints(g, g.input(n, 1));
-  auto a = g.attr_ints(n, "axes");
-  if (a.empty()) return std::nullopt;
-  return std::vector<int64_t>(a.begin(), a.end());
 }
 
 // Llama's repeat_kv at Reshape `r` (output layout `l`): Reshape(Expand(Unsqueeze(x, [2]), ...))
@@ -167,7 +142,7 @@ std::optional<Repeat> kv_repeat(const Graph& g, NodeId r, const Layout& l) {
   if (!is(g, ex, "Expand")) return std::nullopt;
   NodeId un = g.producer(g.input(ex, 0));
   if (!is(g, un, "Unsqueeze")) return std::nullopt;
-  auto axes = unsqueeze_axes(g, un);
+  auto axes = axes_of(g, un);
   if (!axes || axes->size() != 1 || ((*axes)[0] != 2 && (*axes)[0] != -3)) return std::nullopt;
   ValueId x = g.input(un, 0);
   auto xd = dims_of(g, x), ed = dims_of(g, g.output(ex, 0)), rd = dims_of(g, g.output(r, 0));
@@ -204,8 +179,9 @@ std::vector<Step> walk_back(const Graph& g, ValueId v, const Layout& start, Size
     next.nodes = {n};
     const bool had_split = sizes.has('b') && sizes.has('h');
     if (is(g, n, "Transpose")) {
-      auto perm = perm_of(g, n, cur.layout.size());
-      if (!valid_perm(perm, cur.layout.size())) break;
+      auto p = transpose_perm(g, n);
+      if (!p || !valid_perm(*p, cur.layout.size())) break;
+      const std::vector<int64_t>& perm = *p;
       Layout in(cur.layout.size());
       for (size_t i = 0; i < perm.size(); ++i) in[static_cast<size_t>(perm[i])] = cur.layout[i];
       next.value = g.input(n, 0);
@@ -235,10 +211,10 @@ std::vector<Step> walk_back(const Graph& g, ValueId v, const Layout& start, Size
       next.layout = *l;
     } else if (o.scale && (is(g, n, "Mul") || is(g, n, "Div"))) {
       ValueId a = g.input(n, 0), b = g.input(n, 1);
-      std::optional<double> c = scalar_constant(g, b);
+      std::optional<double> c = scalar(g, b);
       ValueId other = a;
       if (!c && is(g, n, "Mul")) {
-        c = scalar_constant(g, a);
+        c = scalar(g, a);
         other = b;
       }
       if (!c || *c == 0) break;
@@ -283,8 +259,9 @@ std::vector<Step> walk_forward(const Graph& g, const Uses& uses, ValueId v, cons
     next.value = g.output(n, 0);
     const bool had_split = sizes.has('b') && sizes.has('h');
     if (is(g, n, "Transpose")) {
-      auto perm = perm_of(g, n, cur.layout.size());
-      if (!valid_perm(perm, cur.layout.size())) break;
+      auto p = transpose_perm(g, n);
+      if (!p || !valid_perm(*p, cur.layout.size())) break;
+      const std::vector<int64_t>& perm = *p;
       Layout out(cur.layout.size());
       for (size_t i = 0; i < perm.size(); ++i) out[i] = cur.layout[static_cast<size_t>(perm[i])];
       next.layout = out;

@@ -80,6 +80,8 @@ void fit_dim_relations(const Graph& g, InputPlan& plan, std::map<std::string, in
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     for (size_t a = 0; a < keys[i].size(); ++a)
       if (!keys[i][a].empty()) plan.inputs[i].shape[a] = chosen[keys[i][a]];
+}
+
 // How an integer input is used, found by following it through casts and reshapes, and into the
 // If/Loop/Scan bodies that read it.
 struct IntUse {

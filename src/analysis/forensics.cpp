@@ -10,7 +10,6 @@
 namespace onnxforge {
 namespace {
 
-bool op(const Graph& g, NodeId n, std::string_view t) { return is(g, n, t); }
 
 // An op of this type in the default domain or com.microsoft (the fused ops either writes).
 bool op_type_is(const Graph& g, NodeId n, std::string_view t) {
@@ -31,10 +30,10 @@ NodeId from(const Graph& g, ValueId v) { return v.valid() ? g.producer(v) : Node
 bool constant(const Graph& g, ValueId v) { return !v.valid() || constant_tensor(g, v).valid(); }
 
 bool is_shape_consumer_slot(const Graph& g, NodeId n, uint32_t slot) {
-  return (op(g, n, "Reshape") && slot == 1) || (op(g, n, "Expand") && slot == 1) ||
-         (op(g, n, "ConstantOfShape") && slot == 0) || (op(g, n, "Tile") && slot == 1) ||
-         (op(g, n, "Range")) || (op(g, n, "Slice") && slot >= 1) || (op(g, n, "Resize") && slot >= 2) ||
-         (op(g, n, "Pad") && slot == 1);
+  return (is(g, n, "Reshape") && slot == 1) || (is(g, n, "Expand") && slot == 1) ||
+         (is(g, n, "ConstantOfShape") && slot == 0) || (is(g, n, "Tile") && slot == 1) ||
+         (is(g, n, "Range")) || (is(g, n, "Slice") && slot >= 1) || (is(g, n, "Resize") && slot >= 2) ||
+         (is(g, n, "Pad") && slot == 1);
 }
 
 // Whether the value computed from a Shape node reaches a shape operand within a few steps.
@@ -52,7 +51,7 @@ bool feeds_shape_operand(const Graph& g, const Uses& u, ValueId v, int depth) {
 // Ops that broadcast their inputs (an Expand feeding one of them is often redundant).
 bool broadcasting(const Graph& g, NodeId n) {
   for (const char* t : {"Add", "Sub", "Mul", "Div", "Where", "Pow", "And", "Or", "Equal", "Less", "Greater", "Max", "Min"})
-    if (op(g, n, t)) return true;
+    if (is(g, n, t)) return true;
   return false;
 }
 
@@ -60,8 +59,8 @@ bool broadcasting(const Graph& g, NodeId n) {
 NodeId through_views(const Graph& g, ValueId v, int max_steps = 6) {
   NodeId p = v.valid() ? from(g, v) : NodeId{};
   for (int i = 0; i < max_steps && p.valid(); ++i) {
-    if (!(op(g, p, "Reshape") || op(g, p, "Transpose") || op(g, p, "Squeeze") || op(g, p, "Unsqueeze") ||
-          op(g, p, "Cast") || op(g, p, "Expand")))
+    if (!(is(g, p, "Reshape") || is(g, p, "Transpose") || is(g, p, "Squeeze") || is(g, p, "Unsqueeze") ||
+          is(g, p, "Cast") || is(g, p, "Expand")))
       break;
     p = from(g, g.input(p, 0));
   }
@@ -73,8 +72,8 @@ NodeId through_views(const Graph& g, ValueId v, int max_steps = 6) {
 NodeId projection_of(const Graph& g, ValueId v) {
   NodeId p = through_views(g, v);
   for (int i = 0; i < 6 && p.valid(); ++i) {
-    if (op(g, p, "MatMul") || op(g, p, "Gemm") || op(g, p, "Split") || op(g, p, "Slice")) return p;
-    if (op(g, p, "Add") || op(g, p, "Mul") || op(g, p, "Div")) {
+    if (is(g, p, "MatMul") || is(g, p, "Gemm") || is(g, p, "Split") || is(g, p, "Slice")) return p;
+    if (is(g, p, "Add") || is(g, p, "Mul") || is(g, p, "Div")) {
       // Prefer the non-constant operand.
       ValueId a = g.input(p, 0), b = g.input(p, 1);
       p = through_views(g, constant(g, a) ? b : a);
@@ -91,17 +90,17 @@ void attention(const Graph& g, NodeId softmax, Forensics& f) {
   NodeId p = from(g, g.input(softmax, 0));
   NodeId qk;
   for (int i = 0; i < 6 && p.valid(); ++i) {
-    if (op(g, p, "MatMul")) {
+    if (is(g, p, "MatMul")) {
       qk = p;
       break;
     }
-    if (op(g, p, "Div") && constant(g, g.input(p, 1))) scale = "scores-div";
-    else if (op(g, p, "Mul") && (constant(g, g.input(p, 1)) || constant(g, g.input(p, 0)))) scale = "scores-mul";
-    else if (op(g, p, "Div")) scale = "scores-div";
-    if (op(g, p, "Where")) p = from(g, g.input(p, constant(g, g.input(p, 1)) ? 2 : 1));  // masked_fill either way
-    else if (op(g, p, "Add") || op(g, p, "Sub")) {
+    if (is(g, p, "Div") && constant(g, g.input(p, 1))) scale = "scores-div";
+    else if (is(g, p, "Mul") && (constant(g, g.input(p, 1)) || constant(g, g.input(p, 0)))) scale = "scores-mul";
+    else if (is(g, p, "Div")) scale = "scores-div";
+    if (is(g, p, "Where")) p = from(g, g.input(p, constant(g, g.input(p, 1)) ? 2 : 1));  // masked_fill either way
+    else if (is(g, p, "Add") || is(g, p, "Sub")) {
       NodeId a = from(g, g.input(p, 0)), b = from(g, g.input(p, 1));
-      p = (op(g, a, "MatMul") || op(g, a, "Div") || op(g, a, "Mul") || op(g, a, "Where") || op(g, a, "Cast")) ? a : b;
+      p = (is(g, a, "MatMul") || is(g, a, "Div") || is(g, a, "Mul") || is(g, a, "Where") || is(g, a, "Cast")) ? a : b;
     } else
       p = from(g, g.input(p, 0));
   }
@@ -111,8 +110,8 @@ void attention(const Graph& g, NodeId softmax, Forensics& f) {
   if (scale == "none") {
     auto scaled = [&](ValueId v) {
       for (NodeId n = from(g, v); n.valid();) {
-        if (op(g, n, "Mul") || op(g, n, "Div")) return true;
-        if (!(op(g, n, "Reshape") || op(g, n, "Transpose") || op(g, n, "Cast"))) return false;
+        if (is(g, n, "Mul") || is(g, n, "Div")) return true;
+        if (!(is(g, n, "Reshape") || is(g, n, "Transpose") || is(g, n, "Cast"))) return false;
         n = from(g, g.input(n, 0));
       }
       return false;
@@ -124,9 +123,9 @@ void attention(const Graph& g, NodeId softmax, Forensics& f) {
   NodeId pq = projection_of(g, g.input(qk, 0)), pk = projection_of(g, g.input(qk, 1));
   std::string qkv = "other";
   if (pq.valid() && pk.valid()) {
-    if (pq == pk || (op(g, pq, "Split") && op(g, pk, "Split")) || (op(g, pq, "Slice") && op(g, pk, "Slice")))
+    if (pq == pk || (is(g, pq, "Split") && is(g, pk, "Split")) || (is(g, pq, "Slice") && is(g, pk, "Slice")))
       qkv = "fused-split";
-    else if ((op(g, pq, "MatMul") || op(g, pq, "Gemm")) && (op(g, pk, "MatMul") || op(g, pk, "Gemm")))
+    else if ((is(g, pq, "MatMul") || is(g, pq, "Gemm")) && (is(g, pk, "MatMul") || is(g, pk, "Gemm")))
       qkv = g.input(pq, 0) == g.input(pk, 0) ? "separate" : "separate-inputs";
   }
   ++f.qkv_pattern[qkv];
@@ -135,11 +134,11 @@ void attention(const Graph& g, NodeId softmax, Forensics& f) {
 void scan(const Graph& g, Forensics& f) {
   const Uses u(g);
   for (NodeId n : g.nodes()) {
-    if (op(g, n, "Shape")) {
+    if (is(g, n, "Shape")) {
       if (feeds_shape_operand(g, u, g.output(n, 0), 0)) ++f.shape_chains;
       continue;
     }
-    if (op(g, n, "Reshape") || op(g, n, "Transpose") || op(g, n, "Cast")) {
+    if (is(g, n, "Reshape") || is(g, n, "Transpose") || is(g, n, "Cast")) {
       NodeId r = single_consumer(g, u, g.output(n, 0));
       const std::string_view t = str(g.op_type(n));
       if (r.valid() && g.op_type(r) == g.op_type(n) && g.domain(r) == g.domain(n)) {
@@ -148,39 +147,39 @@ void scan(const Graph& g, Forensics& f) {
         else ++f.cast_chains;
       }
     }
-    if (op(g, n, "Transpose")) {
+    if (is(g, n, "Transpose")) {
       auto perm = g.attr_ints(n, "perm");
       bool id = !perm.empty();
       for (size_t i = 0; i < perm.size(); ++i) id = id && perm[i] == static_cast<int64_t>(i);
       if (id) ++f.noop_transposes;
     }
-    if (op(g, n, "Reshape") || op(g, n, "Expand")) {
+    if (is(g, n, "Reshape") || is(g, n, "Expand")) {
       auto a = static_shape(g, g.input(n, 0)), b = static_shape(g, g.output(n, 0));
-      if (a && b && *a == *b) ++(op(g, n, "Reshape") ? f.noop_reshapes : f.noop_expands);
-      if (op(g, n, "Expand")) {
+      if (a && b && *a == *b) ++(is(g, n, "Reshape") ? f.noop_reshapes : f.noop_expands);
+      if (is(g, n, "Expand")) {
         NodeId r = single_consumer(g, u, g.output(n, 0));
         if (broadcasting(g, r)) ++f.expand_into_broadcast;
       }
     }
-    if (op(g, n, "MatMul")) {
+    if (is(g, n, "MatMul")) {
       const int32_t ra = g.input(n, 0).valid() ? g.rank(g.input(n, 0)) : -1;
       NodeId r = single_consumer(g, u, g.output(n, 0));
-      if (ra >= 3 && op(g, r, "Add")) {
+      if (ra >= 3 && is(g, r, "Add")) {
         ValueId other = g.input(r, 0) == g.output(n, 0) ? g.input(r, 1) : g.input(r, 0);
         if (constant(g, other)) ++f.matmul3d_add;
       }
     }
-    if (op(g, n, "Softmax")) attention(g, n, f);
-    if (op(g, n, "LayerNormalization")) ++f.layer_norm_ops;
-    if (op(g, n, "ReduceMean")) {
+    if (is(g, n, "Softmax")) attention(g, n, f);
+    if (is(g, n, "LayerNormalization")) ++f.layer_norm_ops;
+    if (is(g, n, "ReduceMean")) {
       // The mean of a decomposed LayerNorm: some reader is Sub(x, mean) with the same x.
       for (const Use& use : u.of(g.output(n, 0)))
-        if (use.slot == 1 && op(g, use.node, "Sub") && g.input(use.node, 0) == g.input(n, 0)) {
+        if (use.slot == 1 && is(g, use.node, "Sub") && g.input(use.node, 0) == g.input(n, 0)) {
           ++f.layer_norm_decomposed;
           break;
         }
     }
-    if (!op(g, n, "Constant") && !g.inputs(n).empty() && g.subgraphs(n).empty()) {
+    if (!is(g, n, "Constant") && !g.inputs(n).empty() && g.subgraphs(n).empty()) {
       bool all = true;
       for (ValueId v : g.inputs(n)) all = all && constant(g, v);
       if (all) ++f.constant_subgraph_nodes;
@@ -194,9 +193,9 @@ void scan(const Graph& g, Forensics& f) {
 bool from_range(const Graph& g, ValueId v, int depth = 0) {
   NodeId p = from(g, v);
   if (!p.valid() || depth > 5) return false;
-  if (op(g, p, "Range")) return true;
+  if (is(g, p, "Range")) return true;
   for (const char* t : {"Add", "Sub", "Reshape", "Unsqueeze", "Cast", "Slice", "Expand"})
-    if (op(g, p, t)) {
+    if (is(g, p, t)) {
       for (ValueId x : g.inputs(p))
         if (x.valid() && !constant(g, x) && from_range(g, x, depth + 1)) return true;
       return false;
@@ -206,7 +205,7 @@ bool from_range(const Graph& g, ValueId v, int depth = 0) {
 
 // A comparison of a row index with a column index, both from Ranges: a triangular mask.
 bool range_comparison(const Graph& g, NodeId n) {
-  if (!(op(g, n, "Less") || op(g, n, "Greater") || op(g, n, "LessOrEqual") || op(g, n, "GreaterOrEqual")))
+  if (!(is(g, n, "Less") || is(g, n, "Greater") || is(g, n, "LessOrEqual") || is(g, n, "GreaterOrEqual")))
     return false;
   return g.inputs(n).size() == 2 && from_range(g, g.input(n, 0)) && from_range(g, g.input(n, 1));
 }
@@ -214,11 +213,11 @@ bool range_comparison(const Graph& g, NodeId n) {
 // rotate_half(x) = Concat(-x[..., d/2:], x[..., :d/2]): a Neg of a Slice beside a Slice of the
 // same tensor. Rotary tables cached as initializers (transformers <= 4.37, Phi) have no Sin/Cos.
 bool rotate_half(const Graph& g, NodeId n) {
-  if (!op(g, n, "Concat") || g.inputs(n).size() != 2) return false;
+  if (!is(g, n, "Concat") || g.inputs(n).size() != 2) return false;
   NodeId neg = from(g, g.input(n, 0)), other = from(g, g.input(n, 1));
-  if (!op(g, neg, "Neg") || !op(g, other, "Slice")) return false;
+  if (!is(g, neg, "Neg") || !is(g, other, "Slice")) return false;
   NodeId sliced = from(g, g.input(neg, 0));
-  return op(g, sliced, "Slice") && g.input(sliced, 0) == g.input(other, 0);
+  return is(g, sliced, "Slice") && g.input(sliced, 0) == g.input(other, 0);
 }
 
 // A KV cache: a rank-4 float graph input concatenated with this step's keys/values (the Concat's
@@ -226,7 +225,7 @@ bool rotate_half(const Graph& g, NodeId n) {
 // Expand/Reshape or a Transpose); fused, an attention node returning present_key/present_value as
 // graph outputs.
 bool cache_concat(const Graph& g, const Uses& u, NodeId n) {
-  if (!op(g, n, "Concat")) return false;
+  if (!is(g, n, "Concat")) return false;
   bool past = false;
   for (ValueId x : g.inputs(n))
     past = past || (x.valid() && g.is_graph_input(x) && !g.is_initializer(x) && g.has_type(x) && g.rank(x) == 4 &&
@@ -240,9 +239,9 @@ bool cache_concat(const Graph& g, const Uses& u, NodeId n) {
     for (ValueId v : frontier)
       for (const Use& use : u.of(v)) {
         if (use.slot == Use::kImplicit) continue;
-        if (op(g, use.node, "MatMul")) return true;
-        if (op(g, use.node, "Transpose") || op(g, use.node, "Expand") || op(g, use.node, "Reshape") ||
-            op(g, use.node, "Unsqueeze") || op(g, use.node, "Cast"))
+        if (is(g, use.node, "MatMul")) return true;
+        if (is(g, use.node, "Transpose") || is(g, use.node, "Expand") || is(g, use.node, "Reshape") ||
+            is(g, use.node, "Unsqueeze") || is(g, use.node, "Cast"))
           next.push_back(g.output(use.node, 0));
       }
     frontier = std::move(next);
@@ -253,7 +252,7 @@ bool cache_concat(const Graph& g, const Uses& u, NodeId n) {
 bool bookkeeping(const Graph& g, NodeId n) {
   for (const char* t : {"Constant", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Cast", "Slice",
                         "Identity", "ConstantOfShape", "Range", "Equal", "Where", "Expand"})
-    if (op(g, n, t)) return true;
+    if (is(g, n, t)) return true;
   return false;
 }
 
@@ -337,22 +336,22 @@ Fingerprint fingerprint(const Model& m) {
     const Uses u(g);
     for (NodeId n : g.nodes()) {
       if (!bookkeeping(g, n)) ++p.compute_nodes;
-      if (op(g, n, "Conv") || op(g, n, "ConvTranspose")) {
+      if (is(g, n, "Conv") || is(g, n, "ConvTranspose")) {
         ++p.convs;
         if (g.attr_ints(n, "kernel_shape").size() == 1 ||
             (g.input(n, 1).valid() && g.has_shape(g.input(n, 1)) && g.rank(g.input(n, 1)) == 3))
           ++p.conv1d;
       }
-      if (op(g, n, "MatMul") || op(g, n, "Gemm")) ++p.matmuls;
-      if (op(g, n, "Softmax")) ++p.softmaxes;
-      if (op(g, n, "Trilu") || range_comparison(g, n)) p.causal_mask = true;
+      if (is(g, n, "MatMul") || is(g, n, "Gemm")) ++p.matmuls;
+      if (is(g, n, "Softmax")) ++p.softmaxes;
+      if (is(g, n, "Trilu") || range_comparison(g, n)) p.causal_mask = true;
       if (rotate_half(g, n)) half_rotation = true;
       if (cache_concat(g, u, n)) p.kv_cache = true;
-      if (op(g, n, "Where") && !p.causal_mask) {
+      if (is(g, n, "Where") && !p.causal_mask) {
         // GPT-2's masked_fill(bias[:, :, k-q:k, :k]): the condition is a slice of a stored
         // square boolean table.
         NodeId c = from(g, g.input(n, 0));
-        for (int k = 0; k < 6 && c.valid() && (op(g, c, "Slice") || op(g, c, "Cast") || op(g, c, "Unsqueeze"));
+        for (int k = 0; k < 6 && c.valid() && (is(g, c, "Slice") || is(g, c, "Cast") || is(g, c, "Unsqueeze"));
              ++k) {
           ValueId src = g.input(c, 0);
           if (constant(g, src) && g.has_type(src) && (g.dtype(src) == DType::Bool || g.dtype(src) == DType::Uint8)) {
@@ -378,42 +377,42 @@ Fingerprint fingerprint(const Model& m) {
       }
       if (fused_op(g, n, {"RotaryEmbedding"})) sin = cos = true;
       if (fused_op(g, n, {"Swish", "QuickGelu"})) p.silu = true;
-      if (fused_op(g, n, {"FastGelu", "BiasGelu"}) || (op_type_is(g, n, "Gelu") && !op(g, n, "Gelu"))) p.has_gelu = true;
+      if (fused_op(g, n, {"FastGelu", "BiasGelu"}) || (op_type_is(g, n, "Gelu") && !is(g, n, "Gelu"))) p.has_gelu = true;
       if (fused_op(g, n, {"SkipLayerNormalization", "EmbedLayerNormalization"})) {
         ++norms;
         p.has_layer_norm = true;
       }
       if (fused_op(g, n, {"SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization"}) ||
-          (op_type_is(g, n, "RMSNormalization") && !op(g, n, "RMSNormalization"))) {
+          (op_type_is(g, n, "RMSNormalization") && !is(g, n, "RMSNormalization"))) {
         ++norms;
         p.has_rms_norm = true;
       }
-      if (op(g, n, "Sin")) sin = true;
-      if (op(g, n, "Cos")) cos = true;
-      if (op(g, n, "LSTM") || op(g, n, "GRU") || op(g, n, "RNN")) p.recurrent = true;
-      if (op(g, n, "Erf") || op(g, n, "Gelu")) p.has_gelu = true;
-      if (op(g, n, "Tanh")) {  // GELU's tanh form: Tanh(c * (x + 0.044715 * x^3))
+      if (is(g, n, "Sin")) sin = true;
+      if (is(g, n, "Cos")) cos = true;
+      if (is(g, n, "LSTM") || is(g, n, "GRU") || is(g, n, "RNN")) p.recurrent = true;
+      if (is(g, n, "Erf") || is(g, n, "Gelu")) p.has_gelu = true;
+      if (is(g, n, "Tanh")) {  // GELU's tanh form: Tanh(c * (x + 0.044715 * x^3))
         NodeId mul = from(g, g.input(n, 0));
-        NodeId add = op(g, mul, "Mul") ? from(g, g.input(mul, constant(g, g.input(mul, 0)) ? 1 : 0)) : NodeId{};
-        if (op(g, add, "Add")) p.has_gelu = true;
+        NodeId add = is(g, mul, "Mul") ? from(g, g.input(mul, constant(g, g.input(mul, 0)) ? 1 : 0)) : NodeId{};
+        if (is(g, add, "Add")) p.has_gelu = true;
       }
-      if (op(g, n, "LayerNormalization") || op(g, n, "BatchNormalization") || op(g, n, "InstanceNormalization") ||
-          op(g, n, "GroupNormalization") || op(g, n, "RMSNormalization"))
+      if (is(g, n, "LayerNormalization") || is(g, n, "BatchNormalization") || is(g, n, "InstanceNormalization") ||
+          is(g, n, "GroupNormalization") || is(g, n, "RMSNormalization"))
         ++norms;
-      if (op(g, n, "LayerNormalization")) p.has_layer_norm = true;
-      if (op(g, n, "RMSNormalization")) p.has_rms_norm = true;
-      if (op(g, n, "Sigmoid")) {
+      if (is(g, n, "LayerNormalization")) p.has_layer_norm = true;
+      if (is(g, n, "RMSNormalization")) p.has_rms_norm = true;
+      if (is(g, n, "Sigmoid")) {
         for (const Use& use : u.of(g.output(n, 0)))
-          if (op(g, use.node, "Mul") &&
+          if (is(g, use.node, "Mul") &&
               (g.input(use.node, 0) == g.input(n, 0) || g.input(use.node, 1) == g.input(n, 0)))
             p.silu = true;
       }
-      if (op(g, n, "ReduceMean")) {
+      if (is(g, n, "ReduceMean")) {
         // A ReduceMean over a square with no mean subtracted: RMSNorm; with one: LayerNorm.
         NodeId sq = from(g, g.input(n, 0));
-        if (op(g, sq, "Pow") || op(g, sq, "Mul")) {
+        if (is(g, sq, "Pow") || is(g, sq, "Mul")) {
           NodeId sub = from(g, g.input(sq, 0));
-          if (op(g, sub, "Sub")) p.has_layer_norm = true;
+          if (is(g, sub, "Sub")) p.has_layer_norm = true;
           else p.has_rms_norm = true;
           ++norms;
         }
@@ -435,9 +434,9 @@ Fingerprint fingerprint(const Model& m) {
             for (ValueId x : frontier)
               for (const Use& use : u.of(x)) {
                 if (use.slot == Use::kImplicit) continue;
-                if (op(g, use.node, "Gather") && use.slot == 1) p.token_input = true;
-                if (op(g, use.node, "Reshape") || op(g, use.node, "Unsqueeze") || op(g, use.node, "Cast") ||
-                    op(g, use.node, "Squeeze"))
+                if (is(g, use.node, "Gather") && use.slot == 1) p.token_input = true;
+                if (is(g, use.node, "Reshape") || is(g, use.node, "Unsqueeze") || is(g, use.node, "Cast") ||
+                    is(g, use.node, "Squeeze"))
                   next.push_back(g.output(use.node, 0));
               }
             frontier = std::move(next);
@@ -446,8 +445,8 @@ Fingerprint fingerprint(const Model& m) {
         if (real && r == 4) p.image_input = true;
         if (real && (r == 2 || r == 3)) {
           for (const Use& use : u.of(v))
-            if (op(g, use.node, "Conv") || op(g, use.node, "LSTM") || op(g, use.node, "GRU") ||
-                op(g, use.node, "Unsqueeze") || op(g, use.node, "Reshape"))
+            if (is(g, use.node, "Conv") || is(g, use.node, "LSTM") || is(g, use.node, "GRU") ||
+                is(g, use.node, "Unsqueeze") || is(g, use.node, "Reshape"))
               p.audio_input = true;
         }
       }
