@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "analysis/shapes.h"
+#include "io/budget.h"
+#include "ir/error.h"
 #include "ir/uses.h"
 
 namespace onnxforge::passes {
@@ -173,6 +175,8 @@ RunResult run_passes(Model& m, std::span<const Pass* const> passes, const RunOpt
       int rounds = 0;
       RoundState st(passes);
       while (rounds < o.max_rounds) {
+        // Python's Ctrl-C (io/budget.h): a round is the unit of work between checks.
+        if (cancel_requested()) fail("optimize: interrupted at graph ", gi, " round ", rounds + 1);
         if (o.progress)
           o.progress("graph " + std::to_string(gi) + " round " + std::to_string(rounds + 1) + ": " +
                      std::to_string(g.node_count()) + " nodes");

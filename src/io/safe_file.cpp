@@ -102,7 +102,7 @@ void check_output(const std::filesystem::path& path, const WriteRules& rules, co
 }
 
 void check_outputs(std::span<const std::filesystem::path> paths, std::span<const std::string> what, const WriteRules& rules) {
-  for (size_t i = 0; i < paths.size(); ++i) {
+  for (size_t i = 0; i < paths.size(); ++i) try {
     const std::filesystem::path& p = paths[i];
     const std::string& w = i < what.size() ? what[i] : std::string("output");
     if (p.empty() || p.filename().empty() || p.filename() == "." || p.filename() == "..")
@@ -118,6 +118,8 @@ void check_outputs(std::span<const std::filesystem::path> paths, std::span<const
       if (output_key(paths[j]) == output_key(p))
         fail_usage(w, " '", p.string(), "' is the same file as ", j < what.size() ? what[j] : "output", " '",
                    paths[j].string(), "'; give each output its own path");
+  } catch (const Error& e) {
+    throw e.about(paths[i].string());  // --json names the file
   }
 }
 

@@ -1,13 +1,7 @@
 // Streams a Model out as ONNX protobuf. Small fields are encoded into buffers; large tensor
 // payloads are "holes" filled at write time straight from their source mapping
 // (copy_file_range where possible), so unchanged weights are never copied through user space.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <future>
 

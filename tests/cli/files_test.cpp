@@ -123,6 +123,11 @@ TEST(Files, ReportNeverReplacesAnInputOrAnExistingFile) {
   expect_refused({"optimize", f.model.string(), f.at("o.onnx"), "--report", f.at("r.json")}, "r.json' exists");
   expect_refused({"optimize", f.model.string(), f.at("o.onnx"), "--report", f.at("o.onnx")}, "same file");
   expect_refused({"optimize", f.model.string(), f.at("hard.onnx"), "--overwrite"}, "one of the command's inputs");
+  CliResult j = run_cli({"optimize", f.model.string(), f.at("o.onnx"), "--report", f.model.string(), "--json"});
+  EXPECT_EQ(j.code, 2) << j.describe();
+  auto err = nlohmann::json::parse(j.out)["error"];
+  EXPECT_EQ(err["kind"], "usage") << j.describe();
+  EXPECT_EQ(err["file"], f.model.string()) << j.describe();
   EXPECT_EQ(snapshot(f.dir), before);
   CliResult r = run_cli({"optimize", f.model.string(), f.at("o.onnx"), "--report", f.at("r.json"), "--overwrite"});
   ASSERT_EQ(r.code, 0) << r.describe();

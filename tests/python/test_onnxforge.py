@@ -514,8 +514,11 @@ class Hostile(Temp):
 
     def test_keyboard_interrupt_stops_a_long_call(self):
         loop = counting_loop()
-        for call in (lambda: onnxforge.run(loop, max_loop_iterations=2**62),
-                     lambda: onnxforge.bench(self.toy, min_time=60)):
+        calls = [lambda: onnxforge.run(loop, max_loop_iterations=2**62), lambda: onnxforge.bench(self.toy, min_time=60),
+                 lambda: onnxforge.verify(loop, loop, seeds=2, max_loop_iterations=2**62)]
+        if CNN.exists():  # passes then verification: ~0.8 s with one thread
+            calls.append(lambda: onnxforge.optimize(CNN, threads=1, seeds=20))
+        for call in calls:
             sent = []
 
             def interrupt():
