@@ -554,7 +554,28 @@ void compress(OpCtx& c) {
 
 }  // namespace
 
+namespace {
+
+// RandomNormal / RandomUniform: the `shape` attribute, the `dtype` attribute (float by default).
+void random_from_attrs(OpCtx& c) {
+  Dims out;
+  for (int64_t v : c.attr_ints("shape")) out.push_back(SymDim::constant(v));
+  c.set(0, static_cast<DType>(c.attr_int("dtype", static_cast<int64_t>(DType::Float))), out);
+}
+
+// Multinomial: [batch, sample_size] class indices, int32 unless `dtype` says int64.
+void multinomial(OpCtx& c) {
+  const VState& x = c.in(0);
+  const DType t = static_cast<DType>(c.attr_int("dtype", static_cast<int64_t>(DType::Int32)));
+  c.set(0, t, {x.ranked && x.rank() == 2 ? x.dims[0] : c.fresh(), SymDim::constant(c.attr_int("sample_size", 1))});
+}
+
+}  // namespace
+
 void register_tensor(const Registrar& reg) {
+  reg("RandomNormal", random_from_attrs);
+  reg("RandomUniform", random_from_attrs);
+  reg("Multinomial", multinomial);
   reg("Shape", shape_);
   reg("Size", size_);
   reg("Constant", constant);

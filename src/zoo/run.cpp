@@ -106,6 +106,21 @@ void add_json_manifest(const fs::path& m, std::vector<ModelEntry>& out, const st
       }
     }
     if (item.contains("skip")) e.skip = item["skip"].get<std::vector<std::string>>();
+    const nlohmann::json specs = item.value("inputs", nlohmann::json::array());
+    for (const auto& spec : specs) {
+      if (!spec.is_string()) fail("zoo: manifest '", m.string(), "': \"inputs\" of '", file, "' must list strings");
+      // NAME=FILE, FILE.npz or DIR: a relative file is the manifest's
+      std::string s = spec.get<std::string>();
+      const auto eq = s.find('=');
+      std::string name = eq == std::string::npos ? "" : s.substr(0, eq + 1), path = s.substr(name.size());
+      if (fs::path(path).is_relative()) path = (m.parent_path() / path).string();
+      e.input_args.insert(e.input_args.end(), {"--inputs", name + path});
+    }
+    const nlohmann::json values = item.value("input_values", nlohmann::json::object());
+    for (const auto& [k, v] : values.items()) {
+      if (!v.is_number()) fail("zoo: manifest '", m.string(), "': input value '", k, "' of '", file, "' is not a number");
+      e.input_args.insert(e.input_args.end(), {"--input-value", k + "=" + v.dump()});
+    }
     e.timeout = item.value("timeout", 0.0);
     return e;
   };
@@ -648,6 +663,7 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   r["machine"] = c.machine;
   r["input"] = input_key(m, true);
   if (!m.dims.empty()) r["dims"] = m.dims;
+  if (!m.input_args.empty()) r["inputs"] = m.input_args;
   r["steps"] = nlohmann::json::object();
   r["seconds"] = nlohmann::json::object();
   r["peak_rss_kb"] = nlohmann::json::object();
@@ -701,6 +717,7 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   if (!skip.empty()) opt.insert(opt.end(), {"--skip", join(skip)});
   if (o.target_opset) opt.insert(opt.end(), {"--target-opset", std::to_string(o.target_opset)});
   opt.insert(opt.end(), dims.begin(), dims.end());
+  opt.insert(opt.end(), m.input_args.begin(), m.input_args.end());
 
   bool ok = step("inspect", {"inspect", "--json", m.path.string()}, true) &&
             step("audit", {"audit", "--json", m.path.string()}, true) && step("optimize", opt, true, true);
@@ -717,6 +734,7 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     if (o.bench_iters > 0) b.insert(b.end(), {"--iters", std::to_string(o.bench_iters)});
     else b.insert(b.end(), {"--min-time", std::to_string(o.bench_min_time / runs)});
     b.insert(b.end(), dims.begin(), dims.end());
+    b.insert(b.end(), m.input_args.begin(), m.input_args.end());
     nlohmann::json all = nlohmann::json::array();
     double bench_s = 0;
     auto bench_runs = [&](int n) {

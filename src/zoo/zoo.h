@@ -28,11 +28,14 @@ struct ModelEntry {
   std::string name;                     // display name (manifest "name", else the file stem)
   std::map<std::string, int64_t> dims;  // --dim for optimize/attribute/bench (manifest "dims")
   std::vector<std::string> skip;        // extra passes to skip for this model (manifest "skip")
+  // --inputs / --input-value for optimize and bench (manifest "inputs": specs with paths relative
+  // to the manifest, "input_values": {name: number}; docs/cli.md "Given inputs").
+  std::vector<std::string> input_args;
   double timeout = 0;                   // seconds; 0: the run's --timeout
 };
 
 // Folders (searched recursively for .onnx), model files, manifests (text: one model a line;
-// JSON: {"models": [{"path", "name", "dims", "skip", "timeout"}]} or {"models": {name: {"file"...}}}).
+// JSON: {"models": [{"path", "name", "dims", "skip", "timeout", "inputs", "input_values"}]} or {"models": {name: {"file"...}}}).
 // Throws onnxforge::Error naming the input for anything unreadable.
 // `set`: in a JSON manifest, only models whose "sets" list contains it (export_zoo.py's zoo.json
 // marks the CI models "small"); models without "sets" are always taken.

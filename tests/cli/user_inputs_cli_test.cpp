@@ -256,3 +256,22 @@ TEST(CliInputs, SileroVadVerifiesAtItsRealShapes) {
     EXPECT_FALSE(j["degenerate"].get<bool>());
   }
 }
+
+// `zoo run` forwards a manifest entry's inputs to optimize and bench.
+TEST(CliInputs, ZooManifestInputsReachTheSteps) {
+  const fs::path dir = temp_dir("cli_zoo_inputs");
+  const fs::path m = scaled_sum(dir);
+  rt::Tensor x = rt::Tensor::alloc(DType::Float, {1, 6});
+  rt::write_npy(dir / "x.npy", x);
+  std::ofstream(dir / "zoo.json") << R"({"models": [{"path": "scaled_sum.onnx", "inputs": ["x=x.npy"], "input_values": {"n": 3}}]})";
+  CliResult r = run_cli({"zoo", "run", (dir / "zoo.json").string(), "-o", (dir / "out").string(), "--no-attribute",
+                         "--bench-iters", "2"},
+                        300);
+  ASSERT_EQ(r.code, 0) << r.describe();
+  std::ifstream in(dir / "out" / "results" / "scaled_sum.json");
+  ASSERT_TRUE(in) << "no result file";
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["status"], "ok") << j.dump();
+  EXPECT_EQ(j["inputs"], nlohmann::json::array({"--inputs", "x=" + (dir / "x.npy").string(), "--input-value", "n=3"}));
+  EXPECT_EQ(j["steps"]["optimize"]["verification"]["ok"], true);
+}

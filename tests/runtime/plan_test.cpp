@@ -17,13 +17,7 @@ using onnxforge::test::GraphBuilder;
 using onnxforge::test::make;
 using onnxforge::test::values;
 
-namespace {
-
-bool same_bits(const rt::Tensor& a, const rt::Tensor& b) {
-  return a.dtype == b.dtype && a.shape == b.shape && std::memcmp(a.data, b.data, a.bytes()) == 0;
-}
-
-}  // namespace
+using onnxforge::test::same_bits;
 
 TEST(Plan, ArenaRunsMatchHeapRunsInPlaceAndViews) {
   GraphBuilder m;

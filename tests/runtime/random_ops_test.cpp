@@ -7,9 +7,11 @@
 
 #include "runtime/runtime.h"
 #include "tests/common/graph_builder.h"
+#include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
 using onnxforge::test::GraphBuilder;
+using onnxforge::test::same_bits;
 
 namespace {
 
@@ -27,10 +29,6 @@ Moments moments(const rt::Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) m.sd += std::pow(t.get_f64(i) - m.mean, 2) / n;
   m.sd = std::sqrt(m.sd);
   return m;
-}
-
-bool same(const rt::Tensor& a, const rt::Tensor& b) {
-  return a.shape == b.shape && a.dtype == b.dtype && std::memcmp(a.data, b.data, a.bytes()) == 0;
 }
 
 }  // namespace
@@ -69,14 +67,14 @@ TEST(RandomOps, SameNodeAndRunSeedSameNumbersOtherwiseDifferent) {
   auto a = make("noise"), a2 = make("noise"), other = make("other");
   rt::Session sa(*a), sa2(*a2), so(*other);
   rt::Tensor in = rt::Tensor::alloc(DType::Float, {64});
-  EXPECT_TRUE(same(sa.run({in}, 1)[0], sa2.run({in}, 1)[0]));   // another model, the same node: the same draws
-  EXPECT_TRUE(same(sa.run({in}, 1)[0], sa.run({in}, 1)[0]));    // run again
-  EXPECT_FALSE(same(sa.run({in}, 1)[0], sa.run({in}, 2)[0]));   // another run seed
-  EXPECT_FALSE(same(sa.run({in}, 1)[0], so.run({in}, 1)[0]));   // another node
+  EXPECT_TRUE(same_bits(sa.run({in}, 1)[0], sa2.run({in}, 1)[0]));   // another model, the same node: the same draws
+  EXPECT_TRUE(same_bits(sa.run({in}, 1)[0], sa.run({in}, 1)[0]));    // run again
+  EXPECT_FALSE(same_bits(sa.run({in}, 1)[0], sa.run({in}, 2)[0]));   // another run seed
+  EXPECT_FALSE(same_bits(sa.run({in}, 1)[0], so.run({in}, 1)[0]));   // another node
   // A `seed` attribute decides instead of the name.
   auto s1 = make("one", {NewAttr::Float("seed", 5.f)}), s2 = make("two", {NewAttr::Float("seed", 5.f)});
   rt::Session ss1(*s1), ss2(*s2);
-  EXPECT_TRUE(same(ss1.run({in}, 3)[0], ss2.run({in}, 3)[0]));
+  EXPECT_TRUE(same_bits(ss1.run({in}, 3)[0], ss2.run({in}, 3)[0]));
 }
 
 TEST(RandomOps, BernoulliAndMultinomial) {

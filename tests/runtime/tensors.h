@@ -25,4 +25,9 @@ std::vector<T> values(const rt::Tensor& t) {
   return std::vector<T>(t.ptr<T>(), t.ptr<T>() + t.numel());
 }
 
+// Same dtype, shape and bytes.
+inline bool same_bits(const rt::Tensor& a, const rt::Tensor& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && std::memcmp(a.data, b.data, a.bytes()) == 0;
+}
+
 }  // namespace onnxforge::test
