@@ -84,30 +84,42 @@ def optimize(model: bytes | bytearray | memoryview, output: None = None, *, pass
              skip: Sequence[str] | str | None = None, target_opset: int | None = None, verify: bool = True, seeds: int = 3,
              dims: Mapping[str, int] | None = None, fold_size: int | None = None, strip_hierarchy: bool = False,
              force: bool = False, overwrite: bool = False, threads: int | None = None, progress: Progress = False, target: str = "generic",
-             inputs: UserInputs = None, input_values: Mapping[str, float] | None = None) -> tuple[bytes, OptimizeReport]: ...
+             inputs: UserInputs = None, input_values: Mapping[str, float] | None = None,
+             max_time: float | None = None, max_memory: int | str | None = None,
+             max_loop_iterations: int | None = None, verify_dims: Mapping[str, int] | None = None,
+             verify_decode: int = 0) -> tuple[bytes, OptimizeReport]: ...
 @overload
 def optimize(model: ModelArg, output: None = None, *, passes: Sequence[str] | str | None = None,
              skip: Sequence[str] | str | None = None, target_opset: int | None = None, verify: bool = True, seeds: int = 3,
              dims: Mapping[str, int] | None = None, fold_size: int | None = None, strip_hierarchy: bool = False,
              force: bool = False, overwrite: bool = False, threads: int | None = None, progress: Progress = False, target: str = "generic",
-             inputs: UserInputs = None, input_values: Mapping[str, float] | None = None) -> tuple[ModelProto, OptimizeReport]: ...
+             inputs: UserInputs = None, input_values: Mapping[str, float] | None = None,
+             max_time: float | None = None, max_memory: int | str | None = None,
+             max_loop_iterations: int | None = None, verify_dims: Mapping[str, int] | None = None,
+             verify_decode: int = 0) -> tuple[ModelProto, OptimizeReport]: ...
 @overload
 def optimize(model: ModelArg, output: _P, *, passes: Sequence[str] | str | None = None,
              skip: Sequence[str] | str | None = None, target_opset: int | None = None, verify: bool = True, seeds: int = 3,
              dims: Mapping[str, int] | None = None, fold_size: int | None = None, strip_hierarchy: bool = False,
              force: bool = False, overwrite: bool = False, threads: int | None = None, progress: Progress = False, target: str = "generic",
-             inputs: UserInputs = None, input_values: Mapping[str, float] | None = None) -> tuple[_P, OptimizeReport]: ...
+             inputs: UserInputs = None, input_values: Mapping[str, float] | None = None,
+             max_time: float | None = None, max_memory: int | str | None = None,
+             max_loop_iterations: int | None = None, verify_dims: Mapping[str, int] | None = None,
+             verify_decode: int = 0) -> tuple[_P, OptimizeReport]: ...
 def inspect(model: ModelArg) -> dict[str, Any]: ...
 def run(model: ModelArg, inputs: UserInputs = None, *, seed: int = 0,
         dims: Mapping[str, int] | None = None, threads: int | None = None,
-        input_values: Mapping[str, float] | None = None) -> dict[str, np.ndarray]: ...
+        input_values: Mapping[str, float] | None = None, max_time: float | None = None,
+        max_memory: int | str | None = None, max_loop_iterations: int | None = None) -> dict[str, np.ndarray]: ...
 def verify(reference: ModelArg, candidate: ModelArg, *, seeds: int = 20, atol: float = 1e-4, rtol: float = 1e-3,
            dims: Mapping[str, int] | None = None, first_seed: int = 0, threads: int | None = None,
-           inputs: UserInputs = None, input_values: Mapping[str, float] | None = None) -> VerifyReport: ...
+           inputs: UserInputs = None, input_values: Mapping[str, float] | None = None, max_time: float | None = None,
+           max_memory: int | str | None = None, max_loop_iterations: int | None = None) -> VerifyReport: ...
 def bench(model: ModelArg, *, vs: ModelArg | None = None, iters: int | None = None, min_time: float = 3.0, warmup: int = 3,
           dims: Mapping[str, int] | None = None, inputs: UserInputs = None,
           threads: int | None = None, profile: bool = False, nchw: bool = False, vs_nchw: bool = False,
-          input_values: Mapping[str, float] | None = None) -> BenchReport: ...
+          input_values: Mapping[str, float] | None = None, max_time: float | None = None,
+          max_memory: int | str | None = None, max_loop_iterations: int | None = None) -> BenchReport: ...
 def hierarchy(model: ModelArg, *, sidecar: StrPath | None = None, use_names: bool = True,
               consumers: bool = False) -> dict[str, Any]: ...
 @overload
