@@ -59,6 +59,9 @@ int run(const Options& o) {
       std::printf("%-40s median %9.3f ms  min %9.3f ms\n", o.vs.c_str(), j["vs"]["median_ms"].get<double>(),
                   j["vs"]["min_ms"].get<double>());
       std::printf("ratio (vs / model, medians): %.3f\n", j["ratio"].get<double>());
+      if (j["paired"].is_object())
+        std::printf("paired ratio (median of per-pair ratios): %.3f, 95%% interval %.3f-%.3f\n", j["paired"]["ratio"].get<double>(),
+                    j["paired"]["ci95"][0].get<double>(), j["paired"]["ci95"][1].get<double>());
     }
   }
   return 0;
@@ -67,7 +70,7 @@ int run(const Options& o) {
 Command reg{"bench", "Measure a model's latency with onnxforge's runtime (optionally against another model)", [](CLI::App& app) {
   auto o = std::make_shared<Options>();
   app.add_option("model", o->model, "Model to time")->required();
-  app.add_option("--vs", o->vs, "Second model, run alternately; the ratio of medians is reported");
+  app.add_option("--vs", o->vs, "Second model, run alternately; the ratio of medians and the paired ratio (95% interval) are reported");
   app.add_option("--threads", o->threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
   auto* it = app.add_option("--iters", o->iters, "Timed runs per model")->check(CLI::NonNegativeNumber);
   app.add_option("--min-time", o->min_time, "Seconds of timed runs (default 3)")->excludes(it)->check(CLI::NonNegativeNumber);

@@ -227,29 +227,27 @@ nlohmann::json summarize(const fs::path& outdir) {
 }
 
 double run_spread(const nlohmann::json& models) {
-  // Each model's sample variance of its runs' log ratios; the pooled sigma is the median of
-  // those over the models, each scaled by the median of chi-square(df)/df (Wilson-Hilferty), so
-  // that one model with a disturbed run does not widen every model's threshold.
-  std::vector<double> scaled;
+  // Every pair of runs of one model differs by sigma * sqrt(2) * |Z|, Z standard normal, whose
+  // median is 0.6745: the median of all such differences over all models, so scaled, is sigma.
+  // A median, because on a busy machine a whole bench run is sometimes disturbed (two busy loops
+  // on 2 cores: one run in five or so read 10x off), and a variance would make every threshold wide.
+  std::vector<double> diffs;
+  size_t models_with_runs = 0;
   for (const auto& m : models) {
     if (!m.is_object() || !m.contains("latency_log_ratios") || !m["latency_log_ratios"].is_array()) continue;
     std::vector<double> l;
     for (const auto& x : m["latency_log_ratios"])
       if (x.is_number()) l.push_back(x.get<double>());
     if (l.size() < 2) continue;
-    double mean = 0, var = 0;
-    for (double x : l) mean += x;
-    mean /= static_cast<double>(l.size());
-    for (double x : l) var += (x - mean) * (x - mean);
-    const double df = static_cast<double>(l.size() - 1);
-    var /= df;
-    const double median_chi2_over_df = std::pow(1.0 - 2.0 / (9.0 * df), 3.0);
-    scaled.push_back(var / median_chi2_over_df);
+    ++models_with_runs;
+    for (size_t i = 0; i < l.size(); ++i)
+      for (size_t j = i + 1; j < l.size(); ++j) diffs.push_back(std::abs(l[i] - l[j]));
   }
-  if (scaled.size() < 3) return 0;
-  std::sort(scaled.begin(), scaled.end());
-  const size_t n = scaled.size();
-  return std::sqrt(n % 2 ? scaled[n / 2] : 0.5 * (scaled[n / 2 - 1] + scaled[n / 2]));
+  if (models_with_runs < 3) return 0;
+  std::sort(diffs.begin(), diffs.end());
+  const size_t n = diffs.size();
+  const double med = n % 2 ? diffs[n / 2] : 0.5 * (diffs[n / 2 - 1] + diffs[n / 2]);
+  return med / (0.6745 * std::sqrt(2.0));
 }
 
 LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vector<double>& base_logs, double sigma,

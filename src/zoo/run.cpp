@@ -923,7 +923,8 @@ int run(const RunOptions& o) {
       if (s.contains("latency_ratio") && s["latency_ratio"].get<double>() > 0)
         line << ", speed-up " << sig(1.0 / s["latency_ratio"].get<double>(), 3) << "x";
       if (s.contains("remeasured")) line << " (re-measured)";
-      if (s.contains("ours_vs_ort")) line << ", ours/ORT " << sig(s["ours_vs_ort"].get<double>(), 3) << "x";
+      if (s.contains("ours_vs_ort") && s["ours_vs_ort"].get<double>() > 0)
+        line << ", speed-up vs ORT " << sig(1.0 / s["ours_vs_ort"].get<double>(), 3) << "x";
       else if (s.contains("ort_error")) line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
       line << " (" << std::fixed << std::setprecision(1) << (*r)["seconds"]["total"].get<double>() << " s)";
     } else {

@@ -118,7 +118,8 @@ struct LatencyVerdict {
 constexpr double kMinSlowdown = 0.05;
 LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vector<double>& base_logs, double sigma,
                             std::optional<double> max_slowdown);
-// Robust pooled run-to-run sigma of the log ratios over models with >= 2 runs (0: too few).
+// Robust pooled run-to-run sigma of the log ratios (the median of the differences between two
+// runs of a model, over all models with >= 2 runs; 0 with fewer than 3 such models).
 double run_spread(const nlohmann::json& models);
 
 struct ReportOptions {

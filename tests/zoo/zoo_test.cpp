@@ -457,12 +457,14 @@ TEST(ZooReport, GateChecksEachKindOfRegression) {
 // the noise band passes, one beyond it fails, an explicit --max-slowdown also needs the 95%
 // interval above 1, and a baseline without a spread falls back to the fixed threshold.
 TEST(ZooReport, LatencyGateDerivesItsThresholdFromTheRecordedSpread) {
-  // Spread: models whose two runs differ by 0.04 in log ratio -> sample sd 0.0283 each; the
-  // median scaled by chi2(1)'s median/df (Wilson-Hilferty 0.4705): sigma = 0.0283/sqrt(0.4705).
+  // Spread: models whose runs differ by 0.04 in log ratio -> sigma = 0.04 / (0.6745 * sqrt 2);
+  // one model with a disturbed run (10x off) does not change it.
   json models = json::array();
   for (int i = 0; i < 5; ++i) models.push_back({{"latency_log_ratios", {-0.3 + 0.02, -0.3 - 0.02}}});
   const double sigma = zoo::run_spread(models);
-  EXPECT_NEAR(sigma, 0.04 / std::sqrt(2.0) / std::sqrt(std::pow(1 - 2.0 / 9, 3)), 1e-9);
+  EXPECT_NEAR(sigma, 0.04 / (0.6745 * std::sqrt(2.0)), 1e-9);
+  models.push_back({{"latency_log_ratios", {-0.3, -0.3 + 0.04, -2.6}}});
+  EXPECT_NEAR(zoo::run_spread(models), sigma, 1e-9);
   EXPECT_EQ(zoo::run_spread(json::array({models[0], models[1]})), 0);  // fewer than 3 models: none
   // Default threshold: exp(3 * sigma * sqrt(1/2 + 1/2)) - 1 = 13.2% here.
   zoo::LatencyVerdict same = zoo::latency_gate({-0.29, -0.31}, {-0.3, -0.3}, sigma, std::nullopt);

@@ -103,10 +103,27 @@ if ! sinfo -h -o %T 2>/dev/null | grep -q idle; then
 fi
 echo "slurm-selftest: cluster up on $host:$port"
 
-# The array job and the dependent report, then a single-process run of the same models.
+# The array job and the dependent report, then a single-process run of the same models. Both
+# read a snapshot of the manifest (paths made absolute): a zoo.json re-exported in between would
+# otherwise give the two runs different models.
+/usr/bin/python3 - "$models/zoo.json" "$d/zoo.json" <<'PY'
+import json, os, sys
+src, dst = sys.argv[1:3]
+z = json.load(open(src))
+models = z["models"] if isinstance(z, dict) and "models" in z else z
+def absolute(item):
+    if isinstance(item, str):
+        return os.path.join(os.path.dirname(os.path.abspath(src)), item)
+    item = dict(item)
+    key = "path" if "path" in item else "file"
+    item[key] = os.path.join(os.path.dirname(os.path.abspath(src)), item[key])
+    return item
+models = {k: absolute(v) for k, v in models.items()} if isinstance(models, dict) else [absolute(m) for m in models]
+json.dump({"models": models}, open(dst, "w"))
+PY
 args=(--set small --bench-iters 3)
 t0=$(date +%s)
-read -r array report < <(ONNXFORGE=$exe "$root/tools/cluster/slurm-submit.sh" 3 "$d/sharded" "$models/zoo.json" -- "${args[@]}")
+read -r array report < <(ONNXFORGE=$exe "$root/tools/cluster/slurm-submit.sh" 3 "$d/sharded" "$d/zoo.json" -- "${args[@]}")
 echo "slurm-selftest: array job $array (3 tasks), report job $report"
 for _ in $(seq 1800); do
   [ -z "$(squeue -h -j "$array,$report" 2>/dev/null)" ] && break
@@ -118,7 +135,7 @@ tasks_seen=$(ls "$d/sharded/slurm" | grep -c "^slurm-${array}_[0-2].out$" || tru
 [ "$tasks_seen" = 3 ] || { echo "slurm-selftest: expected 3 array task logs, found $tasks_seen" >&2; ls -la "$d/sharded/slurm" >&2; exit 1; }
 [ -f "$d/sharded/summary.json" ] || { echo "slurm-selftest: the report job wrote no summary.json" >&2; cat "$d/sharded/slurm/"*.out >&2; exit 1; }
 
-"$exe" zoo run "$models/zoo.json" -o "$d/single" --jobs 2 "${args[@]}" >"$d/single.log" 2>&1 || true
+"$exe" zoo run "$d/zoo.json" -o "$d/single" --jobs 2 "${args[@]}" >"$d/single.log" 2>&1 || true
 "$exe" zoo report "$d/single" >/dev/null
 /usr/bin/python3 - "$d/single/summary.json" "$d/sharded/summary.json" <<'PY'
 import json, sys
