@@ -116,7 +116,7 @@ int run(const Options& o) {
     std::cerr << "--write-unverified: writing the model unverified (over --verify-budget)\n";
   } else if (!r.target_missing.empty()) {  // --target ort: the result would not load in ONNX Runtime 1.30
     if (tty) std::cerr << "\r\033[K";
-    if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+    if (!o.report.empty()) write_file_atomically(o.report, r.report.dump(2) + "\n", rules);
     std::cerr << "error: ONNX Runtime 1.30 has no kernel for " << r.target_missing[0]
               << "; the output would not load there (--target ort)\n";
     if (!write_unverified) {
@@ -126,7 +126,7 @@ int run(const Options& o) {
     }
   } else if (!r.ok() && r.verification.ok) {  // --strict: the check passed, on degenerate inputs
     if (tty) std::cerr << "\r\033[K";
-    if (!o.report.empty()) write_text_file(o.report, r.report.dump(2) + "\n");
+    if (!o.report.empty()) write_file_atomically(o.report, r.report.dump(2) + "\n", rules);
     std::cerr << "error: " << r.verification.degenerate << " (--strict)\n";
     if (!write_unverified) {
       std::cerr << "nothing was written\n";

@@ -204,8 +204,9 @@ def registry() -> list[Spec]:
     specs.append(Spec("gemma_small", "gemma", S, gemma_small))
     specs.append(Spec("gemma_small_past", "gemma", S, dict(gemma_small, use_cache=True), seed_name="gemma_small",
                       notes="same weights as gemma_small; KV cache (optimum layout)"))
-    # Full size: the lean export (attach_parameters) writes the fp32 weights straight from the
-    # module, one external file per tensor; peak RAM ~1x the weights instead of torch's ~2.3x.
+    # Full size: the lean export (attach_parameters) traces a module whose parameters are not
+    # initialised and makes the fp32 weights one tensor at a time into one external file each:
+    # peak RAM ~1.4x the weights (Gemma-2B: 14.1 GiB) instead of torch's ~2.3x.
     lean = {"lean": True}
     specs.append(Spec("phi15", "phi", ("phi15",), dict(PHI15), subdir=True, extra=lean,
                       notes="full Phi-1.5 shape (5.7 GB fp32), external data"))
@@ -340,6 +341,43 @@ def _calibrate_bn(model, image: int, seed: int) -> None:
 _last_built: dict = {}
 
 
+@contextlib.contextmanager
+def _untouched_parameters():
+    """Modules built inside get their parameters allocated but not initialised (the init and
+    normal_ calls are skipped), for the lean export, which makes the weights later (lean_weight),
+    one tensor at a time."""
+    import torch
+    saved = [(torch.Tensor, "normal_"), (torch.Tensor, "zero_"), (torch.Tensor, "fill_")]
+    saved += [(c, "reset_parameters") for c in (torch.nn.Linear, torch.nn.Embedding, torch.nn.LayerNorm)]
+    originals = [(o, n, getattr(o, n)) for o, n in saved]
+    try:
+        for o, n in saved:
+            setattr(o, n, lambda self, *a, **k: self)
+        yield
+    finally:
+        for o, n, f in originals:
+            setattr(o, n, f)
+
+
+def lean_weight(name: str, shape, seed: int, base: float):
+    """The lean export's weights, one tensor at a time: N(0, 0.02) like _init_weights for
+    matrices and embeddings; vectors (norm scales, biases) at their initial value (`base`) plus
+    N(0, 0.02), as _add_noise leaves them."""
+    import torch
+    g = torch.Generator().manual_seed(seed ^ zlib.crc32(name.encode()))
+    t = torch.randn(tuple(shape), generator=g) * 0.02
+    return t + base if len(shape) == 1 else t
+
+
+def initial_values(model) -> dict:
+    """Parameters whose initial value is 1: LayerNorm and Llama-RMSNorm scales (Gemma's (1 + w)
+    scales and every bias start at 0)."""
+    import hf_models as hf
+    import torch
+    return {f"{n}.weight": 1.0 for n, m in model.named_modules()
+            if isinstance(m, (torch.nn.LayerNorm, hf.LlamaRMSNorm))}
+
+
 def build(spec: Spec) -> Built:
     """Build a model with its weights, memoised for the next spec of the same seed and config
     (`<cnn>` and `<cnn>_bn` share one build: exporting does not change the module)."""
@@ -412,8 +450,17 @@ def _build(spec: Spec) -> Built:
            "phi": hf.PhiForCausalLM, "gemma": hf.GemmaForCausalLM, "whisper_encoder": hf.WhisperEncoder,
            "deit": hf.DeiTForImageClassificationWithTeacher, "mobilevit": hf.MobileViTForImageClassification,
            "wav2vec2": hf.Wav2Vec2Model}[spec.family]
-    model = cls(c)
-    _add_noise(model, seed)
+    if spec.extra.get("lean"):
+        with _untouched_parameters():
+            model = cls(c)
+        # The exporter merges parameters of equal values (as _add_noise says): one distinct
+        # element each keeps them apart and touches one page per tensor.
+        with torch.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.view(-1)[0] = float(i + 1)
+    else:
+        model = cls(c)
+        _add_noise(model, seed)
     if spec.family == "mobilevit":
         _calibrate_bn(model, c["image_size"], seed)
     model.eval()
@@ -545,17 +592,21 @@ def _captured_fds(enabled: bool):
             os.close(saved[1])
 
 
-def attach_parameters(path: Path, model, n_inputs: int) -> None:
-    """The lean full-size export: torch.onnx.export(export_params=False) writes the graph alone,
-    the parameters as graph inputs after the model's own; here each becomes an initializer whose
-    bytes are written straight from the parameter's memory to its own external file. torch's
-    exporter copies every weight into the proto and serialises it (peak ~2.3x the fp32 weights:
-    12.2 GiB for Phi-1.5); this way the peak is the module itself (~1x). Same graph and tensors as
-    the plain export (checked on phi_small and gemma_small: identical nodes, initializers
-    byte-equal)."""
+def attach_parameters(path: Path, model, n_inputs: int, seed: int) -> None:
+    """The lean full-size export: the module is built with untouched parameters
+    (_untouched_parameters) and torch.onnx.export(export_params=False) writes the graph alone, the
+    parameters as graph inputs after the model's own; here each becomes an initializer whose
+    random values (lean_weight) are made and written to its own external file one at a time.
+    torch's exporter holds every weight and copies it into the proto (peak ~2.3x the fp32
+    weights: 12.2 GiB for Phi-1.5; the export added 2.4x the weights on a 2-layer Gemma-2B); this
+    way Gemma-2B peaked at 14.1 GiB for 10 GB of weights (the untouched parameters still become
+    resident while tracing). Same graph as the plain export (checked on phi_small_past,
+    gemma_small, gpt2_small_lm, llama_small_past: identical nodes, inputs, initializer names and
+    shapes); other random values."""
     import onnx
     from onnx import TensorProto
     params = dict(model.named_parameters())  # tied weights: one name, as the exporter dedups them
+    base = initial_values(model)
     proto = onnx.load(str(path), load_external_data=False)
     g = proto.graph
     keep, inits = list(g.input[:n_inputs]), []
@@ -563,7 +614,7 @@ def attach_parameters(path: Path, model, n_inputs: int) -> None:
         p = params.get(vi.name)
         if p is None:
             raise RuntimeError(f"graph input {vi.name} is not a parameter of the module")
-        a = p.detach().contiguous().numpy()
+        a = lean_weight(vi.name, p.shape, seed, base.get(vi.name, 0.0)).to(p.dtype).numpy()
         t = TensorProto(name=vi.name, dims=list(a.shape), data_type=onnx.helper.np_dtype_to_tensor_dtype(a.dtype)
                         if hasattr(onnx.helper, "np_dtype_to_tensor_dtype")
                         else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype])
@@ -625,7 +676,7 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
                               dynamic_axes=b.dynamic_axes, opset_version=opset, do_constant_folding=False,
                               training=mode, verbose=False, export_params=not lean)
         if lean:
-            attach_parameters(tmp, b.model, len(b.input_names))
+            attach_parameters(tmp, b.model, len(b.input_names), _seed(spec.seed_name))
         if spec.family == "tf2onnx":
             import tf2onnx_models
             tf2onnx_models.postprocess(tmp)
@@ -726,9 +777,9 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="the small CI configurations (default: full-size set)")
     ap.add_argument("--tinyllama", action="store_true", help="also export the full TinyLlama-1.1B shape (4.4 GB)")
     ap.add_argument("--phi15", action="store_true", help="also export the full Phi-1.5 shape, with and without "
-                    "KV cache (5.7 GB each, ~7 GiB RAM)")
+                    "KV cache (5.7 GB each, ~8 GiB RAM)")
     ap.add_argument("--gemma2b", action="store_true", help="also export the full Gemma-2B shape, with and without "
-                    "KV cache (10 GB each, ~12 GiB RAM)")
+                    "KV cache (10 GB each, ~14 GiB RAM)")
     ap.add_argument("--only", help="comma-separated model names (any set)")
     ap.add_argument("--out", type=Path, default=REPO / ".cache" / "models", help="output folder (default: %(default)s)")
     ap.add_argument("--opset", type=int, default=DEFAULT_OPSET)
@@ -787,8 +838,8 @@ def main() -> int:
         if not a.force and old and old.get("stamp") == stamp and (out / spec.file).exists():
             cached.append(spec.name)
             continue
-        need = {"tinyllama": (14, 10), "phi15": (8, 7), "phi15_past": (8, 7), "gemma2b": (13, 11),
-                "gemma2b_past": (13, 11)}.get(spec.name)
+        need = {"tinyllama": (14, 10), "phi15": (8, 7), "phi15_past": (8, 7), "gemma2b": (15, 11),
+                "gemma2b_past": (15, 11)}.get(spec.name)
         if need:
             problem = check_resources(out, need_ram_gb=need[0], need_disk_gb=need[1])
             if problem:
