@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "analysis/dim_relations.h"
 #include "analysis/shapes.h"
 #include "io/model_io.h"
 #include "tests/common/models.h"
@@ -191,16 +193,23 @@ inline Inferred run(ModelProtoBuilder& b, const ShapeOptions& o = {}) {
 }
 
 // The named input dims of `m` specialised as the reference runs use them (batch 2, every other
-// name 7), set in o.dims and returned in the order the inputs name them; each name once.
+// name 7, then re-derived where the model needs them related: a decoder with past gets
+// total_sequence 14 = past_sequence 7 + sequence 7, analysis/dim_relations.h), set in o.dims and
+// returned in the order the inputs name them; each name once.
 inline std::vector<std::pair<std::string, int64_t>> specialise_dims(const Model& m, ShapeOptions& o) {
   std::vector<std::pair<std::string, int64_t>> out;
+  std::map<std::string, int64_t> start;
   for (ValueId v : m.main().graph_inputs())
     for (const Dim& d : m.main().shape(v)) {
       std::string name(str(d.param));
-      if (d.param.empty() || std::any_of(out.begin(), out.end(), [&](const auto& p) { return p.first == name; })) continue;
+      if (d.param.empty() || start.count(name)) continue;
       out.emplace_back(name, name.find("batch") != std::string::npos ? 2 : 7);
-      o.dims[name] = out.back().second;
+      start[name] = out.back().second;
     }
+  std::vector<DimRelation> rel = dim_relations(m);
+  std::erase_if(rel, [&](const DimRelation& r) { return r.graph != m.main().id(); });
+  const DimSolution sol = solve_dims(rel, start, {});
+  for (auto& [name, value] : out) o.dims[name] = value = sol.values.at(name);
   return out;
 }
 
