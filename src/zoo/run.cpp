@@ -106,7 +106,12 @@ void add_json_manifest(const fs::path& m, std::vector<ModelEntry>& out, const st
       }
     }
     if (item.contains("skip")) e.skip = item["skip"].get<std::vector<std::string>>();
-    const nlohmann::json specs = item.value("inputs", nlohmann::json::array());
+    nlohmann::json specs = item.value("inputs", nlohmann::json::array());
+    // export_zoo.py's manifest describes each input ({"name", "dtype", "shape", ...}): a
+    // description, not input files.
+    if (specs.is_array() && !specs.empty() &&
+        std::all_of(specs.begin(), specs.end(), [](const nlohmann::json& x) { return x.is_object(); }))
+      specs = nlohmann::json::array();
     for (const auto& spec : specs) {
       if (!spec.is_string()) fail("zoo: manifest '", m.string(), "': \"inputs\" of '", file, "' must list strings");
       // NAME=FILE, FILE.npz or DIR: a relative file is the manifest's
