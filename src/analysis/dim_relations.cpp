@@ -1,6 +1,7 @@
 #include "analysis/dim_relations.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -38,8 +39,11 @@ std::optional<int64_t> solve_for(const DimRelation& r, Sym s, Values v) {
     if (!e) return std::nullopt;
     at[x] = *e;
   }
-  const int64_t k = at[1] - at[0];
-  if (k == 0 || at[2] - at[1] != k || at[0] % k != 0) return std::nullopt;
+  // Dims of hostile models reach 2^62: every step is checked, never signed overflow.
+  int64_t k = 0, k2 = 0;
+  if (__builtin_sub_overflow(at[1], at[0], &k) || __builtin_sub_overflow(at[2], at[1], &k2)) return std::nullopt;
+  if (k == 0 || k2 != k || (k == -1 && at[0] == INT64_MIN) || at[0] % k != 0) return std::nullopt;
+  if (at[0] == INT64_MIN) return std::nullopt;
   const int64_t x = -at[0] / k;
   if (x < 0) return std::nullopt;
   v[s] = x;
@@ -60,7 +64,8 @@ bool is_sum(const DimRelation& r, Sym s, const std::vector<Sym>& syms) {
     Values v = zero;
     v[x] = 1;
     auto e = eval(f, v);
-    return e ? *e - *base : 0;
+    int64_t c = 0;
+    return e && !__builtin_sub_overflow(*e, *base, &c) ? c : 0;
   };
   const int64_t cs = coef(s);
   if (cs == 0) return false;
