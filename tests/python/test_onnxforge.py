@@ -186,6 +186,20 @@ class Optimize(Temp):
         self.assertIn("Attention", [n.op_type for n in model.graph.node])  # the fusions the upgrade unlocks ran
         same_model(self, model, cli_out)
 
+    def test_a_decoder_with_past_verifies_generation_and_keeps_its_dims(self):
+        past = MODELS / "llama_small_past.onnx"
+        if not past.exists():
+            self.skipTest("zoo model llama_small_past not exported")
+        model, r = onnxforge.optimize(past, target_opset=23, verify_decode=3, verify_dims={"past_sequence": 5})
+        decode = r.to_dict()["verification"]["decode"]
+        self.assertTrue(decode["pass"])
+        self.assertEqual([s["past"] for s in decode["steps"]], [0, 16, 17, 18])
+        self.assertEqual([d.dim_param for d in model.graph.input[3].type.tensor_type.shape.dim][2], "past_sequence")
+        with self.assertRaises(onnxforge.Error):  # a dim no input has
+            onnxforge.optimize(past, verify_dims={"no_such_dim": 3})
+        with self.assertRaises(onnxforge.Error):  # not a decoder with a cache
+            onnxforge.optimize(BERT, verify_decode=2)
+
     def test_target_as_the_cli_does(self):
         cli_out = self.dir / "cli_trt.onnx"
         want = cli_json("optimize", BERT, "-o", cli_out, "--target", "tensorrt")
