@@ -74,7 +74,8 @@ void fit_dim_relations(const Graph& g, InputPlan& plan, std::map<std::string, in
   for (const auto& [key, value] : sol.values) {
     if (chosen[key] == value) continue;
     chosen[key] = value;
-    std::erase_if(plan.notes, [&](const std::string& n) { return n.starts_with("dim '" + key + "' = "); });
+    const std::string note = "dim '" + key + "' = ";  // clang: a structured binding cannot be captured
+    std::erase_if(plan.notes, [&](const std::string& n) { return n.starts_with(note); });
   }
   for (std::string& n : sol.notes) plan.notes.push_back(std::move(n));
   for (size_t i = 0; i < plan.inputs.size(); ++i)

@@ -12,7 +12,7 @@ inline constexpr std::size_t kBytes = VB::size;
 // full vectors, then one vector ending at n (overlapping the last full one, same phase).
 inline void fill_bytes(std::uint8_t* y, std::size_t n, const std::uint8_t* pattern) {
   if (n < kBytes) {
-    std::memcpy(y, pattern, n);
+    if (n) std::memcpy(y, pattern, n);  // no border: the pattern may be absent
     return;
   }
   const VB p = VB::load_unaligned(pattern);
@@ -24,7 +24,7 @@ inline void fill_bytes(std::uint8_t* y, std::size_t n, const std::uint8_t* patte
 // y[0, n) = x[0, n) (no overlap): four vectors a step, then one vector ending at n.
 inline void copy_bytes(std::uint8_t* y, const std::uint8_t* x, std::size_t n) {
   if (n < kBytes) {
-    std::memcpy(y, x, n);
+    if (n) std::memcpy(y, x, n);  // a row cropped to nothing may have no source (UBSan: memcpy(.., nullptr, 0))
     return;
   }
   std::size_t i = 0;
