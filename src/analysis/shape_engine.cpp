@@ -592,8 +592,9 @@ void Engine::run() {
 
 std::vector<DimRelation> dim_relations(const Model& m) {
   ShapeReport report;
+  const ShapeOptions options;  // the engine keeps a reference: it must outlive the run
   std::vector<DimRelation> out;
-  shape::Engine e(const_cast<Model&>(m), {}, report);  // read-only: write_back is skipped
+  shape::Engine e(const_cast<Model&>(m), options, report);  // read-only: write_back is skipped
   e.set_read_only();
   e.collect_relations(&out);
   e.run();
