@@ -189,3 +189,33 @@ TEST(AttentionWithPast, EveryZooLlmVerifiesAtSequenceOne) {
 
 }  // namespace
 }  // namespace onnxforge::test
+
+namespace onnxforge::test {
+namespace {
+
+// The audit's census counts every attention block of a cache export as found and fusable here
+// (none missed), and its rotary blocks, as it does for the exports without a cache.
+TEST(AttentionWithPast, CensusFindsEveryBlockAndMissesNone) {
+  struct Case {
+    const char* name;
+    int attention, rotary;
+  };
+  for (const Case& z : {Case{"llama_small_past", 2, 4}, Case{"gpt2_small_past", 2, 0}, Case{"phi_small_past", 2, 4},
+                        Case{"gemma_small_past", 2, 4}}) {
+    SCOPED_TRACE(z.name);
+    if (!have(z.name)) continue;
+    auto m = zoo_at_23(z.name);
+    auto rows = census_after_cleanups(*m, {"fuse_attention", "fuse_rotary_embedding"});
+    const auto* a = census_row(rows, "fuse_attention");
+    const auto* r = census_row(rows, "fuse_rotary_embedding");
+    ASSERT_TRUE(a && r) << census_text(rows);
+    EXPECT_EQ(a->found, z.attention) << census_text(rows);
+    EXPECT_EQ(a->fusable_here, z.attention) << census_text(rows);
+    EXPECT_TRUE(a->missed.empty()) << census_text(rows);
+    EXPECT_EQ(r->found, z.rotary) << census_text(rows);
+    EXPECT_EQ(r->fusable_here, z.rotary) << census_text(rows);
+  }
+}
+
+}  // namespace
+}  // namespace onnxforge::test
