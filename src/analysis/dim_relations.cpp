@@ -146,17 +146,17 @@ DimSolution solve_dims(const std::vector<DimRelation>& relations, const std::map
       rederived.insert(s);
       out.notes.push_back("dim '" + std::string(str(s)) + "' = " + std::to_string(*x) + " (the model needs " +
                           bad->a.str() + " = " + bad->b.str() + (where ? " at " + where(*bad) : std::string()) +
-                          "; set with --verify-dim " + std::string(str(s)) + "=N)");
+                          "; set with --dim " + std::string(str(s)) + "=N, or optimize's --verify-dim)");
       fixed_one = true;
       break;
     }
     if (!fixed_one)
       fail_usage("the input dims do not fit the model: it needs ", bad->a.str(), " = ", bad->b.str(),
                  where ? " (" + where(*bad) + ")" : std::string(), " but they are ", va, " and ", vb,
-                 "; give consistent sizes with --verify-dim NAME=N (or --dim NAME=N)");
+                 "; give consistent sizes with --dim NAME=N (optimize: --verify-dim NAME=N keeps them symbolic)");
   }
   fail_usage("the input dims do not fit the model: no sizes satisfy every relation between its dynamic dims; "
-             "give them with --verify-dim NAME=N");
+             "give them with --dim NAME=N (optimize: --verify-dim NAME=N)");
 }
 
 }  // namespace onnxforge

@@ -109,7 +109,15 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     auto original = load_model(input);  // a separate copy: the reference never sees a pass
     resolve_input_dims(s.dims, s.input_shapes, {original.get()});  // the same input shapes on the reference
     std::map<std::string, int64_t> verify_dims = ro.pass.dims;
-    for (const auto& [name, size] : resolve_input_dims(s.verify_dims, {}, {original.get()})) {
+    std::map<std::string, int64_t> checked;
+    try {
+      checked = resolve_input_dims(s.verify_dims, {}, {original.get()});
+    } catch (const Error& e) {  // the same rule as --dim, said of the option the user gave
+      std::string m = e.what();
+      if (m.starts_with("--dim ")) m = "--verify-dim " + m.substr(6);
+      throw Error(m, e.kind(), e.file());
+    }
+    for (const auto& [name, size] : checked) {
       auto [it, fresh] = verify_dims.emplace(name, size);
       if (!fresh && it->second != size)
         fail_usage("--verify-dim ", name, "=", size, " contradicts --dim ", name, "=", it->second);
