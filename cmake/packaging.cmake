@@ -4,7 +4,7 @@
 #   lib/<multiarch>/libonnxforge.so.*          the C++ API (include/onnxforge/onnxforge.h) with the engine inside
 #   include/onnxforge/*.h                      its headers
 #   lib/<multiarch>/cmake/onnxforge/           find_package(onnxforge) -> onnxforge::onnxforge
-#   lib/python3/dist-packages/onnxforge/       the Python module (python/CMakeLists.txt)
+#   lib/python3/dist-packages/onnxforge/       the Python module (app/python/CMakeLists.txt)
 # The installed library's interface carries only its include folder and C++17: the project's own
 # flags (-Werror, -march) stay private to the build.
 include(CMakePackageConfigHelpers)

@@ -1,6 +1,6 @@
 #pragma once
 // Sizes for a model's symbolic input dims, as the command line (--dim NAME=N, --input-shape
-// NAME:d0,d1,...), the Python module (dims={...}) and the engine (src/api) take them. One place
+// NAME:d0,d1,...), the Python module (dims={...}) and the engine (app/api) take them. One place
 // checks them against the model, so every front end reports the same errors (docs/cli.md): a dim
 // no input has, an --input-shape naming no input or contradicting the declared shape, a --dim
 // given twice with different sizes. These are usage errors (onnxforge::Error, Kind::Usage).

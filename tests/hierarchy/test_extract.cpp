@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "hierarchy/extract.h"
-#include "hierarchy/extract_verify.h"
+#include "api/extract_verify.h"
 #include "hierarchy/hierarchy.h"
 #include "io/model_io.h"
 #include "tests/hierarchy/hierarchy_test_util.h"

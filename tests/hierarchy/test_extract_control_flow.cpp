@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 
 #include "hierarchy/extract.h"
-#include "hierarchy/extract_verify.h"
+#include "api/extract_verify.h"
 #include "hierarchy/hierarchy.h"
 #include "io/model_io.h"
 #include "tests/hierarchy/hierarchy_test_util.h"

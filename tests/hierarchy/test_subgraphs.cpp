@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "hierarchy/extract.h"
-#include "hierarchy/extract_verify.h"
+#include "api/extract_verify.h"
 #include "hierarchy/hierarchy.h"
 #include "io/model_io.h"
 #include "tests/hierarchy/hierarchy_test_util.h"

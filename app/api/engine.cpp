@@ -6,7 +6,7 @@
 #include <ctime>
 #include <sstream>
 
-#include "hierarchy/extract_verify.h"
+#include "api/extract_verify.h"
 #include "hierarchy/hierarchy.h"
 #include "hierarchy/summary.h"
 #include "io/input_dims.h"

@@ -1,5 +1,5 @@
 // onnxforge._onnxforge: the C++ side of the Python module. A thin layer over the engine's entry
-// points (src/api/engine.h, the runtime, the command line): arguments in, JSON text or bytes or
+// points (app/api/engine.h, the runtime, the command line): arguments in, JSON text or bytes or
 // NumPy arrays out. The pure-Python package (onnxforge/__init__.py) turns models of every kind
 // into a path or bytes, JSON into dicts and reports, and raises VerificationError.
 //

@@ -1,4 +1,4 @@
-// The executable's entry point; everything else in src/cli is also linked into the Python module
+// The executable's entry point; everything else in app/cli is also linked into the Python module
 // (python/), which runs the same command line for `python3 -m onnxforge`.
 #include "cli/command.h"
 

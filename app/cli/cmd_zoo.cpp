@@ -3,7 +3,7 @@
 // onnxforge zoo report OUTDIR [--baseline OLD] [--json] [--max-slowdown 0.10]
 //
 // Batch runs over model zoos (issue 15). Every model runs in child processes of this binary, so a
-// crash, an OOM or a timeout costs that model only; the work is in src/zoo.
+// crash, an OOM or a timeout costs that model only; the work is in app/zoo.
 #include <unistd.h>
 
 #include <array>

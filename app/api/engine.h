@@ -1,6 +1,6 @@
 #pragma once
 // The jobs behind `optimize`, `bench`, `extract` and `hierarchy`, as library functions that the
-// command line (src/cli), the Python module (python/) and the public C++ API (include/onnxforge,
+// command line (app/cli), the Python module (app/python/) and the public C++ API (include/onnxforge,
 // implemented in public.cpp) all call. They compute and return; they print nothing (progress goes
 // to a callback the caller may set) and report bad input as onnxforge::Error.
 //
