@@ -62,7 +62,8 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(annotate_conv_activation, Match, AccuracyClass::Lossless, analyze, apply, ops_with(kEpilogue, {"Conv", "ConvTranspose"}),
+ONNXFORGE_PASS(annotate_conv_activation, Match, AccuracyClass::Lossless, analyze, apply,
+               ops_with(kEpilogue, {"Conv", "ConvTranspose"}),
                "mark Conv+activation pairs for epilogue fusion (standard graph), drop redundant Relus");
 
 }  // namespace onnxforge::passes

@@ -10,7 +10,8 @@
 namespace onnxforge::passes::decompose {
 
 ValueId Chain::node(std::string_view op, std::vector<ValueId> inputs, std::vector<NewAttr> attrs) {
-  return node_named(prefix_ + "/" + std::string(op) + "_" + std::to_string(k_++), op, std::move(inputs), std::move(attrs));
+  return node_named(prefix_ + "/" + std::string(op) + "_" + std::to_string(k_++), op, std::move(inputs),
+                    std::move(attrs));
 }
 
 ValueId Chain::node_named(std::string_view name, std::string_view op, std::vector<ValueId> inputs,
@@ -61,7 +62,8 @@ ValueId Chain::ints(std::string_view hint, const std::vector<int64_t>& v) {
   return e_.new_constant(prefix_ + "/" + std::string(hint) + "_" + std::to_string(k_++), DType::Int64, dims, b);
 }
 
-ValueId Chain::tensor(std::string_view hint, DType t, const std::vector<int64_t>& dims, const std::vector<double>& values) {
+ValueId Chain::tensor(std::string_view hint, DType t, const std::vector<int64_t>& dims,
+                      const std::vector<double>& values) {
   std::vector<std::byte> b;
   auto put = [&b](const auto x) {
     const size_t at = b.size();
@@ -69,10 +71,14 @@ ValueId Chain::tensor(std::string_view hint, DType t, const std::vector<int64_t>
     std::memcpy(b.data() + at, &x, sizeof x);
   };
   for (double v : values) {
-    if (t == DType::Bool) put(static_cast<uint8_t>(v != 0));
-    else if (t == DType::Float) put(static_cast<float>(v));
-    else if (t == DType::Int64) put(static_cast<int64_t>(v));
-    else fail("decompose: no constant tensor of type ", dtype_name(t));
+    if (t == DType::Bool)
+      put(static_cast<uint8_t>(v != 0));
+    else if (t == DType::Float)
+      put(static_cast<float>(v));
+    else if (t == DType::Int64)
+      put(static_cast<int64_t>(v));
+    else
+      fail("decompose: no constant tensor of type ", dtype_name(t));
   }
   return e_.new_constant(prefix_ + "/" + std::string(hint) + "_" + std::to_string(k_++), t, dims, b);
 }

@@ -26,7 +26,8 @@ class Chain {
   Chain(Edits& e, NodeId from) : e_(e), from_(from), prefix_(std::string(str(e.g.node_name(from)))) {}
   // op(inputs) with one new output.
   ValueId node(std::string_view op, std::vector<ValueId> inputs, std::vector<NewAttr> attrs = {});
-  ValueId node_named(std::string_view name, std::string_view op, std::vector<ValueId> inputs, std::vector<NewAttr> attrs);
+  ValueId node_named(std::string_view name, std::string_view op, std::vector<ValueId> inputs,
+                     std::vector<NewAttr> attrs);
   // A rank-0 constant of type `t` (Float, Double, Float16, BFloat16).
   ValueId scalar(std::string_view hint, DType t, double v);
   // ReduceMean over `axes`, keepdims, in the form of the model's opset (attribute < 18, input >= 18).
@@ -42,7 +43,9 @@ class Chain {
   ValueId unsqueeze(ValueId x, const std::vector<int64_t>& axes);
   ValueId slice(ValueId x, int64_t axis, int64_t start, int64_t end, int64_t step = 1);
   ValueId reshape(ValueId x, const std::vector<int64_t>& shape) { return node("Reshape", {x, ints("shape", shape)}); }
-  ValueId transpose(ValueId x, const std::vector<int64_t>& perm) { return node("Transpose", {x}, {NewAttr::Ints("perm", perm)}); }
+  ValueId transpose(ValueId x, const std::vector<int64_t>& perm) {
+    return node("Transpose", {x}, {NewAttr::Ints("perm", perm)});
+  }
   // Element `i` (negative: from the back) of Shape(x), as a 1-D int64 of one element.
   ValueId dim(ValueId x, int64_t i) {
     return slice(node("Shape", {x}), 0, i, i == -1 ? std::numeric_limits<int64_t>::max() : i + 1);
@@ -104,8 +107,8 @@ bool is_half_type(DType t);
 
 // The line that ends a decomposition file: ONNXFORGE_PASS (pass.h) with the analyze every
 // decomposition shares, decompose::analyze_op over the nodes of OP (also the pass's anchor).
-#define ONNXFORGE_DECOMPOSITION(NAME, Match, accuracy, OP, match, apply, summary)                              \
-  ONNXFORGE_PASS(                                                                                              \
-      NAME, Match, accuracy,                                                                                   \
+#define ONNXFORGE_DECOMPOSITION(NAME, Match, accuracy, OP, match, apply, summary)                                      \
+  ONNXFORGE_PASS(                                                                                                      \
+      NAME, Match, accuracy,                                                                                           \
       [](const Graph& g, const Uses& u, const PassOptions&) { return decompose::analyze_op<Match>(g, u, OP, match); }, \
       apply, {OP}, summary)

@@ -117,18 +117,21 @@ std::string attention_refusal(const Graph& g, NodeId n) {
   // the op does without softmax_precision (the runtime runs the op in float and rounds once;
   // verification judges a float16 model in its ulps).
   const DType t = pattern::dtype_of(g, g.input(n, 0));
-  if (t != DType::Float && t != DType::Float16 && t != DType::BFloat16) return "input 0 is not float32, float16 or bfloat16";
+  if (t != DType::Float && t != DType::Float16 && t != DType::BFloat16)
+    return "input 0 is not float32, float16 or bfloat16";
   for (size_t i : {1, 2, 4, 5})
     if (has_input(g, n, i) && pattern::dtype_of(g, g.input(n, i)) != t)
       return "input " + std::to_string(i) + " is not of Q's type";
-  if (const Attr* sp = g.attr(n, "softmax_precision"); sp && sp->type == AttrType::Int && sp->i != static_cast<int64_t>(t))
+  if (const Attr* sp = g.attr(n, "softmax_precision");
+      sp && sp->type == AttrType::Int && sp->i != static_cast<int64_t>(t))
     return "softmax_precision differs from Q's type";
   if (has_input(g, n, 4) != has_input(g, n, 5)) return "past_key without past_value or the reverse";
   const AttnShape a = attn_shape(g, n);
   if (a.rank != 3 && a.rank != 4) return "Q, K and V are not all 3-D or all 4-D (or their ranks are unknown)";
   if (a.hq <= 0 || a.hkv <= 0) return "the head counts are unknown";
   if (a.hq % a.hkv) return "q_num_heads is not a multiple of kv_num_heads";
-  if (!(g.attr(n, "scale") != nullptr) && a.d <= 0) return "the head size is unknown (the default scale 1/sqrt(head_size) needs it)";
+  if (!(g.attr(n, "scale") != nullptr) && a.d <= 0)
+    return "the head size is unknown (the default scale 1/sqrt(head_size) needs it)";
   if (a.hq != a.hkv && (a.d <= 0 || a.dv <= 0)) return "the head size is unknown (the KV head repeat needs it)";
   if (has_input(g, n, 3)) {
     const DType mt = pattern::dtype_of(g, g.input(n, 3));
@@ -162,7 +165,9 @@ bool apply(Edits& e, const NodeId& n) {
   const DType T = pattern::dtype_of(g, g.input(n, 0));  // the constants' type (attention_refusal checked it)
 
   // [B, H, S, D] views.
-  auto heads = [&](ValueId x, int64_t h) { return three_d ? c.transpose(c.reshape(x, {0, 0, h, -1}), {0, 2, 1, 3}) : x; };
+  auto heads = [&](ValueId x, int64_t h) {
+    return three_d ? c.transpose(c.reshape(x, {0, 0, h, -1}), {0, 2, 1, 3}) : x;
+  };
   const ValueId q = heads(g.input(n, 0), a.hq);
   ValueId k = heads(g.input(n, 1), a.hkv), v = heads(g.input(n, 2), a.hkv);
   if (has(4)) {
@@ -184,7 +189,7 @@ bool apply(Edits& e, const NodeId& n) {
   }
   ValueId s = c.node("MatMul", {q, c.transpose(k, {0, 1, 3, 2})});
   const double scale = (g.attr(n, "scale") != nullptr) ? g.attr_float(n, "scale", 1.f)
-                                              : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.d)));
+                                                       : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.d)));
   s = c.node("Mul", {s, c.scalar("scale", T, scale)});
   ValueId qk[4];
   qk[0] = s;
@@ -211,9 +216,9 @@ bool apply(Edits& e, const NodeId& n) {
     const int64_t sq = static_dim(g, g.input(n, 0), three_d ? 1 : 2), t = decompose::total_length(g, n, a.rank);
     ValueId causal;
     if (nonpad) {
-      const ValueId offset = c.node("Sub", {lens, c.dim(q, 2)});                     // [B, 1]
+      const ValueId offset = c.node("Sub", {lens, c.dim(q, 2)});                            // [B, 1]
       const ValueId frontier = c.unsqueeze(c.node("Add", {positions(q), offset}), {1, 3});  // [B, 1, Sq, 1]
-      causal = c.node("LessOrEqual", {positions(k), frontier});                       // [B, 1, Sq, T]
+      causal = c.node("LessOrEqual", {positions(k), frontier});                             // [B, 1, Sq, T]
     } else if (sq >= 0 && t >= 0) {
       const int64_t p = t - static_dim(g, g.input(n, 1), three_d ? 1 : 2);
       std::vector<double> bits(static_cast<size_t>(sq * t));
@@ -244,8 +249,9 @@ bool apply(Edits& e, const NodeId& n) {
       // Keys beyond the mask's last dim are masked (the spec pads with false / -inf).
       const int64_t r = pattern::rank_of(g, g.input(n, 3));
       const ValueId need = c.node("Sub", {c.dim(k, 2), c.dim(mask, -1)});
-      const ValueId pads = c.node("Concat", {c.ints("pads", std::vector<int64_t>(static_cast<size_t>(2 * r - 1), 0)), need},
-                                  {NewAttr::Int("axis", 0)});
+      const ValueId pads =
+          c.node("Concat", {c.ints("pads", std::vector<int64_t>(static_cast<size_t>(2 * r - 1), 0)), need},
+                 {NewAttr::Int("axis", 0)});
       const ValueId fill = boolean ? c.tensor("fill", DType::Bool, {}, {0}) : c.scalar("fill", T, -inf);
       mask = c.node("Pad", {mask, pads, fill});
     }
@@ -269,7 +275,10 @@ bool apply(Edits& e, const NodeId& n) {
 
 }  // namespace
 
-ONNXFORGE_DECOMPOSITION(decompose_attention, NodeId, AccuracyClass::FloatBounded, "Attention", decompose::unrefused<decompose::attention_refusal>, apply,
-                        "Attention becomes MatMul/Mul/Softmax/MatMul with the head Reshape/Transposes, the KV head repeat, causal and attn_mask masking, softcap and the past/present caches (for a --target without the op)");
+ONNXFORGE_DECOMPOSITION(
+    decompose_attention, NodeId, AccuracyClass::FloatBounded, "Attention",
+    decompose::unrefused<decompose::attention_refusal>, apply,
+    "Attention becomes MatMul/Mul/Softmax/MatMul with the head Reshape/Transposes, the KV head repeat, causal and "
+    "attn_mask masking, softcap and the past/present caches (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -40,7 +40,8 @@ bool apply(Edits& e, const Match& m) {
   if (m.tanh) {
     const ValueId x3 = c.node("Mul", {c.node("Mul", {x, x}), x});
     const ValueId inner = c.node("Add", {x, c.node("Mul", {x3, c.scalar("k", DType::Float, 0.044715)})});
-    const ValueId t = c.node("Tanh", {c.node("Mul", {inner, c.scalar("sqrt_2_over_pi", DType::Float, std::sqrt(2.0 / std::numbers::pi))})});
+    const ValueId t = c.node(
+        "Tanh", {c.node("Mul", {inner, c.scalar("sqrt_2_over_pi", DType::Float, std::sqrt(2.0 / std::numbers::pi))})});
     const ValueId xh = c.node("Mul", {x, half_c});
     if (!half) {
       c.finish("Mul", {xh, c.node("Add", {t, one})});

@@ -61,6 +61,7 @@ bool apply(Edits& e, const Match& m) {
 }  // namespace
 
 ONNXFORGE_DECOMPOSITION(decompose_layer_norm, Match, AccuracyClass::FloatBounded, "LayerNormalization", match, apply,
-                        "LayerNormalization becomes ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div, scale and bias (for a --target without the op)");
+                        "LayerNormalization becomes ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div, scale and bias (for a "
+                        "--target without the op)");
 
 }  // namespace onnxforge::passes

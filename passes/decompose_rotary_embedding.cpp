@@ -41,8 +41,10 @@ RotaryShape rotary_shape(const Graph& g, NodeId n) {
   r.heads = g.attr_int(n, "num_heads", 0);
   r.half = static_dim(g, g.input(n, 1), -1);
   if (r.half < 0) r.half = static_dim(g, g.input(n, 2), -1);
-  if (r.rank == 4) r.head_size = static_dim(g, x, 3);
-  else if (const int64_t hidden = static_dim(g, x, 2); r.rank == 3 && hidden > 0 && r.heads > 0) r.head_size = hidden / r.heads;
+  if (r.rank == 4)
+    r.head_size = static_dim(g, x, 3);
+  else if (const int64_t hidden = static_dim(g, x, 2); r.rank == 3 && hidden > 0 && r.heads > 0)
+    r.head_size = hidden / r.heads;
   const int64_t attr = g.attr_int(n, "rotary_embedding_dim", 0);
   r.rot = attr > 0 ? attr : (r.half > 0 ? 2 * r.half : r.head_size);
   return r;
@@ -67,7 +69,8 @@ std::string rotary_refusal(const Graph& g, NodeId n) {
   if (r.rot != 2 * r.half) return "rotary_embedding_dim disagrees with the caches' width";
   // A tail x[..., rot:] passes through: with an unknown head size it may or may not exist, and
   // the chain differs.
-  if (g.attr_int(n, "rotary_embedding_dim", 0) > 0 && r.head_size < 0) return "partial rotation of an unknown head size";
+  if (g.attr_int(n, "rotary_embedding_dim", 0) > 0 && r.head_size < 0)
+    return "partial rotation of an unknown head size";
   return {};
 }
 
@@ -85,7 +88,8 @@ bool apply(Edits& e, const NodeId& n) {
   if (half < 0) half = decompose::static_dim(g, g.input(n, 2), -1);
   const int64_t rot = 2 * half;
   int64_t head_size = -1;
-  if (!three_d) head_size = decompose::static_dim(g, g.input(n, 0), 3);
+  if (!three_d)
+    head_size = decompose::static_dim(g, g.input(n, 0), 3);
   else if (const int64_t hidden = decompose::static_dim(g, g.input(n, 0), 2); hidden > 0)
     head_size = hidden / g.attr_int(n, "num_heads", 1);
   const bool tail = g.attr_int(n, "rotary_embedding_dim", 0) > 0 && rot < head_size;
@@ -123,14 +127,18 @@ bool apply(Edits& e, const NodeId& n) {
   } else {
     y = last(!tail && !three_d, "Concat", {re, im}, {NewAttr::Int("axis", 3)});
   }
-  if (tail) y = last(!three_d, "Concat", {y, c.slice(x, 3, rot, std::numeric_limits<int64_t>::max())}, {NewAttr::Int("axis", 3)});
+  if (tail)
+    y = last(!three_d, "Concat", {y, c.slice(x, 3, rot, std::numeric_limits<int64_t>::max())},
+             {NewAttr::Int("axis", 3)});
   if (three_d) last(true, "Reshape", {y, c.ints("shape", {0, 0, -1})}, {});
   return true;
 }
 
 }  // namespace
 
-ONNXFORGE_DECOMPOSITION(decompose_rotary_embedding, NodeId, AccuracyClass::FloatBounded, "RotaryEmbedding", decompose::unrefused<decompose::rotary_refusal>, apply,
-                        "RotaryEmbedding becomes Gather/Unsqueeze of the caches, Slice halves (or even/odd elements), Mul/Sub/Add, Concat (for a --target without the op)");
+ONNXFORGE_DECOMPOSITION(decompose_rotary_embedding, NodeId, AccuracyClass::FloatBounded, "RotaryEmbedding",
+                        decompose::unrefused<decompose::rotary_refusal>, apply,
+                        "RotaryEmbedding becomes Gather/Unsqueeze of the caches, Slice halves (or even/odd elements), "
+                        "Mul/Sub/Add, Concat (for a --target without the op)");
 
 }  // namespace onnxforge::passes

@@ -79,8 +79,10 @@ bool run_round(Graph& g, std::span<const Pass* const> passes, const RunOptions& 
   std::vector<double> analyze_time(passes.size(), 0);
   std::vector<size_t> to_run;
   for (size_t i = 0; i < passes.size(); ++i)
-    if (!o.skip_quiet || needs_analysis(st, i)) to_run.push_back(i);
-    else ++stats[i].skipped;
+    if (!o.skip_quiet || needs_analysis(st, i))
+      to_run.push_back(i);
+    else
+      ++stats[i].skipped;
   st.skipped_any = to_run.size() < passes.size();
   auto analyze_one = [&](size_t i) {
     auto t = Clock::now();
@@ -182,7 +184,7 @@ RunResult run_passes(Model& m, std::span<const Pass* const> passes, const RunOpt
                      std::to_string(g.node_count()) + " nodes");
         if (!run_round(g, passes, o, r.passes, st)) {
           if (!st.skipped_any) break;  // every pass looked and found nothing: the fixed point
-          st.full = true;      // some sat out: confirm with all of them
+          st.full = true;              // some sat out: confirm with all of them
           continue;
         }
         ++rounds;

@@ -16,18 +16,18 @@ namespace onnxforge::passes {
 struct PassStats {
   std::string name;
   AccuracyClass accuracy = AccuracyClass::Lossless;
-  Delta removed;                 // nodes, initializers, bytes removed (negative: added)
+  Delta removed;  // nodes, initializers, bytes removed (negative: added)
   double analyze_seconds = 0, apply_seconds = 0;
-  int rounds = 0;                // rounds in which the pass changed something
-  int analyzed = 0, skipped = 0; // rounds in which its analysis ran / was skipped (nothing near its anchors changed)
-  uint64_t applied = 0;          // matches applied
+  int rounds = 0;                 // rounds in which the pass changed something
+  int analyzed = 0, skipped = 0;  // rounds in which its analysis ran / was skipped (nothing near its anchors changed)
+  uint64_t applied = 0;           // matches applied
   double seconds() const { return analyze_seconds + apply_seconds; }
 };
 
 struct RunOptions {
   PassOptions pass;
   int max_rounds = 20;
-  bool parallel = true;  // analyses in a flow graph; false runs them one after another
+  bool parallel = true;      // analyses in a flow graph; false runs them one after another
   bool infer_shapes = true;  // refresh inferred shapes (src/analysis/shapes.h) before each round
   bool skip_quiet = true;    // anchored passes that found nothing sit out rounds that changed nothing near them
   std::function<void(const std::string&)> progress;  // called with a short status line
@@ -35,7 +35,7 @@ struct RunOptions {
 
 struct ModelSize {
   int64_t nodes = 0, initializers = 0, bytes = 0;  // all live graphs
-  int64_t constant_bytes = 0;  // tensors held by Constant nodes (exporters store buffers there)
+  int64_t constant_bytes = 0;                      // tensors held by Constant nodes (exporters store buffers there)
   int64_t stored_bytes() const { return bytes + constant_bytes; }
 };
 ModelSize measure(const Model& m);

@@ -18,12 +18,11 @@ namespace onnxforge::passes {
 namespace {
 
 struct Match {
-  NodeId dup_node;       // a node to merge into `keep_node` (CSE or Constant), or invalid
+  NodeId dup_node;  // a node to merge into `keep_node` (CSE or Constant), or invalid
   NodeId keep_node;
-  ValueId dup_value;     // an initializer to merge into `keep_value`, or invalid
+  ValueId dup_value;  // an initializer to merge into `keep_value`, or invalid
   ValueId keep_value;
 };
-
 
 // Deferred tensors (folded weight transposes) are compared by recipe, never computed: equal
 // recipes over equal sources are equal. A deferred tensor is never merged with a stored one.
@@ -43,8 +42,8 @@ bool same_tensor(const TensorStore& ts, TensorId a, TensorId b) {
 }
 
 struct Candidate {
-  ValueId value;   // the constant value
-  NodeId node;     // its Constant node (invalid for an initializer)
+  ValueId value;  // the constant value
+  NodeId node;    // its Constant node (invalid for an initializer)
   TensorId tensor;
   uint64_t hash = 0;
 };
@@ -169,8 +168,10 @@ bool apply(Edits& e, const Match& m) {
   if (m.keep_node.valid() && (e.touched_earlier(m.keep_node) || e.killed(m.keep_node))) return false;
   if (m.dup_value.valid()) {  // constants
     e.replace_uses(m.dup_value, m.keep_value);
-    if (m.dup_node.valid()) e.kill(m.dup_node);
-    else e.remove_initializer(m.dup_value);
+    if (m.dup_node.valid())
+      e.kill(m.dup_node);
+    else
+      e.remove_initializer(m.dup_value);
     return true;
   }
   for (size_t i = 0; i < g.outputs(m.dup_node).size(); ++i)

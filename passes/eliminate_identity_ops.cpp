@@ -37,7 +37,7 @@ ValueId identity_input(const Graph& g, const Uses& uses, NodeId n) {
     if (!only_output0_used(g, uses, n)) return {};
     int64_t opset = g.model().opset("");
     if (opset < 7) return g.attr_int(n, "is_test", 0) ? x : ValueId{};  // is_test defaults to training
-    if (opset < 12) return x;                                          // always inference
+    if (opset < 12) return x;                                           // always inference
     ValueId mode = g.input(n, 2);
     if (!mode.valid()) return x;
     return constant_all_equal(g, mode, 0) ? x : ValueId{};
@@ -75,7 +75,8 @@ bool apply(Edits& e, const Match& m) { return e.forward(m.node, m.keep); }
 
 }  // namespace
 
-ONNXFORGE_PASS(eliminate_identity_ops, Match, AccuracyClass::Lossless, analyze, apply, ops_with_neutral({"Cast", "Dropout", "Identity"}),
+ONNXFORGE_PASS(eliminate_identity_ops, Match, AccuracyClass::Lossless, analyze, apply,
+               ops_with_neutral({"Cast", "Dropout", "Identity"}),
                "remove Identity, inference Dropout, same-type Cast, x*1, x+0, x-0, x/1");
 
 }  // namespace onnxforge::passes

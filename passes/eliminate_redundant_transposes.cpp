@@ -11,8 +11,8 @@ namespace onnxforge::passes {
 namespace {
 
 struct Match {
-  NodeId outer, middle, inner;      // middle: elementwise op (invalid for a plain pair)
-  std::vector<int64_t> composed;    // empty: identity
+  NodeId outer, middle, inner;    // middle: elementwise op (invalid for a plain pair)
+  std::vector<int64_t> composed;  // empty: identity
 };
 
 bool is_identity(const std::vector<int64_t>& p) {
@@ -24,7 +24,6 @@ bool is_identity(const std::vector<int64_t>& p) {
 bool elementwise_unary(const Graph& g, NodeId n) {
   return g.inputs(n).size() == 1 && g.outputs(n).size() == 1 && has_fact(g, n, kUnary);
 }
-
 
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
@@ -60,8 +59,9 @@ bool apply(Edits& e, const Match& m) {
   if (m.middle.valid()) {  // T(E(T(x))) with T∘T = id  →  E(x)
     auto attrs = copy_attrs(g, m.middle);
     if (!attrs) return false;
-    return e.replace_with({m.inner, m.middle, m.outer}, str(g.op_type(m.middle)), {x}, std::move(*attrs),
-                          str(g.domain(m.middle)))
+    return e
+        .replace_with({m.inner, m.middle, m.outer}, str(g.op_type(m.middle)), {x}, std::move(*attrs),
+                      str(g.domain(m.middle)))
         .valid();
   }
   if (!m.composed.empty())  // the inner Transpose stays if something else reads it
@@ -77,7 +77,8 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(eliminate_redundant_transposes, Match, AccuracyClass::Lossless, analyze, apply, ops_with(kUnary, {"Transpose"}),
+ONNXFORGE_PASS(eliminate_redundant_transposes, Match, AccuracyClass::Lossless, analyze, apply,
+               ops_with(kUnary, {"Transpose"}),
                "cancel or compose consecutive Transposes, push through unary elementwise ops");
 
 }  // namespace onnxforge::passes

@@ -94,13 +94,16 @@ bool too_big_to_try(const Graph& g, NodeId n, const std::vector<const ConstTenso
   // with none); the evaluator refuses those, so they are not "too big".
   if (ins.empty() || !ins[0]) return false;
   uint64_t elems = 0;
-  if (g.is_op(n, "ConstantOfShape")) elems = numel(ints(ins[0]));
+  if (g.is_op(n, "ConstantOfShape"))
+    elems = numel(ints(ins[0]));
   else if (g.is_op(n, "Expand") && ins.size() > 1 && ins[1]) {
     auto s = ints(ins[1]);
     elems = std::max(numel(s), numel(ins[0]->dims));
     elems = std::max(elems, mul_sat(numel(s), std::max<uint64_t>(1, numel(ins[0]->dims))));  // pessimistic
-  } else if (g.is_op(n, "Tile") && ins.size() > 1 && ins[1]) elems = mul_sat(numel(ins[0]->dims), numel(ints(ins[1])));
-  else return false;
+  } else if (g.is_op(n, "Tile") && ins.size() > 1 && ins[1])
+    elems = mul_sat(numel(ins[0]->dims), numel(ints(ins[1])));
+  else
+    return false;
   return mul_sat(elems, 8) > budget;
 }
 
@@ -158,8 +161,10 @@ void drop_growing_folds(const Graph& g, const Uses& uses, Plan& plan, uint64_t f
       for (ValueId x : g.inputs(f.node)) {
         if (!x.valid()) continue;
         NodeId p = g.producer(x);
-        if (p.valid() && folded[p.index()]) live = live || copies_live[x.index()];
-        else if (constant_source(x)) live = live || read_outside(x);
+        if (p.valid() && folded[p.index()])
+          live = live || copies_live[x.index()];
+        else if (constant_source(x))
+          live = live || read_outside(x);
       }
       for (ValueId y : g.outputs(f.node))
         if (y.valid()) copies_live[y.index()] = live;
@@ -210,7 +215,10 @@ Plan analyze_plan(const Graph& g, const Uses& uses, const PassOptions& o) {
     if (!shape_only) {
       for (ValueId v : g.inputs(n)) {
         if (!v.valid()) continue;
-        if (!will_have[v.index()]) { ok = false; break; }
+        if (!will_have[v.index()]) {
+          ok = false;
+          break;
+        }
         NodeId p = g.producer(v);
         if (p.valid() && level[p.index()] >= 0) lv = std::max(lv, level[p.index()] + 1);
       }
@@ -301,7 +309,9 @@ std::vector<Plan> analyze(const Graph& g, const Uses& uses, const PassOptions& o
 TensorId constant_node_tensor(Graph& g, NodeId n) {
   if (const Attr* a = g.attr(n, "value"); a && a->type == AttrType::Tensor) return a->tensor;
   TensorStore& ts = g.model().tensors;
-  auto bytes = [](const auto* p, size_t n) { return std::span<const std::byte>(reinterpret_cast<const std::byte*>(p), n); };
+  auto bytes = [](const auto* p, size_t n) {
+    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(p), n);
+  };
   if (const Attr* a = g.attr(n, "value_float"); a && a->type == AttrType::Float)
     return ts.add_owned(Sym{}, DType::Float, {}, bytes(&a->f, 4));
   if (const Attr* a = g.attr(n, "value_int"); a && a->type == AttrType::Int)
@@ -384,7 +394,8 @@ std::optional<ConstTensor> transpose_recipe(const Graph& g, NodeId n, const Cons
   r.key = "Transpose";
   for (int64_t p : perm) r.key += " " + std::to_string(p);
   r.sources = {x.tensor};
-  r.compute = [elem = *es, shape = x.dims, perm](std::span<const std::span<const std::byte>> src, std::span<std::byte> out) {
+  r.compute = [elem = *es, shape = x.dims, perm](std::span<const std::span<const std::byte>> src,
+                                                 std::span<std::byte> out) {
     simd::transpose(elem, shape, src[0].data(), perm, out.data());
   };
   c.pending = std::make_shared<const TensorRecipe>(std::move(r));

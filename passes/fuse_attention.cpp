@@ -1,7 +1,8 @@
 // fuse_attention — scaled dot-product attention → Attention (opset 23).            class 1
 //
 //   Q ─(head split)─┐
-//                   MatMul ─ [scale] ─ [mask: Add m | Where(c, ·, fill)]* ─ Softmax(last axis) ─ MatMul ─(head merge)─ Y
+//                   MatMul ─ [scale] ─ [mask: Add m | Where(c, ·, fill)]* ─ Softmax(last axis) ─ MatMul ─(head merge)─
+//                   Y
 //   K ─(head split, transpose, [repeat_kv])─┘                                          V ─(head split, [repeat_kv])─┘
 //
 // Anchored on the Softmax. The head split/merge Reshape/Transposes are followed as data
@@ -103,8 +104,9 @@ struct PastWalk {
   Match::Past past;
   std::vector<Step> steps;
 };
-std::optional<PastWalk> through_past(const Graph& g, const Uses& uses, const std::vector<Step>& steps, NodeId first_reader,
-                                     char last, Sizes& sizes, heads::WalkOptions o, bool* unresolved) {
+std::optional<PastWalk> through_past(const Graph& g, const Uses& uses, const std::vector<Step>& steps,
+                                     NodeId first_reader, char last, Sizes& sizes, heads::WalkOptions o,
+                                     bool* unresolved) {
   const Step& end = steps.back();
   const NodeId c = g.producer(end.value);
   if (!is(g, c, "Concat") || g.inputs(c).size() != 2) return std::nullopt;
@@ -182,9 +184,12 @@ std::optional<Table> sliced_table(const Graph& g, ValueId v) {
       const int64_t a = sp->axes[i] < 0 ? sp->axes[i] + rank : sp->axes[i];
       const int64_t st = sp->starts[i];
       if (st < 0 || sp->steps[i] != 1) return std::nullopt;
-      if (a == rank - 2) r0 += st;
-      else if (a == rank - 1) c0 += st;
-      else if (st != 0) return std::nullopt;
+      if (a == rank - 2)
+        r0 += st;
+      else if (a == rank - 1)
+        c0 += st;
+      else if (st != 0)
+        return std::nullopt;
     }
     v = g.input(s, 0);
   }
@@ -285,7 +290,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
     if (is(g, p, "Mul") || is(g, p, "Div")) {
       ValueId a = g.input(p, 0), b = g.input(p, 1);
       const bool a_scores = from_matmul(g, a), b_scores = from_matmul(g, b);
-      if (a_scores == b_scores || (is(g, p, "Div") && b_scores)) return Miss{"unsupported op between scores and softmax"};
+      if (a_scores == b_scores || (is(g, p, "Div") && b_scores))
+        return Miss{"unsupported op between scores and softmax"};
       ValueId c = a_scores ? b : a;
       if (!constant_tensor(g, c).valid()) return Miss{"scale not constant"};
       auto s = scalar(g, c);
@@ -361,7 +367,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   const auto& V = *vd;
   if (!Q[r - 1].is_constant() || !V[r - 1].is_constant()) return Miss{"head size not static"};
   m.dtype = g.dtype(qa);
-  if (m.dtype != DType::Float && m.dtype != DType::Float16 && m.dtype != DType::BFloat16) return Miss{"not floating point"};
+  if (m.dtype != DType::Float && m.dtype != DType::Float16 && m.dtype != DType::BFloat16)
+    return Miss{"not floating point"};
 
   Sizes sizes;
   sizes.of['s'] = Q[r - 2];
@@ -457,7 +464,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   auto concat_of = [&](const std::optional<Match::Past>& p, NodeId otherwise) {
     return p ? g.producer(p->present) : otherwise;
   };
-  const auto dq = dying(qs, m.mm1), dk = dying(ks, concat_of(m.past_k, m.mm1)), dv = dying(vs, concat_of(m.past_v, mm2));
+  const auto dq = dying(qs, m.mm1), dk = dying(ks, concat_of(m.past_k, m.mm1)),
+             dv = dying(vs, concat_of(m.past_v, mm2));
   auto best_in = [&](const std::vector<Step>& steps, const std::vector<int>& die, char role, int rank, int64_t repeat) {
     Pick p;
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -651,8 +659,10 @@ bool apply(Edits& e, const Match& m) {
         e.add_node("Add", {bias, p.m}, {out}, {}, tags);
       } else {
         ValueId keep = bias.valid() ? bias : scalar_constant(e, m.dtype, 0);
-        if (p.kind == MaskPiece::WhereKeep) e.add_node("Where", {p.m, keep, p.fill}, {out}, {}, tags);
-        else e.add_node("Where", {p.m, p.fill, keep}, {out}, {}, tags);
+        if (p.kind == MaskPiece::WhereKeep)
+          e.add_node("Where", {p.m, keep, p.fill}, {out}, {}, tags);
+        else
+          e.add_node("Where", {p.m, p.fill, keep}, {out}, {}, tags);
       }
       bias = out;
     }
@@ -720,7 +730,10 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_attention, Match, match, apply, .op = "Attention", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Softmax"},
-                 .summary = "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 (3-D or 4-D, grouped-query, attn_mask or a proven is_causal)");
+ONNXFORGE_FUSION(fuse_attention, Match, match, apply, .op = "Attention", .min_opset = 23,
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Softmax"},
+                 .summary =
+                     "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 (3-D or 4-D, "
+                     "grouped-query, attn_mask or a proven is_causal)");
 
 }  // namespace onnxforge::passes

@@ -24,7 +24,8 @@ bool order_preserving(const Graph& g, NodeId n) {
 // The output dims of Reshape(x, target) for a static input shape, or nullopt (also for a target
 // the Reshape itself would reject: a dim below -1, or a product past int64, which a fuzzed
 // [90, 2^63 - 1] target overflowed here).
-std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std::vector<int64_t> target, bool allowzero) {
+std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std::vector<int64_t> target,
+                                             bool allowzero) {
   int64_t total = 1, known = 1, minus = -1;
   for (int64_t d : in)
     if (d < 0 || __builtin_mul_overflow(total, d, &total)) return std::nullopt;
@@ -84,7 +85,8 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(fuse_consecutive_reshapes, Match, AccuracyClass::Lossless, analyze, apply, {"Reshape", "Flatten", "Squeeze", "Unsqueeze"},
+ONNXFORGE_PASS(fuse_consecutive_reshapes, Match, AccuracyClass::Lossless, analyze, apply,
+               {"Reshape", "Flatten", "Squeeze", "Unsqueeze"},
                "compose Reshape chains (never across a 0 in the target), drop no-op Reshapes");
 
 }  // namespace onnxforge::passes

@@ -26,7 +26,7 @@ struct Folded {
 
 struct Match {
   NodeId conv, bn;
-  bool bn_first = false;               // BatchNormalization → Conv
+  bool bn_first = false;                 // BatchNormalization → Conv
   std::shared_ptr<const Folded> folded;  // new weights, computed in analyze (in parallel)
 };
 
@@ -91,7 +91,8 @@ std::vector<double> doubles(const Graph& g, ValueId v) {
 std::vector<std::byte> encode(const std::vector<double>& v, DType t) {
   std::vector<std::byte> out(v.size() * (t == DType::Double ? 8 : 4));
   for (size_t i = 0; i < v.size(); ++i) {
-    if (t == DType::Double) std::memcpy(out.data() + i * 8, &v[i], 8);
+    if (t == DType::Double)
+      std::memcpy(out.data() + i * 8, &v[i], 8);
     else {
       float f = static_cast<float>(v[i]);
       std::memcpy(out.data() + i * 4, &f, 4);
@@ -119,7 +120,8 @@ std::optional<Folded> fold(const Graph& g, const Match& m) {
   int64_t out_ch = transpose ? wdims[1] * group : wdims[0];
   size_t inner = 1;
   for (size_t i = 2; i < wdims.size(); ++i) inner *= static_cast<size_t>(wdims[i]);
-  std::vector<double> b = g.input(m.conv, 2).valid() ? doubles(g, g.input(m.conv, 2)) : std::vector<double>(out_ch, 0.0);
+  std::vector<double> b =
+      g.input(m.conv, 2).valid() ? doubles(g, g.input(m.conv, 2)) : std::vector<double>(out_ch, 0.0);
   if (static_cast<int64_t>(b.size()) != out_ch) return std::nullopt;
 
   if (!m.bn_first) {
@@ -175,7 +177,8 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(fuse_conv_batchnorm, Match, AccuracyClass::FloatBounded, analyze, apply, {"BatchNormalization", "Conv", "ConvTranspose"},
+ONNXFORGE_PASS(fuse_conv_batchnorm, Match, AccuracyClass::FloatBounded, analyze, apply,
+               {"BatchNormalization", "Conv", "ConvTranspose"},
                "fold BatchNormalization into Conv/ConvTranspose weights (float64, private weights)");
 
 }  // namespace onnxforge::passes

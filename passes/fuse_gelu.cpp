@@ -152,7 +152,10 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const
 
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_gelu, ActivationMatch, match, apply_activation, .op = "Gelu", .min_opset = 20, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"},
-                 .summary = "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) Gelu(approximate=tanh); constants matched by value");
+ONNXFORGE_FUSION(fuse_gelu, ActivationMatch, match, apply_activation, .op = "Gelu", .min_opset = 20,
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"},
+                 .summary =
+                     "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) Gelu(approximate=tanh); "
+                     "constants matched by value");
 
 }  // namespace onnxforge::passes

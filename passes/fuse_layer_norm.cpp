@@ -84,7 +84,10 @@ Found<NormMatch> match(const Graph& g, const Uses& u, NodeId mean, const PassOpt
 
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_layer_norm, NormMatch, match, apply_norm, .op = "LayerNormalization", .min_opset = 17, .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
-                 .summary = "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (+ scale, bias) over the trailing axes becomes LayerNormalization (float16 with Casts: stash_type=1)");
+ONNXFORGE_FUSION(fuse_layer_norm, NormMatch, match, apply_norm, .op = "LayerNormalization", .min_opset = 17,
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
+                 .summary =
+                     "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (+ scale, bias) over the trailing axes becomes "
+                     "LayerNormalization (float16 with Casts: stash_type=1)");
 
 }  // namespace onnxforge::passes

@@ -13,7 +13,9 @@ struct Match {
   ValueId bias;
 };
 
-bool gemm_type(DType t) { return t == DType::Float || t == DType::Double || t == DType::Float16 || t == DType::BFloat16; }
+bool gemm_type(DType t) {
+  return t == DType::Float || t == DType::Double || t == DType::Float16 || t == DType::BFloat16;
+}
 
 std::vector<int64_t> dims_or_unknown(const Graph& g, ValueId v) {
   std::vector<int64_t> out;
@@ -44,9 +46,12 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
     if (static_cast<int64_t>(cd.size()) != rb) continue;
     int64_t M = ad[0], N = bd[1];
     bool ok = false;
-    if (rb == 0) ok = true;
-    else if (rb == 1) ok = cd[0] == 1 || (N >= 0 && cd[0] == N);
-    else ok = (cd[0] == 1 || (M >= 0 && cd[0] == M)) && (cd[1] == 1 || (N >= 0 && cd[1] == N));
+    if (rb == 0)
+      ok = true;
+    else if (rb == 1)
+      ok = cd[0] == 1 || (N >= 0 && cd[0] == N);
+    else
+      ok = (cd[0] == 1 || (M >= 0 && cd[0] == M)) && (cd[1] == 1 || (N >= 0 && cd[1] == N));
     if (!ok) continue;
     out.push_back({mm, add, bias});
   }

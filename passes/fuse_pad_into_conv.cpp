@@ -79,7 +79,8 @@ std::optional<Match> match(const Graph& g, const Uses& uses, NodeId pad, int64_t
     return std::nullopt;
   if (g.attr_string(pad, "mode", "constant") != "constant") return std::nullopt;
   if (g.attr_string(reader, "auto_pad", "NOTSET") != "NOTSET") return std::nullopt;
-  if (is(g, reader, "AveragePool") && (g.attr_int(reader, "count_include_pad", 0) != 1 || g.attr_int(reader, "ceil_mode", 0) != 0))
+  if (is(g, reader, "AveragePool") &&
+      (g.attr_int(reader, "count_include_pad", 0) != 1 || g.attr_int(reader, "ceil_mode", 0) != 0))
     return std::nullopt;
   auto value = pad_value(g, pad, opset);
   auto fill = reader_fill(g, reader);
@@ -126,8 +127,9 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(fuse_pad_into_conv, Match, AccuracyClass::FloatBounded, analyze, apply,
-               {"Pad", "Conv", "ConvInteger", "QLinearConv", "AveragePool"},
-               "a zero Pad of the spatial axes becomes the pads of the Conv/ConvInteger/QLinearConv/AveragePool reading it");
+ONNXFORGE_PASS(
+    fuse_pad_into_conv, Match, AccuracyClass::FloatBounded, analyze, apply,
+    {"Pad", "Conv", "ConvInteger", "QLinearConv", "AveragePool"},
+    "a zero Pad of the spatial axes becomes the pads of the Conv/ConvInteger/QLinearConv/AveragePool reading it");
 
 }  // namespace onnxforge::passes

@@ -141,7 +141,10 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_qkv_projections, Match, match, apply, .op = "MatMul", .min_opset = 13, .accuracy = AccuracyClass::FloatBounded, .anchors = {"MatMul"},
-                 .summary = "three MatMuls of one input with constant weights (+ bias Adds) → one MatMul on the concatenated weights (+ one Add) + Split");
+ONNXFORGE_FUSION(fuse_qkv_projections, Match, match, apply, .op = "MatMul", .min_opset = 13,
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"MatMul"},
+                 .summary =
+                     "three MatMuls of one input with constant weights (+ bias Adds) → one MatMul on the concatenated "
+                     "weights (+ one Add) + Split");
 
 }  // namespace onnxforge::passes

@@ -39,9 +39,12 @@ bool centered(const Graph& g, ValueId x) {
 Found<NormMatch> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptions&) {
   const NodeId sq = g.producer(g.input(reduce, 0));
   ValueId x;
-  if (is(g, sq, "Pow")) x = g.input(sq, 0);
-  else if (is(g, sq, "Mul") && g.input(sq, 0) == g.input(sq, 1)) x = g.input(sq, 0);
-  else return {};
+  if (is(g, sq, "Pow"))
+    x = g.input(sq, 0);
+  else if (is(g, sq, "Mul") && g.input(sq, 0) == g.input(sq, 1))
+    x = g.input(sq, 0);
+  else
+    return {};
   auto tail = match_inv_rms(g, u, g.output(reduce, 0), x);
   if (!tail || centered(g, x)) return {};
 
@@ -89,7 +92,10 @@ Found<NormMatch> match(const Graph& g, const Uses& u, NodeId reduce, const PassO
 
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_rms_norm, NormMatch, match, apply_norm, .op = "RMSNormalization", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
-                 .summary = "Pow/ReduceMean/Add/Sqrt/Div or Reciprocal (+ scale, Gemma's 1 + w) over the trailing axes becomes RMSNormalization (float16 with Casts: stash_type=1)");
+ONNXFORGE_FUSION(fuse_rms_norm, NormMatch, match, apply_norm, .op = "RMSNormalization", .min_opset = 23,
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
+                 .summary =
+                     "Pow/ReduceMean/Add/Sqrt/Div or Reciprocal (+ scale, Gemma's 1 + w) over the trailing axes "
+                     "becomes RMSNormalization (float16 with Casts: stash_type=1)");
 
 }  // namespace onnxforge::passes

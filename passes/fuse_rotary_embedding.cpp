@@ -64,15 +64,15 @@ struct Match {
   int64_t heads = 1, half = 0, rot_dim = 0;
   bool interleaved = false;
   Cache cache = Cache::Table;
-  ValueId freqs;                   // InGraph: f, [.., S, R/2]
-  bool freqs_cast = false;         // InGraph: Cos/Sin(f) are Cast to `dtype` (f of another type)
-  TensorId cos_table, sin_table;   // Table: full-width [P, R]
-  int64_t rows = 0, width = 0;     // table dims
-  ValueId position_ids;            // Table: ids (invalid: 0..S-1, built as a constant)
-  int64_t seq_static = -1;         // Table without ids: S
+  ValueId freqs;                  // InGraph: f, [.., S, R/2]
+  bool freqs_cast = false;        // InGraph: Cos/Sin(f) are Cast to `dtype` (f of another type)
+  TensorId cos_table, sin_table;  // Table: full-width [P, R]
+  int64_t rows = 0, width = 0;    // table dims
+  ValueId position_ids;           // Table: ids (invalid: 0..S-1, built as a constant)
+  int64_t seq_static = -1;        // Table without ids: S
   bool ids_rank1 = false, ids_cast = false;
   BatchSeq bs;
-  int64_t bs_rank4_axis = 2;       // from_x with a 4-D input: the seq axis
+  int64_t bs_rank4_axis = 2;  // from_x with a 4-D input: the seq axis
   DType dtype = DType::Float;
 };
 
@@ -95,8 +95,6 @@ bool last_axis_concat(const Graph& g, NodeId c) {
   const int64_t axis = g.attr_int(c, "axis", 0);
   return rank > 0 && (axis == -1 || axis == rank - 1);
 }
-
-
 
 // The float types a cache is converted between (convert_element).
 bool float_type(DType t) { return pattern::is_float(t) && t != DType::Double; }
@@ -159,7 +157,8 @@ bool halves_equal(const Model& m, TensorId t, int64_t rows, int64_t width, bool 
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < h; ++i) {
       const int64_t a = r * width + (interleaved ? 2 * i : i), b = r * width + (interleaved ? 2 * i + 1 : i + h);
-      if (std::memcmp(bytes.data() + static_cast<size_t>(a) * es, bytes.data() + static_cast<size_t>(b) * es, es)) return false;
+      if (std::memcmp(bytes.data() + static_cast<size_t>(a) * es, bytes.data() + static_cast<size_t>(b) * es, es))
+        return false;
     }
   return true;
 }
@@ -335,7 +334,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
     m.cache = Cache::InGraph;
     m.freqs = g.input(cc, 0);
     auto fd = heads::dims_of(g, m.freqs);
-    if (!fd || fd->size() < 2 || fd->size() > 3 || !(fd->back() == SymDim::constant(m.half)) || !((*fd)[fd->size() - 2] == S))
+    if (!fd || fd->size() < 2 || fd->size() > 3 || !(fd->back() == SymDim::constant(m.half)) ||
+        !((*fd)[fd->size() - 2] == S))
       return Miss{"rotary frequencies not [B, S, R/2]"};
     if (cos_casts != sin_casts || cos_casts > 1) return Miss{"rotary cache cast twice"};
     m.freqs_cast = cos_casts == 1 && g.dtype(m.freqs) != m.dtype;
@@ -380,7 +380,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
       if (!float_type(td)) return Miss{"rotary cache not float"};
       if (casts == 0 && td != m.dtype) return Miss{"rotary cache not of the input's type"};
     }
-    if (!halves_equal(g.model(), m.cos_table, m.rows, m.width, il) || !halves_equal(g.model(), m.sin_table, m.rows, m.width, il))
+    if (!halves_equal(g.model(), m.cos_table, m.rows, m.width, il) ||
+        !halves_equal(g.model(), m.sin_table, m.rows, m.width, il))
       return Miss{"rotary cache halves not provably equal"};
   }
   if (m.bs.needed) {
@@ -415,7 +416,8 @@ void convert_element(const std::byte* src, DType from, std::byte* dst, DType to)
   }
   float f = 0;
   uint16_t h = 0;
-  if (from == DType::Float) std::memcpy(&f, src, 4);
+  if (from == DType::Float)
+    std::memcpy(&f, src, 4);
   else {
     std::memcpy(&h, src, 2);
     f = from == DType::Float16 ? half_to_float(h) : bf16_to_float(h);
@@ -429,7 +431,8 @@ void convert_element(const std::byte* src, DType from, std::byte* dst, DType to)
 }
 
 // The half-width copy of a full-width [P, R] float table, in type `to`.
-ValueId half_table(Edits& e, TensorId t, int64_t rows, int64_t width, bool interleaved, DType to, std::string_view hint) {
+ValueId half_table(Edits& e, TensorId t, int64_t rows, int64_t width, bool interleaved, DType to,
+                   std::string_view hint) {
   const DType from = e.g.model().tensors.dtype(t);
   const std::byte* p = e.g.model().tensors.bytes(t).data();
   const size_t fs = static_cast<size_t>(dtype_bits(from) / 8), ts = static_cast<size_t>(dtype_bits(to) / 8);
@@ -468,7 +471,8 @@ bool apply(Edits& e, const Match& m) {
     ValueId f = m.freqs;
     if (m.bs.needed) {
       ValueId target = e.new_value("rope_cache_shape"), fe = e.new_value("rope_freqs");
-      e.add_node("Concat", {batch_seq(), ints_constant(e, "rope_half", {m.half})}, {target}, {NewAttr::Int("axis", 0)}, tags);
+      e.add_node("Concat", {batch_seq(), ints_constant(e, "rope_half", {m.half})}, {target}, {NewAttr::Int("axis", 0)},
+                 tags);
       e.add_node("Expand", {f, target}, {fe}, {}, tags);
       f = fe;
     }
@@ -522,7 +526,10 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_rotary_embedding, Match, match, apply, .op = "RotaryEmbedding", .min_opset = 23, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Neg"},
-                 .summary = "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 with half-width caches proven from the full-width ones");
+ONNXFORGE_FUSION(fuse_rotary_embedding, Match, match, apply, .op = "RotaryEmbedding", .min_opset = 23,
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Neg"},
+                 .summary =
+                     "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 with half-width "
+                     "caches proven from the full-width ones");
 
 }  // namespace onnxforge::passes

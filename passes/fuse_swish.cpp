@@ -49,7 +49,8 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId sig, const Pa
 
 }  // namespace
 
-ONNXFORGE_FUSION(fuse_swish, ActivationMatch, match, apply_activation, .op = "Swish", .min_opset = 24, .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"},
+ONNXFORGE_FUSION(fuse_swish, ActivationMatch, match, apply_activation, .op = "Swish", .min_opset = 24,
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"},
                  .summary = "x·Sigmoid(x) becomes Swish, x·Sigmoid(α·x) Swish(alpha=α)");
 
 }  // namespace onnxforge::passes

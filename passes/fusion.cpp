@@ -65,8 +65,7 @@ std::string upgrade_hint(const std::vector<CensusRow>& census) {
     if (i) s += i + 1 == parts.size() ? " and " : ", ";
     s += parts[i];
   }
-  return s + (total == 1 ? " block" : " blocks") +
-         " can be fused with --target-opset " + std::to_string(need);
+  return s + (total == 1 ? " block" : " blocks") + " can be fused with --target-opset " + std::to_string(need);
 }
 
 }  // namespace onnxforge::passes

@@ -53,9 +53,9 @@ struct CensusRow {
 };
 
 struct FusionInfo {
-  std::string name;     // pass name, e.g. "fuse_layer_norm"
-  std::string op;       // the standard op it emits, e.g. "LayerNormalization"
-  int min_opset = 0;    // first default-domain opset that has `op`
+  std::string name;   // pass name, e.g. "fuse_layer_norm"
+  std::string op;     // the standard op it emits, e.g. "LayerNormalization"
+  int min_opset = 0;  // first default-domain opset that has `op`
   AccuracyClass accuracy = AccuracyClass::FloatBounded;
   std::vector<std::string> anchors;  // op types a block contains exactly once
   std::string summary;
@@ -82,7 +82,9 @@ class FusionOf final : public Pass, public Fusion {
   using ApplyFn = bool (*)(Edits&, const M&);
 
   FusionOf(MatchFn match, ApplyFn apply, FusionInfo info)
-      : Pass(info.name, info.accuracy, info.summary, info.anchors), info_(std::move(info)), match_(match),
+      : Pass(info.name, info.accuracy, info.summary, info.anchors),
+        info_(std::move(info)),
+        match_(match),
         apply_(apply) {}
 
   const FusionInfo& info() const override { return info_; }
@@ -114,8 +116,10 @@ class FusionOf final : public Pass, public Fusion {
       Found<M> f = match_(g, uses, n, o);
       if (!f && !f.missed()) return;  // not a block of this kind
       ++row.found;
-      if (f.missed()) ++row.missed[std::string(f.why())];
-      else ++(here ? row.fusable_here : row.fusable_after_upgrade);
+      if (f.missed())
+        ++row.missed[std::string(f.why())];
+      else
+        ++(here ? row.fusable_here : row.fusable_after_upgrade);
     });
     return row;
   }
@@ -140,11 +144,11 @@ class FusionOf final : public Pass, public Fusion {
 // also the Fusion, all_fusions() lists it) over FusionOf<Match>(match, apply, {.name = "NAME",
 // then the FusionInfo fields given: .op, .min_opset, .accuracy, .anchors, .summary}), built on first
 // use. As ONNXFORGE_PASS (pass.h): grep `ONNXFORGE_FUSION(NAME` to find one.
-#define ONNXFORGE_FUSION(NAME, Match, match, apply, ...)                        \
-  const Pass& NAME##_pass() {                                                   \
+#define ONNXFORGE_FUSION(NAME, Match, match, apply, ...)                           \
+  const Pass& NAME##_pass() {                                                      \
     static const FusionOf<Match> pass{match, apply, {.name = #NAME, __VA_ARGS__}}; \
-    return pass;                                                                \
-  }                                                                             \
+    return pass;                                                                   \
+  }                                                                                \
   static_assert(true, "the definer is written as a statement: ONNXFORGE_FUSION(...);")
 
 // Every fusion into a standard op, in pipeline order.

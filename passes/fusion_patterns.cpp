@@ -43,7 +43,8 @@ double rounding(DType t) {
   switch (t) {
     case DType::Float16: return std::ldexp(2.0, -10);
     case DType::BFloat16: return std::ldexp(2.0, -7);
-    case DType::Float: case DType::Double: return std::ldexp(2.0, -23);
+    case DType::Float:
+    case DType::Double: return std::ldexp(2.0, -23);
     default: return 0;
   }
 }
@@ -148,7 +149,8 @@ std::optional<InvRms> match_inv_rms(const Graph& g, const Uses& u, ValueId v, Va
   if (!m.sqrt.valid()) return std::nullopt;
   ValueId s = g.output(m.sqrt, 0);
   // Div(num, s)
-  m.scale = reader_if(g, u, s, [&](NodeId n) { return g.is_op(n, "Div") && g.input(n, 0) == num && g.input(n, 1) == s; });
+  m.scale =
+      reader_if(g, u, s, [&](NodeId n) { return g.is_op(n, "Div") && g.input(n, 0) == num && g.input(n, 1) == s; });
   if (m.scale.valid()) {
     m.normalized = g.output(m.scale, 0);
     return m;
@@ -377,9 +379,12 @@ ValueId norm_parameter(Edits& e, std::string_view hint, ValueId src, double offs
     uint64_t from = 0;
     for (size_t k = 0; k < dims.size(); ++k) from += static_cast<uint64_t>(idx[k]) * stride[k];
     std::byte* out = bytes.data() + i * esize;
-    if (!st.valid()) encode(fill, t, out);
-    else if (offset == 0) std::memcpy(out, ts.bytes(st).data() + from * esize, esize);
-    else encode(element_as_double(g.model(), st, from) + offset, t, out);
+    if (!st.valid())
+      encode(fill, t, out);
+    else if (offset == 0)
+      std::memcpy(out, ts.bytes(st).data() + from * esize, esize);
+    else
+      encode(element_as_double(g.model(), st, from) + offset, t, out);
     for (size_t k = dims.size(); k-- > 0;) {
       if (++idx[k] < dims[k]) break;
       idx[k] = 0;

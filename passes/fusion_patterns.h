@@ -69,9 +69,9 @@ void result_last(const Graph& g, std::vector<NodeId>& block, ValueId out);
 
 // ReduceMean's axes in either form (attribute before opset 18, input from 18).
 struct ReduceAxes {
-  bool known = false;     // constant (or absent: all axes)
-  bool all = false;       // no axes given: every axis
-  bool noop = false;      // opset 18 noop_with_empty_axes with no axes: the op reduces nothing
+  bool known = false;  // constant (or absent: all axes)
+  bool all = false;    // no axes given: every axis
+  bool noop = false;   // opset 18 noop_with_empty_axes with no axes: the op reduces nothing
   std::vector<int64_t> axes;
   bool keepdims = true;
 };
@@ -100,7 +100,7 @@ struct Affine {
   ValueId scale, bias;  // the constant operands (scale may be the output of `scale_sum`)
   ValueId scale_base;   // Gemma: the tensor w of scale = w + offset
   double scale_offset = 0;
-  ValueId out;          // the block's last value
+  ValueId out;  // the block's last value
 };
 Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t, int64_t rank,
                      std::span<const int64_t> norm_dims, bool with_bias);
@@ -108,7 +108,7 @@ Affine absorb_affine(const Graph& g, const Uses& u, ValueId normalized, DType t,
 // What a LayerNorm and an RMSNorm match hold: the op they become, the nodes replaced (result
 // last), the op's input, its scale (and bias) as taken over, the normalized dims, epsilon, and the
 // stash form.
-struct NormMatch {  // every member initialized: a matcher starts from {.op = "..."}
+struct NormMatch {      // every member initialized: a matcher starts from {.op = "..."}
   const char* op = "";  // LayerNormalization / RMSNormalization
   std::vector<NodeId> nodes{};
   ValueId x{}, out{};

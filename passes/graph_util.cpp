@@ -28,8 +28,16 @@ std::optional<std::vector<NewAttr>> copy_attrs(const Graph& g, NodeId n) {
       case AttrType::String: na.s = std::string(str(a.s)); break;
       case AttrType::Tensor: na.tensor = a.tensor; break;
       case AttrType::Graph: na.graph = a.graph; break;
-      case AttrType::Ints: { auto v = g.ints(a); na.ints.assign(v.begin(), v.end()); break; }
-      case AttrType::Floats: { auto v = g.floats(a); na.floats.assign(v.begin(), v.end()); break; }
+      case AttrType::Ints: {
+        auto v = g.ints(a);
+        na.ints.assign(v.begin(), v.end());
+        break;
+      }
+      case AttrType::Floats: {
+        auto v = g.floats(a);
+        na.floats.assign(v.begin(), v.end());
+        break;
+      }
       case AttrType::Strings:
         for (Sym s : g.strings(a)) na.strings.emplace_back(str(s));
         break;
@@ -47,16 +55,30 @@ bool same_attrs(const Graph& g, NodeId x, NodeId y) {
     const Attr* b = g.attr(y, str(a.name));
     if (!b || a.type != b->type || a.extra_count || b->extra_count || a.ref_attr_name != b->ref_attr_name) return false;
     switch (a.type) {
-      case AttrType::Int: if (a.i != b->i) return false; break;
-      case AttrType::Float: if (std::memcmp(&a.f, &b->f, 4) != 0) return false; break;
-      case AttrType::String: if (a.s != b->s) return false; break;
-      case AttrType::Ints: { auto p = g.ints(a), q = g.ints(*b); if (!std::equal(p.begin(), p.end(), q.begin(), q.end())) return false; break; }
+      case AttrType::Int:
+        if (a.i != b->i) return false;
+        break;
+      case AttrType::Float:
+        if (std::memcmp(&a.f, &b->f, 4) != 0) return false;
+        break;
+      case AttrType::String:
+        if (a.s != b->s) return false;
+        break;
+      case AttrType::Ints: {
+        auto p = g.ints(a), q = g.ints(*b);
+        if (!std::equal(p.begin(), p.end(), q.begin(), q.end())) return false;
+        break;
+      }
       case AttrType::Floats: {
         auto p = g.floats(a), q = g.floats(*b);
         if (p.size() != q.size() || (!p.empty() && std::memcmp(p.data(), q.data(), p.size() * 4) != 0)) return false;
         break;
       }
-      case AttrType::Strings: { auto p = g.strings(a), q = g.strings(*b); if (!std::equal(p.begin(), p.end(), q.begin(), q.end())) return false; break; }
+      case AttrType::Strings: {
+        auto p = g.strings(a), q = g.strings(*b);
+        if (!std::equal(p.begin(), p.end(), q.begin(), q.end())) return false;
+        break;
+      }
       case AttrType::Tensor: {
         const TensorStore& ts = g.model().tensors;
         if (a.tensor == b->tensor) break;

@@ -64,8 +64,10 @@ Layout split_x(const Layout& l, const Sizes& sizes) {
   for (const auto& a : l) {
     std::string k;
     for (char c : a) {
-      if (c == 'x') k += rep;
-      else k += c;
+      if (c == 'x')
+        k += rep;
+      else
+        k += c;
     }
     out.push_back(k);
   }
@@ -247,10 +249,13 @@ std::vector<Step> walk_forward(const Graph& g, const Uses& uses, ValueId v, cons
       // shape from the permuted context), simplified in a later round.
       int layout_readers = 0, shape_readers = 0;
       for (const Use& u : uses.of(cur.value)) {
-        if (is(g, u.node, "Shape")) ++shape_readers;
-        else if (is(g, u.node, "Transpose") || reshape_like(g, u.node)) ++layout_readers;
+        if (is(g, u.node, "Shape"))
+          ++shape_readers;
+        else if (is(g, u.node, "Transpose") || reshape_like(g, u.node))
+          ++layout_readers;
       }
-      if (shape_readers > 0 && layout_readers == 1 && shape_readers + layout_readers == static_cast<int>(uses.count(cur.value)))
+      if (shape_readers > 0 && layout_readers == 1 &&
+          shape_readers + layout_readers == static_cast<int>(uses.count(cur.value)))
         *unresolved = true;
     }
     if (!n.valid() || g.input(n, 0) != cur.value) break;

@@ -61,8 +61,8 @@ Layout split_x(const Layout& l, const Sizes& sizes);
 struct Step {
   ValueId value;
   Layout layout;
-  double scale = 1;     // product of the scalar Mul/Div passed between `value` and the start
-  int64_t repeat = 1;   // grouped-query repeat passed (key/value heads × repeat = start's heads)
+  double scale = 1;           // product of the scalar Mul/Div passed between `value` and the start
+  int64_t repeat = 1;         // grouped-query repeat passed (key/value heads × repeat = start's heads)
   std::vector<NodeId> nodes;  // walked through from the previous step to reach `value`
 };
 

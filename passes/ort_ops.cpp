@@ -34,7 +34,8 @@ std::map<std::string, std::pair<size_t, std::string>> default_domain_ops(const M
 
 OrtKernel ort_kernel(std::string_view op, int64_t opset) {
   if (opset < 0 || opset > 63) return OrtKernel::Unknown;
-  auto it = std::lower_bound(std::begin(kRows), std::end(kRows), op, [](const Row& r, std::string_view o) { return r.op < o; });
+  auto it = std::lower_bound(std::begin(kRows), std::end(kRows), op,
+                             [](const Row& r, std::string_view o) { return r.op < o; });
   if (it == std::end(kRows) || it->op != op) return OrtKernel::Unknown;
   const uint64_t bit = uint64_t{1} << opset;
   if (it->implemented & bit) return OrtKernel::Implemented;
@@ -55,7 +56,8 @@ std::vector<std::string> ort_missing(const Model& m, int64_t opset) {
 int64_t ort_highest_loadable_opset(const Model& m, int64_t from, int64_t to) {
   const auto ops = default_domain_ops(m);
   for (int64_t v = to; v >= from; --v)
-    if (std::none_of(ops.begin(), ops.end(), [&](const auto& kv) { return ort_kernel(kv.first, v) == OrtKernel::Missing; }))
+    if (std::none_of(ops.begin(), ops.end(),
+                     [&](const auto& kv) { return ort_kernel(kv.first, v) == OrtKernel::Missing; }))
       return v;
   return from - 1;
 }

@@ -15,9 +15,11 @@
 //   std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {  // parallel-safe
 //     std::vector<Match> out;
 //     for (NodeId n : g.nodes()) {
-//       if (is(g, n, "Mul") && constant_all_equal(g, g.input(n, 1), 1) && can_forward(g, uses, g.output(n, 0), g.input(n, 0)))
+//       if (is(g, n, "Mul") && constant_all_equal(g, g.input(n, 1), 1) && can_forward(g, uses, g.output(n, 0),
+//       g.input(n, 0)))
 //         out.push_back({n, {}});
-//       else if (NodeId add = single_consumer(g, uses, n); is(g, n, "MatMul") && is(g, add, "Add")) out.push_back({n, add});
+//       else if (NodeId add = single_consumer(g, uses, n); is(g, n, "MatMul") && is(g, add, "Add")) out.push_back({n,
+//       add});
 //     }
 //     return out;
 //   }
@@ -65,12 +67,12 @@ struct Tolerance {
 Tolerance tolerance_of(AccuracyClass c);
 
 struct PassOptions {
-  uint64_t fold_size = uint64_t{1} << 20;   // folds may grow a constant up to max(inputs, this)
-  std::map<std::string, int64_t> dims;      // --dim name=N: symbolic dims fixed to a value
-  const NodeEvaluator* evaluator = nullptr;  // constant folding; null = no numeric folding
-  const onnxforge::ShapeReport* shapes = nullptr;       // the round's shape inference (set by the driver)
-  int64_t target_opset = 0;  // --target-opset: upgrade_opset raises the model to it (0: keep)
-  UpgradeReport* upgrade_report = nullptr;  // where upgrade_opset says what it did (optional)
+  uint64_t fold_size = uint64_t{1} << 20;          // folds may grow a constant up to max(inputs, this)
+  std::map<std::string, int64_t> dims;             // --dim name=N: symbolic dims fixed to a value
+  const NodeEvaluator* evaluator = nullptr;        // constant folding; null = no numeric folding
+  const onnxforge::ShapeReport* shapes = nullptr;  // the round's shape inference (set by the driver)
+  int64_t target_opset = 0;                        // --target-opset: upgrade_opset raises the model to it (0: keep)
+  UpgradeReport* upgrade_report = nullptr;         // where upgrade_opset says what it did (optional)
 };
 
 class Edits;
@@ -105,7 +107,8 @@ class PassOf final : public Pass {
  public:
   using AnalyzeFn = std::vector<M> (*)(const Graph&, const Uses&, const PassOptions&);
   using ApplyFn = bool (*)(Edits&, const M&);
-  PassOf(std::string name, AccuracyClass c, AnalyzeFn a, ApplyFn f, std::vector<std::string> anchors, std::string summary)
+  PassOf(std::string name, AccuracyClass c, AnalyzeFn a, ApplyFn f, std::vector<std::string> anchors,
+         std::string summary)
       : Pass(std::move(name), c, std::move(summary), std::move(anchors)), analyze_(a), apply_(f) {}
   std::any analyze(const Graph& g, const Uses& uses, const PassOptions& o) const override {
     return std::any(analyze_(g, uses, o));
@@ -127,11 +130,11 @@ class PassOf final : public Pass {
 // files). The arguments after Match are PassOf's after the name: accuracy class, analyze, apply,
 // anchors ({} for the whole graph), summary. One definer instead of a six-line accessor per file
 // keeps the name and the accessor from drifting apart (grep `ONNXFORGE_PASS(NAME` to find one).
-#define ONNXFORGE_PASS(NAME, Match, ...)                             \
-  const Pass& NAME##_pass() {                                        \
-    static const PassOf<Match> pass{#NAME, __VA_ARGS__};             \
-    return pass;                                                     \
-  }                                                                  \
+#define ONNXFORGE_PASS(NAME, Match, ...)                 \
+  const Pass& NAME##_pass() {                            \
+    static const PassOf<Match> pass{#NAME, __VA_ARGS__}; \
+    return pass;                                         \
+  }                                                      \
   static_assert(true, "the definer is written as a statement: ONNXFORGE_PASS(...);")
 
 }  // namespace onnxforge::passes

@@ -49,7 +49,9 @@ std::string signed_bytes(int64_t added) {
 nlohmann::json stats_json(const RunResult& r) {
   nlohmann::json j;
   auto size = [](const ModelSize& s) {
-    return nlohmann::json{{"nodes", s.nodes}, {"initializers", s.initializers}, {"initializer_bytes", s.bytes},
+    return nlohmann::json{{"nodes", s.nodes},
+                          {"initializers", s.initializers},
+                          {"initializer_bytes", s.bytes},
                           {"constant_node_bytes", s.constant_bytes}};
   };
   j["before"] = size(r.before);
@@ -71,8 +73,10 @@ nlohmann::json stats_json(const RunResult& r) {
                            {"apply_seconds", s.apply_seconds}});
   if (r.after.stored_bytes() > r.before.stored_bytes()) {
     nlohmann::json by_pass = nlohmann::json::array();
-    for (const PassStats* p : passes_by_bytes(r)) by_pass.push_back({{"name", p->name}, {"bytes_added", -p->removed.bytes}});
-    j["growth"] = {{"bytes", r.after.stored_bytes() - r.before.stored_bytes()}, {"passes", by_pass},
+    for (const PassStats* p : passes_by_bytes(r))
+      by_pass.push_back({{"name", p->name}, {"bytes_added", -p->removed.bytes}});
+    j["growth"] = {{"bytes", r.after.stored_bytes() - r.before.stored_bytes()},
+                   {"passes", by_pass},
                    {"constant_node_bytes_added", r.after.constant_bytes - r.before.constant_bytes}};
   }
   return j;
@@ -87,7 +91,8 @@ std::string growth_note(const RunResult& r) {
     s += sep + p->name + " " + signed_bytes(-p->removed.bytes);
     sep = ", ";
   }
-  if (int64_t c = r.after.constant_bytes - r.before.constant_bytes; c != 0) s += std::string(sep) + "Constant nodes " + signed_bytes(c);
+  if (int64_t c = r.after.constant_bytes - r.before.constant_bytes; c != 0)
+    s += std::string(sep) + "Constant nodes " + signed_bytes(c);
   return s;
 }
 
@@ -97,7 +102,8 @@ nlohmann::json verify_json(const VerifyResult& v) {
   j["degenerate"] = !v.degenerate.empty();
   if (!v.degenerate.empty()) j["degenerate_text"] = v.degenerate;
   for (const OutputDiff& d : v.outputs)
-    j["outputs"].push_back({{"name", d.name}, {"max_abs", d.max_abs}, {"max_rel", d.max_rel}, {"ok", d.ok}, {"problem", d.problem}});
+    j["outputs"].push_back(
+        {{"name", d.name}, {"max_abs", d.max_abs}, {"max_rel", d.max_rel}, {"ok", d.ok}, {"problem", d.problem}});
   return j;
 }
 
@@ -126,10 +132,14 @@ uint64_t parse_size(const std::string& s) {
   double v = std::stod(s, &pos);
   std::string unit = s.substr(pos);
   double mul = 1;
-  if (unit == "k" || unit == "K" || unit == "KiB") mul = 1024;
-  else if (unit == "m" || unit == "M" || unit == "MiB") mul = 1024.0 * 1024;
-  else if (unit == "g" || unit == "G" || unit == "GiB") mul = 1024.0 * 1024 * 1024;
-  else if (!unit.empty()) fail("cannot read size '", s, "' (use a number with an optional K, M or G)");
+  if (unit == "k" || unit == "K" || unit == "KiB")
+    mul = 1024;
+  else if (unit == "m" || unit == "M" || unit == "MiB")
+    mul = 1024.0 * 1024;
+  else if (unit == "g" || unit == "G" || unit == "GiB")
+    mul = 1024.0 * 1024 * 1024;
+  else if (!unit.empty())
+    fail("cannot read size '", s, "' (use a number with an optional K, M or G)");
   return static_cast<uint64_t>(v * mul);
 }
 

@@ -35,9 +35,9 @@ const std::vector<const Pass*>& pre_passes() {
 }
 
 const std::vector<const Pass*>& decomposition_passes() {
-  static const std::vector<const Pass*> list = {&decompose_layer_norm_pass(), &decompose_rms_norm_pass(),
-                                                &decompose_gelu_pass(), &decompose_swish_pass(),
-                                                &decompose_rotary_embedding_pass(), &decompose_attention_pass()};
+  static const std::vector<const Pass*> list = {
+      &decompose_layer_norm_pass(), &decompose_rms_norm_pass(),         &decompose_gelu_pass(),
+      &decompose_swish_pass(),      &decompose_rotary_embedding_pass(), &decompose_attention_pass()};
   return list;
 }
 

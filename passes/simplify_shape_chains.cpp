@@ -101,7 +101,7 @@ class Values {
     for (const auto& [k, v] : o.dims) so.dims[k] = v;
     return shape::infer_values(g.model(), so);
   }
-  ShapeReport own_;          // inferred here when the driver did not pass its round's report
+  ShapeReport own_;  // inferred here when the driver did not pass its round's report
   const ShapeReport& rep_;
 };
 
@@ -116,7 +116,8 @@ std::unordered_map<uint32_t, ValueId> earlier_equals(const Values& vals) {
     for (ValueId v : g.outputs(n)) {
       const std::vector<SymDim>* val = vals.small(v);
       if (!val || vals.known(v)) continue;
-      std::string key = std::to_string(static_cast<int>(g.dtype(v))) + (g.shape(v).empty() ? "s" : "v") + to_string(*val);
+      std::string key =
+          std::to_string(static_cast<int>(g.dtype(v))) + (g.shape(v).empty() ? "s" : "v") + to_string(*val);
       auto [it, inserted] = first.emplace(std::move(key), v);
       if (!inserted) out.emplace(v.index(), it->second);
     }
@@ -177,9 +178,12 @@ std::optional<NewInput> expand_target(const Values& vals, NodeId n) {
   for (size_t j = 0; j < t->size(); ++j) {
     const SymDim& d = (*t)[j];
     int64_t xi = static_cast<int64_t>(j) + shift;
-    if (d.is_constant()) c.values.push_back(d.value());
-    else if (xi >= 0 && (*x)[static_cast<size_t>(xi)] == d) c.values.push_back(1);
-    else return std::nullopt;
+    if (d.is_constant())
+      c.values.push_back(d.value());
+    else if (xi >= 0 && (*x)[static_cast<size_t>(xi)] == d)
+      c.values.push_back(1);
+    else
+      return std::nullopt;
   }
   return c;
 }
@@ -207,9 +211,12 @@ std::optional<NewInput> slice_ends(const Values& vals, NodeId n) {
   for (size_t i = 0; i < e->size(); ++i) {
     int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
     const SymDim& d = (*e)[i];
-    if (d.is_constant()) c.values.push_back(d.value());
-    else if (a >= 0 && a < rank && (*x)[a] == d) c.values.push_back(std::numeric_limits<int64_t>::max());
-    else return std::nullopt;
+    if (d.is_constant())
+      c.values.push_back(d.value());
+    else if (a >= 0 && a < rank && (*x)[a] == d)
+      c.values.push_back(std::numeric_limits<int64_t>::max());
+    else
+      return std::nullopt;
   }
   return c;
 }
@@ -282,6 +289,7 @@ bool apply(Edits& e, const Match& m) {
 }  // namespace
 
 ONNXFORGE_PASS(simplify_shape_chains, Match, AccuracyClass::Lossless, analyze, apply, {},
-               "shape-engine values: known chains → constants; Reshape targets with 0/-1, Expand targets with 1, Slice ends INT64_MAX for dynamic dims; equal chains merged");
+               "shape-engine values: known chains → constants; Reshape targets with 0/-1, Expand targets with 1, Slice "
+               "ends INT64_MAX for dynamic dims; equal chains merged");
 
 }  // namespace onnxforge::passes

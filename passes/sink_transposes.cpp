@@ -138,6 +138,7 @@ bool apply(Edits& e, const Match& m) {
 }  // namespace
 
 ONNXFORGE_PASS(sink_transposes, Match, AccuracyClass::FloatBounded, analyze, apply, {"Transpose"},
-               "a last-axis-keeping Transpose whose row-wise readers (MatMul by a matrix, bias Add, last-axis Slice, unary) all end in its inverse: both go");
+               "a last-axis-keeping Transpose whose row-wise readers (MatMul by a matrix, bias Add, last-axis Slice, "
+               "unary) all end in its inverse: both go");
 
 }  // namespace onnxforge::passes

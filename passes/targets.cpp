@@ -19,10 +19,14 @@ const std::vector<TargetProfile>& all_targets() {
   static const std::vector<TargetProfile> list = {
       {"generic", kMaxRuntimeOpset, {}, "every op onnxforge's runtime runs; keeps the model's opset"},
       {"ort", 24, {}, "ONNX Runtime 1.30 CPU EP (npm peer): all six ops checked to run, opset <= 24"},
-      {"tensorrt", 23, {"RMSNormalization", "RotaryEmbedding", "Attention", "Swish"},
+      {"tensorrt",
+       23,
+       {"RMSNormalization", "RotaryEmbedding", "Attention", "Swish"},
        "TensorRT 10 ONNX parser: LayerNormalization, Gelu; RMSNormalization rejected before 10.15 "
        "(NVIDIA/TensorRT#4639); RotaryEmbedding, Attention not in its 10.x table; opset <= 23"},
-      {"tflite", 20, {"RMSNormalization", "RotaryEmbedding", "Attention", "Swish"},
+      {"tflite",
+       20,
+       {"RMSNormalization", "RotaryEmbedding", "Attention", "Swish"},
        "onnx2tf-style ONNX->TFLite converters: LayerNormalization, Gelu; the others listed as not yet "
        "supported; opset <= 20"},
   };
@@ -40,8 +44,8 @@ const TargetProfile& target_profile(std::string_view name) {
 
 void check_target_max_opset(const TargetProfile& t, int64_t target_opset) {
   if (target_opset > t.max_opset)
-    fail("--target-opset ", target_opset, " is above what target '", t.name, "' accepts (opset <= ", t.max_opset,
-         "; ", t.source, "); use --target-opset ", t.max_opset, " or lower, or another --target");
+    fail("--target-opset ", target_opset, " is above what target '", t.name, "' accepts (opset <= ", t.max_opset, "; ",
+         t.source, "); use --target-opset ", t.max_opset, " or lower, or another --target");
 }
 
 namespace {
@@ -52,9 +56,12 @@ struct Inverse {
   const char* pass;
 };
 constexpr Inverse kInverses[] = {
-    {"LayerNormalization", "decompose_layer_norm"}, {"RMSNormalization", "decompose_rms_norm"},
-    {"Gelu", "decompose_gelu"},                     {"Swish", "decompose_swish"},
-    {"RotaryEmbedding", "decompose_rotary_embedding"}, {"Attention", "decompose_attention"},
+    {"LayerNormalization", "decompose_layer_norm"},
+    {"RMSNormalization", "decompose_rms_norm"},
+    {"Gelu", "decompose_gelu"},
+    {"Swish", "decompose_swish"},
+    {"RotaryEmbedding", "decompose_rotary_embedding"},
+    {"Attention", "decompose_attention"},
 };
 
 }  // namespace
@@ -73,28 +80,35 @@ std::vector<std::string> left_for_target(const Model& m, const TargetProfile& t)
       if (!g.domain(n).empty() && str(g.domain(n)) != "ai.onnx") continue;
       const std::string op(str(g.op_type(n)));
       if (t.accepts(op)) continue;
-      const Inverse* inv = std::find_if(std::begin(kInverses), std::end(kInverses), [&](const Inverse& i) { return op == i.op; });
+      const Inverse* inv =
+          std::find_if(std::begin(kInverses), std::end(kInverses), [&](const Inverse& i) { return op == i.op; });
       std::string reason;
-      if (inv == std::end(kInverses) || !find_pass(inv->pass)) reason = "no pass decomposes it";
-      else if (op == "Attention") reason = decompose::attention_refusal(g, n);
-      else if (op == "RotaryEmbedding") reason = decompose::rotary_refusal(g, n);
-      if (reason.empty()) reason = std::string(inv->pass) + " does not take this form (see passes/" + inv->pass + ".cpp)";
-      auto row = std::find_if(rows.begin(), rows.end(), [&](const Left& l) { return l.op == op && l.reason == reason; });
+      if (inv == std::end(kInverses) || !find_pass(inv->pass))
+        reason = "no pass decomposes it";
+      else if (op == "Attention")
+        reason = decompose::attention_refusal(g, n);
+      else if (op == "RotaryEmbedding")
+        reason = decompose::rotary_refusal(g, n);
+      if (reason.empty())
+        reason = std::string(inv->pass) + " does not take this form (see passes/" + inv->pass + ".cpp)";
+      auto row =
+          std::find_if(rows.begin(), rows.end(), [&](const Left& l) { return l.op == op && l.reason == reason; });
       if (row == rows.end()) row = rows.insert(rows.end(), Left{op, reason, std::string(str(g.node_name(n))), 0});
       ++row->count;
     }
   }
   std::vector<std::string> out;
   for (const Left& l : rows)
-    out.push_back(std::to_string(l.count) + " " + l.op + " left for target '" + t.name + "': " + l.reason + " (first: '" +
-                  l.first + "')");
+    out.push_back(std::to_string(l.count) + " " + l.op + " left for target '" + t.name + "': " + l.reason +
+                  " (first: '" + l.first + "')");
   return out;
 }
 
 TargetPlan plan_for_target(const std::vector<const Pass*>& passes, const TargetProfile& t) {
   TargetPlan plan;
   for (const std::string& op : t.lacks) {
-    const Inverse* inv = std::find_if(std::begin(kInverses), std::end(kInverses), [&](const Inverse& i) { return op == i.op; });
+    const Inverse* inv =
+        std::find_if(std::begin(kInverses), std::end(kInverses), [&](const Inverse& i) { return op == i.op; });
     const Pass* p = inv != std::end(kInverses) ? find_pass(inv->pass) : nullptr;
     if (!p) {
       plan.no_decomposition.push_back(op);

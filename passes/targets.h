@@ -32,9 +32,9 @@ namespace onnxforge::passes {
 
 struct TargetProfile {
   std::string name;
-  int64_t max_opset = 0;              // highest default-domain opset the target accepts
-  std::vector<std::string> lacks;     // standard ops (of the fusions' six) it does not accept
-  std::string source;                 // one line: where the row comes from
+  int64_t max_opset = 0;           // highest default-domain opset the target accepts
+  std::vector<std::string> lacks;  // standard ops (of the fusions' six) it does not accept
+  std::string source;              // one line: where the row comes from
   bool accepts(std::string_view op) const;
 };
 
@@ -48,9 +48,9 @@ void check_target_max_opset(const TargetProfile& t, int64_t target_opset);
 
 // What a target changes in a pass list.
 struct TargetPlan {
-  std::vector<const Pass*> passes;     // the list to run
-  std::vector<std::string> dropped;    // fusions left out: the target lacks their op
-  std::vector<std::string> decompositions;  // decompose_* passes added (they run first)
+  std::vector<const Pass*> passes;            // the list to run
+  std::vector<std::string> dropped;           // fusions left out: the target lacks their op
+  std::vector<std::string> decompositions;    // decompose_* passes added (they run first)
   std::vector<std::string> no_decomposition;  // ops the target lacks that no pass decomposes yet
 };
 // Nodes of an op `t` lacks still in the model (main graph and subgraphs), one line per op and

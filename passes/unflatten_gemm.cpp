@@ -83,6 +83,7 @@ bool apply(Edits& e, const Match& m) {
 }  // namespace
 
 ONNXFORGE_PASS(unflatten_gemm, Match, AccuracyClass::FloatBounded, analyze, apply, {"Gemm"},
-               "Reshape → Gemm → Reshape that only flattens and restores the leading axes becomes a MatMul (+ bias Add) on the unflattened value");
+               "Reshape → Gemm → Reshape that only flattens and restores the leading axes becomes a MatMul (+ bias "
+               "Add) on the unflattened value");
 
 }  // namespace onnxforge::passes

@@ -103,7 +103,8 @@ std::optional<std::pair<size_t, int64_t>> function_opset(const Function& f) {
     std::string_view s = f.fields[i];
     size_t pos = 0;
     uint64_t tag = 0, len = 0;
-    if (!read_varint(s, pos, tag) || tag != ((9u << 3) | 2u) || !read_varint(s, pos, len) || pos + len > s.size()) continue;
+    if (!read_varint(s, pos, tag) || tag != ((9u << 3) | 2u) || !read_varint(s, pos, len) || pos + len > s.size())
+      continue;
     std::string_view body = s.substr(pos, len);
     std::string_view domain;
     int64_t version = 0;
@@ -136,8 +137,10 @@ void set_function_opset(Function& f, int64_t version) {
   field += body;
   // Interned: the writer copies small verbatim fields from stable memory.
   std::string_view bytes = str(intern(field));
-  if (auto at = function_opset(f)) f.fields[at->first] = bytes;
-  else f.fields.push_back(bytes);
+  if (auto at = function_opset(f))
+    f.fields[at->first] = bytes;
+  else
+    f.fields.push_back(bytes);
 }
 
 void set_model_opset(Model& m, int64_t version) {
@@ -193,9 +196,10 @@ struct Editor {
     return g.add_value(fresh_name(g, std::string(str(g.node_name(cur))) + "/" + std::string(hint)));
   }
   // A helper node next to the current one (same module tags).
-  NodeId add(std::string_view op, std::vector<ValueId> ins, std::vector<ValueId> outs, std::vector<NewAttr> attrs = {}) {
-    NodeId n = g.add_node(intern(op), Sym{}, fresh_name(g, std::string(str(g.node_name(cur))) + "/" + std::string(op)), ins,
-                          outs, attrs);
+  NodeId add(std::string_view op, std::vector<ValueId> ins, std::vector<ValueId> outs,
+             std::vector<NewAttr> attrs = {}) {
+    NodeId n = g.add_node(intern(op), Sym{}, fresh_name(g, std::string(str(g.node_name(cur))) + "/" + std::string(op)),
+                          ins, outs, attrs);
     g.set_scope(n, g.scope(cur));
     ++rep.added;
     changed = true;
@@ -221,11 +225,13 @@ struct Editor {
     return v;
   }
   ValueId ints(std::string_view hint, const std::vector<int64_t>& v, bool scalar = false) {
-    return constant(hint, DType::Int64, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
+    return constant(hint, DType::Int64,
+                    scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
                     std::as_bytes(std::span<const int64_t>(v)));
   }
   ValueId floats(std::string_view hint, const std::vector<float>& v, bool scalar = false) {
-    return constant(hint, DType::Float, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
+    return constant(hint, DType::Float,
+                    scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
                     std::as_bytes(std::span<const float>(v)));
   }
   // A scalar of element type `t` holding x (float16/bfloat16 rounded to nearest even from the
@@ -247,7 +253,8 @@ struct Editor {
   }
   DType dtype_of(ValueId v, std::string_view what) const {
     DType t = v.valid() && g.has_type(v) ? g.dtype(v) : DType::Undefined;
-    if (t == DType::Undefined) refuse("the element type of " + std::string(what) + " is unknown (shape inference found none)");
+    if (t == DType::Undefined)
+      refuse("the element type of " + std::string(what) + " is unknown (shape inference found none)");
     return t;
   }
 
@@ -332,8 +339,9 @@ void cast_6(Editor& e) {
   const Attr* a = e.g.attr(e.cur, "to");
   if (!a || a->type != AttrType::String) return;
   static constexpr std::pair<std::string_view, int64_t> names[] = {
-      {"FLOAT", 1}, {"UINT8", 2}, {"INT8", 3}, {"UINT16", 4}, {"INT16", 5}, {"INT32", 6}, {"INT64", 7}, {"STRING", 8},
-      {"BOOL", 9}, {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}, {"COMPLEX64", 14}, {"COMPLEX128", 15}};
+      {"FLOAT", 1},   {"UINT8", 2},   {"INT8", 3},    {"UINT16", 4},     {"INT16", 5},
+      {"INT32", 6},   {"INT64", 7},   {"STRING", 8},  {"BOOL", 9},       {"FLOAT16", 10},
+      {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}, {"COMPLEX64", 14}, {"COMPLEX128", 15}};
   std::string_view to = str(a->s);
   for (auto [name, num] : names)
     if (to == name) {
@@ -346,7 +354,8 @@ void cast_6(Editor& e) {
 }
 
 void tile_6(Editor& e) {
-  if (e.g.inputs(e.cur).size() > 2) e.refuse("Tile-1 (tiles and axis inputs) has no Tile-6 form without the input's rank");
+  if (e.g.inputs(e.cur).size() > 2)
+    e.refuse("Tile-1 (tiles and axis inputs) has no Tile-6 form without the input's rank");
 }
 
 // Add & co. before 7: `broadcast=1` aligns B at `axis` of A (default: at the end). Numpy
@@ -357,7 +366,8 @@ void legacy_broadcast_7(Editor& e) {
   if (e.g.attr_int(e.cur, "broadcast", 0) != 0 && e.has("axis") && ins.size() == 2) {
     const int64_t ra = known_rank(e.g, ins[0]), rb = known_rank(e.g, ins[1]);
     int64_t axis = e.g.attr_int(e.cur, "axis", 0);
-    if (ra < 0 || rb < 0) e.refuse("legacy broadcasting at axis " + std::to_string(axis) + " needs both operands' ranks");
+    if (ra < 0 || rb < 0)
+      e.refuse("legacy broadcasting at axis " + std::to_string(axis) + " needs both operands' ranks");
     if (axis < 0) axis += ra;
     const int64_t trailing = ra - axis - rb;
     if (trailing < 0) e.refuse("operand B does not fit at axis " + std::to_string(axis));
@@ -469,7 +479,8 @@ void resize_11(Editor& e) {
   std::vector<ValueId> ins = {e.g.input(e.cur, 0), e.floats("roi", {}), e.g.input(e.cur, 1)};
   auto attrs = e.attrs_except({});
   Editor::set_attr(attrs, NewAttr::String("coordinate_transformation_mode", "asymmetric"));
-  if (e.g.attr_string(e.cur, "mode", "nearest") == "nearest") Editor::set_attr(attrs, NewAttr::String("nearest_mode", "floor"));
+  if (e.g.attr_string(e.cur, "mode", "nearest") == "nearest")
+    Editor::set_attr(attrs, NewAttr::String("nearest_mode", "floor"));
   e.replace("Resize", ins, attrs);
 }
 
@@ -479,11 +490,15 @@ void scatter_11(Editor& e) { e.replace("ScatterElements", e.inputs(), e.attrs_ex
 // from the back. Negative indices become a value past any depth.
 void one_hot_11(Editor& e) {
   ValueId ind = e.g.input(e.cur, 0);
-  if (auto c = constant_values(e.g, ind); c && std::all_of(c->begin(), c->end(), [](double v) { return v >= 0; })) return;
+  if (auto c = constant_values(e.g, ind); c && std::all_of(c->begin(), c->end(), [](double v) { return v >= 0; }))
+    return;
   const DType t = e.dtype_of(ind, "the indices");
   double big = 0;
   switch (t) {
-    case DType::Uint8: case DType::Uint16: case DType::Uint32: case DType::Uint64: return;  // never negative
+    case DType::Uint8:
+    case DType::Uint16:
+    case DType::Uint32:
+    case DType::Uint64: return;  // never negative
     case DType::Int8: big = std::numeric_limits<int8_t>::max(); break;
     case DType::Int16: big = std::numeric_limits<int16_t>::max(); break;
     case DType::Int32: big = std::numeric_limits<int32_t>::max(); break;
@@ -567,7 +582,8 @@ void batch_norm_14(Editor& e) {
   }
   Uses uses(e.g);
   for (size_t i = 3; i < outs.size(); ++i)
-    if (outs[i].valid() && uses.used(outs[i])) e.refuse("its saved_mean/saved_var outputs are read; BatchNormalization-14 has none");
+    if (outs[i].valid() && uses.used(outs[i]))
+      e.refuse("its saved_mean/saved_var outputs are read; BatchNormalization-14 has none");
   outs.resize(std::min<size_t>(outs.size(), 3));
   auto attrs = e.attrs_except({});
   attrs.push_back(NewAttr::Int("training_mode", 1));
@@ -625,7 +641,8 @@ void group_norm_21(Editor& e) {
       const size_t es = bytes.size() / static_cast<size_t>(G);
       std::vector<std::byte> out(static_cast<size_t>(*C) * es);
       for (int64_t ch = 0; ch < *C; ++ch)
-        std::memcpy(out.data() + static_cast<size_t>(ch) * es, bytes.data() + static_cast<size_t>(ch / (*C / G)) * es, es);
+        std::memcpy(out.data() + static_cast<size_t>(ch) * es, bytes.data() + static_cast<size_t>(ch / (*C / G)) * es,
+                    es);
       ins[k] = e.constant(k == 1 ? "scale" : "bias", e.m.tensors.dtype(t), {*C}, out);
       continue;
     }
@@ -651,24 +668,46 @@ struct AdapterRow {
 const std::vector<AdapterRow>& adapters() {
   static const std::vector<AdapterRow> rows = [] {
     std::vector<AdapterRow> r = {
-        {2, "Pad", pad_2}, {2, "Split", split_2}, {2, "LpPool", lp_pool_2}, {2, "GlobalLpPool", lp_pool_2},
+        {2, "Pad", pad_2},
+        {2, "Split", split_2},
+        {2, "LpPool", lp_pool_2},
+        {2, "GlobalLpPool", lp_pool_2},
         {4, "Concat", concat_4},
         {5, "Reshape", reshape_5},
-        {6, "*", consumed_inputs_6}, {6, "Cast", cast_6}, {6, "Tile", tile_6},
-        {7, "BatchNormalization", is_test_7}, {7, "Dropout", is_test_7}, {7, "Gemm", gemm_7}, {7, "PRelu", prelu_7},
+        {6, "*", consumed_inputs_6},
+        {6, "Cast", cast_6},
+        {6, "Tile", tile_6},
+        {7, "BatchNormalization", is_test_7},
+        {7, "Dropout", is_test_7},
+        {7, "Gemm", gemm_7},
+        {7, "PRelu", prelu_7},
         {7, "Upsample", experimental_upsample_7},
-        {9, "BatchNormalization", batch_norm_9}, {9, "Upsample", upsample_9}, {9, "Scan", scan_9},
-        {10, "Slice", slice_10}, {10, "TopK", topk_10}, {10, "Upsample", upsample_10}, {10, "Dropout", dropout_10},
-        {11, "Clip", clip_11}, {11, "Pad", pad_11}, {11, "Resize", resize_11}, {11, "Scatter", scatter_11},
+        {9, "BatchNormalization", batch_norm_9},
+        {9, "Upsample", upsample_9},
+        {9, "Scan", scan_9},
+        {10, "Slice", slice_10},
+        {10, "TopK", topk_10},
+        {10, "Upsample", upsample_10},
+        {10, "Dropout", dropout_10},
+        {11, "Clip", clip_11},
+        {11, "Pad", pad_11},
+        {11, "Resize", resize_11},
+        {11, "Scatter", scatter_11},
         {11, "OneHot", one_hot_11},
         {12, "Dropout", dropout_12},
-        {13, "Softmax", softmax_13}, {13, "LogSoftmax", softmax_13}, {13, "Hardmax", softmax_13},
-        {13, "Squeeze", axes_13}, {13, "Unsqueeze", axes_13}, {13, "ReduceSum", axes_13}, {13, "Split", split_13},
+        {13, "Softmax", softmax_13},
+        {13, "LogSoftmax", softmax_13},
+        {13, "Hardmax", softmax_13},
+        {13, "Squeeze", axes_13},
+        {13, "Unsqueeze", axes_13},
+        {13, "ReduceSum", axes_13},
+        {13, "Split", split_13},
         {13, "Resize", resize_13},
         {14, "BatchNormalization", batch_norm_14},
         {16, "RoiAlign", roi_align_16},
         {18, "Split", split_18},
-        {20, "GridSample", grid_sample_20}, {20, "DFT", dft_20},
+        {20, "GridSample", grid_sample_20},
+        {20, "DFT", dft_20},
         {21, "GroupNormalization", group_norm_21},
     };
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"})
@@ -718,8 +757,9 @@ int64_t graph_opset(const Model& m, const Graph& g, int64_t model_from) {
 void check_target_opset(const Model& m, int64_t target) {
   const int64_t from = m.opset("");
   if (target < kMinTargetOpset || target > kMaxRuntimeOpset)  // a bad option, as docs/cli.md says: kind usage
-    fail_usage("--target-opset ", target, " is outside what onnxforge can emit and verify: opsets ", kMinTargetOpset, " to ",
-         kMaxRuntimeOpset, " (the runtime implements every default-domain op up to opset ", kMaxRuntimeOpset, ")");
+    fail_usage("--target-opset ", target, " is outside what onnxforge can emit and verify: opsets ", kMinTargetOpset,
+               " to ", kMaxRuntimeOpset, " (the runtime implements every default-domain op up to opset ",
+               kMaxRuntimeOpset, ")");
   if (target < from)
     fail("the model is at opset ", from, "; --target-opset ", target,
          " would downgrade it, which onnxforge never does (use a target of at least ", from, ")");
@@ -782,6 +822,7 @@ bool apply_upgrade(Edits& e, const UpgradeMatch& m) {
 }  // namespace
 
 ONNXFORGE_PASS(upgrade_opset, UpgradeMatch, AccuracyClass::Lossless, analyze_upgrade, apply_upgrade, {},
-               "raises the default-domain opset to --target-opset, adapting every op whose signature or meaning changes on the way (bit-identical outputs)");
+               "raises the default-domain opset to --target-opset, adapting every op whose signature or meaning "
+               "changes on the way (bit-identical outputs)");
 
 }  // namespace onnxforge::passes

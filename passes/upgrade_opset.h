@@ -24,10 +24,10 @@ inline constexpr int64_t kMinTargetOpset = 7;
 int64_t min_ir_version(int64_t opset);
 
 struct UpgradeReport {
-  int64_t from = 0, to = 0;        // default-domain opset of the model
-  int64_t ir_from = 0, ir_to = 0;  // IR version
-  size_t adapted = 0;              // nodes rewritten (an adapter changed them)
-  size_t added = 0;                // helper nodes added (Flatten/Shape/Reshape, Unsqueeze, ...)
+  int64_t from = 0, to = 0;                  // default-domain opset of the model
+  int64_t ir_from = 0, ir_to = 0;            // IR version
+  size_t adapted = 0;                        // nodes rewritten (an adapter changed them)
+  size_t added = 0;                          // helper nodes added (Flatten/Shape/Reshape, Unsqueeze, ...)
   std::map<std::string, size_t> by_adapter;  // "Softmax-13" -> nodes
 };
 

@@ -37,7 +37,7 @@ struct VerifyResult {
   bool ok = true;
   double max_diff = 0;  // max over outputs and seeds
   std::vector<OutputDiff> outputs;
-  std::string error;    // the candidate could not be run
+  std::string error;  // the candidate could not be run
   // Not empty when the original's outputs prove little (rt::VerifyReport::degenerate_text):
   // "verified on degenerate inputs: output 'wav' is empty on every seed; ...".
   std::string degenerate;
@@ -49,9 +49,9 @@ class Reference {
   Reference(const Model& original, const VerifyOptions& options);
   ~Reference();
   VerifyResult check(const Model& candidate, Tolerance tol) const;
-  int seeds() const;                             // after the budget (and grown to hold every input set)
+  int seeds() const;                              // after the budget (and grown to hold every input set)
   const std::vector<std::string>& notes() const;  // what the budget did
-  bool over_budget() const;                      // even one seed does not fit the budget
+  bool over_budget() const;                       // even one seed does not fit the budget
   struct Impl;
 
  private:

@@ -47,8 +47,9 @@ void BM_Conv(benchmark::State& state) {
   const double flops = 2.0 * static_cast<double>(m * c * k * k * p.out_spatial());
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(simd::active_isa()) +
-                 (simd::conv_prefers_direct(p) ? " direct" : packed ? " packed" : ""));
+  state.SetLabel(std::string(simd::active_isa()) + (simd::conv_prefers_direct(p) ? " direct"
+                                                    : packed                     ? " packed"
+                                                                                 : ""));
 }
 
 const int registered = onnxforge::perf::register_conv_shapes("BM_Conv", BM_Conv);

@@ -24,15 +24,17 @@ rt::Tensor tensor(DType t, const std::vector<int64_t>& shape, unsigned seed) {
   std::vector<float> v = test::noise(static_cast<size_t>(test::numel(shape)), seed);
   rt::Tensor x = rt::Tensor::alloc(t, shape);
   for (size_t i = 0; i < v.size(); ++i) {
-    if (t == DType::Double) x.ptr<double>()[i] = v[i];
-    else x.ptr<float>()[i] = v[i];
+    if (t == DType::Double)
+      x.ptr<double>()[i] = v[i];
+    else
+      x.ptr<float>()[i] = v[i];
   }
   return x;
 }
 
 // One node (Einsum with `eq`, or MatMul when eq is empty) on inputs of `shapes`.
-void run_node(benchmark::State& state, const std::string& eq, const std::vector<std::vector<int64_t>>& shapes,
-              DType t, double flops) {
+void run_node(benchmark::State& state, const std::string& eq, const std::vector<std::vector<int64_t>>& shapes, DType t,
+              double flops) {
   GraphBuilder m(12);
   std::vector<ValueId> ins;
   std::vector<rt::Tensor> xs;
@@ -51,7 +53,9 @@ constexpr double kProj = 2.0 * 128 * 768 * 768, kScores = 2.0 * 12 * 128 * 128 *
 
 void BM_Einsum_ij_jk(benchmark::State& s) { run_node(s, "ij,jk->ik", {{128, 768}, {768, 768}}, DType::Float, kProj); }
 void BM_MatMul_ij_jk(benchmark::State& s) { run_node(s, "", {{128, 768}, {768, 768}}, DType::Float, kProj); }
-void BM_Einsum_bnd_hd(benchmark::State& s) { run_node(s, "bnd,hd->bnh", {{1, 128, 768}, {768, 768}}, DType::Float, kProj); }
+void BM_Einsum_bnd_hd(benchmark::State& s) {
+  run_node(s, "bnd,hd->bnh", {{1, 128, 768}, {768, 768}}, DType::Float, kProj);
+}
 void BM_Einsum_bhqd_bhkd(benchmark::State& s) {
   run_node(s, "bhqd,bhkd->bhqk", {{1, 12, 128, 64}, {1, 12, 128, 64}}, DType::Float, kScores);
 }

@@ -86,9 +86,8 @@ void BM_GemmVsPeak(benchmark::State& state) {
     auto now = [&] { return threads == 1 ? thread_seconds() : wall_seconds(); };
     for (auto _ : state) {
       double t0 = now();
-      simd::parallel_each(static_cast<std::size_t>(threads), true, [&](std::size_t) {
-        benchmark::DoNotOptimize(fma_loop(iters));
-      });
+      simd::parallel_each(static_cast<std::size_t>(threads), true,
+                          [&](std::size_t) { benchmark::DoNotOptimize(fma_loop(iters)); });
       const double t_peak = now() - t0;
       t0 = now();
       simd::gemm_packed(false, M, 1.f, a.data(), K, pbs[next], 0.f, c.data(), N);

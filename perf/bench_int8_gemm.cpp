@@ -58,8 +58,9 @@ __attribute__((target("avx512f,avx512vnni"))) int vnni_loop(std::int64_t iters) 
 #define STEP(i) a##i = _mm512_dpbusd_epi32(a##i, x, y);
     CHAINS(STEP)
 #undef STEP
-    __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8),
-                     "+v"(a9), "+v"(a10), "+v"(a11));
+    __asm__ volatile(""
+                     : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8),
+                       "+v"(a9), "+v"(a10), "+v"(a11));
   }
   __m512i s = a0;
 #define SUM(i) s = _mm512_add_epi32(s, a##i);
@@ -123,8 +124,9 @@ void conv_section(int rounds, int threads, bool vnni, const std::string& only) {
                               {"isnet 64x128x128 3x3 d2", 64, 64, 128, 128, 3, 1, 2}};
   tbb::global_control gc(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
   g_cpu_clock = threads == 1;
-  std::printf("\nconv, %d thread(s)%s\n%-28s %9s %9s %9s %8s %8s %9s %8s %9s %9s %8s\n", threads, threads == 1 ? " (thread CPU time)" : "", "shape", "i32 Gop/s", "f32 Gop/s",
-              "fp32 Gop", "i32/fp32", "f32/fp32", "peak Gop", "of peak", "dq+f32", "fused", "fused/dq");
+  std::printf("\nconv, %d thread(s)%s\n%-28s %9s %9s %9s %8s %8s %9s %8s %9s %9s %8s\n", threads,
+              threads == 1 ? " (thread CPU time)" : "", "shape", "i32 Gop/s", "f32 Gop/s", "fp32 Gop", "i32/fp32",
+              "f32/fp32", "peak Gop", "of peak", "dq+f32", "fused", "fused/dq");
   std::mt19937 rng(2);
   std::uniform_int_distribution<int> byte(0, 255);
   std::normal_distribution<float> normal;
@@ -150,8 +152,8 @@ void conv_section(int rounds, int threads, bool vnni, const std::string& only) {
     std::vector<float> yq(s.M * P), mult(s.M, 1e-4f);
     const std::int32_t zw = 131;  // uint8 weights with a zero point, as quantize_dynamic writes them
     const simd::PackedW8 pw = simd::pack_w8(s.M, K, w8.data(), K, false, &zw, 1);
-    const simd::Conv8Shape cs{s.C, {1, s.H, s.W}, {1, s.k, s.k}, {0, pad, pad}, {0, pad, pad}, {1, s.dil, s.dil},
-                              {1, s.stride, s.stride}};
+    const simd::Conv8Shape cs{s.C,           {1, s.H, s.W},     {1, s.k, s.k},          {0, pad, pad},
+                              {0, pad, pad}, {1, s.dil, s.dil}, {1, s.stride, s.stride}};
     simd::Conv8Output oi, of;
     oi.i32 = y32.data(), oi.ld = P;
     of.f32 = yq.data(), of.ld = P, of.mult = mult.data(), of.mult_count = s.M, of.bias = bf.data(), of.bias_count = s.M;
@@ -178,8 +180,10 @@ void conv_section(int rounds, int threads, bool vnni, const std::string& only) {
       });
       const double tfu = time_call([&] { simd::conv8_nd_quantizing(cs, xf.data(), dq_scale, dq_zero, pw, of); });
       const double tf = time_call([&] {
-        if (packed) simd::conv_packed(p, xf.data(), pf, bf.data(), yf.data(), simd::Unary::relu());
-        else simd::conv(p, xf.data(), wf.data(), bf.data(), yf.data(), simd::Unary::relu());
+        if (packed)
+          simd::conv_packed(p, xf.data(), pf, bf.data(), yf.data(), simd::Unary::relu());
+        else
+          simd::conv(p, xf.data(), wf.data(), bf.data(), yf.data(), simd::Unary::relu());
       });
       const double peak = vnni ? vnni_peak(threads) : 0;
       if (r < 0) continue;
@@ -189,8 +193,8 @@ void conv_section(int rounds, int threads, bool vnni, const std::string& only) {
     }
     const double mi = median(ri), mq = median(rf), m32 = median(r32), mp = median(rpeak), mdq = median(rdq),
                  mfu = median(rfused);
-    std::printf("%-28s %9.1f %9.1f %9.1f %7.2fx %7.2fx %9.1f %7.0f%% %9.1f %9.1f %7.2fx\n", s.name, mi, mq, m32, mi / m32,
-                mq / m32, mp, mp > 0 ? 100 * mi / mp : 0, mdq, mfu, mfu / mdq);
+    std::printf("%-28s %9.1f %9.1f %9.1f %7.2fx %7.2fx %9.1f %7.0f%% %9.1f %9.1f %7.2fx\n", s.name, mi, mq, m32,
+                mi / m32, mq / m32, mp, mp > 0 ? 100 * mi / mp : 0, mdq, mfu, mfu / mdq);
     std::fflush(stdout);
   }
 }
@@ -200,12 +204,14 @@ void conv_section(int rounds, int threads, bool vnni, const std::string& only) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
   std::vector<int> thread_counts;
-  if (argc > 2) thread_counts.push_back(std::atoi(argv[2]));
-  else thread_counts = {1, 2};
+  if (argc > 2)
+    thread_counts.push_back(std::atoi(argv[2]));
+  else
+    thread_counts = {1, 2};
   const bool vnni = simd::cpu_has_vnni() && simd::active_isa_level() == simd::Isa::Avx512;
   const std::string section = argc > 3 ? argv[3] : "";
-  std::printf("int8 kernel: %s, fp32 level: %s, %d rounds (medians)\n", simd::int8_kernel_name(simd::active_int8_kernel()),
-              simd::active_isa(), rounds);
+  std::printf("int8 kernel: %s, fp32 level: %s, %d rounds (medians)\n",
+              simd::int8_kernel_name(simd::active_int8_kernel()), simd::active_isa(), rounds);
   const Shape shapes[] = {{"bert qkv/out 128x768x768", 128, 768, 768},
                           {"bert fc1 128x3072x768", 128, 3072, 768},
                           {"bert fc2 128x768x3072", 128, 768, 3072},
@@ -218,8 +224,8 @@ int main(int argc, char** argv) {
     if (section == "conv") continue;
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
     g_cpu_clock = threads == 1;
-    std::printf("\n%d thread(s)%s\n%-26s %11s %11s %7s %11s %8s\n", threads, g_cpu_clock ? " (thread CPU time)" : "", "shape", "int8 Gop/s", "fp32 Gop/s", "ratio",
-                "peak Gop/s", "of peak");
+    std::printf("\n%d thread(s)%s\n%-26s %11s %11s %7s %11s %8s\n", threads, g_cpu_clock ? " (thread CPU time)" : "",
+                "shape", "int8 Gop/s", "fp32 Gop/s", "ratio", "peak Gop/s", "of peak");
     for (const Shape& s : shapes) {
       std::vector<std::uint8_t> a8(s.M * s.K), b8(s.K * s.N);
       for (auto& v : a8) v = static_cast<std::uint8_t>(byte(rng));
@@ -244,7 +250,8 @@ int main(int argc, char** argv) {
         r8.push_back(ops / t8 * 1e-9), rf.push_back(ops / tf * 1e-9), rpeak.push_back(peak * 1e-9);
       }
       const double m8 = median(r8), mf = median(rf), mp = median(rpeak);
-      std::printf("%-26s %11.1f %11.1f %6.2fx %11.1f %7.0f%%\n", s.name, m8, mf, m8 / mf, mp, mp > 0 ? 100 * m8 / mp : 0);
+      std::printf("%-26s %11.1f %11.1f %6.2fx %11.1f %7.0f%%\n", s.name, m8, mf, m8 / mf, mp,
+                  mp > 0 ? 100 * m8 / mp : 0);
     }
   }
   if (section != "gemm")

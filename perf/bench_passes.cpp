@@ -36,7 +36,11 @@ void BM_Pipeline(benchmark::State& state, const char* name) {
 BENCHMARK_CAPTURE(BM_Pipeline, bert_small, "bert_small.onnx")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Pipeline, llama_small, "llama_small.onnx")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Pipeline, mobilenet_v2_bn, "mobilenet_v2_bn.onnx")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Pipeline, bert_base, "bert_base.onnx")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_Pipeline, bert_base, "bert_base.onnx")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 }  // namespace
 

@@ -47,8 +47,8 @@ void BM_Gemm(benchmark::State& state) {
       benchmark::ClobberMemory();
     }
   });
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9 * static_cast<double>(state.iterations()),
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.SetLabel(onnxforge::simd::active_isa());
 }
 

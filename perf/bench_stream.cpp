@@ -51,7 +51,12 @@ void BM_ReadBandwidth(benchmark::State& state) {
 
 const int kAllThreads = static_cast<int>(std::thread::hardware_concurrency());
 
-BENCHMARK(BM_ReadBandwidth)->Name("stream_read")->Threads(1)->Threads(kAllThreads)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadBandwidth)
+    ->Name("stream_read")
+    ->Threads(1)
+    ->Threads(kAllThreads)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -12,6 +12,8 @@ namespace onnxforge::perf {
 inline constexpr std::int64_t kChains = 12;
 inline constexpr std::int64_t kIters = 1 << 16;
 
+// The X-macro lists below keep one entry per line.
+// clang-format off
 #define ONNXFORGE_CHAINS(X, ...) \
   X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) X(5, __VA_ARGS__) \
   X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__) X(9, __VA_ARGS__) X(10, __VA_ARGS__) X(11, __VA_ARGS__)
@@ -34,6 +36,7 @@ inline constexpr std::int64_t kIters = 1 << 16;
   ONNXFORGE_CHAINS(ONNXFORGE_SUM, ADD)
 // SSE has no FMA: a multiply and an add per element count as the same two flops.
 #define ONNXFORGE_SSE_FMA(a, m, c) _mm_add_ps(_mm_mul_ps(a, m), c)
+// clang-format on
 
 __attribute__((target("avx512f"))) inline float loop_avx512(std::int64_t iters) {
   ONNXFORGE_FMA_BODY(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_setzero_ps, "v")

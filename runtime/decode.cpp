@@ -26,9 +26,12 @@ Roles roles_of(const Session& s, const std::string& which) {
   const auto ins = s.input_names(), outs = s.output_names();
   for (size_t i = 0; i < ins.size(); ++i) {
     const std::string& n = ins[i];
-    if (n == "input_ids") r.ids = i;
-    else if (n == "attention_mask") r.mask = i;
-    else if (n == "position_ids") r.positions = i;
+    if (n == "input_ids")
+      r.ids = i;
+    else if (n == "attention_mask")
+      r.mask = i;
+    else if (n == "position_ids")
+      r.positions = i;
     else if (n.starts_with("past_key_values.")) {
       const std::string present = "present." + n.substr(std::strlen("past_key_values."));
       size_t o = 0;
@@ -41,8 +44,9 @@ Roles roles_of(const Session& s, const std::string& which) {
     if (outs[o] == "logits") r.logits = o;
   if (r.ids == kNone) fail(which, ": not a decoder: it has no input named 'input_ids'");
   if (r.cache.empty())
-    fail(which, ": not a decoder with a KV cache: no past_key_values.* inputs with present.* outputs (optimum's "
-                "layout; export with use_cache / the -with-past task)");
+    fail(which,
+         ": not a decoder with a KV cache: no past_key_values.* inputs with present.* outputs (optimum's "
+         "layout; export with use_cache / the -with-past task)");
   if (r.logits == kNone) fail(which, ": not a decoder: it has no output named 'logits'");
   return r;
 }
@@ -81,8 +85,9 @@ struct Side {
 
 std::vector<int64_t> greedy(const Tensor& logits) {
   // logits [batch, sequence, vocab]: the argmax of the last position of each row.
-  if (logits.rank() != 3 || logits.dtype != DType::Float) fail("logits must be float32 [batch, sequence, vocab], got ",
-                                                                 shape_str(logits.shape), " ", dtype_name(logits.dtype));
+  if (logits.rank() != 3 || logits.dtype != DType::Float)
+    fail("logits must be float32 [batch, sequence, vocab], got ", shape_str(logits.shape), " ",
+         dtype_name(logits.dtype));
   const int64_t B = logits.shape[0], S = logits.shape[1], V = logits.shape[2];
   std::vector<int64_t> out;
   for (int64_t b = 0; b < B; ++b) {
@@ -115,7 +120,8 @@ DecodeReport verify_decode(const Model& reference, const Model& candidate, const
   for (auto [in, out] : rr.cache) {
     const ValueId v = rs.input_values()[in];
     if (!g.has_shape(v) || g.shape(v).size() != 4 || !g.shape(v)[1].known() || !g.shape(v)[3].known())
-      fail("original: cache input '", rs.input_names()[in], "' must be [batch, heads, past, head_size] with static heads and head_size");
+      fail("original: cache input '", rs.input_names()[in],
+           "' must be [batch, heads, past, head_size] with static heads and head_size");
     cache_shape.push_back({B, g.shape(v)[1].value, 0, g.shape(v)[3].value});
   }
   for (size_t k = 0; k < rr.cache.size(); ++k) {
@@ -150,7 +156,8 @@ DecodeReport verify_decode(const Model& reference, const Model& candidate, const
     } else {
       named["input_ids"] = int64s({B, 1}, tokens);
     }
-    if (rr.mask != kNone) named["attention_mask"] = int64s({B, past + S}, std::vector<int64_t>(static_cast<size_t>(B * (past + S)), 1));
+    if (rr.mask != kNone)
+      named["attention_mask"] = int64s({B, past + S}, std::vector<int64_t>(static_cast<size_t>(B * (past + S)), 1));
     if (rr.positions != kNone) {
       std::vector<int64_t> pos;
       for (int64_t b = 0; b < B; ++b)
@@ -189,8 +196,9 @@ DecodeReport verify_decode(const Model& reference, const Model& candidate, const
         Tensor c = out[side->roles.cache[k].second];
         side->cache[k] = c.dtype == DType::Float ? c : cast(c, DType::Float);
         if (c.rank() != 4 || c.shape[2] != past + S)
-          fail(side->which, " model, decode step ", step, ": '", side->session.output_names()[side->roles.cache[k].second],
-               "' has shape ", shape_str(c.shape), ", expected ", past + S, " positions");
+          fail(side->which, " model, decode step ", step, ": '",
+               side->session.output_names()[side->roles.cache[k].second], "' has shape ", shape_str(c.shape),
+               ", expected ", past + S, " positions");
       }
       Tensor l = out[side->roles.logits];
       logits.push_back(l.dtype == DType::Float ? l : cast(l, DType::Float));
@@ -200,9 +208,12 @@ DecodeReport verify_decode(const Model& reference, const Model& candidate, const
     st.tokens_ref = greedy(logits[0]);
     st.tokens_cand = greedy(logits[1]);
     st.pass = d.pass && st.tokens_ref == st.tokens_cand;
-    if (!d.problem.empty()) st.problem = d.problem;
-    else if (!d.pass) st.problem = "logits differ beyond tolerance";
-    else if (st.tokens_ref != st.tokens_cand) st.problem = "greedy tokens differ";
+    if (!d.problem.empty())
+      st.problem = d.problem;
+    else if (!d.pass)
+      st.problem = "logits differ beyond tolerance";
+    else if (st.tokens_ref != st.tokens_cand)
+      st.problem = "greedy tokens differ";
     rep.pass = rep.pass && st.pass;
     tokens = st.tokens_ref;  // both models continue from the original's choice
     past += S;
@@ -216,12 +227,21 @@ DecodeReport verify_decode(const Model& reference, const Model& candidate, const
 nlohmann::json DecodeReport::to_json() const {
   nlohmann::json steps_json = nlohmann::json::array();
   for (const DecodeStep& s : steps)
-    steps_json.push_back({{"past", s.past}, {"sequence", s.sequence}, {"max_diff", s.max_abs}, {"pass", s.pass},
-                          {"tokens", s.tokens_ref}, {"tokens_optimized", s.tokens_cand}, {"problem", s.problem}});
+    steps_json.push_back({{"past", s.past},
+                          {"sequence", s.sequence},
+                          {"max_diff", s.max_abs},
+                          {"pass", s.pass},
+                          {"tokens", s.tokens_ref},
+                          {"tokens_optimized", s.tokens_cand},
+                          {"problem", s.problem}});
   double worst = 0;
   for (const DecodeStep& s : steps) worst = std::max(worst, s.max_abs);
-  return {{"pass", pass}, {"layers", layers}, {"steps", steps_json}, {"max_diff", worst},
-          {"seconds_original", seconds_ref}, {"seconds_optimized", seconds_cand}};
+  return {{"pass", pass},
+          {"layers", layers},
+          {"steps", steps_json},
+          {"max_diff", worst},
+          {"seconds_original", seconds_ref},
+          {"seconds_optimized", seconds_cand}};
 }
 
 std::string DecodeReport::to_text() const {

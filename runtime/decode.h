@@ -20,24 +20,24 @@
 namespace onnxforge::rt {
 
 struct DecodeOptions {
-  int steps = 8;            // decode steps after the prefill
-  int64_t prompt = 16;      // prefill length
-  uint64_t seed = 0;        // the prompt's tokens
+  int steps = 8;        // decode steps after the prefill
+  int64_t prompt = 16;  // prefill length
+  uint64_t seed = 0;    // the prompt's tokens
   double atol = 1e-4, rtol = 1e-3;
   std::map<std::string, int64_t> dims;  // other symbolic dims (batch defaults to 1)
 };
 
 struct DecodeStep {
-  int64_t past = 0, sequence = 0;  // cache length fed, tokens fed
-  double max_abs = 0;              // logits, over the whole step
-  bool pass = true;                // logits within tolerance and the same greedy tokens
+  int64_t past = 0, sequence = 0;                // cache length fed, tokens fed
+  double max_abs = 0;                            // logits, over the whole step
+  bool pass = true;                              // logits within tolerance and the same greedy tokens
   std::vector<int64_t> tokens_ref, tokens_cand;  // greedy tokens of the last position, per batch row
   std::string problem;
 };
 
 struct DecodeReport {
   bool pass = true;
-  std::vector<DecodeStep> steps;  // the prefill first
+  std::vector<DecodeStep> steps;             // the prefill first
   double seconds_ref = 0, seconds_cand = 0;  // summed run times
   size_t layers = 0;                         // cache pairs found
   nlohmann::json to_json() const;

@@ -71,19 +71,18 @@ std::vector<OwnedTensor> evaluate_node(const Graph& g, NodeId n, std::span<const
   OpContext ctx(g, n, version, ins, outs.size(), &sink);
   try {
     k->run(ctx);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::bad_alloc&) {
+  } catch (const Error&) { throw; } catch (const std::bad_alloc&) {
     throw Error(node_desc(g, n) + ": out of memory (lower the inputs' sizes or --max-memory)", Error::Kind::Memory);
   } catch (const std::length_error&) {
-    throw Error(node_desc(g, n) + ": a table sized from the data is larger than memory can address", Error::Kind::Memory);
-  } catch (const std::exception& e) {
-    fail(node_desc(g, n), ": ", e.what());
-  }
+    throw Error(node_desc(g, n) + ": a table sized from the data is larger than memory can address",
+                Error::Kind::Memory);
+  } catch (const std::exception& e) { fail(node_desc(g, n), ": ", e.what()); }
   outs.resize(g.outputs(n).size());
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (!g.output(n, i).valid()) outs[i] = Tensor{};
-    else if (stored != DType::Undefined && outs[i].dtype == DType::Float) outs[i] = cast(outs[i], stored);
+    if (!g.output(n, i).valid())
+      outs[i] = Tensor{};
+    else if (stored != DType::Undefined && outs[i].dtype == DType::Float)
+      outs[i] = cast(outs[i], stored);
   }
   return outs;
 }

@@ -40,8 +40,10 @@ class StepSink final : public OutputSink {
     f_.alias(s_, ins_, i, input, std::move(shape));
   }
   void set(size_t i, Tensor t) override {
-    if (temps_) (*temps_)[i] = std::move(t);
-    else f_.set(s_, i, std::move(t));
+    if (temps_)
+      (*temps_)[i] = std::move(t);
+    else
+      f_.set(s_, i, std::move(t));
   }
   std::vector<Tensor> run_subgraph(GraphId g, std::vector<Tensor> inputs) override {
     return f_.run_subgraph(g, std::move(inputs));
@@ -118,7 +120,8 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   if (plan_.options.arena && !(same && layout_)) {
     if (arena_) plan_.give_arena(std::move(arena_), layout_->arena_bytes);
     layout_ = plan_.layout(shapes_);
-    if (layout_) arena_ = plan_.take_arena(layout_->arena_bytes);
+    if (layout_)
+      arena_ = plan_.take_arena(layout_->arena_bytes);
     else {
       recording_ = true;
       sizes_.assign(nv, 0);
@@ -130,7 +133,8 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
       if (time_budget_spent()) fail_time_budget(node_desc(g, plan_.steps[i].node));
       auto t0 = std::chrono::steady_clock::now();
       run_step(plan_.steps[i], i);
-      plan_.step_ns[i] += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+      plan_.step_ns[i] += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
     }
   } else {
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
@@ -230,12 +234,12 @@ void Frame::run_step(const Step& s, size_t index) {
     throw Error(node_desc(g, s.node) + ": " + what, e.kind(), e.file());  // a Memory error stays one
   } catch (const std::bad_alloc&) {
     // A buffer the budget did not see (a kernel's own table): an error naming the node, never a signal.
-    throw Error(node_desc(g, s.node) + ": out of memory (lower the inputs' sizes or --max-memory)", Error::Kind::Memory);
+    throw Error(node_desc(g, s.node) + ": out of memory (lower the inputs' sizes or --max-memory)",
+                Error::Kind::Memory);
   } catch (const std::length_error&) {
-    throw Error(node_desc(g, s.node) + ": a table sized from the data is larger than memory can address", Error::Kind::Memory);
-  } catch (const std::exception& e) {
-    fail(node_desc(g, s.node), ": ", e.what());
-  }
+    throw Error(node_desc(g, s.node) + ": a table sized from the data is larger than memory can address",
+                Error::Kind::Memory);
+  } catch (const std::exception& e) { fail(node_desc(g, s.node), ": ", e.what()); }
   if (convert) {
     for (size_t i = 0; i < temps.size(); ++i) {
       if (temps[i].dtype == DType::Undefined || !s.outputs[i].valid()) continue;
@@ -286,9 +290,9 @@ void Frame::alias(const Step& s, std::span<const Tensor* const> ins, size_t i, s
   if (!v.valid()) return;
   const Tensor& src = *ins[input];
   ValueId u = s.inputs[input];
-  bool view_ok = src.hold || (!plan_.graph_output[v.index()] &&
-                              (!layout_ || layout_->offset[u.index()] == Layout::kNone ||
-                               layout_->root[v.index()] == layout_->root[u.index()]));
+  bool view_ok =
+      src.hold || (!plan_.graph_output[v.index()] && (!layout_ || layout_->offset[u.index()] == Layout::kNone ||
+                                                      layout_->root[v.index()] == layout_->root[u.index()]));
   Tensor t = view_ok ? src : src.clone();
   t.shape = std::move(sh);
   if (t.bytes() != src.bytes()) fail(node_desc(plan_.graph, s.node), ": internal: alias with a different size");

@@ -85,8 +85,10 @@ Found<FusedStep> decomposed_layer_norm(const FusionSite& site, const Step& s) {
   MATCH_IF(uses.count(d) == 2, "x - mean not read twice");
   NodeId pow, div;
   for (const Use& u : uses.of(d)) {
-    if (is_op(u.node, "Pow", 2) && u.slot == 0) pow = u.node;
-    else if (is_op(u.node, "Div", 2) && u.slot == 0) div = u.node;
+    if (is_op(u.node, "Pow", 2) && u.slot == 0)
+      pow = u.node;
+    else if (is_op(u.node, "Div", 2) && u.slot == 0)
+      div = u.node;
   }
   MATCH_IF(pow.valid() && div.valid(), "x - mean not read by a Pow and a Div");
   const auto two = float_scalar(g, g.input(pow, 1));
@@ -221,8 +223,10 @@ Found<FusedStep> activation(const FusionSite& site, const Step& s) {
   MATCH_IF(uses.count(v) == 2 && !uses.is_graph_output(v), "no single activation, and not read twice (GELU)");
   NodeId div, mul;
   for (const Use& u : uses.of(v)) {
-    if (is_op(u.node, "Div") && u.slot == 0) div = u.node;
-    else if (is_op(u.node, "Mul") && u.slot < 2) mul = u.node;
+    if (is_op(u.node, "Div") && u.slot == 0)
+      div = u.node;
+    else if (is_op(u.node, "Mul") && u.slot < 2)
+      mul = u.node;
   }
   MATCH_IF(div.valid() && mul.valid() && g.inputs(div).size() == 2, "not read by a Div and a Mul");
   MATCH_IF(near(float_scalar(g, g.input(div, 1)), 1.41421356f), "the divisor is not sqrt(2)");
@@ -319,8 +323,10 @@ Found<FusedStep> integer_dequantize(const FusionSite& site, const Step& s) {
       if (dims && std::all_of(dims->begin(), dims->end(), [](int64_t d) { return d > 0; })) sh = dims;
       if (sh && !(site.available[b.index()] && site.is_const[b.index()])) {
         const ValueId src = g.input(r, 0);
-        if (src.valid() && g.is_initializer(src) && g.model().tensors.dtype(g.initializer(src)) == DType::Float) b = src;
-        else sh.reset();
+        if (src.valid() && g.is_initializer(src) && g.model().tensors.dtype(g.initializer(src)) == DType::Float)
+          b = src;
+        else
+          sh.reset();
       }
     } else if (b.valid() && site.available[b.index()] && site.is_const[b.index()] &&
                (g.dtype(b) == DType::Float || g.dtype(b) == DType::Undefined)) {
@@ -335,8 +341,7 @@ Found<FusedStep> integer_dequantize(const FusionSite& site, const Step& s) {
         ok = r == 1 && n == cols;  // MatMulIntegerToFloat's bias: N values
       } else {
         ok = r <= out_rank && (n == 1 || n == cols);
-        for (int64_t i = 0; ok && i < r; ++i)
-          ok = (*sh)[static_cast<size_t>(i)] == (i + out_rank - r == 1 ? n : 1);
+        for (int64_t i = 0; ok && i < r; ++i) ok = (*sh)[static_cast<size_t>(i)] == (i + out_rank - r == 1 ? n : 1);
       }
     }
     if (ok) add = u_add.node, bias = b;
@@ -475,15 +480,16 @@ Found<FusedStep> split_attention(const FusionSite& site, const Step& s) {
 // ir/float16.h's conversions at every ISA level). Last in kFusions: an activation after the
 // round trip is not moved before it.
 const KernelDef& round_half_kernel() {
-  static const KernelDef k{.run = [](OpContext& c) {
-                             const Tensor& x = c.input(0);
-                             Tensor& y = c.output(0, DType::Float, x.shape);
-                             if (x.dtype == DType::Float) {
-                               simd::round_to_half(x.ptr<float>(), y.ptr<float>(), static_cast<size_t>(x.numel()));
-                               return;
-                             }
-                             cast_into(cast(x, DType::Float16), y);  // not float32 after all: as the Casts do
-                           },
+  static const KernelDef k{.run =
+                               [](OpContext& c) {
+                                 const Tensor& x = c.input(0);
+                                 Tensor& y = c.output(0, DType::Float, x.shape);
+                                 if (x.dtype == DType::Float) {
+                                   simd::round_to_half(x.ptr<float>(), y.ptr<float>(), static_cast<size_t>(x.numel()));
+                                   return;
+                                 }
+                                 cast_into(cast(x, DType::Float16), y);  // not float32 after all: as the Casts do
+                               },
                            .float_compute = false,
                            .inplace_input = 0};
   return k;
@@ -504,7 +510,8 @@ Found<FusedStep> half_round_trip(const FusionSite& site, const Step& s) {
   };
   FusedStep f;
   if (cast_to(s.node, DType::Float16) && s.outputs.size() == 1 && s.outputs[0] == g.output(s.node, 0)) {
-    MATCH_IF(!s.inputs.empty() && s.inputs[0].valid() && float_out(site, s.inputs[0]), "the Cast's input is not float32");
+    MATCH_IF(!s.inputs.empty() && s.inputs[0].valid() && float_out(site, s.inputs[0]),
+             "the Cast's input is not float32");
     const NodeId second = back(s.outputs[0]);
     MATCH_IF(second.valid(), "the float16 value is not read by one Cast to float only");
     f.kernel = &round_half_kernel();

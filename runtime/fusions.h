@@ -32,15 +32,15 @@ struct FusionSite {
 
 // What the step becomes.
 struct FusedStep {
-  const KernelDef* kernel = nullptr;  // replaces the step's kernel when set
-  std::optional<std::vector<ValueId>> inputs;  // replaces the step's inputs when set
-  ValueId output;                     // the step's new output 0 (the last absorbed node's)
+  const KernelDef* kernel = nullptr;            // replaces the step's kernel when set
+  std::optional<std::vector<ValueId>> inputs;   // replaces the step's inputs when set
+  ValueId output;                               // the step's new output 0 (the last absorbed node's)
   std::optional<std::vector<ValueId>> outputs;  // replaces all the step's outputs when set ([0] == output)
-  std::optional<simd::Unary> act;     // fused activation epilogue
-  std::shared_ptr<const void> state;  // replaces the step's state when set
-  bool round_half = false;            // sets Step::round_half
-  std::vector<NodeId> absorbed;       // nodes the step now computes (the plan skips them)
-  size_t fused = 1;                   // added to Plan::fused (Session::fused_count)
+  std::optional<simd::Unary> act;               // fused activation epilogue
+  std::shared_ptr<const void> state;            // replaces the step's state when set
+  bool round_half = false;                      // sets Step::round_half
+  std::vector<NodeId> absorbed;                 // nodes the step now computes (the plan skips them)
+  size_t fused = 1;                             // added to Plan::fused (Session::fused_count)
 };
 
 struct Fusion {

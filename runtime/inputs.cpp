@@ -58,7 +58,7 @@ int64_t vocab_of(const Graph& g, const Uses& uses, ValueId v, int depth = 0) {
 // the defaults break, so the model runs with no flag; the user's sizes are never changed.
 void fit_dim_relations(const Graph& g, InputPlan& plan, std::map<std::string, int64_t>& chosen,
                        const std::set<std::string>& given, const std::vector<std::vector<std::string>>& keys) {
-  std::set<std::string> named;                // relations speak of dim_params, not "input:axis" keys
+  std::set<std::string> named;  // relations speak of dim_params, not "input:axis" keys
   for (const auto& [key, value] : chosen)
     if (key.find(':') == std::string::npos) named.insert(key);
   if (named.empty()) return;
@@ -68,8 +68,9 @@ void fit_dim_relations(const Graph& g, InputPlan& plan, std::map<std::string, in
   std::map<std::string, int64_t> start;
   for (const std::string& k : named) start[k] = chosen[k];
   DimSolution sol = solve_dims(rel, start, given, [&](const DimRelation& r) {
-    return r.node.valid() ? "node '" + std::string(str(g.node_name(r.node))) + "' (" + std::string(str(g.op_type(r.node))) + ")"
-                          : std::string("the graph");
+    return r.node.valid()
+               ? "node '" + std::string(str(g.node_name(r.node))) + "' (" + std::string(str(g.op_type(r.node))) + ")"
+               : std::string("the graph");
   });
   for (const auto& [key, value] : sol.values) {
     if (chosen[key] == value) continue;
@@ -137,8 +138,8 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
   InputPlan plan;
   Uses uses(g);
   std::map<std::string, int64_t> chosen;
-  std::vector<std::string> symbols;  // every symbolic dim's key, to reject a --dim naming none
-  std::set<std::string> given;       // keys the caller sized
+  std::vector<std::string> symbols;            // every symbolic dim's key, to reject a --dim naming none
+  std::set<std::string> given;                 // keys the caller sized
   std::vector<std::vector<std::string>> keys;  // per input, per axis: its key ("" when static)
   for (ValueId v : values) {
     keys.emplace_back();
@@ -159,23 +160,32 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
       keys.back().push_back(key);
       if (std::find(symbols.begin(), symbols.end(), key) == symbols.end()) symbols.push_back(key);
       int64_t val;
-      if (auto it = dims.find(key); it != dims.end()) val = it->second, given.insert(key);
-      else if (auto it2 = dims.find(s.name + ":" + std::to_string(i)); it2 != dims.end()) val = it2->second, given.insert(key);
-      else if (auto it3 = chosen.find(key); it3 != chosen.end()) val = it3->second;
+      if (auto it = dims.find(key); it != dims.end())
+        val = it->second, given.insert(key);
+      else if (auto it2 = dims.find(s.name + ":" + std::to_string(i)); it2 != dims.end())
+        val = it2->second, given.insert(key);
+      else if (auto it3 = chosen.find(key); it3 != chosen.end())
+        val = it3->second;
       else {
         val = default_dim(key, i);
         if (!chosen.count(key))
-          plan.notes.push_back("dim '" + key + "' = " + std::to_string(val) + " (default; set with --dim " + key + "=N)");
+          plan.notes.push_back("dim '" + key + "' = " + std::to_string(val) + " (default; set with --dim " + key +
+                               "=N)");
       }
       chosen[key] = val;
       s.shape.push_back(val);
     }
     const std::string n = lower(s.name);
-    if (s.dtype == DType::Bool) s.kind = InputSpec::Kind::True;
-    else if (is_float_dtype(s.dtype)) s.kind = has(n, {"mask"}) ? InputSpec::Kind::Ones : InputSpec::Kind::Normal;
-    else if (has(n, {"mask"})) s.kind = InputSpec::Kind::Ones;
-    else if (has(n, {"position", "pos_id"})) s.kind = InputSpec::Kind::Positions;
-    else if (has(n, {"token_type", "segment"})) s.kind = InputSpec::Kind::Zeros;
+    if (s.dtype == DType::Bool)
+      s.kind = InputSpec::Kind::True;
+    else if (is_float_dtype(s.dtype))
+      s.kind = has(n, {"mask"}) ? InputSpec::Kind::Ones : InputSpec::Kind::Normal;
+    else if (has(n, {"mask"}))
+      s.kind = InputSpec::Kind::Ones;
+    else if (has(n, {"position", "pos_id"}))
+      s.kind = InputSpec::Kind::Positions;
+    else if (has(n, {"token_type", "segment"}))
+      s.kind = InputSpec::Kind::Zeros;
     else if (s.id_range = vocab_of(g, uses, v); s.id_range) {
       s.kind = InputSpec::Kind::TokenIds;
     } else {
@@ -192,7 +202,8 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
         plan.notes.push_back("input '" + s.name + "': integer input not read by an embedding table; values in [0, 2)");
       }
     }
-    if (is_float_dtype(s.dtype) && s.kind == InputSpec::Kind::Normal && has(n, {"scale"})) s.kind = InputSpec::Kind::Scale;
+    if (is_float_dtype(s.dtype) && s.kind == InputSpec::Kind::Normal && has(n, {"scale"}))
+      s.kind = InputSpec::Kind::Scale;
     plan.inputs.push_back(std::move(s));
   }
   fit_dim_relations(g, plan, chosen, given, keys);
@@ -218,8 +229,9 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
     bool used = std::find(symbols.begin(), symbols.end(), key) != symbols.end();
     for (const InputSpec& s : plan.inputs) used = used || key.rfind(s.name + ":", 0) == 0;
     if (used) continue;
-    plan.unknown_dims.push_back("--dim " + key + "=" + std::to_string(value) + ": the model's inputs have no symbolic dim '" +
-                                key + "' (" + (known.empty() ? std::string("they have none") : "theirs: " + known) + ")");
+    plan.unknown_dims.push_back("--dim " + key + "=" + std::to_string(value) +
+                                ": the model's inputs have no symbolic dim '" + key + "' (" +
+                                (known.empty() ? std::string("they have none") : "theirs: " + known) + ")");
     plan.notes.push_back(plan.unknown_dims.back());
   }
   return plan;
@@ -234,15 +246,17 @@ std::vector<Tensor> make_inputs(const InputPlan& plan, uint64_t seed) {
     // Declared dims may be anything (2^31 elements made std::vector throw inside a worker and the
     // process abort): the input and its double staging copy must fit the memory budget.
     const uint64_t bytes = checked_bytes(s.dtype, s.shape);
-    check_memory(bytes + bytes / dtype_size(s.dtype) * sizeof(double),
-                 "input '" + s.name + "' of shape " + shape_str(s.shape) + " (" + std::string(dtype_name(s.dtype)) + ")");
+    check_memory(
+        bytes + bytes / dtype_size(s.dtype) * sizeof(double),
+        "input '" + s.name + "' of shape " + shape_str(s.shape) + " (" + std::string(dtype_name(s.dtype)) + ")");
     const int64_t n = numel(s.shape);
     std::vector<double> v(static_cast<size_t>(n));
     switch (s.kind) {
       case InputSpec::Kind::Normal: {
         // Box-Muller on our own uniform draws: identical on every platform and library.
         for (int64_t i = 0; i < n; i += 2) {
-          double u1 = (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53, u2 = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+          double u1 = (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53,
+                 u2 = static_cast<double>(rng() >> 11) * 0x1.0p-53;
           double r = std::sqrt(-2 * std::log(u1));
           v[static_cast<size_t>(i)] = r * std::cos(2 * M_PI * u2);
           if (i + 1 < n) v[static_cast<size_t>(i + 1)] = r * std::sin(2 * M_PI * u2);
@@ -264,7 +278,8 @@ std::vector<Tensor> make_inputs(const InputPlan& plan, uint64_t seed) {
       case InputSpec::Kind::Scale:
         for (auto& x : v) x = 0.5 + static_cast<double>(rng() >> 11) * 0x1.0p-53;
         break;
-      case InputSpec::Kind::Ones: case InputSpec::Kind::True: std::fill(v.begin(), v.end(), 1.0); break;
+      case InputSpec::Kind::Ones:
+      case InputSpec::Kind::True: std::fill(v.begin(), v.end(), 1.0); break;
       case InputSpec::Kind::Zeros: break;
       case InputSpec::Kind::Positions: {
         const int64_t last = s.shape.empty() ? 1 : std::max<int64_t>(s.shape.back(), 1);
@@ -299,9 +314,7 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& specs)
       int64_t v = std::stoll(s.substr(eq + 1), &used);
       if (used != s.size() - eq - 1 || v < 0) throw std::invalid_argument("");
       out[s.substr(0, eq)] = v;
-    } catch (const std::exception&) {
-      fail("--dim '", s, "': the value must be a non-negative integer");
-    }
+    } catch (const std::exception&) { fail("--dim '", s, "': the value must be a non-negative integer"); }
   }
   return out;
 }
@@ -329,25 +342,24 @@ Tensor fit_input(const Graph& g, ValueId v, const std::string& name, const std::
   if (!g.has_shape(v)) return t;
   auto shape = g.shape(v);
   const std::string expected = " but the model declares " + shape_text(shape);
-  if (t.shape.size() != shape.size())
-    fail(what, " holds shape ", shape_str(t.shape), expected);
+  if (t.shape.size() != shape.size()) fail(what, " holds shape ", shape_str(t.shape), expected);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i].known()) {
-      if (shape[i].value != t.shape[i])
-        fail(what, " holds shape ", shape_str(t.shape), expected, " (axis ", i, ")");
+      if (shape[i].value != t.shape[i]) fail(what, " holds shape ", shape_str(t.shape), expected, " (axis ", i, ")");
       continue;
     }
     const std::string key = dim_key(name, i, shape[i]);
     auto [it, fresh] = dims.emplace(key, t.shape[i]);
     if (!fresh && it->second != t.shape[i])
-      fail(what, " gives dim '", key, "' = ", t.shape[i], " but ",
-           given_by.count(key) ? given_by[key] : "--dim " + key, " gives ", it->second);
+      fail(what, " gives dim '", key, "' = ", t.shape[i], " but ", given_by.count(key) ? given_by[key] : "--dim " + key,
+           " gives ", it->second);
     given_by.emplace(key, what);
   }
   return t;
 }
 
-size_t input_index(const Graph& g, const std::vector<ValueId>& values, const std::string& name, const std::string& option) {
+size_t input_index(const Graph& g, const std::vector<ValueId>& values, const std::string& name,
+                   const std::string& option) {
   size_t i = 0;
   while (i < values.size() && str(g.value_name(values[i])) != name) ++i;
   if (i == values.size()) {
@@ -368,7 +380,8 @@ struct Loaded {
 };
 
 size_t loaded_index(const Graph& g, const std::vector<ValueId>& values, const Loaded& l) {
-  const bool named = std::any_of(values.begin(), values.end(), [&](ValueId v) { return str(g.value_name(v)) == l.name; });
+  const bool named =
+      std::any_of(values.begin(), values.end(), [&](ValueId v) { return str(g.value_name(v)) == l.name; });
   if (!l.name.empty() && (named || l.position == SIZE_MAX)) return input_index(g, values, l.name, l.what + ": ");
   if (l.position >= values.size())
     fail(l.what, ": input ", l.position, " does not exist (the model has ", values.size(), " inputs)");
@@ -435,7 +448,8 @@ std::vector<Loaded> read_npz_set(const std::string& file) {
     l.what = file + ": entry '" + name + ".npy'";
     size_t k = 0;
     // np.savez(a, b) names its positional arrays arr_0, arr_1...
-    if (name.starts_with("arr_") && std::from_chars(name.data() + 4, name.data() + name.size(), k).ptr == name.data() + name.size())
+    if (name.starts_with("arr_") &&
+        std::from_chars(name.data() + 4, name.data() + name.size(), k).ptr == name.data() + name.size())
       l.position = k;
     l.name = name;
     l.tensor = std::move(t);
@@ -480,7 +494,8 @@ SeedInputs::SeedInputs(const Graph& g, const std::vector<ValueId>& values, std::
     const std::string file = spec.substr(eq + 1);
     l.what = "--inputs " + l.name + ": file " + file;
     if (file.ends_with(".npz"))
-      fail_usage("--inputs ", spec, ": an .npz archive is a whole input set; give it as --inputs ", file, " (its arrays named by input)");
+      fail_usage("--inputs ", spec, ": an .npz archive is a whole input set; give it as --inputs ", file,
+                 " (its arrays named by input)");
     input_index(g, values, l.name, "--inputs " + spec + ": ");  // an unknown name before the file is read
     l.tensor = read_tensor_file(file);
     if (!per_name.count(l.name)) name_order.push_back(l.name);
@@ -512,10 +527,12 @@ SeedInputs::SeedInputs(const Graph& g, const std::vector<ValueId>& values, std::
   }
   for (const std::string& spec : user.values) {
     auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) fail_usage("--input-value '", spec, "': expected NAME=NUMBER (e.g. sr=16000)");
+    if (eq == std::string::npos || eq == 0)
+      fail_usage("--input-value '", spec, "': expected NAME=NUMBER (e.g. sr=16000)");
     const size_t i = input_index(g, values, spec.substr(0, eq), "--input-value " + spec + ": ");
     parse_value(spec, spec.substr(eq + 1));
-    if (fixed_.count(i) || values_.count(i)) fail_usage("--input-value ", spec, ": input '", spec.substr(0, eq), "' is given twice");
+    if (fixed_.count(i) || values_.count(i))
+      fail_usage("--input-value ", spec, ": input '", spec.substr(0, eq), "' is given twice");
     values_[i] = spec.substr(eq + 1);
   }
   // A dim no input has is the caller's to refuse (the command line does, io/input_dims.h; the
@@ -554,7 +571,8 @@ std::vector<std::string> SeedInputs::notes() const {
   std::vector<std::string> out = plan_.notes;
   if (!sets_.empty())
     out.push_back(std::to_string(sets_.size()) + " input set" + (sets_.size() == 1 ? "" : "s") +
-                  " given: the first seed" + (sets_.size() == 1 ? "" : "s") + " run on " + (sets_.size() == 1 ? "it" : "them"));
+                  " given: the first seed" + (sets_.size() == 1 ? "" : "s") + " run on " +
+                  (sets_.size() == 1 ? "it" : "them"));
   return out;
 }
 
@@ -583,16 +601,18 @@ std::vector<Tensor> SeedInputs::make(size_t index, uint64_t seed) const {
   return inputs;
 }
 
-std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
-                                   const std::vector<std::string>& files, uint64_t seed, InputPlan& plan) {
+std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values,
+                                   std::map<std::string, int64_t> dims, const std::vector<std::string>& files,
+                                   uint64_t seed, InputPlan& plan) {
   SeedInputs in(g, values, std::move(dims), UserInputs{.specs = files, .values = {}, .arrays = {}});
   plan = in.plan(0);
   if (!plan.unknown_dims.empty()) fail_usage(plan.unknown_dims[0]);
   return in.make(0, seed);
 }
 
-std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
-                                   std::vector<GivenInput> given, uint64_t seed, InputPlan& plan) {
+std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values,
+                                   std::map<std::string, int64_t> dims, std::vector<GivenInput> given, uint64_t seed,
+                                   InputPlan& plan) {
   SeedInputs in(g, values, std::move(dims), UserInputs{.specs = {}, .values = {}, .arrays = std::move(given)});
   plan = in.plan(0);
   if (!plan.unknown_dims.empty()) fail_usage(plan.unknown_dims[0]);

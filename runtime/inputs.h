@@ -27,13 +27,13 @@ struct InputSpec {
   DType dtype = DType::Float;
   Shape shape;
   enum class Kind { Normal, TokenIds, Ones, Zeros, Positions, True, Length, Choice, Scale } kind = Kind::Normal;
-  int64_t id_range = 0;  // TokenIds: values in [0, id_range); Length: in [1, id_range]
+  int64_t id_range = 0;         // TokenIds: values in [0, id_range); Length: in [1, id_range]
   std::vector<double> choices;  // Choice: seed s takes choices[s % size]
 };
 
 struct InputPlan {
-  std::vector<InputSpec> inputs;     // in `values` order
-  std::vector<std::string> notes;    // "dim 'sequence' = 128 (default; --dim sequence=N)"
+  std::vector<InputSpec> inputs;          // in `values` order
+  std::vector<std::string> notes;         // "dim 'sequence' = 128 (default; --dim sequence=N)"
   std::vector<std::string> unknown_dims;  // a message per entry of `dims` no input has (also in notes)
 };
 
@@ -105,17 +105,19 @@ class SeedInputs {
     InputPlan plan;
   };
   std::vector<Set> sets_;
-  std::map<size_t, Tensor> fixed_;    // every seed
+  std::map<size_t, Tensor> fixed_;        // every seed
   std::map<size_t, std::string> values_;  // every seed: NAME=V, filled to the plan's shape
-  InputPlan plan_;                    // generated seeds
+  InputPlan plan_;                        // generated seeds
 };
 
 // The inputs of one run (command line --input NAME=FILE and --dim): SeedInputs(...).make(0, seed).
 // `plan` receives the plan used (with its notes).
-std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
-                                   const std::vector<std::string>& files, uint64_t seed, InputPlan& plan);
+std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values,
+                                   std::map<std::string, int64_t> dims, const std::vector<std::string>& files,
+                                   uint64_t seed, InputPlan& plan);
 // prepare_inputs with the given inputs in memory, checked like files.
-std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
-                                   std::vector<GivenInput> given, uint64_t seed, InputPlan& plan);
+std::vector<Tensor> prepare_inputs(const Graph& g, const std::vector<ValueId>& values,
+                                   std::map<std::string, int64_t> dims, std::vector<GivenInput> given, uint64_t seed,
+                                   InputPlan& plan);
 
 }  // namespace onnxforge::rt

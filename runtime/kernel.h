@@ -199,7 +199,7 @@ void register_loss(Registry&);
 void register_misc(Registry&);
 void register_rnn(Registry&);
 void register_transformer(Registry&);  // ops/transformer.cpp: Attention, Swish
-void register_random(Registry&);       // ops/random.cpp: RandomNormal(Like), RandomUniform(Like), Bernoulli, Multinomial
+void register_random(Registry&);  // ops/random.cpp: RandomNormal(Like), RandomUniform(Like), Bernoulli, Multinomial
 
 // Not registered for any op: the plan runs MatMul -> Softmax(last axis) -> MatMul as one step
 // with this kernel (inputs: the first MatMul's two operands, then the second one's B).

@@ -142,7 +142,10 @@ void Plan::record(const std::vector<Shape>& shapes, const std::vector<uint64_t>&
   for (uint32_t v = 0; v < nv; ++v)
     if (in_arena[v] && find(v) == v) roots.push_back(v);
   std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) { return bytes[a] > bytes[b]; });
-  struct Placed { int64_t b, e; uint64_t off, size; };
+  struct Placed {
+    int64_t b, e;
+    uint64_t off, size;
+  };
   std::vector<Placed> placed;
   auto round = [](uint64_t x) { return (x + 63) & ~uint64_t{63}; };
   for (uint32_t r : roots) {

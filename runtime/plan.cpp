@@ -193,12 +193,12 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
       }
     }
     for (GraphId sub : g.subgraphs(n)) subplans_[sub] = std::make_unique<Plan>(g.model().graph(sub), opts, this);
-    if (k->prepare) to_prepare.push_back(steps.size());
+    if (k->prepare)
+      to_prepare.push_back(steps.size());
     else
       for (ValueId v : s.inputs) resolve_deferred(v);  // a fusion may have brought in other inputs
     steps.push_back(std::move(s));
   }
-
 
   pack_weights(std::move(to_prepare));
   drop_unread_constants();
@@ -219,7 +219,8 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
     const Step& st = steps[i];
     if (!norm_domain(g.domain(st.node)).empty() || str(g.op_type(st.node)) != "Gather" || st.inputs.empty()) continue;
     const ValueId data = st.inputs[0];
-    if (!data.valid() || !is_const[data.index()] || folded_[data.index()] || last[data.index()] != static_cast<int64_t>(i))
+    if (!data.valid() || !is_const[data.index()] || folded_[data.index()] ||
+        last[data.index()] != static_cast<int64_t>(i))
       continue;
     const Tensor& t = constants[data.index()];
     if (t.data && !t.hold && t.bytes() > (size_t{1} << 20) && !graph_output[data.index()])

@@ -32,11 +32,11 @@ struct Step {
   std::vector<ValueId> outputs;  // after fusion: the fused activation's outputs
   simd::Unary act{};
   std::shared_ptr<const void> state;  // KernelDef::prepare's result
-  std::vector<ValueId> release;  // values whose last reader is this step
-  std::vector<ValueId> drop_pages;  // mapped embedding tables read last here (Plan::drop_pages)
-  std::vector<Tensor> drop_views;   // weights read in place (KernelDef::in_place_b), dropped likewise
-  bool prefer_nhwc = false;      // every reader of output 0 takes channels-last input
-  bool round_half = false;       // output 0 becomes float(half(y)) after the kernel (fusions.cpp: half_round_trip)
+  std::vector<ValueId> release;       // values whose last reader is this step
+  std::vector<ValueId> drop_pages;    // mapped embedding tables read last here (Plan::drop_pages)
+  std::vector<Tensor> drop_views;     // weights read in place (KernelDef::in_place_b), dropped likewise
+  bool prefer_nhwc = false;           // every reader of output 0 takes channels-last input
+  bool round_half = false;            // output 0 becomes float(half(y)) after the kernel (fusions.cpp: half_round_trip)
 };
 
 class Frame;
@@ -46,7 +46,7 @@ struct Layout {
   static constexpr uint64_t kNone = ~uint64_t{0};
   std::vector<uint64_t> offset;  // per value; kNone = not in the arena
   std::vector<uint64_t> size;
-  std::vector<uint32_t> root;    // values sharing one buffer have one root
+  std::vector<uint32_t> root;  // values sharing one buffer have one root
   uint64_t arena_bytes = 0;
 };
 
@@ -62,15 +62,15 @@ class Plan {
   const Graph& graph;
   SessionOptions options;
   std::vector<Step> steps;
-  std::vector<Tensor> constants;     // per value: a view of its initializer (dtype Undefined if none)
+  std::vector<Tensor> constants;      // per value: a view of its initializer (dtype Undefined if none)
   std::vector<uint8_t> graph_output;  // per value
   std::vector<ValueId> inputs;        // caller-provided graph inputs
   std::vector<ValueId> run_captures;  // captures read from the enclosing frame at run time
   size_t fused = 0;
-  size_t folded = 0;                  // nodes evaluated once at plan time
-  size_t channels_last = 0;           // steps with prefer_nhwc
-  size_t in_place = 0;                // steps with weights read in place (KernelDef::in_place_b)
-  std::vector<uint8_t> is_const;      // per value: known before any run
+  size_t folded = 0;              // nodes evaluated once at plan time
+  size_t channels_last = 0;       // steps with prefer_nhwc
+  size_t in_place = 0;            // steps with weights read in place (KernelDef::in_place_b)
+  std::vector<uint8_t> is_const;  // per value: known before any run
   // Per-step wall time in ns, accumulated over runs when options.profile is set.
   mutable std::vector<std::atomic<uint64_t>> step_ns;
 
@@ -114,7 +114,7 @@ class Plan {
   std::optional<InPlaceB> in_place_b(ValueId b);
   std::shared_ptr<const void> prepare_in_place(Step& s, const KernelDef* k);
   std::vector<uint8_t> folded_;
-  std::vector<TensorId> deferred_;  // per value: a deferred initializer not computed yet
+  std::vector<TensorId> deferred_;   // per value: a deferred initializer not computed yet
   std::vector<uint8_t> shape_kept_;  // per value: a packing reader still reads its shape
   std::vector<NodeId> lazy_fold_;    // per value: the weight Transpose that folds when needed
   bool weight_transpose(NodeId n) const;
@@ -123,7 +123,7 @@ class Plan {
   mutable std::mutex mu_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<const Layout>> layouts_;
   mutable std::vector<std::pair<uint64_t, std::shared_ptr<std::byte>>> arenas_;  // idle, with their sizes
-  mutable std::vector<std::unique_ptr<Frame>> frames_;  // idle top-level frames
+  mutable std::vector<std::unique_ptr<Frame>> frames_;                           // idle top-level frames
   mutable std::atomic<size_t> frames_made_{0};
   friend class Frame;
 };

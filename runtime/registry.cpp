@@ -50,7 +50,8 @@ void Registry::add(std::string_view domain, std::string_view op, KernelDef def) 
 
 const KernelDef* Registry::find(std::string_view domain, std::string_view op) const {
   std::string k = key(domain, op);
-  auto it = std::lower_bound(table_.begin(), table_.end(), k, [](auto& e, const std::string& x) { return e.first < x; });
+  auto it =
+      std::lower_bound(table_.begin(), table_.end(), k, [](auto& e, const std::string& x) { return e.first < x; });
   return it != table_.end() && it->first == k ? &it->second : nullptr;
 }
 

@@ -89,10 +89,10 @@ class Session {
   // the same seed draws the same numbers in a model and in its optimized copy.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, uint64_t random_seed = 0) const;
 
-  size_t step_count() const;   // kernels per run (after fusion)
-  size_t fused_count() const;  // activations fused into their producer
+  size_t step_count() const;           // kernels per run (after fusion)
+  size_t fused_count() const;          // activations fused into their producer
   size_t channels_last_count() const;  // steps planned to write channels-last outputs
-  size_t in_place_count() const;  // steps reading their weights in place (SessionOptions::pack_weights off)
+  size_t in_place_count() const;       // steps reading their weights in place (SessionOptions::pack_weights off)
   // What the runs so far have set up, over the main graph and every If/Loop/Scan body: frames
   // for bodies (one per body, reused by later calls and iterations) and arena layouts (one per
   // graph and set of input and captured shapes). A steady state adds to neither.

@@ -54,8 +54,9 @@ void collect(const Plan& plan, const std::string& prefix, std::vector<StepProfil
     const Step& s = plan.steps[i];
     const std::string path = prefix + path_name(g, s.node);
     const size_t self = out.size();
-    out.push_back({prefix.empty() ? node_desc(g, s.node) : "node '" + path + "' (" + std::string(str(g.op_type(s.node))) + ")",
-                   step_op(plan, s), static_cast<double>(plan.step_ns[i].load()) * 1e-6, path, 0});
+    out.push_back(
+        {prefix.empty() ? node_desc(g, s.node) : "node '" + path + "' (" + std::string(str(g.op_type(s.node))) + ")",
+         step_op(plan, s), static_cast<double>(plan.step_ns[i].load()) * 1e-6, path, 0});
     double body_ms = 0;
     for (const Attr& a : g.attrs(s.node)) {
       std::vector<GraphId> subs;

@@ -51,8 +51,10 @@ uint64_t checked_bytes(DType dtype, std::span<const int64_t> shape) {
   bool overflow = false;
   for (int64_t d : shape) {
     if (d < 0) fail("a tensor of shape ", shape_str(shape), " has a negative dimension");
-    if (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d)) overflow = true;
-    else n *= static_cast<uint64_t>(d);
+    if (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d))
+      overflow = true;
+    else
+      n *= static_cast<uint64_t>(d);
   }
   for (int64_t d : shape)
     if (d == 0) return 0;  // an empty tensor, however large its other dims
@@ -226,8 +228,10 @@ void cast_into(const Tensor& x, Tensor& y) {
     std::vector<float> tmp(static_cast<size_t>(n));
     Tensor t = Tensor::view(DType::Float, x.shape, tmp.data());
     cast_into(x, t);
-    if (y.dtype == DType::Float16) simd::float_to_half(tmp.data(), y.ptr<uint16_t>(), tmp.size());
-    else simd::float_to_bf16(tmp.data(), y.ptr<uint16_t>(), tmp.size());
+    if (y.dtype == DType::Float16)
+      simd::float_to_half(tmp.data(), y.ptr<uint16_t>(), tmp.size());
+    else
+      simd::float_to_bf16(tmp.data(), y.ptr<uint16_t>(), tmp.size());
     return;
   }
   dispatch_type(y.dtype, read);

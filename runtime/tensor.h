@@ -37,8 +37,14 @@ struct Tensor {
   int64_t numel() const { return rt::numel(shape); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
-  template <class T> T* ptr() { return reinterpret_cast<T*>(data); }
-  template <class T> const T* ptr() const { return reinterpret_cast<const T*>(data); }
+  template <class T>
+  T* ptr() {
+    return reinterpret_cast<T*>(data);
+  }
+  template <class T>
+  const T* ptr() const {
+    return reinterpret_cast<const T*>(data);
+  }
   std::span<const std::byte> byte_span() const { return {data, bytes()}; }
 
   // A new heap tensor (64-byte aligned, uninitialised; mimalloc underneath).
@@ -72,15 +78,17 @@ Tensor to_nchw(const Tensor& t);
 // are first extended with leading 1s, as broadcasting does).
 Shape nhwc_physical_shape(const Shape& logical);
 
-bool is_float_dtype(DType t);     // Float, Double, Float16, BFloat16
-bool is_stored_float(DType t);    // Float16, BFloat16: converted to float for compute
+bool is_float_dtype(DType t);   // Float, Double, Float16, BFloat16
+bool is_stored_float(DType t);  // Float16, BFloat16: converted to float for compute
 
 // double -> To as Cast does: out-of-range float->int casts are UB in C++, so integers saturate
 // like ORT does on x86 for int64, and NaN becomes 0.
 template <class To>
 To from_double(double v) {
-  if constexpr (std::is_same_v<To, bool>) return v != 0;
-  else if constexpr (std::is_floating_point_v<To>) return static_cast<To>(v);
+  if constexpr (std::is_same_v<To, bool>)
+    return v != 0;
+  else if constexpr (std::is_floating_point_v<To>)
+    return static_cast<To>(v);
   else {
     if (std::isnan(v)) return To{0};
     if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();

@@ -22,9 +22,7 @@ InputFileBytes read_input_file(const std::filesystem::path& path) {
   try {
     auto f = MappedFile::open(path);
     return {f->view(), std::move(f)};
-  } catch (const Error& e) {
-    throw e.about(path.string());
-  }
+  } catch (const Error& e) { throw e.about(path.string()); }
 }
 
 namespace {
@@ -38,9 +36,9 @@ struct NpyType {
   DType dtype;
 };
 constexpr NpyType kNpy[] = {
-    {"<f4", DType::Float}, {"<f8", DType::Double}, {"<f2", DType::Float16}, {"<i8", DType::Int64},
-    {"<i4", DType::Int32}, {"<i2", DType::Int16},  {"|i1", DType::Int8},    {"|u1", DType::Uint8},
-    {"<u2", DType::Uint16}, {"<u4", DType::Uint32}, {"<u8", DType::Uint64}, {"|b1", DType::Bool},
+    {"<f4", DType::Float},  {"<f8", DType::Double}, {"<f2", DType::Float16}, {"<i8", DType::Int64},
+    {"<i4", DType::Int32},  {"<i2", DType::Int16},  {"|i1", DType::Int8},    {"|u1", DType::Uint8},
+    {"<u2", DType::Uint16}, {"<u4", DType::Uint32}, {"<u8", DType::Uint64},  {"|b1", DType::Bool},
 };
 
 }  // namespace
@@ -78,7 +76,8 @@ static Tensor parse_npy_impl(std::string_view buf, const std::string& where) {
   for (auto& n : kNpy)
     if (descr == n.descr) dt = n.dtype;
   if (dt == DType::Undefined) fail(path.string(), ": unsupported .npy dtype '", descr, "'");
-  if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True"))) fail(path.string(), ": Fortran order is not supported");
+  if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True")))
+    fail(path.string(), ": Fortran order is not supported");
   if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)"))) fail(path.string(), ": no shape");
   Shape shape;
   std::string dims = m[1];
@@ -128,7 +127,8 @@ void write_npy(const std::filesystem::path& path, const Tensor& t0, const WriteR
     if (n.dtype == t.dtype) descr = n.descr;
   if (!descr) fail("cannot write ", dtype_name(t.dtype), " tensors as .npy");
   std::string shape = "(";
-  for (size_t i = 0; i < t.shape.size(); ++i) shape += std::to_string(t.shape[i]) + (t.shape.size() == 1 ? "," : i + 1 < t.shape.size() ? ", " : "");
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    shape += std::to_string(t.shape[i]) + (t.shape.size() == 1 ? "," : i + 1 < t.shape.size() ? ", " : "");
   shape += ")";
   std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + header.size() + 1;
@@ -145,9 +145,7 @@ void write_npy(const std::filesystem::path& path, const Tensor& t0, const WriteR
     f.write(head.data(), head.size());
     f.write(t.data, t.bytes());
     f.commit();
-  } catch (const Error& e) {
-    throw e.about(path.string());
-  }
+  } catch (const Error& e) { throw e.about(path.string()); }
 }
 
 // ------------------------------------------------------------------ TensorProto (wire format)
@@ -181,7 +179,6 @@ struct Wire {
 
 }  // namespace
 
-
 static Tensor parse_tensor_pb_impl(std::string_view buf, const std::string& where, std::string* name) {
   const std::filesystem::path path(where);
   Wire w{reinterpret_cast<const uint8_t*>(buf.data()), reinterpret_cast<const uint8_t*>(buf.data()) + buf.size()};
@@ -212,31 +209,55 @@ static Tensor parse_tensor_pb_impl(std::string_view buf, const std::string& wher
       }
       case 2: {
         const uint64_t t = w.varint();
-        if (t == 0 || t > static_cast<uint64_t>(DType::Float4E2M1)) fail("TensorProto data_type ", t, " is not an ONNX type");
+        if (t == 0 || t > static_cast<uint64_t>(DType::Float4E2M1))
+          fail("TensorProto data_type ", t, " is not an ONNX type");
         dt = static_cast<DType>(t);
         break;
       }
-      case 4: case 10: {
-        if (type == 2) { auto s = w.bytes(); fixed.append(s); }
-        else { size_t n = field == 4 ? 4 : 8; fixed.append(w.fixed(n)); }
+      case 4:
+      case 10: {
+        if (type == 2) {
+          auto s = w.bytes();
+          fixed.append(s);
+        } else {
+          size_t n = field == 4 ? 4 : 8;
+          fixed.append(w.fixed(n));
+        }
         break;
       }
-      case 5: case 7: case 11: read_varints(ints); break;
-      case 8: { auto s = w.bytes(); if (name) *name = std::string(s); break; }
-      case 9: raw = w.bytes(); have_raw = true; break;
+      case 5:
+      case 7:
+      case 11: read_varints(ints); break;
+      case 8: {
+        auto s = w.bytes();
+        if (name) *name = std::string(s);
+        break;
+      }
+      case 9:
+        raw = w.bytes();
+        have_raw = true;
+        break;
       default:
-        if (type == 0) w.varint();
-        else if (type == 2) w.bytes();
-        else if (type == 5) w.fixed(4);
-        else if (type == 1) w.fixed(8);
-        else fail(path.string(), ": malformed TensorProto");
+        if (type == 0)
+          w.varint();
+        else if (type == 2)
+          w.bytes();
+        else if (type == 5)
+          w.fixed(4);
+        else if (type == 1)
+          w.fixed(8);
+        else
+          fail(path.string(), ": malformed TensorProto");
     }
   }
   if (dt == DType::String) fail(path.string(), ": string tensors are not supported");
   {  // sizes checked before anything is allocated for the dims
     const uint64_t need = checked_bytes(dt, dims), es = dtype_size(dt);
     if (have_raw ? raw.size() != need : !fixed.empty() ? fixed.size() != need : ints.size() != need / es)
-      fail(path.string(), ": holds ", have_raw ? raw.size() : !fixed.empty() ? fixed.size() : ints.size() * es,
+      fail(path.string(), ": holds ",
+           have_raw         ? raw.size()
+           : !fixed.empty() ? fixed.size()
+                            : ints.size() * es,
            " bytes of data for shape ", shape_str(dims), ", which needs ", need);
   }
   Tensor t = Tensor::alloc(dt, dims);
@@ -327,7 +348,8 @@ std::vector<std::pair<std::string, Tensor>> read_npz(const std::filesystem::path
     if (unzOpenCurrentFile(zf) != UNZ_OK) bad_file(where, "cannot open entry '" + entry + "' (encrypted or malformed)");
     int64_t got = 0;
     while (static_cast<uint64_t>(got) < data.size()) {
-      const unsigned chunk = static_cast<unsigned>(std::min<uint64_t>(data.size() - static_cast<uint64_t>(got), 1u << 30));
+      const unsigned chunk =
+          static_cast<unsigned>(std::min<uint64_t>(data.size() - static_cast<uint64_t>(got), 1u << 30));
       int n = unzReadCurrentFile(zf, data.data() + got, chunk);
       if (n <= 0) break;
       got += n;

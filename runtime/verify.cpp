@@ -24,8 +24,10 @@ std::vector<size_t> match(const std::vector<std::string>& a, const std::vector<s
   bool by_name = true;
   for (size_t i = 0; i < a.size() && by_name; ++i) {
     auto it = std::find(b.begin(), b.end(), a[i]);
-    if (it == b.end()) by_name = false;
-    else m[i] = static_cast<size_t>(it - b.begin());
+    if (it == b.end())
+      by_name = false;
+    else
+      m[i] = static_cast<size_t>(it - b.begin());
   }
   if (!by_name)
     for (size_t i = 0; i < a.size(); ++i) m[i] = i;
@@ -173,10 +175,10 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
 
 // What one seed's reference run says about the outputs, for the degenerate check.
 struct SeedShape {
-  int64_t input_scale = 0;         // the largest dim of any input
-  bool inputs_differ = false;      // from seed 0's
-  std::vector<Shape> shapes;       // per reference output
-  std::vector<bool> same_as_first; // per reference output: seed 0's bytes
+  int64_t input_scale = 0;          // the largest dim of any input
+  bool inputs_differ = false;       // from seed 0's
+  std::vector<Shape> shapes;        // per reference output
+  std::vector<bool> same_as_first;  // per reference output: seed 0's bytes
 };
 
 SeedShape observe(const std::vector<Tensor>& ins, const std::vector<Tensor>& outs, const std::vector<Tensor>& first_ins,
@@ -238,7 +240,9 @@ struct Reference::Impl {
       : o(std::move(opts)),
         session(std::make_unique<Session>(m, session_options(o))),
         given(m.main(), session->input_values(), o.dims, o.inputs),
-        in_names(session->input_names()), out_names(session->output_names()), mantissa(narrowest_float_bits(m)),
+        in_names(session->input_names()),
+        out_names(session->output_names()),
+        mantissa(narrowest_float_bits(m)),
         value_dependent(value_dependent_axes(m.main())) {
     // Every input set runs: the seed count grows to hold them.
     o.seeds = std::max(o.seeds, static_cast<int>(given.sets()));
@@ -246,14 +250,16 @@ struct Reference::Impl {
   // Run `s` of a verification: input set s when there is one, else generated from first_seed + s.
   // Random ops draw from first_seed + s in both models.
   uint64_t random_seed(int s) const { return o.first_seed + static_cast<uint64_t>(s); }
-  std::vector<Tensor> make(int s) const { return given.make(static_cast<size_t>(s), o.first_seed + static_cast<uint64_t>(s)); }
+  std::vector<Tensor> make(int s) const {
+    return given.make(static_cast<size_t>(s), o.first_seed + static_cast<uint64_t>(s));
+  }
   VerifyOptions o;
   // With keep_runs, gone once the runs are kept: the reference's packed weights and the
   // candidate's are then never resident together (verifying TinyLlama holds one model's worth).
   std::unique_ptr<Session> session;
   SeedInputs given;  // the user's inputs and the generated ones' plan
   std::vector<std::string> in_names, out_names;
-  int mantissa = 23;  // of the narrowest float type the reference computes in
+  int mantissa = 23;                               // of the narrowest float type the reference computes in
   std::vector<std::vector<bool>> value_dependent;  // per output, per axis (value_dependent_axes)
   bool keep = false;
   std::vector<std::vector<Tensor>> inputs, outputs;  // per seed, with keep_runs
@@ -266,9 +272,7 @@ Reference::Reference(const Model& reference, VerifyOptions options, bool keep_ru
         const std::string name = options.reference_name;
         try {
           return std::make_unique<Impl>(reference, std::move(options));
-        } catch (const Error& e) {
-          throw Error(name + ": " + e.what(), e.kind(), e.file());
-        }
+        } catch (const Error& e) { throw Error(name + ": " + e.what(), e.kind(), e.file()); }
       }()) {
   Impl& r = *impl_;
   r.keep = keep_runs;
@@ -287,15 +291,16 @@ Reference::Reference(const Model& reference, VerifyOptions options, bool keep_ru
   r.budget_notes = std::move(run.notes);
   r.over_budget = run.over_budget;
   r.o.budget_seconds = 0;  // spent: check() runs the seeds kept
-  r.session.reset();  // the outputs are stored: the reference's plan and packed weights can go
+  r.session.reset();       // the outputs are stored: the reference's plan and packed weights can go
 }
 
 const std::vector<std::string>& Reference::budget_notes() const { return impl_->budget_notes; }
 bool Reference::over_budget() const { return impl_->over_budget; }
 
 std::string VerifyProgress::line() const {
-  std::string s = std::string("verifying: ") + (std::string_view(phase) == "original" ? "original model" : "optimized model") +
-                  ", seed " + std::to_string(done) + "/" + std::to_string(total);
+  std::string s = std::string("verifying: ") +
+                  (std::string_view(phase) == "original" ? "original model" : "optimized model") + ", seed " +
+                  std::to_string(done) + "/" + std::to_string(total);
   if (done > 0) s += ", " + secs(elapsed / done) + " per seed";
   if (done < total && eta() >= 0) s += ", about " + secs(eta()) + " left";
   return s;
@@ -335,9 +340,7 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
   auto about = [](const std::string& which, auto&& f) {
     try {
       return f();
-    } catch (const Error& e) {
-      throw Error(which + ": " + e.what(), e.kind(), e.file());
-    }
+    } catch (const Error& e) { throw Error(which + ": " + e.what(), e.kind(), e.file()); }
   };
   Session sb = about(o.candidate_name, [&] { return Session(candidate, session_options(o)); });
   const auto b_in = sb.input_names(), b_out = sb.output_names();
@@ -365,9 +368,12 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
       break;
     case Correspondence::ByName:
       for (size_t i = 0; i < b_in.size(); ++i) {
-        if (auto j = index_of(r.in_names, b_in[i])) feed[i] = {false, *j};
-        else if (auto k = index_of(r.out_names, b_in[i])) feed[i] = {true, *k};
-        else fail("verification: the reference computes no tensor '", b_in[i], "' (an input of the candidate)");
+        if (auto j = index_of(r.in_names, b_in[i]))
+          feed[i] = {false, *j};
+        else if (auto k = index_of(r.out_names, b_in[i]))
+          feed[i] = {true, *k};
+        else
+          fail("verification: the reference computes no tensor '", b_in[i], "' (an input of the candidate)");
       }
       for (size_t k = 0; k < b_out.size(); ++k) {
         auto j = index_of(r.out_names, b_out[k]);
@@ -432,7 +438,8 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
       double sum = 0;
       for (double x : m) sum += x;
       d.max_abs_mean = sum / static_cast<double>(m.size());
-      d.max_abs_p99 = m[std::min(m.size() - 1, static_cast<size_t>(std::ceil(0.99 * static_cast<double>(m.size()))) - 1)];
+      d.max_abs_p99 =
+          m[std::min(m.size() - 1, static_cast<size_t>(std::ceil(0.99 * static_cast<double>(m.size()))) - 1)];
     }
     d.degenerate = degenerate_reason(seen, pairs[k].first, r.value_dependent[pairs[k].first]);
     rep.pass &= d.pass;
@@ -472,10 +479,20 @@ nlohmann::json VerifyReport::to_json() const {
   auto& outs = j["outputs"] = nlohmann::json::array();
   for (const OutputDiff& d : outputs) {
     auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(std::to_string(x)); };
-    outs.push_back({{"name", d.name}, {"dtype", d.dtype}, {"shape", d.shape},
-                    {"max_abs", {{"min", num(d.max_abs_min)}, {"max", num(d.max_abs_max)}, {"mean", num(d.max_abs_mean)}, {"p99", num(d.max_abs_p99)}}},
-                    {"max_rel", num(d.max_rel)}, {"max_ref", num(d.max_ref)}, {"all_zero", d.all_zero},
-                    {"pass", d.pass}, {"problem", d.problem}, {"degenerate", d.degenerate}});
+    outs.push_back({{"name", d.name},
+                    {"dtype", d.dtype},
+                    {"shape", d.shape},
+                    {"max_abs",
+                     {{"min", num(d.max_abs_min)},
+                      {"max", num(d.max_abs_max)},
+                      {"mean", num(d.max_abs_mean)},
+                      {"p99", num(d.max_abs_p99)}}},
+                    {"max_rel", num(d.max_rel)},
+                    {"max_ref", num(d.max_ref)},
+                    {"all_zero", d.all_zero},
+                    {"pass", d.pass},
+                    {"problem", d.problem},
+                    {"degenerate", d.degenerate}});
   }
   return j;
 }
@@ -483,18 +500,22 @@ nlohmann::json VerifyReport::to_json() const {
 std::string VerifyReport::to_text() const {
   std::ostringstream os;
   for (const auto& n : notes) os << "note: " << n << "\n";
-  os << "output                           shape            max|d| min      mean       p99        max    max rel   result\n";
+  os << "output                           shape            max|d| min      mean       p99        max    max rel   "
+        "result\n";
   for (const OutputDiff& d : outputs) {
     char line[512];
-    std::snprintf(line, sizeof line, "%-32s %-16s %9.3g %9.3g %9.3g %9.3g %9.3g   %s%s%s\n", d.name.substr(0, 32).c_str(),
-                  shape_str(d.shape).c_str(), d.max_abs_min, d.max_abs_mean, d.max_abs_p99, d.max_abs_max, d.max_rel,
-                  d.pass ? "pass" : "FAIL", d.all_zero ? " (reference all zero)" : "",
-                  d.problem.empty() ? "" : (" " + d.problem).c_str());
+    std::snprintf(line, sizeof line, "%-32s %-16s %9.3g %9.3g %9.3g %9.3g %9.3g   %s%s%s\n",
+                  d.name.substr(0, 32).c_str(), shape_str(d.shape).c_str(), d.max_abs_min, d.max_abs_mean,
+                  d.max_abs_p99, d.max_abs_max, d.max_rel, d.pass ? "pass" : "FAIL",
+                  d.all_zero ? " (reference all zero)" : "", d.problem.empty() ? "" : (" " + d.problem).c_str());
     os << line;
   }
   char tail[128];
-  std::snprintf(tail, sizeof tail, "%s: %d seeds in %.2f s\n", !pass ? "FAIL" : degenerate() ? "DEGENERATE" : "PASS", seeds,
-                seconds);
+  std::snprintf(tail, sizeof tail, "%s: %d seeds in %.2f s\n",
+                !pass          ? "FAIL"
+                : degenerate() ? "DEGENERATE"
+                               : "PASS",
+                seeds, seconds);
   os << tail;
   if (pass && degenerate()) os << degenerate_text() << "\n";
   return os.str();

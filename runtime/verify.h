@@ -33,10 +33,10 @@ enum class Correspondence : uint8_t {
 
 // Where a verification is, after each seed (VerifyOptions::progress).
 struct VerifyProgress {
-  const char* phase = "";  // "original" (the reference's own runs) or "check" (candidate, with the
-                           // reference alongside unless its runs were kept)
-  int done = 0, total = 0; // seeds finished / to run in this phase
-  double elapsed = 0;      // seconds since the phase started
+  const char* phase = "";   // "original" (the reference's own runs) or "check" (candidate, with the
+                            // reference alongside unless its runs were kept)
+  int done = 0, total = 0;  // seeds finished / to run in this phase
+  double elapsed = 0;       // seconds since the phase started
   double eta() const { return done ? elapsed / done * (total - done) : -1; }  // seconds left, -1 unknown
   // "verifying: original model, seed 2/3, 4.1 s per seed, about 4 s left"
   std::string line() const;
@@ -64,7 +64,7 @@ struct VerifyOptions {
   // Inputs the user gives (inputs.h): their sets are the first seeds (the seed count grows to
   // hold them all), the rest generated; inputs given for every seed are fed to every seed.
   UserInputs inputs{};
-  int parallel = 0;                     // seeds in flight at once; 0 = TBB decides
+  int parallel = 0;  // seeds in flight at once; 0 = TBB decides
   Correspondence names = Correspondence::NameOrPosition;
   // Called after each seed, one call at a time (from whichever thread finished the seed).
   std::function<void(const VerifyProgress&)> progress{};
@@ -99,12 +99,12 @@ struct OutputDiff {
   Shape shape;
   // Per-seed max abs diff, summarised over seeds.
   double max_abs_min = 0, max_abs_max = 0, max_abs_mean = 0, max_abs_p99 = 0;
-  double max_rel = 0;      // max over elements of |a-b| / max(|a|, atol)
-  double max_ref = 0;      // max |a|
-  bool all_zero = true;    // the reference was 0 everywhere on every seed (the check proves little)
+  double max_rel = 0;    // max over elements of |a-b| / max(|a|, atol)
+  double max_ref = 0;    // max |a|
+  bool all_zero = true;  // the reference was 0 everywhere on every seed (the check proves little)
   bool pass = true;
-  bool bit_exact = true;   // on every seed
-  std::string problem;     // shape/dtype/NaN mismatch
+  bool bit_exact = true;  // on every seed
+  std::string problem;    // shape/dtype/NaN mismatch
   // Why the reference's values say little about this output, when they do: "is empty on every
   // seed (shape [0])", "has the same values on every seed although the inputs differ", "has a
   // value-dependent axis 1 of size 0..1 on every seed, far below the inputs' dims (up to 128)".
@@ -117,8 +117,8 @@ struct VerifyReport {
   int seeds = 0;             // seeds run (the budget may have lowered VerifyOptions::seeds)
   bool over_budget = false;  // even one seed did not fit VerifyOptions::budget_seconds
   double seconds = 0;
-  std::vector<std::string> notes;  // defaulted dims, input kinds
-  std::vector<OutputDiff> outputs; // reference order (ByName: candidate order)
+  std::vector<std::string> notes;   // defaulted dims, input kinds
+  std::vector<OutputDiff> outputs;  // reference order (ByName: candidate order)
   // Outputs whose reference values are degenerate (OutputDiff::degenerate): a pass on them is
   // "verified on degenerate inputs", never a plain pass.
   bool degenerate() const;

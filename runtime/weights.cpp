@@ -110,8 +110,10 @@ void Plan::drop_unread_constants() {
     for (size_t i = 0; i < st.inputs.size(); ++i) {
       ValueId v = st.inputs[i];
       if (!v.valid()) continue;
-      if (st.state && i < 32 && (st.kernel->prepared_inputs >> i & 1u)) shape_only[v.index()] = 1;
-      else needed[v.index()] = 1;
+      if (st.state && i < 32 && (st.kernel->prepared_inputs >> i & 1u))
+        shape_only[v.index()] = 1;
+      else
+        needed[v.index()] = 1;
     }
     if (!g.subgraphs(st.node).empty())
       for (ValueId v : g.implicit_inputs(st.node)) needed[v.index()] = 1;
@@ -146,9 +148,7 @@ std::shared_ptr<const void> Plan::prepare_from_transpose(const Step& s, const Ke
     std::shared_ptr<const void> state;
     try {
       state = k->prepare_transposed_b(graph, s.node, cins);
-    } catch (const std::exception&) {
-      return nullptr;
-    }
+    } catch (const std::exception&) { return nullptr; }
     if (state) consumed(w);  // this reader of W is done (W's pages go with its last reader)
     return state;
   }
@@ -165,9 +165,7 @@ std::shared_ptr<const void> Plan::prepare_from_transpose(const Step& s, const Ke
   std::shared_ptr<const void> state;
   try {
     state = k->prepare_transposed_b(graph, s.node, cins);
-  } catch (const std::exception&) {
-    return nullptr;
-  }
+  } catch (const std::exception&) { return nullptr; }
   if (state) release_pages(graph.model(), wt);
   return state;
 }
@@ -206,8 +204,10 @@ std::optional<InPlaceB> Plan::in_place_b(ValueId b) {
     const TensorRecipe* r = ts.recipe(t);
     if (r && r->key.rfind("ConcatColumns ", 0) == 0) {
       for (TensorId src : r->sources)
-        if (auto bl = block_of(src)) out.blocks.push_back(std::move(*bl));
-        else return std::nullopt;
+        if (auto bl = block_of(src))
+          out.blocks.push_back(std::move(*bl));
+        else
+          return std::nullopt;
     } else if (auto bl = block_of(t)) {
       out.blocks.push_back(std::move(*bl));
     } else {
@@ -236,9 +236,7 @@ std::shared_ptr<const void> Plan::prepare_in_place(Step& s, const KernelDef* k) 
   std::shared_ptr<const void> state;
   try {
     state = k->in_place_b(graph, s.node, *ib);
-  } catch (const std::exception&) {
-    return nullptr;
-  }
+  } catch (const std::exception&) { return nullptr; }
   if (!state) return nullptr;
   const ValueId b = s.inputs[1];
   if (b.index() < lazy_fold_.size() && lazy_fold_[b.index()].valid()) consumed(graph.input(lazy_fold_[b.index()], 0));

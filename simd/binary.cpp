@@ -26,7 +26,7 @@ std::string shape_str(Shape s) {
 }
 
 struct Plan {
-  std::vector<std::int64_t> dims;  // merged output dims, outermost first
+  std::vector<std::int64_t> dims;    // merged output dims, outermost first
   std::vector<std::int64_t> sa, sb;  // element strides per merged dim (0 = broadcast)
   std::int64_t total = 0;
 };
@@ -126,9 +126,8 @@ void run(Shape as, const T* a, Shape bs, const T* b, TY* y, const Kernels<T, TY>
   const std::size_t grain = detail::elementwise_grain(cost);
   const auto threads = static_cast<std::size_t>(detail::max_threads());
   if (rows >= 4 * threads || inner < grain) {
-    detail::parallel_chunks(rows, std::max<std::size_t>(1, grain / inner), [&](std::size_t r0, std::size_t r1) {
-      run_rows(p, a, b, y, r0, r1, 0, inner, k);
-    });
+    detail::parallel_chunks(rows, std::max<std::size_t>(1, grain / inner),
+                            [&](std::size_t r0, std::size_t r1) { run_rows(p, a, b, y, r0, r1, 0, inner, k); });
     return;
   }
   for (std::size_t r = 0; r < rows; ++r)
@@ -219,20 +218,13 @@ Kernels<T, T> int_kernels() {
 template <class T>
 Kernels<T, T> int_binary(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add:
-      return int_kernels<BinaryOp::Add, T>();
-    case BinaryOp::Sub:
-      return int_kernels<BinaryOp::Sub, T>();
-    case BinaryOp::Mul:
-      return int_kernels<BinaryOp::Mul, T>();
-    case BinaryOp::Div:
-      return int_kernels<BinaryOp::Div, T>();
-    case BinaryOp::Max:
-      return int_kernels<BinaryOp::Max, T>();
-    case BinaryOp::Min:
-      return int_kernels<BinaryOp::Min, T>();
-    case BinaryOp::Pow:
-      return int_kernels<BinaryOp::Pow, T>();
+    case BinaryOp::Add: return int_kernels<BinaryOp::Add, T>();
+    case BinaryOp::Sub: return int_kernels<BinaryOp::Sub, T>();
+    case BinaryOp::Mul: return int_kernels<BinaryOp::Mul, T>();
+    case BinaryOp::Div: return int_kernels<BinaryOp::Div, T>();
+    case BinaryOp::Max: return int_kernels<BinaryOp::Max, T>();
+    case BinaryOp::Min: return int_kernels<BinaryOp::Min, T>();
+    case BinaryOp::Pow: return int_kernels<BinaryOp::Pow, T>();
   }
   throw std::invalid_argument("simd::binary: unknown op");
 }
@@ -264,18 +256,12 @@ Kernels<T, std::uint8_t> int_cmp_kernels() {
 template <class T>
 Kernels<T, std::uint8_t> int_compare(CompareOp op) {
   switch (op) {
-    case CompareOp::Equal:
-      return int_cmp_kernels<CompareOp::Equal, T>();
-    case CompareOp::NotEqual:
-      return int_cmp_kernels<CompareOp::NotEqual, T>();
-    case CompareOp::Less:
-      return int_cmp_kernels<CompareOp::Less, T>();
-    case CompareOp::LessOrEqual:
-      return int_cmp_kernels<CompareOp::LessOrEqual, T>();
-    case CompareOp::Greater:
-      return int_cmp_kernels<CompareOp::Greater, T>();
-    case CompareOp::GreaterOrEqual:
-      return int_cmp_kernels<CompareOp::GreaterOrEqual, T>();
+    case CompareOp::Equal: return int_cmp_kernels<CompareOp::Equal, T>();
+    case CompareOp::NotEqual: return int_cmp_kernels<CompareOp::NotEqual, T>();
+    case CompareOp::Less: return int_cmp_kernels<CompareOp::Less, T>();
+    case CompareOp::LessOrEqual: return int_cmp_kernels<CompareOp::LessOrEqual, T>();
+    case CompareOp::Greater: return int_cmp_kernels<CompareOp::Greater, T>();
+    case CompareOp::GreaterOrEqual: return int_cmp_kernels<CompareOp::GreaterOrEqual, T>();
   }
   throw std::invalid_argument("simd::compare: unknown op");
 }
@@ -293,8 +279,8 @@ std::vector<std::int64_t> broadcast_shape(Shape a, Shape b) {
     if (da < 0 || db < 0) throw std::invalid_argument("simd::broadcast_shape: negative dim");
     if (da != db && da != 1 && db != 1)
       throw std::invalid_argument("simd::broadcast_shape: shapes " + shape_str(a) + " and " + shape_str(b) +
-                                  " do not broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) +
-                                  " vs " + std::to_string(db) + ")");
+                                  " do not broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) + " vs " +
+                                  std::to_string(db) + ")");
     out[i] = da == 1 ? db : da;
   }
   return out;

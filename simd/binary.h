@@ -28,15 +28,11 @@ enum class CompareOp : std::uint8_t { Equal, NotEqual, Less, LessOrEqual, Greate
 std::vector<std::int64_t> broadcast_shape(Shape a, Shape b);
 
 void binary(BinaryOp op, Shape a_shape, const float* a, Shape b_shape, const float* b, float* y);
-void binary(BinaryOp op, Shape a_shape, const std::int32_t* a, Shape b_shape, const std::int32_t* b,
-            std::int32_t* y);
-void binary(BinaryOp op, Shape a_shape, const std::int64_t* a, Shape b_shape, const std::int64_t* b,
-            std::int64_t* y);
+void binary(BinaryOp op, Shape a_shape, const std::int32_t* a, Shape b_shape, const std::int32_t* b, std::int32_t* y);
+void binary(BinaryOp op, Shape a_shape, const std::int64_t* a, Shape b_shape, const std::int64_t* b, std::int64_t* y);
 
 void compare(CompareOp op, Shape a_shape, const float* a, Shape b_shape, const float* b, std::uint8_t* y);
-void compare(CompareOp op, Shape a_shape, const std::int32_t* a, Shape b_shape, const std::int32_t* b,
-             std::uint8_t* y);
-void compare(CompareOp op, Shape a_shape, const std::int64_t* a, Shape b_shape, const std::int64_t* b,
-             std::uint8_t* y);
+void compare(CompareOp op, Shape a_shape, const std::int32_t* a, Shape b_shape, const std::int32_t* b, std::uint8_t* y);
+void compare(CompareOp op, Shape a_shape, const std::int64_t* a, Shape b_shape, const std::int64_t* b, std::uint8_t* y);
 
 }  // namespace onnxforge::simd

@@ -79,8 +79,8 @@ struct Im2col {
 };
 
 // One panel (n <= nr columns).
-void pack_im2col_panel(const Im2col& src, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n,
-                       std::size_t nr, float* dst) {
+void pack_im2col_panel(const Im2col& src, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t n, std::size_t nr,
+                       float* dst) {
   const Geometry& g = *src.g;
   // Columns come in runs sharing the two outer output coordinates (consecutive o2).
   struct Run {
@@ -202,22 +202,22 @@ void subsample(const Geometry& g, const float* x, std::size_t planes, float* dst
   const auto out_sp = static_cast<std::size_t>(g.out_sp);
   detail::parallel_chunks(planes, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(out_sp, 1)),
                           [&](std::size_t b, std::size_t e) {
-    for (std::size_t pl = b; pl < e; ++pl) {
-      const float* src = x + pl * static_cast<std::size_t>(g.in_sp);
-      float* out = dst + pl * out_sp;
-      for (std::int64_t o0 = 0; o0 < g.out[0]; ++o0)
-        for (std::int64_t o1 = 0; o1 < g.out[1]; ++o1) {
-          const float* line = src + (o0 * g.s[0] * g.in[1] + o1 * g.s[1]) * g.in[2];
-          const std::int64_t s2 = g.s[2];
-          if (s2 == 2) {
-            for (std::int64_t o2 = 0; o2 < g.out[2]; ++o2) out[o2] = line[2 * o2];
-          } else {
-            for (std::int64_t o2 = 0; o2 < g.out[2]; ++o2) out[o2] = line[o2 * s2];
-          }
-          out += g.out[2];
-        }
-    }
-  });
+                            for (std::size_t pl = b; pl < e; ++pl) {
+                              const float* src = x + pl * static_cast<std::size_t>(g.in_sp);
+                              float* out = dst + pl * out_sp;
+                              for (std::int64_t o0 = 0; o0 < g.out[0]; ++o0)
+                                for (std::int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+                                  const float* line = src + (o0 * g.s[0] * g.in[1] + o1 * g.s[1]) * g.in[2];
+                                  const std::int64_t s2 = g.s[2];
+                                  if (s2 == 2) {
+                                    for (std::int64_t o2 = 0; o2 < g.out[2]; ++o2) out[o2] = line[2 * o2];
+                                  } else {
+                                    for (std::int64_t o2 = 0; o2 < g.out[2]; ++o2) out[o2] = line[o2 * s2];
+                                  }
+                                  out += g.out[2];
+                                }
+                            }
+                          });
 }
 
 // Whether conv_padded_rows() handles p (rank <= 2, not a 1x1 without padding): always at stride
@@ -252,84 +252,84 @@ void conv_padded_rows(const ConvParams& p, const Geometry& g, const float* x, co
       }
   const auto M = static_cast<std::size_t>(Mg), K = offsets.size(), N = static_cast<std::size_t>(oh_n * wq);
   const bool crop = wq != ow_n;
-  detail::run_problems(static_cast<std::size_t>(p.batch * G), 2.0 * static_cast<double>(M * N * K),
-                       [&](std::size_t i, bool parallel) {
-    const auto n = static_cast<std::int64_t>(i) / G, grp = static_cast<std::int64_t>(i) % G;
-    // The copies before and after the GEMM are split over the threads too when the GEMM is
-    // (one problem: they would otherwise run on one thread while the other waits).
-    auto chunks = [&](std::size_t count, std::size_t floats_each, auto&& f) {
-      if (parallel) {
-        detail::parallel_chunks(count, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(floats_each, 1)), f);
-      } else {
-        f(std::size_t{0}, count);
-      }
-    };
-    detail::Scratch pad(static_cast<std::size_t>(Cg * plane + slack));
-    float* xp = pad.data();
-    std::fill(xp + Cg * plane, xp + Cg * plane + slack, 0.f);
-    chunks(static_cast<std::size_t>(Cg), static_cast<std::size_t>(plane), [&](std::size_t c0, std::size_t c1) {
-      for (auto c = static_cast<std::int64_t>(c0); c < static_cast<std::int64_t>(c1); ++c) {
-        float* dst = xp + c * plane;
-        std::fill(dst, dst + plane, 0.f);
-        const float* src = x + ((n * p.in_channels + grp * Cg + c) * g.in_sp);
-        for (std::int64_t ih = 0; ih < g.in[1]; ++ih) {
-          const std::int64_t r = ih + g.pb[1];
-          if (r >= hp) break;
-          const float* line = src + ih * g.in[2];
-          float* row = dst + (r % sh) * sw * phase + (r / sh) * wq;  // phase (r % sh, 0)
-          if (sw == 1) {
-            const std::int64_t cols = std::min(g.in[2], wp - g.pb[2]);
-            if (cols > 0) std::memcpy(row + g.pb[2], line, static_cast<std::size_t>(cols) * sizeof(float));
-            continue;
+  detail::run_problems(
+      static_cast<std::size_t>(p.batch * G), 2.0 * static_cast<double>(M * N * K), [&](std::size_t i, bool parallel) {
+        const auto n = static_cast<std::int64_t>(i) / G, grp = static_cast<std::int64_t>(i) % G;
+        // The copies before and after the GEMM are split over the threads too when the GEMM is
+        // (one problem: they would otherwise run on one thread while the other waits).
+        auto chunks = [&](std::size_t count, std::size_t floats_each, auto&& f) {
+          if (parallel) {
+            detail::parallel_chunks(count, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(floats_each, 1)), f);
+          } else {
+            f(std::size_t{0}, count);
           }
-          // Phase b holds padded columns b, b + sw, ...; input column = padded column - pad.
-          const std::int64_t pl = g.pb[2], end = std::min(wp, g.in[2] + pl);  // columns past end stay 0
-          for (std::int64_t b = 0; b < sw; ++b) {
-            const std::int64_t q0 = b < pl ? (pl - b + sw - 1) / sw : 0;  // first index with column >= pl
-            const std::int64_t count = end > b + q0 * sw ? (end - b - q0 * sw + sw - 1) / sw : 0;
-            const float* from = line + b + q0 * sw - pl;
-            float* to = row + b * phase + q0;
-            if (sw == 2) {
-              for (std::int64_t t = 0; t < count; ++t) to[t] = from[2 * t];
-            } else {
-              for (std::int64_t t = 0; t < count; ++t) to[t] = from[t * sw];
+        };
+        detail::Scratch pad(static_cast<std::size_t>(Cg * plane + slack));
+        float* xp = pad.data();
+        std::fill(xp + Cg * plane, xp + Cg * plane + slack, 0.f);
+        chunks(static_cast<std::size_t>(Cg), static_cast<std::size_t>(plane), [&](std::size_t c0, std::size_t c1) {
+          for (auto c = static_cast<std::int64_t>(c0); c < static_cast<std::int64_t>(c1); ++c) {
+            float* dst = xp + c * plane;
+            std::fill(dst, dst + plane, 0.f);
+            const float* src = x + ((n * p.in_channels + grp * Cg + c) * g.in_sp);
+            for (std::int64_t ih = 0; ih < g.in[1]; ++ih) {
+              const std::int64_t r = ih + g.pb[1];
+              if (r >= hp) break;
+              const float* line = src + ih * g.in[2];
+              float* row = dst + (r % sh) * sw * phase + (r / sh) * wq;  // phase (r % sh, 0)
+              if (sw == 1) {
+                const std::int64_t cols = std::min(g.in[2], wp - g.pb[2]);
+                if (cols > 0) std::memcpy(row + g.pb[2], line, static_cast<std::size_t>(cols) * sizeof(float));
+                continue;
+              }
+              // Phase b holds padded columns b, b + sw, ...; input column = padded column - pad.
+              const std::int64_t pl = g.pb[2], end = std::min(wp, g.in[2] + pl);  // columns past end stay 0
+              for (std::int64_t b = 0; b < sw; ++b) {
+                const std::int64_t q0 = b < pl ? (pl - b + sw - 1) / sw : 0;  // first index with column >= pl
+                const std::int64_t count = end > b + q0 * sw ? (end - b - q0 * sw + sw - 1) / sw : 0;
+                const float* from = line + b + q0 * sw - pl;
+                float* to = row + b * phase + q0;
+                if (sw == 2) {
+                  for (std::int64_t t = 0; t < count; ++t) to[t] = from[2 * t];
+                } else {
+                  for (std::int64_t t = 0; t < count; ++t) to[t] = from[t * sw];
+                }
+              }
             }
           }
-        }
-      }
-    });
-    float* yg = y + (n * p.out_channels + grp * Mg) * g.out_sp;
-    std::unique_ptr<detail::Scratch> wide;
-    if (crop) wide = std::make_unique<detail::Scratch>(M * N);
-    Epilogue ep;
-    // Cropped with a residual: the residual is added (then `act` applied) while cropping.
-    const bool late = crop && accumulate;
-    if (!late) ep.act = act;
-    if (bias != nullptr) ep.bias_kind = Bias::PerRow, ep.bias = bias + grp * Mg;
-    const RowSlices rows{xp, offsets.data()};
-    detail::GemmProblem q;
-    q.M = M, q.N = N, q.K = K;
-    q.a = w + grp * Mg * Cg * g.k_sp, q.lda = K;
-    q.c = crop ? wide->data() : yg, q.ldc = N;
-    q.beta = accumulate && !crop ? 1.f : 0.f;
-    q.ep = &ep;
-    q.b = {&pack_row_slices, &rows};
-    detail::gemm_run(kt, q, parallel);
-    if (crop)
-      chunks(M, N, [&](std::size_t m0, std::size_t m1) {
-        for (auto m = static_cast<std::int64_t>(m0); m < static_cast<std::int64_t>(m1); ++m)
-          for (std::int64_t oh = 0; oh < oh_n; ++oh) {
-            float* dst = yg + m * g.out_sp + oh * ow_n;
-            const float* src = wide->data() + (m * oh_n + oh) * wq;
-            if (!late) {
-              std::memcpy(dst, src, static_cast<std::size_t>(ow_n) * sizeof(float));
-              continue;
-            }
-            kt.binary_vv(BinaryOp::Add, src, dst, dst, static_cast<std::size_t>(ow_n));
-            if (act.op != UnaryOp::Identity) kt.unary(act, dst, dst, static_cast<std::size_t>(ow_n));
-          }
+        });
+        float* yg = y + (n * p.out_channels + grp * Mg) * g.out_sp;
+        std::unique_ptr<detail::Scratch> wide;
+        if (crop) wide = std::make_unique<detail::Scratch>(M * N);
+        Epilogue ep;
+        // Cropped with a residual: the residual is added (then `act` applied) while cropping.
+        const bool late = crop && accumulate;
+        if (!late) ep.act = act;
+        if (bias != nullptr) ep.bias_kind = Bias::PerRow, ep.bias = bias + grp * Mg;
+        const RowSlices rows{xp, offsets.data()};
+        detail::GemmProblem q;
+        q.M = M, q.N = N, q.K = K;
+        q.a = w + grp * Mg * Cg * g.k_sp, q.lda = K;
+        q.c = crop ? wide->data() : yg, q.ldc = N;
+        q.beta = accumulate && !crop ? 1.f : 0.f;
+        q.ep = &ep;
+        q.b = {&pack_row_slices, &rows};
+        detail::gemm_run(kt, q, parallel);
+        if (crop)
+          chunks(M, N, [&](std::size_t m0, std::size_t m1) {
+            for (auto m = static_cast<std::int64_t>(m0); m < static_cast<std::int64_t>(m1); ++m)
+              for (std::int64_t oh = 0; oh < oh_n; ++oh) {
+                float* dst = yg + m * g.out_sp + oh * ow_n;
+                const float* src = wide->data() + (m * oh_n + oh) * wq;
+                if (!late) {
+                  std::memcpy(dst, src, static_cast<std::size_t>(ow_n) * sizeof(float));
+                  continue;
+                }
+                kt.binary_vv(BinaryOp::Add, src, dst, dst, static_cast<std::size_t>(ow_n));
+                if (act.op != UnaryOp::Identity) kt.unary(act, dst, dst, static_cast<std::size_t>(ow_n));
+              }
+          });
       });
-  });
 }
 
 void conv_gemm(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias, float* y,
@@ -361,8 +361,8 @@ void conv_gemm(const ConvParams& p, const Geometry& g, const float* x, const flo
 
 // ---- depthwise: group == C, each input channel feeds M / C output channels ----
 
-void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias,
-                    float* y, const Unary& act, bool accumulate) {
+void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias, float* y,
+                    const Unary& act, bool accumulate) {
   const detail::KernelTable& kt = detail::active_table();
   const std::int64_t C = p.in_channels, mult = p.out_channels / C;
   const std::int64_t kh = g.k[1], kw = g.k[2], sh = g.s[1], sw = g.s[2], dh = g.d[1], dw = g.d[2];
@@ -380,54 +380,54 @@ void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, cons
   for (std::int64_t i = 0; i < kh; ++i)
     for (std::int64_t j = 0; j < kw; ++j)
       taps[static_cast<std::size_t>(i * kw + j)] = (i * dh * sw + (j * dw) % sw) * wq + (j * dw) / sw;
-  detail::parallel_chunks(planes, std::max<std::size_t>(1, 65536 / std::max<std::size_t>(work, 1)),
-                          [&](std::size_t b, std::size_t e) {
-    detail::Scratch buf(static_cast<std::size_t>(plane_floats + (accumulate ? g.out_sp : 0)));
-    float* plane = buf.data();
-    float* sum = plane + plane_floats;  // accumulate: one output plane before the residual
-    for (std::size_t pi = b; pi < e; ++pi) {
-      const auto n = static_cast<std::int64_t>(pi) / C, c = static_cast<std::int64_t>(pi) % C;
-      std::fill(plane, plane + plane_floats, 0.f);
-      const float* xin = x + (n * C + c) * g.in_sp;
-      for (std::int64_t ih = 0; ih < ih_n && ih + pt < hp; ++ih) {
-        const float* src = xin + ih * iw_n;
-        float* row = plane + (ih + pt) * sw * wq;
-        if (sw == 1) {
-          const std::int64_t cols = std::min(iw_n, wp - pl);
-          if (cols > 0) std::memcpy(row + pl, src, static_cast<std::size_t>(cols) * sizeof(float));
-          continue;
-        }
-        // Phase ph holds padded columns ph, ph + sw, ...; input column = padded column - pl.
-        for (std::int64_t ph = 0; ph < sw; ++ph) {
-          const std::int64_t q0 = ph < pl ? (pl - ph + sw - 1) / sw : 0;  // first index with column >= pl
-          const std::int64_t end = std::min(wp, iw_n + pl);                // columns past this stay 0
-          const std::int64_t count = end > ph + q0 * sw ? (end - ph - q0 * sw + sw - 1) / sw : 0;
-          const float* from = src + ph + q0 * sw - pl;
-          float* to = row + ph * wq + q0;
-          if (sw == 2) {  // the common strided case, with a constant stride the compiler can vectorize
-            for (std::int64_t q = 0; q < count; ++q) to[q] = from[2 * q];
-          } else {
-            for (std::int64_t q = 0; q < count; ++q) to[q] = from[q * sw];
+  detail::parallel_chunks(
+      planes, std::max<std::size_t>(1, 65536 / std::max<std::size_t>(work, 1)), [&](std::size_t b, std::size_t e) {
+        detail::Scratch buf(static_cast<std::size_t>(plane_floats + (accumulate ? g.out_sp : 0)));
+        float* plane = buf.data();
+        float* sum = plane + plane_floats;  // accumulate: one output plane before the residual
+        for (std::size_t pi = b; pi < e; ++pi) {
+          const auto n = static_cast<std::int64_t>(pi) / C, c = static_cast<std::int64_t>(pi) % C;
+          std::fill(plane, plane + plane_floats, 0.f);
+          const float* xin = x + (n * C + c) * g.in_sp;
+          for (std::int64_t ih = 0; ih < ih_n && ih + pt < hp; ++ih) {
+            const float* src = xin + ih * iw_n;
+            float* row = plane + (ih + pt) * sw * wq;
+            if (sw == 1) {
+              const std::int64_t cols = std::min(iw_n, wp - pl);
+              if (cols > 0) std::memcpy(row + pl, src, static_cast<std::size_t>(cols) * sizeof(float));
+              continue;
+            }
+            // Phase ph holds padded columns ph, ph + sw, ...; input column = padded column - pl.
+            for (std::int64_t ph = 0; ph < sw; ++ph) {
+              const std::int64_t q0 = ph < pl ? (pl - ph + sw - 1) / sw : 0;  // first index with column >= pl
+              const std::int64_t end = std::min(wp, iw_n + pl);               // columns past this stay 0
+              const std::int64_t count = end > ph + q0 * sw ? (end - ph - q0 * sw + sw - 1) / sw : 0;
+              const float* from = src + ph + q0 * sw - pl;
+              float* to = row + ph * wq + q0;
+              if (sw == 2) {  // the common strided case, with a constant stride the compiler can vectorize
+                for (std::int64_t q = 0; q < count; ++q) to[q] = from[2 * q];
+              } else {
+                for (std::int64_t q = 0; q < count; ++q) to[q] = from[q * sw];
+              }
+            }
+          }
+          for (std::int64_t m = c * mult; m < (c + 1) * mult; ++m) {
+            float* out = y + (n * p.out_channels + m) * g.out_sp;
+            if (!accumulate) {
+              kt.depthwise_plane(plane, taps.data(), taps.size(), w + m * kh * kw, bias != nullptr ? bias[m] : 0.f,
+                                 static_cast<std::size_t>(sh * sw * wq), static_cast<std::size_t>(oh_n),
+                                 static_cast<std::size_t>(ow_n), out, &act);
+              continue;
+            }
+            const Unary none{};
+            kt.depthwise_plane(plane, taps.data(), taps.size(), w + m * kh * kw, bias != nullptr ? bias[m] : 0.f,
+                               static_cast<std::size_t>(sh * sw * wq), static_cast<std::size_t>(oh_n),
+                               static_cast<std::size_t>(ow_n), sum, &none);
+            kt.binary_vv(BinaryOp::Add, sum, out, out, static_cast<std::size_t>(g.out_sp));
+            if (act.op != UnaryOp::Identity) kt.unary(act, out, out, static_cast<std::size_t>(g.out_sp));
           }
         }
-      }
-      for (std::int64_t m = c * mult; m < (c + 1) * mult; ++m) {
-        float* out = y + (n * p.out_channels + m) * g.out_sp;
-        if (!accumulate) {
-          kt.depthwise_plane(plane, taps.data(), taps.size(), w + m * kh * kw, bias != nullptr ? bias[m] : 0.f,
-                             static_cast<std::size_t>(sh * sw * wq), static_cast<std::size_t>(oh_n),
-                             static_cast<std::size_t>(ow_n), out, &act);
-          continue;
-        }
-        const Unary none{};
-        kt.depthwise_plane(plane, taps.data(), taps.size(), w + m * kh * kw, bias != nullptr ? bias[m] : 0.f,
-                           static_cast<std::size_t>(sh * sw * wq), static_cast<std::size_t>(oh_n),
-                           static_cast<std::size_t>(ow_n), sum, &none);
-        kt.binary_vv(BinaryOp::Add, sum, out, out, static_cast<std::size_t>(g.out_sp));
-        if (act.op != UnaryOp::Identity) kt.unary(act, out, out, static_cast<std::size_t>(g.out_sp));
-      }
-    }
-  });
+      });
 }
 
 // ---- transposed form with packed weights: explicit im2col rows, output transposed back ----
@@ -446,45 +446,47 @@ void im2col_rows(const float* x, const Geometry& g, std::size_t K, float* cols) 
     lohi[static_cast<std::size_t>(2 * k2 + 1)] =
         first < g.in[2] ? std::max(lo, std::min(len, (g.in[2] - first + s2 - 1) / s2)) : lo;
   }
-  detail::parallel_chunks(K, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(N, 1)),
-                          [&](std::size_t b, std::size_t e) {
-    // (c, k0, k1, k2) of row b, then stepped row by row: with few output positions (silero
-    // VAD's 1-D convs over 1-4 positions) the five divisions per row were most of the conv.
-    const auto kb = static_cast<std::int64_t>(b);
-    const std::int64_t kr0 = kb % g.k_sp;
-    std::int64_t c = kb / g.k_sp, k2 = kr0 % g.k[2], k1 = (kr0 / g.k[2]) % g.k[1], k0 = kr0 / (g.k[2] * g.k[1]);
-    for (std::size_t k = b; k < e; ++k) {
-      const float* plane = x + c * g.in_sp;
-      float* row = cols + k * N;
-      for (std::int64_t o0 = 0; o0 < g.out[0]; ++o0) {
-        const std::int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
-        for (std::int64_t o1 = 0; o1 < g.out[1]; ++o1, row += g.out[2]) {
-          const std::int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
-          if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
-            std::fill(row, row + g.out[2], 0.f);
-            continue;
+  detail::parallel_chunks(
+      K, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(N, 1)), [&](std::size_t b, std::size_t e) {
+        // (c, k0, k1, k2) of row b, then stepped row by row: with few output positions (silero
+        // VAD's 1-D convs over 1-4 positions) the five divisions per row were most of the conv.
+        const auto kb = static_cast<std::int64_t>(b);
+        const std::int64_t kr0 = kb % g.k_sp;
+        std::int64_t c = kb / g.k_sp, k2 = kr0 % g.k[2], k1 = (kr0 / g.k[2]) % g.k[1], k0 = kr0 / (g.k[2] * g.k[1]);
+        for (std::size_t k = b; k < e; ++k) {
+          const float* plane = x + c * g.in_sp;
+          float* row = cols + k * N;
+          for (std::int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+            const std::int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
+            for (std::int64_t o1 = 0; o1 < g.out[1]; ++o1, row += g.out[2]) {
+              const std::int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
+              if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
+                std::fill(row, row + g.out[2], 0.f);
+                continue;
+              }
+              const float* line = plane + (i0 * g.in[1] + i1) * g.in[2];
+              const std::int64_t first = -g.pb[2] + k2 * g.d[2];
+              const std::int64_t lo = lohi[static_cast<std::size_t>(2 * k2)],
+                                 hi = lohi[static_cast<std::size_t>(2 * k2 + 1)];
+              std::fill(row, row + lo, 0.f);
+              if (s2 == 1) {
+                if (hi > lo)
+                  std::memcpy(row + lo, line + first + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
+              } else {
+                for (std::int64_t o2 = lo; o2 < hi; ++o2) row[o2] = line[first + o2 * s2];
+              }
+              std::fill(row + hi, row + len, 0.f);
+            }
           }
-          const float* line = plane + (i0 * g.in[1] + i1) * g.in[2];
-          const std::int64_t first = -g.pb[2] + k2 * g.d[2];
-          const std::int64_t lo = lohi[static_cast<std::size_t>(2 * k2)], hi = lohi[static_cast<std::size_t>(2 * k2 + 1)];
-          std::fill(row, row + lo, 0.f);
-          if (s2 == 1) {
-            if (hi > lo) std::memcpy(row + lo, line + first + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
-          } else {
-            for (std::int64_t o2 = lo; o2 < hi; ++o2) row[o2] = line[first + o2 * s2];
+          if (++k2 == g.k[2]) {
+            k2 = 0;
+            if (++k1 == g.k[1]) {
+              k1 = 0;
+              if (++k0 == g.k[0]) k0 = 0, ++c;
+            }
           }
-          std::fill(row + hi, row + len, 0.f);
         }
-      }
-      if (++k2 == g.k[2]) {
-        k2 = 0;
-        if (++k1 == g.k[1]) {
-          k1 = 0;
-          if (++k0 == g.k[0]) k0 = 0, ++c;
-        }
-      }
-    }
-  });
+      });
 }
 
 // y[m][j] = t[j][m] (t: N x M), or with `accumulate` y[m][j] = act(y[m][j] + t[j][m]).
@@ -502,31 +504,30 @@ void transpose_out(const detail::KernelTable& kt, const float* t, std::size_t N,
   };
   detail::parallel_chunks(blocks, std::max<std::size_t>(1, 16384 / (kB * std::max<std::size_t>(N, 1))),
                           [&](std::size_t b, std::size_t e) {
-    for (std::size_t mb = b; mb < e; ++mb) {
-      const std::size_t m0 = mb * kB, m1 = std::min(M, m0 + kB), m4 = m0 + (m1 - m0) / 4 * 4;
-      std::size_t j = 0;
-      for (; j + 4 <= N; j += 4) {
-        for (std::size_t m = m0; m < m4; m += 4) {
-          __m128 r0 = _mm_loadu_ps(t + j * M + m), r1 = _mm_loadu_ps(t + (j + 1) * M + m);
-          __m128 r2 = _mm_loadu_ps(t + (j + 2) * M + m), r3 = _mm_loadu_ps(t + (j + 3) * M + m);
-          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-          const __m128 rows[4] = {r0, r1, r2, r3};
-          for (std::size_t q = 0; q < 4; ++q) {
-            float* out = y + (m + q) * N + j;
-            _mm_storeu_ps(out, accumulate ? _mm_add_ps(_mm_loadu_ps(out), rows[q]) : rows[q]);
-          }
-        }
-        for (std::size_t m = m4; m < m1; ++m)
-          for (std::size_t q = j; q < j + 4; ++q) edge(m, q);
-      }
-      for (; j < N; ++j)
-        for (std::size_t m = m0; m < m1; ++m) edge(m, j);
-      if (accumulate && act.op != UnaryOp::Identity)
-        for (std::size_t m = m0; m < m1; ++m) kt.unary(act, y + m * N, y + m * N, N);
-    }
-  });
+                            for (std::size_t mb = b; mb < e; ++mb) {
+                              const std::size_t m0 = mb * kB, m1 = std::min(M, m0 + kB), m4 = m0 + (m1 - m0) / 4 * 4;
+                              std::size_t j = 0;
+                              for (; j + 4 <= N; j += 4) {
+                                for (std::size_t m = m0; m < m4; m += 4) {
+                                  __m128 r0 = _mm_loadu_ps(t + j * M + m), r1 = _mm_loadu_ps(t + (j + 1) * M + m);
+                                  __m128 r2 = _mm_loadu_ps(t + (j + 2) * M + m), r3 = _mm_loadu_ps(t + (j + 3) * M + m);
+                                  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                                  const __m128 rows[4] = {r0, r1, r2, r3};
+                                  for (std::size_t q = 0; q < 4; ++q) {
+                                    float* out = y + (m + q) * N + j;
+                                    _mm_storeu_ps(out, accumulate ? _mm_add_ps(_mm_loadu_ps(out), rows[q]) : rows[q]);
+                                  }
+                                }
+                                for (std::size_t m = m4; m < m1; ++m)
+                                  for (std::size_t q = j; q < j + 4; ++q) edge(m, q);
+                              }
+                              for (; j < N; ++j)
+                                for (std::size_t m = m0; m < m1; ++m) edge(m, j);
+                              if (accumulate && act.op != UnaryOp::Identity)
+                                for (std::size_t m = m0; m < m1; ++m) kt.unary(act, y + m * N, y + m * N, N);
+                            }
+                          });
 }
-
 
 }  // namespace
 

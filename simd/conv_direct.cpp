@@ -66,8 +66,9 @@ void conv_direct(const ConvParams& p, const float* x, const float* wp, const flo
     for (std::size_t i = b; i < e; ++i) {
       const auto ii = static_cast<std::int64_t>(i);
       const std::int64_t t = ii % tiles, g = (ii / tiles) % groups, n = ii / (tiles * groups);
-      ConvDirectArgs a{x + n * C * H * W, wp, bias, y + n * M * OH * OW, C, M, H, W, OH, OW,
-                        static_cast<int>(p.stride[0]), relu, accumulate};
+      ConvDirectArgs a{
+          x + n * C * H * W, wp, bias, y + n * M * OH * OW, C, M, H, W, OH, OW, static_cast<int>(p.stride[0]), relu,
+          accumulate};
       const std::int64_t mb0 = g * NV, oh0 = t * R, rows = std::min(R, OH - oh0);
       const int nv = static_cast<int>(std::min<std::int64_t>(NV, Mb - mb0));
       if (small)

@@ -93,9 +93,23 @@ void conv_fewc(const ConvParams& p, const float* x, const float* wp, const float
   parallel_chunks(items, 1, [&](std::size_t b, std::size_t e) {
     for (auto i = static_cast<std::int64_t>(b); i < static_cast<std::int64_t>(e); ++i) {
       const std::int64_t oh = i % OH, g = (i / OH) % groups, n = i / (OH * groups);
-      const ConvFewcArgs a{pad.data() + n * C * HP * WP, wp, bias, y + n * M * OH * OW, C, M, HP, WP,
-                           p.kernel[0], p.kernel[1], OH, OW, p.stride[0], static_cast<int>(p.stride[1]), relu,
-                           accumulate, y_nhwc};
+      const ConvFewcArgs a{pad.data() + n * C * HP * WP,
+                           wp,
+                           bias,
+                           y + n * M * OH * OW,
+                           C,
+                           M,
+                           HP,
+                           WP,
+                           p.kernel[0],
+                           p.kernel[1],
+                           OH,
+                           OW,
+                           p.stride[0],
+                           static_cast<int>(p.stride[1]),
+                           relu,
+                           accumulate,
+                           y_nhwc};
       const std::int64_t mb0 = g * kFewcVectors;
       const int nv = static_cast<int>(std::min<std::int64_t>(kFewcVectors, Mb - mb0));
       avx512::conv_fewc_row(a, oh, mb0, nv);

@@ -60,18 +60,14 @@ bool same_conv(const ConvParams& a, const ConvParams& b) {
     if (a.kernel[i] != b.kernel[i] || a.stride[i] != b.stride[i] || a.dilation[i] != b.dilation[i] ||
         a.pad_begin[i] != b.pad_begin[i] || a.pad_end[i] != b.pad_end[i])
       return false;
-  return a.rank == b.rank && a.group == b.group && a.in_channels == b.in_channels &&
-         a.out_channels == b.out_channels;
+  return a.rank == b.rank && a.group == b.group && a.in_channels == b.in_channels && a.out_channels == b.out_channels;
 }
 
 const detail::GemmIndirectKernels& indirect_kernels(Isa isa) {
   switch (isa) {
-    case Isa::Avx512:
-      return detail::avx512::gemm_indirect_kernels();
-    case Isa::Avx2:
-      return detail::avx2::gemm_indirect_kernels();
-    case Isa::Sse:
-      break;
+    case Isa::Avx512: return detail::avx512::gemm_indirect_kernels();
+    case Isa::Avx2: return detail::avx2::gemm_indirect_kernels();
+    case Isa::Sse: break;
   }
   return detail::sse::gemm_indirect_kernels();
 }
@@ -85,8 +81,7 @@ struct KBlock {
   bool rows;
 };
 
-std::vector<KBlock> k_blocks(std::size_t C, std::size_t KH, std::size_t KW, bool contiguous_rows,
-                             std::size_t kcmax) {
+std::vector<KBlock> k_blocks(std::size_t C, std::size_t KH, std::size_t KW, bool contiguous_rows, std::size_t kcmax) {
   std::vector<KBlock> blocks;
   const std::size_t T = KH * KW;
   if (C == 0 || T == 0) return blocks;
@@ -211,8 +206,8 @@ void igemm_tile(const detail::GemmIndirectKernels::Panel& ik, const Geometry& g,
   }
 }
 
-void igemm(const ConvParams& p, const Geometry& g, const ConvNhwcWeights& w, const float* x, const float* bias, float* y,
-           const Unary& act, bool accumulate) {
+void igemm(const ConvParams& p, const Geometry& g, const ConvNhwcWeights& w, const float* x, const float* bias,
+           float* y, const Unary& act, bool accumulate) {
   const detail::KernelTable& kt = detail::table_for(w.isa);
   const detail::GemmIndirectKernels::Panel& panel = indirect_kernels(w.isa).panels[w.panel];
   const std::vector<KBlock> blocks = k_blocks(p, w.kc);
@@ -253,8 +248,7 @@ bool direct_on_small_map(const ConvParams& p) {
 // y (NHWC) = the direct kernel's result, run on NCHW copies of x (and of y's residual).
 void direct_between_transposes(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcWeights& w,
                                const float* bias, float* y, const Unary& act, bool accumulate) {
-  const std::int64_t N = p.batch, C = p.in_channels, M = p.out_channels, HW = p.in[0] * p.in[1],
-                     OHW = p.out_spatial();
+  const std::int64_t N = p.batch, C = p.in_channels, M = p.out_channels, HW = p.in[0] * p.in[1], OHW = p.out_spatial();
   detail::Scratch xs(x_nchw ? 1 : static_cast<std::size_t>(N * C * HW)), ys(static_cast<std::size_t>(N * M * OHW));
   if (!x_nchw) {
     nhwc_to_nchw(N, C, HW, x, xs.data());
@@ -334,8 +328,8 @@ ConvNhwcWeights pack_conv_weights_nhwc(const ConvParams& p, const float* w) {
   return r;
 }
 
-void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcWeights& w, const float* bias,
-               float* y, const Unary& act, bool accumulate) {
+void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcWeights& w, const float* bias, float* y,
+               const Unary& act, bool accumulate) {
   validate("conv_nhwc", p);
   const bool pointwise = is_pointwise(p);
   const Geometry g = geometry(p);

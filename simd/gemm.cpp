@@ -59,12 +59,9 @@ std::size_t gemm_tile_cols(std::size_t kc, std::size_t nr) {
 // Micro-kernels reading a row-major A in place (no A packing), for the table's ISA level.
 const GemmDirectKernels& direct_kernels(Isa isa) {
   switch (isa) {
-    case Isa::Avx512:
-      return avx512::gemm_direct_kernels();
-    case Isa::Avx2:
-      return avx2::gemm_direct_kernels();
-    case Isa::Sse:
-      break;
+    case Isa::Avx512: return avx512::gemm_direct_kernels();
+    case Isa::Avx2: return avx2::gemm_direct_kernels();
+    case Isa::Sse: break;
   }
   return sse::gemm_direct_kernels();
 }
@@ -138,8 +135,8 @@ struct PanelView {
 
 // One tile of C: rows [i0, i0 + mc) x columns [j0, j0 + nc), all of K. A row-major op(A) is
 // read in place by the micro-kernels; a transposed one is packed per K block.
-void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& view, std::size_t i0,
-                  std::size_t mc, std::size_t j0, std::size_t nc) {
+void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& view, std::size_t i0, std::size_t mc,
+                  std::size_t j0, std::size_t nc) {
   using Mode = PanelView::Mode;
   const GemmKernels& g = kt.gemm;
   const GemmDirectKernels* direct = p.trans_a ? nullptr : &direct_kernels(kt.isa);
@@ -151,7 +148,7 @@ void compute_tile(const KernelTable& kt, const GemmProblem& p, const PanelView& 
   const std::size_t kcap = std::min(kcmax, p.K);
   const RowSplit split(mc, mr);
   const std::size_t a_floats = direct != nullptr ? 0 : split.count * mr * kcap;
-  const std::size_t b_floats = view.mode == Mode::PerTile ? round_up(nc, nr) * kcap
+  const std::size_t b_floats = view.mode == Mode::PerTile   ? round_up(nc, nr) * kcap
                                : view.mode == Mode::InPlace ? nr * kcap
                                                             : 0;
   Scratch buf(a_floats + b_floats);
@@ -263,8 +260,8 @@ void scale_only(const KernelTable& kt, const GemmProblem& p) {
 
 }  // namespace
 
-void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads,
-                  std::size_t& tm, std::size_t& tn, std::size_t max_cols) {
+void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads, std::size_t& tm,
+                  std::size_t& tn, std::size_t max_cols) {
   const std::size_t mb = ceil_div(M, mr), nb = ceil_div(N, nr);
   std::size_t tmb = std::min(mb, std::max<std::size_t>(1, ceil_div(kTileRows, mr)));
   std::size_t tnb = std::min(nb, std::max<std::size_t>(1, (max_cols != 0 ? max_cols : kTileCols) / nr));
@@ -370,9 +367,8 @@ void check_epilogue(const Epilogue& ep) {
     throw std::invalid_argument("simd::gemm: epilogue has a bias kind but a null bias pointer");
 }
 
-detail::GemmProblem make_problem(bool trans_a, std::size_t M, std::size_t N, std::size_t K, float alpha,
-                                 const float* A, std::size_t lda, float beta, float* C, std::size_t ldc,
-                                 const Epilogue& ep) {
+detail::GemmProblem make_problem(bool trans_a, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
+                                 std::size_t lda, float beta, float* C, std::size_t ldc, const Epilogue& ep) {
   check_ld("lda", lda, trans_a ? K : M, trans_a ? M : K);
   check_ld("ldc", ldc, M, N);
   check_epilogue(ep);
@@ -389,8 +385,7 @@ detail::GemmProblem make_problem(bool trans_a, std::size_t M, std::size_t N, std
 void PackedB::Free::operator()(float* p) const noexcept { detail::aligned_free(p); }
 
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
-          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc,
-          const Epilogue& ep) {
+          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc, const Epilogue& ep) {
   detail::GemmProblem p = make_problem(trans_a, M, N, K, alpha, A, lda, beta, C, ldc, ep);
   check_ld("ldb", ldb, trans_b ? N : K, trans_b ? K : N);
   const detail::KernelTable& kt = detail::active_table();  // read once: packing and kernels must agree

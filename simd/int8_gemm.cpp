@@ -46,9 +46,13 @@ struct Int8Access {
 namespace {
 
 template <class Q>
-constexpr float q_lo() { return static_cast<float>(std::numeric_limits<Q>::min()); }
+constexpr float q_lo() {
+  return static_cast<float>(std::numeric_limits<Q>::min());
+}
 template <class Q>
-constexpr float q_hi() { return static_cast<float>(std::numeric_limits<Q>::max()); }
+constexpr float q_hi() {
+  return static_cast<float>(std::numeric_limits<Q>::max());
+}
 
 // Four at a time with SSE4.1 (the x86-64-v2 base): roundps to nearest even, clamp, pack. The
 // scalar form compiled to branches: 15 ns per element, 6 ms for one BERT-base activation
@@ -90,8 +94,8 @@ __attribute__((target("avx2"))) void quantize_span_avx2(const float* x, Q* y, st
 }
 
 template <class Q>
-__attribute__((target("avx512f,avx512bw"))) void quantize_span_avx512(const float* x, Q* y, std::size_t n,
-                                                                       float scale, float zp) {
+__attribute__((target("avx512f,avx512bw"))) void quantize_span_avx512(const float* x, Q* y, std::size_t n, float scale,
+                                                                      float zp) {
   const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), lo = _mm512_set1_ps(q_lo<Q>()),
                hi = _mm512_set1_ps(q_hi<Q>());
   // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
@@ -131,8 +135,10 @@ void quantize_span(const float* x, std::int8_t* y, std::size_t n, float scale, f
   quantize_any(x, y, n, scale, zero);
 }
 void dynamic_quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, std::uint8_t zero) {
-  if (scale == 0) std::memset(y, zero, n);
-  else quantize_any(x, y, n, scale, static_cast<float>(zero));
+  if (scale == 0)
+    std::memset(y, zero, n);
+  else
+    quantize_any(x, y, n, scale, static_cast<float>(zero));
 }
 
 namespace {
@@ -199,8 +205,8 @@ void pack_a_panel(const Geometry& g, std::size_t kg, std::size_t K, const void* 
       }
     } else {
       for (std::size_t c = 0; c < full; ++c) {
-        const std::uint32_t v = static_cast<std::uint32_t>(src[2 * c] ^ flip) |
-                                (static_cast<std::uint32_t>(src[2 * c + 1] ^ flip) << 16);
+        const std::uint32_t v =
+            static_cast<std::uint32_t>(src[2 * c] ^ flip) | (static_cast<std::uint32_t>(src[2 * c + 1] ^ flip) << 16);
         std::memcpy(out + c * step, &v, 4);
       }
     }
@@ -211,9 +217,9 @@ void pack_a_panel(const Geometry& g, std::size_t kg, std::size_t K, const void* 
 
 struct Tile {
   std::size_t kg;
-  const std::uint8_t* a;     // packed A panel
-  const std::uint8_t* b;     // packed B panel
-  std::int32_t* c;           // tile's first element
+  const std::uint8_t* a;  // packed A panel
+  const std::uint8_t* b;  // packed B panel
+  std::int32_t* c;        // tile's first element
   std::size_t ldc, rows, cols;
   // C = acc + colterm[j] + rowterm[i] - colfac[j] * rowfac[i] (modulo 2^32), the zero-point
   // terms. gemm8: colterm = K * za' * zb' - za' * colsum(B'), colfac = zb', rowfac = rowsum(A'),
@@ -279,13 +285,13 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
   for (std::size_t c = 0; c < t.kg; ++c, a += 24, b += 64) {
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
     const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
-#define STEP(i)                                                                    \
-  {                                                                                \
-    std::int32_t cell;                                                             \
-    std::memcpy(&cell, a + (i) * 4, 4);                                            \
-    const __m256i av = _mm256_set1_epi32(cell);                                    \
-    c##i##0 = _mm256_add_epi32(c##i##0, _mm256_madd_epi16(av, b0));               \
-    c##i##1 = _mm256_add_epi32(c##i##1, _mm256_madd_epi16(av, b1));               \
+#define STEP(i)                                                     \
+  {                                                                 \
+    std::int32_t cell;                                              \
+    std::memcpy(&cell, a + (i)*4, 4);                               \
+    const __m256i av = _mm256_set1_epi32(cell);                     \
+    c##i##0 = _mm256_add_epi32(c##i##0, _mm256_madd_epi16(av, b0)); \
+    c##i##1 = _mm256_add_epi32(c##i##1, _mm256_madd_epi16(av, b1)); \
   }
     ONNXFORGE_I8_ROWS6(STEP)
 #undef STEP
@@ -348,8 +354,8 @@ __attribute__((target("avx512f"))) inline __m512 dequant16(__m512i v, __m512 mu,
 // the masked-off lanes are never accessed. Per lane the same IEEE steps in the same order as
 // store_row's SSE, so the bytes do not depend on the kernel.
 __attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Conv8Output& o, std::size_t m,
-                                                                        const Seg* segs, std::size_t nseg, __m512i v0,
-                                                                        __m512i v1) {
+                                                                       const Seg* segs, std::size_t nseg, __m512i v0,
+                                                                       __m512i v1) {
   // Element address of column c of segment s, as an integer (before the row's start for the
   // masked-off lanes of a segment that starts mid-tile).
   auto base = [&](const Seg& sg, std::size_t elem) {
@@ -408,18 +414,18 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
   for (std::size_t c = 0; c < t.kg; ++c, a += 32, b += 128) {
     const __m512i b0 = _mm512_loadu_si512(b);
     const __m512i b1 = _mm512_loadu_si512(b + 64);
-#define STEP(i)                                             \
-  {                                                         \
-    std::int32_t cell;                                      \
-    std::memcpy(&cell, a + (i) * 4, 4);                     \
-    const __m512i av = _mm512_set1_epi32(cell);             \
-    if constexpr (kSwap) {                                  \
-      c##i##0 = _mm512_dpbusd_epi32(c##i##0, b0, av);       \
-      c##i##1 = _mm512_dpbusd_epi32(c##i##1, b1, av);       \
-    } else {                                                \
-      c##i##0 = _mm512_dpbusd_epi32(c##i##0, av, b0);       \
-      c##i##1 = _mm512_dpbusd_epi32(c##i##1, av, b1);       \
-    }                                                       \
+#define STEP(i)                                       \
+  {                                                   \
+    std::int32_t cell;                                \
+    std::memcpy(&cell, a + (i)*4, 4);                 \
+    const __m512i av = _mm512_set1_epi32(cell);       \
+    if constexpr (kSwap) {                            \
+      c##i##0 = _mm512_dpbusd_epi32(c##i##0, b0, av); \
+      c##i##1 = _mm512_dpbusd_epi32(c##i##1, b1, av); \
+    } else {                                          \
+      c##i##0 = _mm512_dpbusd_epi32(c##i##0, av, b0); \
+      c##i##1 = _mm512_dpbusd_epi32(c##i##1, av, b1); \
+    }                                                 \
   }
     ONNXFORGE_I8_ROWS8(STEP)
 #undef STEP
@@ -473,8 +479,8 @@ std::shared_ptr<std::uint8_t[]> aligned_bytes(std::size_t n) {
 // [0, n_pad) (each an output column of gemm8's B, or an output channel of conv8's W; missing
 // lines zero) into panels of `width` lines, cells of `group` k, element (i, k) at src[i * line_step + k * k_step].
 // sums[i] = sum_k B'(i, k), zp[i] = the line's zero point, offset to B' (0 past n).
-void pack_signed_panels(std::size_t width, std::size_t group, std::size_t kg, std::size_t K, std::size_t n, std::size_t n_pad,
-                        const void* src, bool is_signed, std::size_t line_step, std::size_t k_step,
+void pack_signed_panels(std::size_t width, std::size_t group, std::size_t kg, std::size_t K, std::size_t n,
+                        std::size_t n_pad, const void* src, bool is_signed, std::size_t line_step, std::size_t k_step,
                         const std::int32_t* z, std::size_t z_count, std::uint8_t* dst, std::int32_t* sums,
                         std::int32_t* zp) {
   parallel_chunks(n_pad / width, 1, [&](std::size_t p0, std::size_t p1) {
@@ -497,7 +503,8 @@ void pack_signed_panels(std::size_t width, std::size_t group, std::size_t kg, st
 
 bool cpu_has_vnni() noexcept {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
 }
 
 Int8Kernel active_int8_kernel() noexcept {
@@ -528,8 +535,8 @@ PackedB8 pack_b8(bool trans_b, std::size_t K, std::size_t N, const void* B, std:
   p.bytes_ = panel_bytes + 2 * p.n_pad_ * 4;
   p.data_ = aligned_bytes(std::max<std::size_t>(p.bytes_, 64));
   auto* colsum = reinterpret_cast<std::int32_t*>(p.data_.get() + panel_bytes);
-  pack_signed_panels(g.nr, g.group, p.kg_, K, N, p.n_pad_, B, b_signed, trans_b ? ldb : 1, trans_b ? 1 : ldb, zb, zb_count,
-                     p.data_.get(), colsum, colsum + p.n_pad_);
+  pack_signed_panels(g.nr, g.group, p.kg_, K, N, p.n_pad_, B, b_signed, trans_b ? ldb : 1, trans_b ? 1 : ldb, zb,
+                     zb_count, p.data_.get(), colsum, colsum + p.n_pad_);
   const std::int32_t* zbp = colsum + p.n_pad_;
   p.zb_zero_ = std::all_of(zbp, zbp + p.n_pad_, [](std::int32_t z) { return z == 0; });
   return p;
@@ -805,8 +812,10 @@ __attribute__((target("avx2"))) std::size_t pack_x_avx2(std::size_t K, const std
   const std::size_t full = K / 2;
   for (std::size_t c = 0; c < full; ++c, dst += 64) {
     const std::size_t* o = off + 2 * c;
-    const __m256i r0 = _mm256_cvtepu8_epi16(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + o[0] + q0)), fl));
-    const __m256i r1 = _mm256_cvtepu8_epi16(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + o[1] + q0)), fl));
+    const __m256i r0 =
+        _mm256_cvtepu8_epi16(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + o[0] + q0)), fl));
+    const __m256i r1 =
+        _mm256_cvtepu8_epi16(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + o[1] + q0)), fl));
     // lo = [0-3 | 8-11], hi = [4-7 | 12-15].
     const __m256i lo = _mm256_unpacklo_epi16(r0, r1), hi = _mm256_unpackhi_epi16(r0, r1);
     const __m256i p0 = _mm256_permute2x128_si256(lo, hi, 0x20), p1 = _mm256_permute2x128_si256(lo, hi, 0x31);
@@ -913,8 +922,8 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
   // 256 -> 512 1x1 from 2.06-2.31x to 2.53-2.70x (bench_int8_gemm, one thread, CPU time,
   // alternating runs at load 10); the output's channel rows are written in longer runs, fewer
   // pages at a time.
-  const std::size_t block = std::clamp<std::size_t>((std::size_t{256} << 10) / std::max<std::size_t>(x_panel_bytes, 1),
-                                                    1, 64);
+  const std::size_t block =
+      std::clamp<std::size_t>((std::size_t{256} << 10) / std::max<std::size_t>(x_panel_bytes, 1), 1, 64);
   const std::size_t n_blocks = (q_panels + block - 1) / block;
   // Few blocks (a small plane: ResNet's 28x28 at K = 512 has 5) leave threads idle or uneven, so
   // the channel panels are split too; each split packs the block's patches again (K * 32 bytes
@@ -944,13 +953,15 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
         const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
         std::fill_n(colsum, g.nr, 0);
         std::size_t c0 = 0;
-        if (valid == g.nr && vnni) c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
-        else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2) c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
+        if (valid == g.nr && vnni)
+          c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
+        else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2)
+          c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
         pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
         if (zw_uniform)
           for (std::size_t j = 0; j < g.nr; ++j)
-            colterm_all[u * g.nr + j] =
-                static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(zwp[0]) * static_cast<std::uint32_t>(colsum[j]));
+            colterm_all[u * g.nr + j] = static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(zwp[0]) *
+                                                                           static_cast<std::uint32_t>(colsum[j]));
         // The panel's runs of kept positions (Conv8Positions).
         Seg* sg = segs.data() + u * g.nr;
         std::size_t ns = 0;
@@ -1005,7 +1016,8 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
           uk(t);
           if (in_regs) continue;
           for (std::size_t i = 0; i < rows; ++i)
-            for (std::size_t s = 0; s < nseg[u]; ++s) store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
+            for (std::size_t s = 0; s < nseg[u]; ++s)
+              store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
         }
       }
     }
@@ -1098,30 +1110,37 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
       for (std::size_t c = c0; c < c1; ++c) {
         std::uint8_t* dst = buf + c * chan;
         const std::uint8_t* xc = cq.data();
-        if (fx) dynamic_quantize_span(fx + c * plane, cq.data(), plane, fscale, pad);
-        else xc = x + c * plane;
+        if (fx)
+          dynamic_quantize_span(fx + c * plane, cq.data(), plane, fscale, pad);
+        else
+          xc = x + c * plane;
         for (std::size_t a : residues[0])
           for (std::size_t b : residues[1])
             for (std::size_t e : residues[2]) {
               for (std::size_t d = 0; d < ext[0]; ++d) {
-                const auto id = static_cast<std::ptrdiff_t>(d * s.stride[0] + a) - static_cast<std::ptrdiff_t>(s.pad_begin[0]);
+                const auto id =
+                    static_cast<std::ptrdiff_t>(d * s.stride[0] + a) - static_cast<std::ptrdiff_t>(s.pad_begin[0]);
                 for (std::size_t r = 0; r < ext[1]; ++r, dst += ext[2]) {
                   const auto ih =
                       static_cast<std::ptrdiff_t>(r * s.stride[1] + b) - static_cast<std::ptrdiff_t>(s.pad_begin[1]);
-                  if (id < 0 || id >= static_cast<std::ptrdiff_t>(D) || ih < 0 || ih >= static_cast<std::ptrdiff_t>(H)) {
+                  if (id < 0 || id >= static_cast<std::ptrdiff_t>(D) || ih < 0 ||
+                      ih >= static_cast<std::ptrdiff_t>(H)) {
                     std::memset(dst, pad, ext[2]);
                     continue;
                   }
                   const std::uint8_t* row = xc + (static_cast<std::size_t>(id) * H + static_cast<std::size_t>(ih)) * W;
                   phase_row(dst, ext[2], row, W,
-                            static_cast<std::ptrdiff_t>(e) - static_cast<std::ptrdiff_t>(s.pad_begin[2]), s.stride[2], pad);
+                            static_cast<std::ptrdiff_t>(e) - static_cast<std::ptrdiff_t>(s.pad_begin[2]), s.stride[2],
+                            pad);
                 }
               }
             }
       }
     };
-    if (parallel && s.C * chan >= (std::size_t{64} << 10) && max_threads() > 1) parallel_chunks(s.C, 1, fill);
-    else fill(0, s.C);
+    if (parallel && s.C * chan >= (std::size_t{64} << 10) && max_threads() > 1)
+      parallel_chunks(s.C, 1, fill);
+    else
+      fill(0, s.C);
     src = buf;
   } else if (fx) {
     // An unpadded stride-1 conv reads x in place: x quantized once, into scratch (the bytes the
@@ -1136,8 +1155,10 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
     auto q = [&](std::size_t b, std::size_t e) {
       dynamic_quantize_span(fx + b, buf + b, e - b, fscale, static_cast<std::uint8_t>(zx));
     };
-    if (parallel && n >= (std::size_t{64} << 10) && max_threads() > 1) parallel_chunks(n, 1 << 16, q);
-    else q(0, n);
+    if (parallel && n >= (std::size_t{64} << 10) && max_threads() > 1)
+      parallel_chunks(n, 1 << 16, q);
+    else
+      q(0, n);
     src = buf;
   }
   // Tap (kd, kh, kw) of channel c reads its phase at (o + k * dil / stride) per dimension.
@@ -1148,9 +1169,10 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
       for (std::size_t kh = 0; kh < s.kernel[1]; ++kh)
         for (std::size_t kw = 0; kw < s.kernel[2]; ++kw) {
           const std::size_t td = kd * s.dilation[0], th = kh * s.dilation[1], tw = kw * s.dilation[2];
-          const std::size_t ph = (phase_index(0, td % s.stride[0]) * residues[1].size() + phase_index(1, th % s.stride[1])) *
-                                     residues[2].size() +
-                                 phase_index(2, tw % s.stride[2]);
+          const std::size_t ph =
+              (phase_index(0, td % s.stride[0]) * residues[1].size() + phase_index(1, th % s.stride[1])) *
+                  residues[2].size() +
+              phase_index(2, tw % s.stride[2]);
           off[k++] = c * chan + ph * vol + (td / s.stride[0] * ext[1] + th / s.stride[1]) * ext[2] + tw / s.stride[2];
         }
   // Positions over the phase extents; the last one is the last kept position, so every read

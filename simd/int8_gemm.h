@@ -77,10 +77,10 @@ void gemm8(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::in
 // channels and its columns positions, so the result is stored straight into the NCHW output with
 // its epilogue (int32; float * scale + bias, Relu/Clip; or requantized 8-bit) instead of a
 // [position][channel] int32 tile transposed and converted afterwards. On VNNI a tile whose 32
-// positions are one run of the output is converted and stored from the registers. Patch row k at position q is x[off[k] + q]: a
-// stride-1 conv over an input padded with its zero point has every patch row contiguous across
-// whole output rows (positions counted over the padded width, the pad columns discarded), so the
-// patches are packed from x directly, never copied K-row-major first.
+// positions are one run of the output is converted and stored from the registers. Patch row k at position q is x[off[k]
+// + q]: a stride-1 conv over an input padded with its zero point has every patch row contiguous across whole output
+// rows (positions counted over the padded width, the pad columns discarded), so the patches are packed from x directly,
+// never copied K-row-major first.
 
 // Weights W (M x K, row stride ldw; int8 when w_signed else uint8, zero points zw: nullptr, one
 // or M values) packed for conv8 under the kernel active when packing.
@@ -93,8 +93,7 @@ class PackedW8 {
   bool empty() const { return data_ == nullptr; }
 
  private:
-  friend PackedW8 pack_w8(std::size_t, std::size_t, const void*, std::size_t, bool, const std::int32_t*,
-                          std::size_t);
+  friend PackedW8 pack_w8(std::size_t, std::size_t, const void*, std::size_t, bool, const std::int32_t*, std::size_t);
   friend struct Int8Access;
   std::shared_ptr<std::uint8_t[]> data_;  // panels, then rowsum(W')[m_pad] and zw'[m_pad] (int32)
   std::size_t m_ = 0, k_ = 0, kg_ = 0, mr_ = 0, m_pad_ = 0;
@@ -195,7 +194,8 @@ void gemm8_requantize(std::size_t M, const void* A, std::size_t lda, bool a_sign
 template <class Q>
 inline Q saturate_round(float v, float zp) {
   constexpr float kMagic = 12582912.f, kBig = 4194304.f;
-  constexpr float lo = static_cast<float>(std::numeric_limits<Q>::min()), hi = static_cast<float>(std::numeric_limits<Q>::max());
+  constexpr float lo = static_cast<float>(std::numeric_limits<Q>::min()),
+                  hi = static_cast<float>(std::numeric_limits<Q>::max());
   v = v > -kBig ? v : -kBig;
   v = v < kBig ? v : kBig;
   v = (v + kMagic) - kMagic;

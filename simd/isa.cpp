@@ -14,14 +14,11 @@ namespace {
 bool cpu_supports(Isa isa) noexcept {
   __builtin_cpu_init();
   switch (isa) {
-    case Isa::Sse:
-      return __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("popcnt");
-    case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::Sse: return __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("popcnt");
+    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case Isa::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-             cpu_supports(Isa::Avx2);
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && cpu_supports(Isa::Avx2);
   }
   return false;
 }
@@ -87,12 +84,9 @@ std::atomic<const detail::KernelTable*>& active_slot() noexcept {
 
 const char* isa_name(Isa isa) noexcept {
   switch (isa) {
-    case Isa::Sse:
-      return "sse";
-    case Isa::Avx2:
-      return "avx2";
-    case Isa::Avx512:
-      return "avx512";
+    case Isa::Sse: return "sse";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
   }
   return "unknown";
 }

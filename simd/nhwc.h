@@ -23,8 +23,8 @@ bool conv_nhwc_supported(const ConvParams& p);
 // parameters conv_nhwc_supported() rejects. Tied to the ISA level active when packing (as
 // PackedB): conv_nhwc() always runs that level's kernels.
 struct ConvNhwcWeights {
-  ConvParams params;        // what they were packed for (checked by conv_nhwc)
-  PackedB b;                // most pointwise convs (1x1, stride 1, no pads): W^T for a plain GEMM (K = C, N = M)
+  ConvParams params;          // what they were packed for (checked by conv_nhwc)
+  PackedB b;                  // most pointwise convs (1x1, stride 1, no pads): W^T for a plain GEMM (K = C, N = M)
   std::vector<float> fewc;    // few-input-channel direct kernel (CNN stems), when it applies
   std::vector<float> direct;  // direct 3x3 kernel (NCHW, between transposes), on small maps
   // Other convs, the implicit GEMM: K = KH*KW*C rows in (kh, kw, c) order, N = M, in the GEMM's
@@ -38,8 +38,8 @@ ConvNhwcWeights pack_conv_weights_nhwc(const ConvParams& p, const float* w);  //
 
 // y [N, OH, OW, M] = act(conv(x, w) + bias (+ y on entry when accumulate)). x is [N, H, W, C],
 // or [N, C, H, W] with x_nchw (a chain's first conv, reading a graph input).
-void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcWeights& w, const float* bias,
-               float* y, const Unary& act = {}, bool accumulate = false);
+void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcWeights& w, const float* bias, float* y,
+               const Unary& act = {}, bool accumulate = false);
 
 // 2-D pooling window geometry (pads resolved by the caller; ceil_mode shows in OH/OW).
 struct Pool2d {

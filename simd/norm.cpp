@@ -92,9 +92,7 @@ void softmax_columns(const detail::KernelTable& kt, const float* x, float* y, st
 
 void softmax(std::size_t rows, std::size_t cols, const float* x, float* y) { softmax_rows(rows, cols, x, y, false); }
 
-void log_softmax(std::size_t rows, std::size_t cols, const float* x, float* y) {
-  softmax_rows(rows, cols, x, y, true);
-}
+void log_softmax(std::size_t rows, std::size_t cols, const float* x, float* y) { softmax_rows(rows, cols, x, y, true); }
 
 void softmax_axis(std::size_t outer, std::size_t n, std::size_t inner, const float* x, float* y, bool log) {
   if (inner == 1) {

@@ -17,18 +17,15 @@ std::int64_t pad_source_index(std::int64_t o, std::int64_t before, std::int64_t 
   std::int64_t i = o - before;
   if (i >= 0 && i < n) return i;
   switch (mode) {
-    case PadMode::Constant:
-      return -1;
-    case PadMode::Edge:
-      return i < 0 ? 0 : n - 1;
+    case PadMode::Constant: return -1;
+    case PadMode::Edge: return i < 0 ? 0 : n - 1;
     case PadMode::Reflect: {
       if (n == 1) return 0;
       const std::int64_t period = 2 * (n - 1);
       i = ((i % period) + period) % period;
       return i < n ? i : period - i;
     }
-    case PadMode::Wrap:
-      return ((i % n) + n) % n;
+    case PadMode::Wrap: return ((i % n) + n) % n;
   }
   return -1;
 }
@@ -63,7 +60,8 @@ void pad(std::size_t elem_size, std::span<const std::int64_t> in_shape, const vo
   for (std::size_t d = 0; d < r; ++d) {
     const std::int64_t cb = std::max<std::int64_t>(-begin[d], 0), ce = std::max<std::int64_t>(-end[d], 0);
     len[d] = in_shape[d] - cb - ce;
-    if (len[d] < 0) throw std::invalid_argument("pad: negative pads crop more than axis " + std::to_string(d) + " holds");
+    if (len[d] < 0)
+      throw std::invalid_argument("pad: negative pads crop more than axis " + std::to_string(d) + " holds");
     base += cb * stride[d];
     pb[d] = std::max<std::int64_t>(begin[d], 0), pe[d] = std::max<std::int64_t>(end[d], 0);
     if (mode != PadMode::Constant && len[d] == 0 && pb[d] + pe[d] > 0)
@@ -77,9 +75,11 @@ void pad(std::size_t elem_size, std::span<const std::int64_t> in_shape, const vo
 
   // Axes [k, r) are whole (neither padded nor cropped): one element of E bytes.
   std::size_t k = r, E = elem_size;
-  while (k > 0 && pb[k - 1] == 0 && pe[k - 1] == 0 && len[k - 1] == in_shape[k - 1]) E *= static_cast<std::size_t>(len[--k]);
+  while (k > 0 && pb[k - 1] == 0 && pe[k - 1] == 0 && len[k - 1] == in_shape[k - 1])
+    E *= static_cast<std::size_t>(len[--k]);
   if (k == 0) {  // nothing to pad or crop: a copy
-    parallel_chunks(E, std::size_t{1} << 16, [&](std::size_t b, std::size_t e) { std::memcpy(dst + b, src + b, e - b); });
+    parallel_chunks(E, std::size_t{1} << 16,
+                    [&](std::size_t b, std::size_t e) { std::memcpy(dst + b, src + b, e - b); });
     return;
   }
   const std::size_t L = k - 1;  // the row axis: its elements are E bytes apart in x and y
@@ -108,39 +108,40 @@ void pad(std::size_t elem_size, std::span<const std::int64_t> in_shape, const vo
   const std::size_t ebytes = static_cast<std::size_t>(elem_size);
   const detail::KernelTable& kt = detail::active_table();
   // Chunks of at least 64 KiB of output: smaller ones cost more to hand out than to copy.
-  parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t{1} << 16) / row_bytes), [&](std::size_t b, std::size_t e) {
-    std::vector<std::size_t> idx(L);
-    for (std::size_t d = L, rem = b; d-- > 0;) {
-      idx[d] = rem % static_cast<std::size_t>(out[d]);
-      rem /= static_cast<std::size_t>(out[d]);
-    }
-    for (std::size_t row = b; row < e; ++row) {
-      std::int64_t off = 0;
-      bool inside = true;
-      for (std::size_t d = 0; d < L && inside; ++d) {
-        const std::int64_t m = map[d][idx[d]];
-        inside = m >= 0;
-        off += m;
-      }
-      unsigned char* yr = dst + row * row_bytes;
-      if (!inside) {
-        kt.fill_copy_fill_row(fill, 0, yr, row_bytes, 0, fill);
-      } else {
-        const unsigned char* xr = src + off * static_cast<std::int64_t>(ebytes);
-        if (mode == PadMode::Constant) {
-          kt.fill_copy_fill_row(xr, n * E, yr, left * E, right * E, fill);
-        } else {
-          kt.fill_copy_fill_row(xr, n * E, yr + left * E, 0, 0, fill);
-          for (std::size_t j = 0; j < left + right; ++j)
-            copy_element(yr + (j < left ? j : n + j) * E, xr + static_cast<std::size_t>(border[j]) * E, E);
+  parallel_chunks(
+      rows, std::max<std::size_t>(1, (std::size_t{1} << 16) / row_bytes), [&](std::size_t b, std::size_t e) {
+        std::vector<std::size_t> idx(L);
+        for (std::size_t d = L, rem = b; d-- > 0;) {
+          idx[d] = rem % static_cast<std::size_t>(out[d]);
+          rem /= static_cast<std::size_t>(out[d]);
         }
-      }
-      for (std::size_t d = L; d-- > 0;) {
-        if (++idx[d] < static_cast<std::size_t>(out[d])) break;
-        idx[d] = 0;
-      }
-    }
-  });
+        for (std::size_t row = b; row < e; ++row) {
+          std::int64_t off = 0;
+          bool inside = true;
+          for (std::size_t d = 0; d < L && inside; ++d) {
+            const std::int64_t m = map[d][idx[d]];
+            inside = m >= 0;
+            off += m;
+          }
+          unsigned char* yr = dst + row * row_bytes;
+          if (!inside) {
+            kt.fill_copy_fill_row(fill, 0, yr, row_bytes, 0, fill);
+          } else {
+            const unsigned char* xr = src + off * static_cast<std::int64_t>(ebytes);
+            if (mode == PadMode::Constant) {
+              kt.fill_copy_fill_row(xr, n * E, yr, left * E, right * E, fill);
+            } else {
+              kt.fill_copy_fill_row(xr, n * E, yr + left * E, 0, 0, fill);
+              for (std::size_t j = 0; j < left + right; ++j)
+                copy_element(yr + (j < left ? j : n + j) * E, xr + static_cast<std::size_t>(border[j]) * E, E);
+            }
+          }
+          for (std::size_t d = L; d-- > 0;) {
+            if (++idx[d] < static_cast<std::size_t>(out[d])) break;
+            idx[d] = 0;
+          }
+        }
+      });
 }
 
 }  // namespace onnxforge::simd

@@ -137,13 +137,13 @@ void arm() {
   }
 }
 
-
 }  // namespace
 
 int max_threads() {
   if (t_serial > 0) return 1;
   const auto cap = tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
-  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()), cap));
+  return static_cast<int>(
+      std::min<std::size_t>(static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()), cap));
 }
 
 WarmWorkers::WarmWorkers() {

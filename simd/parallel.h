@@ -64,7 +64,8 @@ void run_region(std::size_t count, void (*body)(void*, std::size_t), void* ctx);
 
 template <class F>
 void run_items(std::size_t count, F& f) {
-  run_region(count, [](void* c, std::size_t i) { (*static_cast<F*>(c))(i); }, &f);
+  run_region(
+      count, [](void* c, std::size_t i) { (*static_cast<F*>(c))(i); }, &f);
 }
 }  // namespace detail
 

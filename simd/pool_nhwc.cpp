@@ -87,16 +87,15 @@ void transpose_planes(std::int64_t N, std::int64_t R, std::int64_t S, const floa
   const std::int64_t TR = std::min<std::int64_t>(R, 256), TS = 8 * std::max<std::int64_t>(1, 64 / TR);
   const std::int64_t tr = (R + TR - 1) / TR, ts = (S + TS - 1) / TS;
   const auto items = static_cast<std::size_t>(N * tr * ts);
-  parallel_chunks(items, std::max<std::size_t>(1, static_cast<std::size_t>(32768 / (TR * TS))),
-                  [&](std::size_t b, std::size_t e) {
-                    for (auto i = static_cast<std::int64_t>(b); i < static_cast<std::int64_t>(e); ++i) {
-                      const std::int64_t n = i / (tr * ts), r0 = i / ts % tr * TR, s0 = i % ts * TS;
-                      kt.transpose_tile(x + (n * R + r0) * S + s0, static_cast<std::size_t>(S),
-                                        y + (n * S + s0) * R + r0, static_cast<std::size_t>(R),
-                                        static_cast<std::size_t>(std::min(TR, R - r0)),
-                                        static_cast<std::size_t>(std::min(TS, S - s0)));
-                    }
-                  });
+  parallel_chunks(
+      items, std::max<std::size_t>(1, static_cast<std::size_t>(32768 / (TR * TS))), [&](std::size_t b, std::size_t e) {
+        for (auto i = static_cast<std::int64_t>(b); i < static_cast<std::int64_t>(e); ++i) {
+          const std::int64_t n = i / (tr * ts), r0 = i / ts % tr * TR, s0 = i % ts * TS;
+          kt.transpose_tile(x + (n * R + r0) * S + s0, static_cast<std::size_t>(S), y + (n * S + s0) * R + r0,
+                            static_cast<std::size_t>(R), static_cast<std::size_t>(std::min(TR, R - r0)),
+                            static_cast<std::size_t>(std::min(TS, S - s0)));
+        }
+      });
 }
 
 }  // namespace

@@ -92,33 +92,23 @@ Problem to_problem(const Canonical& c, const T* x, std::unique_ptr<detail::Scrat
 
 detail::RowReduce row_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Max:
-      return detail::RowReduce::Max;
-    case ReduceOp::Min:
-      return detail::RowReduce::Min;
-    case ReduceOp::Prod:
-      return detail::RowReduce::Prod;
-    case ReduceOp::L1:
-      return detail::RowReduce::SumAbs;
+    case ReduceOp::Max: return detail::RowReduce::Max;
+    case ReduceOp::Min: return detail::RowReduce::Min;
+    case ReduceOp::Prod: return detail::RowReduce::Prod;
+    case ReduceOp::L1: return detail::RowReduce::SumAbs;
     case ReduceOp::L2:
-    case ReduceOp::SumSquare:
-      return detail::RowReduce::SumSquare;
-    default:
-      return detail::RowReduce::Sum;
+    case ReduceOp::SumSquare: return detail::RowReduce::SumSquare;
+    default: return detail::RowReduce::Sum;
   }
 }
 
 // Starting value of an accumulation.
 float start_of(detail::RowReduce op) {
   switch (op) {
-    case detail::RowReduce::Max:
-      return -std::numeric_limits<float>::infinity();
-    case detail::RowReduce::Min:
-      return std::numeric_limits<float>::infinity();
-    case detail::RowReduce::Prod:
-      return 1.f;
-    default:
-      return 0.f;
+    case detail::RowReduce::Max: return -std::numeric_limits<float>::infinity();
+    case detail::RowReduce::Min: return std::numeric_limits<float>::infinity();
+    case detail::RowReduce::Prod: return 1.f;
+    default: return 0.f;
   }
 }
 
@@ -128,29 +118,20 @@ float empty_result(ReduceOp op) {
   switch (op) {
     case ReduceOp::Max:
     case ReduceOp::LogSum:
-    case ReduceOp::LogSumExp:
-      return -inf;
-    case ReduceOp::Min:
-      return inf;
-    case ReduceOp::Prod:
-      return 1.f;
-    case ReduceOp::Mean:
-      return std::numeric_limits<float>::quiet_NaN();
-    default:
-      return 0.f;
+    case ReduceOp::LogSumExp: return -inf;
+    case ReduceOp::Min: return inf;
+    case ReduceOp::Prod: return 1.f;
+    case ReduceOp::Mean: return std::numeric_limits<float>::quiet_NaN();
+    default: return 0.f;
   }
 }
 
 float finish(ReduceOp op, float v, std::size_t r) {
   switch (op) {
-    case ReduceOp::Mean:
-      return v / static_cast<float>(r);
-    case ReduceOp::L2:
-      return std::sqrt(v);
-    case ReduceOp::LogSum:
-      return std::log(v);
-    default:
-      return v;
+    case ReduceOp::Mean: return v / static_cast<float>(r);
+    case ReduceOp::L2: return std::sqrt(v);
+    case ReduceOp::LogSum: return std::log(v);
+    default: return v;
   }
 }
 
@@ -203,14 +184,10 @@ void reduce_columns(const detail::KernelTable& kt, ReduceOp op, const float* x, 
 float single(ReduceOp op, float v) {
   switch (op) {
     case ReduceOp::L1:
-    case ReduceOp::L2:
-      return std::fabs(v);
-    case ReduceOp::SumSquare:
-      return v * v;
-    case ReduceOp::LogSum:
-      return std::log(v);
-    default:
-      return v;
+    case ReduceOp::L2: return std::fabs(v);
+    case ReduceOp::SumSquare: return v * v;
+    case ReduceOp::LogSum: return std::log(v);
+    default: return v;
   }
 }
 
@@ -228,18 +205,13 @@ template <class T>
 T int_step(ReduceOp op, T acc, T v) {
   using U = std::make_unsigned_t<T>;
   switch (op) {
-    case ReduceOp::Max:
-      return v > acc ? v : acc;
-    case ReduceOp::Min:
-      return v < acc ? v : acc;
-    case ReduceOp::Prod:
-      return static_cast<T>(static_cast<U>(acc) * static_cast<U>(v));
+    case ReduceOp::Max: return v > acc ? v : acc;
+    case ReduceOp::Min: return v < acc ? v : acc;
+    case ReduceOp::Prod: return static_cast<T>(static_cast<U>(acc) * static_cast<U>(v));
     case ReduceOp::L1:
       return static_cast<T>(static_cast<U>(acc) + (v < 0 ? U{0} - static_cast<U>(v) : static_cast<U>(v)));
-    case ReduceOp::SumSquare:
-      return static_cast<T>(static_cast<U>(acc) + static_cast<U>(v) * static_cast<U>(v));
-    default:
-      return static_cast<T>(static_cast<U>(acc) + static_cast<U>(v));
+    case ReduceOp::SumSquare: return static_cast<T>(static_cast<U>(acc) + static_cast<U>(v) * static_cast<U>(v));
+    default: return static_cast<T>(static_cast<U>(acc) + static_cast<U>(v));
   }
 }
 
@@ -249,10 +221,8 @@ void reduce_int(ReduceOp op, std::span<const std::int64_t> shape, const T* x, st
   switch (op) {
     case ReduceOp::L2:
     case ReduceOp::LogSum:
-    case ReduceOp::LogSumExp:
-      throw std::invalid_argument("simd::reduce: L2, LogSum and LogSumExp are float-only");
-    default:
-      break;
+    case ReduceOp::LogSumExp: throw std::invalid_argument("simd::reduce: L2, LogSum and LogSumExp are float-only");
+    default: break;
   }
   const Canonical c = canonicalize(shape, axes);
   if (c.outputs == 0) return;
@@ -301,13 +271,13 @@ void reduce(ReduceOp op, std::span<const std::int64_t> shape, const float* x, st
   }
 }
 
-void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t* x,
-            std::span<const std::int64_t> axes, std::int64_t* y) {
+void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t* x, std::span<const std::int64_t> axes,
+            std::int64_t* y) {
   reduce_int(op, shape, x, axes, y);
 }
 
-void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int32_t* x,
-            std::span<const std::int64_t> axes, std::int32_t* y) {
+void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int32_t* x, std::span<const std::int64_t> axes,
+            std::int32_t* y) {
   reduce_int(op, shape, x, axes, y);
 }
 

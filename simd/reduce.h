@@ -21,9 +21,9 @@ enum class ReduceOp : std::uint8_t { Sum, Mean, Max, Min, Prod, L1, L2, SumSquar
 void reduce(ReduceOp op, std::span<const std::int64_t> shape, const float* x, std::span<const std::int64_t> axes,
             float* y);
 // Integers: Sum, Mean (truncating), Max, Min, Prod, L1, SumSquare (wrapping arithmetic).
-void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t* x,
-            std::span<const std::int64_t> axes, std::int64_t* y);
-void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int32_t* x,
-            std::span<const std::int64_t> axes, std::int32_t* y);
+void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t* x, std::span<const std::int64_t> axes,
+            std::int64_t* y);
+void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int32_t* x, std::span<const std::int64_t> axes,
+            std::int32_t* y);
 
 }  // namespace onnxforge::simd

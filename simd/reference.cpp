@@ -70,8 +70,7 @@ double act(const Epilogue& ep, double v) { return unary(ep.act, v); }
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
-          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc,
-          const Epilogue& ep) {
+          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc, const Epilogue& ep) {
   for (std::size_t i = 0; i < M; ++i)
     for (std::size_t j = 0; j < N; ++j) {
       double s = 0;
@@ -150,8 +149,7 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
                     const double wv = w[(m * Cg + c) * k_sp + (k0 * k[1] + k1) * k[2] + k2];
                     acc += xv * wv;
                   }
-            y[(n * p.out_channels + m) * out_sp + (o0 * out[1] + o1) * out[2] + o2] =
-                static_cast<float>(unary(f, acc));
+            y[(n * p.out_channels + m) * out_sp + (o0 * out[1] + o1) * out[2] + o2] = static_cast<float>(unary(f, acc));
           }
     }
 }
@@ -165,66 +163,38 @@ double unary(const Unary& f, double x) {
   const double a = f.alpha, b = f.beta;
   auto softplus = [](double v) { return v > 30 ? v : std::log1p(std::exp(v)); };
   switch (f.op) {
-    case UnaryOp::Identity:
-      return x;
-    case UnaryOp::Abs:
-      return std::fabs(x);
-    case UnaryOp::Neg:
-      return -x;
-    case UnaryOp::Relu:
-      return x > 0 ? x : 0.0;
-    case UnaryOp::LeakyRelu:
-      return x < 0 ? a * x : x;
-    case UnaryOp::Clip:
-      return std::min(std::max(x, a), b);
-    case UnaryOp::ThresholdedRelu:
-      return x > a ? x : 0.0;
-    case UnaryOp::Sigmoid:
-      return 1.0 / (1.0 + std::exp(-x));
-    case UnaryOp::HardSigmoid:
-      return std::max(0.0, std::min(1.0, a * x + b));
-    case UnaryOp::HardSwish:
-      return x * std::max(0.0, std::min(1.0, a * x + b));
-    case UnaryOp::Tanh:
-      return std::tanh(x);
-    case UnaryOp::Exp:
-      return std::exp(x);
-    case UnaryOp::Log:
-      return std::log(x);
-    case UnaryOp::Erf:
-      return std::erf(x);
-    case UnaryOp::Sqrt:
-      return std::sqrt(x);
-    case UnaryOp::Reciprocal:
-      return 1.0 / x;
-    case UnaryOp::Gelu:
-      return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    case UnaryOp::Identity: return x;
+    case UnaryOp::Abs: return std::fabs(x);
+    case UnaryOp::Neg: return -x;
+    case UnaryOp::Relu: return x > 0 ? x : 0.0;
+    case UnaryOp::LeakyRelu: return x < 0 ? a * x : x;
+    case UnaryOp::Clip: return std::min(std::max(x, a), b);
+    case UnaryOp::ThresholdedRelu: return x > a ? x : 0.0;
+    case UnaryOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case UnaryOp::HardSigmoid: return std::max(0.0, std::min(1.0, a * x + b));
+    case UnaryOp::HardSwish: return x * std::max(0.0, std::min(1.0, a * x + b));
+    case UnaryOp::Tanh: return std::tanh(x);
+    case UnaryOp::Exp: return std::exp(x);
+    case UnaryOp::Log: return std::log(x);
+    case UnaryOp::Erf: return std::erf(x);
+    case UnaryOp::Sqrt: return std::sqrt(x);
+    case UnaryOp::Reciprocal: return 1.0 / x;
+    case UnaryOp::Gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
     case UnaryOp::GeluTanh: {
       const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
       return x / (1.0 + std::exp(-2.0 * u));
     }
-    case UnaryOp::Silu:
-      return x / (1.0 + std::exp(-x));
-    case UnaryOp::Softplus:
-      return softplus(x);
-    case UnaryOp::Softsign:
-      return x / (1.0 + std::fabs(x));
-    case UnaryOp::Mish:
-      return x * std::tanh(softplus(x));
-    case UnaryOp::Elu:
-      return x < 0 ? a * std::expm1(x) : x;
-    case UnaryOp::Selu:
-      return b * (x <= 0 ? a * std::expm1(x) : x);
-    case UnaryOp::Floor:
-      return std::floor(x);
-    case UnaryOp::Ceil:
-      return std::ceil(x);
-    case UnaryOp::Round:
-      return std::nearbyint(x);
-    case UnaryOp::Sin:
-      return std::sin(x);
-    case UnaryOp::Cos:
-      return std::cos(x);
+    case UnaryOp::Silu: return x / (1.0 + std::exp(-x));
+    case UnaryOp::Softplus: return softplus(x);
+    case UnaryOp::Softsign: return x / (1.0 + std::fabs(x));
+    case UnaryOp::Mish: return x * std::tanh(softplus(x));
+    case UnaryOp::Elu: return x < 0 ? a * std::expm1(x) : x;
+    case UnaryOp::Selu: return b * (x <= 0 ? a * std::expm1(x) : x);
+    case UnaryOp::Floor: return std::floor(x);
+    case UnaryOp::Ceil: return std::ceil(x);
+    case UnaryOp::Round: return std::nearbyint(x);
+    case UnaryOp::Sin: return std::sin(x);
+    case UnaryOp::Cos: return std::cos(x);
   }
   return x;
 }
@@ -235,20 +205,13 @@ void unary(const Unary& f, const float* x, float* y, std::size_t n) {
 
 double binary(BinaryOp op, double a, double b) {
   switch (op) {
-    case BinaryOp::Add:
-      return a + b;
-    case BinaryOp::Sub:
-      return a - b;
-    case BinaryOp::Mul:
-      return a * b;
-    case BinaryOp::Div:
-      return a / b;
-    case BinaryOp::Max:
-      return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
-    case BinaryOp::Min:
-      return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
-    case BinaryOp::Pow:
-      return std::pow(a, b);
+    case BinaryOp::Add: return a + b;
+    case BinaryOp::Sub: return a - b;
+    case BinaryOp::Mul: return a * b;
+    case BinaryOp::Div: return a / b;
+    case BinaryOp::Max: return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
+    case BinaryOp::Min: return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
+    case BinaryOp::Pow: return std::pow(a, b);
   }
   return 0;
 }
@@ -259,24 +222,12 @@ std::int64_t binary(BinaryOp op, std::int64_t a, std::int64_t b, int bits) {
       bits == 32 ? std::numeric_limits<std::int32_t>::min() : std::numeric_limits<std::int64_t>::min();
   std::int64_t r = 0;
   switch (op) {
-    case BinaryOp::Add:
-      r = static_cast<std::int64_t>(ua + ub);
-      break;
-    case BinaryOp::Sub:
-      r = static_cast<std::int64_t>(ua - ub);
-      break;
-    case BinaryOp::Mul:
-      r = static_cast<std::int64_t>(ua * ub);
-      break;
-    case BinaryOp::Div:
-      r = b == 0 ? 0 : (a == lo && b == -1) ? lo : a / b;
-      break;
-    case BinaryOp::Max:
-      r = std::max(a, b);
-      break;
-    case BinaryOp::Min:
-      r = std::min(a, b);
-      break;
+    case BinaryOp::Add: r = static_cast<std::int64_t>(ua + ub); break;
+    case BinaryOp::Sub: r = static_cast<std::int64_t>(ua - ub); break;
+    case BinaryOp::Mul: r = static_cast<std::int64_t>(ua * ub); break;
+    case BinaryOp::Div: r = b == 0 ? 0 : (a == lo && b == -1) ? lo : a / b; break;
+    case BinaryOp::Max: r = std::max(a, b); break;
+    case BinaryOp::Min: r = std::min(a, b); break;
     case BinaryOp::Pow: {
       if (b < 0) {
         r = a == 1 ? 1 : a == -1 ? (b % 2 == 0 ? 1 : -1) : 0;
@@ -294,18 +245,12 @@ std::int64_t binary(BinaryOp op, std::int64_t a, std::int64_t b, int bits) {
 
 bool compare(CompareOp op, double a, double b) {
   switch (op) {
-    case CompareOp::Equal:
-      return a == b;
-    case CompareOp::NotEqual:
-      return a != b;
-    case CompareOp::Less:
-      return a < b;
-    case CompareOp::LessOrEqual:
-      return a <= b;
-    case CompareOp::Greater:
-      return a > b;
-    case CompareOp::GreaterOrEqual:
-      return a >= b;
+    case CompareOp::Equal: return a == b;
+    case CompareOp::NotEqual: return a != b;
+    case CompareOp::Less: return a < b;
+    case CompareOp::LessOrEqual: return a <= b;
+    case CompareOp::Greater: return a > b;
+    case CompareOp::GreaterOrEqual: return a >= b;
   }
   return false;
 }
@@ -326,10 +271,10 @@ void compare(CompareOp op, Shape as, const float* a, Shape bs, const float* b, s
 void compare(CompareOp op, Shape as, const std::int64_t* a, Shape bs, const std::int64_t* b, std::uint8_t* y) {
   broadcast_apply(as, a, bs, b, y, [op](std::int64_t u, std::int64_t v) {
     return static_cast<std::uint8_t>(op == CompareOp::Equal         ? u == v
-                                      : op == CompareOp::NotEqual   ? u != v
-                                      : op == CompareOp::Less       ? u < v
-                                      : op == CompareOp::LessOrEqual ? u <= v
-                                      : op == CompareOp::Greater    ? u > v
+                                     : op == CompareOp::NotEqual    ? u != v
+                                     : op == CompareOp::Less        ? u < v
+                                     : op == CompareOp::LessOrEqual ? u <= v
+                                     : op == CompareOp::Greater     ? u > v
                                                                     : u >= v);
   });
 }
@@ -446,28 +391,14 @@ void reduce(ReduceOp op, std::span<const std::int64_t> shape, const float* x, st
     switch (op) {
       case ReduceOp::Sum:
       case ReduceOp::Mean:
-      case ReduceOp::LogSum:
-        a += v;
-        break;
-      case ReduceOp::Max:
-        a = std::isnan(a) || std::isnan(v) ? a + v : std::max(a, v);
-        break;
-      case ReduceOp::Min:
-        a = std::isnan(a) || std::isnan(v) ? a + v : std::min(a, v);
-        break;
-      case ReduceOp::Prod:
-        a *= v;
-        break;
-      case ReduceOp::L1:
-        a += std::fabs(v);
-        break;
+      case ReduceOp::LogSum: a += v; break;
+      case ReduceOp::Max: a = std::isnan(a) || std::isnan(v) ? a + v : std::max(a, v); break;
+      case ReduceOp::Min: a = std::isnan(a) || std::isnan(v) ? a + v : std::min(a, v); break;
+      case ReduceOp::Prod: a *= v; break;
+      case ReduceOp::L1: a += std::fabs(v); break;
       case ReduceOp::L2:
-      case ReduceOp::SumSquare:
-        a += v * v;
-        break;
-      case ReduceOp::LogSumExp:
-        a += std::exp(v - shift[o]);
-        break;
+      case ReduceOp::SumSquare: a += v * v; break;
+      case ReduceOp::LogSumExp: a += std::exp(v - shift[o]); break;
     }
   });
   for (std::int64_t o = 0; o < outs; ++o) {
@@ -480,11 +411,11 @@ void reduce(ReduceOp op, std::span<const std::int64_t> shape, const float* x, st
   }
 }
 
-void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t* x,
-            std::span<const std::int64_t> axes, std::int64_t* y) {
+void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t* x, std::span<const std::int64_t> axes,
+            std::int64_t* y) {
   const std::int64_t outs = output_size(shape, axes);
-  const std::int64_t init = op == ReduceOp::Max   ? std::numeric_limits<std::int64_t>::min()
-                            : op == ReduceOp::Min ? std::numeric_limits<std::int64_t>::max()
+  const std::int64_t init = op == ReduceOp::Max    ? std::numeric_limits<std::int64_t>::min()
+                            : op == ReduceOp::Min  ? std::numeric_limits<std::int64_t>::max()
                             : op == ReduceOp::Prod ? 1
                                                    : 0;
   std::vector<std::int64_t> acc(static_cast<std::size_t>(outs), init), count(static_cast<std::size_t>(outs), 0);
@@ -495,26 +426,13 @@ void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t
     const auto ua = static_cast<std::uint64_t>(a), uv = static_cast<std::uint64_t>(v);
     switch (op) {
       case ReduceOp::Sum:
-      case ReduceOp::Mean:
-        a = static_cast<std::int64_t>(ua + uv);
-        break;
-      case ReduceOp::Max:
-        a = std::max(a, v);
-        break;
-      case ReduceOp::Min:
-        a = std::min(a, v);
-        break;
-      case ReduceOp::Prod:
-        a = static_cast<std::int64_t>(ua * uv);
-        break;
-      case ReduceOp::L1:
-        a = static_cast<std::int64_t>(ua + static_cast<std::uint64_t>(v < 0 ? -v : v));
-        break;
-      case ReduceOp::SumSquare:
-        a = static_cast<std::int64_t>(ua + uv * uv);
-        break;
-      default:
-        throw std::invalid_argument("ref::reduce: op not defined for integers");
+      case ReduceOp::Mean: a = static_cast<std::int64_t>(ua + uv); break;
+      case ReduceOp::Max: a = std::max(a, v); break;
+      case ReduceOp::Min: a = std::min(a, v); break;
+      case ReduceOp::Prod: a = static_cast<std::int64_t>(ua * uv); break;
+      case ReduceOp::L1: a = static_cast<std::int64_t>(ua + static_cast<std::uint64_t>(v < 0 ? -v : v)); break;
+      case ReduceOp::SumSquare: a = static_cast<std::int64_t>(ua + uv * uv); break;
+      default: throw std::invalid_argument("ref::reduce: op not defined for integers");
     }
   });
   for (std::int64_t o = 0; o < outs; ++o)

@@ -36,13 +36,10 @@ bool compare(CompareOp op, double a, double b);
 
 // Broadcasting drivers over any element type, by plain index arithmetic.
 void binary(BinaryOp op, Shape a_shape, const float* a, Shape b_shape, const float* b, float* y);
-void binary(BinaryOp op, Shape a_shape, const std::int32_t* a, Shape b_shape, const std::int32_t* b,
-            std::int32_t* y);
-void binary(BinaryOp op, Shape a_shape, const std::int64_t* a, Shape b_shape, const std::int64_t* b,
-            std::int64_t* y);
+void binary(BinaryOp op, Shape a_shape, const std::int32_t* a, Shape b_shape, const std::int32_t* b, std::int32_t* y);
+void binary(BinaryOp op, Shape a_shape, const std::int64_t* a, Shape b_shape, const std::int64_t* b, std::int64_t* y);
 void compare(CompareOp op, Shape a_shape, const float* a, Shape b_shape, const float* b, std::uint8_t* y);
-void compare(CompareOp op, Shape a_shape, const std::int64_t* a, Shape b_shape, const std::int64_t* b,
-             std::uint8_t* y);
+void compare(CompareOp op, Shape a_shape, const std::int64_t* a, Shape b_shape, const std::int64_t* b, std::uint8_t* y);
 
 void layer_norm(std::size_t rows, std::size_t cols, const float* x, const float* scale, const float* bias, float eps,
                 float* y, float* mean = nullptr, float* inv_std = nullptr);
@@ -54,8 +51,8 @@ void softmax_axis(std::size_t outer, std::size_t n, std::size_t inner, const flo
 
 void reduce(ReduceOp op, std::span<const std::int64_t> shape, const float* x, std::span<const std::int64_t> axes,
             float* y);
-void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t* x,
-            std::span<const std::int64_t> axes, std::int64_t* y);
+void reduce(ReduceOp op, std::span<const std::int64_t> shape, const std::int64_t* x, std::span<const std::int64_t> axes,
+            std::int64_t* y);
 
 void transpose(std::size_t elem_size, std::span<const std::int64_t> in_shape, const void* x,
                std::span<const std::int64_t> perm, void* y, std::span<const std::int64_t> in_strides = {});

@@ -88,8 +88,8 @@ void resize_2d(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, con
   });
 }
 
-void resize_2d_nhwc(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, std::size_t channels,
-                    const float* x, float* y) {
+void resize_2d_nhwc(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, std::size_t channels, const float* x,
+                    float* y) {
   check(h, "resize_2d_nhwc"), check(w, "resize_2d_nhwc");
   const std::size_t C = channels;
   const auto IH = static_cast<std::size_t>(h.in), IW = static_cast<std::size_t>(w.in);
@@ -143,9 +143,12 @@ void resize_2d_nhwc(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w
           taps_w[m++] = wk;
         }
         float* o = out + ox * C;
-        if (m == 0) std::memset(o, 0, C * sizeof(float));
-        else if (m == 1 && taps_w[0] == 1.f) std::memcpy(o, taps_rows[0], C * sizeof(float));
-        else kt.blend_rows(taps_rows, taps_w, m, o, C);
+        if (m == 0)
+          std::memset(o, 0, C * sizeof(float));
+        else if (m == 1 && taps_w[0] == 1.f)
+          std::memcpy(o, taps_rows[0], C * sizeof(float));
+        else
+          kt.blend_rows(taps_rows, taps_w, m, o, C);
       }
     }
   });
@@ -179,9 +182,12 @@ void resize_axis(std::size_t outer, const ResizeAxis& a, std::size_t inner, cons
         taps_w[n++] = wk;
       }
       float* out = y + r * inner;
-      if (n == 0) std::memset(out, 0, inner * sizeof(float));
-      else if (n == 1 && taps_w[0] == 1.f) std::memcpy(out, taps_rows[0], inner * sizeof(float));
-      else kt.blend_rows(taps_rows, taps_w, n, out, inner);
+      if (n == 0)
+        std::memset(out, 0, inner * sizeof(float));
+      else if (n == 1 && taps_w[0] == 1.f)
+        std::memcpy(out, taps_rows[0], inner * sizeof(float));
+      else
+        kt.blend_rows(taps_rows, taps_w, n, out, inner);
     }
   });
 }

@@ -38,8 +38,8 @@ void resize_2d(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, con
 // first, then horizontal, each accumulated tap by tap with the same multiply-adds), so the two
 // layouts give the same bits up to the sign of a zero (resize_2d's horizontal pass adds the
 // zero-weight padding taps, this one skips them).
-void resize_2d_nhwc(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, std::size_t channels,
-                    const float* x, float* y);
+void resize_2d_nhwc(std::size_t planes, const ResizeAxis& h, const ResizeAxis& w, std::size_t channels, const float* x,
+                    float* y);
 
 // Along the middle axis of x [outer, a.in, inner] into y [outer, a.out, inner].
 void resize_axis(std::size_t outer, const ResizeAxis& a, std::size_t inner, const float* x, float* y);

@@ -167,11 +167,12 @@ void transpose_planes(const T* x, T* y, const std::vector<Dim>& dims, std::size_
     // scalar loop for all of it).
     const std::size_t tile = static_cast<std::size_t>(plane_tile<T>());
     const std::size_t tiles = (static_cast<std::size_t>(a.size) + tile - 1) / tile;
-    detail::parallel_chunks(tiles, std::max<std::size_t>(1, 16384 / (b.size * tile)), [&](std::size_t t0, std::size_t t1) {
-      const std::size_t a0 = t0 * tile, a1 = std::min(static_cast<std::size_t>(a.size), t1 * tile);
-      transpose_plane(x + a0, y + a0 * a.out_stride, static_cast<std::int64_t>(a1 - a0), a.out_stride, b.size,
-                      b.in_stride);
-    });
+    detail::parallel_chunks(
+        tiles, std::max<std::size_t>(1, 16384 / (b.size * tile)), [&](std::size_t t0, std::size_t t1) {
+          const std::size_t a0 = t0 * tile, a1 = std::min(static_cast<std::size_t>(a.size), t1 * tile);
+          transpose_plane(x + a0, y + a0 * a.out_stride, static_cast<std::int64_t>(a1 - a0), a.out_stride, b.size,
+                          b.in_stride);
+        });
     return;
   }
   detail::parallel_chunks(planes, std::max<std::size_t>(1, 16384 / plane), [&](std::size_t p0, std::size_t p1) {
@@ -221,8 +222,9 @@ void run(const T* x, T* y, std::span<const std::int64_t> shape, std::span<const 
 void transpose(std::size_t elem_size, std::span<const std::int64_t> in_shape, const void* x,
                std::span<const std::int64_t> perm, void* y, std::span<const std::int64_t> in_strides) {
   const std::size_t r = in_shape.size();
-  if (perm.size() != r) throw std::invalid_argument("simd::transpose: perm has " + std::to_string(perm.size()) +
-                                                    " entries for a rank-" + std::to_string(r) + " tensor");
+  if (perm.size() != r)
+    throw std::invalid_argument("simd::transpose: perm has " + std::to_string(perm.size()) + " entries for a rank-" +
+                                std::to_string(r) + " tensor");
   if (!in_strides.empty() && in_strides.size() != r)
     throw std::invalid_argument("simd::transpose: in_strides must be empty or have one entry per dim");
   std::vector<bool> seen(r, false);
@@ -240,14 +242,10 @@ void transpose(std::size_t elem_size, std::span<const std::int64_t> in_shape, co
     for (std::size_t i = r; i-- > 1;) strides[i - 1] = strides[i] * in_shape[i];
   }
   switch (elem_size) {
-    case 1:
-      return run(static_cast<const std::uint8_t*>(x), static_cast<std::uint8_t*>(y), in_shape, perm, strides);
-    case 2:
-      return run(static_cast<const std::uint16_t*>(x), static_cast<std::uint16_t*>(y), in_shape, perm, strides);
-    case 4:
-      return run(static_cast<const std::uint32_t*>(x), static_cast<std::uint32_t*>(y), in_shape, perm, strides);
-    case 8:
-      return run(static_cast<const std::uint64_t*>(x), static_cast<std::uint64_t*>(y), in_shape, perm, strides);
+    case 1: return run(static_cast<const std::uint8_t*>(x), static_cast<std::uint8_t*>(y), in_shape, perm, strides);
+    case 2: return run(static_cast<const std::uint16_t*>(x), static_cast<std::uint16_t*>(y), in_shape, perm, strides);
+    case 4: return run(static_cast<const std::uint32_t*>(x), static_cast<std::uint32_t*>(y), in_shape, perm, strides);
+    case 8: return run(static_cast<const std::uint64_t*>(x), static_cast<std::uint64_t*>(y), in_shape, perm, strides);
     default:
       throw std::invalid_argument("simd::transpose: element size " + std::to_string(elem_size) +
                                   " is not 1, 2, 4 or 8");

@@ -21,10 +21,8 @@ std::size_t cost_of(UnaryOp op) {
     case UnaryOp::HardSwish:
     case UnaryOp::Floor:
     case UnaryOp::Ceil:
-    case UnaryOp::Round:
-      return 1;
-    default:
-      return 8;
+    case UnaryOp::Round: return 1;
+    default: return 8;
   }
 }
 
@@ -39,11 +37,13 @@ void unary(const Unary& f, const float* x, float* y, std::size_t n) {
 // Memory-bound: 64 Ki elements a chunk, as the float16 conversions (resample.cpp).
 void bf16_to_float(const std::uint16_t* x, float* y, std::size_t n) {
   const detail::KernelTable& kt = detail::active_table();
-  detail::parallel_chunks(n, std::size_t{1} << 16, [&](std::size_t b, std::size_t e) { kt.bf16_to_float(x + b, y + b, e - b); });
+  detail::parallel_chunks(n, std::size_t{1} << 16,
+                          [&](std::size_t b, std::size_t e) { kt.bf16_to_float(x + b, y + b, e - b); });
 }
 void float_to_bf16(const float* x, std::uint16_t* y, std::size_t n) {
   const detail::KernelTable& kt = detail::active_table();
-  detail::parallel_chunks(n, std::size_t{1} << 16, [&](std::size_t b, std::size_t e) { kt.float_to_bf16(x + b, y + b, e - b); });
+  detail::parallel_chunks(n, std::size_t{1} << 16,
+                          [&](std::size_t b, std::size_t e) { kt.float_to_bf16(x + b, y + b, e - b); });
 }
 
 namespace vmath {

@@ -28,25 +28,25 @@ enum class UnaryOp : std::uint8_t {
   Clip,             // min(max(x, alpha), beta)    (alpha = lo, beta = hi)
   ThresholdedRelu,  // x > alpha ? x : 0
   Sigmoid,
-  HardSigmoid,      // max(0, min(1, alpha*x + beta))
-  HardSwish,        // x * HardSigmoid(x) with alpha = 1/6, beta = 1/2
+  HardSigmoid,  // max(0, min(1, alpha*x + beta))
+  HardSwish,    // x * HardSigmoid(x) with alpha = 1/6, beta = 1/2
   Tanh,
   Exp,
   Log,
   Erf,
   Sqrt,
   Reciprocal,
-  Gelu,             // 0.5 x (1 + erf(x / sqrt 2))
-  GeluTanh,         // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-  Silu,             // x * sigmoid(x)
-  Softplus,         // log(1 + exp(x))
-  Softsign,         // x / (1 + |x|)
-  Mish,             // x * tanh(softplus(x))
-  Elu,              // x < 0 ? alpha*(exp(x) - 1) : x
-  Selu,             // beta * (x <= 0 ? alpha*(exp(x) - 1) : x)   (alpha, beta = gamma)
+  Gelu,      // 0.5 x (1 + erf(x / sqrt 2))
+  GeluTanh,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  Silu,      // x * sigmoid(x)
+  Softplus,  // log(1 + exp(x))
+  Softsign,  // x / (1 + |x|)
+  Mish,      // x * tanh(softplus(x))
+  Elu,       // x < 0 ? alpha*(exp(x) - 1) : x
+  Selu,      // beta * (x <= 0 ? alpha*(exp(x) - 1) : x)   (alpha, beta = gamma)
   Floor,
   Ceil,
-  Round,            // half to even, as ONNX Round
+  Round,  // half to even, as ONNX Round
   Sin,
   Cos,
 };

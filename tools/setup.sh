@@ -11,6 +11,7 @@ packages=(g++ cmake ninja-build ccache libonnx-dev libprotobuf-dev protobuf-comp
           libminizip-dev  # .npz input archives (runtime/tensor_io.cpp)
           python3-build python3-setuptools python3-wheel python3-venv  # the wheel (tools/package.sh), offline
           libjs-chart.js chromium  # zoo report: Chart.js inlined into report.html; headless check of the page
+          clang-format  # the style check (tools/format.sh, .clang-format)
           clang libclang-rt-14-dev)  # the fuzz targets (tools/fuzz): clang with libFuzzer and the sanitizers' runtimes
 missing=()
 for p in "${packages[@]}"; do

@@ -39,7 +39,8 @@ std::vector<std::string> current_pass_names(std::vector<std::string> names, std:
   for (std::string& n : names)
     for (auto [old_name, new_name] : renamed)
       if (n == old_name) {
-        if (notes) notes->push_back("pass '" + std::string(old_name) + "' is now called '" + std::string(new_name) + "'");
+        if (notes)
+          notes->push_back("pass '" + std::string(old_name) + "' is now called '" + std::string(new_name) + "'");
         n = new_name;
       }
   return names;
@@ -50,7 +51,8 @@ namespace {
 // The opset to upgrade to: for target ort, no higher than the highest at which ONNX Runtime 1.30
 // has a kernel for every op of the model (a note says why); for generic, the target itself, with
 // a note when ORT would lack an op there.
-int64_t ort_capped_opset(const Model& m, const passes::TargetProfile& target, int64_t wanted, std::vector<std::string>& notes) {
+int64_t ort_capped_opset(const Model& m, const passes::TargetProfile& target, int64_t wanted,
+                         std::vector<std::string>& notes) {
   const int64_t from = m.opset("");
   if (wanted <= from) return wanted;
   const std::vector<std::string> missing = passes::ort_missing(m, wanted);
@@ -85,7 +87,8 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   // --passes none: load, optional upgrade, verify, write, with no rewrite (as `zoo run --passes none`).
   const bool no_pass = std::find(s.passes.begin(), s.passes.end(), "none") != s.passes.end();
   if (no_pass && s.passes.size() > 1) fail_usage("--passes none cannot be combined with pass names");
-  std::vector<const Pass*> passes = no_pass ? std::vector<const Pass*>{} : select_passes(current_pass_names(s.passes), current_pass_names(s.skip));
+  std::vector<const Pass*> passes =
+      no_pass ? std::vector<const Pass*>{} : select_passes(current_pass_names(s.passes), current_pass_names(s.skip));
   const TargetProfile& target = target_profile(s.target);  // bad usage before any work
   if (s.target_opset) check_target_max_opset(target, *s.target_opset);
   const TargetPlan plan = plan_for_target(passes, target);
@@ -106,7 +109,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     if (!runtime_available()) fail("verification needs the runtime, which this build lacks; use --no-verify");
     say("running the original model for verification");
     auto t = Clock::now();
-    auto original = load_model(input);  // a separate copy: the reference never sees a pass
+    auto original = load_model(input);                             // a separate copy: the reference never sees a pass
     resolve_input_dims(s.dims, s.input_shapes, {original.get()});  // the same input shapes on the reference
     std::map<std::string, int64_t> verify_dims = ro.pass.dims;
     std::map<std::string, int64_t> checked;
@@ -123,7 +126,8 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
         fail_usage("--verify-dim ", name, "=", size, " contradicts --dim ", name, "=", it->second);
     }
     try {
-      ref = std::make_unique<Reference>(*original, VerifyOptions{s.seeds, verify_dims, s.verify_budget, s.progress, s.inputs, s.input_values});
+      ref = std::make_unique<Reference>(
+          *original, VerifyOptions{s.seeds, verify_dims, s.verify_budget, s.progress, s.inputs, s.input_values});
     } catch (const Error& e) {
       // A bad --inputs file or value is the user's input, reported as it is.
       if (e.kind() == Error::Kind::Usage || !e.file().empty()) throw;
@@ -150,8 +154,8 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   // skipping them would add a way to change the result (a hybrid misread as a CNN).
   infer_shapes(*out.model);
   const Fingerprint fp = fingerprint(*out.model);
-  nlohmann::json family = {{"name", family_name(fp.family)}, {"reason", fp.reason},
-                           {"passes_skipped", nlohmann::json::array()}};
+  nlohmann::json family = {
+      {"name", family_name(fp.family)}, {"reason", fp.reason}, {"passes_skipped", nlohmann::json::array()}};
   // target_opset: the upgrade runs first, on its own (class 0), so the pipeline's passes see the
   // new opset; the bisection below replays it first too.
   UpgradeReport upgrade;
@@ -177,8 +181,10 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   out.report = stats_json(out.run);
   if (std::string grew = growth_note(out.run); !grew.empty()) out.notes.push_back(std::move(grew));
   out.report["input"] = input.string();
-  out.report["target"] = {{"name", target.name}, {"max_opset", target.max_opset},
-                          {"fusions_dropped", plan.dropped}, {"decompositions", plan.decompositions},
+  out.report["target"] = {{"name", target.name},
+                          {"max_opset", target.max_opset},
+                          {"fusions_dropped", plan.dropped},
+                          {"decompositions", plan.decompositions},
                           {"no_decomposition", plan.no_decomposition}};
   // What the target lacks and the model still holds, with the reason (a decomposition that
   // refused the node's form): said, never silently shipped.
@@ -207,9 +213,13 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
   if (s.target_opset) {
     nlohmann::json by = nlohmann::json::object();
     for (auto& [k, n] : upgrade.by_adapter) by[k] = n;
-    out.report["upgrade"] = {{"opset_from", upgrade.from}, {"opset_to", upgrade.to}, {"ir_from", upgrade.ir_from},
-                             {"ir_to", upgrade.ir_to}, {"nodes_adapted", upgrade.adapted},
-                             {"nodes_added", upgrade.added}, {"adapters", by}};
+    out.report["upgrade"] = {{"opset_from", upgrade.from},
+                             {"opset_to", upgrade.to},
+                             {"ir_from", upgrade.ir_from},
+                             {"ir_to", upgrade.ir_to},
+                             {"nodes_adapted", upgrade.adapted},
+                             {"nodes_added", upgrade.added},
+                             {"adapters", by}};
   }
   if (!out.notes.empty()) out.report["notes"] = out.notes;
   if (out.over_budget) out.report["over_budget"] = true;
@@ -227,8 +237,8 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
       say("verifying generation: a prefill and " + std::to_string(s.verify_decode) + " decode steps");
       const Tolerance tol = tolerance_of(out.run.worst);
       auto original = load_model(input);
-      rt::DecodeReport d = rt::verify_decode(*original, *out.model, {.steps = s.verify_decode, .atol = tol.abs,
-                                                                       .rtol = tol.rel, .dims = ro.pass.dims});
+      rt::DecodeReport d = rt::verify_decode(
+          *original, *out.model, {.steps = s.verify_decode, .atol = tol.abs, .rtol = tol.rel, .dims = ro.pass.dims});
       out.report["verification"]["decode"] = d.to_json();
       out.decode = d.to_text();
       if (!d.pass) {
@@ -240,12 +250,13 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
       say("verification failed; finding the first pass that breaks the model");
       VerifyResult first;
       int k = first_breaking_pass(input, bisect, ro, *ref, &first);
-      out.breaking_pass = k >= 0 ? bisect[static_cast<size_t>(k)]->name() : "the combination of passes (no single pass alone)";
+      out.breaking_pass =
+          k >= 0 ? bisect[static_cast<size_t>(k)]->name() : "the combination of passes (no single pass alone)";
       out.report["breaking_pass"] = out.breaking_pass;
     }
   }
-  out.report["seconds"] = {{"load", load_s}, {"reference", ref_s}, {"passes", passes_s}, {"verify", verify_s},
-                           {"total", seconds_since(t0)}};
+  out.report["seconds"] = {
+      {"load", load_s}, {"reference", ref_s}, {"passes", passes_s}, {"verify", verify_s}, {"total", seconds_since(t0)}};
   return out;
 }
 
@@ -263,15 +274,19 @@ std::string verification_failure_text(const OptimizeOutcome& o) {
 SaveStats write_optimized(OptimizeOutcome& o, const std::filesystem::path& output, bool strip_hierarchy,
                           const SaveOptions& options) {
   auto t = Clock::now();
-  if (strip_hierarchy) hier::strip_hierarchy(*o.model);
-  else hier::sync_tags_to_metadata(*o.model);
+  if (strip_hierarchy)
+    hier::strip_hierarchy(*o.model);
+  else
+    hier::sync_tags_to_metadata(*o.model);
   SaveStats saved = save_model(*o.model, output, options);  // atomic: replaces an existing output only when complete
   double save_s = seconds_since(t);
   o.report["output"] = output.string();
   o.report["seconds"]["save"] = save_s;
   o.report["seconds"]["total"] = o.report["seconds"]["total"].get<double>() + save_s;
-  o.report["saved"] = {{"model_bytes", saved.model_bytes}, {"external_bytes", saved.external_bytes},
-                       {"tensors_verbatim", saved.tensors_verbatim}, {"tensors_reencoded", saved.tensors_reencoded}};
+  o.report["saved"] = {{"model_bytes", saved.model_bytes},
+                       {"external_bytes", saved.external_bytes},
+                       {"tensors_verbatim", saved.tensors_verbatim},
+                       {"tensors_reencoded", saved.tensors_reencoded}};
   return saved;
 }
 
@@ -308,7 +323,8 @@ nlohmann::json paired_ratio(const std::vector<double>& a, const std::vector<doub
   const double med = n % 2 ? l[n / 2] : 0.5 * (l[n / 2 - 1] + l[n / 2]);
   size_t k = 0;  // 1-based rank of the lower bound; 0: none below the range
   if (n > 50) {
-    k = static_cast<size_t>(std::max(0.0, std::floor(0.5 * static_cast<double>(n) - 0.98 * std::sqrt(static_cast<double>(n)))));
+    k = static_cast<size_t>(
+        std::max(0.0, std::floor(0.5 * static_cast<double>(n) - 0.98 * std::sqrt(static_cast<double>(n)))));
   } else {
     double tail = 0, term = std::pow(0.5, static_cast<double>(n));  // P(X = i), i = 0, 1, ...
     for (size_t i = 0; i < n && tail + term <= 0.025; ++i) {
@@ -351,7 +367,8 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
     const double c0 = process_cpu_ms();
     auto t0 = Clock::now();
     auto outs = s.run(inputs);
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), cpu_ms = process_cpu_ms() - c0;
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+                 cpu_ms = process_cpu_ms() - c0;
     if (wall) {
       wall->ms.push_back(ms);
       cpu->ms.push_back(cpu_ms);
@@ -381,9 +398,10 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
   j["channels_last_steps"] = sa.channels_last_count();
   j["notes"] = given.notes();
   if (sb) {
-    j["vs"] = {{"model", o.vs.string()}, {"median_ms", b.median()}, {"min_ms", b.min()}, {"cpu_median_ms", cpu_b.median()}};
+    j["vs"] = {
+        {"model", o.vs.string()}, {"median_ms", b.median()}, {"min_ms", b.min()}, {"cpu_median_ms", cpu_b.median()}};
     j["ratio"] = b.median() / a.median();
-    j["paired"] = paired_ratio(a.ms, b.ms);          // what the zoo's gate reads
+    j["paired"] = paired_ratio(a.ms, b.ms);  // what the zoo's gate reads
     j["cpu_paired"] = paired_ratio(cpu_a.ms, cpu_b.ms);
   }
   if (o.profile) {
@@ -391,7 +409,8 @@ nlohmann::json bench(const std::filesystem::path& model, const BenchSettings& o)
     for (const auto& p : sa.profile())
       j["profile"].push_back({{"op", p.op}, {"ms_per_run", p.ms / runs}, {"nodes", p.nodes}});
     for (const auto& p : sa.step_profile())
-      j["steps_profile"].push_back({{"node", p.node}, {"op", p.op}, {"ms_per_run", p.ms / runs}, {"path", p.path}, {"depth", p.depth}});
+      j["steps_profile"].push_back(
+          {{"node", p.node}, {"op", p.op}, {"ms_per_run", p.ms / runs}, {"path", p.path}, {"depth", p.depth}});
   }
   return j;
 }
@@ -409,8 +428,8 @@ nlohmann::json hierarchy(const std::filesystem::path& path, const std::filesyste
   return j;
 }
 
-ExtractOutcome extract(const std::filesystem::path& path, const std::string& module, const std::filesystem::path& output,
-                       const ExtractSettings& o) {
+ExtractOutcome extract(const std::filesystem::path& path, const std::string& module,
+                       const std::filesystem::path& output, const ExtractSettings& o) {
   WriteRules rules(o.overwrite);
   rules.protect(path);
   SaveOptions so;
@@ -446,10 +465,17 @@ ExtractOutcome extract(const std::filesystem::path& path, const std::string& mod
   out.ok = std::all_of(checks.begin(), checks.end(), [](auto& c) { return c.max_diff == 0; });
   const hier::Extraction& cut = out.cut;
   nlohmann::json& j = out.report;
-  j = {{"model", path.string()}, {"module", module}, {"output", output.string()}, {"nodes", cut.nodes},
-       {"inputs", cut.inputs}, {"outputs", cut.outputs}, {"initializers", cut.initializers},
-       {"initializer_bytes", cut.initializer_bytes}, {"model_bytes", out.saved.model_bytes},
-       {"external_bytes", out.saved.external_bytes}, {"tensors_verbatim", out.saved.tensors_verbatim},
+  j = {{"model", path.string()},
+       {"module", module},
+       {"output", output.string()},
+       {"nodes", cut.nodes},
+       {"inputs", cut.inputs},
+       {"outputs", cut.outputs},
+       {"initializers", cut.initializers},
+       {"initializer_bytes", cut.initializer_bytes},
+       {"model_bytes", out.saved.model_bytes},
+       {"external_bytes", out.saved.external_bytes},
+       {"tensors_verbatim", out.saved.tensors_verbatim},
        {"seconds", out.seconds}};
   if (!o.expose_cuts.empty()) j["expose_cuts"] = o.expose_cuts.string();
   if (o.verify) {

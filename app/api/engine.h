@@ -34,8 +34,8 @@ using Progress = std::function<void(const std::string&)>;
 // sets (`{.passes = ..., .seeds = ...}`) without -Wmissing-field-initializers.
 struct OptimizeSettings {
   std::vector<std::string> passes = {}, skip = {};  // only these (empty: all) / not these; unknown names are an Error
-  std::map<std::string, int64_t> dims = {};    // symbolic dims fixed to a value (--dim)
-  std::vector<std::string> input_shapes = {};  // NAME:D0,D1,... whole input shapes (--input-shape)
+  std::map<std::string, int64_t> dims = {};         // symbolic dims fixed to a value (--dim)
+  std::vector<std::string> input_shapes = {};       // NAME:D0,D1,... whole input shapes (--input-shape)
   // Sizes for verification only (--verify-dim): the inputs verification generates get them, the
   // output keeps these dims symbolic (`dims` fixes them in the output).
   std::map<std::string, int64_t> verify_dims = {};
@@ -47,9 +47,9 @@ struct OptimizeSettings {
   std::vector<std::string> inputs = {}, input_values = {};
   // --strict: verified on degenerate inputs (outcome.verification.degenerate) is not ok().
   bool strict = false;
-  std::filesystem::path output = {};           // when set: checked before any work (exists and !overwrite: an Error)
+  std::filesystem::path output = {};  // when set: checked before any work (exists and !overwrite: an Error)
   bool overwrite = false;
-  std::optional<uint64_t> fold_size = {};      // default: the passes' own (1 MiB)
+  std::optional<uint64_t> fold_size = {};  // default: the passes' own (1 MiB)
   bool verify = true;
   int seeds = 3;
   // Seconds verification may take (0: no limit): fewer seeds to fit, never below 1 (a note in
@@ -61,7 +61,7 @@ struct OptimizeSettings {
   // Deployment target (passes/targets.h): generic (every op, the model's opset), ort, tensorrt,
   // tflite. Fusions into ops the target lacks do not run; ops it lacks are decomposed.
   std::string target = "generic";
-  Progress progress = {};                 // short status lines; null = silent
+  Progress progress = {};  // short status lines; null = silent
 };
 
 struct OptimizeOutcome {
@@ -70,15 +70,16 @@ struct OptimizeOutcome {
   bool verified = false;
   passes::VerifyResult verification;
   int seeds = 0;
-  std::string breaking_pass;     // when verification failed: the first pass that breaks the model alone
-  bool over_budget = false;      // one seed does not fit settings.verify_budget: not verified
+  std::string breaking_pass;       // when verification failed: the first pass that breaks the model alone
+  bool over_budget = false;        // one seed does not fit settings.verify_budget: not verified
   std::vector<std::string> notes;  // what the verification budget did
   std::string decode;              // settings.verify_decode: the generation check in one line
   // Without target_opset: what an upgrade would unlock for the target, one line ("25
   // LayerNormalization and 12 Gelu blocks can be fused with --target-opset 20"), or empty.
   std::string hint;
   // What `optimize --json` prints: stats_json + "input", "target", "hint", "verification",
-  // "breaking_pass" and "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output", "saved").
+  // "breaking_pass" and "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output",
+  // "saved").
   nlohmann::json report;
   bool strict = false;  // settings.strict: degenerate verification is not ok
   // Target ort: what ONNX Runtime 1.30 has no kernel for in the result (passes/ort_ops.h), one line
@@ -91,10 +92,10 @@ struct OptimizeOutcome {
 };
 
 // Symbolic dims and input shapes are checked against the model (io/input_dims.h: a dim no input
-// has is a usage error, as on the command line). Loads `input`, runs the passes to a fixed point and, unless settings.verify is off, checks the
-// result against the original on settings.seeds seeded inputs through the runtime (on a separate
-// load of the original). A failed check is not an exception: outcome.ok() is false and
-// breaking_pass names the first pass that breaks the model on its own.
+// has is a usage error, as on the command line). Loads `input`, runs the passes to a fixed point and, unless
+// settings.verify is off, checks the result against the original on settings.seeds seeded inputs through the runtime
+// (on a separate load of the original). A failed check is not an exception: outcome.ok() is false and breaking_pass
+// names the first pass that breaks the model on its own.
 OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSettings& settings);
 
 // The lines `optimize` prints when verification failed (error, failing outputs, breaking pass).
@@ -115,9 +116,9 @@ nlohmann::json list_passes();
 
 // ---- bench ----------------------------------------------------------------------------------
 
-struct BenchSettings {  // every member initialized, as OptimizeSettings
-  std::filesystem::path vs = {};               // a second model, run alternately (empty: none)
-  int iters = 0;                               // timed runs per model; 0: until min_time
+struct BenchSettings {            // every member initialized, as OptimizeSettings
+  std::filesystem::path vs = {};  // a second model, run alternately (empty: none)
+  int iters = 0;                  // timed runs per model; 0: until min_time
   double min_time = 3.0;
   int warmup = 3;
   std::map<std::string, int64_t> dims = {};
@@ -126,7 +127,7 @@ struct BenchSettings {  // every member initialized, as OptimizeSettings
   std::vector<std::string> input_values = {};  // --input-value NAME=V
   std::vector<rt::GivenInput> inputs = {};     // inputs given in memory instead of generated
   bool profile = false, nchw = false, vs_nchw = false;
-  int threads = 0;                             // only reported; the caller sets the parallelism
+  int threads = 0;  // only reported; the caller sets the parallelism
 };
 
 // What `bench --json` prints: median_ms, min_ms, iters, steps, channels_last_steps, and with
@@ -145,10 +146,10 @@ struct ExtractSettings {
   std::filesystem::path expose_cuts;  // also write the source with the cut tensors as outputs
   bool verify = false;
   int seeds = 3;
-  std::vector<std::string> dims;      // NAME=N, for verify
+  std::vector<std::string> dims;          // NAME=N, for verify
   std::vector<std::string> input_shapes;  // NAME:D0,D1,..., for verify
   bool external_data = false;
-  bool overwrite = false;             // replace an existing output / expose_cuts file
+  bool overwrite = false;  // replace an existing output / expose_cuts file
 };
 
 struct ExtractOutcome {

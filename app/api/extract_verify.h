@@ -25,14 +25,16 @@ inline std::vector<OutputCheck> verify_extraction(const Model& source, const Ext
                                                   const std::vector<std::string>& dims = {}) {
   // Both models are complete in memory: copied subgraphs keep their outer-scope reads as captures.
   auto full_model = with_cuts_exposed(source, cut);
-  rt::VerifyOptions o{.seeds = seeds, .atol = 0, .rtol = 0, .dims = rt::parse_dims(dims),
-                      .names = rt::Correspondence::ByName};
+  rt::VerifyOptions o{
+      .seeds = seeds, .atol = 0, .rtol = 0, .dims = rt::parse_dims(dims), .names = rt::Correspondence::ByName};
   rt::VerifyReport r = rt::verify(*full_model, *cut.model, o);
   std::vector<OutputCheck> checks;
   for (const std::string& n : cut.outputs) {
     auto d = std::find_if(r.outputs.begin(), r.outputs.end(), [&](const rt::OutputDiff& x) { return x.name == n; });
-    if (d == r.outputs.end()) checks.push_back({n});
-    else checks.push_back({n, d->max_abs_max, d->bit_exact});
+    if (d == r.outputs.end())
+      checks.push_back({n});
+    else
+      checks.push_back({n, d->max_abs_max, d->bit_exact});
   }
   return checks;
 }

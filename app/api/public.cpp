@@ -86,14 +86,21 @@ std::string to_bytes(const LoadedModel& model) { return api::model_bytes(*model.
 
 OptimizeResult optimize(const LoadedModel& model, const OptimizeOptions& options) {
   FileOf in = file_of(model);
-  const api::OptimizeSettings s{.passes = options.passes, .skip = options.skip, .dims = options.dims,
-                                .fold_size = options.fold_size, .verify = options.verify, .seeds = options.seeds,
-                                .target_opset = options.target_opset, .target = options.target,
+  const api::OptimizeSettings s{.passes = options.passes,
+                                .skip = options.skip,
+                                .dims = options.dims,
+                                .fold_size = options.fold_size,
+                                .verify = options.verify,
+                                .seeds = options.seeds,
+                                .target_opset = options.target_opset,
+                                .target = options.target,
                                 .progress = options.progress};
   api::OptimizeOutcome o = with_threads(options.threads, [&] { return api::optimize(in.path, s); });
   o.report["input"] = model.source();
-  if (options.strip_hierarchy) hier::strip_hierarchy(*o.model);
-  else hier::sync_tags_to_metadata(*o.model);
+  if (options.strip_hierarchy)
+    hier::strip_hierarchy(*o.model);
+  else
+    hier::sync_tags_to_metadata(*o.model);
 
   OptimizeReport r;
   r.nodes_before = o.run.before.nodes;

@@ -16,7 +16,8 @@ ScratchDir::ScratchDir() {
   if (ec) base = "/tmp";
   std::string pattern = (base / "onnxforge-XXXXXX").string();
   if (!::mkdtemp(pattern.data()))
-    fail("cannot create a temporary folder in ", base.string(), ": ", std::strerror(errno), " (set TMPDIR to a writable folder)");
+    fail("cannot create a temporary folder in ", base.string(), ": ", std::strerror(errno),
+         " (set TMPDIR to a writable folder)");
   path_ = pattern;
 }
 

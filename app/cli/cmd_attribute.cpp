@@ -72,7 +72,8 @@ int run(const Options& o) {
   const auto& passes = all_passes();
   json out;
   out["passes"] = json::array();
-  for (const Pass* p : passes) out["passes"].push_back({{"name", p->name()}, {"accuracy_class", static_cast<int>(p->accuracy())}});
+  for (const Pass* p : passes)
+    out["passes"].push_back({{"name", p->name()}, {"accuracy_class", static_cast<int>(p->accuracy())}});
   bool tty = stderr_is_tty();
   for (size_t mi = 0; mi < o.models.size(); ++mi) {
     const std::string& path = o.models[mi];
@@ -110,9 +111,7 @@ int run(const Options& o) {
         jm["max_diff"] = v.max_diff;
         jm["verified"] = v.ok;
         if (!v.error.empty()) jm["verify_error"] = v.error;
-      } catch (const std::exception& e) {
-        jm["verify_error"] = e.what();
-      }
+      } catch (const std::exception& e) { jm["verify_error"] = e.what(); }
     }
     if (o.order_k > 0) {
       std::mt19937_64 rng(12345);
@@ -130,8 +129,8 @@ int run(const Options& o) {
         for (const Pass* p : order) names.push_back(p->name());
         orders.push_back({{"order", names}, {"nodes", n}});
       }
-      jm["order_sensitivity"] = {{"canonical_nodes", canon}, {"best_nodes", best}, {"canonical_is_best", canon <= best},
-                                 {"orders", orders}};
+      jm["order_sensitivity"] = {
+          {"canonical_nodes", canon}, {"best_nodes", best}, {"canonical_is_best", canon <= best}, {"orders", orders}};
     }
     out["models"].push_back(jm);
   }
@@ -158,12 +157,16 @@ int run(const Options& o) {
   }
   std::cout << std::setw(32) << "nodes before → after";
   for (const json& jm : out["models"])
-    std::cout << std::setw(18) << (std::to_string(jm["before"]["nodes"].get<int64_t>()) + "→" + std::to_string(jm["after"]["nodes"].get<int64_t>()));
+    std::cout << std::setw(18)
+              << (std::to_string(jm["before"]["nodes"].get<int64_t>()) + "→" +
+                  std::to_string(jm["after"]["nodes"].get<int64_t>()));
   std::cout << "\n" << std::setw(32) << "max_diff (cumulative)";
   for (const json& jm : out["models"]) {
     std::ostringstream s;
-    if (jm.contains("max_diff")) s << std::setprecision(3) << jm["max_diff"].get<double>();
-    else s << "-";
+    if (jm.contains("max_diff"))
+      s << std::setprecision(3) << jm["max_diff"].get<double>();
+    else
+      s << "-";
     std::cout << std::setw(18) << s.str();
   }
   std::cout << "\n";
@@ -171,22 +174,25 @@ int run(const Options& o) {
     if (jm.contains("order_sensitivity"))
       std::cout << jm["model"].get<std::string>() << ": canonical order " << jm["order_sensitivity"]["canonical_nodes"]
                 << " nodes, best of " << o.order_k << " shuffled orders " << jm["order_sensitivity"]["best_nodes"]
-                << (jm["order_sensitivity"]["canonical_is_best"].get<bool>() ? " (canonical is best)" : " (canonical is NOT best)")
+                << (jm["order_sensitivity"]["canonical_is_best"].get<bool>() ? " (canonical is best)"
+                                                                             : " (canonical is NOT best)")
                 << "\n";
   return 0;
 }
 
-Command reg{"attribute", "Attribute node/initializer/byte reductions to each pass (isolated and cumulative)", [](CLI::App& app) {
-  auto o = std::make_shared<Options>();
-  app.add_option("models", o->models, "Models")->required();
-  app.add_flag("--json", o->json_out, "Print JSON");
-  app.add_option("--order-sensitivity", o->order_k, "Also run K shuffled pass orders")->check(CLI::NonNegativeNumber);
-  app.add_option("--verify-seeds", o->seeds, "Seeds for the cumulative model's max_diff (default 1)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--no-verify", o->no_verify, "Skip the max_diff check");
-  add_dim_options(app, o->dims);
-  return [o] { return run(*o); };
-}};
+Command reg{"attribute", "Attribute node/initializer/byte reductions to each pass (isolated and cumulative)",
+            [](CLI::App& app) {
+              auto o = std::make_shared<Options>();
+              app.add_option("models", o->models, "Models")->required();
+              app.add_flag("--json", o->json_out, "Print JSON");
+              app.add_option("--order-sensitivity", o->order_k, "Also run K shuffled pass orders")
+                  ->check(CLI::NonNegativeNumber);
+              app.add_option("--verify-seeds", o->seeds, "Seeds for the cumulative model's max_diff (default 1)")
+                  ->check(CLI::PositiveNumber);
+              app.add_flag("--no-verify", o->no_verify, "Skip the max_diff check");
+              add_dim_options(app, o->dims);
+              return [o] { return run(*o); };
+            }};
 
 }  // namespace
 }  // namespace onnxforge::cli

@@ -33,7 +33,8 @@ std::string short_name(const std::string& path) {
 void print_table(const std::vector<Audit>& audits) {
   const size_t w0 = 26;
   size_t w = 12;
-  for (const auto& a : audits) w = std::max({w, short_name(a.path).size() + 2, std::string(family_name(a.fingerprint.family)).size() + 2});
+  for (const auto& a : audits)
+    w = std::max({w, short_name(a.path).size() + 2, std::string(family_name(a.fingerprint.family)).size() + 2});
   auto row = [&](const std::string& label, auto cell) {
     std::cout << std::left << std::setw(static_cast<int>(w0)) << label;
     for (const auto& a : audits) std::cout << std::right << std::setw(static_cast<int>(w)) << cell(a);
@@ -49,9 +50,8 @@ void print_table(const std::vector<Audit>& audits) {
   row("  Reshape->Reshape", [&](const Audit& a) { return num(a.forensics.consecutive_reshapes); });
   row("  Transpose->Transpose", [&](const Audit& a) { return num(a.forensics.consecutive_transposes); });
   row("  Cast chains", [&](const Audit& a) { return num(a.forensics.cast_chains); });
-  row("  no-op Transpose/Reshape", [&](const Audit& a) {
-    return num(a.forensics.noop_transposes) + "/" + num(a.forensics.noop_reshapes);
-  });
+  row("  no-op Transpose/Reshape",
+      [&](const Audit& a) { return num(a.forensics.noop_transposes) + "/" + num(a.forensics.noop_reshapes); });
   row("  no-op Expand", [&](const Audit& a) { return num(a.forensics.noop_expands); });
   row("  3-D MatMul + bias", [&](const Audit& a) { return num(a.forensics.matmul3d_add); });
   row("  constant-only nodes", [&](const Audit& a) { return num(a.forensics.constant_subgraph_nodes); });
@@ -102,14 +102,15 @@ int run(const Options& o) {
   return 0;
 }
 
-Command reg{"audit",
-            "What an export wastes, which transformer blocks fuse (now, after an upgrade, or why not), the architecture family",
-            [](CLI::App& app) {
-              auto o = std::make_shared<Options>();
-              app.add_option("models", o->models, "Models to audit")->required();
-              app.add_flag("--json", o->json, "Print JSON (one object per model)");
-              return [o] { return run(*o); };
-            }};
+Command reg{
+    "audit",
+    "What an export wastes, which transformer blocks fuse (now, after an upgrade, or why not), the architecture family",
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("models", o->models, "Models to audit")->required();
+      app.add_flag("--json", o->json, "Print JSON (one object per model)");
+      return [o] { return run(*o); };
+    }};
 
 }  // namespace
 }  // namespace onnxforge::cli

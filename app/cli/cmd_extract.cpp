@@ -36,8 +36,9 @@ int run(const Options& o) {
   }
   const hier::Extraction& cut = r.cut;
   std::cout << "Extracted '" << o.module << "': " << cut.nodes << " nodes, " << cut.inputs.size() << " inputs, "
-            << cut.outputs.size() << " outputs, " << cut.initializers << " initializers (" << human_bytes(cut.initializer_bytes)
-            << " shared with the source, not copied in memory) -> " << output << " in " << human_seconds(r.seconds) << "\n";
+            << cut.outputs.size() << " outputs, " << cut.initializers << " initializers ("
+            << human_bytes(cut.initializer_bytes) << " shared with the source, not copied in memory) -> " << output
+            << " in " << human_seconds(r.seconds) << "\n";
   for (const auto& n : cut.inputs) std::cout << "  input  " << n << "\n";
   for (const auto& n : cut.outputs) std::cout << "  output " << n << "\n";
   if (o.verify) {
@@ -49,23 +50,26 @@ int run(const Options& o) {
   return r.ok ? 0 : 1;
 }
 
-Command reg{"extract", "Cut one module out as a runnable model of its own", [](CLI::App& app) {
-  auto o = std::make_shared<Options>();
-  app.add_option("model", o->model, "Model to cut from")->required();
-  app.add_option("--module", o->module, "Module path (encoder.layer.0) or class path (/BertModel/BertEncoder/BertLayer.0)")
-      ->required();
-  add_output_options(app, o->output, "Output model");
-  app.add_flag("--overwrite", o->overwrite, "Replace existing outputs");
-  app.add_option("--hierarchy", o->sidecar, "Sidecar JSON with node -> module maps")->check(CLI::ExistingFile);
-  app.add_option("--expose-cuts", o->expose_cuts,
-                 "Also write the source model with the cut tensors as extra outputs (to verify with another runtime)");
-  app.add_flag("--verify", o->verify, "Run source and sub-model on the same inputs; exit 1 unless max_diff is 0");
-  app.add_option("--seeds", o->seeds, "Seeds for --verify")->check(CLI::PositiveNumber);
-  add_dim_options(app, o->dims, " for --verify");
-  app.add_flag("--external-data", o->external, "Write weights as external data");
-  app.add_flag("--json", o->json, "Print JSON");
-  return [o] { return run(*o); };
-}};
+Command reg{
+    "extract", "Cut one module out as a runnable model of its own", [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("model", o->model, "Model to cut from")->required();
+      app.add_option("--module", o->module,
+                     "Module path (encoder.layer.0) or class path (/BertModel/BertEncoder/BertLayer.0)")
+          ->required();
+      add_output_options(app, o->output, "Output model");
+      app.add_flag("--overwrite", o->overwrite, "Replace existing outputs");
+      app.add_option("--hierarchy", o->sidecar, "Sidecar JSON with node -> module maps")->check(CLI::ExistingFile);
+      app.add_option(
+          "--expose-cuts", o->expose_cuts,
+          "Also write the source model with the cut tensors as extra outputs (to verify with another runtime)");
+      app.add_flag("--verify", o->verify, "Run source and sub-model on the same inputs; exit 1 unless max_diff is 0");
+      app.add_option("--seeds", o->seeds, "Seeds for --verify")->check(CLI::PositiveNumber);
+      add_dim_options(app, o->dims, " for --verify");
+      app.add_flag("--external-data", o->external, "Write weights as external data");
+      app.add_flag("--json", o->json, "Print JSON");
+      return [o] { return run(*o); };
+    }};
 
 }  // namespace
 }  // namespace onnxforge::cli

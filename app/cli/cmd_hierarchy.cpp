@@ -33,17 +33,18 @@ int run(const Options& o) {
   return 0;
 }
 
-Command reg{"hierarchy", "Module tree, tagging coverage by operator category, untagged nodes by why", [](CLI::App& app) {
-  auto o = std::make_shared<Options>();
-  app.add_option("model", o->model, "Model to read")->required();
-  app.add_option("--hierarchy", o->sidecar, "Sidecar JSON (tools/export format) with node -> module maps")
-      ->check(CLI::ExistingFile);
-  app.add_flag("--json", o->json, "Print JSON");
-  app.add_flag("--tree", o->tree, "Print the module tree with node counts");
-  app.add_flag("--consumers", o->consumers, "Tag every tensor and node with all modules that consume it (R13)");
-  app.add_flag("--no-names", o->no_names, "Do not read TorchScript scope names (metadata and sidecar only)");
-  return [o] { return run(*o); };
-}};
+Command reg{
+    "hierarchy", "Module tree, tagging coverage by operator category, untagged nodes by why", [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("model", o->model, "Model to read")->required();
+      app.add_option("--hierarchy", o->sidecar, "Sidecar JSON (tools/export format) with node -> module maps")
+          ->check(CLI::ExistingFile);
+      app.add_flag("--json", o->json, "Print JSON");
+      app.add_flag("--tree", o->tree, "Print the module tree with node counts");
+      app.add_flag("--consumers", o->consumers, "Tag every tensor and node with all modules that consume it (R13)");
+      app.add_flag("--no-names", o->no_names, "Do not read TorchScript scope names (metadata and sidecar only)");
+      return [o] { return run(*o); };
+    }};
 
 }  // namespace
 }  // namespace onnxforge::cli

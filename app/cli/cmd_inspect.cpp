@@ -19,8 +19,10 @@ int run(const Options& o) {
   auto model = load_model(o.model);
   ModelSummary s = summarize(*model);
   add_declaration_warnings(*model, s);
-  if (o.json) std::cout << s.to_json().dump(2) << "\n";
-  else std::cout << format_summary(s, ::isatty(1) == 1);
+  if (o.json)
+    std::cout << s.to_json().dump(2) << "\n";
+  else
+    std::cout << format_summary(s, ::isatty(1) == 1);
   return 0;
 }
 

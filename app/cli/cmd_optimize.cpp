@@ -32,8 +32,8 @@ struct Options {
   int verify_decode = 0;
   InputOptions inputs;
   std::vector<std::string> passes, skip;
-  bool strict = false, list = false, no_verify = false, force = false, overwrite = false, write_unverified = false, json = false,
-       strip_hierarchy = false;
+  bool strict = false, list = false, no_verify = false, force = false, overwrite = false, write_unverified = false,
+       json = false, strip_hierarchy = false;
   int seeds = 3, threads = 0;
   double verify_budget = 0;
   int64_t target_opset = 0;
@@ -68,7 +68,8 @@ int run(const Options& o) {
     check_outputs(set, what, rules);
   }
   std::unique_ptr<tbb::global_control> threads;
-  if (o.threads > 0) threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
+  if (o.threads > 0)
+    threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
   bool tty = stderr_is_tty();
   auto clear = [&] {
     if (tty) std::cerr << "\r\033[K";
@@ -147,7 +148,9 @@ int run(const Options& o) {
     }
     std::cerr << "--write-unverified: writing the model although it failed verification\n";
   }
-  if (tty) std::cerr << "\r\033[K" << "writing " << out << std::flush;
+  if (tty)
+    std::cerr << "\r\033[K"
+              << "writing " << out << std::flush;
   SaveOptions save;
   save.overwrite = overwrite;
   save.inputs = rules.inputs;
@@ -157,15 +160,17 @@ int run(const Options& o) {
   if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n", rules);
   if (o.json) {
     std::cout << report.dump(2) << "\n";
-    return r.ok() || r.over_budget ? 0 : 1;  // written with --write-unverified, but the check said no (over budget: unchecked)
+    return r.ok() || r.over_budget
+               ? 0
+               : 1;  // written with --write-unverified, but the check said no (over budget: unchecked)
   }
   const RunResult& s = r.run;
   const double passes_s = report["seconds"]["passes"].get<double>(), total_s = report["seconds"]["total"].get<double>();
   std::cout << o.in << " -> " << out << ": nodes " << s.before.nodes << " -> " << s.after.nodes << ", initializers "
             << s.before.initializers << " -> " << s.after.initializers << ", initializer bytes "
-            << human_bytes(static_cast<uint64_t>(s.before.bytes)) << " -> " << human_bytes(static_cast<uint64_t>(s.after.bytes))
-            << " (" << s.rounds << " rounds, passes " << human_seconds(passes_s) << ", total " << human_seconds(total_s)
-            << ")\n";
+            << human_bytes(static_cast<uint64_t>(s.before.bytes)) << " -> "
+            << human_bytes(static_cast<uint64_t>(s.after.bytes)) << " (" << s.rounds << " rounds, passes "
+            << human_seconds(passes_s) << ", total " << human_seconds(total_s) << ")\n";
   if (report.contains("upgrade")) {
     const nlohmann::json& u = report["upgrade"];
     std::cout << "  upgrade_opset: opset " << u["opset_from"] << " -> " << u["opset_to"] << ", IR " << u["ir_from"]
@@ -181,59 +186,66 @@ int run(const Options& o) {
                 << p.rounds << " rounds, " << human_seconds(p.seconds()) << ")\n";
     }
   if (r.verified && !r.verification.degenerate.empty())
-    std::cout << r.verification.degenerate << " (" << r.seeds << " seeds: max_diff " << r.verification.max_diff << ")\n";
+    std::cout << r.verification.degenerate << " (" << r.seeds << " seeds: max_diff " << r.verification.max_diff
+              << ")\n";
   else if (r.verified)
     std::cout << "verified on " << r.seeds << " seeds: max_diff " << r.verification.max_diff << " (class "
               << static_cast<int>(s.worst) << " tolerance)\n";
   if (r.verified && !r.decode.empty()) std::cout << r.decode << "\n";
-  if (!r.verified) std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
+  if (!r.verified)
+    std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
   if (!r.hint.empty()) std::cout << r.hint << "\n";
   return r.ok() || r.over_budget ? 0 : 1;
 }
 
-Command reg{"optimize", "Optimize a model with the pass pipeline, verify it and write it", [](CLI::App& app) {
-  auto o = std::make_shared<Options>();
-  app.add_option("model", o->in, "Model to optimize");
-  add_output_options(app, o->out, "Where to write the optimized model");
-  app.add_option("--passes", o->passes, "Run only these passes (comma-separated; none: no pass, only load, upgrade, verify, write)")->delimiter(',');
-  app.add_option("--skip", o->skip, "Do not run these passes (comma-separated)")->delimiter(',');
-  app.add_flag("--list-passes", o->list, "List the passes and exit");
-  app.add_option("--fold-size", o->fold_size, "Largest folded constant allowed beyond its inputs' size (default 1M)")
-      ->check(size_validator());
-  add_dim_options(app, o->dims, " (fixed in the output)");
-  app.add_option("--verify-dim", o->verify_dims,
-                 "NAME=N: the size of symbolic dimension NAME in verification only; the output keeps it "
-                 "symbolic (repeatable)")
-      ->check([](const std::string& s) {
-        return parse_dim_spec(s) ? "" : "expects NAME=N with a non-negative integer N, got '" + s + "'";
-      });
-  add_input_options(app, o->inputs, "for verification");
-  app.add_flag("--strict", o->strict, "Exit 1 (nothing written) when verified on degenerate inputs");
-  app.add_option("--report", o->report, "Write a JSON report to this file");
-  app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)")->check(CLI::PositiveNumber);
-  app.add_option("--verify-budget", o->verify_budget,
-                 "Seconds verification may take: fewer seeds (never below 1) to fit, and a model whose one seed "
-                 "does not fit is reported (exit 1) instead of verified")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--verify-decode", o->verify_decode,
-                 "Also verify generation on a decoder with a KV cache: a prefill and N one-token steps, each model "
-                 "feeding its own cache back; logits compared and greedy tokens matched at every step")
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("--no-verify", o->no_verify, "Skip verification");
-  app.add_flag("--overwrite", o->overwrite, "Replace an existing output");
-  app.add_flag("--write-unverified", o->write_unverified, "Write the model even if verification fails (still exit 1)");
-  app.add_flag("--force", o->force, "Deprecated: --overwrite and --write-unverified");
-  app.add_flag("--strip-hierarchy", o->strip_hierarchy, "Remove module-hierarchy tags from the output");
-  app.add_option("--threads", o->threads, "Worker threads (default: all)")->check(CLI::NonNegativeNumber);
-  app.add_flag("--json", o->json, "Print the report as JSON");
-  app.add_option("--target-opset", o->target_opset,
-                 "Upgrade the default-domain opset to N first (7.." + std::to_string(kMaxRuntimeOpset) +
-                     "; never a downgrade), adapting the ops whose signature changes");
-  app.add_option("--target", o->target,
-                 "Deployment target: generic (default: every op, the model's opset), ort, tensorrt, tflite; "
-                 "fusions into ops the target lacks do not run, and such ops are decomposed");
-  return [o] { return run(*o); };
-}};
+Command reg{
+    "optimize", "Optimize a model with the pass pipeline, verify it and write it", [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("model", o->in, "Model to optimize");
+      add_output_options(app, o->out, "Where to write the optimized model");
+      app.add_option("--passes", o->passes,
+                     "Run only these passes (comma-separated; none: no pass, only load, upgrade, verify, write)")
+          ->delimiter(',');
+      app.add_option("--skip", o->skip, "Do not run these passes (comma-separated)")->delimiter(',');
+      app.add_flag("--list-passes", o->list, "List the passes and exit");
+      app.add_option("--fold-size", o->fold_size,
+                     "Largest folded constant allowed beyond its inputs' size (default 1M)")
+          ->check(size_validator());
+      add_dim_options(app, o->dims, " (fixed in the output)");
+      app.add_option("--verify-dim", o->verify_dims,
+                     "NAME=N: the size of symbolic dimension NAME in verification only; the output keeps it "
+                     "symbolic (repeatable)")
+          ->check([](const std::string& s) {
+            return parse_dim_spec(s) ? "" : "expects NAME=N with a non-negative integer N, got '" + s + "'";
+          });
+      add_input_options(app, o->inputs, "for verification");
+      app.add_flag("--strict", o->strict, "Exit 1 (nothing written) when verified on degenerate inputs");
+      app.add_option("--report", o->report, "Write a JSON report to this file");
+      app.add_option("--verify-seeds", o->seeds, "Seeds for verification (default 3)")->check(CLI::PositiveNumber);
+      app.add_option("--verify-budget", o->verify_budget,
+                     "Seconds verification may take: fewer seeds (never below 1) to fit, and a model whose one seed "
+                     "does not fit is reported (exit 1) instead of verified")
+          ->check(CLI::NonNegativeNumber);
+      app.add_option("--verify-decode", o->verify_decode,
+                     "Also verify generation on a decoder with a KV cache: a prefill and N one-token steps, each model "
+                     "feeding its own cache back; logits compared and greedy tokens matched at every step")
+          ->check(CLI::NonNegativeNumber);
+      app.add_flag("--no-verify", o->no_verify, "Skip verification");
+      app.add_flag("--overwrite", o->overwrite, "Replace an existing output");
+      app.add_flag("--write-unverified", o->write_unverified,
+                   "Write the model even if verification fails (still exit 1)");
+      app.add_flag("--force", o->force, "Deprecated: --overwrite and --write-unverified");
+      app.add_flag("--strip-hierarchy", o->strip_hierarchy, "Remove module-hierarchy tags from the output");
+      app.add_option("--threads", o->threads, "Worker threads (default: all)")->check(CLI::NonNegativeNumber);
+      app.add_flag("--json", o->json, "Print the report as JSON");
+      app.add_option("--target-opset", o->target_opset,
+                     "Upgrade the default-domain opset to N first (7.." + std::to_string(kMaxRuntimeOpset) +
+                         "; never a downgrade), adapting the ops whose signature changes");
+      app.add_option("--target", o->target,
+                     "Deployment target: generic (default: every op, the model's opset), ort, tensorrt, tflite; "
+                     "fusions into ops the target lacks do not run, and such ops are decomposed");
+      return [o] { return run(*o); };
+    }};
 
 }  // namespace
 }  // namespace onnxforge::cli

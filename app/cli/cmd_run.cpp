@@ -1,4 +1,5 @@
-// onnxforge run MODEL [--inputs name=FILE|FILE.npz|DIR] [--input-value N=V] [--dim name=N] [--seed S] [--out DIR] [--json]
+// onnxforge run MODEL [--inputs name=FILE|FILE.npz|DIR] [--input-value N=V] [--dim name=N] [--seed S] [--out DIR]
+// [--json]
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -43,7 +44,8 @@ std::vector<std::filesystem::path> tensor_files(const std::string& dir, const st
 void make_folder(const std::string& dir, const char* option) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (!std::filesystem::is_directory(dir)) fail_usage(option, " '", dir, "': not a folder", ec ? ": " + ec.message() : "");
+  if (!std::filesystem::is_directory(dir))
+    fail_usage(option, " '", dir, "': not a folder", ec ? ": " + ec.message() : "");
 }
 
 int run(const Options& o) {
@@ -68,7 +70,8 @@ int run(const Options& o) {
   std::vector<std::string> in_names;
   for (const auto& i : plan.inputs) in_names.push_back(i.name);
   std::vector<std::filesystem::path> in_paths, out_paths, set;
-  if (!o.save_inputs.empty()) make_folder(o.save_inputs, "--save-inputs"), in_paths = tensor_files(o.save_inputs, in_names);
+  if (!o.save_inputs.empty())
+    make_folder(o.save_inputs, "--save-inputs"), in_paths = tensor_files(o.save_inputs, in_names);
   if (!o.out.empty()) make_folder(o.out, "--out"), out_paths = tensor_files(o.out, names);
   set = in_paths;
   set.insert(set.end(), out_paths.begin(), out_paths.end());
@@ -86,9 +89,13 @@ int run(const Options& o) {
   j["notes"] = notes;
   for (size_t i = 0; i < outs.size(); ++i) {
     auto cs = rt::checksum(outs[i]);
-    j["outputs"].push_back({{"name", names[i]}, {"dtype", dtype_name(outs[i].dtype)}, {"shape", outs[i].shape},
-                            {"sum", cs.sum}, {"abs_sum", cs.abs_sum}});
-    const std::string warning = declared_output_warning(model->main(), names[i], dtype_name(outs[i].dtype), outs[i].shape);
+    j["outputs"].push_back({{"name", names[i]},
+                            {"dtype", dtype_name(outs[i].dtype)},
+                            {"shape", outs[i].shape},
+                            {"sum", cs.sum},
+                            {"abs_sum", cs.abs_sum}});
+    const std::string warning =
+        declared_output_warning(model->main(), names[i], dtype_name(outs[i].dtype), outs[i].shape);
     if (!warning.empty()) {
       j["warnings"].push_back(warning);
       if (!o.json) std::cerr << "warning: " << warning << "\n";
@@ -98,27 +105,30 @@ int run(const Options& o) {
       j["outputs"].back()["file"] = out_paths[i].string();
     }
     if (!o.json)
-      std::printf("%-32s %-8s %-20s sum %.9g  abs_sum %.9g\n", names[i].c_str(), std::string(dtype_name(outs[i].dtype)).c_str(),
-                  rt::shape_str(outs[i].shape).c_str(), cs.sum, cs.abs_sum);
+      std::printf("%-32s %-8s %-20s sum %.9g  abs_sum %.9g\n", names[i].c_str(),
+                  std::string(dtype_name(outs[i].dtype)).c_str(), rt::shape_str(outs[i].shape).c_str(), cs.sum,
+                  cs.abs_sum);
   }
-  if (o.json) std::cout << j.dump(2) << "\n";
-  else std::printf("ran in %s (first run: plans the arena)%s\n", human_seconds(ms / 1e3).c_str(),
-                   o.out.empty() ? "" : (", outputs in " + o.out).c_str());
+  if (o.json)
+    std::cout << j.dump(2) << "\n";
+  else
+    std::printf("ran in %s (first run: plans the arena)%s\n", human_seconds(ms / 1e3).c_str(),
+                o.out.empty() ? "" : (", outputs in " + o.out).c_str());
   return 0;
 }
 
 Command reg{"run", "Run a model on generated or given inputs; write outputs as .npy", [](CLI::App& app) {
-  auto o = std::make_shared<Options>();
-  app.add_option("model", o->model, "Model to run")->required();
-  add_input_options(app, o->inputs, "instead of generated ones (--seed S runs input set S)");
-  add_dim_options(app, o->dims, " (default batch 1, sequence 128)");
-  app.add_option("--seed", o->seed, "Seed of the generated inputs");
-  app.add_option("--out", o->out, "Folder for the outputs (<name>.npy)");
-  app.add_option("--save-inputs", o->save_inputs, "Folder to write the inputs used (<name>.npy)");
-  app.add_flag("--overwrite", o->overwrite, "Replace existing .npy files in --out / --save-inputs");
-  app.add_flag("--json", o->json, "Print JSON");
-  return [o] { return run(*o); };
-}};
+              auto o = std::make_shared<Options>();
+              app.add_option("model", o->model, "Model to run")->required();
+              add_input_options(app, o->inputs, "instead of generated ones (--seed S runs input set S)");
+              add_dim_options(app, o->dims, " (default batch 1, sequence 128)");
+              app.add_option("--seed", o->seed, "Seed of the generated inputs");
+              app.add_option("--out", o->out, "Folder for the outputs (<name>.npy)");
+              app.add_option("--save-inputs", o->save_inputs, "Folder to write the inputs used (<name>.npy)");
+              app.add_flag("--overwrite", o->overwrite, "Replace existing .npy files in --out / --save-inputs");
+              app.add_flag("--json", o->json, "Print JSON");
+              return [o] { return run(*o); };
+            }};
 
 }  // namespace
 }  // namespace onnxforge::cli

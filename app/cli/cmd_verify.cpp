@@ -59,8 +59,13 @@ int run(Options o) {
     return ok ? 0 : 1;
   }
   // Generation as deployed: a prefill, then one token per step through each model's own cache.
-  rt::DecodeReport d = rt::verify_decode(*a, *b, {.steps = o.decode_steps, .prompt = o.prompt, .seed = o.v.first_seed,
-                                                  .atol = o.v.atol, .rtol = o.v.rtol, .dims = o.v.dims});
+  rt::DecodeReport d = rt::verify_decode(*a, *b,
+                                         {.steps = o.decode_steps,
+                                          .prompt = o.prompt,
+                                          .seed = o.v.first_seed,
+                                          .atol = o.v.atol,
+                                          .rtol = o.v.rtol,
+                                          .dims = o.v.dims});
   if (o.json) {
     nlohmann::json j = r.to_json();
     if (!warnings.empty()) j["warnings"] = warnings;
@@ -72,35 +77,39 @@ int run(Options o) {
   return ok && d.pass ? 0 : 1;
 }
 
-Command reg{"verify", "Check that two models compute the same outputs on many seeds", [](CLI::App& app) {
-  auto o = std::make_shared<Options>();
-  app.add_option("reference", o->a, "Reference model (the original)")->required();
-  app.add_option("candidate", o->b, "Model to check (the optimized one)")->required();
-  app.add_option("--seeds", o->v.seeds, "Number of input seeds")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--first-seed", o->v.first_seed, "First seed")->capture_default_str();
-  app.add_option("--atol", o->v.atol, "Absolute tolerance")->capture_default_str();
-  app.add_option("--rtol", o->v.rtol, "Relative tolerance")->capture_default_str();
-  app.add_option("--floor", o->v.floor,
-                 "Magnitude floor: |a-b| <= atol + rtol*max(|a|, floor*max|a| of the output); 0 = element-wise only")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
-  add_dim_options(app, o->dims);
-  add_input_options(app, o->inputs, "for the seeds");
-  app.add_flag("--strict", o->strict, "Exit 1 when verified on degenerate inputs (an output empty or constant on every seed)");
-  app.add_option("--parallel", o->v.parallel, "Seeds in flight (1 = one at a time)")->check(CLI::NonNegativeNumber);
-  app.add_option("--verify-budget", o->v.budget_seconds,
-                 "Seconds the check may take: fewer seeds to fit (never below 1); exit 1 if one seed does not fit")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--decode-steps", o->decode_steps,
-                 "Also run generation on a decoder with a KV cache: a prefill, then N one-token steps, each model "
-                 "feeding its own present.* back as past_key_values.*; logits compared and greedy tokens matched at "
-                 "every step")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--prompt-length", o->prompt, "Tokens of the prefill for --decode-steps (default 16)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--json", o->json, "Print JSON");
-  return [o] { return run(*o); };
-}};
+Command reg{
+    "verify", "Check that two models compute the same outputs on many seeds", [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("reference", o->a, "Reference model (the original)")->required();
+      app.add_option("candidate", o->b, "Model to check (the optimized one)")->required();
+      app.add_option("--seeds", o->v.seeds, "Number of input seeds")->capture_default_str()->check(CLI::PositiveNumber);
+      app.add_option("--first-seed", o->v.first_seed, "First seed")->capture_default_str();
+      app.add_option("--atol", o->v.atol, "Absolute tolerance")->capture_default_str();
+      app.add_option("--rtol", o->v.rtol, "Relative tolerance")->capture_default_str();
+      app.add_option(
+             "--floor", o->v.floor,
+             "Magnitude floor: |a-b| <= atol + rtol*max(|a|, floor*max|a| of the output); 0 = element-wise only")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 1.0));
+      add_dim_options(app, o->dims);
+      add_input_options(app, o->inputs, "for the seeds");
+      app.add_flag("--strict", o->strict,
+                   "Exit 1 when verified on degenerate inputs (an output empty or constant on every seed)");
+      app.add_option("--parallel", o->v.parallel, "Seeds in flight (1 = one at a time)")->check(CLI::NonNegativeNumber);
+      app.add_option("--verify-budget", o->v.budget_seconds,
+                     "Seconds the check may take: fewer seeds to fit (never below 1); exit 1 if one seed does not fit")
+          ->check(CLI::NonNegativeNumber);
+      app.add_option(
+             "--decode-steps", o->decode_steps,
+             "Also run generation on a decoder with a KV cache: a prefill, then N one-token steps, each model "
+             "feeding its own present.* back as past_key_values.*; logits compared and greedy tokens matched at "
+             "every step")
+          ->check(CLI::NonNegativeNumber);
+      app.add_option("--prompt-length", o->prompt, "Tokens of the prefill for --decode-steps (default 16)")
+          ->check(CLI::PositiveNumber);
+      app.add_flag("--json", o->json, "Print JSON");
+      return [o] { return run(*o); };
+    }};
 
 }  // namespace
 }  // namespace onnxforge::cli

@@ -21,7 +21,8 @@ void add_dim_options(CLI::App& app, DimOptions& o, const std::string& what) {
                  "NAME:D0,D1,...: the whole shape of input NAME, for dims without a name" + what + " (repeatable)")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
-            return parse_input_shape_spec(s) ? "" : "expects NAME:D0,D1,... with non-negative integers, got '" + s + "'";
+            return parse_input_shape_spec(s) ? ""
+                                             : "expects NAME:D0,D1,... with non-negative integers, got '" + s + "'";
           },
           "NAME:D0,D1,..."));
 }
@@ -60,15 +61,16 @@ std::string declared_output_warning(const Graph& g, const std::string& name, std
       auto dims = g.shape(v);
       shape_differs = dims.size() != shape.size();
       for (size_t i = 0; i < dims.size(); ++i) {
-        declared += (i ? "," : "") + (dims[i].known() ? std::to_string(dims[i].value) : std::string(str(dims[i].param)));
+        declared +=
+            (i ? "," : "") + (dims[i].known() ? std::to_string(dims[i].value) : std::string(str(dims[i].param)));
         if (!shape_differs && dims[i].known() && dims[i].value != shape[i]) shape_differs = true;
       }
     }
     if (!dtype_differs && !shape_differs) return "";
     std::string computed = "[";
     for (size_t i = 0; i < shape.size(); ++i) computed += (i ? "," : "") + std::to_string(shape[i]);
-    return "output '" + name + "' is declared " + std::string(dtype_name(g.dtype(v))) + (g.has_shape(v) ? " " + declared + "]" : "") +
-           " but computes " + std::string(dtype) + " " + computed + "]";
+    return "output '" + name + "' is declared " + std::string(dtype_name(g.dtype(v))) +
+           (g.has_shape(v) ? " " + declared + "]" : "") + " but computes " + std::string(dtype) + " " + computed + "]";
   }
   return "";
 }

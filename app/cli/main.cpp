@@ -44,7 +44,9 @@ int report(const char* kind, const std::string& message, const std::string& file
   std::cerr << "onnxforge: " << (code == kInternal ? "internal error" : "error") << ": " << message << "\n";
   if (std::string_view(kind) == "usage") std::cerr << "Run with --help for the options.\n";
   if (g_json) {
-    nlohmann::json j = {{"error", {{"kind", kind}, {"message", message}, {"file", file.empty() ? nlohmann::json() : nlohmann::json(file)}}}};
+    nlohmann::json j = {
+        {"error",
+         {{"kind", kind}, {"message", message}, {"file", file.empty() ? nlohmann::json() : nlohmann::json(file)}}}};
     std::cout << j.dump(2) << std::endl;
   }
   return code;
@@ -78,9 +80,7 @@ std::string version_text() {
   if (auto e = std::current_exception()) {
     try {
       std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      what = std::string("uncaught exception: ") + x.what();
-    } catch (...) {
+    } catch (const std::exception& x) { what = std::string("uncaught exception: ") + x.what(); } catch (...) {
       what = "uncaught exception of unknown type";
     }
   }
@@ -123,20 +123,21 @@ int run_command_line(int argc, char** argv) {
             [](const std::string& v) {
               char* end = nullptr;
               const double x = std::strtod(v.c_str(), &end);
-              return end && *end == 0 && x > 0 && x < 1e12 ? std::string() : "'" + v + "' is not a positive number of seconds";
+              return end && *end == 0 && x > 0 && x < 1e12 ? std::string()
+                                                           : "'" + v + "' is not a positive number of seconds";
             },
             "SECONDS"));
     sub->add_option("--max-loop-iterations", max_loop,
                     "Node steps one Loop or Scan may take: iterations x (its body's nodes + 2), nested ones "
-                    "included (default " + std::to_string(onnxforge::kDefaultLoopIterations) + ")")
+                    "included (default " +
+                        std::to_string(onnxforge::kDefaultLoopIterations) + ")")
         ->check(CLI::Validator(
             [](const std::string& v) {
               char* end = nullptr;
               errno = 0;  // a value past 2^63 - 1 saturates with ERANGE: refused, not clamped
               const long long x = std::strtoll(v.c_str(), &end, 10);
-              return end && *end == 0 && errno == 0 && x > 0
-                         ? std::string()
-                         : "'" + v + "' is not a positive whole number below 2^63";
+              return end && *end == 0 && errno == 0 && x > 0 ? std::string()
+                                                             : "'" + v + "' is not a positive whole number below 2^63";
             },
             "N"));
   }
@@ -165,9 +166,7 @@ int run_command_line(int argc, char** argv) {
     return report(kind_name(e.kind()), e.what(), e.file(), kUsage);
   } catch (const std::bad_alloc&) {
     return report("memory", "out of memory (lower the work or raise the limit: --max-memory)", "", kUsage);
-  } catch (const std::exception& e) {
-    return report("internal", e.what(), "", kInternal);
-  }
+  } catch (const std::exception& e) { return report("internal", e.what(), "", kInternal); }
   return 0;
 }
 

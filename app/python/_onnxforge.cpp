@@ -72,7 +72,8 @@ ModelArg model_arg(const py::object& model, const std::string& name) {
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   if (from.empty() || from == to) return;
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
 }
 
 // The engine's limits for one call (max_time, max_memory, max_loop_iterations; 0 keeps the
@@ -117,9 +118,7 @@ auto interruptible(F&& f) -> decltype(f()) {
   std::thread worker([&] {
     try {
       result.emplace(f());
-    } catch (...) {
-      error = std::current_exception();
-    }
+    } catch (...) { error = std::current_exception(); }
     std::lock_guard<std::mutex> lock(m);
     done = true;
     cv.notify_all();
@@ -186,9 +185,7 @@ struct ProgressBridge {
       if (raised) return;
       try {
         callback(line);
-      } catch (py::error_already_set& e) {
-        raised.emplace(std::move(e));
-      }
+      } catch (py::error_already_set& e) { raised.emplace(std::move(e)); }
     };
   }
   void rethrow() {
@@ -232,12 +229,14 @@ DType dtype_of(const py::dtype& d) {
   } else if (kind == 'b') {
     return DType::Bool;
   }
-  throw Error("arrays of dtype " + py::cast<std::string>(d.attr("name")) + " cannot be model inputs (numeric and bool only)");
+  throw Error("arrays of dtype " + py::cast<std::string>(d.attr("name")) +
+              " cannot be model inputs (numeric and bool only)");
 }
 
 py::dtype numpy_dtype(DType t) {
   switch (t) {
-    case DType::Float: case DType::BFloat16: return py::dtype("float32");  // NumPy has no bfloat16
+    case DType::Float:
+    case DType::BFloat16: return py::dtype("float32");  // NumPy has no bfloat16
     case DType::Double: return py::dtype("float64");
     case DType::Float16: return py::dtype("float16");
     case DType::Int8: return py::dtype("int8");
@@ -284,9 +283,10 @@ py::array to_numpy(const rt::Tensor& t0) {
 py::tuple optimize(const py::object& model, const std::string& name, const std::optional<std::filesystem::path>& output,
                    const std::vector<std::string>& passes, const std::vector<std::string>& skip,
                    const std::optional<std::map<std::string, int64_t>>& dims, std::optional<uint64_t> fold_size,
-                   bool verify, int seeds, std::optional<int64_t> target_opset, bool strip_hierarchy, bool force, bool overwrite, int threads,
-                   const py::object& progress, const std::string& target, const Limits& limits,
-                   const std::vector<std::string>& input_specs, const std::vector<std::string>& input_values,
+                   bool verify, int seeds, std::optional<int64_t> target_opset, bool strip_hierarchy, bool force,
+                   bool overwrite, int threads, const py::object& progress, const std::string& target,
+                   const Limits& limits, const std::vector<std::string>& input_specs,
+                   const std::vector<std::string>& input_values,
                    const std::optional<std::map<std::string, int64_t>>& verify_dims, int verify_decode) {
   ModelArg in = model_arg(model, name);
   api::OptimizeSettings s;
@@ -310,36 +310,39 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
     std::string report, failure, bytes;
     bool ok = true, written = false;
   };
-  Result r = engine_call(threads, {&in}, [&] {
-    Result out;
-    api::OptimizeOutcome o = api::optimize(in.path, s);
-    o.report["input"] = in.name;
-    out.ok = o.ok();
-    if (!out.ok) out.failure = api::verification_failure_text(o);
-    if (out.ok || force) {
-      if (output) {
-        onnxforge::SaveOptions so;  // the file rules of io/safe_file.h, as on the command line
-        so.overwrite = overwrite || force;
-        so.inputs = onnxforge::WriteRules{}.protect(in.path).inputs;
-        api::write_optimized(o, *output, strip_hierarchy, so);
-        out.written = true;
-      } else {
-        api::ScratchDir dir;
-        onnxforge::SaveOptions so;
-        so.placement = onnxforge::WeightPlacement::Embed;
-        try {
-          api::write_optimized(o, dir.path() / "model.onnx", strip_hierarchy, so);
-        } catch (const Error& e) {
-          throw Error(std::string("the optimized model cannot be returned in memory: ") + e.what() +
-                      "; pass output=PATH to write it to a file");
+  Result r = engine_call(
+      threads, {&in},
+      [&] {
+        Result out;
+        api::OptimizeOutcome o = api::optimize(in.path, s);
+        o.report["input"] = in.name;
+        out.ok = o.ok();
+        if (!out.ok) out.failure = api::verification_failure_text(o);
+        if (out.ok || force) {
+          if (output) {
+            onnxforge::SaveOptions so;  // the file rules of io/safe_file.h, as on the command line
+            so.overwrite = overwrite || force;
+            so.inputs = onnxforge::WriteRules{}.protect(in.path).inputs;
+            api::write_optimized(o, *output, strip_hierarchy, so);
+            out.written = true;
+          } else {
+            api::ScratchDir dir;
+            onnxforge::SaveOptions so;
+            so.placement = onnxforge::WeightPlacement::Embed;
+            try {
+              api::write_optimized(o, dir.path() / "model.onnx", strip_hierarchy, so);
+            } catch (const Error& e) {
+              throw Error(std::string("the optimized model cannot be returned in memory: ") + e.what() +
+                          "; pass output=PATH to write it to a file");
+            }
+            o.report.erase("output");
+            out.bytes = api::read_file_bytes(dir.path() / "model.onnx");
+          }
         }
-        o.report.erase("output");
-        out.bytes = api::read_file_bytes(dir.path() / "model.onnx");
-      }
-    }
-    out.report = o.report.dump();
-    return out;
-  }, limits);
+        out.report = o.report.dump();
+        return out;
+      },
+      limits);
   bridge.rethrow();
   py::object model_out = py::none();
   if (!output && (r.ok || force)) model_out = py::bytes(r.bytes);
@@ -368,25 +371,30 @@ py::dict run(const py::object& model, const std::string& name, const std::option
     std::vector<std::string> names;
     std::vector<rt::Tensor> outputs;
   };
-  Result r = engine_call(threads, {&in}, [&] {
-    auto m = onnxforge::load_model(in.path);
-    const auto dims = onnxforge::resolve_input_dims(dim_values, {}, {m.get()});  // a dim no input has: an Error
-    rt::Session session(*m);
-    auto tensors = rt::SeedInputs(m->main(), session.input_values(), dims, given).make(seed, seed);
-    Result out;
-    out.outputs = session.run(tensors);
-    // Session::run returns owning NCHW tensors: they outlive the model and the session.
-    out.names = session.output_names();
-    return out;
-  }, limits);
+  Result r = engine_call(
+      threads, {&in},
+      [&] {
+        auto m = onnxforge::load_model(in.path);
+        const auto dims = onnxforge::resolve_input_dims(dim_values, {}, {m.get()});  // a dim no input has: an Error
+        rt::Session session(*m);
+        auto tensors = rt::SeedInputs(m->main(), session.input_values(), dims, given).make(seed, seed);
+        Result out;
+        out.outputs = session.run(tensors);
+        // Session::run returns owning NCHW tensors: they outlive the model and the session.
+        out.names = session.output_names();
+        return out;
+      },
+      limits);
   py::dict d;
   for (size_t i = 0; i < r.outputs.size(); ++i) d[py::str(r.names[i])] = to_numpy(r.outputs[i]);
   return d;
 }
 
-py::tuple verify(const py::object& a, const std::string& a_name, const py::object& b, const std::string& b_name, int seeds,
-                 uint64_t first_seed, double atol, double rtol, const std::optional<std::map<std::string, int64_t>>& dims,
-                 int parallel, int threads, const Limits& limits, const std::vector<std::string>& input_specs, const std::vector<std::string>& input_values) {
+py::tuple verify(const py::object& a, const std::string& a_name, const py::object& b, const std::string& b_name,
+                 int seeds, uint64_t first_seed, double atol, double rtol,
+                 const std::optional<std::map<std::string, int64_t>>& dims, int parallel, int threads,
+                 const Limits& limits, const std::vector<std::string>& input_specs,
+                 const std::vector<std::string>& input_values) {
   ModelArg ma = model_arg(a, a_name), mb = model_arg(b, b_name);
   rt::VerifyOptions vo;
   vo.inputs = rt::UserInputs{.specs = input_specs, .values = input_values, .arrays = {}};
@@ -397,22 +405,27 @@ py::tuple verify(const py::object& a, const std::string& a_name, const py::objec
   vo.dims = dims_arg(dims);
   vo.parallel = parallel;
   if (seeds < 1) throw Error("verify needs at least 1 seed (got " + std::to_string(seeds) + ")");
-  auto [json, text] = engine_call(threads, {&ma, &mb}, [&] {
-    auto ra = onnxforge::load_model(ma.path);
-    auto rb = onnxforge::load_model(mb.path);
-    vo.dims = onnxforge::resolve_input_dims(vo.dims, {}, {ra.get(), rb.get()});
-    rt::VerifyReport v = rt::verify(*ra, *rb, vo);
-    return std::pair{v.to_json().dump(), v.to_text()};
-  }, limits);
+  auto [json, text] = engine_call(
+      threads, {&ma, &mb},
+      [&] {
+        auto ra = onnxforge::load_model(ma.path);
+        auto rb = onnxforge::load_model(mb.path);
+        vo.dims = onnxforge::resolve_input_dims(vo.dims, {}, {ra.get(), rb.get()});
+        rt::VerifyReport v = rt::verify(*ra, *rb, vo);
+        return std::pair{v.to_json().dump(), v.to_text()};
+      },
+      limits);
   return py::make_tuple(json, text);
 }
 
 std::string bench(const py::object& model, const std::string& name, const py::object& vs, const std::string& vs_name,
                   int iters, double min_time, int warmup, const std::optional<std::map<std::string, int64_t>>& dims,
                   const std::optional<py::dict>& inputs, bool profile, bool nchw, bool vs_nchw, int threads,
-                  const Limits& limits, const std::vector<std::string>& input_specs, const std::vector<std::string>& input_values) {
+                  const Limits& limits, const std::vector<std::string>& input_specs,
+                  const std::vector<std::string>& input_values) {
   // An endless measurement is an argument error, not a hang (bench(min_time=inf) never returned).
-  if (!(min_time >= 0 && min_time <= 86400)) throw Error("min_time must be between 0 and 86400 seconds, got " + std::to_string(min_time));
+  if (!(min_time >= 0 && min_time <= 86400))
+    throw Error("min_time must be between 0 and 86400 seconds, got " + std::to_string(min_time));
   ModelArg in = model_arg(model, name);
   std::optional<ModelArg> other;
   if (!vs.is_none()) other = model_arg(vs, vs_name);
@@ -430,22 +443,25 @@ std::string bench(const py::object& model, const std::string& name, const py::ob
   s.vs_nchw = vs_nchw;
   s.threads = threads;
   ModelArg none;
-  nlohmann::json j = engine_call(threads, {&in, other ? &*other : &none}, [&] { return api::bench(in.path, s); }, limits);
+  nlohmann::json j = engine_call(
+      threads, {&in, other ? &*other : &none}, [&] { return api::bench(in.path, s); }, limits);
   j["model"] = in.name;
   if (other) j["vs"]["model"] = other->name;
   return j.dump();
 }
 
-std::string hierarchy(const py::object& model, const std::string& name, const std::optional<std::filesystem::path>& sidecar,
-                      bool use_names, bool consumers) {
+std::string hierarchy(const py::object& model, const std::string& name,
+                      const std::optional<std::filesystem::path>& sidecar, bool use_names, bool consumers) {
   ModelArg in = model_arg(model, name);
-  nlohmann::json j = engine_call(0, {&in}, [&] { return api::hierarchy(in.path, sidecar.value_or(""), use_names, consumers); });
+  nlohmann::json j =
+      engine_call(0, {&in}, [&] { return api::hierarchy(in.path, sidecar.value_or(""), use_names, consumers); });
   j["model"] = in.name;
   return j.dump();
 }
 
 py::tuple extract(const py::object& model, const std::string& name, const std::string& module,
-                  const std::optional<std::filesystem::path>& output, const std::optional<std::filesystem::path>& sidecar,
+                  const std::optional<std::filesystem::path>& output,
+                  const std::optional<std::filesystem::path>& sidecar,
                   const std::optional<std::filesystem::path>& expose_cuts, bool verify, int seeds,
                   const std::optional<std::map<std::string, int64_t>>& dims, bool external_data, bool overwrite) {
   ModelArg in = model_arg(model, name);
@@ -520,9 +536,7 @@ PYBIND11_MODULE(_onnxforge, m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const Error& e) {
-      error(e.what());
-    }
+    } catch (const Error& e) { error(e.what()); }
   });
   using namespace pybind11::literals;
   py::class_<Limits>(m, "Limits")
@@ -530,19 +544,19 @@ PYBIND11_MODULE(_onnxforge, m) {
              return Limits{max_time, max_memory, max_loop_iterations};
            }),
            "max_time"_a = 0.0, "max_memory"_a = 0, "max_loop_iterations"_a = 0);
-  m.def("optimize", &optimize, "model"_a, "name"_a, "output"_a, "passes"_a, "skip"_a, "dims"_a, "fold_size"_a, "verify"_a,
-        "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a, "progress"_a, "target"_a = "generic",
-        "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{}, "input_values"_a = std::vector<std::string>{},
-        "verify_dims"_a = std::nullopt, "verify_decode"_a = 0);
+  m.def("optimize", &optimize, "model"_a, "name"_a, "output"_a, "passes"_a, "skip"_a, "dims"_a, "fold_size"_a,
+        "verify"_a, "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a,
+        "progress"_a, "target"_a = "generic", "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{},
+        "input_values"_a = std::vector<std::string>{}, "verify_dims"_a = std::nullopt, "verify_decode"_a = 0);
   m.def("inspect", &inspect, "model"_a, "name"_a);
   m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a, "limits"_a = Limits{},
         "input_specs"_a = std::vector<std::string>{}, "input_values"_a = std::vector<std::string>{});
-  m.def("verify", &verify, "a"_a, "a_name"_a, "b"_a, "b_name"_a, "seeds"_a, "first_seed"_a, "atol"_a, "rtol"_a, "dims"_a,
-        "parallel"_a, "threads"_a, "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{},
+  m.def("verify", &verify, "a"_a, "a_name"_a, "b"_a, "b_name"_a, "seeds"_a, "first_seed"_a, "atol"_a, "rtol"_a,
+        "dims"_a, "parallel"_a, "threads"_a, "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{},
         "input_values"_a = std::vector<std::string>{});
-  m.def("bench", &bench, "model"_a, "name"_a, "vs"_a, "vs_name"_a, "iters"_a, "min_time"_a, "warmup"_a, "dims"_a, "inputs"_a,
-        "profile"_a, "nchw"_a, "vs_nchw"_a, "threads"_a, "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{},
-        "input_values"_a = std::vector<std::string>{});
+  m.def("bench", &bench, "model"_a, "name"_a, "vs"_a, "vs_name"_a, "iters"_a, "min_time"_a, "warmup"_a, "dims"_a,
+        "inputs"_a, "profile"_a, "nchw"_a, "vs_nchw"_a, "threads"_a, "limits"_a = Limits{},
+        "input_specs"_a = std::vector<std::string>{}, "input_values"_a = std::vector<std::string>{});
   m.def("hierarchy", &hierarchy, "model"_a, "name"_a, "sidecar"_a, "use_names"_a, "consumers"_a);
   m.def("extract", &extract, "model"_a, "name"_a, "module"_a, "output"_a, "sidecar"_a, "expose_cuts"_a, "verify"_a,
         "seeds"_a, "dims"_a, "external_data"_a, "overwrite"_a);

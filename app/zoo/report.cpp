@@ -46,7 +46,8 @@ Fit least_squares(const std::vector<double>& x, const std::vector<double>& y) {
 
 std::string pass_kind(const std::string& pass) {
   if (pass.starts_with("fuse_") || pass.starts_with("annotate_")) return "fusion";
-  if (pass.starts_with("eliminate_") || pass.starts_with("fold_") || pass.starts_with("simplify_")) return "elimination";
+  if (pass.starts_with("eliminate_") || pass.starts_with("fold_") || pass.starts_with("simplify_"))
+    return "elimination";
   return "other";
 }
 
@@ -59,7 +60,10 @@ constexpr size_t kFitMinPoints = 8;
 nlohmann::json fit_json(const std::vector<double>& x, const std::vector<double>& y) {
   Fit f = least_squares(x, y);
   std::set<double> distinct(x.begin(), x.end());
-  return {{"n", f.n}, {"slope", f.slope}, {"intercept", f.intercept}, {"r", f.r},
+  return {{"n", f.n},
+          {"slope", f.slope},
+          {"intercept", f.intercept},
+          {"r", f.r},
           {"enough", f.n >= kFitMinPoints && distinct.size() >= 3}};
 }
 
@@ -82,9 +86,9 @@ std::string read_text(const fs::path& p) {
 
 // A results file that parses but is not a result (`[]`, `null`, a field of the wrong type).
 Error not_a_result(const fs::path& f, const std::string& why) {
-  return Error("zoo report: '" + f.string() + "' is not a zoo result (" + why +
-                   "); delete it and rerun `zoo run --resume`",
-               Error::Kind::Input, f.string());
+  return Error(
+      "zoo report: '" + f.string() + "' is not a zoo result (" + why + "); delete it and rerun `zoo run --resume`",
+      Error::Kind::Input, f.string());
 }
 
 void write_text(const fs::path& p, const std::string& text) {
@@ -119,20 +123,24 @@ nlohmann::json summarize(const fs::path& outdir) {
       throw not_a_result(f, "expected an object with \"status\" and \"summary\", found " + std::string(r.type_name()));
     static const nlohmann::json kEmpty = nlohmann::json::object();
     const nlohmann::json& s = r.contains("summary") ? r["summary"] : kEmpty;
-    nlohmann::json m = {{"id", r.value("id", f.stem().string())}, {"name", r.value("name", "")},
-                        {"rel", r.value("rel", "")},          {"status", r.value("status", "failed")},
+    nlohmann::json m = {{"id", r.value("id", f.stem().string())},
+                        {"name", r.value("name", "")},
+                        {"rel", r.value("rel", "")},
+                        {"status", r.value("status", "failed")},
                         {"family", s.value("family", "unknown")}};
     option_keys.insert(r.value("options_key", ""));
     if (r.contains("machine")) {
       const auto& mc = r["machine"];
-      machines.insert(mc.value("cpu", "?") + " | " + mc.value("isa", "?") + " | " + std::to_string(mc.value("threads", 0)) + " threads");
+      machines.insert(mc.value("cpu", "?") + " | " + mc.value("isa", "?") + " | " +
+                      std::to_string(mc.value("threads", 0)) + " threads");
       m["machine"] = mc;
     }
-    for (const char* k : {"nodes_before", "nodes_after", "bytes_before", "bytes_after", "worst_accuracy_class",
-                          "max_diff", "max_diff_class", "verified", "latency_before_ms", "latency_after_ms",
-                          "latency_ratio", "latency_min_ratio", "optimize_seconds", "peak_rss_kb", "ort_before_ms",
-                          "ort_after_ms", "ort_ratio", "ours_vs_ort", "ort_error", "latency_log_ratios", "cpu_before_ms",
-                          "cpu_after_ms", "cpu_ratio", "remeasured", "steps_ok"})
+    for (const char* k :
+         {"nodes_before",  "nodes_after",       "bytes_before",     "bytes_after",       "worst_accuracy_class",
+          "max_diff",      "max_diff_class",    "verified",         "latency_before_ms", "latency_after_ms",
+          "latency_ratio", "latency_min_ratio", "optimize_seconds", "peak_rss_kb",       "ort_before_ms",
+          "ort_after_ms",  "ort_ratio",         "ours_vs_ort",      "ort_error",         "latency_log_ratios",
+          "cpu_before_ms", "cpu_after_ms",      "cpu_ratio",        "remeasured",        "steps_ok"})
       if (s.contains(k)) m[k] = s[k];
     if (num(s, "ours_vs_ort") > 0) m["speedup_vs_ort"] = 1.0 / num(s, "ours_vs_ort");  // the speed-up convention
     if (m["status"] != "ok") {
@@ -156,7 +164,8 @@ nlohmann::json summarize(const fs::path& outdir) {
       double elim = 0, fus = 0;
       for (const auto& [p, v] : a["cumulative"].items()) {
         pass_names.insert(p);
-        pa[p] = {{"cumulative_d_nodes", v.value("d_nodes", 0)}, {"cumulative_d_bytes", v.value("d_bytes", 0)},
+        pa[p] = {{"cumulative_d_nodes", v.value("d_nodes", 0)},
+                 {"cumulative_d_bytes", v.value("d_bytes", 0)},
                  {"seconds", v.value("seconds", 0.0)}};
         if (a.contains("isolated") && a["isolated"].contains(p)) {
           pa[p]["isolated_d_nodes"] = a["isolated"][p].value("d_nodes", 0);
@@ -194,7 +203,8 @@ nlohmann::json summarize(const fs::path& outdir) {
     try {
       r = nlohmann::json::parse(read_text(f));
     } catch (const std::exception& e) {
-      throw Error("zoo report: '" + f.string() + "' is not valid JSON (" + e.what() + "); delete it and rerun `zoo run --resume`",
+      throw Error("zoo report: '" + f.string() + "' is not valid JSON (" + e.what() +
+                      "); delete it and rerun `zoo run --resume`",
                   Error::Kind::Input, f.string());
     }
     try {
@@ -207,12 +217,9 @@ nlohmann::json summarize(const fs::path& outdir) {
   nlohmann::json fits = {{"family", nlohmann::json::object()}, {"pass_kind", nlohmann::json::object()}};
   for (const auto& [fam, xy] : by_family) fits["family"][fam] = fit_json(xy.first, xy.second);
   for (const auto& [kind, xy] : by_kind) fits["pass_kind"][kind] = fit_json(xy.first, xy.second);
-  nlohmann::json out = {{"format", 1},
-                        {"outdir", fs::absolute(outdir).string()},
-                        {"models", models},
-                        {"counts", {{"models", ok + failed}, {"ok", ok}, {"failed", failed}}},
-                        {"passes", pass_names},
-                        {"machines", machines},
+  nlohmann::json out = {{"format", 1},          {"outdir", fs::absolute(outdir).string()},
+                        {"models", models},     {"counts", {{"models", ok + failed}, {"ok", ok}, {"failed", failed}}},
+                        {"passes", pass_names}, {"machines", machines},
                         {"fits", fits}};
   const double sigma = run_spread(out["models"]);
   if (sigma > 0) {
@@ -271,7 +278,8 @@ LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vect
   for (double x : base_logs) dev.push_back(std::abs(x - mb));
   if (now_logs.size() + base_logs.size() >= 4) sigma = std::max(sigma, 1.4826 * median(dev));
   v.sigma = sigma;
-  const double se = sigma * std::sqrt(1.0 / static_cast<double>(now_logs.size()) + 1.0 / static_cast<double>(base_logs.size()));
+  const double se =
+      sigma * std::sqrt(1.0 / static_cast<double>(now_logs.size()) + 1.0 / static_cast<double>(base_logs.size()));
   v.ratio = std::exp(d);
   v.ci_low = std::exp(d - 1.96 * se);
   v.ci_high = std::exp(d + 1.96 * se);
@@ -296,8 +304,10 @@ nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base
   std::map<std::string, const nlohmann::json*> cur;
   for (const auto& m : now["models"]) cur[m["id"].get<std::string>()] = &m;
   nlohmann::json out = nlohmann::json::array();
-  auto add = [&](const nlohmann::json& m, const std::string& what, const std::string& before, const std::string& after) {
-    out.push_back({{"id", m["id"]}, {"name", m.value("name", "")}, {"check", what}, {"baseline", before}, {"now", after}});
+  auto add = [&](const nlohmann::json& m, const std::string& what, const std::string& before,
+                 const std::string& after) {
+    out.push_back(
+        {{"id", m["id"]}, {"name", m.value("name", "")}, {"check", what}, {"baseline", before}, {"now", after}});
   };
   for (const auto& b : base["models"]) {
     auto it = cur.find(b["id"].get<std::string>());
@@ -316,8 +326,10 @@ nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base
     }
     if (!base_ok) continue;  // fixed: not a regression
     if (b.value("verified", false) && !m.value("verified", false)) add(m, "verification", "verified", "not verified");
-    if (m.contains("nodes_after") && b.contains("nodes_after") && m["nodes_after"].get<int64_t>() > b["nodes_after"].get<int64_t>())
-      add(m, "more nodes", std::to_string(b["nodes_after"].get<int64_t>()), std::to_string(m["nodes_after"].get<int64_t>()));
+    if (m.contains("nodes_after") && b.contains("nodes_after") &&
+        m["nodes_after"].get<int64_t>() > b["nodes_after"].get<int64_t>())
+      add(m, "more nodes", std::to_string(b["nodes_after"].get<int64_t>()),
+          std::to_string(m["nodes_after"].get<int64_t>()));
     if (m.contains("max_diff_class") && b.contains("max_diff_class") &&
         m["max_diff_class"].get<int>() > b["max_diff_class"].get<int>())
       add(m, "larger max_diff class", fmt(num(b, "max_diff")), fmt(num(m, "max_diff")));
@@ -327,9 +339,9 @@ nlohmann::json regressions(const nlohmann::json& now, const nlohmann::json& base
                                       b["latency_log_ratios"].get<std::vector<double>>(), sigma, max_slowdown);
       if (v.regressed)
         add(m, "slower (paired after/before latency)", fmt(num(b, "latency_ratio")),
-            fmt(num(m, "latency_ratio")) + " (+" + fmt(100.0 * (v.ratio - 1.0), 2) + "%, 95% CI +" + fmt(100.0 * (v.ci_low - 1.0), 2) +
-                "% to +" + fmt(100.0 * (v.ci_high - 1.0), 2) + "% > " + fmt(100.0 * v.threshold, 2) + "%" +
-                (m.contains("remeasured") ? ", re-measured" : "") + ")");
+            fmt(num(m, "latency_ratio")) + " (+" + fmt(100.0 * (v.ratio - 1.0), 2) + "%, 95% CI +" +
+                fmt(100.0 * (v.ci_low - 1.0), 2) + "% to +" + fmt(100.0 * (v.ci_high - 1.0), 2) + "% > " +
+                fmt(100.0 * v.threshold, 2) + "%" + (m.contains("remeasured") ? ", re-measured" : "") + ")");
     } else if (m.contains(ratio) && b.contains(ratio)) {
       // A baseline without a recorded spread (an older summary): a fixed threshold.
       const double t = max_slowdown.value_or(0.10);
@@ -368,19 +380,24 @@ std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
       md << (pct > 0 ? "−" : pct < 0 ? "+" : "") << fmt(std::abs(pct), 3) << "%";
     }
     md << " | ";
-    md << (!m.contains("max_diff") ? "" : num(m, "max_diff") == 0 ? "0 (exact)" : fmt(num(m, "max_diff"), 2)) << " | "
-       << m.value("worst_accuracy_class", 0) << " | ";
+    md << (!m.contains("max_diff")   ? ""
+           : num(m, "max_diff") == 0 ? "0 (exact)"
+                                     : fmt(num(m, "max_diff"), 2))
+       << " | " << m.value("worst_accuracy_class", 0) << " | ";
     if (m.contains("latency_before_ms"))
-      md << fmt(num(m, "latency_before_ms"), 3) << " | " << fmt(num(m, "latency_after_ms"), 3) << " | " << ratio_text(num(m, "speedup")) << " | "
+      md << fmt(num(m, "latency_before_ms"), 3) << " | " << fmt(num(m, "latency_after_ms"), 3) << " | "
+         << ratio_text(num(m, "speedup")) << " | "
          << (num(m, "cpu_ratio") > 0 ? ratio_text(1.0 / num(m, "cpu_ratio")) : "") << " |\n";
-    else md << " | | | |\n";
+    else
+      md << " | | | |\n";
   }
   bool any_ort = false;
   for (const auto& m : s["models"])
     if (m["status"] == "ok" && (m.contains("ort_after_ms") || m.contains("ort_error"))) {
       if (!any_ort)
         md << "\n## ONNX Runtime (--ort: same inputs, original and optimized alternating)\n\n"
-              "| model | ORT before ms | ORT after ms | ORT speed-up | speed-up vs ORT (optimized: ORT ms / ours) |\n|---|---:|---:|---:|---:|\n";
+              "| model | ORT before ms | ORT after ms | ORT speed-up | speed-up vs ORT (optimized: ORT ms / ours) "
+              "|\n|---|---:|---:|---:|---:|\n";
       any_ort = true;
       md << "| " << m["name"].get<std::string>() << " | ";
       if (m.contains("ort_after_ms")) {
@@ -398,7 +415,8 @@ std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
   for (const auto& m : s["models"])
     if (m["status"] != "ok") {
       if (!any_fail)
-        md << "\n## Failures (with the steps that succeeded)\n\n| model | family | nodes | succeeded | failed step | kind | error |\n"
+        md << "\n## Failures (with the steps that succeeded)\n\n| model | family | nodes | succeeded | failed step | "
+              "kind | error |\n"
               "|---|---|---:|---|---|---|---|\n";
       any_fail = true;
       std::string e = m.value("error", "");
@@ -406,20 +424,24 @@ std::string markdown(const nlohmann::json& s, const nlohmann::json* regs) {
       std::replace(e.begin(), e.end(), '|', '/');
       if (e.size() > 300) e = e.substr(0, 300) + "...";
       std::string ok_steps;
-      for (const auto& x : m.value("steps_ok", nlohmann::json::array())) ok_steps += (ok_steps.empty() ? "" : ", ") + x.get<std::string>();
+      for (const auto& x : m.value("steps_ok", nlohmann::json::array()))
+        ok_steps += (ok_steps.empty() ? "" : ", ") + x.get<std::string>();
       md << "| " << m["name"].get<std::string>() << " | " << m.value("family", "") << " | "
-         << (m.contains("nodes_before") ? std::to_string(m["nodes_before"].get<int64_t>()) : "") << " | " << ok_steps << " | "
-         << m.value("failed_step", "") << " | " << m.value("failure", "") << " | " << e << " |\n";
+         << (m.contains("nodes_before") ? std::to_string(m["nodes_before"].get<int64_t>()) : "") << " | " << ok_steps
+         << " | " << m.value("failed_step", "") << " | " << m.value("failure", "") << " | " << e << " |\n";
     }
   md << "\n## Node reduction vs latency improvement (least squares, Pearson r; a slope needs " << kFitMinPoints
      << " models and 3 distinct x)\n\n| group | n | slope | r |\n|---|---:|---:|---:|\n";
   for (const char* g : {"family", "pass_kind"})
     for (const auto& [k, f] : s["fits"][g].items())
       md << "| " << k << (std::string(g) == "pass_kind" ? " passes" : "") << " | " << f["n"] << " | "
-         << (f.value("enough", false) ? fmt(f["slope"].get<double>()) : "— (too few points)") << " | " << fmt(f["r"].get<double>(), 2) << " |\n";
+         << (f.value("enough", false) ? fmt(f["slope"].get<double>()) : "— (too few points)") << " | "
+         << fmt(f["r"].get<double>(), 2) << " |\n";
   if (regs) {
-    if (s.contains("gate") && s["gate"].contains("rule")) md << "\nLatency gate: " << s["gate"]["rule"].get<std::string>() << ".\n";
-    if (regs->empty()) md << "\n## Baseline gate\n\nNo regressions.\n";
+    if (s.contains("gate") && s["gate"].contains("rule"))
+      md << "\nLatency gate: " << s["gate"]["rule"].get<std::string>() << ".\n";
+    if (regs->empty())
+      md << "\n## Baseline gate\n\nNo regressions.\n";
     else {
       md << "\n## Regressions against the baseline\n\n| model | check | baseline | now |\n|---|---|---|---|\n";
       for (const auto& r : *regs)
@@ -560,10 +582,14 @@ constexpr const char* kPageScript = R"js(
 std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else
+      o += c;
   }
   return o;
 }
@@ -578,7 +604,8 @@ std::string html(const nlohmann::json& data) {
        "<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:1200px}h2{margin-top:2em}"
        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
        ".box{position:relative;width:100%}</style>\n"
-       "<script>" << chartjs_source() << "</script>\n</head><body>\n"
+       "<script>"
+    << chartjs_source() << "</script>\n</head><body>\n"
     << "<h1>onnxforge zoo report</h1>\n<p>" << c["models"] << " models: " << c["ok"] << " ok, " << c["failed"]
     << " failed. Machine: ";
   for (const auto& m : data["machines"]) h << html_escape(m.get<std::string>()) << "; ";
@@ -587,13 +614,17 @@ std::string html(const nlohmann::json& data) {
        "<tr><th>model</th><th>check</th><th>baseline</th><th>now</th></tr></table></section>\n"
        "<h2>Pass attribution (nodes removed per pass, cumulative in pipeline order)</h2>\n"
        "<div class=\"box\"><canvas id=\"heatmap\"></canvas></div>\n"
-       "<h2>Latency before and after (onnxforge runtime)</h2>\n<div class=\"box\"><canvas id=\"latency\"></canvas></div>\n"
+       "<h2>Latency before and after (onnxforge runtime)</h2>\n<div class=\"box\"><canvas "
+       "id=\"latency\"></canvas></div>\n"
        "<p>Speed-up is before/after everywhere (above 1: faster); CPU speed-up uses CPU time of all threads; "
        "vs ORT is ONNX Runtime's time over ours on the optimized model.</p>\n"
-       "<table id=\"latency-table\"><tr><th>model</th><th>family</th><th>before ms</th><th>after ms</th><th>speed-up</th>"
+       "<table id=\"latency-table\"><tr><th>model</th><th>family</th><th>before ms</th><th>after "
+       "ms</th><th>speed-up</th>"
        "<th>CPU speed-up</th><th>ORT before ms</th><th>ORT after ms</th><th>speed-up vs ORT</th></tr></table>\n"
-       "<h2>Does node reduction predict latency?</h2>\n<div class=\"box\"><canvas id=\"nodes-vs-latency\"></canvas></div>\n"
-       "<table id=\"fit-table\"><tr><th>group</th><th>n</th><th>slope</th><th>intercept</th><th>Pearson r</th><th></th></tr></table>\n"
+       "<h2>Does node reduction predict latency?</h2>\n<div class=\"box\"><canvas "
+       "id=\"nodes-vs-latency\"></canvas></div>\n"
+       "<table id=\"fit-table\"><tr><th>group</th><th>n</th><th>slope</th><th>intercept</th><th>Pearson "
+       "r</th><th></th></tr></table>\n"
        "<h2>max_diff per model (colour: accuracy class)</h2>\n<p id=\"maxdiff-summary\"></p>\n"
        "<div class=\"box\"><canvas id=\"maxdiff\"></canvas></div>\n"
        "<h2>Failures</h2>\n<table id=\"failures\"><tr><th>model</th><th>family</th><th>nodes</th><th>succeeded</th>"
@@ -605,7 +636,10 @@ std::string html(const nlohmann::json& data) {
 
 // The report page needs only what it draws (the per-model result files hold everything).
 nlohmann::json page_data(const nlohmann::json& s, const nlohmann::json* regs) {
-  nlohmann::json d = {{"counts", s["counts"]}, {"passes", s["passes"]}, {"machines", s["machines"]}, {"fits", s["fits"]},
+  nlohmann::json d = {{"counts", s["counts"]},
+                      {"passes", s["passes"]},
+                      {"machines", s["machines"]},
+                      {"fits", s["fits"]},
                       {"fit_min_points", kFitMinPoints}};
   if (s.contains("gate")) d["gate"] = s["gate"];
   d["models"] = nlohmann::json::array();
@@ -635,19 +669,23 @@ nlohmann::json load_baseline(const fs::path& b) {
   try {
     base = nlohmann::json::parse(read_text(file));
   } catch (const std::exception& e) {
-    throw Error("zoo: baseline '" + file.string() + "' is not valid JSON: " + e.what(), Error::Kind::Input, file.string());
+    throw Error("zoo: baseline '" + file.string() + "' is not valid JSON: " + e.what(), Error::Kind::Input,
+                file.string());
   }
   auto not_summary = [&](const std::string& why) {
-    return Error("zoo: baseline '" + file.string() + "' is not a zoo summary (" + why + ")", Error::Kind::Input, file.string());
+    return Error("zoo: baseline '" + file.string() + "' is not a zoo summary (" + why + ")", Error::Kind::Input,
+                 file.string());
   };
-  if (!base.is_object() || !base.contains("models") || !base["models"].is_array()) throw not_summary("no \"models\" list");
+  if (!base.is_object() || !base.contains("models") || !base["models"].is_array())
+    throw not_summary("no \"models\" list");
   for (const auto& m : base["models"])
     if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) throw not_summary("a model without an \"id\"");
   return base;
 }
 
 int report(const ReportOptions& o) {
-  if (o.latency_stat != "median" && o.latency_stat != "min") fail_usage("--latency-stat is median or min, got '", o.latency_stat, "'");
+  if (o.latency_stat != "median" && o.latency_stat != "min")
+    fail_usage("--latency-stat is median or min, got '", o.latency_stat, "'");
   nlohmann::json s = summarize(o.outdir);
   nlohmann::json regs;
   const nlohmann::json* rp = nullptr;
@@ -657,7 +695,8 @@ int report(const ReportOptions& o) {
     try {
       regs = regressions(s, base, o.max_slowdown, o.latency_stat);
     } catch (const nlohmann::json::exception& e) {
-      throw Error("zoo report: baseline '" + b.string() + "' is not a zoo summary (" + e.what() + ")", Error::Kind::Input, b.string());
+      throw Error("zoo report: baseline '" + b.string() + "' is not a zoo summary (" + e.what() + ")",
+                  Error::Kind::Input, b.string());
     }
     double sigma = 0;
     for (const nlohmann::json* x : {&base, const_cast<const nlohmann::json*>(&s)})
@@ -667,12 +706,13 @@ int report(const ReportOptions& o) {
     if (o.max_slowdown) s["max_slowdown"] = *o.max_slowdown;
     s["gate"] = {{"sigma", sigma}};
     if (o.latency_stat == "median" && sigma > 0)
-      s["gate"]["rule"] = "paired after/before ratios; run-to-run sigma " + fmt(sigma, 2) + " (log); " +
-                          (o.max_slowdown ? "slower by more than " + fmt(100 * *o.max_slowdown, 2) + "% with the 95% interval above 1"
-                                          : "slower than the noise band exp(3 SE) - 1, at least " + fmt(100 * kMinSlowdown, 2) + "%");
+      s["gate"]["rule"] =
+          "paired after/before ratios; run-to-run sigma " + fmt(sigma, 2) + " (log); " +
+          (o.max_slowdown ? "slower by more than " + fmt(100 * *o.max_slowdown, 2) + "% with the 95% interval above 1"
+                          : "slower than the noise band exp(3 SE) - 1, at least " + fmt(100 * kMinSlowdown, 2) + "%");
     else
-      s["gate"]["rule"] = "after/before " + o.latency_stat + " ratio slower by more than " + fmt(100 * o.max_slowdown.value_or(0.10), 2) +
-                          "% (the baseline records no run-to-run spread)";
+      s["gate"]["rule"] = "after/before " + o.latency_stat + " ratio slower by more than " +
+                          fmt(100 * o.max_slowdown.value_or(0.10), 2) + "% (the baseline records no run-to-run spread)";
     s["regressions"] = regs;
     rp = &regs;
   }
@@ -684,8 +724,10 @@ int report(const ReportOptions& o) {
                  "report.html not written\n";
   else
     write_text(o.outdir / "report.html", html(page_data(s, rp)));
-  if (o.json) std::cout << s.dump(2) << "\n";
-  else std::cout << md;
+  if (o.json)
+    std::cout << s.dump(2) << "\n";
+  else
+    std::cout << md;
   return rp && !regs.empty() ? 1 : 0;
 }
 

@@ -70,7 +70,8 @@ ModelEntry manifest_model(const fs::path& manifest, const std::string& file) {
   if (p.is_relative()) p = manifest.parent_path() / p;
   p = fs::absolute(p).lexically_normal();
   if (!fs::is_regular_file(p))
-    fail("zoo: manifest '", manifest.string(), "' names '", file, "', which is not a file (paths are relative to the manifest)");
+    fail("zoo: manifest '", manifest.string(), "' names '", file,
+         "', which is not a file (paths are relative to the manifest)");
   ModelEntry e;
   e.path = p;
   e.rel = rel_to(p, fs::absolute(manifest.parent_path()).lexically_normal());
@@ -82,9 +83,7 @@ void add_json_manifest(const fs::path& m, std::vector<ModelEntry>& out, const st
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(std::ifstream(m));
-  } catch (const std::exception& e) {
-    fail("zoo: manifest '", m.string(), "' is not valid JSON: ", e.what());
-  }
+  } catch (const std::exception& e) { fail("zoo: manifest '", m.string(), "' is not valid JSON: ", e.what()); }
   auto wanted = [&](const nlohmann::json& item) {
     if (set.empty() || !item.is_object() || !item.contains("sets")) return true;
     for (const auto& x : item["sets"])
@@ -99,9 +98,11 @@ void add_json_manifest(const fs::path& m, std::vector<ModelEntry>& out, const st
     ModelEntry e = manifest_model(m, file);
     e.name = item.value("name", key_name.empty() ? e.name : key_name);
     if (item.contains("dims")) {
-      if (!item["dims"].is_object()) fail("zoo: manifest '", m.string(), "': \"dims\" of '", file, "' must map names to integers");
+      if (!item["dims"].is_object())
+        fail("zoo: manifest '", m.string(), "': \"dims\" of '", file, "' must map names to integers");
       for (const auto& [k, v] : item["dims"].items()) {
-        if (!v.is_number_integer()) fail("zoo: manifest '", m.string(), "': dim '", k, "' of '", file, "' is not an integer");
+        if (!v.is_number_integer())
+          fail("zoo: manifest '", m.string(), "': dim '", k, "' of '", file, "' is not an integer");
         e.dims[k] = v.get<int64_t>();
       }
     }
@@ -123,7 +124,8 @@ void add_json_manifest(const fs::path& m, std::vector<ModelEntry>& out, const st
     }
     const nlohmann::json values = item.value("input_values", nlohmann::json::object());
     for (const auto& [k, v] : values.items()) {
-      if (!v.is_number()) fail("zoo: manifest '", m.string(), "': input value '", k, "' of '", file, "' is not a number");
+      if (!v.is_number())
+        fail("zoo: manifest '", m.string(), "': input value '", k, "' of '", file, "' is not a number");
       e.input_args.insert(e.input_args.end(), {"--input-value", k + "=" + v.dump()});
     }
     e.timeout = item.value("timeout", 0.0);
@@ -173,13 +175,16 @@ std::vector<ModelEntry> discover(const std::vector<std::string>& inputs, const s
   std::vector<ModelEntry> out;
   for (const std::string& in : inputs) {
     fs::path p = in;
-    if (fs::is_directory(p)) add_folder(p, out);
-    else if (!fs::exists(p)) fail("zoo: input '", in, "' does not exist");
+    if (fs::is_directory(p))
+      add_folder(p, out);
+    else if (!fs::exists(p))
+      fail("zoo: input '", in, "' does not exist");
     else if (looks_like_manifest(p)) {
-      if (p.extension() == ".json") add_json_manifest(p, out, set);
-      else add_text_manifest(p, out);
-    }
-    else {
+      if (p.extension() == ".json")
+        add_json_manifest(p, out, set);
+      else
+        add_text_manifest(p, out);
+    } else {
       ModelEntry e;
       e.path = fs::absolute(p).lexically_normal();
       e.rel = p.filename().string();
@@ -249,9 +254,7 @@ Shard parse_shard(const std::string& spec, int auto_count) {
     if (!v || !*v) return std::nullopt;
     try {
       return std::stoi(v);
-    } catch (const std::exception&) {
-      fail("zoo: environment variable ", name, "='", v, "' is not an integer");
-    }
+    } catch (const std::exception&) { fail("zoo: environment variable ", name, "='", v, "' is not an integer"); }
   };
   if (spec == "auto") {
     if (auto id = env_int("SLURM_ARRAY_TASK_ID")) {
@@ -262,13 +265,15 @@ Shard parse_shard(const std::string& spec, int auto_count) {
     } else if (auto idx = env_int("JOB_COMPLETION_INDEX")) {
       int count = auto_count ? auto_count : env_int("ONNXFORGE_SHARD_COUNT").value_or(0);
       if (count <= 0)
-        fail("zoo: --shard auto with JOB_COMPLETION_INDEX needs the count: --shard-count N or ONNXFORGE_SHARD_COUNT "
-             "(the Indexed Job's completions)");
+        fail(
+            "zoo: --shard auto with JOB_COMPLETION_INDEX needs the count: --shard-count N or ONNXFORGE_SHARD_COUNT "
+            "(the Indexed Job's completions)");
       s.index = *idx;
       s.count = count;
     } else {
-      fail("zoo: --shard auto needs SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT (a Slurm array job) or "
-           "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job); use --shard I/N elsewhere");
+      fail(
+          "zoo: --shard auto needs SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT (a Slurm array job) or "
+          "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job); use --shard I/N elsewhere");
     }
   } else {
     auto slash = spec.find('/');
@@ -279,9 +284,7 @@ Shard parse_shard(const std::string& spec, int auto_count) {
       if (used != slash) throw std::invalid_argument("junk");
       s.count = std::stoi(spec.substr(slash + 1), &used);
       if (used != spec.size() - slash - 1) throw std::invalid_argument("junk");
-    } catch (const std::exception&) {
-      fail("zoo: --shard expects I/N (0 <= I < N) or auto, got '", spec, "'");
-    }
+    } catch (const std::exception&) { fail("zoo: --shard expects I/N (0 <= I < N) or auto, got '", spec, "'"); }
   }
   if (s.count < 1 || s.index < 0 || s.index >= s.count)
     fail("zoo: shard ", s.index, "/", s.count, " is out of range (0 <= I < N)");
@@ -318,8 +321,11 @@ nlohmann::json machine_info(int threads) {
 #endif
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  return {{"cpu", cpu}, {"isa", isa}, {"threads", threads},
-          {"cores", static_cast<int>(std::thread::hardware_concurrency())}, {"host", host}};
+  return {{"cpu", cpu},
+          {"isa", isa},
+          {"threads", threads},
+          {"cores", static_cast<int>(std::thread::hardware_concurrency())},
+          {"host", host}};
 }
 
 fs::path find_program(const std::string& name) {
@@ -342,7 +348,8 @@ void find_ort_peer(RunOptions& o, const std::string& spec) {
     return fs::is_regular_file(p, ec);
   };
   std::vector<fs::path> tried;
-  if (!spec.empty()) tried.push_back(spec);
+  if (!spec.empty())
+    tried.push_back(spec);
   else {
     if (const char* e = std::getenv("ONNXFORGE_ORT_JS"); e && *e) tried.push_back(e);
     // The build tree (build/onnxforge) and a source checkout run from its root.
@@ -358,10 +365,12 @@ void find_ort_peer(RunOptions& o, const std::string& spec) {
   if (js.empty()) {
     std::string list;
     for (const fs::path& p : tried) list += (list.empty() ? "" : ", ") + p.string();
-    fail_usage("zoo run --ort: no ONNX Runtime peer (ort.js) at ", list, "; pass --ort=PATH/ort.js or set ONNXFORGE_ORT_JS");
+    fail_usage("zoo run --ort: no ONNX Runtime peer (ort.js) at ", list,
+               "; pass --ort=PATH/ort.js or set ONNXFORGE_ORT_JS");
   }
   if (!found(js.parent_path() / "node_modules/onnxruntime-node/package.json"))
-    fail_usage("zoo run --ort: ", js.string(), " has no onnxruntime-node beside it; install it with tools/peers/install.sh");
+    fail_usage("zoo run --ort: ", js.string(),
+               " has no onnxruntime-node beside it; install it with tools/peers/install.sh");
   o.node = find_program("node");
   if (o.node.empty()) fail_usage("zoo run --ort: `node` is not on PATH (Debian: apt install nodejs)");
   o.ort_js = js;
@@ -370,8 +379,8 @@ void find_ort_peer(RunOptions& o, const std::string& spec) {
 namespace {
 
 struct ChildResult {
-  int exit_code = -1;       // when exited normally
-  int signal = 0;           // when killed by a signal
+  int exit_code = -1;  // when exited normally
+  int signal = 0;      // when killed by a signal
   bool timed_out = false, over_rss = false;
   // Set when the child never reached the step's program: what failed, on which file, and errno
   // (an output file that cannot be opened, an executable that cannot be run).
@@ -469,14 +478,16 @@ ChildResult run_child(const std::vector<std::string>& args, const fs::path& scra
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   int msg[2];
   ssize_t got;
-  while ((got = ::read(report[0], msg, sizeof msg)) < 0 && errno == EINTR) {
-  }
+  while ((got = ::read(report[0], msg, sizeof msg)) < 0 && errno == EINTR) {}
   ::close(report[0]);
   if (got == static_cast<ssize_t>(sizeof msg)) {
     static const char* const what[] = {"cannot create its output file", "cannot create its error file",
                                        "cannot open /dev/null", "cannot redirect its output", "cannot run"};
-    const std::string file = msg[0] == 0 ? out_path.string() : msg[0] == 1 ? err_path.string()
-                           : msg[0] == 2 ? std::string("/dev/null") : msg[0] == 4 ? args[0] : std::string();
+    const std::string file = msg[0] == 0   ? out_path.string()
+                             : msg[0] == 1 ? err_path.string()
+                             : msg[0] == 2 ? std::string("/dev/null")
+                             : msg[0] == 4 ? args[0]
+                                           : std::string();
     r.start_error = std::string(what[std::clamp(msg[0], 0, 4)]) + (file.empty() ? "" : " '" + file + "'") + ": " +
                     std::strerror(msg[1]);
   }
@@ -519,7 +530,8 @@ fs::path make_scratch(const fs::path& parent) {
     std::error_code ec;
     fs::create_directories(parent, ec);
     if (::mkdir(dir.c_str(), 0755) == 0) return dir;
-    if (errno != ENOENT && errno != EEXIST) fail("zoo run: cannot create the scratch folder '", dir.string(), "': ", std::strerror(errno));
+    if (errno != ENOENT && errno != EEXIST)
+      fail("zoo run: cannot create the scratch folder '", dir.string(), "': ", std::strerror(errno));
   }
   fail("zoo run: cannot create a scratch folder under '", parent.string(), "'");
 }
@@ -600,7 +612,8 @@ bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const
     return ok;
   };
   auto child = [&](std::vector<std::string> args, const std::string& tag) {
-    ChildResult cr = run_child(args, fs::path(scratch.string() + "." + tag), deadline, has_deadline, o.max_rss_mb * 1024);
+    ChildResult cr =
+        run_child(args, fs::path(scratch.string() + "." + tag), deadline, has_deadline, o.max_rss_mb * 1024);
     r["seconds"][tag] = r["seconds"].value(tag, 0.0) + cr.seconds;
     r["peak_rss_kb"][tag] = std::max<int64_t>(r["peak_rss_kb"].value(tag, int64_t(0)), cr.peak_rss_kb);
     return cr;
@@ -615,23 +628,35 @@ bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const
   std::vector<double> before, after;
   for (int round = 0; round < kRounds; ++round)
     for (bool opt : {false, true}) {
-      std::vector<std::string> a = {o.node.string(), o.ort_js.string(), "bench", (opt ? optimized : m.path).string(),
-                                    "--inputs", inputs.string(), "--threads", std::to_string(c.threads), "--warmup", "2"};
-      if (o.bench_iters > 0) a.insert(a.end(), {"--iters", std::to_string(o.bench_iters)});
-      else a.insert(a.end(), {"--min-time", std::to_string(o.bench_min_time / kRounds)});
+      std::vector<std::string> a = {o.node.string(), o.ort_js.string(),
+                                    "bench",         (opt ? optimized : m.path).string(),
+                                    "--inputs",      inputs.string(),
+                                    "--threads",     std::to_string(c.threads),
+                                    "--warmup",      "2"};
+      if (o.bench_iters > 0)
+        a.insert(a.end(), {"--iters", std::to_string(o.bench_iters)});
+      else
+        a.insert(a.end(), {"--min-time", std::to_string(o.bench_min_time / kRounds)});
       ChildResult cr = child(a, "ort");
       std::string why;
       double median = 0;
-      if (cr.timed_out) why = "timed out (--timeout)";
-      else if (!cr.start_error.empty()) why = "did not start: " + cr.start_error;
-      else if (cr.over_rss) why = "killed: resident memory above --max-rss";
-      else if (cr.signal) why = std::string("crashed: signal ") + std::to_string(cr.signal);
+      if (cr.timed_out)
+        why = "timed out (--timeout)";
+      else if (!cr.start_error.empty())
+        why = "did not start: " + cr.start_error;
+      else if (cr.over_rss)
+        why = "killed: resident memory above --max-rss";
+      else if (cr.signal)
+        why = std::string("crashed: signal ") + std::to_string(cr.signal);
       try {
         nlohmann::json j = nlohmann::json::parse(cr.out);
-        if (j.value("ok", true) && j.contains("median_ms")) median = j["median_ms"].get<double>();
-        else if (why.empty()) why = j.value("error", "no median_ms");
+        if (j.value("ok", true) && j.contains("median_ms"))
+          median = j["median_ms"].get<double>();
+        else if (why.empty())
+          why = j.value("error", "no median_ms");
       } catch (const std::exception&) {
-        if (why.empty()) why = "printed no JSON (exit code " + std::to_string(cr.exit_code) + "): " + last_lines(cr.err, 300);
+        if (why.empty())
+          why = "printed no JSON (exit code " + std::to_string(cr.exit_code) + "): " + last_lines(cr.err, 300);
       }
       if (!why.empty()) {
         if (!opt) {  // ORT cannot run the original: nothing to compare, the model is still fine
@@ -686,36 +711,52 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   // model and the JSON report are still written); the summary marks it as a verification failure.
   auto step = [&](const std::string& name, std::vector<std::string> args, bool parse_json, bool verdict_exit = false) {
     args.insert(args.begin(), exe);
-    ChildResult cr = run_child(args, fs::path(scratch.string() + "." + name), deadline, timeout > 0,
-                               o.max_rss_mb * 1024);
+    ChildResult cr =
+        run_child(args, fs::path(scratch.string() + "." + name), deadline, timeout > 0, o.max_rss_mb * 1024);
     r["seconds"][name] = cr.seconds;
     r["peak_rss_kb"][name] = cr.peak_rss_kb;
     std::string why;
-    if (cr.timed_out) why = "timed out after " + std::to_string(timeout) + " s (--timeout)";
-    else if (cr.over_rss) why = "killed: resident memory above --max-rss " + std::to_string(o.max_rss_mb) + " MB";
-    else if (!cr.start_error.empty()) why = "the step did not start: " + cr.start_error;
-    else if (cr.signal) why = std::string("crashed: signal ") + std::to_string(cr.signal) + " (" + strsignal(cr.signal) + ")";
-    else if (cr.exit_code != 0 && !(verdict_exit && cr.exit_code == 1)) why = "exit code " + std::to_string(cr.exit_code);
+    if (cr.timed_out)
+      why = "timed out after " + std::to_string(timeout) + " s (--timeout)";
+    else if (cr.over_rss)
+      why = "killed: resident memory above --max-rss " + std::to_string(o.max_rss_mb) + " MB";
+    else if (!cr.start_error.empty())
+      why = "the step did not start: " + cr.start_error;
+    else if (cr.signal)
+      why = std::string("crashed: signal ") + std::to_string(cr.signal) + " (" + strsignal(cr.signal) + ")";
+    else if (cr.exit_code != 0 && !(verdict_exit && cr.exit_code == 1))
+      why = "exit code " + std::to_string(cr.exit_code);
     if (parse_json && why.empty()) {
       try {
         r["steps"][name] = nlohmann::json::parse(cr.out);
-      } catch (const std::exception& e) {
-        why = std::string("printed no JSON: ") + e.what();
-      }
+      } catch (const std::exception& e) { why = std::string("printed no JSON: ") + e.what(); }
     }
     if (why.empty()) return true;
     r["status"] = "failed";
     r["failed_step"] = name;
     r["error"] = name + ": " + why + (cr.err.empty() ? "" : ": " + last_lines(cr.err));
-    if (cr.timed_out) r["failure"] = "timeout";
-    else if (cr.over_rss) r["failure"] = "memory";
-    else if (cr.signal) r["failure"] = "crash";
-    else r["failure"] = "error";
+    if (cr.timed_out)
+      r["failure"] = "timeout";
+    else if (cr.over_rss)
+      r["failure"] = "memory";
+    else if (cr.signal)
+      r["failure"] = "crash";
+    else
+      r["failure"] = "error";
     return false;
   };
 
-  std::vector<std::string> opt = {"optimize", m.path.string(), "-o", optimized.string(), "--json", "--overwrite",
-                                   "--write-unverified", "--threads", threads, "--verify-seeds", std::to_string(o.seeds)};
+  std::vector<std::string> opt = {"optimize",
+                                  m.path.string(),
+                                  "-o",
+                                  optimized.string(),
+                                  "--json",
+                                  "--overwrite",
+                                  "--write-unverified",
+                                  "--threads",
+                                  threads,
+                                  "--verify-seeds",
+                                  std::to_string(o.seeds)};
   std::vector<std::string> skip = o.skip;
   skip.insert(skip.end(), m.skip.begin(), m.skip.end());
   if (!o.passes.empty()) opt.insert(opt.end(), {"--passes", join(o.passes)});
@@ -736,8 +777,10 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     // run and reports their paired ratio. The runs' spread is the run-to-run noise of the gate.
     const int runs = std::max(1, o.bench_runs);
     std::vector<std::string> b = {"bench", m.path.string(), "--vs", optimized.string(), "--json", "--threads", threads};
-    if (o.bench_iters > 0) b.insert(b.end(), {"--iters", std::to_string(o.bench_iters)});
-    else b.insert(b.end(), {"--min-time", std::to_string(o.bench_min_time / runs)});
+    if (o.bench_iters > 0)
+      b.insert(b.end(), {"--iters", std::to_string(o.bench_iters)});
+    else
+      b.insert(b.end(), {"--min-time", std::to_string(o.bench_min_time / runs)});
     b.insert(b.end(), dims.begin(), dims.end());
     b.insert(b.end(), m.input_args.begin(), m.input_args.end());
     nlohmann::json all = nlohmann::json::array();
@@ -763,7 +806,8 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
           std::vector<double> now;
           for (const auto& j : all)
             if (j.contains("paired") && j["paired"].is_object()) now.push_back(j["paired"]["log_ratio"]);
-          LatencyVerdict v = latency_gate(now, bm["latency_log_ratios"].get<std::vector<double>>(), sigma, o.max_slowdown);
+          LatencyVerdict v =
+              latency_gate(now, bm["latency_log_ratios"].get<std::vector<double>>(), sigma, o.max_slowdown);
           if (v.regressed) {
             r["remeasured"] = {{"first_ratio", v.ratio}, {"threshold", v.threshold}};
             bench_runs(runs);
@@ -837,7 +881,8 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
     // The ratio of the fastest runs too: on a saturated machine the medians of a short bench moved
     // by up to 7x between identical runs (distilbert_small: median 18.6 vs 2.3 ms, min 2.51 vs
     // 2.20 ms), the minima by under 2%.
-    double mb = *std::min_element(min_before.begin(), min_before.end()), ma = *std::min_element(min_after.begin(), min_after.end());
+    double mb = *std::min_element(min_before.begin(), min_before.end()),
+           ma = *std::min_element(min_after.begin(), min_after.end());
     if (mb > 0) s["latency_min_ratio"] = ma / mb;
     // CPU time (all threads) beside wall time: a wall-time change with the same CPU time is the
     // machine (waiting for cores), not the model.
@@ -861,7 +906,8 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   s["steps_ok"] = nlohmann::json::array();  // what did succeed, shown for a failed model too
   for (const auto& [k, v] : st.items()) s["steps_ok"].push_back(k);
   s["peak_rss_kb"] = 0;
-  for (const auto& [k, v] : r["peak_rss_kb"].items()) s["peak_rss_kb"] = std::max(s["peak_rss_kb"].get<int64_t>(), v.get<int64_t>());
+  for (const auto& [k, v] : r["peak_rss_kb"].items())
+    s["peak_rss_kb"] = std::max(s["peak_rss_kb"].get<int64_t>(), v.get<int64_t>());
   r["summary"] = s;
 
   if (o.keep_models && fs::exists(optimized)) fs::rename(optimized, c.models / (m.id + ".onnx"));
@@ -885,9 +931,17 @@ int run(const RunOptions& o) {
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   Context c{o, o.threads > 0 ? o.threads : std::max(1, cores / o.jobs), {}, {}, {}, {}, {}, {}};
   // Everything that changes a result; --resume redoes a model when any of it differs.
-  c.options = {{"passes", o.passes}, {"skip", o.skip}, {"dims", o.dims}, {"target_opset", o.target_opset},
-               {"seeds", o.seeds}, {"attribute", o.attribute}, {"bench", o.bench},
-               {"bench_min_time", o.bench_min_time}, {"bench_iters", o.bench_iters}, {"bench_runs", o.bench_runs}, {"threads", c.threads},
+  c.options = {{"passes", o.passes},
+               {"skip", o.skip},
+               {"dims", o.dims},
+               {"target_opset", o.target_opset},
+               {"seeds", o.seeds},
+               {"attribute", o.attribute},
+               {"bench", o.bench},
+               {"bench_min_time", o.bench_min_time},
+               {"bench_iters", o.bench_iters},
+               {"bench_runs", o.bench_runs},
+               {"threads", c.threads},
                {"ort", !o.ort_js.empty()}};
   std::string opt_text = c.options.dump();
   c.options_key = hex64(hash_bytes(opt_text.data(), opt_text.size()));
@@ -914,7 +968,8 @@ int run(const RunOptions& o) {
     double el = std::chrono::duration<double>(Clock::now() - t0).count();
     std::ostringstream line;
     line << "[" << n << "/" << models.size() << "] " << m.name << ": ";
-    if (was_skipped) line << "up to date (--resume)";
+    if (was_skipped)
+      line << "up to date (--resume)";
     else if ((*r)["status"] == "ok") {
       const auto& s = (*r)["summary"];
       // The report's conventions: speed-up = before/after latency, 3 significant digits.
@@ -924,13 +979,15 @@ int run(const RunOptions& o) {
         return os.str();
       };
       line << "ok, nodes " << s.value("nodes_before", 0) << " -> " << s.value("nodes_after", 0);
-      if (s.contains("max_diff")) line << ", max_diff " << (s["max_diff"].get<double>() == 0 ? "0 (exact)" : sig(s["max_diff"].get<double>(), 2));
+      if (s.contains("max_diff"))
+        line << ", max_diff " << (s["max_diff"].get<double>() == 0 ? "0 (exact)" : sig(s["max_diff"].get<double>(), 2));
       if (s.contains("latency_ratio") && s["latency_ratio"].get<double>() > 0)
         line << ", speed-up " << sig(1.0 / s["latency_ratio"].get<double>(), 3) << "x";
       if (s.contains("remeasured")) line << " (re-measured)";
       if (s.contains("ours_vs_ort") && s["ours_vs_ort"].get<double>() > 0)
         line << ", speed-up vs ORT " << sig(1.0 / s["ours_vs_ort"].get<double>(), 3) << "x";
-      else if (s.contains("ort_error")) line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
+      else if (s.contains("ort_error"))
+        line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
       line << " (" << std::fixed << std::setprecision(1) << (*r)["seconds"]["total"].get<double>() << " s)";
     } else {
       std::string e = (*r).value("error", "");
@@ -940,15 +997,17 @@ int run(const RunOptions& o) {
     if (o.tty) {
       // A finished model's line stays; the progress line under it is redrawn.
       std::cerr << "\r\033[K" << line.str() << "\n"
-                << "zoo: " << n << "/" << models.size() << " done, " << failed.load() << " failed, "
-                << std::fixed << std::setprecision(0) << el << " s"
-                << std::flush;
+                << "zoo: " << n << "/" << models.size() << " done, " << failed.load() << " failed, " << std::fixed
+                << std::setprecision(0) << el << " s" << std::flush;
     } else {
       std::cerr << line.str() << "\n";
     }
   };
 
-  std::cerr << "zoo: " << models.size() << " models" << (shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + " of " + std::to_string(all.size()) + ")" : "")
+  std::cerr << "zoo: " << models.size() << " models"
+            << (shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) +
+                                      " of " + std::to_string(all.size()) + ")"
+                                : "")
             << ", " << o.jobs << " jobs x " << c.threads << " threads -> " << o.outdir.string() << "\n";
   auto worker = [&] {
     bool first = true;
@@ -968,9 +1027,18 @@ int run(const RunOptions& o) {
       try {
         r = process_model(c, m);
       } catch (const std::exception& e) {  // our own trouble (stat, fork): this model only
-        r = {{"format", 1}, {"id", m.id}, {"name", m.name}, {"path", m.path.string()}, {"rel", m.rel},
-             {"options", c.options}, {"options_key", c.options_key}, {"machine", c.machine},
-             {"status", "failed"}, {"failure", "error"}, {"error", e.what()}, {"summary", nlohmann::json::object()}};
+        r = {{"format", 1},
+             {"id", m.id},
+             {"name", m.name},
+             {"path", m.path.string()},
+             {"rel", m.rel},
+             {"options", c.options},
+             {"options_key", c.options_key},
+             {"machine", c.machine},
+             {"status", "failed"},
+             {"failure", "error"},
+             {"error", e.what()},
+             {"summary", nlohmann::json::object()}};
       }
       if (r["status"] != "ok") ++failed;
       write_atomic(result, r.dump(1) + "\n");
@@ -981,7 +1049,7 @@ int run(const RunOptions& o) {
   for (int j = 0; j < std::min<int>(o.jobs, static_cast<int>(models.size())); ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   std::error_code ec;
-  fs::remove_all(c.scratch, ec);  // ours alone
+  fs::remove_all(c.scratch, ec);        // ours alone
   ::rmdir((o.outdir / "tmp").c_str());  // only when empty: other shards' folders keep it
   double el = std::chrono::duration<double>(Clock::now() - t0).count();
   if (o.tty) std::cerr << "\r\033[K";

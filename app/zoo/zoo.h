@@ -31,14 +31,14 @@ struct ModelEntry {
   // --inputs / --input-value for optimize and bench (manifest "inputs": specs with paths relative
   // to the manifest, "input_values": {name: number}; docs/cli.md "Given inputs").
   std::vector<std::string> input_args;
-  double timeout = 0;                   // seconds; 0: the run's --timeout
+  double timeout = 0;  // seconds; 0: the run's --timeout
 };
 
 // Folders (searched recursively for .onnx), model files, manifests (text: one model a line;
-// JSON: {"models": [{"path", "name", "dims", "skip", "timeout", "inputs", "input_values"}]} or {"models": {name: {"file"...}}}).
-// Throws onnxforge::Error naming the input for anything unreadable.
-// `set`: in a JSON manifest, only models whose "sets" list contains it (export_zoo.py's zoo.json
-// marks the CI models "small"); models without "sets" are always taken.
+// JSON: {"models": [{"path", "name", "dims", "skip", "timeout", "inputs", "input_values"}]} or {"models": {name:
+// {"file"...}}}). Throws onnxforge::Error naming the input for anything unreadable. `set`: in a JSON manifest, only
+// models whose "sets" list contains it (export_zoo.py's zoo.json marks the CI models "small"); models without "sets"
+// are always taken.
 std::vector<ModelEntry> discover(const std::vector<std::string>& inputs, const std::string& set = "");
 
 // Shard selection: models sorted by a hash of their relative path, every count-th from index.
@@ -61,9 +61,9 @@ struct RunOptions {
   std::vector<std::string> passes, skip, dims;
   int64_t target_opset = 0;
   int seeds = 3;
-  int jobs = 1, threads = 0;  // threads per child; 0: cores / jobs
-  double timeout = 0;         // seconds per model, 0: none
-  int64_t max_rss_mb = 0;     // per child, 0: none
+  int jobs = 1, threads = 0;    // threads per child; 0: cores / jobs
+  double timeout = 0;           // seconds per model, 0: none
+  int64_t max_rss_mb = 0;       // per child, 0: none
   double bench_min_time = 1.0;  // seconds of timed runs per model, shared by the bench runs
   int bench_iters = 0;
   // Separate bench processes per model (--bench-runs): their spread is the run-to-run noise the
@@ -74,10 +74,10 @@ struct RunOptions {
   nlohmann::json baseline;
   std::optional<double> max_slowdown;  // the gate's, for the re-measure decision
   bool attribute = true, bench = true, keep_models = false, resume = false, retry_failed = false;
-  std::string shard;  // "", "I/N" or "auto"
+  std::string shard;    // "", "I/N" or "auto"
   int shard_count = 0;  // --shard-count: N for --shard auto under a Kubernetes Indexed Job
-  std::string set;    // JSON manifests: only models of this set
-  bool tty = false;   // progress line instead of a line per model
+  std::string set;      // JSON manifests: only models of this set
+  bool tty = false;     // progress line instead of a line per model
   // --ort: ONNX Runtime (the npm peer, tools/peers/ort.js run by node) times the original and the
   // optimized model on the inputs onnxforge generated, alternating; empty: not measured.
   fs::path ort_js, node;
@@ -125,8 +125,8 @@ double run_spread(const nlohmann::json& models);
 struct ReportOptions {
   fs::path outdir;
   std::optional<fs::path> baseline;
-  bool json = false;  // print summary.json on stdout instead of the markdown table
-  std::optional<double> max_slowdown;  // none: derived from the recorded spread (latency_gate)
+  bool json = false;                    // print summary.json on stdout instead of the markdown table
+  std::optional<double> max_slowdown;   // none: derived from the recorded spread (latency_gate)
   std::string latency_stat = "median";  // or "min": the gate compares ratios of the fastest runs
 };
 // Writes summary.json, summary.md and report.html into outdir; returns 0, or 1 when the baseline

@@ -76,20 +76,21 @@ struct SaveModelOptions {
 };
 
 // Writes atomically (a temporary file, then rename); refuses to overwrite the model's own input.
-ONNXFORGE_API void save(const LoadedModel& model, const std::filesystem::path& path, const SaveModelOptions& options = {});
+ONNXFORGE_API void save(const LoadedModel& model, const std::filesystem::path& path,
+                        const SaveModelOptions& options = {});
 // The serialized ModelProto (weights embedded; an Error over 2 GiB).
 ONNXFORGE_API std::string to_bytes(const LoadedModel& model);
 
 struct OptimizeOptions {
-  std::vector<std::string> passes;        // run only these (empty: all, in pipeline order)
-  std::vector<std::string> skip;          // never these
-  std::map<std::string, int64_t> dims;    // fix symbolic dims: {"batch", 1}
-  bool verify = true;                     // run original and result on `seeds` seeded inputs
+  std::vector<std::string> passes;      // run only these (empty: all, in pipeline order)
+  std::vector<std::string> skip;        // never these
+  std::map<std::string, int64_t> dims;  // fix symbolic dims: {"batch", 1}
+  bool verify = true;                   // run original and result on `seeds` seeded inputs
   int seeds = 3;
-  std::optional<int64_t> target_opset;    // upgrade the default-domain opset first (never a downgrade)
-  std::optional<uint64_t> fold_size;      // largest constant a fold may create (default 1 MiB)
-  int threads = 0;                        // worker threads for this call (0: all)
-  bool strip_hierarchy = false;           // drop module-hierarchy tags from the result
+  std::optional<int64_t> target_opset;               // upgrade the default-domain opset first (never a downgrade)
+  std::optional<uint64_t> fold_size;                 // largest constant a fold may create (default 1 MiB)
+  int threads = 0;                                   // worker threads for this call (0: all)
+  bool strip_hierarchy = false;                      // drop module-hierarchy tags from the result
   std::function<void(const std::string&)> progress;  // status lines; may be called from worker threads
   // Deployment target: "generic" (every op, the model's opset), "ort", "tensorrt", "tflite".
   // Fusions into ops the target lacks do not run; such ops already in the model are decomposed.
@@ -110,20 +111,20 @@ struct OptimizeReport {
   int64_t initializers_before = 0, initializers_after = 0;
   int64_t bytes_before = 0, bytes_after = 0;  // initializer bytes
   int rounds = 0;
-  int worst_accuracy_class = 0;               // among the passes that changed something
-  std::vector<PassReport> passes;             // in pipeline order
+  int worst_accuracy_class = 0;    // among the passes that changed something
+  std::vector<PassReport> passes;  // in pipeline order
   bool verified = false;
-  bool verification_passed = true;            // true when not verified
-  double max_diff = 0;                        // over outputs and seeds
+  bool verification_passed = true;  // true when not verified
+  double max_diff = 0;              // over outputs and seeds
   int seeds = 0;
-  std::string breaking_pass;                  // when verification failed
-  std::string failure;                        // when verification failed: what `onnxforge optimize` prints
-  std::string hint;                           // what an opset upgrade would unlock (empty: nothing)
-  std::string json;                           // what `onnxforge optimize --json` prints
+  std::string breaking_pass;  // when verification failed
+  std::string failure;        // when verification failed: what `onnxforge optimize` prints
+  std::string hint;           // what an opset upgrade would unlock (empty: nothing)
+  std::string json;           // what `onnxforge optimize --json` prints
 };
 
 struct OptimizeResult {
-  LoadedModel model;     // the optimized model (also when verification failed: check the report)
+  LoadedModel model;  // the optimized model (also when verification failed: check the report)
   OptimizeReport report;
 };
 
@@ -133,13 +134,13 @@ ONNXFORGE_API OptimizeResult optimize(const LoadedModel& model, const OptimizeOp
 struct VerifyOptions {
   int seeds = 20;
   uint64_t first_seed = 0;
-  double atol = 1e-4, rtol = 1e-3;        // |a - b| <= atol + rtol * |a|, element by element
+  double atol = 1e-4, rtol = 1e-3;  // |a - b| <= atol + rtol * |a|, element by element
   std::map<std::string, int64_t> dims;
 };
 
 struct OutputReport {
   std::string name;
-  double max_abs = 0;   // over seeds
+  double max_abs = 0;  // over seeds
   double max_rel = 0;
   bool pass = true;
   std::string problem;  // shape / dtype / NaN mismatch
@@ -150,8 +151,8 @@ struct VerifyReport {
   int seeds = 0;
   double max_diff = 0;  // max abs diff over outputs and seeds
   std::vector<OutputReport> outputs;
-  std::string text;     // what `onnxforge verify` prints
-  std::string json;     // what `onnxforge verify --json` prints
+  std::string text;  // what `onnxforge verify` prints
+  std::string json;  // what `onnxforge verify --json` prints
 };
 
 // Runs both models with the built-in runtime on the same seeded inputs and compares the outputs.

@@ -25,34 +25,51 @@ void rotary(OpContext& c) {
   int64_t B = x.shape[0], S, H, D;
   int64_t sb, ss, sh;
   if (x.rank() == 4) {
-    H = x.shape[1]; S = x.shape[2]; D = x.shape[3];
-    sb = H * S * D; sh = S * D; ss = D;
+    H = x.shape[1];
+    S = x.shape[2];
+    D = x.shape[3];
+    sb = H * S * D;
+    sh = S * D;
+    ss = D;
   } else {
     if (heads <= 0) c.error("num_heads is required for 3-D input");
-    if (x.shape[2] % heads) c.error("hidden size " + std::to_string(x.shape[2]) + " is not a multiple of num_heads " + std::to_string(heads));
-    S = x.shape[1]; H = heads; D = x.shape[2] / heads;
-    sb = S * H * D; ss = H * D; sh = D;
+    if (x.shape[2] % heads)
+      c.error("hidden size " + std::to_string(x.shape[2]) + " is not a multiple of num_heads " + std::to_string(heads));
+    S = x.shape[1];
+    H = heads;
+    D = x.shape[2] / heads;
+    sb = S * H * D;
+    ss = H * D;
+    sh = D;
   }
   int64_t rot = c.attr_i("rotary_embedding_dim", 0);
   if (rot == 0) rot = D;
-  if (rot < 0 || rot > D || rot % 2) c.error("rotary_embedding_dim " + std::to_string(rot) + " must be even and at most the head size " + std::to_string(D));
+  if (rot < 0 || rot > D || rot % 2)
+    c.error("rotary_embedding_dim " + std::to_string(rot) + " must be even and at most the head size " +
+            std::to_string(D));
   const int64_t half = rot / 2;
   // Caches are half-width: [max_pos, rot/2] indexed by position_ids, or [B, S, rot/2] without.
-  if (cosc.shape != sinc.shape) c.error("cos_cache " + shape_str(cosc.shape) + " and sin_cache " + shape_str(sinc.shape) + " differ");
+  if (cosc.shape != sinc.shape)
+    c.error("cos_cache " + shape_str(cosc.shape) + " and sin_cache " + shape_str(sinc.shape) + " differ");
   if (cosc.rank() < 1 || cosc.shape.back() != half)
-    c.error("the caches' last dim must be rotary_embedding_dim / 2 = " + std::to_string(half) + ", got " + shape_str(cosc.shape));
+    c.error("the caches' last dim must be rotary_embedding_dim / 2 = " + std::to_string(half) + ", got " +
+            shape_str(cosc.shape));
   int64_t max_pos = 0;
   if (pos) {
-    if (cosc.rank() != 2) c.error("with position_ids the caches must be 2-D (max_position, rotary_dim / 2), got " + shape_str(cosc.shape));
+    if (cosc.rank() != 2)
+      c.error("with position_ids the caches must be 2-D (max_position, rotary_dim / 2), got " + shape_str(cosc.shape));
     if (pos->rank() != 2 || pos->shape[0] != B || pos->shape[1] != S)
-      c.error("position_ids " + shape_str(pos->shape) + " must be (batch " + std::to_string(B) + ", sequence " + std::to_string(S) + ")");
+      c.error("position_ids " + shape_str(pos->shape) + " must be (batch " + std::to_string(B) + ", sequence " +
+              std::to_string(S) + ")");
     need_index_type(c, *pos, "position_ids");
     max_pos = cosc.shape[0];
     for (int64_t i = 0, n = pos->numel(); i < n; ++i)
       if (int64_t p = pos->get_i64(i); p < 0 || p >= max_pos)
-        c.error("position id " + std::to_string(p) + " is outside the caches' " + std::to_string(max_pos) + " positions");
+        c.error("position id " + std::to_string(p) + " is outside the caches' " + std::to_string(max_pos) +
+                " positions");
   } else if (cosc.rank() != 3 || cosc.shape[0] != B || cosc.shape[1] != S) {
-    c.error("without position_ids the caches must be (batch " + std::to_string(B) + ", sequence " + std::to_string(S) + ", rotary_dim / 2), got " + shape_str(cosc.shape));
+    c.error("without position_ids the caches must be (batch " + std::to_string(B) + ", sequence " + std::to_string(S) +
+            ", rotary_dim / 2), got " + shape_str(cosc.shape));
   }
   Tensor& y = c.output(0, x.dtype, x.shape);
   const float* X = x.ptr<float>();
@@ -96,7 +113,8 @@ void softmax_attention(OpContext& c) {
   if (!same || y.numel() == 0 || K == 0 || N == 0) {  // broadcasting batch dims or empty: unfused
     Tensor s = Tensor::alloc(DType::Float, ss);
     simd::matmul(a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), s.ptr<float>());
-    if (N > 0) simd::softmax(static_cast<size_t>(s.numel() / N), static_cast<size_t>(N), s.ptr<float>(), s.ptr<float>());
+    if (N > 0)
+      simd::softmax(static_cast<size_t>(s.numel() / N), static_cast<size_t>(N), s.ptr<float>(), s.ptr<float>());
     simd::matmul(s.shape, s.ptr<float>(), v.shape, v.ptr<float>(), y.ptr<float>());
     return;
   }
@@ -124,8 +142,8 @@ void softmax_attention(OpContext& c) {
     const auto t = static_cast<int64_t>(task);
     const int64_t i = t / blocks, r0 = (t % blocks) * kRows, rows = std::min(kRows, M - r0);
     const auto u = static_cast<size_t>(i);
-    simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, a.ptr<float>() + (i * M + r0) * K,
-                      static_cast<size_t>(K), pb[u], 0.f, scores.data(), static_cast<size_t>(N));
+    simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, a.ptr<float>() + (i * M + r0) * K, static_cast<size_t>(K),
+                      pb[u], 0.f, scores.data(), static_cast<size_t>(N));
     simd::softmax(static_cast<size_t>(rows), static_cast<size_t>(N), scores.data(), scores.data());
     simd::gemm_packed(false, static_cast<size_t>(rows), 1.f, scores.data(), static_cast<size_t>(N), pv[u], 0.f,
                       y.ptr<float>() + (i * M + r0) * D, static_cast<size_t>(D));

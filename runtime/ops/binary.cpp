@@ -18,20 +18,27 @@ T scalar_binary(BinaryOp op, T a, T b) {
     case BinaryOp::Sub: return static_cast<T>(a - b);
     case BinaryOp::Mul: return static_cast<T>(a * b);
     case BinaryOp::Div:
-      if constexpr (std::is_integral_v<T>) return b == 0 ? T{0} : static_cast<T>(a / b);
-      else return a / b;
+      if constexpr (std::is_integral_v<T>)
+        return b == 0 ? T{0} : static_cast<T>(a / b);
+      else
+        return a / b;
     case BinaryOp::Max:
-      if constexpr (std::is_floating_point_v<T>) if (std::isnan(a) || std::isnan(b)) return NAN;
+      if constexpr (std::is_floating_point_v<T>)
+        if (std::isnan(a) || std::isnan(b)) return NAN;
       return std::max(a, b);
     case BinaryOp::Min:
-      if constexpr (std::is_floating_point_v<T>) if (std::isnan(a) || std::isnan(b)) return NAN;
+      if constexpr (std::is_floating_point_v<T>)
+        if (std::isnan(a) || std::isnan(b)) return NAN;
       return std::min(a, b);
     case BinaryOp::Pow:
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
         // As simd's int_op: converting pow's double back to a narrow integer is undefined once
         // it passes the type's range (UBSan, a hostile int8 exponent); wrap instead.
         using U = std::make_unsigned_t<T>;
-        if (b < 0) return a == 1 ? T{1} : (std::is_signed_v<T> && a == static_cast<T>(-1)) ? (b % 2 == 0 ? T{1} : static_cast<T>(-1)) : T{0};
+        if (b < 0)
+          return a == 1                                             ? T{1}
+                 : (std::is_signed_v<T> && a == static_cast<T>(-1)) ? (b % 2 == 0 ? T{1} : static_cast<T>(-1))
+                                                                    : T{0};
         U acc = 1, base = static_cast<U>(a);
         for (T e = b; e > 0; e = static_cast<T>(e >> 1)) {
           if (e & 1) acc = static_cast<U>(acc * base);
@@ -50,23 +57,21 @@ void binary_into(const OpContext& c, BinaryOp op, const Tensor& a, const Tensor&
   if (a.dtype != b.dtype) c.error("operand types differ");
   switch (a.dtype) {
     case DType::Float: simd::binary(op, a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), y.ptr<float>()); return;
-    case DType::Int32:
-      simd::binary(op, a.shape, a.ptr<int32_t>(), b.shape, b.ptr<int32_t>(), y.ptr<int32_t>());
-      return;
-    case DType::Int64:
-      simd::binary(op, a.shape, a.ptr<int64_t>(), b.shape, b.ptr<int64_t>(), y.ptr<int64_t>());
-      return;
+    case DType::Int32: simd::binary(op, a.shape, a.ptr<int32_t>(), b.shape, b.ptr<int32_t>(), y.ptr<int32_t>()); return;
+    case DType::Int64: simd::binary(op, a.shape, a.ptr<int64_t>(), b.shape, b.ptr<int64_t>(), y.ptr<int64_t>()); return;
     default: break;
   }
   dispatch_type(a.dtype, [&](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>) c.error("bool operands are not supported");
+    if constexpr (std::is_same_v<T, bool>)
+      c.error("bool operands are not supported");
     else {
       const T* pa = a.ptr<T>();
       const T* pb = b.ptr<T>();
       T* py = y.ptr<T>();
-      for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
-                            [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = scalar_binary(op, pa[o[0]], pb[o[1]]); });
+      for_each_broadcast<2>(
+          y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
+          [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = scalar_binary(op, pa[o[0]], pb[o[1]]); });
     }
   });
 }
@@ -201,8 +206,9 @@ void where_kernel(OpContext& c) {
       for (int64_t i = 0, n = y.numel(); i < n; ++i) py[i] = pc[i] ? pa[i] : pb[i];
       return;
     }
-    for_each_broadcast<3>(shape, {bcast_strides(cond.shape, shape), bcast_strides(a.shape, shape), bcast_strides(b.shape, shape)},
-                          [&](int64_t i, const std::array<int64_t, 3>& o) { py[i] = pc[o[0]] ? pa[o[1]] : pb[o[2]]; });
+    for_each_broadcast<3>(
+        shape, {bcast_strides(cond.shape, shape), bcast_strides(a.shape, shape), bcast_strides(b.shape, shape)},
+        [&](int64_t i, const std::array<int64_t, 3>& o) { py[i] = pc[o[0]] ? pa[o[1]] : pb[o[2]]; });
   };
   switch (es) {
     case 1: typed(uint8_t{}); return;
@@ -211,11 +217,12 @@ void where_kernel(OpContext& c) {
     case 8: typed(uint64_t{}); return;
     default: break;
   }
-  for_each_broadcast<3>(shape, {bcast_strides(cond.shape, shape), bcast_strides(a.shape, shape), bcast_strides(b.shape, shape)},
-                        [&](int64_t i, const std::array<int64_t, 3>& o) {
-                          const std::byte* src = pc[o[0]] ? a.data + o[1] * es : b.data + o[2] * es;
-                          std::memcpy(y.data + i * es, src, es);
-                        });
+  for_each_broadcast<3>(
+      shape, {bcast_strides(cond.shape, shape), bcast_strides(a.shape, shape), bcast_strides(b.shape, shape)},
+      [&](int64_t i, const std::array<int64_t, 3>& o) {
+        const std::byte* src = pc[o[0]] ? a.data + o[1] * es : b.data + o[2] * es;
+        std::memcpy(y.data + i * es, src, es);
+      });
 }
 
 void prelu_kernel(OpContext& c) {
@@ -236,8 +243,10 @@ void prelu_kernel(OpContext& c) {
     for_each_broadcast<2>(y.shape, {bcast_strides(x.shape, y.shape), bcast_strides(slope_shape, y.shape)},
                           [&](int64_t i, const std::array<int64_t, 2>& o) {
                             T z = px[o[0]];
-                            if constexpr (std::is_same_v<T, bool>) py[i] = z;
-                            else py[i] = z < 0 ? wrap_mul(z, ps[o[1]]) : z;  // int32/int64 wrap as Mul does (no UB)
+                            if constexpr (std::is_same_v<T, bool>)
+                              py[i] = z;
+                            else
+                              py[i] = z < 0 ? wrap_mul(z, ps[o[1]]) : z;  // int32/int64 wrap as Mul does (no UB)
                           });
   });
 }
@@ -264,7 +273,10 @@ void mod_kernel(OpContext& c) {
                               py[i] = x;
                             } else {
                               // x % -1 is 0, and INT_MIN % -1 traps (SIGFPE) on x86.
-                              if (z == 0 || (std::is_signed_v<T> && z == static_cast<T>(-1))) { py[i] = 0; return; }
+                              if (z == 0 || (std::is_signed_v<T> && z == static_cast<T>(-1))) {
+                                py[i] = 0;
+                                return;
+                              }
                               T r = static_cast<T>(x % z);
                               if (!fmod && r != 0 && ((r < 0) != (z < 0))) r = static_cast<T>(r + z);
                               py[i] = r;
@@ -279,13 +291,12 @@ void register_binary(Registry& r) {
   auto add = [&](const char* name, KernelFn f) {
     r.add("", name, {.run = f, .inplace_input = 0, .inplace_input2 = 1, .layout = LayoutUse::Elementwise});
   };
-  auto variadic = [&](const char* name, KernelFn f) {
-    r.add("", name, {.run = f, .layout = LayoutUse::Elementwise});
-  };
+  auto variadic = [&](const char* name, KernelFn f) { r.add("", name, {.run = f, .layout = LayoutUse::Elementwise}); };
   // float16/bfloat16 operands reach these kernels as they are (binary_kernel converts them).
   auto add_stored = [&](const char* name, KernelFn f) {
-    r.add("", name,
-          {.run = f, .float_compute = false, .inplace_input = 0, .inplace_input2 = 1, .layout = LayoutUse::Elementwise});
+    r.add(
+        "", name,
+        {.run = f, .float_compute = false, .inplace_input = 0, .inplace_input2 = 1, .layout = LayoutUse::Elementwise});
   };
   add_stored("Add", binary_kernel<BinaryOp::Add>);
   add_stored("Sub", binary_kernel<BinaryOp::Sub>);

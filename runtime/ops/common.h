@@ -23,15 +23,16 @@ inline int64_t norm_axis(const OpContext& c, int64_t axis, int64_t rank) {
 // (a hostile model may give a shorter one or another type; the kernel would read past it).
 inline void need_elements(const OpContext& c, const Tensor& t, int64_t n, DType type, std::string_view what) {
   if (t.numel() < n || t.dtype != type)
-    c.error(std::string(what) + " needs " + std::to_string(n) + " " + std::string(dtype_name(type)) + " elements, got " +
-            std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape));
+    c.error(std::string(what) + " needs " + std::to_string(n) + " " + std::string(dtype_name(type)) +
+            " elements, got " + std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape));
 }
 
 // Inputs the schema types alike (type parameter T): a kernel reads both as one type, so another
 // type would read past the smaller buffer (fuzz_runtime: Where over float and int8).
 inline void need_same_type(const OpContext& c, const Tensor& a, const Tensor& b) {
   if (a.dtype != b.dtype)
-    c.error("inputs of types " + std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)) + " must have the same type");
+    c.error("inputs of types " + std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)) +
+            " must have the same type");
 }
 
 // Index inputs (Gather*, Scatter*): int32 or int64 as the schemas say (Tind); a float index
@@ -45,7 +46,8 @@ inline void need_index_type(const OpContext& c, const Tensor& t, std::string_vie
 // not signed overflow, when a hostile value makes it unrepresentable.
 inline int64_t mul_dim(const OpContext& c, int64_t a, int64_t b) {
   int64_t r = 0;
-  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) c.error("dimension " + std::to_string(a) + " x " + std::to_string(b) + " is out of range");
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+    c.error("dimension " + std::to_string(a) + " x " + std::to_string(b) + " is out of range");
   return r;
 }
 

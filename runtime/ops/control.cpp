@@ -6,7 +6,8 @@
 
 namespace onnxforge::rt {
 
-void copy_strided(size_t es, const Shape& shape, const std::byte* base, const std::vector<int64_t>& strides, std::byte* dst);
+void copy_strided(size_t es, const Shape& shape, const std::byte* base, const std::vector<int64_t>& strides,
+                  std::byte* dst);
 
 namespace {
 
@@ -132,14 +133,16 @@ void loop(OpContext& c) {
   const Tensor* m = c.in(0);
   const Tensor* cond_in = c.in(1);
   // M is int64 (a float's conversion past int64 would be undefined).
-  if (m && m->numel() && m->dtype != DType::Int64) c.error("trip count M must be int64, got " + std::string(dtype_name(m->dtype)));
+  if (m && m->numel() && m->dtype != DType::Int64)
+    c.error("trip count M must be int64, got " + std::string(dtype_name(m->dtype)));
   const int64_t max_trip = m && m->numel() ? m->get_i64(0) : std::numeric_limits<int64_t>::max();
   if (max_trip < 0) c.error("trip count M = " + std::to_string(max_trip) + " is negative");
   bool cond = cond_in && cond_in->numel() ? cond_in->get_f64(0) != 0 : true;
   if (!m && !cond_in) c.error("Loop without a trip count or condition never ends");
   const size_t n_carried = c.input_count() >= 2 ? c.input_count() - 2 : 0;
   std::vector<Tensor> carried;
-  for (size_t i = 0; i < n_carried; ++i) carried.push_back(c.input(i + 2).hold ? c.input(i + 2) : c.input(i + 2).clone());
+  for (size_t i = 0; i < n_carried; ++i)
+    carried.push_back(c.input(i + 2).hold ? c.input(i + 2) : c.input(i + 2).clone());
   if (bg.graph_outputs().size() < 1 + n_carried || bg.graph_inputs().size() != 2 + n_carried)
     c.error("the body has " + std::to_string(bg.graph_inputs().size()) + " inputs and " +
             std::to_string(bg.graph_outputs().size()) + " outputs; with " + std::to_string(n_carried) +
@@ -176,10 +179,14 @@ void loop(OpContext& c) {
                              (m && m->numel() ? std::to_string(max_trip) : std::string("(none)")) + each +
                              " and its condition is still true");
     t_steps.used += steps;
-    if (it_t.hold.use_count() > 1) it_t = scalar_i64(it);
-    else it_t.ptr<int64_t>()[0] = it;
-    if (cond_t.hold.use_count() > 1) cond_t = scalar_bool(cond);
-    else cond_t.ptr<uint8_t>()[0] = cond;
+    if (it_t.hold.use_count() > 1)
+      it_t = scalar_i64(it);
+    else
+      it_t.ptr<int64_t>()[0] = it;
+    if (cond_t.hold.use_count() > 1)
+      cond_t = scalar_bool(cond);
+    else
+      cond_t.ptr<uint8_t>()[0] = cond;
     std::vector<Tensor> ins;
     ins.reserve(2 + carried.size());
     ins.push_back(it_t);
@@ -187,7 +194,8 @@ void loop(OpContext& c) {
     for (auto& t : carried) ins.push_back(t);
     auto outs = c.run_subgraph(body, std::move(ins));
     if (outs.size() < 1 + n_carried + n_scan) c.error("the body returned fewer outputs than it declares");
-    if (outs[0].numel() != 1) c.error("the body's condition output must hold one value, got " + shape_str(outs[0].shape));
+    if (outs[0].numel() != 1)
+      c.error("the body's condition output must hold one value, got " + shape_str(outs[0].shape));
     cond = outs[0].get_f64(0) != 0;
     for (size_t i = 0; i < n_carried; ++i) carried[i] = std::move(outs[1 + i]);
     for (size_t i = 0; i < n_scan; ++i) {
@@ -206,8 +214,9 @@ void loop(OpContext& c) {
   }
   for (size_t i = 0; i < n_carried && i < c.output_count(); ++i) c.set_output(i, std::move(carried[i]));
   for (size_t i = 0; i < n_scan && n_carried + i < c.output_count(); ++i)
-    c.set_output(n_carried + i, stack(scans[i], scans[i].empty() ? empty_scan_dtype(c, bg, 1 + n_carried + i, n_carried + i, true)
-                                                                  : DType::Undefined));
+    c.set_output(n_carried + i,
+                 stack(scans[i], scans[i].empty() ? empty_scan_dtype(c, bg, 1 + n_carried + i, n_carried + i, true)
+                                                  : DType::Undefined));
 }
 
 void scan(OpContext& c) {
@@ -260,7 +269,8 @@ void scan(OpContext& c) {
       strides.erase(strides.begin() + axis[j]);
       Tensor slice = Tensor::alloc(x.dtype, s);
       const size_t es = dtype_size(x.dtype);
-      copy_strided(es, s, x.data + static_cast<size_t>(idx * st[static_cast<size_t>(axis[j])]) * es, strides, slice.data);
+      copy_strided(es, s, x.data + static_cast<size_t>(idx * st[static_cast<size_t>(axis[j])]) * es, strides,
+                   slice.data);
       ins.push_back(std::move(slice));
     }
     auto res = c.run_subgraph(body, std::move(ins));
@@ -270,7 +280,8 @@ void scan(OpContext& c) {
   for (size_t i = 0; i < n_state; ++i) c.set_output(i, std::move(state[i]));
   for (size_t i = 0; i < n_scan_out; ++i) {
     if (!out_dirs.empty() && out_dirs[i]) std::reverse(outs[i].begin(), outs[i].end());
-    Tensor st = stack(outs[i], outs[i].empty() ? empty_scan_dtype(c, bg, n_state + i, n_state + i, false) : DType::Undefined);
+    Tensor st =
+        stack(outs[i], outs[i].empty() ? empty_scan_dtype(c, bg, n_state + i, n_state + i, false) : DType::Undefined);
     const int64_t ax = out_axes.empty() ? 0 : norm_axis(c, out_axes[i], st.rank());
     if (ax != 0) {
       std::vector<int64_t> perm;

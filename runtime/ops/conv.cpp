@@ -53,7 +53,8 @@ ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, b
     // for hostile attribute values (UBSan); real models are many orders below these bounds.
     int64_t ek = 0, padded = 0, sin = 0;
     if (__builtin_mul_overflow(g.kernel[u] - 1, g.dilation[u], &ek) || __builtin_add_overflow(ek, 1, &ek) ||
-        __builtin_add_overflow(g.in[u], g.pad_begin[u], &padded) || __builtin_add_overflow(padded, g.pad_end[u], &padded) ||
+        __builtin_add_overflow(g.in[u], g.pad_begin[u], &padded) ||
+        __builtin_add_overflow(padded, g.pad_end[u], &padded) ||
         __builtin_mul_overflow(g.in[u] + 1, g.stride[u], &sin) || __builtin_add_overflow(sin, ek, &sin))
       c.error("kernel_shape, strides, dilations or pads are out of range for input " + shape_str(x));
   }
@@ -105,9 +106,7 @@ void conv_channels_last(OpContext& c, const simd::ConvParams& p, const Tensor& x
   Tensor& y = c.output(0, DType::Float, ys);
   Tensor xcopy, rcopy;
   const float* px = x.ptr<float>();
-  auto overlap = [&](const Tensor& t) {
-    return y.data < t.data + t.bytes() && t.data < y.data + y.bytes();
-  };
+  auto overlap = [&](const Tensor& t) { return y.data < t.data + t.bytes() && t.data < y.data + y.bytes(); };
   if (overlap(x)) {  // y took the slot of a residual that views x
     xcopy = x.clone();
     px = xcopy.ptr<float>();
@@ -131,8 +130,10 @@ void conv_channels_last(OpContext& c, const simd::ConvParams& p, const Tensor& x
     }
   }
   simd::conv_nhwc(p, px, !x.nhwc, st.nhwc, bias, out, c.fused_act, res != nullptr);
-  if (y_nhwc) y.nhwc = true;
-  else simd::nhwc_to_nchw(N, M, OHW, out, y.ptr<float>());
+  if (y_nhwc)
+    y.nhwc = true;
+  else
+    simd::nhwc_to_nchw(N, M, OHW, out, y.ptr<float>());
 }
 
 // The state is made at plan time; the weights are packed on the first run from the float32
@@ -149,7 +150,8 @@ void conv(OpContext& c) {
   const Tensor& w = c.input(1);
   const Tensor* b = c.in(2);
   if (x_in.dtype != DType::Float) c.error("Conv supports float32 (and float16/bfloat16 stored) inputs only");
-  if (w.dtype != DType::Float) c.error("the weight must be float like the input, got " + std::string(dtype_name(w.dtype)));
+  if (w.dtype != DType::Float)
+    c.error("the weight must be float like the input, got " + std::string(dtype_name(w.dtype)));
   ConvGeometry geo = conv_geometry(c, x_in.shape, w.shape, false);
   simd::ConvParams p;
   p.rank = geo.rank;
@@ -170,8 +172,7 @@ void conv(OpContext& c) {
     c.error("group " + std::to_string(p.group) + " must be positive and divide the " + std::to_string(p.out_channels) +
             " output channels");
   for (int i = 0; i < p.rank; ++i)
-    if (p.out(i) < 1)
-      c.error("the kernel (with dilations) is larger than the padded input " + shape_str(x_in.shape));
+    if (p.out(i) < 1) c.error("the kernel (with dilations) is larger than the padded input " + shape_str(x_in.shape));
   if (w.shape[1] * p.group != p.in_channels)
     c.error("weight " + shape_str(w.shape) + " does not match input " + shape_str(x_in.shape) + " with group " +
             std::to_string(p.group));
@@ -212,8 +213,10 @@ void conv(OpContext& c) {
       if (act.op != simd::UnaryOp::Identity) simd::unary(act, py, py, static_cast<size_t>(numel(ys)));
       return;
     }
-    if (packed) simd::conv_packed(p, px, *packed, pb, py, act, accumulate);
-    else simd::conv(p, px, w.ptr<float>(), pb, py, act, accumulate);
+    if (packed)
+      simd::conv_packed(p, px, *packed, pb, py, act, accumulate);
+    else
+      simd::conv(p, px, w.ptr<float>(), pb, py, act, accumulate);
   };
   if (!res) {
     Tensor& y = c.output(0, DType::Float, ys);
@@ -260,7 +263,8 @@ void conv_transpose(OpContext& c) {
   const Tensor& w = c.input(1);
   const Tensor* b = c.in(2);
   if (x.dtype != DType::Float) c.error("ConvTranspose supports float32 inputs only");
-  if (w.dtype != DType::Float) c.error("the weight must be float like the input, got " + std::string(dtype_name(w.dtype)));
+  if (w.dtype != DType::Float)
+    c.error("the weight must be float like the input, got " + std::string(dtype_name(w.dtype)));
   ConvGeometry geo = conv_geometry(c, x.shape, w.shape, true);
   const int r = geo.rank;
   const int64_t N = x.shape[0], C = x.shape[1], group = c.attr_i("group", 1);
@@ -270,8 +274,10 @@ void conv_transpose(OpContext& c) {
   const int64_t Mg = w.shape[1], M = mul_dim(c, Mg, group), Cg = C / group;
   if (b) need_elements(c, *b, M, DType::Float, "B");
   auto out_pad = c.attr_ints("output_padding"), out_shape = c.attr_ints("output_shape");
-  if (!out_pad.empty() && out_pad.size() != static_cast<size_t>(r)) c.error("output_padding does not match the input rank");
-  if (!out_shape.empty() && out_shape.size() < static_cast<size_t>(r)) c.error("output_shape does not match the input rank");
+  if (!out_pad.empty() && out_pad.size() != static_cast<size_t>(r))
+    c.error("output_padding does not match the input rank");
+  if (!out_shape.empty() && out_shape.size() < static_cast<size_t>(r))
+    c.error("output_shape does not match the input rank");
   for (int i = 0; i < r; ++i)
     if (geo.kernel[static_cast<size_t>(i)] != w.shape[static_cast<size_t>(i) + 2])
       c.error("kernel_shape does not match weight " + shape_str(w.shape));
@@ -281,12 +287,15 @@ void conv_transpose(OpContext& c) {
     size_t u = static_cast<size_t>(i);
     int64_t op = out_pad.empty() ? 0 : out_pad[u];
     // Bounded by conv_geometry except output_padding and output_shape, checked here.
-    if (op < 0 || op >= std::max(geo.stride[u], geo.dilation[u])) c.error("output_padding must lie in [0, max(stride, dilation)), got " + std::to_string(op));
-    if (!out_shape.empty() && (out_shape[out_shape.size() - static_cast<size_t>(r) + u] < 0 || out_shape[out_shape.size() - static_cast<size_t>(r) + u] > (int64_t{1} << 40)))
+    if (op < 0 || op >= std::max(geo.stride[u], geo.dilation[u]))
+      c.error("output_padding must lie in [0, max(stride, dilation)), got " + std::to_string(op));
+    if (!out_shape.empty() && (out_shape[out_shape.size() - static_cast<size_t>(r) + u] < 0 ||
+                               out_shape[out_shape.size() - static_cast<size_t>(r) + u] > (int64_t{1} << 40)))
       c.error("output_shape is out of range");
     int64_t full = geo.stride[u] * (geo.in[u] - 1) + op + (geo.kernel[u] - 1) * geo.dilation[u] + 1;
     if (!out_shape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      int64_t target = !out_shape.empty() ? out_shape[out_shape.size() - static_cast<size_t>(r) + u] : geo.in[u] * geo.stride[u];
+      int64_t target =
+          !out_shape.empty() ? out_shape[out_shape.size() - static_cast<size_t>(r) + u] : geo.in[u] * geo.stride[u];
       int64_t total = full - target;
       if (ap == "SAME_LOWER") {
         geo.pad_begin[u] = total - total / 2;

@@ -80,8 +80,10 @@ Equation parse(const OpContext& c) {
       ++count[ch];
       auto [it, fresh] = e.dim.emplace(ch, x.shape[d]);
       if (!fresh && it->second != x.shape[d]) {
-        if (it->second == 1) it->second = x.shape[d];
-        else if (x.shape[d] != 1) c.error(std::string("dimension mismatch for label ") + ch);
+        if (it->second == 1)
+          it->second = x.shape[d];
+        else if (x.shape[d] != 1)
+          c.error(std::string("dimension mismatch for label ") + ch);
       }
     }
   }
@@ -320,10 +322,11 @@ void einsum_generic(OpContext& c, const Equation& e) {
   over = over || __builtin_mul_overflow(combos, static_cast<int64_t>(terms.size()), &reads) || reads > kMaxGenericReads;
   if (over) {
     std::string dims;
-    for (size_t i = 0; i < all.size(); ++i) dims += (i ? ", " : "") + std::string(1, all[i]) + "=" + std::to_string(full[i]);
+    for (size_t i = 0; i < all.size(); ++i)
+      dims += (i ? ", " : "") + std::string(1, all[i]) + "=" + std::to_string(full[i]);
     c.error("the equation '" + e.text + "' on " + std::string(dtype_name(c.input(0).dtype)) + " sums over " +
-            (combos > 0 && reads > 0 ? std::to_string(combos) : std::string("over 2^63")) +
-            " label combinations (" + dims + ") for each of its " + std::to_string(terms.size()) +
+            (combos > 0 && reads > 0 ? std::to_string(combos) : std::string("over 2^63")) + " label combinations (" +
+            dims + ") for each of its " + std::to_string(terms.size()) +
             " operands: more than 2^30 operand reads, the limit of the generic Einsum (float32 runs on the GEMM; "
             "cast the operands to float32)");
   }

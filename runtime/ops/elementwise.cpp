@@ -52,7 +52,8 @@ Unary params(const Graph& g, NodeId n, UnaryOp op) {
   switch (op) {
     case UnaryOp::LeakyRelu: return Unary::leaky_relu(g.attr_float(n, "alpha", 0.01f));
     case UnaryOp::ThresholdedRelu: return Unary::thresholded_relu(g.attr_float(n, "alpha", 1.f));
-    case UnaryOp::HardSigmoid: return Unary::hard_sigmoid(g.attr_float(n, "alpha", 0.2f), g.attr_float(n, "beta", 0.5f));
+    case UnaryOp::HardSigmoid:
+      return Unary::hard_sigmoid(g.attr_float(n, "alpha", 0.2f), g.attr_float(n, "beta", 0.5f));
     case UnaryOp::HardSwish: return Unary::hard_swish();
     case UnaryOp::Elu: return Unary::elu(g.attr_float(n, "alpha", 1.f));
     case UnaryOp::Selu:
@@ -74,7 +75,8 @@ void apply(OpContext& c, const Unary& u) {
   }
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>) c.error("bool input is not supported");
+    if constexpr (std::is_same_v<T, bool>)
+      c.error("bool input is not supported");
     else {
       const T* a = x.ptr<T>();
       T* b = y.ptr<T>();
@@ -82,10 +84,14 @@ void apply(OpContext& c, const Unary& u) {
         if constexpr (std::is_integral_v<T>) {
           // Negation wraps (as ONNX Runtime: -INT_MIN is INT_MIN) instead of overflowing.
           using U = std::make_unsigned_t<T>;
-          if (u.op == UnaryOp::Abs) b[i] = a[i] < 0 ? static_cast<T>(U{0} - static_cast<U>(a[i])) : a[i];
-          else if (u.op == UnaryOp::Neg) b[i] = static_cast<T>(U{0} - static_cast<U>(a[i]));
-          else if (u.op == UnaryOp::Relu) b[i] = a[i] < 0 ? T{0} : a[i];
-          else b[i] = from_double<T>(scalar(u, static_cast<double>(a[i])));
+          if (u.op == UnaryOp::Abs)
+            b[i] = a[i] < 0 ? static_cast<T>(U{0} - static_cast<U>(a[i])) : a[i];
+          else if (u.op == UnaryOp::Neg)
+            b[i] = static_cast<T>(U{0} - static_cast<U>(a[i]));
+          else if (u.op == UnaryOp::Relu)
+            b[i] = a[i] < 0 ? T{0} : a[i];
+          else
+            b[i] = from_double<T>(scalar(u, static_cast<double>(a[i])));
         } else {
           b[i] = static_cast<T>(scalar(u, static_cast<double>(a[i])));
         }
@@ -148,9 +154,11 @@ void clip(OpContext& c) {
   // The bounds are scalars of x's type: an empty one or another type would be read past its end.
   for (const Tensor* t : {lo, hi})
     if (t && (t->numel() != 1 || (x.dtype != DType::Float && t->dtype != x.dtype)))
-      c.error("min and max must be scalars of the input's type, got " + std::string(dtype_name(t->dtype)) + " " + shape_str(t->shape));
+      c.error("min and max must be scalars of the input's type, got " + std::string(dtype_name(t->dtype)) + " " +
+              shape_str(t->shape));
   if (x.dtype == DType::Float) {
-    apply(c, Unary::clip(lo ? static_cast<float>(lo->get_f64(0)) : -INFINITY, hi ? static_cast<float>(hi->get_f64(0)) : INFINITY));
+    apply(c, Unary::clip(lo ? static_cast<float>(lo->get_f64(0)) : -INFINITY,
+                         hi ? static_cast<float>(hi->get_f64(0)) : INFINITY));
     return;
   }
   Tensor& y = c.output(0, x.dtype, x.shape);

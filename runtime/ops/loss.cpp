@@ -13,7 +13,8 @@ void nll(OpContext& c, const std::vector<double>& lp, const Shape& shape, DType 
   const int64_t N = shape[0], C = shape[1];
   need_index_type(c, target, "target");
   const int64_t D = numel(shape) / std::max<int64_t>(mul_dim(c, N, C), 1);
-  if (target.numel() != N * D) c.error("target " + shape_str(target.shape) + " does not match input " + shape_str(shape));
+  if (target.numel() != N * D)
+    c.error("target " + shape_str(target.shape) + " does not match input " + shape_str(shape));
   if (weight && weight->numel() < C) c.error("weight " + shape_str(weight->shape) + " has fewer than C elements");
   const bool has_ignore = c.has_attr("ignore_index");
   const int64_t ignore = c.attr_i("ignore_index", 0);
@@ -62,7 +63,8 @@ void softmax_ce(OpContext& c) {
         lp[static_cast<size_t>((n * C + k) * D + d)] = x.get_f64((n * C + k) * D + d) - mx - std::log(sum);
     }
   nll(c, lp, x.shape, x.dtype, c.input(1), c.in(2));
-  if (c.output_count() > 1 && c.has_output(1)) cast_into(Tensor::view(DType::Double, x.shape, lp.data()), c.output(1, x.dtype, x.shape));
+  if (c.output_count() > 1 && c.has_output(1))
+    cast_into(Tensor::view(DType::Double, x.shape, lp.data()), c.output(1, x.dtype, x.shape));
 }
 
 }  // namespace

@@ -128,20 +128,23 @@ std::shared_ptr<const void> packed_weight(const float* b, bool trans, size_t K, 
 }
 
 std::shared_ptr<const void> prepare_matmul(const Graph&, NodeId, std::span<const Tensor* const> in) {
-  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0) return nullptr;
+  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0)
+    return nullptr;
   const auto K = static_cast<size_t>(in[1]->shape[0]), N = static_cast<size_t>(in[1]->shape[1]);
   return packed_weight(in[1]->ptr<float>(), false, K, N, N);
 }
 
 // B given as its transpose Bt [N, K] (KernelDef::prepare_transposed_b).
 std::shared_ptr<const void> prepare_matmul_bt(const Graph&, NodeId, std::span<const Tensor* const> in) {
-  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0) return nullptr;
+  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0)
+    return nullptr;
   const auto N = static_cast<size_t>(in[1]->shape[0]), K = static_cast<size_t>(in[1]->shape[1]);
   return packed_weight(in[1]->ptr<float>(), true, K, N, K);
 }
 
 std::shared_ptr<const void> prepare_gemm(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
-  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0) return nullptr;
+  if (in.size() < 2 || !in[1] || in[1]->dtype != DType::Float || in[1]->rank() != 2 || in[1]->numel() == 0)
+    return nullptr;
   const bool tb = g.attr_int(n, "transB", 0);
   const auto r = static_cast<size_t>(in[1]->shape[0]), c = static_cast<size_t>(in[1]->shape[1]);
   return packed_weight(in[1]->ptr<float>(), tb, tb ? c : r, tb ? r : c, c);
@@ -194,8 +197,10 @@ void matmul_into(OpContext& c, const Tensor& a, const Tensor& b, Tensor& y, cons
   }
   dispatch_type(a.dtype, [&](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>) c.error("bool operands are not supported");
-    else matmul_generic<T>(a, b, y);
+    if constexpr (std::is_same_v<T, bool>)
+      c.error("bool operands are not supported");
+    else
+      matmul_generic<T>(a, b, y);
   });
 }
 
@@ -307,18 +312,21 @@ void gemm(OpContext& c) {
   if (K != K2) c.error("inner dimensions differ: " + shape_str(a.shape) + " x " + shape_str(b.shape));
   // C broadcasts to [M, N] (unidirectionally): another shape would be read past its end.
   if (cc && cc->numel() > 0 && !broadcasts_to(cc->shape, {M, N}))
-    c.error("C " + shape_str(cc->shape) + " does not broadcast to [" + std::to_string(M) + ", " + std::to_string(N) + "]");
+    c.error("C " + shape_str(cc->shape) + " does not broadcast to [" + std::to_string(M) + ", " + std::to_string(N) +
+            "]");
   Tensor& y = c.output(0, a.dtype, {M, N});
   if (a.dtype != DType::Float) {
     dispatch_type(a.dtype, [&](auto v) {
       using T = decltype(v);
-      if constexpr (std::is_same_v<T, bool>) c.error("bool operands are not supported");
+      if constexpr (std::is_same_v<T, bool>)
+        c.error("bool operands are not supported");
       else {
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) {
             T acc{};
             for (int64_t k = 0; k < K; ++k)
-              acc = wrap_add(acc, wrap_mul(a.ptr<T>()[ta ? k * M + m : m * K + k], b.ptr<T>()[tb ? n * K + k : k * N + n]));
+              acc = wrap_add(acc,
+                             wrap_mul(a.ptr<T>()[ta ? k * M + m : m * K + k], b.ptr<T>()[tb ? n * K + k : k * N + n]));
             double r = alpha * static_cast<double>(acc);
             if (cc) {
               auto st = bcast_strides(cc->shape, {M, N});
@@ -350,7 +358,8 @@ void gemm(OpContext& c) {
   }
   if (c.state) {  // Gemm has no in_place_b: its state is always packed
     simd::gemm_packed(ta, static_cast<size_t>(M), alpha, a.ptr<float>(), static_cast<size_t>(a.shape[1]),
-                      *static_cast<const WeightB*>(c.state)->packed, gemm_beta, y.ptr<float>(), static_cast<size_t>(N), ep);
+                      *static_cast<const WeightB*>(c.state)->packed, gemm_beta, y.ptr<float>(), static_cast<size_t>(N),
+                      ep);
     return;
   }
   simd::gemm(ta, tb, static_cast<size_t>(M), static_cast<size_t>(N), static_cast<size_t>(K), alpha, a.ptr<float>(),
@@ -370,8 +379,7 @@ void register_matmul(Registry& r) {
          .prepare_transposed_b = prepare_matmul_bt,
          .in_place_b = in_place_matmul,
          .residual_input = 2});
-  r.add("", "Gemm",
-        {.run = gemm, .fuses_activation = true, .prepare = prepare_gemm, .prepared_inputs = 1u << 1});
+  r.add("", "Gemm", {.run = gemm, .fuses_activation = true, .prepare = prepare_gemm, .prepared_inputs = 1u << 1});
   r.add("", "Einsum", {.run = einsum});
 }
 

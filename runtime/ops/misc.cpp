@@ -37,7 +37,8 @@ void compress(OpContext& c) {
     for (int64_t i = 0; i < std::min(x.numel(), cond.numel()); ++i)
       if (cond.get_i64(i)) keep.push_back(i);
     Tensor& y = c.output(0, x.dtype, {static_cast<int64_t>(keep.size())});
-    for (size_t i = 0; i < keep.size(); ++i) std::memcpy(y.data + i * es, x.data + static_cast<size_t>(keep[i]) * es, es);
+    for (size_t i = 0; i < keep.size(); ++i)
+      std::memcpy(y.data + i * es, x.data + static_cast<size_t>(keep[i]) * es, es);
     return;
   }
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
@@ -54,7 +55,8 @@ void compress(OpContext& c) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < k; ++j)
       std::memcpy(y.data + static_cast<size_t>((o * k + j) * inner) * es,
-                  x.data + static_cast<size_t>((o * n + keep[static_cast<size_t>(j)]) * inner) * es, static_cast<size_t>(inner) * es);
+                  x.data + static_cast<size_t>((o * n + keep[static_cast<size_t>(j)]) * inner) * es,
+                  static_cast<size_t>(inner) * es);
 }
 
 void reverse_sequence(OpContext& c) {
@@ -64,11 +66,14 @@ void reverse_sequence(OpContext& c) {
   // The walk below indexes the shape by both axes and reads a length per batch entry, each at
   // most the time axis: anything else would read past the shape, lens or the input.
   if (x.rank() < 2 || (ba != 0 && ba != 1) || (ta != 0 && ta != 1) || ba == ta)
-    c.error("batch_axis " + std::to_string(ba) + " and time_axis " + std::to_string(ta) + " must be 0 and 1 of an input of rank >= 2, got " + shape_str(x.shape));
+    c.error("batch_axis " + std::to_string(ba) + " and time_axis " + std::to_string(ta) +
+            " must be 0 and 1 of an input of rank >= 2, got " + shape_str(x.shape));
   const int64_t nb = x.shape[static_cast<size_t>(ba)], nt = x.shape[static_cast<size_t>(ta)];
-  if (lens.numel() != nb || is_float_dtype(lens.dtype)) c.error("sequence_lens must hold " + std::to_string(nb) + " integers, got " + shape_str(lens.shape));
+  if (lens.numel() != nb || is_float_dtype(lens.dtype))
+    c.error("sequence_lens must hold " + std::to_string(nb) + " integers, got " + shape_str(lens.shape));
   for (int64_t b = 0; b < nb; ++b)
-    if (lens.get_i64(b) < 0 || lens.get_i64(b) > nt) c.error("sequence_lens values must lie in [0, " + std::to_string(nt) + "]");
+    if (lens.get_i64(b) < 0 || lens.get_i64(b) > nt)
+      c.error("sequence_lens values must lie in [0, " + std::to_string(nt) + "]");
   Tensor& y = c.output(0, x.dtype, x.shape);
   const size_t es = dtype_size(x.dtype);
   auto st = contiguous_strides(x.shape);
@@ -92,23 +97,28 @@ void window(OpContext& c) {
   if (n < 0) c.error("size must not be negative, got " + std::to_string(n));
   const bool periodic = c.attr_i("periodic", 1);
   const int64_t dti = c.attr_i("output_datatype", 1);
-  if (dti <= 0 || dti > 23 || !dtype_known(static_cast<int32_t>(dti))) c.error("output_datatype " + std::to_string(dti) + " is not a tensor type");
+  if (dti <= 0 || dti > 23 || !dtype_known(static_cast<int32_t>(dti)))
+    c.error("output_datatype " + std::to_string(dti) + " is not a tensor type");
   const DType dt = static_cast<DType>(dti);
   Tensor& y = c.output(0, dt, {n});  // first: the memory budget refuses a hostile size before the staging buffer
   std::vector<double> w(static_cast<size_t>(n));
   const double den = static_cast<double>(periodic ? n : n - 1);
   for (int64_t i = 0; i < n; ++i) {
     const double x = 2 * M_PI * static_cast<double>(i) / den;
-    if (KIND == 0) w[static_cast<size_t>(i)] = 0.5 - 0.5 * std::cos(x);
-    else if (KIND == 1) w[static_cast<size_t>(i)] = 25.0 / 46 - (1 - 25.0 / 46) * std::cos(x);
-    else w[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
+    if (KIND == 0)
+      w[static_cast<size_t>(i)] = 0.5 - 0.5 * std::cos(x);
+    else if (KIND == 1)
+      w[static_cast<size_t>(i)] = 25.0 / 46 - (1 - 25.0 / 46) * std::cos(x);
+    else
+      w[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
   }
   cast_into(Tensor::view(DType::Double, {n}, w.data()), y);
 }
 
 void det(OpContext& c) {
   const Tensor& x = c.input(0);
-  if (x.rank() < 2 || x.shape[x.shape.size() - 2] != x.shape.back()) c.error("input must be square matrices, got " + shape_str(x.shape));
+  if (x.rank() < 2 || x.shape[x.shape.size() - 2] != x.shape.back())
+    c.error("input must be square matrices, got " + shape_str(x.shape));
   const int64_t M = x.shape.back(), MM = mul_dim(c, M, M), mats = M ? x.numel() / MM : 0;
   if (mats == 0) {  // an empty batch: no staging matrix (M may be huge)
     c.output(0, x.dtype, Shape(x.shape.begin(), x.shape.end() - 2));
@@ -124,7 +134,10 @@ void det(OpContext& c) {
       int64_t p = k;
       for (int64_t i = k + 1; i < M; ++i)
         if (std::fabs(a[static_cast<size_t>(i * M + k)]) > std::fabs(a[static_cast<size_t>(p * M + k)])) p = i;
-      if (a[static_cast<size_t>(p * M + k)] == 0) { d = 0; break; }
+      if (a[static_cast<size_t>(p * M + k)] == 0) {
+        d = 0;
+        break;
+      }
       if (p != k) {
         for (int64_t j = 0; j < M; ++j) std::swap(a[static_cast<size_t>(p * M + j)], a[static_cast<size_t>(k * M + j)]);
         d = -d;
@@ -148,14 +161,17 @@ void non_max_suppression(OpContext& c) {
   const bool has_score_th = c.in(4) && c.in(4)->numel();
   const double score_th = has_score_th ? c.in(4)->get_f64(0) : 0;
   const bool center = c.attr_i("center_point_box", 0);
-  if (boxes.rank() != 3 || scores.rank() != 3 || boxes.shape[0] != scores.shape[0] || boxes.shape[1] != scores.shape[2] || boxes.shape[2] != 4)
-    c.error("boxes must be [B, N, 4] and scores [B, C, N], got " + shape_str(boxes.shape) + " and " + shape_str(scores.shape));
+  if (boxes.rank() != 3 || scores.rank() != 3 || boxes.shape[0] != scores.shape[0] ||
+      boxes.shape[1] != scores.shape[2] || boxes.shape[2] != 4)
+    c.error("boxes must be [B, N, 4] and scores [B, C, N], got " + shape_str(boxes.shape) + " and " +
+            shape_str(scores.shape));
   const int64_t B = scores.shape[0], C = scores.shape[1], N = scores.shape[2];
   auto corners = [&](int64_t b, int64_t i) {
     double v[4];
     for (int k = 0; k < 4; ++k) v[k] = boxes.get_f64((b * N + i) * 4 + k);
     if (center) return std::array<double, 4>{v[1] - v[3] / 2, v[0] - v[2] / 2, v[1] + v[3] / 2, v[0] + v[2] / 2};
-    return std::array<double, 4>{std::min(v[0], v[2]), std::min(v[1], v[3]), std::max(v[0], v[2]), std::max(v[1], v[3])};
+    return std::array<double, 4>{std::min(v[0], v[2]), std::min(v[1], v[3]), std::max(v[0], v[2]),
+                                 std::max(v[1], v[3])};
   };
   auto iou = [](const std::array<double, 4>& a, const std::array<double, 4>& b) {
     double h = std::min(a[2], b[2]) - std::max(a[0], b[0]), w = std::min(a[3], b[3]) - std::max(a[1], b[1]);

@@ -8,7 +8,8 @@
 namespace onnxforge::rt {
 
 // dst (contiguous, `shape`) = src elements at base + sum(i_d * strides[d]) (strides may be < 0).
-void copy_strided(size_t es, const Shape& shape, const std::byte* base, const std::vector<int64_t>& strides, std::byte* dst) {
+void copy_strided(size_t es, const Shape& shape, const std::byte* base, const std::vector<int64_t>& strides,
+                  std::byte* dst) {
   const int64_t total = numel(shape);
   if (total == 0) return;
   const size_t r = shape.size();
@@ -46,11 +47,13 @@ void transpose(OpContext& c) {
     for (int64_t i = x.rank(); i-- > 0;) perm.push_back(i);
   // The transpose walks the input by perm: anything but a permutation of the axes would index
   // past the shape or the buffer.
-  if (static_cast<int64_t>(perm.size()) != x.rank()) c.error("perm has " + std::to_string(perm.size()) + " values for rank " + std::to_string(x.rank()));
+  if (static_cast<int64_t>(perm.size()) != x.rank())
+    c.error("perm has " + std::to_string(perm.size()) + " values for rank " + std::to_string(x.rank()));
   std::vector<bool> seen(perm.size(), false);
   Shape ys;
   for (auto a : perm) {
-    if (a < 0 || a >= x.rank() || seen[static_cast<size_t>(a)]) c.error("perm " + shape_str(perm) + " is not a permutation of the axes");
+    if (a < 0 || a >= x.rank() || seen[static_cast<size_t>(a)])
+      c.error("perm " + shape_str(perm) + " is not a permutation of the axes");
     seen[static_cast<size_t>(a)] = true;
     ys.push_back(x.shape[static_cast<size_t>(a)]);
   }
@@ -106,8 +109,10 @@ void concat(OpContext& c) {
     // Other dims that differ would copy rows of the wrong length (past the smaller input).
     for (int64_t d = 0; d < x0.rank(); ++d)
       if (d != axis && xi.shape[static_cast<size_t>(d)] != x0.shape[static_cast<size_t>(d)])
-        c.error("input shapes " + shape_str(x0.shape) + " and " + shape_str(xi.shape) + " differ outside axis " + std::to_string(axis));
-    if (__builtin_add_overflow(ys[static_cast<size_t>(axis)], xi.shape[static_cast<size_t>(axis)], &ys[static_cast<size_t>(axis)]))
+        c.error("input shapes " + shape_str(x0.shape) + " and " + shape_str(xi.shape) + " differ outside axis " +
+                std::to_string(axis));
+    if (__builtin_add_overflow(ys[static_cast<size_t>(axis)], xi.shape[static_cast<size_t>(axis)],
+                               &ys[static_cast<size_t>(axis)]))
       c.error("the concatenated axis is out of range");
   }
   std::vector<const Tensor*> xs(c.input_count());
@@ -136,7 +141,8 @@ void concat(OpContext& c) {
     const Tensor& xi = *xs[i];
     const int64_t n = outer ? xi.numel() / outer : 0;
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(y.data + static_cast<size_t>(o * row + col) * es, xi.data + static_cast<size_t>(o * n) * es, static_cast<size_t>(n) * es);
+      std::memcpy(y.data + static_cast<size_t>(o * row + col) * es, xi.data + static_cast<size_t>(o * n) * es,
+                  static_cast<size_t>(n) * es);
     col += n;
   }
 }
@@ -146,8 +152,10 @@ void split(OpContext& c) {
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
   const int64_t len = x.shape[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
-  if (c.in(1)) sizes = ints_of(*c.in(1));
-  else if (c.has_attr("split")) sizes.assign(c.attr_ints("split").begin(), c.attr_ints("split").end());
+  if (c.in(1))
+    sizes = ints_of(*c.in(1));
+  else if (c.has_attr("split"))
+    sizes.assign(c.attr_ints("split").begin(), c.attr_ints("split").end());
   const int64_t n = static_cast<int64_t>(c.output_count());
   if (!sizes.empty() && static_cast<int64_t>(sizes.size()) != n)
     c.error("split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(n) + " outputs");
@@ -158,10 +166,10 @@ void split(OpContext& c) {
   // Sizes that are negative or do not add up to the axis would copy past the input's end.
   int64_t total = 0;
   for (int64_t v : sizes) {
-    if (v < 0 || __builtin_add_overflow(total, v, &total)) c.error("split sizes must be non-negative and add up to the axis, got " + std::to_string(v));
+    if (v < 0 || __builtin_add_overflow(total, v, &total))
+      c.error("split sizes must be non-negative and add up to the axis, got " + std::to_string(v));
   }
-  if (total != len)
-    c.error("split sizes add up to " + std::to_string(total) + ", the axis has " + std::to_string(len));
+  if (total != len) c.error("split sizes add up to " + std::to_string(total) + ", the axis has " + std::to_string(len));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
   for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
@@ -212,8 +220,8 @@ void slice(OpContext& c) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   // Lists of other lengths would be read past their end; a repeated axis is invalid (ONNX).
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    c.error("starts, ends, axes and steps have " + std::to_string(starts.size()) + ", " + std::to_string(ends.size()) + ", " +
-            std::to_string(axes.size()) + " and " + std::to_string(steps.size()) + " values");
+    c.error("starts, ends, axes and steps have " + std::to_string(starts.size()) + ", " + std::to_string(ends.size()) +
+            ", " + std::to_string(axes.size()) + " and " + std::to_string(steps.size()) + " values");
   std::vector<bool> sliced(static_cast<size_t>(r), false);
   Shape ys = x.shape;
   std::vector<int64_t> first(static_cast<size_t>(r), 0), step(static_cast<size_t>(r), 1);
@@ -257,7 +265,8 @@ void slice(OpContext& c) {
 void tile(OpContext& c) {
   const Tensor& x = c.input(0);
   auto reps = ints_of(c.input(1));
-  if (reps.size() != x.shape.size()) c.error("repeats has " + std::to_string(reps.size()) + " values for rank " + std::to_string(x.rank()));
+  if (reps.size() != x.shape.size())
+    c.error("repeats has " + std::to_string(reps.size()) + " values for rank " + std::to_string(x.rank()));
   Shape ys = x.shape;
   for (size_t i = 0; i < ys.size(); ++i) ys[i] = mul_dim(c, ys[i], reps[i]);
   Tensor& y = c.output(0, x.dtype, ys);
@@ -292,7 +301,8 @@ bool pad_takes_nhwc(const Graph& g, NodeId n) {
       if (g.input(m, k) != y) continue;
       const std::string_view dom = str(g.domain(m));
       const KernelDef* d = reg.find(dom == "ai.onnx" ? std::string_view{} : dom, str(g.op_type(m)));
-      if (!d || d->layout != LayoutUse::Aware || !d->takes_nhwc || !(k == 0 || d->nhwc_all_inputs) || !d->takes_nhwc(g, m))
+      if (!d || d->layout != LayoutUse::Aware || !d->takes_nhwc || !(k == 0 || d->nhwc_all_inputs) ||
+          !d->takes_nhwc(g, m))
         return false;
       any = true;
     }
@@ -321,7 +331,8 @@ void pad(OpContext& c) {
   std::vector<int64_t> pb(static_cast<size_t>(r), 0), pe(static_cast<size_t>(r), 0);
   std::vector<uint8_t> seen(static_cast<size_t>(r), 0);
   const size_t na = axes.size();
-  if (pads.size() != 2 * na) c.error("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(na) + " axes");
+  if (pads.size() != 2 * na)
+    c.error("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(na) + " axes");
   for (size_t i = 0; i < na; ++i) {
     const auto a = static_cast<size_t>(axes[i]);
     if (seen[a]++) c.error("axis " + std::to_string(axes[i]) + " is listed twice in axes");
@@ -330,16 +341,21 @@ void pad(OpContext& c) {
   }
   std::string_view m = c.attr_s("mode", "constant");
   simd::PadMode mode = simd::PadMode::Constant;
-  if (m == "reflect") mode = simd::PadMode::Reflect;
-  else if (m == "edge") mode = simd::PadMode::Edge;
-  else if (m == "wrap") mode = simd::PadMode::Wrap;
-  else if (m != "constant") c.error("unknown mode '" + std::string(m) + "'");
+  if (m == "reflect")
+    mode = simd::PadMode::Reflect;
+  else if (m == "edge")
+    mode = simd::PadMode::Edge;
+  else if (m == "wrap")
+    mode = simd::PadMode::Wrap;
+  else if (m != "constant")
+    c.error("unknown mode '" + std::string(m) + "'");
   Shape ys = x.shape;
   for (size_t d = 0; d < ys.size(); ++d) {
     int64_t kept = 0;
     if (__builtin_add_overflow(x.shape[d], std::min<int64_t>(pb[d], 0), &kept) ||
         __builtin_add_overflow(kept, std::min<int64_t>(pe[d], 0), &kept) || kept < 0)
-      c.error("pads " + shape_str(pads) + " crop more than axis " + std::to_string(d) + " of " + shape_str(x.shape) + " holds");
+      c.error("pads " + shape_str(pads) + " crop more than axis " + std::to_string(d) + " of " + shape_str(x.shape) +
+              " holds");
     if (kept == 0 && mode != simd::PadMode::Constant && (pb[d] > 0 || pe[d] > 0))
       c.error("mode '" + std::string(m) + "' cannot pad axis " + std::to_string(d) + ", which is empty");
     if (__builtin_add_overflow(ys[d], pb[d], &ys[d]) || __builtin_add_overflow(ys[d], pe[d], &ys[d]))
@@ -407,7 +423,8 @@ void check_block_op(OpContext& c, const Tensor& x, int64_t b, bool to_depth) {
   if (x.rank() != 4) c.error("input must be 4-D, got " + shape_str(x.shape));
   if (b <= 0) c.error("blocksize must be positive, got " + std::to_string(b));
   int64_t bb = 0, cbb = 0;
-  if (__builtin_mul_overflow(b, b, &bb) || __builtin_mul_overflow(x.shape[1], bb, &cbb) || (to_depth ? (x.shape[2] % b != 0 || x.shape[3] % b != 0) : x.shape[1] % bb != 0))
+  if (__builtin_mul_overflow(b, b, &bb) || __builtin_mul_overflow(x.shape[1], bb, &cbb) ||
+      (to_depth ? (x.shape[2] % b != 0 || x.shape[3] % b != 0) : x.shape[1] % bb != 0))
     c.error("blocksize " + std::to_string(b) + " does not divide the input " + shape_str(x.shape));
 }
 
@@ -435,13 +452,20 @@ void space_to_depth(OpContext& c) {
 }  // namespace
 
 void register_movement(Registry& r) {
-  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
-           {"Transpose", transpose}, {"Split", split}, {"Slice", slice}, {"Tile", tile},
-           {"Trilu", trilu}, {"DepthToSpace", depth_to_space}, {"SpaceToDepth", space_to_depth}})
+  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{{"Transpose", transpose},
+                                                                                {"Split", split},
+                                                                                {"Slice", slice},
+                                                                                {"Tile", tile},
+                                                                                {"Trilu", trilu},
+                                                                                {"DepthToSpace", depth_to_space},
+                                                                                {"SpaceToDepth", space_to_depth}})
     r.add("", name, {.run = f, .float_compute = false});
   r.add("", "Pad", {.run = pad, .float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = pad_takes_nhwc});
   r.add("", "Concat",
-        {.run = concat, .float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = concat_takes_nhwc,
+        {.run = concat,
+         .float_compute = false,
+         .layout = LayoutUse::Aware,
+         .takes_nhwc = concat_takes_nhwc,
          .nhwc_all_inputs = true});
 }
 

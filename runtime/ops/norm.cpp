@@ -12,7 +12,8 @@ namespace onnxforge::rt {
 namespace {
 
 void need_float(const OpContext& c, const Tensor& t) {
-  if (t.dtype != DType::Float) c.error("expects float32 (or float16/bfloat16) data, got " + std::string(dtype_name(t.dtype)));
+  if (t.dtype != DType::Float)
+    c.error("expects float32 (or float16/bfloat16) data, got " + std::string(dtype_name(t.dtype)));
 }
 
 // Plan time: inference-mode BatchNormalization is per channel in either layout.
@@ -63,7 +64,8 @@ void batch_norm(OpContext& c) {
   for (int64_t ch = 0; ch < C; ++ch) {
     double inv = 1.0 / std::sqrt(v[static_cast<size_t>(ch)] + eps);
     a[static_cast<size_t>(ch)] = static_cast<float>(scale.ptr<float>()[ch] * inv);
-    b[static_cast<size_t>(ch)] = static_cast<float>(bias.ptr<float>()[ch] - m[static_cast<size_t>(ch)] * scale.ptr<float>()[ch] * inv);
+    b[static_cast<size_t>(ch)] =
+        static_cast<float>(bias.ptr<float>()[ch] - m[static_cast<size_t>(ch)] * scale.ptr<float>()[ch] * inv);
   }
   if (x.nhwc) {  // channels last: a row of C per pixel
     y.nhwc = true;
@@ -88,7 +90,8 @@ void batch_norm(OpContext& c) {
     Tensor& o = c.output(static_cast<size_t>(k), DType::Float, run.shape);
     for (int64_t ch = 0; ch < C; ++ch) {
       const double cur = (k == 1 ? m : v)[static_cast<size_t>(ch)];
-      o.ptr<float>()[ch] = static_cast<float>(training ? run.ptr<float>()[ch] * mom + cur * (1 - mom) : run.ptr<float>()[ch]);
+      o.ptr<float>()[ch] =
+          static_cast<float>(training ? run.ptr<float>()[ch] * mom + cur * (1 - mom) : run.ptr<float>()[ch]);
     }
   }
 }
@@ -149,8 +152,10 @@ struct FloatOut {
   Tensor tmp;
   Tensor* out = nullptr;
   FloatOut(OpContext& ctx, size_t i, DType t, const Shape& shape) : c(ctx), index(i), type(t) {
-    if (type == DType::Float) out = &c.output(i, DType::Float, shape);
-    else tmp = Tensor::alloc(DType::Float, shape);
+    if (type == DType::Float)
+      out = &c.output(i, DType::Float, shape);
+    else
+      tmp = Tensor::alloc(DType::Float, shape);
   }
   float* ptr() { return out ? out->ptr<float>() : tmp.ptr<float>(); }
   void finish() {
@@ -182,7 +187,8 @@ void layer_norm(OpContext& c) {
   }
   simd::layer_norm(static_cast<size_t>(rows), static_cast<size_t>(cols), x.ptr<float>(), scale, bias, eps, y.ptr(),
                    mean, inv);
-  if (c.fused_act.op != simd::UnaryOp::Identity) simd::unary(c.fused_act, y.ptr(), y.ptr(), static_cast<size_t>(x.numel()));
+  if (c.fused_act.op != simd::UnaryOp::Identity)
+    simd::unary(c.fused_act, y.ptr(), y.ptr(), static_cast<size_t>(x.numel()));
   y.finish();
 }
 
@@ -208,7 +214,8 @@ void group_norm(OpContext& c) {
   const float eps = c.attr_f("epsilon", 1e-5f);
   if (x.rank() < 2) c.error("input must have rank >= 2, got " + shape_str(x.shape));
   const int64_t N = x.shape[0], C = x.shape[1];
-  if (G <= 0 || C % G != 0) c.error("num_groups " + std::to_string(G) + " does not divide the " + std::to_string(C) + " channels");
+  if (G <= 0 || C % G != 0)
+    c.error("num_groups " + std::to_string(G) + " does not divide the " + std::to_string(C) + " channels");
   Tensor& y = c.output(0, x.dtype, x.shape);
   if (x.numel() == 0) return;
   const int64_t sp = x.numel() / (N * C);
@@ -262,8 +269,10 @@ void softmax(OpContext& c) {
     return;
   }
   if (inner == 1) {
-    if (MODE == 0) simd::softmax(static_cast<size_t>(outer), static_cast<size_t>(n), x.ptr<float>(), y.ptr<float>());
-    else simd::log_softmax(static_cast<size_t>(outer), static_cast<size_t>(n), x.ptr<float>(), y.ptr<float>());
+    if (MODE == 0)
+      simd::softmax(static_cast<size_t>(outer), static_cast<size_t>(n), x.ptr<float>(), y.ptr<float>());
+    else
+      simd::log_softmax(static_cast<size_t>(outer), static_cast<size_t>(n), x.ptr<float>(), y.ptr<float>());
   } else {
     simd::softmax_axis(static_cast<size_t>(outer), static_cast<size_t>(n), static_cast<size_t>(inner), x.ptr<float>(),
                        y.ptr<float>(), MODE == 1);
@@ -275,7 +284,9 @@ void lrn(OpContext& c) {
   need_float(c, x);
   const float alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f), bias = c.attr_f("bias", 1.f);
   const int64_t size = c.attr_i("size", 1);
-  if (x.rank() < 2 || size <= 0) c.error("needs an input of rank >= 2 and a positive size, got " + shape_str(x.shape) + " and " + std::to_string(size));
+  if (x.rank() < 2 || size <= 0)
+    c.error("needs an input of rank >= 2 and a positive size, got " + shape_str(x.shape) + " and " +
+            std::to_string(size));
   Tensor& y = c.output(0, x.dtype, x.shape);
   if (x.numel() == 0) return;
   const int64_t N = x.shape[0], C = x.shape[1], sp = x.numel() / (N * C);
@@ -297,8 +308,10 @@ void mvn(OpContext& c) {
   need_float(c, x);
   std::vector<int64_t> axes;
   auto a = c.attr_ints("axes");
-  if (a.empty()) axes = {0, 2, 3};
-  else axes.assign(a.begin(), a.end());
+  if (a.empty())
+    axes = {0, 2, 3};
+  else
+    axes.assign(a.begin(), a.end());
   for (auto& ax : axes) ax = norm_axis(c, ax, x.rank());
   Tensor& y = c.output(0, x.dtype, x.shape);
   Shape rshape = x.shape;
@@ -353,7 +366,8 @@ void register_norm(Registry& r) {
   r.add("", "InstanceNormalization", {.run = instance_norm});
   r.add("", "LayerNormalization", {.run = layer_norm, .float_compute = false, .fuses_activation = true});
   r.add("", "RMSNormalization", {.run = rms_norm, .float_compute = false});
-  r.add("", "SimplifiedLayerNormalization", {.run = rms_norm, .float_compute = false});  // ORT's name for RMSNorm in the default domain
+  r.add("", "SimplifiedLayerNormalization",
+        {.run = rms_norm, .float_compute = false});  // ORT's name for RMSNorm in the default domain
   r.add("", "GroupNormalization", {.run = group_norm});
   r.add("", "Softmax", {.run = softmax<0>, .inplace_input = 0});
   r.add("", "LogSoftmax", {.run = softmax<1>, .inplace_input = 0});

@@ -22,8 +22,10 @@ void pool_tap(const float* col, float* y, int64_t lo, int64_t hi, int64_t off, i
   const int64_t s = S > 0 ? S : stride;
   for (int64_t o = lo; o < hi; ++o) {
     const float v = col[o * s + off];
-    if constexpr (P == Pool::Max) y[o] = pool_max(y[o], v);
-    else y[o] += v;
+    if constexpr (P == Pool::Max)
+      y[o] = pool_max(y[o], v);
+    else
+      y[o] += v;
   }
 }
 
@@ -61,8 +63,10 @@ void pool2d_separable(const float* X, float* Y, const ConvGeometry& g, const std
       for (int64_t h = a0 + 1; h < a1; ++h) {
         const float* row = X + h * W;
         for (int64_t w = 0; w < W; ++w) {
-          if constexpr (P == Pool::Max) col[w] = pool_max(col[w], row[w]);
-          else col[w] += row[w];
+          if constexpr (P == Pool::Max)
+            col[w] = pool_max(col[w], row[w]);
+          else
+            col[w] += row[w];
         }
       }
     }
@@ -70,8 +74,10 @@ void pool2d_separable(const float* X, float* Y, const ConvGeometry& g, const std
       const int64_t w0 = ow * sw - pw;
       float acc = init;
       for (int64_t w = std::max<int64_t>(w0, 0), we = std::min(w0 + kw, W); w < we; ++w) {
-        if constexpr (P == Pool::Max) acc = pool_max(acc, col[w]);
-        else acc += col[w];
+        if constexpr (P == Pool::Max)
+          acc = pool_max(acc, col[w]);
+        else
+          acc += col[w];
       }
       y[ow] = acc;
     };
@@ -80,9 +86,12 @@ void pool2d_separable(const float* X, float* Y, const ConvGeometry& g, const std
     if (hi > lo) {
       std::fill(y + lo, y + hi, init);
       for (int64_t b = 0; b < kw; ++b) {
-        if (sw == 1) pool_tap<P, 1>(col, y, lo, hi, b - pw, 1);
-        else if (sw == 2) pool_tap<P, 2>(col, y, lo, hi, b - pw, 2);
-        else pool_tap<P, 0>(col, y, lo, hi, b - pw, sw);
+        if (sw == 1)
+          pool_tap<P, 1>(col, y, lo, hi, b - pw, 1);
+        else if (sw == 2)
+          pool_tap<P, 2>(col, y, lo, hi, b - pw, 2);
+        else
+          pool_tap<P, 0>(col, y, lo, hi, b - pw, sw);
       }
     }
     if constexpr (P == Pool::Avg) {
@@ -90,8 +99,10 @@ void pool2d_separable(const float* X, float* Y, const ConvGeometry& g, const std
       for (int64_t ow = 0; ow < ow_n; ++ow) {
         const int64_t w0 = ow * sw - pw;
         int64_t cnt;
-        if (include_pad) cnt = (hend - h0) * (std::min(w0 + kw, W + g.pad_end[1]) - w0);
-        else cnt = std::max<int64_t>(a1 - a0, 0) * std::max<int64_t>(std::min(w0 + kw, W) - std::max<int64_t>(w0, 0), 0);
+        if (include_pad)
+          cnt = (hend - h0) * (std::min(w0 + kw, W + g.pad_end[1]) - w0);
+        else
+          cnt = std::max<int64_t>(a1 - a0, 0) * std::max<int64_t>(std::min(w0 + kw, W) - std::max<int64_t>(w0, 0), 0);
         y[ow] /= static_cast<float>(std::max<int64_t>(cnt, 1));
       }
     }
@@ -130,7 +141,8 @@ void pool(OpContext& c) {
     size_t u = static_cast<size_t>(i);
     int64_t span = g.in[u] + g.pad_begin[u] + g.pad_end[u] - ((g.kernel[u] - 1) * g.dilation[u] + 1);
     // As Conv: a window that fits nowhere is an error, not an empty output (an empty input stays empty).
-    if (span < 0 && g.in[u] > 0) c.error("the kernel (with dilations) is larger than the padded input " + shape_str(x.shape));
+    if (span < 0 && g.in[u] > 0)
+      c.error("the kernel (with dilations) is larger than the padded input " + shape_str(x.shape));
     int64_t o = (ceil_mode ? (span + g.stride[u] - 1) / g.stride[u] : span / g.stride[u]) + 1;
     if (ceil_mode && (o - 1) * g.stride[u] >= g.in[u] + g.pad_begin[u]) --o;
     out[u] = std::max<int64_t>(o, 0);
@@ -147,8 +159,10 @@ void pool(OpContext& c) {
     q.N = x.shape[0], q.C = x.shape[1], q.H = g.in[0], q.W = g.in[1], q.OH = out[0], q.OW = out[1];
     q.KH = g.kernel[0], q.KW = g.kernel[1], q.SH = g.stride[0], q.SW = g.stride[1];
     q.pad_top = g.pad_begin[0], q.pad_left = g.pad_begin[1], q.pad_bottom = g.pad_end[0], q.pad_right = g.pad_end[1];
-    if constexpr (P == Pool::Max) simd::max_pool_nhwc(q, x.ptr<float>(), y.ptr<float>());
-    else simd::avg_pool_nhwc(q, x.ptr<float>(), y.ptr<float>(), include_pad);
+    if constexpr (P == Pool::Max)
+      simd::max_pool_nhwc(q, x.ptr<float>(), y.ptr<float>());
+    else
+      simd::avg_pool_nhwc(q, x.ptr<float>(), y.ptr<float>(), include_pad);
     y.nhwc = true;
     return;
   }
@@ -156,8 +170,7 @@ void pool(OpContext& c) {
     simd::parallel_chunks(static_cast<size_t>(planes), 1, [&](size_t p0, size_t p1) {
       std::vector<float> col(static_cast<size_t>(std::max<int64_t>(g.in[1], 1)));
       for (auto pl = static_cast<int64_t>(p0); pl < static_cast<int64_t>(p1); ++pl)
-        pool2d_separable<P>(x.ptr<float>() + pl * in_sp, y.ptr<float>() + pl * out_sp, g, out, include_pad,
-                            col.data());
+        pool2d_separable<P>(x.ptr<float>() + pl * in_sp, y.ptr<float>() + pl * out_sp, g, out, include_pad, col.data());
     });
     return;
   }
@@ -178,15 +191,18 @@ void pool(OpContext& c) {
             const float* row = X + (h0 + a * g.dilation[0]) * g.in[1] + w0;
             for (int64_t b = kw0; b < kw1; ++b) {
               const float v = row[b * g.dilation[1]];
-              if constexpr (P == Pool::Max) acc = (v > acc || std::isnan(v)) ? v : acc;
-              else acc += v;
+              if constexpr (P == Pool::Max)
+                acc = (v > acc || std::isnan(v)) ? v : acc;
+              else
+                acc += v;
             }
           }
           if constexpr (P == Pool::Avg) {
             int64_t cnt;
             if (include_pad) {
               const int64_t wend = std::min(w0 + (g.kernel[1] - 1) * g.dilation[1] + 1, g.in[1] + g.pad_end[1]);
-              cnt = ((hend - h0 + g.dilation[0] - 1) / g.dilation[0]) * ((wend - w0 + g.dilation[1] - 1) / g.dilation[1]);
+              cnt =
+                  ((hend - h0 + g.dilation[0] - 1) / g.dilation[0]) * ((wend - w0 + g.dilation[1] - 1) / g.dilation[1]);
             } else {
               cnt = (kh1 - kh0) * (kw1 - kw0);
             }
@@ -269,16 +285,20 @@ void pool(OpContext& c) {
             }
           }
         }
-        if constexpr (P == Pool::Avg) acc = acc / static_cast<double>(include_pad ? padded_count : std::max<int64_t>(count, 1));
+        if constexpr (P == Pool::Avg)
+          acc = acc / static_cast<double>(include_pad ? padded_count : std::max<int64_t>(count, 1));
         if constexpr (P == Pool::Lp) acc = std::pow(acc, 1.0 / p);
         Y[o] = static_cast<T>(acc);
         if (idx) idx->ptr<int64_t>()[pl * out_sp + o] = best + pl * in_sp;
       }
     });
   };
-  if (x.dtype == DType::Float) body(float{});
-  else if (x.dtype == DType::Int8) body(int8_t{});
-  else body(uint8_t{});
+  if (x.dtype == DType::Float)
+    body(float{});
+  else if (x.dtype == DType::Int8)
+    body(int8_t{});
+  else
+    body(uint8_t{});
 }
 
 template <Pool P>
@@ -290,8 +310,10 @@ void global_pool(OpContext& c) {
   if (x_in.nhwc && P != Pool::Lp) {  // [N, C, 1, 1] is the same bytes in both layouts
     Tensor& y = c.output(0, x_in.dtype, ys);
     const int64_t N = x_in.shape[0], C = x_in.shape[1], HW = x_in.shape[2] * x_in.shape[3];
-    if constexpr (P == Pool::Max) simd::global_max_pool_nhwc(N, HW, C, x_in.ptr<float>(), y.ptr<float>());
-    else simd::global_avg_pool_nhwc(N, HW, C, x_in.ptr<float>(), y.ptr<float>());
+    if constexpr (P == Pool::Max)
+      simd::global_max_pool_nhwc(N, HW, C, x_in.ptr<float>(), y.ptr<float>());
+    else
+      simd::global_avg_pool_nhwc(N, HW, C, x_in.ptr<float>(), y.ptr<float>());
     return;
   }
   const Tensor x = to_nchw(x_in);
@@ -305,9 +327,12 @@ void global_pool(OpContext& c) {
         const T* X = x.ptr<T>() + pl * sp;
         double acc = P == Pool::Max ? -INFINITY : 0.0;
         for (int64_t i = 0; i < sp; ++i) {
-          if (P == Pool::Max) acc = (X[i] > acc || X[i] != X[i]) ? static_cast<double>(X[i]) : acc;
-          else if (P == Pool::Avg) acc += X[i];
-          else acc += std::pow(std::fabs(static_cast<double>(X[i])), p);
+          if (P == Pool::Max)
+            acc = (X[i] > acc || X[i] != X[i]) ? static_cast<double>(X[i]) : acc;
+          else if (P == Pool::Avg)
+            acc += X[i];
+          else
+            acc += std::pow(std::fabs(static_cast<double>(X[i])), p);
         }
         if (P == Pool::Avg) acc /= static_cast<double>(sp);
         if (P == Pool::Lp) acc = std::pow(acc, 1.0 / p);

@@ -1,8 +1,8 @@
 // ONNX Runtime's QOperator contrib ops (com.microsoft), as its static quantizer writes them in
 // QOperator format beside the standard QLinearConv/QLinearMatMul: QLinearAdd, QLinearMul,
 // QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearWhere, QLinearGlobalAveragePool,
-// QLinearAveragePool, QLinearConcat and QGemm. 8-bit (uint8/int8) tensors with per-tensor scale and zero point (QGemm's B per
-// column too).
+// QLinearAveragePool, QLinearConcat and QGemm. 8-bit (uint8/int8) tensors with per-tensor scale and zero point (QGemm's
+// B per column too).
 //
 // Each computes what its contrib spec writes: dequantize ((q - zero_point) * scale in float32),
 // the float op, quantize (x / scale rounded half to even, + zero point, saturated) — the steps of
@@ -33,8 +33,8 @@ bool is_8bit(DType t) { return t == DType::Uint8 || t == DType::Int8; }
 QParam qparam(const OpContext& c, size_t s, size_t z, DType q, std::string_view what) {
   const Tensor& scale = c.input(s);
   if (scale.dtype != DType::Float || scale.numel() != 1)
-    c.error(std::string(what) + "'s scale must be one float (per tensor), got " + std::string(dtype_name(scale.dtype)) + " " +
-            shape_str(scale.shape));
+    c.error(std::string(what) + "'s scale must be one float (per tensor), got " + std::string(dtype_name(scale.dtype)) +
+            " " + shape_str(scale.shape));
   QParam p;
   p.scale = scale.ptr<float>()[0];
   if (const Tensor* zp = c.in(z); zp && zp->data) {
@@ -47,7 +47,8 @@ QParam qparam(const OpContext& c, size_t s, size_t z, DType q, std::string_view 
 
 const Tensor& quantized_input(const OpContext& c, size_t i) {
   const Tensor& x = c.input(i);
-  if (!is_8bit(x.dtype)) c.error("input " + std::to_string(i) + " is " + std::string(dtype_name(x.dtype)) + ", not uint8/int8");
+  if (!is_8bit(x.dtype))
+    c.error("input " + std::to_string(i) + " is " + std::string(dtype_name(x.dtype)) + ", not uint8/int8");
   return x;
 }
 
@@ -222,8 +223,10 @@ void qlinear_concat(OpContext& c) {
     const Tensor f = same ? Tensor{} : dequantized(x, px);
     for (int64_t o = 0; o < outer; ++o) {
       uint8_t* dst = out + o * row + at * inner;
-      if (same) std::memcpy(dst, x.ptr<uint8_t>() + o * len, static_cast<size_t>(len));
-      else quantize_floats(f.ptr<float>() + o * len, q, dst, static_cast<size_t>(len), py.scale, py.zp);
+      if (same)
+        std::memcpy(dst, x.ptr<uint8_t>() + o * len, static_cast<size_t>(len));
+      else
+        quantize_floats(f.ptr<float>() + o * len, q, dst, static_cast<size_t>(len), py.scale, py.zp);
     }
     at += x.shape[static_cast<size_t>(axis)];
   }
@@ -344,7 +347,8 @@ void qgemm(OpContext& c) {
     const int64_t n = bias->numel();
     const bool per_row = cs.size() == 2 && cs[0] == M && cs[1] == 1 && M != 1;
     if (!(n == 1 || n == M * N || (n == N && (cs.size() == 1 || cs[0] == 1)) || per_row))
-      c.error("C of shape " + shape_str(cs) + " does not broadcast to [" + std::to_string(M) + "," + std::to_string(N) + "]");
+      c.error("C of shape " + shape_str(cs) + " does not broadcast to [" + std::to_string(M) + "," + std::to_string(N) +
+              "]");
     const int32_t* cb = bias->ptr<int32_t>();
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j)
@@ -363,7 +367,8 @@ void qgemm(OpContext& c) {
   std::vector<float> f(sum.size());
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j)
-      f[static_cast<size_t>(i * N + j)] = static_cast<float>(sum[static_cast<size_t>(i * N + j)]) * mult[mult.size() == 1 ? 0 : static_cast<size_t>(j)];
+      f[static_cast<size_t>(i * N + j)] =
+          static_cast<float>(sum[static_cast<size_t>(i * N + j)]) * mult[mult.size() == 1 ? 0 : static_cast<size_t>(j)];
   if (!requant) {
     Tensor& y = c.output(0, DType::Float, {M, N});
     std::memcpy(y.data, f.data(), f.size() * sizeof(float));
@@ -392,7 +397,8 @@ void register_qlinear(Registry& r) {
   add("QLinearGlobalAveragePool", qlinear_pool<1>);
   add("QLinearAveragePool", qlinear_pool<0>);
   add("QLinearConcat", qlinear_concat);
-  r.add("com.microsoft", "QGemm", {.run = qgemm, .float_compute = false, .prepare = prepare_qgemm, .prepared_inputs = 1u << 3});
+  r.add("com.microsoft", "QGemm",
+        {.run = qgemm, .float_compute = false, .prepare = prepare_qgemm, .prepared_inputs = 1u << 3});
   add("QLinearSoftmax", qlinear_softmax);
   add("QLinearWhere", qlinear_where);
 }

@@ -49,8 +49,8 @@ QParams qparams(const OpContext& c, const Tensor& x, const Tensor& scale) {
   for (int64_t i = axis + 1; i < x.rank(); ++i) p.inner *= x.shape[static_cast<size_t>(i)];
   p.block = c.attr_i("block_size", 0);
   if (p.block < 0) c.error("block_size must be positive");
-  const int64_t want = p.block ? x.numel() / std::max<int64_t>(1, p.axis_n) * ((p.axis_n + p.block - 1) / p.block)
-                               : p.axis_n;
+  const int64_t want =
+      p.block ? x.numel() / std::max<int64_t>(1, p.axis_n) * ((p.axis_n + p.block - 1) / p.block) : p.axis_n;
   if (scale.numel() != want)
     c.error("scale has " + std::to_string(scale.numel()) + " elements, the quantization axis needs " +
             std::to_string(want));
@@ -96,7 +96,8 @@ void dequantize(OpContext& c) {
   if (qp.block == 0 && zp && zp->numel() && zp->numel() < (qp.per_axis ? qp.axis_n : 1))
     c.error("x_zero_point has " + std::to_string(zp->numel()) + " elements, fewer than the quantization axis needs");
   const DType out = s.dtype == DType::Float ? DType::Float : s.dtype;
-  if (out == DType::Float && qp.block == 0 && (x.dtype == DType::Uint8 || x.dtype == DType::Int8 || x.dtype == DType::Int32)) {
+  if (out == DType::Float && qp.block == 0 &&
+      (x.dtype == DType::Uint8 || x.dtype == DType::Int8 || x.dtype == DType::Int32)) {
     Tensor& y = c.output(0, DType::Float, x.shape);
     const int64_t rows = qp.per_axis ? x.numel() / qp.inner : 1, inner = qp.per_axis ? qp.inner : x.numel();
     over_rows(rows, inner, [&](size_t r0, size_t r1) {
@@ -106,9 +107,12 @@ void dequantize(OpContext& c) {
         const int32_t z = zero_point_at(zp, k);
         const size_t off = r * static_cast<size_t>(inner), n = static_cast<size_t>(inner);
         float* yp = y.ptr<float>() + off;
-        if (x.dtype == DType::Uint8) dequantize_span(x.ptr<uint8_t>() + off, yp, n, sc, z);
-        else if (x.dtype == DType::Int8) dequantize_span(x.ptr<int8_t>() + off, yp, n, sc, z);
-        else dequantize_span(x.ptr<int32_t>() + off, yp, n, sc, z);
+        if (x.dtype == DType::Uint8)
+          dequantize_span(x.ptr<uint8_t>() + off, yp, n, sc, z);
+        else if (x.dtype == DType::Int8)
+          dequantize_span(x.ptr<int8_t>() + off, yp, n, sc, z);
+        else
+          dequantize_span(x.ptr<int32_t>() + off, yp, n, sc, z);
       }
     });
     return;
@@ -125,7 +129,8 @@ void dequantize(OpContext& c) {
 }
 
 template <class Q>
-void quantize_rows(const OpContext& c, const Tensor& x, const Tensor& s, const Tensor* zp, const QParams& qp, Tensor& y) {
+void quantize_rows(const OpContext& c, const Tensor& x, const Tensor& s, const Tensor* zp, const QParams& qp,
+                   Tensor& y) {
   (void)c;
   const int64_t rows = qp.per_axis ? x.numel() / qp.inner : 1, inner = qp.per_axis ? qp.inner : x.numel();
   over_rows(rows, inner, [&](size_t r0, size_t r1) {
@@ -157,7 +162,8 @@ void quantize(OpContext& c) {
     case DType::Uint8: lo = 0, hi = 255; break;
     case DType::Int16: lo = -32768, hi = 32767; break;
     case DType::Uint16: lo = 0, hi = 65535; break;
-    default: c.error("QuantizeLinear to " + std::string(dtype_name(to)) + " is not supported (int8/uint8/int16/uint16)");
+    default:
+      c.error("QuantizeLinear to " + std::string(dtype_name(to)) + " is not supported (int8/uint8/int16/uint16)");
   }
   std::vector<double> q(static_cast<size_t>(x.numel()));
   for (int64_t i = 0, n = x.numel(); i < n; ++i) {
@@ -226,8 +232,10 @@ MinMax min_max(const float* x, size_t n) {
   const bool wide = simd::active_isa_level() == simd::Isa::Avx512;
   simd::parallel_chunks(n, 1 << 16, [&](size_t b, size_t e) {
     MinMax part;
-    if (wide) min_max_avx512(x + b, e - b, part);
-    else min_max_sse(x + b, e - b, part);
+    if (wide)
+      min_max_avx512(x + b, e - b, part);
+    else
+      min_max_sse(x + b, e - b, part);
     std::lock_guard l(mu);
     r.lo = std::min(r.lo, part.lo), r.hi = std::max(r.hi, part.hi);
   });
@@ -303,7 +311,7 @@ bool is_8bit(DType t) { return t == DType::Uint8 || t == DType::Int8; }
 struct PackedWeights {
   std::vector<simd::PackedB8> groups;
   std::vector<simd::PackedW8> direct;  // convs on simd::conv8_nd: per group
-  std::vector<int32_t> depthwise;  // depthwise convs: w - w_zero_point per (channel, tap)
+  std::vector<int32_t> depthwise;      // depthwise convs: w - w_zero_point per (channel, tap)
 };
 
 // Zero points as int32 (nullptr when absent).
@@ -353,8 +361,7 @@ Shape matmul_out_shape(const OpContext& c, const Shape& as0, const Shape& bs0) {
   const bool a1 = as.size() == 1, b1 = bs.size() == 1;
   if (a1) as.insert(as.begin(), 1);
   if (b1) bs.push_back(1);
-  if (as.back() != bs[bs.size() - 2])
-    c.error("inner dimensions differ: " + shape_str(as0) + " x " + shape_str(bs0));
+  if (as.back() != bs[bs.size() - 2]) c.error("inner dimensions differ: " + shape_str(as0) + " x " + shape_str(bs0));
   Shape batch = broadcast_shapes(c, Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2));
   if (!a1) batch.push_back(as[as.size() - 2]);
   if (!b1) batch.push_back(bs.back());
@@ -372,7 +379,8 @@ bool int_matmul(const OpContext& c, const Tensor& a0, const Tensor* az, const Te
   Tensor a_q;  // aq on a path that does not quantize while packing: A quantized here first
   if (aq && !(packed || b.rank() <= 2)) {
     a_q = Tensor::alloc(DType::Uint8, a0.shape);
-    simd::dynamic_quantize_span(a0.ptr<float>(), a_q.ptr<uint8_t>(), static_cast<size_t>(a0.numel()), aq->scale, aq->zero);
+    simd::dynamic_quantize_span(a0.ptr<float>(), a_q.ptr<uint8_t>(), static_cast<size_t>(a0.numel()), aq->scale,
+                                aq->zero);
     ap = &a_q, aq.reset();
   }
   const Tensor& a = *ap;
@@ -512,7 +520,8 @@ void integer_product_to_float(OpContext& c, const Tensor& a, const Tensor* az, f
   if (b_scale.numel() != 1 && b_scale.numel() != N) c.error("b_scale must have 1 or N elements");
   if (bias && bias->numel() != N) c.error("bias must have N elements");
   std::vector<float> mult(static_cast<size_t>(b_scale.numel()));
-  for (size_t i = 0; i < mult.size(); ++i) mult[i] = a_scale * static_cast<float>(b_scale.get_f64(static_cast<int64_t>(i)));
+  for (size_t i = 0; i < mult.size(); ++i)
+    mult[i] = a_scale * static_cast<float>(b_scale.get_f64(static_cast<int64_t>(i)));
   const size_t rows = static_cast<size_t>(numel(ys) / std::max<int64_t>(N, 1)), cols = static_cast<size_t>(N);
   float* out = y.ptr<float>();
   over_rows(static_cast<int64_t>(rows), static_cast<int64_t>(cols), [&](size_t r0, size_t r1) {
@@ -538,7 +547,8 @@ void matmul_integer_to_float_body(OpContext& c, bool quantizing) {
 void matmul_integer_to_float(OpContext& c) { matmul_integer_to_float_body(c, false); }
 void matmul_integer_to_float_quantizing(OpContext& c) { matmul_integer_to_float_body(c, true); }
 
-std::shared_ptr<const void> prepare_matmul_integer_to_float(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+std::shared_ptr<const void> prepare_matmul_integer_to_float(const Graph& g, NodeId n,
+                                                            std::span<const Tensor* const> in) {
   return prepare_matmul_b(g, n, in, 1, 5);
 }
 
@@ -555,7 +565,8 @@ void dynamic_quantize_matmul(OpContext& c) {
                            InputQuant{params.first, params.second});
 }
 
-std::shared_ptr<const void> prepare_dynamic_quantize_matmul(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+std::shared_ptr<const void> prepare_dynamic_quantize_matmul(const Graph& g, NodeId n,
+                                                            std::span<const Tensor* const> in) {
   return prepare_matmul_b(g, n, in, 1, 3);
 }
 
@@ -574,8 +585,8 @@ std::vector<int32_t> depthwise_weights(const Tensor& w, const std::vector<int32_
   std::vector<int32_t> v(static_cast<size_t>(w.numel()));
   for (int64_t m = 0; m < M; ++m)
     for (int64_t k = 0; k < taps; ++k)
-      v[static_cast<size_t>(m * taps + k)] =
-          static_cast<int32_t>(w.get_i64(m * taps + k)) - (z.empty() ? 0 : z[z.size() > 1 ? static_cast<size_t>(m) : 0]);
+      v[static_cast<size_t>(m * taps + k)] = static_cast<int32_t>(w.get_i64(m * taps + k)) -
+                                             (z.empty() ? 0 : z[z.size() > 1 ? static_cast<size_t>(m) : 0]);
   return v;
 }
 
@@ -619,8 +630,8 @@ struct ConvRun {
 // conv8_nd is one pass over the input, where the gathering copied it K / C times.
 // xq: x is float, quantized to uint8 as it is packed (a fused DynamicQuantizeLinear).
 template <class Emit, class Direct>
-void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit,
-               Direct&& direct, std::optional<InputQuant> xq = std::nullopt) {
+void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit, Direct&& direct,
+               std::optional<InputQuant> xq = std::nullopt) {
   const Tensor& x = c.input(s.x);
   const Tensor& w = c.input(s.w);
   if ((!xq && !is_8bit(x.dtype)) || !is_8bit(w.dtype)) c.error("x and w must be int8 or uint8");
@@ -746,8 +757,10 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
       const int32_t* wt = packed->depthwise.data() + ch * K;
       for (int64_t od = 0; od < O[0]; ++od)
         for (int64_t oh = 0; oh < O[1]; ++oh) {
-          if (x_signed) row_taps(int8_t{}, xc, wt, od, oh, acc.data());
-          else row_taps(uint8_t{}, xc, wt, od, oh, acc.data());
+          if (x_signed)
+            row_taps(int8_t{}, xc, wt, od, oh, acc.data());
+          else
+            row_taps(uint8_t{}, xc, wt, od, oh, acc.data());
           emit(n, ch, (od * O[1] + oh) * O[2], O[2], acc.data());
         }
     }
@@ -769,16 +782,17 @@ void conv_integer_body(OpContext& c, bool quantizing) {
   ConvRun cr;
   Tensor* y = &c.output(0, DType::Int32, conv_shape(c, c.input(0), c.input(1)));
   int32_t* yp = y->ptr<int32_t>();
-  conv_int8(c, kConvInteger, packed_state(c), cr,
-            [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
-              std::copy_n(acc, rows, yp + (n * cr.M + ch) * cr.P + p0);
-            },
-            [&](int64_t n, int64_t gi) {
-              simd::Conv8Output o;
-              o.i32 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
-              return o;
-            },
-            input_quant(c, quantizing, c.in(2)));
+  conv_int8(
+      c, kConvInteger, packed_state(c), cr,
+      [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
+        std::copy_n(acc, rows, yp + (n * cr.M + ch) * cr.P + p0);
+      },
+      [&](int64_t n, int64_t gi) {
+        simd::Conv8Output o;
+        o.i32 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+        return o;
+      },
+      input_quant(c, quantizing, c.in(2)));
 }
 
 void conv_integer(OpContext& c) { conv_integer_body(c, false); }
@@ -854,23 +868,24 @@ void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult,
   Q* yp = y.ptr<Q>();
   const int32_t* b = bias ? bias->ptr<int32_t>() : nullptr;
   const bool per_channel = mult.size() > 1;
-  conv_int8(c, kQLinearConv, packed_state(c), cr,
-            [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
-              const float mu = mult[per_channel ? static_cast<size_t>(ch) : 0];
-              const uint32_t bv = b ? static_cast<uint32_t>(b[ch]) : 0;
-              Q* dst = yp + (n * cr.M + ch) * cr.P + p0;
-              for (int64_t r = 0; r < rows; ++r)
-                dst[r] = saturate_round<Q>(
-                    static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc[r]) + bv)) * mu, zp);
-            },
-            [&](int64_t n, int64_t gi) {
-              simd::Conv8Output o;
-              o.q8 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
-              o.q8_signed = std::is_signed_v<Q>, o.q8_zero = zp;
-              o.mult = per_channel ? mult.data() + gi * cr.Mg : mult.data(), o.mult_count = per_channel ? mult.size() : 1;
-              if (b) o.acc_bias = b + gi * cr.Mg;
-              return o;
-            });
+  conv_int8(
+      c, kQLinearConv, packed_state(c), cr,
+      [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
+        const float mu = mult[per_channel ? static_cast<size_t>(ch) : 0];
+        const uint32_t bv = b ? static_cast<uint32_t>(b[ch]) : 0;
+        Q* dst = yp + (n * cr.M + ch) * cr.P + p0;
+        for (int64_t r = 0; r < rows; ++r)
+          dst[r] =
+              saturate_round<Q>(static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc[r]) + bv)) * mu, zp);
+      },
+      [&](int64_t n, int64_t gi) {
+        simd::Conv8Output o;
+        o.q8 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+        o.q8_signed = std::is_signed_v<Q>, o.q8_zero = zp;
+        o.mult = per_channel ? mult.data() + gi * cr.Mg : mult.data(), o.mult_count = per_channel ? mult.size() : 1;
+        if (b) o.acc_bias = b + gi * cr.Mg;
+        return o;
+      });
 }
 
 void qlinear_conv(OpContext& c) {
@@ -893,12 +908,11 @@ void qlinear_conv(OpContext& c) {
 }  // namespace
 
 const KernelDef& conv_integer_to_float_kernel() {
-  static const KernelDef def{
-      .run = conv_integer_to_float,
-      .float_compute = false,
-      .fuses_activation = true,
-      .prepare = prepare_conv_integer,
-      .prepared_inputs = 1u << 1};
+  static const KernelDef def{.run = conv_integer_to_float,
+                             .float_compute = false,
+                             .fuses_activation = true,
+                             .prepare = prepare_conv_integer,
+                             .prepared_inputs = 1u << 1};
   return def;
 }
 

@@ -49,7 +49,8 @@ Stream stream_of(const OpContext& c) {
 
 DType dtype_attr(const OpContext& c, DType fallback) {
   const int64_t d = c.attr_i("dtype", static_cast<int64_t>(fallback));
-  if (d <= 0 || d > 23 || !dtype_known(static_cast<int32_t>(d))) c.error("dtype " + std::to_string(d) + " is not a tensor type");
+  if (d <= 0 || d > 23 || !dtype_known(static_cast<int32_t>(d)))
+    c.error("dtype " + std::to_string(d) + " is not a tensor type");
   const DType t = static_cast<DType>(d);
   return t;
 }
@@ -57,7 +58,8 @@ DType dtype_attr(const OpContext& c, DType fallback) {
 // Fills output 0 of `dtype` and `shape` with draws of `draw`, converted from double.
 template <class F>
 void fill(OpContext& c, DType dtype, const Shape& shape, F&& draw) {
-  if (!is_float_dtype(dtype)) c.error(std::string("output type ") + std::string(dtype_name(dtype)) + " is not a float type");
+  if (!is_float_dtype(dtype))
+    c.error(std::string("output type ") + std::string(dtype_name(dtype)) + " is not a float type");
   Tensor& y = c.output(0, dtype, shape);
   std::vector<double> v(static_cast<size_t>(y.numel()));
   for (double& x : v) x = draw();
@@ -115,13 +117,16 @@ void multinomial(OpContext& c) {
   for (int64_t b = 0; b < batch; ++b) {
     double top = -INFINITY, sum = 0;
     for (int64_t k = 0; k < classes; ++k) top = std::max(top, x.get_f64(b * classes + k));
-    for (int64_t k = 0; k < classes; ++k) cdf[static_cast<size_t>(k)] = sum += std::exp(x.get_f64(b * classes + k) - top);
+    for (int64_t k = 0; k < classes; ++k)
+      cdf[static_cast<size_t>(k)] = sum += std::exp(x.get_f64(b * classes + k) - top);
     for (int64_t s = 0; s < samples; ++s) {
       const double u = r.uniform() * sum;
       int64_t k = static_cast<int64_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
       k = std::min(k, classes - 1);
-      if (dt == DType::Int32) y.ptr<int32_t>()[b * samples + s] = static_cast<int32_t>(k);
-      else y.ptr<int64_t>()[b * samples + s] = k;
+      if (dt == DType::Int32)
+        y.ptr<int32_t>()[b * samples + s] = static_cast<int32_t>(k);
+      else
+        y.ptr<int64_t>()[b * samples + s] = k;
     }
   }
 }

@@ -41,8 +41,10 @@ void reduce(OpContext& c) {
   Shape ys;
   for (int64_t i = 0; i < r; ++i) {
     bool red = std::find(axes.begin(), axes.end(), i) != axes.end();
-    if (!red) ys.push_back(x.shape[static_cast<size_t>(i)]);
-    else if (keep) ys.push_back(1);
+    if (!red)
+      ys.push_back(x.shape[static_cast<size_t>(i)]);
+    else if (keep)
+      ys.push_back(1);
   }
   Tensor& y = c.output(0, x.dtype, ys);
   switch (x.dtype) {
@@ -65,12 +67,14 @@ void reduce(OpContext& c) {
     double& a = acc[static_cast<size_t>(o[0])];
     ++cnt[static_cast<size_t>(o[0])];
     switch (OP) {
-      case ReduceOp::Sum: case ReduceOp::Mean: a += v; break;
+      case ReduceOp::Sum:
+      case ReduceOp::Mean: a += v; break;
       case ReduceOp::Max: a = std::max(a, v); break;
       case ReduceOp::Min: a = std::min(a, v); break;
       case ReduceOp::Prod: a *= v; break;
       case ReduceOp::L1: a += std::fabs(v); break;
-      case ReduceOp::L2: case ReduceOp::SumSquare: a += v * v; break;
+      case ReduceOp::L2:
+      case ReduceOp::SumSquare: a += v * v; break;
       case ReduceOp::LogSum: a += v; break;
       case ReduceOp::LogSumExp: a += std::exp(v); break;
     }
@@ -89,8 +93,10 @@ void arg_reduce(OpContext& c) {
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
   const bool keep = c.attr_i("keepdims", 1), last = c.attr_i("select_last_index", 0);
   Shape ys = x.shape;
-  if (keep) ys[static_cast<size_t>(axis)] = 1;
-  else ys.erase(ys.begin() + axis);
+  if (keep)
+    ys[static_cast<size_t>(axis)] = 1;
+  else
+    ys.erase(ys.begin() + axis);
   Tensor& y = c.output(0, DType::Int64, ys);
   int64_t outer = 1, inner = 1;
   const int64_t n = x.shape[static_cast<size_t>(axis)];
@@ -151,7 +157,8 @@ void topk(OpContext& c) {
 
 void cumsum(OpContext& c) {
   const Tensor& x = c.input(0);
-  if (c.input(1).numel() != 1 || is_float_dtype(c.input(1).dtype)) c.error("axis must be one integer, got " + shape_str(c.input(1).shape));
+  if (c.input(1).numel() != 1 || is_float_dtype(c.input(1).dtype))
+    c.error("axis must be one integer, got " + shape_str(c.input(1).shape));
   const int64_t axis = norm_axis(c, c.input(1).get_i64(0), x.rank());
   const bool excl = c.attr_i("exclusive", 0), rev = c.attr_i("reverse", 0);
   Tensor& y = c.output(0, x.dtype, x.shape);

@@ -84,10 +84,14 @@ std::vector<Tap> taps(const Options& o, double x, int64_t in, bool outside, doub
   if (o.mode == "nearest") {
     double f = std::floor(x), frac = x - f;
     int64_t i;
-    if (o.nearest == "floor") i = static_cast<int64_t>(std::floor(x));
-    else if (o.nearest == "ceil") i = static_cast<int64_t>(std::ceil(x));
-    else if (o.nearest == "round_prefer_ceil") i = static_cast<int64_t>(frac == 0.5 ? std::ceil(x) : std::round(x));
-    else i = static_cast<int64_t>(frac == 0.5 ? f : std::round(x));
+    if (o.nearest == "floor")
+      i = static_cast<int64_t>(std::floor(x));
+    else if (o.nearest == "ceil")
+      i = static_cast<int64_t>(std::ceil(x));
+    else if (o.nearest == "round_prefer_ceil")
+      i = static_cast<int64_t>(frac == 0.5 ? std::ceil(x) : std::round(x));
+    else
+      i = static_cast<int64_t>(frac == 0.5 ? f : std::round(x));
     return {{std::clamp<int64_t>(i, 0, in - 1), 1.0}};
   }
   if (o.mode == "linear") {
@@ -152,7 +156,8 @@ bool axis_table(const std::vector<std::vector<Tap>>& per_out, int64_t in, simd::
 // A channels-last x (logical shape [N, C, H, W], bytes [N, H, W, C]) resized over H and W only
 // is written channels-last too (simd::resize_2d_nhwc: the same arithmetic as the NCHW kernel);
 // false for anything else, and the caller converts x to NCHW first.
-bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys, const std::vector<std::vector<std::vector<Tap>>>& per_dim) {
+bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys,
+                 const std::vector<std::vector<std::vector<Tap>>>& per_dim) {
   if (x.dtype != DType::Float && x.dtype != DType::Float16) return false;
   const size_t r = per_dim.size();
   std::vector<simd::ResizeAxis> axes(r);
@@ -209,8 +214,8 @@ bool resize_fast(OpContext& c, const Tensor& x, const Shape& ys, const std::vect
   return true;
 }
 
-void resize_loop(OpContext& c, const Tensor& x, const Shape& ys, const std::vector<std::vector<std::vector<Tap>>>& per_dim,
-                 const Options& o);
+void resize_loop(OpContext& c, const Tensor& x, const Shape& ys,
+                 const std::vector<std::vector<std::vector<Tap>>>& per_dim, const Options& o);
 
 void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::vector<int64_t> sizes,
                 std::vector<double> roi, const Options& o, bool keep_scales = false) {
@@ -218,9 +223,12 @@ void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::
   // One scale or size per axis and two roi values per axis (fuzz_runtime: a shorter sizes input
   // read past its end); sizes must be non-negative and scales positive.
   const auto ur = static_cast<size_t>(r);
-  if (!sizes.empty() && sizes.size() != ur) c.error("sizes has " + std::to_string(sizes.size()) + " values for rank " + std::to_string(r));
-  if (sizes.empty() && scales.size() != ur) c.error("scales has " + std::to_string(scales.size()) + " values for rank " + std::to_string(r));
-  if (!roi.empty() && roi.size() != 2 * ur) c.error("roi has " + std::to_string(roi.size()) + " values for rank " + std::to_string(r));
+  if (!sizes.empty() && sizes.size() != ur)
+    c.error("sizes has " + std::to_string(sizes.size()) + " values for rank " + std::to_string(r));
+  if (sizes.empty() && scales.size() != ur)
+    c.error("scales has " + std::to_string(scales.size()) + " values for rank " + std::to_string(r));
+  if (!roi.empty() && roi.size() != 2 * ur)
+    c.error("roi has " + std::to_string(roi.size()) + " values for rank " + std::to_string(r));
   for (int64_t v : sizes)
     if (v < 0) c.error("sizes must not be negative");
   if (sizes.empty())
@@ -276,8 +284,8 @@ void run_resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::
 
 // The general loop: a tap product and a double accumulation per element (extrapolated
 // tf_crop_and_resize outputs, integer element types).
-void resize_loop(OpContext& c, const Tensor& x, const Shape& ys, const std::vector<std::vector<std::vector<Tap>>>& per_dim,
-                 const Options& o) {
+void resize_loop(OpContext& c, const Tensor& x, const Shape& ys,
+                 const std::vector<std::vector<std::vector<Tap>>>& per_dim, const Options& o) {
   const int64_t r = x.rank();
   Tensor& y = c.output(0, x.dtype, ys);
   auto xs = contiguous_strides(x.shape);
@@ -289,7 +297,8 @@ void resize_loop(OpContext& c, const Tensor& x, const Shape& ys, const std::vect
     bool empty = false;
     for (size_t d = 0; d < static_cast<size_t>(r); ++d) empty |= per_dim[d][static_cast<size_t>(idx[d])].empty();
     double acc = 0;
-    if (empty) acc = o.extrapolation;
+    if (empty)
+      acc = o.extrapolation;
     else {
       std::fill(tap.begin(), tap.end(), 0);
       while (true) {
@@ -376,7 +385,8 @@ void resize(OpContext& c) {
   if (!sizes.empty() && policy != "stretch") {
     double s = policy == "not_larger" ? INFINITY : 0;
     for (size_t d = 0; d < sizes.size(); ++d) {
-      if (sizes[d] == x.shape[d] && axes.size() && std::find(axes.begin(), axes.end(), int64_t(d)) == axes.end()) continue;
+      if (sizes[d] == x.shape[d] && axes.size() && std::find(axes.begin(), axes.end(), int64_t(d)) == axes.end())
+        continue;
       double q = static_cast<double>(sizes[d]) / static_cast<double>(x.shape[d]);
       s = policy == "not_larger" ? std::min(s, q) : std::max(s, q);
     }

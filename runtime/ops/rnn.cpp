@@ -18,21 +18,38 @@ using Act = std::function<double(double)>;
 
 Act make_act(const OpContext& c, std::string_view name, std::span<const float> alpha, std::span<const float> beta,
              size_t& ai, size_t& bi) {
-  auto take = [](std::span<const float> v, size_t& i, double dflt) { return i < v.size() ? static_cast<double>(v[i++]) : dflt; };
+  auto take = [](std::span<const float> v, size_t& i, double dflt) {
+    return i < v.size() ? static_cast<double>(v[i++]) : dflt;
+  };
   if (name == "Relu") return [](double x) { return x > 0 ? x : 0; };
   if (name == "Tanh") return [](double x) { return std::tanh(x); };
   if (name == "Sigmoid") return [](double x) { return 1 / (1 + std::exp(-x)); };
   if (name == "Softsign") return [](double x) { return x / (1 + std::fabs(x)); };
   if (name == "Softplus") return [](double x) { return std::log1p(std::exp(x)); };
-  if (name == "Affine") { double a = take(alpha, ai, 1), b = take(beta, bi, 0); return [a, b](double x) { return a * x + b; }; }
-  if (name == "LeakyRelu") { double a = take(alpha, ai, 0.01); return [a](double x) { return x < 0 ? a * x : x; }; }
-  if (name == "ThresholdedRelu") { double a = take(alpha, ai, 1); return [a](double x) { return x > a ? x : 0; }; }
-  if (name == "ScaledTanh") { double a = take(alpha, ai, 1), b = take(beta, bi, 1); return [a, b](double x) { return a * std::tanh(b * x); }; }
+  if (name == "Affine") {
+    double a = take(alpha, ai, 1), b = take(beta, bi, 0);
+    return [a, b](double x) { return a * x + b; };
+  }
+  if (name == "LeakyRelu") {
+    double a = take(alpha, ai, 0.01);
+    return [a](double x) { return x < 0 ? a * x : x; };
+  }
+  if (name == "ThresholdedRelu") {
+    double a = take(alpha, ai, 1);
+    return [a](double x) { return x > a ? x : 0; };
+  }
+  if (name == "ScaledTanh") {
+    double a = take(alpha, ai, 1), b = take(beta, bi, 1);
+    return [a, b](double x) { return a * std::tanh(b * x); };
+  }
   if (name == "HardSigmoid") {
     double a = take(alpha, ai, 0.2), b = take(beta, bi, 0.5);
     return [a, b](double x) { return std::max(0.0, std::min(1.0, a * x + b)); };
   }
-  if (name == "Elu") { double a = take(alpha, ai, 1); return [a](double x) { return x < 0 ? a * (std::exp(x) - 1) : x; }; }
+  if (name == "Elu") {
+    double a = take(alpha, ai, 1);
+    return [a](double x) { return x < 0 ? a * (std::exp(x) - 1) : x; };
+  }
   c.error("unsupported activation '" + std::string(name) + "'");
 }
 
@@ -49,15 +66,18 @@ void rnn(OpContext& c) {
   const Tensor* c0 = K == Cell::Lstm ? c.in(6) : nullptr;
   const Tensor* P = K == Cell::Lstm ? c.in(7) : nullptr;
   const bool layout = c.attr_i("layout", 0) == 1;
-  if (X.rank() != 3 || R.rank() != 3) c.error("X and R must be 3-D, got " + shape_str(X.shape) + " and " + shape_str(R.shape));
+  if (X.rank() != 3 || R.rank() != 3)
+    c.error("X and R must be 3-D, got " + shape_str(X.shape) + " and " + shape_str(R.shape));
   const int64_t S = X.shape[layout ? 1 : 0], N = X.shape[layout ? 0 : 1], I = X.shape[2];
   const int64_t H = c.attr_i("hidden_size", R.shape[2]);
   std::string_view dir = c.attr_s("direction", "forward");
-  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") c.error("unknown direction '" + std::string(dir) + "'");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+    c.error("unknown direction '" + std::string(dir) + "'");
   const int64_t D = dir == "bidirectional" ? 2 : 1;
   // Every weight, bias and state is read at the sizes the attributes and X imply; a hostile
   // model's shorter tensors would be read past their end (fuzz_runtime).
-  if (H <= 0 || H != R.shape[2]) c.error("hidden_size " + std::to_string(H) + " does not match R " + shape_str(R.shape));
+  if (H <= 0 || H != R.shape[2])
+    c.error("hidden_size " + std::to_string(H) + " does not match R " + shape_str(R.shape));
   const int64_t GH = mul_dim(c, G, H);
   need_elements(c, W, mul_dim(c, mul_dim(c, D, GH), I), W.dtype, "W");
   need_elements(c, R, mul_dim(c, mul_dim(c, D, GH), H), R.dtype, "R");
@@ -68,7 +88,8 @@ void rnn(OpContext& c) {
   if (lens) {
     need_elements(c, *lens, N, lens->dtype, "sequence_lens");
     for (int64_t n = 0; n < N; ++n)
-      if (lens->get_i64(n) < 0 || lens->get_i64(n) > S) c.error("sequence_lens values must lie in [0, " + std::to_string(S) + "]");
+      if (lens->get_i64(n) < 0 || lens->get_i64(n) > S)
+        c.error("sequence_lens values must lie in [0, " + std::to_string(S) + "]");
   }
   const double clip = c.has_attr("clip") ? c.attr_f("clip", 0) : 0;
   const bool lbr = c.attr_i("linear_before_reset", 0), input_forget = c.attr_i("input_forget", 0);
@@ -78,15 +99,19 @@ void rnn(OpContext& c) {
     auto alpha = c.attr_floats("activation_alpha"), beta = c.attr_floats("activation_beta");
     size_t ai = 0, bi = 0;
     std::vector<std::string> names;
-    if (a) for (Sym s : c.graph.strings(*a)) names.emplace_back(str(s));
+    if (a)
+      for (Sym s : c.graph.strings(*a)) names.emplace_back(str(s));
     const char* dflt[3] = {K == Cell::Rnn ? "Tanh" : "Sigmoid", "Tanh", "Tanh"};
     for (int64_t d = 0; d < D; ++d)
       for (int k = 0; k < NA; ++k) {
         size_t idx = static_cast<size_t>(d * NA + k);
-        acts.push_back(make_act(c, idx < names.size() ? std::string_view(names[idx]) : std::string_view(dflt[k]), alpha, beta, ai, bi));
+        acts.push_back(make_act(c, idx < names.size() ? std::string_view(names[idx]) : std::string_view(dflt[k]), alpha,
+                                beta, ai, bi));
       }
   }
-  auto xat = [&](int64_t t, int64_t n, int64_t i) { return X.get_f64(layout ? (n * S + t) * I + i : (t * N + n) * I + i); };
+  auto xat = [&](int64_t t, int64_t n, int64_t i) {
+    return X.get_f64(layout ? (n * S + t) * I + i : (t * N + n) * I + i);
+  };
   std::vector<double> Y(static_cast<size_t>(S * D * N * H), 0.0), Yh(static_cast<size_t>(D * N * H)), Yc(Yh.size());
   for (int64_t d = 0; d < D; ++d) {
     const bool reverse = dir == "reverse" || d == 1;
@@ -114,12 +139,14 @@ void rnn(OpContext& c) {
         auto cl = [&](double v) { return clip > 0 ? std::clamp(v, -clip, clip) : v; };
         std::vector<double> nh(static_cast<size_t>(H)), rv(static_cast<size_t>(H)), ghh(static_cast<size_t>(H));
         if constexpr (K == Cell::Gru) {
-          for (int64_t j = 0; j < H; ++j) rv[static_cast<size_t>(j)] = f(cl(gx[static_cast<size_t>(H + j)] + gh[static_cast<size_t>(H + j)]));
+          for (int64_t j = 0; j < H; ++j)
+            rv[static_cast<size_t>(j)] = f(cl(gx[static_cast<size_t>(H + j)] + gh[static_cast<size_t>(H + j)]));
           if (!lbr)
             for (int64_t j = 0; j < H; ++j) {
               double acc = B ? B->get_f64(d * 2 * G * H + G * H + 2 * H + j) : 0;
               for (int64_t k = 0; k < H; ++k)
-                acc += rv[static_cast<size_t>(k)] * hs[static_cast<size_t>(k)] * R.get_f64((d * G * H + 2 * H + j) * H + k);
+                acc += rv[static_cast<size_t>(k)] * hs[static_cast<size_t>(k)] *
+                       R.get_f64((d * G * H + 2 * H + j) * H + k);
               ghh[static_cast<size_t>(j)] = acc;
             }
         }
@@ -129,13 +156,17 @@ void rnn(OpContext& c) {
             nh[u] = f(cl(gx[u] + gh[u]));
           } else if constexpr (K == Cell::Gru) {
             double z = f(cl(gx[u] + gh[u]));
-            double hh = g(cl(gx[u + 2 * static_cast<size_t>(H)] + (lbr ? rv[u] * gh[u + 2 * static_cast<size_t>(H)] : ghh[u])));
+            double hh =
+                g(cl(gx[u + 2 * static_cast<size_t>(H)] + (lbr ? rv[u] * gh[u + 2 * static_cast<size_t>(H)] : ghh[u])));
             nh[u] = (1 - z) * hh + z * hs[u];
           } else {
             const double pi = P ? P->get_f64(d * 3 * H + j) : 0, po = P ? P->get_f64(d * 3 * H + H + j) : 0,
                          pf = P ? P->get_f64(d * 3 * H + 2 * H + j) : 0;
             double it = f(cl(gx[u] + gh[u] + pi * cs[u]));
-            double ft = input_forget ? 1 - it : f(cl(gx[u + 2 * static_cast<size_t>(H)] + gh[u + 2 * static_cast<size_t>(H)] + pf * cs[u]));
+            double ft =
+                input_forget
+                    ? 1 - it
+                    : f(cl(gx[u + 2 * static_cast<size_t>(H)] + gh[u + 2 * static_cast<size_t>(H)] + pf * cs[u]));
             double ct = g(cl(gx[u + 3 * static_cast<size_t>(H)] + gh[u + 3 * static_cast<size_t>(H)]));
             double cn = ft * cs[u] + it * ct;
             double ot = f(cl(gx[u + static_cast<size_t>(H)] + gh[u + static_cast<size_t>(H)] + po * cn));
@@ -144,7 +175,8 @@ void rnn(OpContext& c) {
           }
         }
         hs = nh;
-        for (int64_t j = 0; j < H; ++j) Y[static_cast<size_t>(((t * D + d) * N + n) * H + j)] = hs[static_cast<size_t>(j)];
+        for (int64_t j = 0; j < H; ++j)
+          Y[static_cast<size_t>(((t * D + d) * N + n) * H + j)] = hs[static_cast<size_t>(j)];
       }
       for (int64_t j = 0; j < H; ++j) {
         Yh[static_cast<size_t>((d * N + n) * H + j)] = hs[static_cast<size_t>(j)];
@@ -162,7 +194,8 @@ void rnn(OpContext& c) {
         for (int64_t d = 0; d < D; ++d)
           for (int64_t n = 0; n < N; ++n)
             for (int64_t j = 0; j < H; ++j)
-              t[static_cast<size_t>(((n * S + s) * D + d) * H + j)] = Y[static_cast<size_t>(((s * D + d) * N + n) * H + j)];
+              t[static_cast<size_t>(((n * S + s) * D + d) * H + j)] =
+                  Y[static_cast<size_t>(((s * D + d) * N + n) * H + j)];
       cast_into(Tensor::view(DType::Double, {N, S, D, H}, t.data()), c.output(0, dt, {N, S, D, H}));
     }
   }
@@ -175,7 +208,8 @@ void rnn(OpContext& c) {
     std::vector<double> t(v.size());
     for (int64_t d = 0; d < D; ++d)
       for (int64_t n = 0; n < N; ++n)
-        for (int64_t j = 0; j < H; ++j) t[static_cast<size_t>((n * D + d) * H + j)] = v[static_cast<size_t>((d * N + n) * H + j)];
+        for (int64_t j = 0; j < H; ++j)
+          t[static_cast<size_t>((n * D + d) * H + j)] = v[static_cast<size_t>((d * N + n) * H + j)];
     cast_into(Tensor::view(DType::Double, {N, D, H}, t.data()), c.output(i, dt, {N, D, H}));
   };
   state_out(1, Yh);
@@ -213,7 +247,8 @@ bool default_lstm_acts(const Graph& g, NodeId n) {
 std::shared_ptr<const void> prepare_lstm(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
   const Tensor* W = in.size() > 1 ? in[1] : nullptr;
   const Tensor* R = in.size() > 2 ? in[2] : nullptr;
-  if (!W || !R || W->dtype != DType::Float || R->dtype != DType::Float || W->rank() != 3 || R->rank() != 3) return nullptr;
+  if (!W || !R || W->dtype != DType::Float || R->dtype != DType::Float || W->rank() != 3 || R->rank() != 3)
+    return nullptr;
   if (!default_lstm_acts(g, n)) return nullptr;
   // B is an input the plan only knows when it is a constant; absent (no input 3) means zeros.
   const bool b_given = g.inputs(n).size() > 3 && g.input(n, 3).valid();
@@ -326,7 +361,8 @@ bool lstm_fast(OpContext& c) {
         simd::vmath::sigmoid(go, go, Hs);
         simd::vmath::tanh(cn, tmp.data(), Hs);
         for (size_t j = 0; j < Hs; ++j) hn[j] = go[j] * tmp[j];
-        if (Y) std::memcpy(Y + (layout ? ((n * Ss + t) * Ds + d) : ((t * Ds + d) * Ns + n)) * Hs, hn, Hs * sizeof(float));
+        if (Y)
+          std::memcpy(Y + (layout ? ((n * Ss + t) * Ds + d) : ((t * Ds + d) * Ns + n)) * Hs, hn, Hs * sizeof(float));
       }
     }
     for (size_t n = 0; n < Ns; ++n) {

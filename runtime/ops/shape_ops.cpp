@@ -10,7 +10,8 @@ namespace {
 
 void reshape(OpContext& c) {
   const Tensor& x = c.input(0);
-  std::vector<int64_t> s = c.in(1) ? ints_of(*c.in(1)) : std::vector<int64_t>(c.attr_ints("shape").begin(), c.attr_ints("shape").end());
+  std::vector<int64_t> s =
+      c.in(1) ? ints_of(*c.in(1)) : std::vector<int64_t>(c.attr_ints("shape").begin(), c.attr_ints("shape").end());
   const bool allowzero = c.attr_i("allowzero", 0);
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -36,7 +37,8 @@ void reshape(OpContext& c) {
 void flatten(OpContext& c) {
   const Tensor& x = c.input(0);
   int64_t axis = c.attr_i("axis", 1);
-  if (axis < -x.rank() || axis > x.rank()) c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(x.rank()));
+  if (axis < -x.rank() || axis > x.rank())
+    c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(x.rank()));
   if (axis < 0) axis += x.rank();
   int64_t a = 1;
   for (int64_t i = 0; i < axis; ++i) a = mul_dim(c, a, x.shape[static_cast<size_t>(i)]);
@@ -50,7 +52,8 @@ void squeeze(OpContext& c) {
   Shape s;
   for (int64_t i = 0; i < x.rank(); ++i) {
     bool drop = given ? std::find(axes.begin(), axes.end(), i) != axes.end() : x.shape[static_cast<size_t>(i)] == 1;
-    if (drop && x.shape[static_cast<size_t>(i)] != 1) c.error("cannot squeeze axis " + std::to_string(i) + " of " + shape_str(x.shape));
+    if (drop && x.shape[static_cast<size_t>(i)] != 1)
+      c.error("cannot squeeze axis " + std::to_string(i) + " of " + shape_str(x.shape));
     if (!drop) s.push_back(x.shape[static_cast<size_t>(i)]);
   }
   c.output_alias(0, 0, s);
@@ -58,7 +61,8 @@ void squeeze(OpContext& c) {
 
 void unsqueeze(OpContext& c) {
   const Tensor& x = c.input(0);
-  std::vector<int64_t> axes = c.in(1) ? ints_of(*c.in(1)) : std::vector<int64_t>(c.attr_ints("axes").begin(), c.attr_ints("axes").end());
+  std::vector<int64_t> axes =
+      c.in(1) ? ints_of(*c.in(1)) : std::vector<int64_t>(c.attr_ints("axes").begin(), c.attr_ints("axes").end());
   const int64_t r = x.rank() + static_cast<int64_t>(axes.size());
   for (auto& a : axes) a = norm_axis(c, a, r);
   // A repeated axis would read the input's shape past its end (fuzz replay, ASan).
@@ -68,8 +72,10 @@ void unsqueeze(OpContext& c) {
   Shape s;
   size_t k = 0;
   for (int64_t i = 0; i < r; ++i) {
-    if (std::find(axes.begin(), axes.end(), i) != axes.end()) s.push_back(1);
-    else s.push_back(x.shape[k++]);
+    if (std::find(axes.begin(), axes.end(), i) != axes.end())
+      s.push_back(1);
+    else
+      s.push_back(x.shape[k++]);
   }
   c.output_alias(0, 0, s);
 }
@@ -116,11 +122,14 @@ void expand(OpContext& c) {
   const size_t es = dtype_size(x.dtype);
   auto st = bcast_strides(x.shape, out);
   if (es == 4) {
-    for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint32_t>()[i] = x.ptr<uint32_t>()[o[0]]; });
+    for_each_broadcast<1>(
+        out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint32_t>()[i] = x.ptr<uint32_t>()[o[0]]; });
   } else if (es == 8) {
-    for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint64_t>()[i] = x.ptr<uint64_t>()[o[0]]; });
+    for_each_broadcast<1>(
+        out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint64_t>()[i] = x.ptr<uint64_t>()[o[0]]; });
   } else if (es == 1) {
-    for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint8_t>()[i] = x.ptr<uint8_t>()[o[0]]; });
+    for_each_broadcast<1>(
+        out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) { y.ptr<uint8_t>()[i] = x.ptr<uint8_t>()[o[0]]; });
   } else {
     for_each_broadcast<1>(out, {st}, [&](int64_t i, const std::array<int64_t, 1>& o) {
       std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(o[0]) * es, es);
@@ -189,7 +198,8 @@ void range(OpContext& c) {
   const Tensor &s = c.input(0), &l = c.input(1), &d = c.input(2);
   dispatch_type(s.dtype, [&](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>) c.error("bool is not supported");
+    if constexpr (std::is_same_v<T, bool>)
+      c.error("bool is not supported");
     else {
       // memcpy: a scalar initializer can sit at any byte offset of the mapped file (UBSan's
       // misaligned load in the fuzz replay).
@@ -203,17 +213,20 @@ void range(OpContext& c) {
       std::memcpy(&limit, l.data, sizeof(T));
       std::memcpy(&delta, d.data, sizeof(T));
       if (delta == 0) c.error("delta is zero");
-      const double len = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+      const double len =
+          std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
       // NaN or a count past int64 would make the conversion undefined (the budget refuses
       // anything this large anyway).
-      if (std::isnan(len) || len >= 9.2e18) c.error("the range from start, limit and delta is not finite or has too many elements");
+      if (std::isnan(len) || len >= 9.2e18)
+        c.error("the range from start, limit and delta is not finite or has too many elements");
       int64_t n = std::max<int64_t>(0, static_cast<int64_t>(len));
       Tensor& y = c.output(0, s.dtype, {n});
       if constexpr (std::is_integral_v<T>) {
         // Wrapping arithmetic: start + i * delta of a hostile delta may pass the type's range
         // (signed overflow is undefined; the last value is past limit anyway).
         for (int64_t i = 0; i < n; ++i)
-          y.ptr<T>()[i] = static_cast<T>(static_cast<uint64_t>(start) + static_cast<uint64_t>(i) * static_cast<uint64_t>(delta));
+          y.ptr<T>()[i] =
+              static_cast<T>(static_cast<uint64_t>(start) + static_cast<uint64_t>(i) * static_cast<uint64_t>(delta));
       } else {
         for (int64_t i = 0; i < n; ++i) y.ptr<T>()[i] = static_cast<T>(start + static_cast<T>(i) * delta);
       }
@@ -225,7 +238,8 @@ void eye_like(OpContext& c) {
   const Tensor& x = c.input(0);
   if (x.rank() != 2) c.error("input must be 2-D, got " + shape_str(x.shape));
   const int64_t dti = c.attr_i("dtype", static_cast<int64_t>(x.dtype));
-  if (dti <= 0 || dti > 23 || !dtype_known(static_cast<int32_t>(dti))) c.error("dtype " + std::to_string(dti) + " is not a tensor type");
+  if (dti <= 0 || dti > 23 || !dtype_known(static_cast<int32_t>(dti)))
+    c.error("dtype " + std::to_string(dti) + " is not a tensor type");
   const DType dt = static_cast<DType>(dti);
   // Beyond the matrix every k selects nothing: clamped, i + k cannot overflow.
   const int64_t k = std::clamp<int64_t>(c.attr_i("k", 0), -x.shape[0] - 1, x.shape[1] + 1);
@@ -260,11 +274,18 @@ void non_zero(OpContext& c) {
 }  // namespace
 
 void register_shape_ops(Registry& r) {
-  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{
-           {"Reshape", reshape}, {"Flatten", flatten}, {"Squeeze", squeeze}, {"Unsqueeze", unsqueeze},
-           {"Identity", identity}, {"Dropout", dropout}, {"Expand", expand},
-           {"ConstantOfShape", constant_of_shape}, {"Constant", constant}, {"Range", range}, {"EyeLike", eye_like},
-           {"NonZero", non_zero}})
+  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{{"Reshape", reshape},
+                                                                                {"Flatten", flatten},
+                                                                                {"Squeeze", squeeze},
+                                                                                {"Unsqueeze", unsqueeze},
+                                                                                {"Identity", identity},
+                                                                                {"Dropout", dropout},
+                                                                                {"Expand", expand},
+                                                                                {"ConstantOfShape", constant_of_shape},
+                                                                                {"Constant", constant},
+                                                                                {"Range", range},
+                                                                                {"EyeLike", eye_like},
+                                                                                {"NonZero", non_zero}})
     r.add("", name, {.run = f, .float_compute = false});
   // Shape and Size read the logical shape only, the same in either layout: they take a
   // channels-last input as it is (ISNet reads the shape of every decoder level's activations

@@ -39,10 +39,18 @@ struct AttnDims {
   // width of the tensor they are column ranges of: split_attention()).
   int64_t lq = 0, lk = 0, lv = 0;
   // Element offsets of row (b, h, s) of Q / K / V / Y and the stride between rows of one head.
-  int64_t q_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Sq + s) * lq + h * D : ((b * Hq + h) * Sq + s) * D; }
-  int64_t y_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Sq + s) * Hq * Dv + h * Dv : ((b * Hq + h) * Sq + s) * Dv; }
-  int64_t k_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Skv + s) * lk + h * D : ((b * Hkv + h) * Skv + s) * D; }
-  int64_t v_row(int64_t b, int64_t h, int64_t s) const { return three_d ? (b * Skv + s) * lv + h * Dv : ((b * Hkv + h) * Skv + s) * Dv; }
+  int64_t q_row(int64_t b, int64_t h, int64_t s) const {
+    return three_d ? (b * Sq + s) * lq + h * D : ((b * Hq + h) * Sq + s) * D;
+  }
+  int64_t y_row(int64_t b, int64_t h, int64_t s) const {
+    return three_d ? (b * Sq + s) * Hq * Dv + h * Dv : ((b * Hq + h) * Sq + s) * Dv;
+  }
+  int64_t k_row(int64_t b, int64_t h, int64_t s) const {
+    return three_d ? (b * Skv + s) * lk + h * D : ((b * Hkv + h) * Skv + s) * D;
+  }
+  int64_t v_row(int64_t b, int64_t h, int64_t s) const {
+    return three_d ? (b * Skv + s) * lv + h * Dv : ((b * Hkv + h) * Skv + s) * Dv;
+  }
   int64_t ldq() const { return three_d ? lq : D; }
   int64_t ldy() const { return three_d ? Hq * Dv : Dv; }
   int64_t ldk() const { return three_d ? lk : D; }
@@ -68,7 +76,8 @@ AttnDims attention_dims(const OpContext& c, const Tensor& q, const Tensor& k, co
     d.D = q.shape[3];
     d.Hkv = k.shape[1];
     d.Skv = k.shape[2];
-    if (k.shape[3] != d.D) c.error("K's head size " + std::to_string(k.shape[3]) + " differs from Q's " + std::to_string(d.D));
+    if (k.shape[3] != d.D)
+      c.error("K's head size " + std::to_string(k.shape[3]) + " differs from Q's " + std::to_string(d.D));
     if (v.shape[1] != d.Hkv || v.shape[2] != d.Skv)
       c.error("V " + shape_str(v.shape) + " does not match K " + shape_str(k.shape) + " in heads and sequence length");
     d.Dv = v.shape[3];
@@ -130,10 +139,12 @@ MaskView mask_view(const OpContext& c, const Tensor* m, const AttnDims& d) {
   for (int i = 0; i < 3; ++i)
     if (s[static_cast<size_t>(i)] != 1 && s[static_cast<size_t>(i)] != want[i])
       c.error("attn_mask " + shape_str(m->shape) + " does not broadcast to (batch " + std::to_string(d.B) + ", heads " +
-              std::to_string(d.Hq) + ", q_length " + std::to_string(d.Sq) + ", total_length " + std::to_string(d.T) + ")");
+              std::to_string(d.Hq) + ", q_length " + std::to_string(d.Sq) + ", total_length " + std::to_string(d.T) +
+              ")");
   mv.len = s[3];
   if (mv.len > d.T)
-    c.error("attn_mask's last dim " + std::to_string(mv.len) + " exceeds the total sequence length " + std::to_string(d.T));
+    c.error("attn_mask's last dim " + std::to_string(mv.len) + " exceeds the total sequence length " +
+            std::to_string(d.T));
   mv.sq = s[2] == 1 ? 0 : s[3];
   mv.sh = s[1] == 1 ? 0 : s[2] * s[3];
   mv.sb = s[0] == 1 ? 0 : s[1] * s[2] * s[3];
@@ -154,7 +165,8 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
   const Tensor* nonpad = c.in(6);  // Attention-24: valid keys per batch (an external, static KV cache)
   for (const Tensor* t : {&q, &k, &v, pk, pv})
     if (t && t->dtype != DType::Float)
-      c.error("Q, K, V and the past caches must be float32, float16 or bfloat16, got " + std::string(dtype_name(t->dtype)));
+      c.error("Q, K, V and the past caches must be float32, float16 or bfloat16, got " +
+              std::string(dtype_name(t->dtype)));
   AttnDims d = attention_dims(c, q, k, v, pk, pv);
   if (ld != nullptr && d.three_d) d.lq = ld[0], d.lk = ld[1], d.lv = ld[2];
   const MaskView mv = mask_view(c, mask, d);
@@ -165,10 +177,12 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
     if (nonpad->rank() != 1 || static_cast<int64_t>(valid.size()) != d.B)
       c.error("nonpad_kv_seqlen must be 1-D with one length per batch, got " + shape_str(nonpad->shape));
     for (int64_t n : valid)
-      if (n < 0 || n > d.T) c.error("nonpad_kv_seqlen " + std::to_string(n) + " is outside [0, " + std::to_string(d.T) + "]");
+      if (n < 0 || n > d.T)
+        c.error("nonpad_kv_seqlen " + std::to_string(n) + " is outside [0, " + std::to_string(d.T) + "]");
   }
   const bool causal = c.attr_i("is_causal", 0) != 0;
-  const float scale = c.has_attr("scale") ? c.attr_f("scale", 1.f) : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.D)));
+  const float scale =
+      c.has_attr("scale") ? c.attr_f("scale", 1.f) : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.D)));
   const float softcap = c.attr_f("softcap", 0.f);
   const int64_t qk_mode = c.attr_i("qk_matmul_output_mode", 0);
   if (qk_mode < 0 || qk_mode > 3) c.error("qk_matmul_output_mode must be 0..3, got " + std::to_string(qk_mode));
@@ -180,8 +194,12 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
   const float* kbase = k.ptr<float>();
   const float* vbase = v.ptr<float>();
   int64_t ldk = d.ldk(), ldv = d.ldv();
-  auto head_k = [&](int64_t b, int64_t h) { return kbase + (pk || !d.three_d ? (b * d.Hkv + h) * d.T * d.D : d.k_row(b, h, 0)); };
-  auto head_v = [&](int64_t b, int64_t h) { return vbase + (pk || !d.three_d ? (b * d.Hkv + h) * d.T * d.Dv : d.v_row(b, h, 0)); };
+  auto head_k = [&](int64_t b, int64_t h) {
+    return kbase + (pk || !d.three_d ? (b * d.Hkv + h) * d.T * d.D : d.k_row(b, h, 0));
+  };
+  auto head_v = [&](int64_t b, int64_t h) {
+    return vbase + (pk || !d.three_d ? (b * d.Hkv + h) * d.T * d.Dv : d.v_row(b, h, 0));
+  };
   const bool want_pk = c.output_count() > 1 && c.has_output(1), want_pv = c.output_count() > 2 && c.has_output(2);
   if (pk || want_pk || want_pv) {
     const Shape ks{d.B, d.Hkv, d.T, d.D}, vs{d.B, d.Hkv, d.T, d.Dv};
@@ -229,8 +247,10 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
       if (serial_items) serial.emplace();
       const int64_t b = bh / d.Hkv, h = bh % d.Hkv;
       const auto u = static_cast<size_t>(bh);
-      pkt[u] = simd::pack_b(true, static_cast<size_t>(d.D), static_cast<size_t>(d.T), head_k(b, h), static_cast<size_t>(ldk));
-      pvv[u] = simd::pack_b(false, static_cast<size_t>(d.T), static_cast<size_t>(d.Dv), head_v(b, h), static_cast<size_t>(ldv));
+      pkt[u] = simd::pack_b(true, static_cast<size_t>(d.D), static_cast<size_t>(d.T), head_k(b, h),
+                            static_cast<size_t>(ldk));
+      pvv[u] = simd::pack_b(false, static_cast<size_t>(d.T), static_cast<size_t>(d.Dv), head_v(b, h),
+                            static_cast<size_t>(ldv));
     });
 
   constexpr int64_t kRows = 64;  // score tile: 64 query rows x T keys, kept in cache
@@ -297,7 +317,9 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
     if (qk_rows && qk_mode == 2) std::memcpy(qk_rows, scores.data(), static_cast<size_t>(rows * T) * 4);
     if (T > 0) simd::softmax(static_cast<size_t>(rows), static_cast<size_t>(T), scores.data(), scores.data());
     for (size_t r = 0; r < dead.size(); ++r)
-      if (dead[r]) std::fill(scores.begin() + static_cast<std::ptrdiff_t>(r) * T, scores.begin() + static_cast<std::ptrdiff_t>(r + 1) * T, 0.f);  // not NaN
+      if (dead[r])
+        std::fill(scores.begin() + static_cast<std::ptrdiff_t>(r) * T,
+                  scores.begin() + static_cast<std::ptrdiff_t>(r + 1) * T, 0.f);  // not NaN
     if (qk_rows && qk_mode == 3) std::memcpy(qk_rows, scores.data(), static_cast<size_t>(rows * T) * 4);
     if (d.Dv == 0) return;
     float* yrow = yp + d.y_row(b, h, r0);
@@ -317,17 +339,22 @@ void attention(OpContext& c) { run_attention(c, c.input(0), c.input(1), c.input(
 void split_attention(OpContext& c) {
   const auto& st = *static_cast<const SplitAttentionState*>(c.state);
   const Tensor& x = c.input(0);
-  if (x.dtype != DType::Float) c.error("Q, K and V must be float32, float16 or bfloat16, got " + std::string(dtype_name(x.dtype)));
+  if (x.dtype != DType::Float)
+    c.error("Q, K and V must be float32, float16 or bfloat16, got " + std::string(dtype_name(x.dtype)));
   int64_t axis = c.attr_i("axis", 0);
   if (axis < -x.rank() || axis >= x.rank())
     c.error("axis " + std::to_string(axis) + " is out of range for an input of shape " + shape_str(x.shape));
   if (axis < 0) axis += x.rank();
   const int64_t dim = x.shape[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
-  if (const Tensor* sp = c.in(SplitAttentionState::kSplitInput)) sizes = ints_of(*sp);
-  else if (c.has_attr("split")) sizes.assign(c.attr_ints("split").begin(), c.attr_ints("split").end());
-  else if (dim % 3 == 0) sizes.assign(3, dim / 3);
-  else sizes = {(dim + 2) / 3, (dim + 2) / 3, dim - 2 * ((dim + 2) / 3)};  // Split-18's uneven last part
+  if (const Tensor* sp = c.in(SplitAttentionState::kSplitInput))
+    sizes = ints_of(*sp);
+  else if (c.has_attr("split"))
+    sizes.assign(c.attr_ints("split").begin(), c.attr_ints("split").end());
+  else if (dim % 3 == 0)
+    sizes.assign(3, dim / 3);
+  else
+    sizes = {(dim + 2) / 3, (dim + 2) / 3, dim - 2 * ((dim + 2) / 3)};  // Split-18's uneven last part
   if (sizes.size() != 3 || sizes[0] < 0 || sizes[1] < 0 || sizes[2] < 0 || sizes[0] + sizes[1] + sizes[2] != dim)
     c.error("the Split before this Attention needs three sizes adding up to dim " + std::to_string(axis) + " of " +
             shape_str(x.shape) + ", got " + shape_str(sizes));

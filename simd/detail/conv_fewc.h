@@ -37,9 +37,9 @@ struct ConvFewcArgs {
   float* y;           // one image [M][OH][OW], or [OH][OW][M] with y_nhwc
   std::int64_t C, M, HP, WP, KH, KW, OH, OW;
   std::int64_t stride_h;
-  int stride_w;     // 1 to 4
-  bool relu;        // fused Relu after bias (+ residual)
-  bool accumulate;  // y holds a residual on entry, added before relu
+  int stride_w;         // 1 to 4
+  bool relu;            // fused Relu after bias (+ residual)
+  bool accumulate;      // y holds a residual on entry, added before relu
   bool y_nhwc = false;  // y channels-last: tiles stored straight, no transpose
 };
 

@@ -42,11 +42,11 @@ struct GemmProblem {
   const float* a = nullptr;  // op(A) as in gemm()
   std::size_t lda = 0;
   bool trans_a = false;
-  BSource b;                          // used when packed_b is nullptr
-  const float* packed_b = nullptr;    // whole op(B) in panel layout (pack_b)
+  BSource b;                        // used when packed_b is nullptr
+  const float* packed_b = nullptr;  // whole op(B) in panel layout (pack_b)
   float* c = nullptr;
   std::size_t ldc = 0;
-  const Epilogue* ep = nullptr;       // nullptr: none
+  const Epilogue* ep = nullptr;  // nullptr: none
 };
 
 inline std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
@@ -66,8 +66,8 @@ struct RowSplit {
 // preferring to split M (splitting N reads the same A rows once more per extra tile, and
 // re-packs them when A is transposed), then evened out so that the last tile in each direction
 // is not a sliver. `max_cols` caps a tile's width (0: the driver's default, 768 columns).
-void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads,
-                  std::size_t& tm, std::size_t& tn, std::size_t max_cols = 0);
+void choose_tiles(std::size_t M, std::size_t N, std::size_t mr, std::size_t nr, std::size_t threads, std::size_t& tm,
+                  std::size_t& tn, std::size_t max_cols = 0);
 
 // Runs one problem. `parallel` false keeps it on the calling thread (used when the caller
 // already runs many problems in parallel).

@@ -37,13 +37,13 @@ inline bool act_in_registers(const Unary* act) {
 // of packed A (mr floats per k) and B (the tile's ceil(n / vec) vectors of each k step start
 // ldb floats apart: nr in packed panels, the row stride when B is used in place), then applies
 // `ep` and stores n columns of each row.
-using GemmUKernel = void (*)(std::size_t kc, const float* a, const float* b, std::size_t ldb, float* c,
-                             std::size_t ldc, std::size_t n, const TileEpilogue& ep);
+using GemmUKernel = void (*)(std::size_t kc, const float* a, const float* b, std::size_t ldb, float* c, std::size_t ldc,
+                             std::size_t n, const TileEpilogue& ep);
 
 struct GemmKernels {
-  int mr = 0;  // rows of a full micro-tile (A panel width)
-  int nr = 0;  // columns of a full micro-tile (B panel width), a multiple of vec
-  int kc = 0;  // K block: packed panels hold kc steps
+  int mr = 0;                                // rows of a full micro-tile (A panel width)
+  int nr = 0;                                // columns of a full micro-tile (B panel width), a multiple of vec
+  int kc = 0;                                // K block: packed panels hold kc steps
   GemmUKernel ukernel[kMaxMr][kMaxNv] = {};  // [rows - 1][vectors - 1]
   // dst[k * width + i] = src[i * ld + k] for i < rows, k < kc; zero for rows <= i < width.
   void (*pack_kmajor)(const float* src, std::size_t ld, std::size_t rows, std::size_t width, std::size_t kc,
@@ -145,15 +145,15 @@ const KernelTable& active_table() noexcept;
 const KernelTable& table_for(Isa isa) noexcept;
 
 // Each kernels/<family>.inl, compiled once per ISA, installs its entries with these.
-#define ONNXFORGE_SIMD_DECLARE_INSTALLERS(ns)    \
-  namespace ns {                                 \
-  void install_gemm(KernelTable& t);             \
-  void install_eltwise(KernelTable& t);          \
-  void install_rows(KernelTable& t);             \
-  void install_depthwise(KernelTable& t);        \
-  void install_pool(KernelTable& t);             \
-  void install_resample(KernelTable& t);         \
-  void install_pad(KernelTable& t);              \
+#define ONNXFORGE_SIMD_DECLARE_INSTALLERS(ns) \
+  namespace ns {                              \
+  void install_gemm(KernelTable& t);          \
+  void install_eltwise(KernelTable& t);       \
+  void install_rows(KernelTable& t);          \
+  void install_depthwise(KernelTable& t);     \
+  void install_pool(KernelTable& t);          \
+  void install_resample(KernelTable& t);      \
+  void install_pad(KernelTable& t);           \
   }
 ONNXFORGE_SIMD_DECLARE_INSTALLERS(sse)
 ONNXFORGE_SIMD_DECLARE_INSTALLERS(avx2)

@@ -30,24 +30,23 @@ struct GemmDirectKernels {
 // then the epilogue as GemmUKernel. Used by the channels-last conv (conv_nhwc.cpp): one
 // segment per kernel tap, each row pointing at an input pixel (or at zeros in the padding).
 using GemmUKernelIndirect = void (*)(std::size_t segs, std::size_t len, const float* const* ptrs, std::size_t off,
-                                     const float* b, float* c, std::size_t ldc, std::size_t n,
-                                     const TileEpilogue& ep);
+                                     const float* b, float* c, std::size_t ldc, std::size_t n, const TileEpilogue& ep);
 
 // Per panel width: panels[0] is the GEMM's own (GemmKernels::nr, mr rows); panels[1], where
 // the ISA has one (nv > 0), a wider panel with fewer rows (AVX-512: 64 columns x 6 rows, so
 // that 64, 128, 256 ... output channels leave no partial panel).
 struct GemmIndirectKernels {
   struct Panel {
-    int nv = 0;  // vectors per panel row (panel width nv * vec, B's k stride)
-    int mr = 0;  // rows of a full micro-tile
+    int nv = 0;                                        // vectors per panel row (panel width nv * vec, B's k stride)
+    int mr = 0;                                        // rows of a full micro-tile
     GemmUKernelIndirect ukernel[kMaxMr][kMaxNv] = {};  // [rows - 1][vectors - 1], as GemmKernels
   };
   Panel panels[2];
 };
 
 // One table of each per ISA level (kernels/gemm.inl).
-#define ONNXFORGE_SIMD_DECLARE_GEMM_TABLES(ns)                \
-  namespace ns {                                              \
+#define ONNXFORGE_SIMD_DECLARE_GEMM_TABLES(ns)                 \
+  namespace ns {                                               \
   const GemmDirectKernels& gemm_direct_kernels() noexcept;     \
   const GemmIndirectKernels& gemm_indirect_kernels() noexcept; \
   }

@@ -91,10 +91,10 @@ inline V horner(V x, const float (&c)[N]) {
 // degree-9 least-squares fit of t e^(t^2) erfc(t) on [1.5, 11] (1.7 ulp evaluated in float;
 // fitted for this file with numpy + mpmath).
 inline V verfc_pos(V t, V e) {
-  static constexpr float kErfc2[] = {5.392844046572836e-01f, -1.137035586823118e+00f, 1.603704761054187e-01f,
-                                     3.843569094305250e-01f, 1.420508523645926e-01f,  1.562764709849380e-01f,
-                                     -1.364514006347145e+00f, 3.260765682222576e+00f, -6.409487379234005e+00f,
-                                     6.702908785399893e+00f, -2.628299919293280e+00f};
+  static constexpr float kErfc2[] = {5.392844046572836e-01f,  -1.137035586823118e+00f, 1.603704761054187e-01f,
+                                     3.843569094305250e-01f,  1.420508523645926e-01f,  1.562764709849380e-01f,
+                                     -1.364514006347145e+00f, 3.260765682222576e+00f,  -6.409487379234005e+00f,
+                                     6.702908785399893e+00f,  -2.628299919293280e+00f};
   static constexpr float kErfc3[] = {9.9999988e-01f, -1.2834737e-01f, -1.2585020e+00f, -1.9732213e+00f, -2.3560498e+00f,
                                      6.7576951e-01f, -2.2632651e+00f, 2.4271545e+00f,  2.1319498e+01f};
   static constexpr float kTail[] = {5.641894341e-01f, -2.820671499e-01f, 4.215421975e-01f, -1.012775421e+00f,
@@ -182,14 +182,10 @@ inline bool in_register_act(const Unary* act) { return act_in_registers(act); }
 inline V register_act(V r, const Unary* act) {
   if (act == nullptr) return r;
   switch (act->op) {
-    case UnaryOp::Relu:
-      return xsimd::max(V(0.f), r);
-    case UnaryOp::Clip:
-      return vclip(r, V(act->alpha), V(act->beta));
-    case UnaryOp::LeakyRelu:
-      return xsimd::select(r < V(0.f), r * V(act->alpha), r);
-    default:
-      return r;
+    case UnaryOp::Relu: return xsimd::max(V(0.f), r);
+    case UnaryOp::Clip: return vclip(r, V(act->alpha), V(act->beta));
+    case UnaryOp::LeakyRelu: return xsimd::select(r < V(0.f), r * V(act->alpha), r);
+    default: return r;
   }
 }
 
@@ -202,8 +198,7 @@ inline void unary_span_op(const Unary& f, const float* x, float* y, std::size_t 
 inline void apply_unary_span(const Unary& f, const float* x, float* y, std::size_t n) {
   switch (f.op) {
 #define ONNXFORGE_UNARY_CASE(name) \
-  case UnaryOp::name:              \
-    return unary_span_op<UnaryOp::name>(f, x, y, n);
+  case UnaryOp::name: return unary_span_op<UnaryOp::name>(f, x, y, n);
     ONNXFORGE_UNARY_CASE(Identity)
     ONNXFORGE_UNARY_CASE(Abs)
     ONNXFORGE_UNARY_CASE(Neg)

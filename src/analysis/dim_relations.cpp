@@ -155,8 +155,9 @@ DimSolution solve_dims(const std::vector<DimRelation>& relations, const std::map
                  where ? " (" + where(*bad) + ")" : std::string(), " but they are ", va, " and ", vb,
                  "; give consistent sizes with --dim NAME=N (optimize: --verify-dim NAME=N keeps them symbolic)");
   }
-  fail_usage("the input dims do not fit the model: no sizes satisfy every relation between its dynamic dims; "
-             "give them with --dim NAME=N (optimize: --verify-dim NAME=N)");
+  fail_usage(
+      "the input dims do not fit the model: no sizes satisfy every relation between its dynamic dims; "
+      "give them with --dim NAME=N (optimize: --verify-dim NAME=N)");
 }
 
 }  // namespace onnxforge

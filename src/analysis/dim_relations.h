@@ -37,7 +37,8 @@ std::vector<DimRelation> dim_relations(const Model& m);
 
 struct DimSolution {
   std::map<std::string, int64_t> values;  // every dim of `start`, some re-derived
-  std::vector<std::string> notes;         // one per re-derived dim: "dim 'total_sequence' = 256 (= past_sequence+sequence at node 'X')"
+  std::vector<std::string>
+      notes;  // one per re-derived dim: "dim 'total_sequence' = 256 (= past_sequence+sequence at node 'X')"
 };
 
 // `start`: a size for every symbolic input dim (the defaults and the user's); `fixed`: the names

@@ -10,7 +10,6 @@
 namespace onnxforge {
 namespace {
 
-
 // An op of this type in the default domain or com.microsoft (the fused ops either writes).
 bool op_type_is(const Graph& g, NodeId n, std::string_view t) {
   if (!n.valid() || !g.alive(n) || str(g.op_type(n)) != t) return false;
@@ -31,9 +30,8 @@ bool constant(const Graph& g, ValueId v) { return !v.valid() || constant_tensor(
 
 bool is_shape_consumer_slot(const Graph& g, NodeId n, uint32_t slot) {
   return (is(g, n, "Reshape") && slot == 1) || (is(g, n, "Expand") && slot == 1) ||
-         (is(g, n, "ConstantOfShape") && slot == 0) || (is(g, n, "Tile") && slot == 1) ||
-         (is(g, n, "Range")) || (is(g, n, "Slice") && slot >= 1) || (is(g, n, "Resize") && slot >= 2) ||
-         (is(g, n, "Pad") && slot == 1);
+         (is(g, n, "ConstantOfShape") && slot == 0) || (is(g, n, "Tile") && slot == 1) || (is(g, n, "Range")) ||
+         (is(g, n, "Slice") && slot >= 1) || (is(g, n, "Resize") && slot >= 2) || (is(g, n, "Pad") && slot == 1);
 }
 
 // Whether the value computed from a Shape node reaches a shape operand within a few steps.
@@ -50,7 +48,8 @@ bool feeds_shape_operand(const Graph& g, const Uses& u, ValueId v, int depth) {
 
 // Ops that broadcast their inputs (an Expand feeding one of them is often redundant).
 bool broadcasting(const Graph& g, NodeId n) {
-  for (const char* t : {"Add", "Sub", "Mul", "Div", "Where", "Pow", "And", "Or", "Equal", "Less", "Greater", "Max", "Min"})
+  for (const char* t :
+       {"Add", "Sub", "Mul", "Div", "Where", "Pow", "And", "Or", "Equal", "Less", "Greater", "Max", "Min"})
     if (is(g, n, t)) return true;
   return false;
 }
@@ -94,10 +93,14 @@ void attention(const Graph& g, NodeId softmax, Forensics& f) {
       qk = p;
       break;
     }
-    if (is(g, p, "Div") && constant(g, g.input(p, 1))) scale = "scores-div";
-    else if (is(g, p, "Mul") && (constant(g, g.input(p, 1)) || constant(g, g.input(p, 0)))) scale = "scores-mul";
-    else if (is(g, p, "Div")) scale = "scores-div";
-    if (is(g, p, "Where")) p = from(g, g.input(p, constant(g, g.input(p, 1)) ? 2 : 1));  // masked_fill either way
+    if (is(g, p, "Div") && constant(g, g.input(p, 1)))
+      scale = "scores-div";
+    else if (is(g, p, "Mul") && (constant(g, g.input(p, 1)) || constant(g, g.input(p, 0))))
+      scale = "scores-mul";
+    else if (is(g, p, "Div"))
+      scale = "scores-div";
+    if (is(g, p, "Where"))
+      p = from(g, g.input(p, constant(g, g.input(p, 1)) ? 2 : 1));  // masked_fill either way
     else if (is(g, p, "Add") || is(g, p, "Sub")) {
       NodeId a = from(g, g.input(p, 0)), b = from(g, g.input(p, 1));
       p = (is(g, a, "MatMul") || is(g, a, "Div") || is(g, a, "Mul") || is(g, a, "Where") || is(g, a, "Cast")) ? a : b;
@@ -142,9 +145,12 @@ void scan(const Graph& g, Forensics& f) {
       NodeId r = single_consumer(g, u, g.output(n, 0));
       const std::string_view t = str(g.op_type(n));
       if (r.valid() && g.op_type(r) == g.op_type(n) && g.domain(r) == g.domain(n)) {
-        if (t == "Reshape") ++f.consecutive_reshapes;
-        else if (t == "Transpose") ++f.consecutive_transposes;
-        else ++f.cast_chains;
+        if (t == "Reshape")
+          ++f.consecutive_reshapes;
+        else if (t == "Transpose")
+          ++f.consecutive_transposes;
+        else
+          ++f.cast_chains;
       }
     }
     if (is(g, n, "Transpose")) {
@@ -205,8 +211,7 @@ bool from_range(const Graph& g, ValueId v, int depth = 0) {
 
 // A comparison of a row index with a column index, both from Ranges: a triangular mask.
 bool range_comparison(const Graph& g, NodeId n) {
-  if (!(is(g, n, "Less") || is(g, n, "Greater") || is(g, n, "LessOrEqual") || is(g, n, "GreaterOrEqual")))
-    return false;
+  if (!(is(g, n, "Less") || is(g, n, "Greater") || is(g, n, "LessOrEqual") || is(g, n, "GreaterOrEqual"))) return false;
   return g.inputs(n).size() == 2 && from_range(g, g.input(n, 0)) && from_range(g, g.input(n, 1));
 }
 
@@ -351,8 +356,7 @@ Fingerprint fingerprint(const Model& m) {
         // GPT-2's masked_fill(bias[:, :, k-q:k, :k]): the condition is a slice of a stored
         // square boolean table.
         NodeId c = from(g, g.input(n, 0));
-        for (int k = 0; k < 6 && c.valid() && (is(g, c, "Slice") || is(g, c, "Cast") || is(g, c, "Unsqueeze"));
-             ++k) {
+        for (int k = 0; k < 6 && c.valid() && (is(g, c, "Slice") || is(g, c, "Cast") || is(g, c, "Unsqueeze")); ++k) {
           ValueId src = g.input(c, 0);
           if (constant(g, src) && g.has_type(src) && (g.dtype(src) == DType::Bool || g.dtype(src) == DType::Uint8)) {
             auto d = static_shape(g, src);
@@ -366,8 +370,9 @@ Fingerprint fingerprint(const Model& m) {
       // the decomposed blocks the checks around them look for. Without them an optimized ViT read
       // as a vision CNN and an optimized BERT/GPT-2/Llama as unknown (the MatMul->Softmax->MatMul
       // chain is inside the Attention node).
-      if (fused_op(g, n, {"Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention",
-                          "PackedMultiHeadAttention", "DecoderMaskedMultiHeadAttention"})) {
+      if (fused_op(g, n,
+                   {"Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention",
+                    "PackedMultiHeadAttention", "DecoderMaskedMultiHeadAttention"})) {
         ++fused_attention;
         for (size_t k = 1; k < g.outputs(n).size(); ++k)  // present_key / present_value
           if (g.is_graph_output(g.output(n, k))) p.kv_cache = true;
@@ -377,7 +382,8 @@ Fingerprint fingerprint(const Model& m) {
       }
       if (fused_op(g, n, {"RotaryEmbedding"})) sin = cos = true;
       if (fused_op(g, n, {"Swish", "QuickGelu"})) p.silu = true;
-      if (fused_op(g, n, {"FastGelu", "BiasGelu"}) || (op_type_is(g, n, "Gelu") && !is(g, n, "Gelu"))) p.has_gelu = true;
+      if (fused_op(g, n, {"FastGelu", "BiasGelu"}) || (op_type_is(g, n, "Gelu") && !is(g, n, "Gelu")))
+        p.has_gelu = true;
       if (fused_op(g, n, {"SkipLayerNormalization", "EmbedLayerNormalization"})) {
         ++norms;
         p.has_layer_norm = true;
@@ -412,8 +418,10 @@ Fingerprint fingerprint(const Model& m) {
         NodeId sq = from(g, g.input(n, 0));
         if (is(g, sq, "Pow") || is(g, sq, "Mul")) {
           NodeId sub = from(g, g.input(sq, 0));
-          if (is(g, sub, "Sub")) p.has_layer_norm = true;
-          else p.has_rms_norm = true;
+          if (is(g, sub, "Sub"))
+            p.has_layer_norm = true;
+          else
+            p.has_rms_norm = true;
           ++norms;
         }
       }

@@ -20,21 +20,21 @@
 namespace onnxforge {
 
 struct Forensics {
-  int64_t shape_chains = 0;            // Shape nodes whose value feeds a shape operand (Reshape/Expand/...)
-  int64_t consecutive_reshapes = 0;    // Reshape -> Reshape (first one read only by the second)
-  int64_t consecutive_transposes = 0;  // Transpose -> Transpose
-  int64_t cast_chains = 0;             // Cast -> Cast
-  int64_t noop_transposes = 0;         // identity perm
-  int64_t noop_reshapes = 0;           // static shape in == static shape out
-  int64_t noop_expands = 0;            // static shape in == static shape out
-  int64_t matmul3d_add = 0;            // MatMul with a rank >= 3 operand whose only reader adds a constant bias
-  int64_t attention_blocks = 0;        // MatMul -> [scale/mask] -> Softmax -> MatMul
-  std::map<std::string, int64_t> qkv_pattern;      // "separate" | "fused-split" | "other" -> blocks
+  int64_t shape_chains = 0;                    // Shape nodes whose value feeds a shape operand (Reshape/Expand/...)
+  int64_t consecutive_reshapes = 0;            // Reshape -> Reshape (first one read only by the second)
+  int64_t consecutive_transposes = 0;          // Transpose -> Transpose
+  int64_t cast_chains = 0;                     // Cast -> Cast
+  int64_t noop_transposes = 0;                 // identity perm
+  int64_t noop_reshapes = 0;                   // static shape in == static shape out
+  int64_t noop_expands = 0;                    // static shape in == static shape out
+  int64_t matmul3d_add = 0;                    // MatMul with a rank >= 3 operand whose only reader adds a constant bias
+  int64_t attention_blocks = 0;                // MatMul -> [scale/mask] -> Softmax -> MatMul
+  std::map<std::string, int64_t> qkv_pattern;  // "separate" | "fused-split" | "other" -> blocks
   std::map<std::string, int64_t> attention_scale;  // "scores-div" | "scores-mul" | "q-only" | "q-and-k" | "none"
-  int64_t constant_subgraph_nodes = 0;  // non-Constant nodes whose inputs are all constants
-  int64_t layer_norm_decomposed = 0;    // ReduceMean -> Sub(x, mean) -> ... chains
-  int64_t layer_norm_ops = 0;           // LayerNormalization nodes already present
-  int64_t expand_into_broadcast = 0;    // Expand whose only reader is a broadcasting elementwise op
+  int64_t constant_subgraph_nodes = 0;             // non-Constant nodes whose inputs are all constants
+  int64_t layer_norm_decomposed = 0;               // ReduceMean -> Sub(x, mean) -> ... chains
+  int64_t layer_norm_ops = 0;                      // LayerNormalization nodes already present
+  int64_t expand_into_broadcast = 0;               // Expand whose only reader is a broadcasting elementwise op
   nlohmann::json to_json() const;
 };
 
@@ -49,14 +49,14 @@ struct Fingerprint {
   int64_t compute_nodes = 0;
   double conv_fraction = 0, matmul_fraction = 0, norm_fraction = 0;
   int64_t convs = 0, conv1d = 0, matmuls = 0, softmaxes = 0, attention_like = 0;
-  bool token_input = false;   // an integer input of rank 2 (token ids)
-  bool image_input = false;   // a float input of rank 4
-  bool audio_input = false;   // a float input of rank 2 or 3 read by a 1-D Conv, or recurrent ops
-  bool causal_mask = false;   // Trilu / a triangular mask construction (also from Range comparisons)
-  bool rotary = false;        // Sin and Cos (rotary tables), or rotate_half (Concat(-x2, x1) of slices)
-  bool kv_cache = false;      // a graph input concatenated into attention keys/values, or fused past/present
-  bool silu = false;          // x * Sigmoid(x)
-  bool recurrent = false;     // LSTM / GRU / RNN
+  bool token_input = false;  // an integer input of rank 2 (token ids)
+  bool image_input = false;  // a float input of rank 4
+  bool audio_input = false;  // a float input of rank 2 or 3 read by a 1-D Conv, or recurrent ops
+  bool causal_mask = false;  // Trilu / a triangular mask construction (also from Range comparisons)
+  bool rotary = false;       // Sin and Cos (rotary tables), or rotate_half (Concat(-x2, x1) of slices)
+  bool kv_cache = false;     // a graph input concatenated into attention keys/values, or fused past/present
+  bool silu = false;         // x * Sigmoid(x)
+  bool recurrent = false;    // LSTM / GRU / RNN
   bool has_layer_norm = false, has_rms_norm = false, has_gelu = false;
   Family family = Family::Unknown;
   std::string reason;  // one line: which features decided the family

@@ -46,15 +46,19 @@ void relevance(const Model& m, ModelSummary& s) {
   Uses uses(g);
   std::map<std::string, uint64_t> c;
   for (const OpCount& o : s.ops) c[o.op] = o.count;
-  auto line = [&](std::string family, std::string text) { s.relevance.emplace_back(std::move(family), std::move(text)); };
+  auto line = [&](std::string family, std::string text) {
+    s.relevance.emplace_back(std::move(family), std::move(text));
+  };
   auto n = [](uint64_t v) { return std::to_string(v); };
   line("Transpose", n(c["Transpose"]) + " Transpose, " + n(count_pairs(g, uses, "Transpose", "Transpose")) +
                         " Transpose→Transpose pairs (cancel/merge)");
   line("Constant", n(c["Constant"]) + " Constant nodes (become initializers; foldable inputs)");
   line("Reshape+Shape", n(c["Reshape"]) + " Reshape, " + n(c["Shape"]) + " Shape, " +
-                            n(count_pairs(g, uses, "Reshape", "Reshape", 0)) + " Reshape→Reshape chains (shape-chain folding)");
+                            n(count_pairs(g, uses, "Reshape", "Reshape", 0)) +
+                            " Reshape→Reshape chains (shape-chain folding)");
   line("Conv+BatchNormalization", n(c["Conv"]) + " Conv, " + n(c["BatchNormalization"]) + " BatchNormalization, " +
-                                      n(count_pairs(g, uses, "Conv", "BatchNormalization", 0)) + " Conv→BN pairs (foldable)");
+                                      n(count_pairs(g, uses, "Conv", "BatchNormalization", 0)) +
+                                      " Conv→BN pairs (foldable)");
   line("Relu+Clip", n(c["Relu"]) + " Relu, " + n(c["Clip"]) + " Clip, " +
                         n(count_pairs(g, uses, "Conv", "Relu") + count_pairs(g, uses, "Conv", "Clip", 0)) +
                         " directly after a Conv (activation fusion)");
@@ -72,8 +76,8 @@ std::vector<PortSummary> ports(const Graph& g, bool inputs) {
     PortSummary p;
     p.name = std::string(str(g.value_name(v)));
     p.dtype = g.has_type(v) && g.type_raw(v).empty() ? std::string(dtype_name(g.dtype(v)))
-              : g.type_raw(v).empty()               ? "?"
-                                                    : "(non-tensor type)";
+              : g.type_raw(v).empty()                ? "?"
+                                                     : "(non-tensor type)";
     p.known_rank = g.has_shape(v);
     for (const Dim& d : g.shape(v))
       p.shape.push_back(d.known() ? std::to_string(d.value) : d.param.empty() ? "?" : std::string(str(d.param)));
@@ -87,8 +91,10 @@ nlohmann::json ports_json(const std::vector<PortSummary>& ps) {
   for (const PortSummary& p : ps) {
     nlohmann::json shape = nlohmann::json::array();
     for (const std::string& d : p.shape) {
-      if (!d.empty() && std::all_of(d.begin(), d.end(), ::isdigit)) shape.push_back(std::stoll(d));
-      else shape.push_back(d == "?" ? nlohmann::json() : nlohmann::json(d));
+      if (!d.empty() && std::all_of(d.begin(), d.end(), ::isdigit))
+        shape.push_back(std::stoll(d));
+      else
+        shape.push_back(d == "?" ? nlohmann::json() : nlohmann::json(d));
     }
     a.push_back({{"name", p.name}, {"dtype", p.dtype}, {"shape", p.known_rank ? shape : nlohmann::json()}});
   }
@@ -182,9 +188,9 @@ void add_declaration_warnings(Model& model, ModelSummary& s) {
   }
   const Graph& g = model.main();
   for (const ShapeIssue& c : r.conflicts)
-    if (c.graph == g.id() && c.value.valid() && g.is_graph_output(c.value)) s.warnings.push_back("graph output: " + c.message);
+    if (c.graph == g.id() && c.value.valid() && g.is_graph_output(c.value))
+      s.warnings.push_back("graph output: " + c.message);
 }
-
 
 std::string format_summary(const ModelSummary& s, bool color) {
   std::ostringstream os;

@@ -24,18 +24,18 @@ struct ModelSummary {
   std::vector<std::pair<std::string, int64_t>> opsets;
   std::string producer, producer_version;
   uint64_t file_bytes = 0;
-  uint64_t nodes = 0;            // main graph
-  uint64_t nodes_total = 0;      // including subgraphs and function bodies
-  uint64_t initializers = 0;     // main graph
+  uint64_t nodes = 0;         // main graph
+  uint64_t nodes_total = 0;   // including subgraphs and function bodies
+  uint64_t initializers = 0;  // main graph
   uint64_t initializers_total = 0;
   uint64_t sparse_initializers = 0;
   uint64_t initializer_bytes = 0;
   uint64_t inputs = 0, outputs = 0, value_infos = 0;
   uint64_t subgraphs = 0, functions = 0;
   std::vector<std::pair<std::string, uint64_t>> external_files;  // file -> bytes referenced
-  std::vector<OpCount> ops;                                        // descending count
-  std::vector<std::pair<std::string, std::string>> relevance;     // pass family -> finding
-  std::vector<PortSummary> graph_inputs, graph_outputs;            // main graph
+  std::vector<OpCount> ops;                                      // descending count
+  std::vector<std::pair<std::string, std::string>> relevance;    // pass family -> finding
+  std::vector<PortSummary> graph_inputs, graph_outputs;          // main graph
   bool topologically_sorted = true;  // the file's node order (ONNX requires it; `optimize` sorts)
   // Declared graph outputs that contradict what the ops compute (add_declaration_warnings).
   std::vector<std::string> warnings;

@@ -195,8 +195,10 @@ std::vector<SymDim> broadcast(OpCtx& c, std::span<const std::vector<SymDim>> sha
         // its scores [.., sequence, past_sequence+sequence] keeps the scores' dims, so the mask
         // that follows meets them by name.
         const bool rf = c.eng.is_fresh(*r), df = c.eng.is_fresh(d);
-        if (rf && !df) r = d;
-        else if (rf == df) unsure = true;  // two different symbols: one of them may be 1
+        if (rf && !df)
+          r = d;
+        else if (rf == df)
+          unsure = true;  // two different symbols: one of them may be 1
       } else {
         c.relate(*r, d);  // a constant c != 1 against a symbol: the symbol is 1 or c
       }
@@ -230,8 +232,10 @@ std::optional<std::vector<SymDim>> shape_operand(OpCtx& c, size_t input) {
 void same_as(OpCtx& c, size_t from, size_t to, DType t) {
   const VState& s = c.in(from);
   DType dt = t == DType::Undefined ? s.dtype : t;
-  if (s.ranked) c.set(to, dt, s.dims);
-  else c.set_dtype(to, dt);
+  if (s.ranked)
+    c.set(to, dt, s.dims);
+  else
+    c.set_dtype(to, dt);
 }
 
 DType dtype_of(int64_t t) { return dtype_known(static_cast<int32_t>(t)) ? static_cast<DType>(t) : DType::Undefined; }
@@ -339,8 +343,10 @@ std::optional<std::vector<double>> Engine::constant_floats(const Graph& g0, Valu
   if (g->is_constant(v)) {
     t = g->initializer(v);
   } else if (NodeId p = g->producer(v); p.valid() && g->is_op(p, "Constant")) {
-    if (const Attr* a = g->attr(p, "value"); a && a->type == AttrType::Tensor) t = a->tensor;
-    else if (const Attr* f = g->attr(p, "value_float"); f && f->type == AttrType::Float) return std::vector<double>{f->f};
+    if (const Attr* a = g->attr(p, "value"); a && a->type == AttrType::Tensor)
+      t = a->tensor;
+    else if (const Attr* f = g->attr(p, "value_float"); f && f->type == AttrType::Float)
+      return std::vector<double>{f->f};
     else if (const Attr* fs = g->attr(p, "value_floats"); fs && fs->type == AttrType::Floats) {
       auto s = g->floats(*fs);
       return std::vector<double>(s.begin(), s.end());
@@ -482,14 +488,14 @@ void Engine::merge_declared(Graph& g, NodeId n, ValueId v) {
   VState& s = state(g, v);
   if (d.dtype != DType::Undefined) {
     if (s.dtype != DType::Undefined && s.dtype != d.dtype)
-      conflict(g, n, v, "declared element type " + std::string(dtype_name(d.dtype)) + " but the op computes " +
-                            std::string(dtype_name(s.dtype)));
+      conflict(g, n, v,
+               "declared element type " + std::string(dtype_name(d.dtype)) + " but the op computes " +
+                   std::string(dtype_name(s.dtype)));
     s.dtype = d.dtype;
   }
   if (!d.ranked) return;
   if (!s.ranked || s.rank() != d.dims.size()) {
-    if (s.ranked)
-      conflict(g, n, v, "declared shape " + describe(d.dims) + " but the op computes " + to_string(s.dims));
+    if (s.ranked) conflict(g, n, v, "declared shape " + describe(d.dims) + " but the op computes " + to_string(s.dims));
     s.ranked = true;
     s.dims.clear();
     s.val.reset();

@@ -49,7 +49,9 @@ class OpCtx {
 
   int64_t attr_int(std::string_view name, int64_t fallback) const { return g.attr_int(n, name, fallback); }
   float attr_float(std::string_view name, float fallback) const { return g.attr_float(n, name, fallback); }
-  std::string_view attr_string(std::string_view name, std::string_view fallback = {}) const { return g.attr_string(n, name, fallback); }
+  std::string_view attr_string(std::string_view name, std::string_view fallback = {}) const {
+    return g.attr_string(n, name, fallback);
+  }
   std::span<const int64_t> attr_ints(std::string_view name) const { return g.attr_ints(n, name); }
   bool has_attr(std::string_view name) const { return g.attr(n, name) != nullptr; }
 

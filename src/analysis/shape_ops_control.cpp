@@ -17,7 +17,9 @@ VState merge(OpCtx& c, const VState& a, const VState& b) {
   return m;
 }
 
-bool same_shape(const VState& a, const VState& b) { return a.ranked == b.ranked && a.dims == b.dims && a.dtype == b.dtype; }
+bool same_shape(const VState& a, const VState& b) {
+  return a.ranked == b.ranked && a.dims == b.dims && a.dtype == b.dtype;
+}
 
 Graph* body(OpCtx& c, std::string_view attr) {
   GraphId id = c.g.attr_graph(c.n, attr);
@@ -31,8 +33,10 @@ void if_(OpCtx& c) {
   std::vector<VState> e = c.eng.run_subgraph(*else_g, {});
   auto cond = c.const_ints(0);
   for (size_t i = 0; i < c.num_outputs() && i < t.size() && i < e.size(); ++i) {
-    if (cond && cond->size() == 1) c.out(i) = (*cond)[0] ? t[i] : e[i];
-    else c.out(i) = merge(c, t[i], e[i]);
+    if (cond && cond->size() == 1)
+      c.out(i) = (*cond)[0] ? t[i] : e[i];
+    else
+      c.out(i) = merge(c, t[i], e[i]);
   }
 }
 

@@ -98,7 +98,8 @@ void conv_transpose(OpCtx& c) {
   DType t = x.dtype;
   if (!x.ranked || x.rank() < 3) return c.set_dtype(0, t);
   size_t ns = x.rank() - 2;
-  SymDim channels = wt.ranked && wt.rank() == ns + 2 ? wt.dims[1] * SymDim::constant(c.attr_int("group", 1)) : c.fresh();
+  SymDim channels =
+      wt.ranked && wt.rank() == ns + 2 ? wt.dims[1] * SymDim::constant(c.attr_int("group", 1)) : c.fresh();
   std::vector<SymDim> out{x.dims[0], channels};
   auto shape = c.attr_ints("output_shape");
   if (!shape.empty()) {

@@ -54,7 +54,7 @@ void qlinear_shaped(OpCtx& c, DType t, std::initializer_list<size_t> data) {
   c.set(0, t, broadcast(c, shapes));
 }
 void qlinear_binary(OpCtx& c) { qlinear_shaped(c, qlinear_type(c, 7, 0), {0, 3}); }  // QLinearAdd/Mul
-void qlinear_unary(OpCtx& c) { qlinear_shaped(c, qlinear_type(c, 4, 0), {0}); }     // Sigmoid/LeakyRelu/Softmax
+void qlinear_unary(OpCtx& c) { qlinear_shaped(c, qlinear_type(c, 4, 0), {0}); }      // Sigmoid/LeakyRelu/Softmax
 void qlinear_where(OpCtx& c) { qlinear_shaped(c, qlinear_type(c, 8, 1), {0, 1, 4}); }
 
 void broadcast_to(OpCtx& c, DType t, size_t first) {
@@ -126,7 +126,8 @@ void min_max(OpCtx& c, bool want_max) {
   if (c.num_inputs() != 2) return;
   value_op(c, [want_max](SymDim a, SymDim b) -> Opt {
     if (a == b) return a;
-    if (a.is_constant() && b.is_constant()) return SymDim::constant(want_max ? std::max(a.value(), b.value()) : std::min(a.value(), b.value()));
+    if (a.is_constant() && b.is_constant())
+      return SymDim::constant(want_max ? std::max(a.value(), b.value()) : std::min(a.value(), b.value()));
     // Symbolic dims are >= 0: max(sym, c<=0) = sym, min(sym, c<=0) = c.
     const SymDim& k = a.is_constant() ? a : b;
     const SymDim& s = a.is_constant() ? b : a;
@@ -174,7 +175,9 @@ void where(OpCtx& c) {
   auto at = [n](const auto& v, size_t i) { return v.size() == n ? v[i] : v[0]; };
   std::vector<SymDim> out;
   for (size_t i = 0; i < n; ++i) {
-    if ((cond->size() != n && cond->size() != 1) || (x->size() != n && x->size() != 1) || (y->size() != n && y->size() != 1)) return;
+    if ((cond->size() != n && cond->size() != 1) || (x->size() != n && x->size() != 1) ||
+        (y->size() != n && y->size() != 1))
+      return;
     out.push_back(at(*cond, i) ? at(*x, i) : at(*y, i));
   }
   c.set_value(0, std::move(out));
@@ -248,11 +251,30 @@ void register_elementwise(const Registrar& reg) {
   // Elementwise unary ops (ir/op_traits.h); Identity and Not get their own functions below.
   for (const std::string& op : ops_with(kUnary)) reg(op, unary);
   // Other ops whose output 0 has input 0's type and shape.
-  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax", "CumSum", "Trilu", "LpNormalization",
-                         "MeanVarianceNormalization", "LRN", "InstanceNormalization", "RotaryEmbedding", "GroupNormalization", "ReverseSequence",
-                         "Scatter", "ScatterElements", "ScatterND", "EyeLike", "RandomNormalLike",
-                         "RandomUniformLike", "Bernoulli", "com.microsoft::Gelu", "com.microsoft::FastGelu",
-                         "com.microsoft::BiasGelu", "com.microsoft::QuickGelu", "com.microsoft::RotaryEmbedding",
+  for (const char* op : {"Softmax",
+                         "LogSoftmax",
+                         "Hardmax",
+                         "CumSum",
+                         "Trilu",
+                         "LpNormalization",
+                         "MeanVarianceNormalization",
+                         "LRN",
+                         "InstanceNormalization",
+                         "RotaryEmbedding",
+                         "GroupNormalization",
+                         "ReverseSequence",
+                         "Scatter",
+                         "ScatterElements",
+                         "ScatterND",
+                         "EyeLike",
+                         "RandomNormalLike",
+                         "RandomUniformLike",
+                         "Bernoulli",
+                         "com.microsoft::Gelu",
+                         "com.microsoft::FastGelu",
+                         "com.microsoft::BiasGelu",
+                         "com.microsoft::QuickGelu",
+                         "com.microsoft::RotaryEmbedding",
                          "com.microsoft::BiasAdd"})
     reg(op, unary);
   reg("Identity", identity);

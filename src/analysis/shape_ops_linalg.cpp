@@ -38,8 +38,10 @@ std::optional<std::vector<SymDim>> matmul_shape(OpCtx& c, std::vector<SymDim> a,
 void matmul_typed(OpCtx& c, DType t, size_t ia, size_t ib, bool ta = false, bool tb = false) {
   const VState &a = c.in(ia), &b = c.in(ib);
   if (!a.ranked || !b.ranked) return c.set_dtype(0, t);
-  if (auto s = matmul_shape(c, a.dims, b.dims, ta, tb)) c.set(0, t, *s);
-  else c.set_dtype(0, t);
+  if (auto s = matmul_shape(c, a.dims, b.dims, ta, tb))
+    c.set(0, t, *s);
+  else
+    c.set_dtype(0, t);
 }
 
 void matmul(OpCtx& c) { matmul_typed(c, c.in(0).dtype, 0, 1); }
@@ -79,8 +81,10 @@ std::vector<std::string> split_terms(std::string_view s) {
   std::vector<std::string> out(1);
   for (char ch : s) {
     if (ch == ' ') continue;
-    if (ch == ',') out.emplace_back();
-    else out.back() += ch;
+    if (ch == ',')
+      out.emplace_back();
+    else
+      out.back() += ch;
   }
   return out;
 }
@@ -134,9 +138,12 @@ void einsum(OpCtx& c) {
   }
   std::vector<SymDim> out;
   for (char ch : rhs) {
-    if (ch == '.') out.insert(out.end(), ell.begin(), ell.end());
-    else if (size.count(ch)) out.push_back(size[ch]);
-    else return c.set_dtype(0, t);
+    if (ch == '.')
+      out.insert(out.end(), ell.begin(), ell.end());
+    else if (size.count(ch))
+      out.push_back(size[ch]);
+    else
+      return c.set_dtype(0, t);
   }
   c.set(0, t, out);
 }

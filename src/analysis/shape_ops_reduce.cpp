@@ -27,8 +27,10 @@ void reduce_to(OpCtx& c, DType t) {
   }
   std::vector<SymDim> out;
   for (size_t i = 0; i < x.rank(); ++i) {
-    if (!reduce[i]) out.push_back(x.dims[i]);
-    else if (keep) out.push_back(SymDim::constant(1));
+    if (!reduce[i])
+      out.push_back(x.dims[i]);
+    else if (keep)
+      out.push_back(SymDim::constant(1));
   }
   c.set(0, t, out);
 }
@@ -41,8 +43,10 @@ void arg_reduce(OpCtx& c) {
   auto a = c.axis(c.attr_int("axis", 0), x.rank());
   if (!a) return;
   std::vector<SymDim> out = x.dims;
-  if (c.attr_int("keepdims", 1) != 0) out[*a] = SymDim::constant(1);
-  else out.erase(out.begin() + *a);
+  if (c.attr_int("keepdims", 1) != 0)
+    out[*a] = SymDim::constant(1);
+  else
+    out.erase(out.begin() + *a);
   c.set(0, DType::Int64, out);
 }
 
@@ -55,9 +59,12 @@ void top_k(OpCtx& c) {
   auto a = c.axis(c.attr_int("axis", -1), x.rank());
   if (!a) return;
   std::vector<SymDim> out = x.dims;
-  if (c.has_attr("k")) out[*a] = SymDim::constant(c.attr_int("k", 0));
-  else if (const auto* v = c.value(1); v && v->size() == 1) out[*a] = v->front();
-  else out[*a] = c.fresh();
+  if (c.has_attr("k"))
+    out[*a] = SymDim::constant(c.attr_int("k", 0));
+  else if (const auto* v = c.value(1); v && v->size() == 1)
+    out[*a] = v->front();
+  else
+    out[*a] = c.fresh();
   c.set(0, x.dtype, out);
   c.set(1, DType::Int64, out);
 }
@@ -75,11 +82,15 @@ void recurrent(OpCtx& c) {
   SymDim dirs = SymDim::constant(c.attr_string("direction", "forward") == "bidirectional" ? 2 : 1);
   SymDim hidden = SymDim::constant(c.attr_int("hidden_size", 0));
   if (!c.has_attr("hidden_size")) hidden = c.fresh();
-  if (batch_first) c.set(0, t, {batch, seq, dirs, hidden});
-  else c.set(0, t, {seq, dirs, batch, hidden});
+  if (batch_first)
+    c.set(0, t, {batch, seq, dirs, hidden});
+  else
+    c.set(0, t, {seq, dirs, batch, hidden});
   for (size_t i = 1; i < c.num_outputs(); ++i) {
-    if (batch_first) c.set(i, t, {batch, dirs, hidden});
-    else c.set(i, t, {dirs, batch, hidden});
+    if (batch_first)
+      c.set(i, t, {batch, dirs, hidden});
+    else
+      c.set(i, t, {dirs, batch, hidden});
   }
 }
 
@@ -92,8 +103,10 @@ void ms_attention(OpCtx& c) {
   if (!x.ranked || x.rank() != 3 || !w.ranked || w.rank() != 2) return c.set_dtype(0, t);
   auto sizes = c.attr_ints("qkv_hidden_sizes");
   std::optional<SymDim> v;
-  if (sizes.size() == 3) v = SymDim::constant(sizes[2]);
-  else v = exact_div(w.dims[1], SymDim::constant(3));
+  if (sizes.size() == 3)
+    v = SymDim::constant(sizes[2]);
+  else
+    v = exact_div(w.dims[1], SymDim::constant(3));
   c.set(0, t, {x.dims[0], x.dims[1], v ? *v : c.fresh()});
 }
 
@@ -141,7 +154,8 @@ void roi_align(OpCtx& c) {
   const VState &x = c.in(0), &rois = c.in(1);
   SymDim n = rois.ranked && rois.rank() == 2 ? rois.dims[0] : c.fresh();
   SymDim ch = x.ranked && x.rank() == 4 ? x.dims[1] : c.fresh();
-  c.set(0, x.dtype, {n, ch, SymDim::constant(c.attr_int("output_height", 1)), SymDim::constant(c.attr_int("output_width", 1))});
+  c.set(0, x.dtype,
+        {n, ch, SymDim::constant(c.attr_int("output_height", 1)), SymDim::constant(c.attr_int("output_width", 1))});
 }
 
 // Det: the batch dims of [..., M, M].
@@ -165,9 +179,12 @@ void window(OpCtx& c) {
 void loss(OpCtx& c) {
   DType t = c.in(0).dtype;
   const VState& target = c.in(1);
-  if (c.attr_string("reduction", "mean") != "none") c.set(0, t, {});
-  else if (target.ranked) c.set(0, t, target.dims);
-  else c.set_dtype(0, t);
+  if (c.attr_string("reduction", "mean") != "none")
+    c.set(0, t, {});
+  else if (target.ranked)
+    c.set(0, t, target.dims);
+  else
+    c.set_dtype(0, t);
   if (c.has_output(1)) same_as(c, 0, 1);
 }
 

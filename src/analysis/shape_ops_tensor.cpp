@@ -76,19 +76,22 @@ void constant_of_shape(OpCtx& c) {
 void range(OpCtx& c) {
   DType t = c.in(0).dtype;
   const auto *s = c.value(0), *l = c.value(1), *d = c.value(2);
-  if (s && l && d && s->size() == 1 && l->size() == 1 && d->size() == 1 && d->front().is_constant() && d->front().value() != 0) {
+  if (s && l && d && s->size() == 1 && l->size() == 1 && d->size() == 1 && d->front().is_constant() &&
+      d->front().value() != 0) {
     int64_t step = d->front().value();
     SymDim start = s->front(), limit = l->front();
     // In 128 bits: the model's int64 values may be anything (fuzz: limit - start overflowed).
-    const __int128 count = start.is_constant() && limit.is_constant()
-                               ? (static_cast<__int128>(limit.value()) - start.value() + step + (step > 0 ? -1 : 1)) / step
-                               : 0;
+    const __int128 count =
+        start.is_constant() && limit.is_constant()
+            ? (static_cast<__int128>(limit.value()) - start.value() + step + (step > 0 ? -1 : 1)) / step
+            : 0;
     if (start.is_constant() && limit.is_constant() && count > (__int128{1} << 62)) return c.set(0, t, {c.fresh()});
     if (start.is_constant() && limit.is_constant()) {
       int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
       c.set(0, t, {SymDim::constant(n)});
       Dims v;
-      for (int64_t i = 0; i < n && v.size() <= c.eng.options().max_value_elements; ++i) v.push_back(SymDim::constant(start.value() + i * step));
+      for (int64_t i = 0; i < n && v.size() <= c.eng.options().max_value_elements; ++i)
+        v.push_back(SymDim::constant(start.value() + i * step));
       return c.set_value(0, v);
     }
     if (step > 0) return c.set(0, t, {ceil_div(limit - start, step)});  // assumes limit >= start
@@ -109,7 +112,8 @@ void reshape(OpCtx& c) {
   const VState& x = c.in(0);
   DType t = x.dtype;
   std::optional<Dims> target;
-  if (c.has_input(1)) target = shape_operand(c, 1);
+  if (c.has_input(1))
+    target = shape_operand(c, 1);
   else if (c.has_attr("shape")) {  // opset 1-4
     target.emplace();
     for (int64_t v : c.attr_ints("shape")) target->push_back(SymDim::constant(v));
@@ -119,8 +123,10 @@ void reshape(OpCtx& c) {
   bool allowzero = c.attr_int("allowzero", 0) != 0;
   std::optional<size_t> infer;
   for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i].is_constant(0) && !allowzero) out[i] = x.ranked && i < x.rank() ? x.dims[i] : c.fresh();
-    else if (out[i].is_constant(-1)) infer = i;
+    if (out[i].is_constant(0) && !allowzero)
+      out[i] = x.ranked && i < x.rank() ? x.dims[i] : c.fresh();
+    else if (out[i].is_constant(-1))
+      infer = i;
   }
   if (infer) {
     std::optional<SymDim> q;
@@ -144,8 +150,10 @@ void expand(OpCtx& c) {
   c.set(0, x.dtype, broadcast(c, shapes));
   const auto* v = c.value(0);
   if (v && target->size() == 1 && target->front().is_constant()) {
-    if (v->size() == static_cast<size_t>(target->front().value())) c.set_value(0, *v);
-    else if (v->size() == 1) c.set_value(0, Dims(target->front().value(), v->front()));
+    if (v->size() == static_cast<size_t>(target->front().value()))
+      c.set_value(0, *v);
+    else if (v->size() == 1)
+      c.set_value(0, Dims(target->front().value(), v->front()));
   }
 }
 
@@ -167,7 +175,8 @@ void transpose(OpCtx& c) {
     if (perm.empty()) {
       out.push_back(x.dims[x.rank() - 1 - i]);
     } else {
-      if (perm.size() != x.rank()) return c.conflict("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.rank()));
+      if (perm.size() != x.rank())
+        return c.conflict("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.rank()));
       auto a = c.axis(perm[i], x.rank());
       if (!a) return;
       out.push_back(x.dims[*a]);
@@ -196,7 +205,8 @@ void squeeze(OpCtx& c) {
   for (int64_t a : *axes) {
     auto k = c.axis(a, x.rank());
     if (!k) return;
-    if (x.dims[*k].is_constant() && !x.dims[*k].is_constant(1)) return c.conflict("Squeeze of a dim of size " + x.dims[*k].str());
+    if (x.dims[*k].is_constant() && !x.dims[*k].is_constant(1))
+      return c.conflict("Squeeze of a dim of size " + x.dims[*k].str());
     drop[*k] = 1;
   }
   Dims out;
@@ -246,8 +256,10 @@ void concat(OpCtx& c) {
         if (!(*out)[k].is_constant() && s.dims[k].is_constant()) (*out)[k] = s.dims[k];
       }
     }
-    if (const auto* v = c.value(i)) values.insert(values.end(), v->begin(), v->end());
-    else track = false;
+    if (const auto* v = c.value(i))
+      values.insert(values.end(), v->begin(), v->end());
+    else
+      track = false;
   }
   if (!out) return c.set_dtype(0, t);
   c.set(0, t, *out);
@@ -265,9 +277,12 @@ void qlinear_concat(OpCtx& c) {
     if (!s.ranked) return c.set_dtype(0, t);
     if (!a) a = c.axis(c.attr_int("axis", 0), s.rank());
     if (!a) return;
-    if (!out) out = s.dims;
-    else if (out->size() != s.rank()) return c.conflict("QLinearConcat inputs of different ranks");
-    else (*out)[*a] = (*out)[*a] + s.dims[*a];
+    if (!out)
+      out = s.dims;
+    else if (out->size() != s.rank())
+      return c.conflict("QLinearConcat inputs of different ranks");
+    else
+      (*out)[*a] = (*out)[*a] + s.dims[*a];
   }
   if (!out) return c.set_dtype(0, t);
   c.set(0, t, *out);
@@ -382,7 +397,8 @@ void slice(OpCtx& c) {
   if (axes->empty())
     for (size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<int64_t>(i));
   if (steps->empty()) steps->assign(starts->size(), 1);
-  if (axes->size() != starts->size() || steps->size() != starts->size()) return c.conflict("Slice operands differ in length");
+  if (axes->size() != starts->size() || steps->size() != starts->size())
+    return c.conflict("Slice operands differ in length");
   Dims out = x.dims;
   for (size_t i = 0; i < axes->size(); ++i) {
     auto a = c.axis((*axes)[i], x.rank());
@@ -401,7 +417,8 @@ void slice(OpCtx& c) {
   if (k > 0)
     for (int64_t i = std::clamp<int64_t>(b, 0, n); i < std::clamp<int64_t>(e, 0, n); i += k) vals.push_back((*v)[i]);
   else
-    for (int64_t i = std::clamp<int64_t>(b, 0, n - 1); i > std::clamp<int64_t>(e, -1, n - 1); i += k) vals.push_back((*v)[i]);
+    for (int64_t i = std::clamp<int64_t>(b, 0, n - 1); i > std::clamp<int64_t>(e, -1, n - 1); i += k)
+      vals.push_back((*v)[i]);
   c.set_value(0, vals);
 }
 
@@ -461,8 +478,10 @@ void pad(OpCtx& c) {
   std::vector<int64_t> axes;
   if (c.has_input(3)) {
     auto a = c.const_ints(3);
-    if (!a) pads.reset();
-    else axes = *a;
+    if (!a)
+      pads.reset();
+    else
+      axes = *a;
   }
   if (axes.empty())
     for (size_t i = 0; i < x.rank(); ++i) axes.push_back(static_cast<int64_t>(i));
@@ -529,8 +548,10 @@ void one_hot(OpCtx& c) {
   auto a = c.axis(c.attr_int("axis", -1), r);
   if (!a) return;
   SymDim depth = c.fresh();
-  if (const auto* v = c.value(1); v && v->size() == 1) depth = v->front();
-  else if (auto f = c.const_floats(1); f && f->size() == 1) depth = SymDim::constant(static_cast<int64_t>(f->front()));
+  if (const auto* v = c.value(1); v && v->size() == 1)
+    depth = v->front();
+  else if (auto f = c.const_floats(1); f && f->size() == 1)
+    depth = SymDim::constant(static_cast<int64_t>(f->front()));
   Dims out = idx.dims;
   out.insert(out.begin() + *a, depth);
   c.set(0, t, out);

@@ -11,9 +11,15 @@ namespace {
 
 // Wrapping arithmetic on constants and coefficients: INT64_MAX "to the end" bounds flow through
 // Add/Mul, and hostile dims (2^62 * 6) wrap instead of overflowing (undefined behaviour).
-int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-int64_t wrap_sub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrap_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
 
 // Floor division; a divisor of 0 (a hostile attribute that got this far) gives 0, and
 // INT64_MIN / -1 wraps, instead of trapping.
@@ -23,7 +29,6 @@ int64_t floor_div_int(int64_t a, int64_t d) {
   return a / d - ((a % d != 0) && ((a < 0) != (d < 0)));
 }
 int64_t floor_mod_int(int64_t a, int64_t d) { return wrap_sub(a, wrap_mul(floor_div_int(a, d), d)); }
-
 
 // A product of atoms (sorted by their text, repeated for powers) times a coefficient.
 struct Term {
@@ -130,8 +135,10 @@ Poly normalize(Poly p) {
   std::sort(p.terms.begin(), p.terms.end(), term_less);
   std::vector<Term> merged;
   for (Term& t : p.terms) {
-    if (!merged.empty() && merged.back().atoms == t.atoms) merged.back().coef = wrap_add(merged.back().coef, t.coef);
-    else merged.push_back(std::move(t));
+    if (!merged.empty() && merged.back().atoms == t.atoms)
+      merged.back().coef = wrap_add(merged.back().coef, t.coef);
+    else
+      merged.push_back(std::move(t));
   }
   std::erase_if(merged, [](const Term& t) { return t.coef == 0; });
   p.terms = std::move(merged);
@@ -177,7 +184,6 @@ Poly mul(const Poly& a, const Poly& b) {
     }
   return r;
 }
-
 
 // ---------------------------------------------------------------- parser for canonical text
 
@@ -263,9 +269,7 @@ class Parser {
   size_t i_ = 0;
 };
 
-bool looks_like_expression(std::string_view s) {
-  return s.find_first_of("+-*/()") != std::string_view::npos;
-}
+bool looks_like_expression(std::string_view s) { return s.find_first_of("+-*/()") != std::string_view::npos; }
 
 }  // namespace
 
@@ -426,8 +430,10 @@ std::optional<SymDim> exact_div(SymDim a, SymDim b) {
   // A term whose atoms all cancelled is a constant.
   Poly out;
   for (Term& t : r.terms) {
-    if (t.atoms.empty()) out.c = wrap_add(out.c, t.coef);
-    else out.terms.push_back(std::move(t));
+    if (t.atoms.empty())
+      out.c = wrap_add(out.c, t.coef);
+    else
+      out.terms.push_back(std::move(t));
   }
   return make(out);
 }

@@ -25,7 +25,11 @@ namespace onnxforge {
 class SymDim {
  public:
   SymDim() = default;  // the constant 0
-  static SymDim constant(int64_t v) { SymDim d; d.c_ = v; return d; }
+  static SymDim constant(int64_t v) {
+    SymDim d;
+    d.c_ = v;
+    return d;
+  }
   // A plain named symbol (no parsing: any text is one atom).
   static SymDim symbol(std::string_view name);
   // Reads canonical expression text (what str() writes). Text that is not an expression in
@@ -62,7 +66,7 @@ class SymDim {
   static std::optional<SymDim> quotient(std::vector<SymDim> num, std::vector<SymDim> den);
 
   bool operator==(const SymDim& o) const { return c_ == o.c_ && e_ == o.e_; }
-  size_t hash() const { return std::hash<int64_t>{}(c_) * 31 + e_.v; }
+  size_t hash() const { return std::hash<int64_t>{}(c_)*31 + e_.v; }
 
  private:
   int64_t c_ = 0;

@@ -85,8 +85,8 @@ nlohmann::json counts_json(const MatchCounts& c, bool only_changed_ops) {
   nlohmann::json ops = nlohmann::json::object();
   for (auto& [op, d] : c.ops)
     if (!only_changed_ops || d.a != d.b) ops[op] = {d.a, d.b};
-  return {{"nodes_a", c.nodes_a}, {"nodes_b", c.nodes_b}, {"matched_cone", c.cone}, {"matched_near", c.near}, {"matched_form", c.form},
-          {only_changed_ops ? "ops_changed" : "ops", ops}};
+  return {{"nodes_a", c.nodes_a},   {"nodes_b", c.nodes_b},   {"matched_cone", c.cone},
+          {"matched_near", c.near}, {"matched_form", c.form}, {only_changed_ops ? "ops_changed" : "ops", ops}};
 }
 
 bool unchanged(const MatchCounts& c) { return c.nodes_a == c.nodes_b && c.cone == c.nodes_a; }
@@ -100,8 +100,8 @@ ModelDiff diff_models(const Model& ma, const Model& mb) {
   d.total = count(a, a.nodes, b, b.nodes);
   d.outputs_match = a.h.outputs == b.h.outputs;
   d.identical = d.outputs_match && unchanged(d.total);
-  d.same_structure = a.h.form_outputs == b.h.form_outputs && d.total.nodes_a == d.total.nodes_b &&
-                     d.total.form == d.total.nodes_a;
+  d.same_structure =
+      a.h.form_outputs == b.h.form_outputs && d.total.nodes_a == d.total.nodes_b && d.total.form == d.total.nodes_a;
   std::map<std::string, std::pair<std::vector<NodeId>, std::vector<NodeId>>> by_module;
   for (NodeId n : a.nodes)
     for (const std::string& m : module_chain(ma, a.g, n)) by_module[m].first.push_back(n);
@@ -131,10 +131,12 @@ nlohmann::json ModelDiff::to_json(bool all_modules) const {
 
 std::string ModelDiff::to_text(bool all_modules) const {
   std::ostringstream os;
-  os << (identical ? "IDENTICAL" : same_structure ? "SAME STRUCTURE, WEIGHTS DIFFER" : "DIFFERENT") << ": nodes "
-     << total.nodes_a << " -> " << total.nodes_b << ", matched by upstream cone " << total.cone
-     << " (weights aside " << total.form << "), by neighbourhood " << total.near
-     << ", graph outputs " << (outputs_match ? "same computations" : "differ") << "\n";
+  os << (identical        ? "IDENTICAL"
+         : same_structure ? "SAME STRUCTURE, WEIGHTS DIFFER"
+                          : "DIFFERENT")
+     << ": nodes " << total.nodes_a << " -> " << total.nodes_b << ", matched by upstream cone " << total.cone
+     << " (weights aside " << total.form << "), by neighbourhood " << total.near << ", graph outputs "
+     << (outputs_match ? "same computations" : "differ") << "\n";
   bool header = false;
   for (auto& [op, dd] : total.ops)
     if (dd.a != dd.b) {

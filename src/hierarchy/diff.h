@@ -23,7 +23,7 @@ struct OpDelta {
 
 struct MatchCounts {
   uint64_t nodes_a = 0, nodes_b = 0, cone = 0, near = 0, form = 0;  // form: structure, weights ignored
-  std::map<std::string, OpDelta> ops;  // every op, counts in A and B
+  std::map<std::string, OpDelta> ops;                               // every op, counts in A and B
 };
 
 struct ModuleDiff {
@@ -34,8 +34,8 @@ struct ModuleDiff {
 struct ModelDiff {
   MatchCounts total;
   bool outputs_match = false;
-  bool identical = false;       // same computation, same weights
-  bool same_structure = false;  // same graph, weight values aside
+  bool identical = false;           // same computation, same weights
+  bool same_structure = false;      // same graph, weight values aside
   std::vector<ModuleDiff> modules;  // tree order; only modules that have nodes in A or B
   nlohmann::json to_json(bool all_modules) const;
   std::string to_text(bool all_modules) const;

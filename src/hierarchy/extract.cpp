@@ -34,14 +34,16 @@ bool tag_matches(Sym tag, std::string_view spec) {
       ++shown;
     }
   fail("no node is tagged with module '", spec, "'",
-       close.empty() ? std::string(": `onnxforge hierarchy MODEL --tree` lists the modules") : "; modules nearby:" + close);
+       close.empty() ? std::string(": `onnxforge hierarchy MODEL --tree` lists the modules")
+                     : "; modules nearby:" + close);
 }
 
 // `<source graph name>_<module>` (or just the module), in characters any tool accepts.
 std::string extracted_graph_name(const Graph& source, std::string_view spec) {
   std::string module;
   for (char c : spec) {
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    bool plain =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
     if (plain || !module.empty()) module += plain ? c : '_';
   }
   if (module.empty()) module = "root";
@@ -54,7 +56,8 @@ std::string extracted_graph_name(const Graph& source, std::string_view spec) {
 Extraction extract_module(Model& source, std::string_view spec) {
   Graph& g = source.main();
   const std::vector<NodeId> all = g.nodes();
-  if (!all.empty() && std::none_of(all.begin(), all.end(), [&](NodeId n) { return g.scope(n) != 0; })) read_tags(source);
+  if (!all.empty() && std::none_of(all.begin(), all.end(), [&](NodeId n) { return g.scope(n) != 0; }))
+    read_tags(source);
   std::vector<uint8_t> selected(g.node_capacity(), 0);
   size_t count = 0;
   for (NodeId n : g.nodes())
@@ -69,7 +72,8 @@ Extraction extract_module(Model& source, std::string_view spec) {
   for (NodeId n : g.nodes())
     if (selected[n.index()]) {
       auto take_constant = [&](ValueId v) {
-        if (v.valid() && g.producer(v).valid() && g.is_op(g.producer(v), "Constant")) selected[g.producer(v).index()] = 1;
+        if (v.valid() && g.producer(v).valid() && g.is_op(g.producer(v), "Constant"))
+          selected[g.producer(v).index()] = 1;
       };
       for (ValueId v : g.inputs(n)) take_constant(v);
       for (ValueId v : g.implicit_inputs(n)) take_constant(v);  // read by an If/Loop/Scan body

@@ -37,7 +37,7 @@ struct Extraction {
   std::vector<std::string> inputs, outputs;  // value names (shared with the source model)
   size_t nodes = 0;                          // main-graph nodes copied
   size_t initializers = 0;
-  uint64_t initializer_bytes = 0;            // bytes shared with the source, not copied
+  uint64_t initializer_bytes = 0;  // bytes shared with the source, not copied
 };
 
 // Throws onnxforge::Error (listing close module names) when nothing matches.

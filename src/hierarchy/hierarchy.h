@@ -53,17 +53,17 @@ inline constexpr std::string_view kSourceKey = "onnxforge.hierarchy.source";
 inline constexpr std::string_view kCountKey = "onnxforge.hierarchy.count";
 
 enum class TagSource : uint8_t {
-  None,            // still untagged
-  Exporter,        // onnxforge exporter, exact (source scope/fx) or written back by sync
-  ExporterRule,    // onnxforge exporter, by its rules (parameter/consumers)
-  ExporterDefault, // onnxforge exporter found nothing (source none): root
-  Dynamo,          // pkg.torch.onnx.* metadata
-  Sidecar,         // --hierarchy FILE
-  NodeName,        // TorchScript scope name
-  Consumers,       // rule: all consumers in one module
-  Producers,       // rule: all producers in one module
-  CommonAncestor,  // rule: lowest common ancestor of tagged neighbours
-  Parent,          // rule: subgraph node takes its owner node's tags
+  None,             // still untagged
+  Exporter,         // onnxforge exporter, exact (source scope/fx) or written back by sync
+  ExporterRule,     // onnxforge exporter, by its rules (parameter/consumers)
+  ExporterDefault,  // onnxforge exporter found nothing (source none): root
+  Dynamo,           // pkg.torch.onnx.* metadata
+  Sidecar,          // --hierarchy FILE
+  NodeName,         // TorchScript scope name
+  Consumers,        // rule: all consumers in one module
+  Producers,        // rule: all producers in one module
+  CommonAncestor,   // rule: lowest common ancestor of tagged neighbours
+  Parent,           // rule: subgraph node takes its owner node's tags
   kCount
 };
 std::string_view source_name(TagSource s);

@@ -24,9 +24,8 @@ TensorId ModelCopier::tensor(TensorId t) {
   if (it != tensors_.end()) return it->second;
   const TensorStore::Entry e = from_.tensors.resolved(t);
   auto dims = from_.tensors.dims(t);
-  TensorId out = e.storage == TensorStorage::Strings
-                     ? to_.tensors.add_strings(e.name, dims, from_.tensors.strings(t))
-                     : to_.tensors.add(e, dims);
+  TensorId out = e.storage == TensorStorage::Strings ? to_.tensors.add_strings(e.name, dims, from_.tensors.strings(t))
+                                                     : to_.tensors.add(e, dims);
   shared_bytes_ += e.size;
   tensors_[t.index()] = out;
   return out;

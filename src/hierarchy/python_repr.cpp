@@ -32,9 +32,12 @@ class ListParser {
     std::vector<std::string> out;
     skip_space();
     char close = 0;
-    if (eat('[')) close = ']';
-    else if (eat('(')) close = ')';
-    else return std::nullopt;
+    if (eat('['))
+      close = ']';
+    else if (eat('('))
+      close = ')';
+    else
+      return std::nullopt;
     skip_space();
     if (eat(close)) return finish(out);
     for (;;) {
@@ -80,7 +83,8 @@ class ListParser {
     for (size_t k = 0; k < digits; ++k) {
       char c = s_[i_++];
       if (!std::isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
-      v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10));
+      v = v * 16 +
+          static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10));
     }
     return v;
   }
@@ -104,13 +108,18 @@ class ListParser {
         case 'n': out.push_back('\n'); break;
         case 't': out.push_back('\t'); break;
         case 'r': out.push_back('\r'); break;
-        case 'x': case 'u': case 'U': {
+        case 'x':
+        case 'u':
+        case 'U': {
           auto cp = hex(e == 'x' ? 2 : e == 'u' ? 4 : 8);
           if (!cp) return std::nullopt;
           append_utf8(out, *cp);
           break;
         }
-        default: out.push_back('\\'); out.push_back(e); break;
+        default:
+          out.push_back('\\');
+          out.push_back(e);
+          break;
       }
     }
     return std::nullopt;  // unterminated

@@ -77,7 +77,7 @@ TagReport read_tags(Model& model, const ReadOptions& options) {
         source[n.index()] = direct->source;
       } else {
         g.set_scope(n, 0);
-        reason[n.index()] = name.empty() ? NoTagReason::Unnamed
+        reason[n.index()] = name.empty()                            ? NoTagReason::Unnamed
                             : (options.use_names && name[0] != '/') ? NoTagReason::NameWithoutScope
                                                                     : NoTagReason::NoInformation;
       }

@@ -20,7 +20,6 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ v;
 }
 
-
 uint64_t hash_str(std::string_view s) { return content_hash(std::as_bytes(std::span(s.data(), s.size()))); }
 
 uint64_t hash_attr(const Model& model, const Graph& g, const Attr& a, bool content) {

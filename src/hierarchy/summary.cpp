@@ -18,7 +18,9 @@ void for_each_live_graph(const Model& model, F&& f) {
   }
 }
 
-int module_depth(std::string_view m) { return m.empty() ? 0 : 1 + static_cast<int>(std::count(m.begin(), m.end(), '.')); }
+int module_depth(std::string_view m) {
+  return m.empty() ? 0 : 1 + static_cast<int>(std::count(m.begin(), m.end(), '.'));
+}
 
 std::string percent(uint64_t a, uint64_t b) {
   char buf[32];
@@ -90,8 +92,10 @@ HierarchySummary summarize_hierarchy(const Model& model, const TagReport& report
       std::string op(str(g.op_type(n)));
       std::string_view name = str(g.node_name(n));
       NoTagReason why = report.reason[g.id().index()][n.index()];
-      if (!tagged) add_to_group(untagged, std::string(reason_name(why)), op, name);
-      else if (!direct) add_to_group(by_rule, std::string(reason_name(why)) + " -> " + std::string(source_name(src)), op, name);
+      if (!tagged)
+        add_to_group(untagged, std::string(reason_name(why)), op, name);
+      else if (!direct)
+        add_to_group(by_rule, std::string(reason_name(why)) + " -> " + std::string(source_name(src)), op, name);
       for (Sym t : model.tags(g.scope(n))) {
         ModuleStats& m = modules[std::string(tag_module(t))];
         ++m.nodes;
@@ -136,15 +140,21 @@ nlohmann::json HierarchySummary::to_json() const {
   j["tagged"] = tagged;
   j["direct"] = direct;
   j["coverage"] = nodes ? double(tagged) / double(nodes) : 1.0;
-  j["compute"] = {{"nodes", compute_nodes}, {"tagged", compute_tagged}, {"direct", compute_direct},
+  j["compute"] = {{"nodes", compute_nodes},
+                  {"tagged", compute_tagged},
+                  {"direct", compute_direct},
                   {"coverage", compute_nodes ? double(compute_tagged) / double(compute_nodes) : 1.0},
                   {"direct_coverage", compute_nodes ? double(compute_direct) / double(compute_nodes) : 1.0}};
   j["by_source"] = by_source;
   j["thresholds_met"] = thresholds_met();
   json cats = json::array();
   for (const CategoryCoverage& c : categories) {
-    json e = {{"category", category_name(c.category)}, {"nodes", c.nodes}, {"tagged", c.tagged}, {"direct", c.direct},
-              {"coverage", c.nodes ? double(c.tagged) / double(c.nodes) : 1.0}, {"ok", c.ok()}};
+    json e = {{"category", category_name(c.category)},
+              {"nodes", c.nodes},
+              {"tagged", c.tagged},
+              {"direct", c.direct},
+              {"coverage", c.nodes ? double(c.tagged) / double(c.nodes) : 1.0},
+              {"ok", c.ok()}};
     e["threshold"] = c.threshold ? json(*c.threshold) : json(nullptr);
     cats.push_back(e);
   }
@@ -155,7 +165,8 @@ nlohmann::json HierarchySummary::to_json() const {
   j["modules"] = mods;
   auto groups = [](const std::vector<NodeGroup>& v) {
     json a = json::array();
-    for (const NodeGroup& g : v) a.push_back({{"why", g.why}, {"op", g.op}, {"count", g.count}, {"examples", g.examples}});
+    for (const NodeGroup& g : v)
+      a.push_back({{"why", g.why}, {"op", g.op}, {"count", g.count}, {"examples", g.examples}});
     return a;
   };
   j["untagged"] = groups(untagged);
@@ -168,17 +179,17 @@ std::string format_hierarchy(const HierarchySummary& s, bool tree, bool color) {
   const char* bold = color ? "\033[1m" : "";
   const char* red = color ? "\033[31m" : "";
   const char* reset = color ? "\033[0m" : "";
-  os << bold << "Tagged " << s.tagged << "/" << s.nodes << " nodes (" << percent(s.tagged, s.nodes) << "), "
-     << s.direct << " directly (" << percent(s.direct, s.nodes) << "); compute ops " << s.compute_tagged << "/"
-     << s.compute_nodes << " (" << percent(s.compute_tagged, s.compute_nodes) << ")" << reset << "\n";
+  os << bold << "Tagged " << s.tagged << "/" << s.nodes << " nodes (" << percent(s.tagged, s.nodes) << "), " << s.direct
+     << " directly (" << percent(s.direct, s.nodes) << "); compute ops " << s.compute_tagged << "/" << s.compute_nodes
+     << " (" << percent(s.compute_tagged, s.compute_nodes) << ")" << reset << "\n";
   os << "Sources:";
   for (auto& [k, v] : s.by_source) os << " " << k << "=" << v;
   os << "\n\nCoverage by category (R17):\n";
   for (const CategoryCoverage& c : s.categories) {
     char line[160];
-    std::snprintf(line, sizeof line, "  %-20s %6llu/%-6llu %7s  direct %7s  %s", std::string(category_name(c.category)).c_str(),
-                  (unsigned long long)c.tagged, (unsigned long long)c.nodes, percent(c.tagged, c.nodes).c_str(),
-                  percent(c.direct, c.nodes).c_str(),
+    std::snprintf(line, sizeof line, "  %-20s %6llu/%-6llu %7s  direct %7s  %s",
+                  std::string(category_name(c.category)).c_str(), (unsigned long long)c.tagged,
+                  (unsigned long long)c.nodes, percent(c.tagged, c.nodes).c_str(), percent(c.direct, c.nodes).c_str(),
                   c.threshold ? (c.ok() ? ("ok (>= " + percent(uint64_t(*c.threshold * 100), 100) + ")").c_str()
                                         : ("BELOW " + percent(uint64_t(*c.threshold * 100), 100)).c_str())
                               : "context-dependent");

@@ -39,8 +39,8 @@ struct HierarchySummary {
   std::map<std::string, uint64_t> by_source;
   std::vector<ModuleStats> modules;  // tree order (parents before children)
   std::vector<CategoryCoverage> categories;
-  std::vector<NodeGroup> untagged;     // no tag at all
-  std::vector<NodeGroup> by_rule;      // tagged, but by a rule
+  std::vector<NodeGroup> untagged;  // no tag at all
+  std::vector<NodeGroup> by_rule;   // tagged, but by a rule
   bool thresholds_met() const;
   nlohmann::json to_json() const;
 };

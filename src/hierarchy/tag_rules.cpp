@@ -88,8 +88,10 @@ class GraphRules {
 
   void add(Neighbours& out, NodeId m) const {
     out.any = true;
-    if (g_.scope(m) == 0) out.all_tagged = false;
-    else out.sets.push_back(g_.scope(m));
+    if (g_.scope(m) == 0)
+      out.all_tagged = false;
+    else
+      out.sets.push_back(g_.scope(m));
   }
 
   // All neighbours tagged and in one module: take that module (with a class path if known).
@@ -156,8 +158,7 @@ void apply_tag_rules(Model& model, TagReport& report) {
     if (g.detached() || g.node_count() == 0) continue;
     GraphRules rules(model, g, report, classes);
     for (int round = 0; round < 8; ++round) {
-      while (rules.sweep()) {
-      }
+      while (rules.sweep()) {}
       if (!rules.sweep_common_ancestor()) break;
     }
     if (g.parent().valid()) inherit_from_owner(model, g, report);

@@ -12,9 +12,12 @@ std::optional<DirectTags> read_exporter_metadata(const Graph& g, NodeId n) {
   std::optional<std::string_view> module, tag, source;
   for (const MetadataEntry& e : g.metadata(n)) {
     std::string_view k = str(e.key);
-    if (k == kModuleKey) module = str(e.value);
-    else if (k == kTagKey) tag = str(e.value);
-    else if (k == kSourceKey) source = str(e.value);
+    if (k == kModuleKey)
+      module = str(e.value);
+    else if (k == kTagKey)
+      tag = str(e.value);
+    else if (k == kSourceKey)
+      source = str(e.value);
   }
   if (!module && !tag) return std::nullopt;
   std::vector<std::string_view> modules = module ? split(*module, ';') : std::vector<std::string_view>{};
@@ -83,7 +86,8 @@ std::optional<DirectTags> read_dynamo_metadata(const Graph& g, NodeId n) {
     auto scopes = parse_python_str_list(scopes_text);
     if (scopes && !scopes->empty()) {
       std::vector<std::string> classes;
-      if (auto c = parse_python_str_list(g.metadata_value(n, "pkg.torch.onnx.class_hierarchy"))) classes = std::move(*c);
+      if (auto c = parse_python_str_list(g.metadata_value(n, "pkg.torch.onnx.class_hierarchy")))
+        classes = std::move(*c);
       return dynamo_tags(std::move(*scopes), std::move(classes));
     }
   }
@@ -106,9 +110,7 @@ Sidecar::Sidecar(const std::filesystem::path& file) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    fail("hierarchy sidecar ", file, " is not valid JSON: ", e.what());
-  }
+  } catch (const std::exception& e) { fail("hierarchy sidecar ", file, " is not valid JSON: ", e.what()); }
   if (!j.is_object()) fail("hierarchy sidecar ", file, " is not a JSON object (expected the tools/export format)");
   const auto modules = j.value("node_modules", nlohmann::json::object());
   const auto tags = j.value("node_tags", nlohmann::json::object());

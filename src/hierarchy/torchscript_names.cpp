@@ -39,7 +39,9 @@ std::optional<std::string_view> strip_call_suffix(std::string_view c) {
   return c.substr(0, us);
 }
 
-bool known_or_unknowable(const ModuleSet& known, const std::string& path) { return known.empty() || known.contains(path); }
+bool known_or_unknowable(const ModuleSet& known, const std::string& path) {
+  return known.empty() || known.contains(path);
+}
 
 }  // namespace
 

@@ -65,7 +65,8 @@ void check_memory(uint64_t bytes, const std::string& what) {
 namespace detail {
 std::atomic<int64_t> g_deadline_ns{0};
 int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 }  // namespace detail
 

@@ -16,12 +16,12 @@ std::optional<int64_t> non_negative(std::string_view s) {
   return v;
 }
 
-
 std::string shape_text(std::span<const Dim> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + (shape[i].known() ? std::to_string(shape[i].value)
-                                            : shape[i].param.empty() ? std::string("?") : std::string(str(shape[i].param)));
+    s += (i ? "," : "") + (shape[i].known()         ? std::to_string(shape[i].value)
+                           : shape[i].param.empty() ? std::string("?")
+                                                    : std::string(str(shape[i].param)));
   return s + "]";
 }
 
@@ -107,8 +107,8 @@ std::map<std::string, int64_t> resolve_input_dims(const std::map<std::string, in
         std::string names;
         for (ValueId in : g.graph_inputs())
           if (!g.is_initializer(in)) names += (names.empty() ? "" : ", ") + std::string(str(g.value_name(in)));
-        fail_usage("--input-shape ", s, ": the model has no input '", spec->name, "' (inputs: ",
-                   names.empty() ? std::string("none") : names, ")");
+        fail_usage("--input-shape ", s, ": the model has no input '", spec->name,
+                   "' (inputs: ", names.empty() ? std::string("none") : names, ")");
       }
       std::vector<Dim> declared(g.shape(*v).begin(), g.shape(*v).end());
       if (g.has_shape(*v) && declared.size() != spec->dims.size())

@@ -28,8 +28,9 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) 
   // external-data location pointing at one hung every command); with it, open returns at once
   // and fstat refuses anything but a regular file. It has no effect on regular files.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) throw Error("cannot open '" + path.string() + "': " + std::strerror(errno), Error::Kind::Input, path.string());
-  struct stat st{};
+  if (fd < 0)
+    throw Error("cannot open '" + path.string() + "': " + std::strerror(errno), Error::Kind::Input, path.string());
+  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
@@ -37,8 +38,10 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) 
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error("'" + path.string() + "' is " + file_kind(st.st_mode) + ", not a regular file; onnxforge reads models and "
-                "external data only from regular files", Error::Kind::Input, path.string());
+    throw Error("'" + path.string() + "' is " + file_kind(st.st_mode) +
+                    ", not a regular file; onnxforge reads models and "
+                    "external data only from regular files",
+                Error::Kind::Input, path.string());
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
@@ -91,7 +94,7 @@ void MappedFile::advise_random() const {
 }
 
 std::optional<FileIdentity> file_identity(const std::filesystem::path& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
 }
@@ -109,7 +112,8 @@ void write_all(int fd, const void* data, size_t size, const std::filesystem::pat
   }
 }
 
-void copy_to_fd(const MappedFile& src, uint64_t offset, uint64_t length, int out_fd, const std::filesystem::path& what) {
+void copy_to_fd(const MappedFile& src, uint64_t offset, uint64_t length, int out_fd,
+                const std::filesystem::path& what) {
   loff_t in_off = static_cast<loff_t>(offset);
   while (length > 0) {
     ssize_t n = ::copy_file_range(src.fd(), &in_off, out_fd, nullptr, length, 0);

@@ -35,8 +35,10 @@ thread_local const MappedFile* t_scan = nullptr;
 class Cursor {
  public:
   Cursor(const MappedFile& file, uint64_t begin, uint64_t end)
-      : file_(file), base_(reinterpret_cast<const uint8_t*>(t_scan ? t_scan->data() : file.data()) + begin),
-        begin_(begin), in_(base_, static_cast<int>(end - begin)) {
+      : file_(file),
+        base_(reinterpret_cast<const uint8_t*>(t_scan ? t_scan->data() : file.data()) + begin),
+        begin_(begin),
+        in_(base_, static_cast<int>(end - begin)) {
     in_.SetRecursionLimit(1000);
   }
 
@@ -155,7 +157,9 @@ class Reader {
            " bytes; a protobuf message cannot exceed 2 GiB (store weights as external data)");
     auto scan = file_.scan_view();
     t_scan = scan.get();
-    struct Reset { ~Reset() { t_scan = nullptr; } } reset;
+    struct Reset {
+      ~Reset() { t_scan = nullptr; }
+    } reset;
     Cursor c(file_, 0, file_.size());
     bool saw_graph = false;
     while (c.next()) {
@@ -184,7 +188,8 @@ class Reader {
       fail(file_.path().string(), ": ir_version ", model_.ir_version, " is not a valid ONNX IR version");
     for (size_t g = 0; g < model_.graph_count(); ++g) resolve_names(model_.graph(GraphId(static_cast<uint32_t>(g))));
     check_function_recursion();
-    for (size_t g = 0; g < model_.graph_count(); ++g) check_shadowed_inputs(model_.graph(GraphId(static_cast<uint32_t>(g))));
+    for (size_t g = 0; g < model_.graph_count(); ++g)
+      check_shadowed_inputs(model_.graph(GraphId(static_cast<uint32_t>(g))));
     if (options_.validate)
       for (size_t g = 0; g < model_.graph_count(); ++g) validate(model_.graph(GraphId(static_cast<uint32_t>(g))));
   }
@@ -222,9 +227,13 @@ class Reader {
     OpsetImport o;
     o.domain_present = false;
     while (m.next()) {
-      if (m.field() == 1) { o.domain = m.sym(); o.domain_present = true; }
-      else if (m.field() == 2) o.version = m.int64();
-      else m.verbatim();
+      if (m.field() == 1) {
+        o.domain = m.sym();
+        o.domain_present = true;
+      } else if (m.field() == 2)
+        o.version = m.int64();
+      else
+        m.verbatim();
     }
     return o;
   }
@@ -251,11 +260,12 @@ class Reader {
       if (g.has_shape(v)) {
         auto shape = g.shape(v);
         for (size_t i = 0; i < shape.size(); ++i)
-          declared += (i ? "," : "") + (shape[i].known() ? std::to_string(shape[i].value) : std::string(str(shape[i].param)));
+          declared +=
+              (i ? "," : "") + (shape[i].known() ? std::to_string(shape[i].value) : std::string(str(shape[i].param)));
         declared = " [" + declared + "]";
       }
-      fail(file_.path().string(), ": graph input '", str(g.value_name(v)), "' is declared ", dtype_name(g.dtype(v)), declared,
-           " but the initializer of the same name holds ", dtype_name(dt), " [", tshape,
+      fail(file_.path().string(), ": graph input '", str(g.value_name(v)), "' is declared ", dtype_name(g.dtype(v)),
+           declared, " but the initializer of the same name holds ", dtype_name(dt), " [", tshape,
            "]; an initializer shadowing an input must match its declared type and shape");
     }
   }
@@ -270,7 +280,8 @@ class Reader {
       if (domain == "ai.onnx") domain.clear();
       const std::string shown = domain.empty() ? "the default domain" : "domain '" + domain + "'";
       if (o.version < 1 || o.version > 1000)
-        fail(file_.path().string(), ": ", shown, " is imported at opset ", o.version, ", which no ONNX release defines");
+        fail(file_.path().string(), ": ", shown, " is imported at opset ", o.version,
+             ", which no ONNX release defines");
       if (auto [it, fresh] = seen.emplace(domain, o.version); !fresh)
         fail(file_.path().string(), ": ", shown, " is imported twice (opsets ", it->second, " and ", o.version, ")");
     }
@@ -281,9 +292,12 @@ class Reader {
     Cursor m(file_, at, at + len);
     std::pair<std::string, std::string> kv;
     while (m.next()) {
-      if (m.field() == 1) kv.first = std::string(m.bytes());
-      else if (m.field() == 2) kv.second = std::string(m.bytes());
-      else m.verbatim();
+      if (m.field() == 1)
+        kv.first = std::string(m.bytes());
+      else if (m.field() == 2)
+        kv.second = std::string(m.bytes());
+      else
+        m.verbatim();
     }
     return kv;
   }
@@ -353,14 +367,35 @@ class Reader {
           g.node_inputs_.push_back(ValueId{});
           ++nin;
           break;
-        case 2: output_names.push_back(c.sym()); ++nout; break;
-        case 3: g.node_name_[n.index()] = c.sym(); g.present_[n.index()] |= Graph::kNamePresent; break;
+        case 2:
+          output_names.push_back(c.sym());
+          ++nout;
+          break;
+        case 3:
+          g.node_name_[n.index()] = c.sym();
+          g.present_[n.index()] |= Graph::kNamePresent;
+          break;
         case 4: g.op_type_[n.index()] = c.sym(); break;
-        case 5: g.attrs_.push_back(read_attribute(g, c, n, depth)); ++nattr; break;
-        case 7: g.domain_[n.index()] = c.sym(); g.present_[n.index()] |= Graph::kDomainPresent; break;
-        case 8: g.overload_[n.index()] = c.sym(); g.present_[n.index()] |= Graph::kOverloadPresent; break;
-        case 9: g.metadata_.push_back(read_metadata(c)); ++nmeta; break;
-        default: g.extra_.push_back(c.verbatim()); ++nextra; break;  // doc_string, device configs
+        case 5:
+          g.attrs_.push_back(read_attribute(g, c, n, depth));
+          ++nattr;
+          break;
+        case 7:
+          g.domain_[n.index()] = c.sym();
+          g.present_[n.index()] |= Graph::kDomainPresent;
+          break;
+        case 8:
+          g.overload_[n.index()] = c.sym();
+          g.present_[n.index()] |= Graph::kOverloadPresent;
+          break;
+        case 9:
+          g.metadata_.push_back(read_metadata(c));
+          ++nmeta;
+          break;
+        default:
+          g.extra_.push_back(c.verbatim());
+          ++nextra;
+          break;  // doc_string, device configs
       }
     }
     g.in_count_.push_back(nin);
@@ -390,11 +425,11 @@ class Reader {
            describe_node(g, other), " and node ", n.index(), describe_node(g, n));
     }
     if (g.flags_[v.index()] & Graph::kInput)
-      fail(file_.path().string(), ": value '", str(name), "' is a graph input and also produced by node ",
-           n.index(), describe_node(g, n));
+      fail(file_.path().string(), ": value '", str(name), "' is a graph input and also produced by node ", n.index(),
+           describe_node(g, n));
     if (g.init_tensor_[v.index()].valid())
-      fail(file_.path().string(), ": value '", str(name), "' is an initializer and also produced by node ",
-           n.index(), describe_node(g, n));
+      fail(file_.path().string(), ": value '", str(name), "' is an initializer and also produced by node ", n.index(),
+           describe_node(g, n));
     g.producer_[v.index()] = n;
     return v;
   }
@@ -453,16 +488,31 @@ class Reader {
     check_attribute_payload(g, n, a, payload);
     if (a.type == AttrType::Undefined && payload) a.type = infer_attr_type(a, ints, floats, strings, tensors, graphs);
     switch (a.type) {
-      case AttrType::Ints: a.list_begin = static_cast<uint32_t>(g.ints_.size()); a.list_count = static_cast<uint32_t>(ints.size());
-        g.ints_.insert(g.ints_.end(), ints.begin(), ints.end()); break;
-      case AttrType::Floats: a.list_begin = static_cast<uint32_t>(g.floats_.size()); a.list_count = static_cast<uint32_t>(floats.size());
-        g.floats_.insert(g.floats_.end(), floats.begin(), floats.end()); break;
-      case AttrType::Strings: a.list_begin = static_cast<uint32_t>(g.strings_.size()); a.list_count = static_cast<uint32_t>(strings.size());
-        g.strings_.insert(g.strings_.end(), strings.begin(), strings.end()); break;
-      case AttrType::Tensors: a.list_begin = static_cast<uint32_t>(g.tensor_list_.size()); a.list_count = static_cast<uint32_t>(tensors.size());
-        g.tensor_list_.insert(g.tensor_list_.end(), tensors.begin(), tensors.end()); break;
-      case AttrType::Graphs: a.list_begin = static_cast<uint32_t>(g.graph_list_.size()); a.list_count = static_cast<uint32_t>(graphs.size());
-        g.graph_list_.insert(g.graph_list_.end(), graphs.begin(), graphs.end()); break;
+      case AttrType::Ints:
+        a.list_begin = static_cast<uint32_t>(g.ints_.size());
+        a.list_count = static_cast<uint32_t>(ints.size());
+        g.ints_.insert(g.ints_.end(), ints.begin(), ints.end());
+        break;
+      case AttrType::Floats:
+        a.list_begin = static_cast<uint32_t>(g.floats_.size());
+        a.list_count = static_cast<uint32_t>(floats.size());
+        g.floats_.insert(g.floats_.end(), floats.begin(), floats.end());
+        break;
+      case AttrType::Strings:
+        a.list_begin = static_cast<uint32_t>(g.strings_.size());
+        a.list_count = static_cast<uint32_t>(strings.size());
+        g.strings_.insert(g.strings_.end(), strings.begin(), strings.end());
+        break;
+      case AttrType::Tensors:
+        a.list_begin = static_cast<uint32_t>(g.tensor_list_.size());
+        a.list_count = static_cast<uint32_t>(tensors.size());
+        g.tensor_list_.insert(g.tensor_list_.end(), tensors.begin(), tensors.end());
+        break;
+      case AttrType::Graphs:
+        a.list_begin = static_cast<uint32_t>(g.graph_list_.size());
+        a.list_count = static_cast<uint32_t>(graphs.size());
+        g.graph_list_.insert(g.graph_list_.end(), graphs.begin(), graphs.end());
+        break;
       default: break;
     }
     a.extra_begin = static_cast<uint32_t>(g.extra_.size());
@@ -475,9 +525,18 @@ class Reader {
   // crashed every command at load, one declared TENSOR without a tensor crashed the writer.
   // Function bodies may declare a type with only ref_attr_name (the caller supplies the value).
   void check_attribute_payload(const Graph& g, NodeId n, const Attr& a, uint32_t payload) const {
-    static constexpr const char* kField[] = {"", "", "f (FLOAT)", "i (INT)", "s (STRING)", "t (TENSOR)", "g (GRAPH)",
-                                             "floats (FLOATS)", "ints (INTS)", "strings (STRINGS)",
-                                             "tensors (TENSORS)", "graphs (GRAPHS)"};
+    static constexpr const char* kField[] = {"",
+                                             "",
+                                             "f (FLOAT)",
+                                             "i (INT)",
+                                             "s (STRING)",
+                                             "t (TENSOR)",
+                                             "g (GRAPH)",
+                                             "floats (FLOATS)",
+                                             "ints (INTS)",
+                                             "strings (STRINGS)",
+                                             "tensors (TENSORS)",
+                                             "graphs (GRAPHS)"};
     auto where = [&] {
       return file_.path().string() + ": node " + std::to_string(n.index()) + describe_node(g, n) + ": attribute '" +
              std::string(str(a.name)) + "'";
@@ -564,8 +623,10 @@ class Reader {
 
   void apply(Graph& g, ValueId v, const Declaration& d) {
     if (d.typed) {
-      if (d.has_shape) g.set_type(v, d.dtype, d.dims);
-      else g.set_dtype(v, d.dtype);
+      if (d.has_shape)
+        g.set_type(v, d.dtype, d.dims);
+      else
+        g.set_dtype(v, d.dtype);
     }
     g.type_raw_[v.index()] = d.type_raw;
     if (!d.extra.empty()) {
@@ -584,28 +645,43 @@ class Reader {
     Cursor c(file_, at, at + len);
     bool plain = true, elem_type = false;
     while (c.next()) {
-      if (c.field() != 1) { plain = false; c.verbatim(); continue; }
+      if (c.field() != 1) {
+        plain = false;
+        c.verbatim();
+        continue;
+      }
       auto [tat, tlen] = c.span();
       Cursor t(file_, tat, tat + tlen);
       while (t.next()) {
         if (t.field() == 1) {
           int64_t et = t.int64();
           elem_type = true;
-          if (et != 0 && dtype_known(static_cast<int32_t>(et)) && et == static_cast<int32_t>(et)) d.dtype = static_cast<DType>(et);
-          else plain = false, d.bad_elem_type = et;  // kept verbatim, the value's dtype Undefined
+          if (et != 0 && dtype_known(static_cast<int32_t>(et)) && et == static_cast<int32_t>(et))
+            d.dtype = static_cast<DType>(et);
+          else
+            plain = false, d.bad_elem_type = et;  // kept verbatim, the value's dtype Undefined
         } else if (t.field() == 2) {
           d.has_shape = true;
           auto [sat, slen] = t.span();
           Cursor s(file_, sat, sat + slen);
           while (s.next()) {
-            if (s.field() != 1) { plain = false; s.verbatim(); continue; }
+            if (s.field() != 1) {
+              plain = false;
+              s.verbatim();
+              continue;
+            }
             auto [dat, dlen] = s.span();
             Cursor dc(file_, dat, dat + dlen);
             Dim dim;
             while (dc.next()) {
-              if (dc.field() == 1) dim.value = dc.int64();
-              else if (dc.field() == 2) dim.param = dc.sym();
-              else { plain = false; dc.verbatim(); }
+              if (dc.field() == 1)
+                dim.value = dc.int64();
+              else if (dc.field() == 2)
+                dim.param = dc.sym();
+              else {
+                plain = false;
+                dc.verbatim();
+              }
             }
             if (dim.value < -1) plain = false;
             d.dims.push_back(dim);
@@ -630,7 +706,8 @@ class Reader {
     Sym name = model_.tensors.name(t);
     if (name.empty()) c.bad("initializer without a name");
     ValueId v = value_for(g, name);
-    if (g.init_tensor_[v.index()].valid()) fail(file_.path().string(), ": initializer '", str(name), "' is defined twice");
+    if (g.init_tensor_[v.index()].valid())
+      fail(file_.path().string(), ": initializer '", str(name), "' is defined twice");
     if (g.producer_[v.index()].valid())
       fail(file_.path().string(), ": value '", str(name), "' is an initializer and also produced by a node");
     // Keep a graph input's declared type: set_initializer would overwrite it with the tensor's.
@@ -653,12 +730,17 @@ class Reader {
     Cursor m(file_, mat, mat + mlen);
     Sym name;
     while (m.next()) {
-      if (m.field() != 1) { m.verbatim(); continue; }
+      if (m.field() != 1) {
+        m.verbatim();
+        continue;
+      }
       auto [vat, vlen] = m.span();
       Cursor t(file_, vat, vat + vlen);
       while (t.next()) {
-        if (t.field() == 8) name = t.sym();
-        else t.verbatim();
+        if (t.field() == 8)
+          name = t.sym();
+        else
+          t.verbatim();
       }
     }
     if (name.empty()) c.bad("sparse initializer without a name");
@@ -689,7 +771,9 @@ class Reader {
         case 1: c.varints([&](uint64_t v) { dims.push_back(static_cast<int64_t>(v)); }); break;
         case 2: dtype = static_cast<int32_t>(c.int64()); break;
         case 8: e.name = c.sym(); break;
-        case 9: case 4: case 10:
+        case 9:
+        case 4:
+        case 10:
           data_fields |= 1u << c.field();
           if (c.wire() == WFL::WIRETYPE_LENGTH_DELIMITED) {
             auto [dat, dlen] = c.span();
@@ -712,13 +796,20 @@ class Reader {
           e.source.data_field = c.field();
           has_data = true;
           break;
-        case 5: case 7: case 11:
+        case 5:
+        case 7:
+        case 11:
           data_fields |= 1u << c.field();
           c.varints([&](uint64_t v) { varint_data.push_back(v); });
           e.source.data_field = c.field();
           has_data = true;
           break;
-        case 6: data_fields |= 1u << 6; strings.emplace_back(c.bytes()); e.source.data_field = 6; has_data = true; break;
+        case 6:
+          data_fields |= 1u << 6;
+          strings.emplace_back(c.bytes());
+          e.source.data_field = 6;
+          has_data = true;
+          break;
         case 13: e.external_info.push_back(read_string_pair(c)); break;
         case 14: external = c.int64() == 1; break;
         default: e.extra_fields.push_back(c.verbatim()); break;  // segment, doc, metadata
@@ -759,8 +850,18 @@ class Reader {
   // was read with the wrong width (a complex128 tensor in int64_data made the decoder copy 16
   // bytes out of each 8-byte value).
   void check_data_fields(DType t, uint32_t fields, bool mixed_packing, const std::string& where) const {
-    static constexpr const char* kName[] = {"", "", "", "", "float_data", "int32_data", "string_data", "int64_data",
-                                            "", "raw_data", "double_data", "uint64_data"};
+    static constexpr const char* kName[] = {"",
+                                            "",
+                                            "",
+                                            "",
+                                            "float_data",
+                                            "int32_data",
+                                            "string_data",
+                                            "int64_data",
+                                            "",
+                                            "raw_data",
+                                            "double_data",
+                                            "uint64_data"};
     if (fields & (fields - 1) || mixed_packing)
       fail(file_.path().string(), ": ", where, " holds its data in more than one field; a tensor has one data field");
     if (!fields) return;
@@ -811,7 +912,8 @@ class Reader {
       std::memcpy(buf.data(), unpacked.data(), bytes);
     } else {
       int width = dtype_bits(e.dtype);
-      if (width == 4) fail(file_.path().string(), ": ", where, ": 4-bit types in int32_data are not supported; use raw_data");
+      if (width == 4)
+        fail(file_.path().string(), ": ", where, ": 4-bit types in int32_data are not supported; use raw_data");
       for (uint64_t i = 0; i < count; ++i) {
         uint64_t x = v[i];
         std::memcpy(buf.data() + i * (width / 8), &x, static_cast<size_t>(width / 8));  // little-endian truncation
@@ -827,9 +929,14 @@ class Reader {
     uint64_t offset = 0, length = 0;
     bool has_length = false;
     for (auto& [k, val] : e.external_info) {
-      if (k == "location") location = val;
-      else if (k == "offset") offset = parse_u64(val, where, "offset");
-      else if (k == "length") { length = parse_u64(val, where, "length"); has_length = true; }
+      if (k == "location")
+        location = val;
+      else if (k == "offset")
+        offset = parse_u64(val, where, "offset");
+      else if (k == "length") {
+        length = parse_u64(val, where, "length");
+        has_length = true;
+      }
     }
     if (location.empty()) fail(file_.path().string(), ": ", where, " is external but has no location");
     std::filesystem::path rel(location);
@@ -841,10 +948,11 @@ class Reader {
     const MappedFile& f = external_file(rel, where);
     if (!has_length) length = offset <= f.size() ? f.size() - offset : 0;
     if (offset > f.size() || length > f.size() - offset)
-      fail(file_.path().string(), ": ", where, " external data [", offset, ", ", offset + length, ") is past the end of '",
-           f.path().string(), "' (", f.size(), " bytes)");
+      fail(file_.path().string(), ": ", where, " external data [", offset, ", ", offset + length,
+           ") is past the end of '", f.path().string(), "' (", f.size(), " bytes)");
     if (length != need)
-      fail(file_.path().string(), ": ", where, " external data is ", length, " bytes but its dims and type need ", need);
+      fail(file_.path().string(), ": ", where, " external data is ", length, " bytes but its dims and type need ",
+           need);
     e.data = f.data() + offset;
     e.size = length;
     e.storage = TensorStorage::External;
@@ -895,14 +1003,22 @@ class Reader {
     Pending& p = pending_[fn.body.index()];
     while (c.next()) {
       switch (c.field()) {
-        case 1: fn.name = c.sym(); g.name_ = fn.name; break;
+        case 1:
+          fn.name = c.sym();
+          g.name_ = fn.name;
+          break;
         case 4: {
           ValueId v = value_for(g, c.sym());
           g.inputs_.push_back(v);
           g.flags_[v.index()] |= Graph::kInput;
           break;
         }
-        case 5: { Declaration d; d.name = c.sym(); p.outputs.push_back(d); break; }
+        case 5: {
+          Declaration d;
+          d.name = c.sym();
+          p.outputs.push_back(d);
+          break;
+        }
         case 6: fn.attributes.push_back(c.sym()); break;
         case 7: read_node(g, c, 0); break;
         case 10: fn.domain = c.sym(); break;
@@ -958,8 +1074,8 @@ class Reader {
             if (on) cycle += key(fns[fn].domain, fns[fn].name) + " -> ";
           }
           cycle += key(fns[callee].domain, fns[callee].name);
-          fail(file_.path().string(), ": function ", key(fns[callee].domain, fns[callee].name),
-               " is recursive (", cycle, "); ONNX functions cannot call themselves, directly or through others");
+          fail(file_.path().string(), ": function ", key(fns[callee].domain, fns[callee].name), " is recursive (",
+               cycle, "); ONNX functions cannot call themselves, directly or through others");
         }
         if (state[callee] == 0) {
           state[callee] = 1;
@@ -985,8 +1101,8 @@ class Reader {
   }
 
   static bool defines(const Graph& g, ValueId v) {
-    return g.producer_[v.index()].valid() || (g.flags_[v.index()] & Graph::kInput) || g.init_tensor_[v.index()].valid() ||
-           (g.flags_[v.index()] & Graph::kSparse) || g.outer_[v.index()].valid();
+    return g.producer_[v.index()].valid() || (g.flags_[v.index()] & Graph::kInput) ||
+           g.init_tensor_[v.index()].valid() || (g.flags_[v.index()] & Graph::kSparse) || g.outer_[v.index()].valid();
   }
 
   void resolve_names(Graph& g) {
@@ -1006,7 +1122,8 @@ class Reader {
     for (const Declaration& d : p.outputs) {
       ValueId v = resolve(g, d.name);
       if (!v.valid())
-        fail(file_.path().string(), ": graph output '", str(d.name), "' is not defined by any node, input or initializer");
+        fail(file_.path().string(), ": graph output '", str(d.name),
+             "' is not defined by any node, input or initializer");
       check_interface_type(g, d, "output");
       apply(g, v, d);
       outs.push_back(v);

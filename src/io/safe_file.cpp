@@ -65,7 +65,7 @@ bool is_input(const struct stat& st, const WriteRules& rules) {
 
 // The rules for one existing or absent path (shared by the early check and commit).
 void check_target(const std::filesystem::path& path, const WriteRules& rules, const std::string& what) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return;
     fail_usage(what, " '", path.string(), "': ", std::strerror(errno));
@@ -80,7 +80,8 @@ void check_target(const std::filesystem::path& path, const WriteRules& rules, co
     fail_usage("refusing to write ", what, " '", path.string(), "': it is ", file_kind(st.st_mode),
                ", not a regular file (--overwrite replaces regular files only)");
   if (is_input(st, rules))
-    fail_usage("refusing to write ", what, " '", path.string(), "': it is one of the command's inputs; choose another path");
+    fail_usage("refusing to write ", what, " '", path.string(),
+               "': it is one of the command's inputs; choose another path");
   if (!rules.overwrite) fail_usage(what, " '", path.string(), "' exists; pass --overwrite to replace it");
 }
 
@@ -101,29 +102,31 @@ void check_output(const std::filesystem::path& path, const WriteRules& rules, co
   check_outputs({&path, 1}, w, rules);
 }
 
-void check_outputs(std::span<const std::filesystem::path> paths, std::span<const std::string> what, const WriteRules& rules) {
+void check_outputs(std::span<const std::filesystem::path> paths, std::span<const std::string> what,
+                   const WriteRules& rules) {
   for (size_t i = 0; i < paths.size(); ++i) try {
-    const std::filesystem::path& p = paths[i];
-    const std::string& w = i < what.size() ? what[i] : std::string("output");
-    if (p.empty() || p.filename().empty() || p.filename() == "." || p.filename() == "..")
-      fail_usage(w, " '", p.string(), "': give a file name");
-    std::filesystem::path dir = folder_of(p);
-    struct stat st{};
-    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      fail_usage(w, " '", p.string(), "': folder '", dir.string(), "' does not exist");
-    if (::access(dir.c_str(), W_OK) != 0)
-      fail_usage(w, " '", p.string(), "': cannot write in '", dir.string(), "': ", std::strerror(errno));
-    check_target(p, rules, w);
-    for (size_t j = 0; j < i; ++j)
-      if (output_key(paths[j]) == output_key(p))
-        fail_usage(w, " '", p.string(), "' is the same file as ", j < what.size() ? what[j] : "output", " '",
-                   paths[j].string(), "'; give each output its own path");
-  } catch (const Error& e) {
-    throw e.about(paths[i].string());  // --json names the file
-  }
+      const std::filesystem::path& p = paths[i];
+      const std::string& w = i < what.size() ? what[i] : std::string("output");
+      if (p.empty() || p.filename().empty() || p.filename() == "." || p.filename() == "..")
+        fail_usage(w, " '", p.string(), "': give a file name");
+      std::filesystem::path dir = folder_of(p);
+      struct stat st {};
+      if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        fail_usage(w, " '", p.string(), "': folder '", dir.string(), "' does not exist");
+      if (::access(dir.c_str(), W_OK) != 0)
+        fail_usage(w, " '", p.string(), "': cannot write in '", dir.string(), "': ", std::strerror(errno));
+      check_target(p, rules, w);
+      for (size_t j = 0; j < i; ++j)
+        if (output_key(paths[j]) == output_key(p))
+          fail_usage(w, " '", p.string(), "' is the same file as ", j < what.size() ? what[j] : "output", " '",
+                     paths[j].string(), "'; give each output its own path");
+    } catch (const Error& e) {
+      throw e.about(paths[i].string());  // --json names the file
+    }
 }
 
-AtomicFile::AtomicFile(const std::filesystem::path& target, WriteRules rules) : target_(target), rules_(std::move(rules)) {
+AtomicFile::AtomicFile(const std::filesystem::path& target, WriteRules rules)
+    : target_(target), rules_(std::move(rules)) {
   tmp_ = temp_name(target_);
 #ifdef O_TMPFILE
   fd_ = ::open(folder_of(target_).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
@@ -162,7 +165,8 @@ void AtomicFile::commit() {
   check_target(target_, rules_, "output");  // again: the folder may have changed during a long job
   if (!rules_.overwrite) {
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_NOREPLACE) != 0) {
-      if (errno == EEXIST) fail_usage("output '", target_.string(), "' appeared while writing; pass --overwrite to replace it");
+      if (errno == EEXIST)
+        fail_usage("output '", target_.string(), "' appeared while writing; pass --overwrite to replace it");
       if (errno != EINVAL && errno != ENOSYS)
         fail("cannot rename '", tmp_.string(), "' to '", target_.string(), "': ", std::strerror(errno));
       // No RENAME_NOREPLACE on this file system: link(2) refuses an existing name too.
@@ -182,9 +186,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
     AtomicFile f(path, rules);
     f.write(bytes.data(), bytes.size());
     f.commit();
-  } catch (const Error& e) {
-    throw e.about(path.string());
-  }
+  } catch (const Error& e) { throw e.about(path.string()); }
 }
 
 void remove_stale_temporaries(const std::filesystem::path& dir) {
@@ -201,7 +203,7 @@ void remove_stale_temporaries(const std::filesystem::path& dir) {
     auto [p, err] = std::from_chars(rest.data(), rest.data() + dot, pid);
     if (err != std::errc() || p != rest.data() + dot || pid <= 0) continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // still running
-    struct stat st{};
+    struct stat st {};
     if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(it->path().c_str());
   }
 }
@@ -216,7 +218,7 @@ std::string read_side_file(const std::filesystem::path& path, std::string_view w
   // O_NONBLOCK: opening a FIFO for reading would wait for a writer; fstat then refuses it.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw bad(": cannot open: ", std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);

@@ -70,6 +70,7 @@ void remove_stale_temporaries(const std::filesystem::path& dir);
 // opened without blocking, so that a FIFO, /dev/zero, /dev/urandom or a directory is a clear error
 // naming the path and `what` ("hierarchy sidecar", "input file") instead of a hang or a 2 GB read.
 inline constexpr uint64_t kSideFileLimit = uint64_t{1} << 30;
-std::string read_side_file(const std::filesystem::path& path, std::string_view what, uint64_t max_bytes = kSideFileLimit);
+std::string read_side_file(const std::filesystem::path& path, std::string_view what,
+                           uint64_t max_bytes = kSideFileLimit);
 
 }  // namespace onnxforge

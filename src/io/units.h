@@ -27,11 +27,16 @@ inline std::string human_bytes(uint64_t bytes) {
 inline std::string human_seconds(double s) {
   char buf[32];
   double a = std::fabs(s);
-  if (a < 1e-6) std::snprintf(buf, sizeof buf, "%.0f ns", s * 1e9);
-  else if (a < 1e-3) std::snprintf(buf, sizeof buf, a < 1e-5 ? "%.2f us" : "%.1f us", s * 1e6);
-  else if (a < 1) std::snprintf(buf, sizeof buf, a < 1e-2 ? "%.2f ms" : "%.1f ms", s * 1e3);
-  else if (a < 60) std::snprintf(buf, sizeof buf, a < 10 ? "%.2f s" : "%.1f s", s);
-  else std::snprintf(buf, sizeof buf, "%dm %02.0fs", static_cast<int>(s / 60), std::fmod(s, 60.0));
+  if (a < 1e-6)
+    std::snprintf(buf, sizeof buf, "%.0f ns", s * 1e9);
+  else if (a < 1e-3)
+    std::snprintf(buf, sizeof buf, a < 1e-5 ? "%.2f us" : "%.1f us", s * 1e6);
+  else if (a < 1)
+    std::snprintf(buf, sizeof buf, a < 1e-2 ? "%.2f ms" : "%.1f ms", s * 1e3);
+  else if (a < 60)
+    std::snprintf(buf, sizeof buf, a < 10 ? "%.2f s" : "%.1f s", s);
+  else
+    std::snprintf(buf, sizeof buf, "%dm %02.0fs", static_cast<int>(s / 60), std::fmod(s, 60.0));
   return buf;
 }
 
@@ -44,20 +49,25 @@ inline std::optional<uint64_t> parse_bytes(std::string_view text) {
   double v = 0;
   try {
     v = std::stod(s, &used);
-  } catch (...) {
-    return std::nullopt;
-  }
+  } catch (...) { return std::nullopt; }
   if (!(v >= 0) || s[0] == '-' || s[0] == '+' || !std::isfinite(v)) return std::nullopt;
   std::string unit = s.substr(used);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "IB") unit.resize(unit.size() - 2);
-  else if (unit.size() >= 1 && unit.back() == 'B') unit.pop_back();
+  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "IB")
+    unit.resize(unit.size() - 2);
+  else if (unit.size() >= 1 && unit.back() == 'B')
+    unit.pop_back();
   double scale = 1;
-  if (unit == "K") scale = 1024.0;
-  else if (unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty()) return std::nullopt;
+  if (unit == "K")
+    scale = 1024.0;
+  else if (unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    return std::nullopt;
   double bytes = std::floor(v * scale);
   if (bytes >= 18446744073709551615.0) return std::nullopt;
   return static_cast<uint64_t>(bytes);

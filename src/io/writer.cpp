@@ -23,7 +23,8 @@ class ComputeAhead {
   ComputeAhead(const TensorStore& ts, std::vector<TensorId> order) : ts_(ts), order_(std::move(order)) {
     size_t largest = 0;
     for (TensorId t : order_) largest = std::max<size_t>(largest, ts_.byte_size(t));
-    for (auto& b : buffers_) b = std::make_unique<AnonymousMemory>(order_.empty() ? 0 : largest, "write a computed tensor");
+    for (auto& b : buffers_)
+      b = std::make_unique<AnonymousMemory>(order_.empty() ? 0 : largest, "write a computed tensor");
     start(0);
   }
   ~ComputeAhead() {
@@ -61,7 +62,7 @@ class Encoder {
     uint64_t at;  // position in buf_ before which the payload goes
     const std::byte* data;
     uint64_t size;
-    const MappedFile* file;  // when set, data lives in this mapping (copy_file_range-able)
+    const MappedFile* file;              // when set, data lives in this mapping (copy_file_range-able)
     const TensorStore* store = nullptr;  // when set, the payload is deferred tensor `tensor`
     TensorId tensor;
   };
@@ -79,7 +80,10 @@ class Encoder {
     append(tmp, n);
   }
   void tag(uint32_t field, WireType w) { varint((uint64_t{field} << 3) | w); }
-  void int_field(uint32_t field, int64_t v) { tag(field, kVarint); varint(static_cast<uint64_t>(v)); }
+  void int_field(uint32_t field, int64_t v) {
+    tag(field, kVarint);
+    varint(static_cast<uint64_t>(v));
+  }
   void float_field(uint32_t field, float f) {
     tag(field, kFixed32);
     char b[4];
@@ -97,8 +101,10 @@ class Encoder {
   }
   // Verbatim field bytes (tag included); big ones become holes.
   void raw(std::string_view field_bytes, const MappedFile* file) {
-    if (field_bytes.size() >= kHoleMin) hole(reinterpret_cast<const std::byte*>(field_bytes.data()), field_bytes.size(), file);
-    else append(field_bytes.data(), field_bytes.size());
+    if (field_bytes.size() >= kHoleMin)
+      hole(reinterpret_cast<const std::byte*>(field_bytes.data()), field_bytes.size(), file);
+    else
+      append(field_bytes.data(), field_bytes.size());
   }
   void raw_all(std::span<const std::string_view> fields, const MappedFile* file) {
     for (std::string_view f : fields) raw(f, file);
@@ -107,8 +113,10 @@ class Encoder {
   void payload(uint32_t field, const std::byte* data, uint64_t size, const MappedFile* file) {
     tag(field, kLen);
     varint(size);
-    if (size >= kHoleMin) hole(data, size, file);
-    else append(reinterpret_cast<const char*>(data), size);
+    if (size >= kHoleMin)
+      hole(data, size, file);
+    else
+      append(reinterpret_cast<const char*>(data), size);
   }
   // A length-delimited field whose payload is a deferred tensor, computed at write time.
   void computed_payload(uint32_t field, const TensorStore& ts, TensorId t) {
@@ -146,8 +154,10 @@ class Encoder {
       if (h.store) {
         auto b = computed.next(h.tensor);
         write_all(fd, b.data(), b.size(), what);
-      } else if (h.file) copy_to_fd(*h.file, h.file->offset_of(h.data), h.size, fd, what);
-      else write_all(fd, h.data, h.size, what);
+      } else if (h.file)
+        copy_to_fd(*h.file, h.file->offset_of(h.data), h.size, fd, what);
+      else
+        write_all(fd, h.data, h.size, what);
     }
     write_all(fd, buf_.data() + pos, buf_.size() - pos, what);
   }
@@ -220,12 +230,16 @@ class Writer {
     bool escapes = rel.is_absolute() || rel.filename().empty() || rel.filename() == "." || rel.filename() == "..";
     int depth = 0;
     for (const auto& part : rel) {
-      if (part == "..") escapes |= --depth < 0;
-      else if (part != "." && !part.empty()) ++depth;
+      if (part == "..")
+        escapes |= --depth < 0;
+      else if (part != "." && !part.empty())
+        ++depth;
     }
     if (escapes)
-      throw Error("external data file '" + name + "' must be a file name relative to the output's folder (no absolute "
-                  "path, no '..' leading out of it)", Error::Kind::Usage);
+      throw Error("external data file '" + name +
+                      "' must be a file name relative to the output's folder (no absolute "
+                      "path, no '..' leading out of it)",
+                  Error::Kind::Usage);
     if ((out_.parent_path() / rel).lexically_normal() == out_.lexically_normal())
       throw Error("external data file '" + name + "' is the output model itself; choose another name",
                   Error::Kind::Usage);
@@ -282,7 +296,8 @@ class Writer {
     Encoder e;
     for (NodeId n : node_order(g)) e.message(1, encode_node(g, n));
     e.sym_if(2, g.name());
-    for (ValueId v : g.initializers()) e.message(5, encode_tensor(model_.tensors, g.initializer(v), g.value_name(v), true));
+    for (ValueId v : g.initializers())
+      e.message(5, encode_tensor(model_.tensors, g.initializer(v), g.value_name(v), true));
     for (ValueId v : g.graph_inputs()) e.message(11, encode_value_info(g, v));
     // IR < 4: every initializer must also be a graph input (the ONNX checker rejects the model
     // otherwise); initializers a pass added (folded constants) are declared from their tensor.
@@ -318,18 +333,26 @@ class Writer {
       case AttrType::Float: e.float_field(2, a.f); break;
       case AttrType::Int: e.int_field(3, a.i); break;
       case AttrType::String: e.sym_field(4, a.s); break;
-      case AttrType::Tensor: e.message(5, encode_tensor(model_.tensors, a.tensor, model_.tensors.name(a.tensor), false)); break;
+      case AttrType::Tensor:
+        e.message(5, encode_tensor(model_.tensors, a.tensor, model_.tensors.name(a.tensor), false));
+        break;
       case AttrType::Graph: e.message(6, encode_graph(model_.graph(a.graph))); break;
-      case AttrType::Floats: for (float f : g.floats(a)) e.float_field(7, f); break;
+      case AttrType::Floats:
+        for (float f : g.floats(a)) e.float_field(7, f);
+        break;
       case AttrType::Ints: {
         for (int64_t i : g.ints(a)) e.int_field(8, i);
         break;
       }
-      case AttrType::Strings: for (Sym s : g.strings(a)) e.sym_field(9, s); break;
+      case AttrType::Strings:
+        for (Sym s : g.strings(a)) e.sym_field(9, s);
+        break;
       case AttrType::Tensors:
         for (TensorId t : g.tensors(a)) e.message(10, encode_tensor(model_.tensors, t, model_.tensors.name(t), false));
         break;
-      case AttrType::Graphs: for (GraphId sg : g.graphs(a)) e.message(11, encode_graph(model_.graph(sg))); break;
+      case AttrType::Graphs:
+        for (GraphId sg : g.graphs(a)) e.message(11, encode_graph(model_.graph(sg)));
+        break;
       default: break;
     }
     e.raw_all(g.attr_extra(a), source());
@@ -350,8 +373,10 @@ class Writer {
         Encoder shape;
         for (const Dim& d : g.shape(v)) {
           Encoder dim;
-          if (d.known()) dim.int_field(1, d.value);
-          else if (!d.param.empty()) dim.sym_field(2, d.param);
+          if (d.known())
+            dim.int_field(1, d.value);
+          else if (!d.param.empty())
+            dim.sym_field(2, d.param);
           shape.message(1, dim);
         }
         tensor_type.message(2, shape);
@@ -402,8 +427,8 @@ class Writer {
 
   Encoder encode_tensor(const TensorStore& ts, TensorId t, Sym name, bool initializer) {
     const TensorStore::Entry& te = ts.entry(t);
-    bool to_external = external_ && initializer && te.storage != TensorStorage::Strings &&
-                       te.size >= options_.external_min_bytes;
+    bool to_external =
+        external_ && initializer && te.storage != TensorStorage::Strings && te.size >= options_.external_min_bytes;
     bool verbatim = !te.changed && !to_external && te.storage != TensorStorage::External && !te.source.proto.empty() &&
                     te.name == name;
     Encoder e;
@@ -493,9 +518,7 @@ SaveStats save_model(const Model& model, const std::filesystem::path& path, cons
     if (out.parent_path().empty()) out = std::filesystem::path(".") / out;
     Writer w(model, out, options);
     return w.save();
-  } catch (const Error& e) {
-    throw e.about(path.string());
-  }
+  } catch (const Error& e) { throw e.about(path.string()); }
 }
 
 bool nodes_topologically_sorted(const Model& model) {
@@ -520,7 +543,8 @@ bool nodes_topologically_sorted(const Model& model) {
 }
 
 std::filesystem::path external_data_path(const std::filesystem::path& path, const SaveOptions& options) {
-  return path.parent_path() / (options.external_file.empty() ? path.filename().string() + ".data" : options.external_file);
+  return path.parent_path() /
+         (options.external_file.empty() ? path.filename().string() + ".data" : options.external_file);
 }
 
 }  // namespace onnxforge

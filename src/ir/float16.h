@@ -10,14 +10,20 @@ namespace onnxforge {
 inline float half_to_float(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, u;
   if (exp == 0) {
-    if (man == 0) u = sign;
+    if (man == 0)
+      u = sign;
     else {  // subnormal: normalise
       int e = -1;
-      do { ++e; man <<= 1; } while (!(man & 0x400u));
+      do {
+        ++e;
+        man <<= 1;
+      } while (!(man & 0x400u));
       u = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
     }
-  } else if (exp == 31) u = sign | 0x7f800000u | man << 13;
-  else u = sign | (exp + 112) << 23 | man << 13;
+  } else if (exp == 31)
+    u = sign | 0x7f800000u | man << 13;
+  else
+    u = sign | (exp + 112) << 23 | man << 13;
   return std::bit_cast<float>(u);
 }
 
@@ -27,7 +33,7 @@ inline uint16_t float_to_half(float f) {
   uint32_t a = u & 0x7fffffffu;
   if (a >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0));
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (a < 0x38800000u) {  // subnormal or zero in half
+  if (a < 0x38800000u) {                                               // subnormal or zero in half
     // Adding 0.5 shifts the value so that the float's rounding gives the half subnormal bits.
     uint32_t ru = std::bit_cast<uint32_t>(std::bit_cast<float>(a) + 0.5f);
     return static_cast<uint16_t>(sign | (ru - 0x3f000000u));

@@ -361,8 +361,10 @@ int narrowest_float_bits(const Model& m) {
     switch (t) {
       case DType::Float16: return 10;
       case DType::BFloat16: return 7;
-      case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: return 3;
-      case DType::Float8E5M2: case DType::Float8E5M2FNUZ: return 2;
+      case DType::Float8E4M3FN:
+      case DType::Float8E4M3FNUZ: return 3;
+      case DType::Float8E5M2:
+      case DType::Float8E5M2FNUZ: return 2;
       case DType::Float4E2M1: return 1;
       default: return 23;
     }
@@ -390,6 +392,5 @@ int narrowest_float_bits(const Model& m) {
   }
   return out;
 }
-
 
 }  // namespace onnxforge

@@ -31,8 +31,20 @@ class Model;
 
 // AttributeProto.AttributeType
 enum class AttrType : uint8_t {
-  Undefined = 0, Float = 1, Int = 2, String = 3, Tensor = 4, Graph = 5, Floats = 6, Ints = 7,
-  Strings = 8, Tensors = 9, Graphs = 10, SparseTensor = 11, SparseTensors = 12, TypeProto = 13,
+  Undefined = 0,
+  Float = 1,
+  Int = 2,
+  String = 3,
+  Tensor = 4,
+  Graph = 5,
+  Floats = 6,
+  Ints = 7,
+  Strings = 8,
+  Tensors = 9,
+  Graphs = 10,
+  SparseTensor = 11,
+  SparseTensors = 12,
+  TypeProto = 13,
   TypeProtos = 14,
 };
 
@@ -47,7 +59,7 @@ struct Attr {
   Sym s;
   TensorId tensor;
   GraphId graph;
-  uint32_t list_begin = 0, list_count = 0;  // into ints/floats/strings/tensors/graphs
+  uint32_t list_begin = 0, list_count = 0;    // into ints/floats/strings/tensors/graphs
   uint32_t extra_begin = 0, extra_count = 0;  // verbatim fields (doc_string, sparse, type protos)
 };
 
@@ -64,13 +76,55 @@ struct NewAttr {
   TensorId tensor;
   GraphId graph;
 
-  static NewAttr Int(std::string n, int64_t v) { NewAttr a; a.name = std::move(n); a.type = AttrType::Int; a.i = v; return a; }
-  static NewAttr Float(std::string n, float v) { NewAttr a; a.name = std::move(n); a.type = AttrType::Float; a.f = v; return a; }
-  static NewAttr String(std::string n, std::string v) { NewAttr a; a.name = std::move(n); a.type = AttrType::String; a.s = std::move(v); return a; }
-  static NewAttr Ints(std::string n, std::vector<int64_t> v) { NewAttr a; a.name = std::move(n); a.type = AttrType::Ints; a.ints = std::move(v); return a; }
-  static NewAttr Floats(std::string n, std::vector<float> v) { NewAttr a; a.name = std::move(n); a.type = AttrType::Floats; a.floats = std::move(v); return a; }
-  static NewAttr Tensor(std::string n, TensorId t) { NewAttr a; a.name = std::move(n); a.type = AttrType::Tensor; a.tensor = t; return a; }
-  static NewAttr Graph(std::string n, GraphId g) { NewAttr a; a.name = std::move(n); a.type = AttrType::Graph; a.graph = g; return a; }
+  static NewAttr Int(std::string n, int64_t v) {
+    NewAttr a;
+    a.name = std::move(n);
+    a.type = AttrType::Int;
+    a.i = v;
+    return a;
+  }
+  static NewAttr Float(std::string n, float v) {
+    NewAttr a;
+    a.name = std::move(n);
+    a.type = AttrType::Float;
+    a.f = v;
+    return a;
+  }
+  static NewAttr String(std::string n, std::string v) {
+    NewAttr a;
+    a.name = std::move(n);
+    a.type = AttrType::String;
+    a.s = std::move(v);
+    return a;
+  }
+  static NewAttr Ints(std::string n, std::vector<int64_t> v) {
+    NewAttr a;
+    a.name = std::move(n);
+    a.type = AttrType::Ints;
+    a.ints = std::move(v);
+    return a;
+  }
+  static NewAttr Floats(std::string n, std::vector<float> v) {
+    NewAttr a;
+    a.name = std::move(n);
+    a.type = AttrType::Floats;
+    a.floats = std::move(v);
+    return a;
+  }
+  static NewAttr Tensor(std::string n, TensorId t) {
+    NewAttr a;
+    a.name = std::move(n);
+    a.type = AttrType::Tensor;
+    a.tensor = t;
+    return a;
+  }
+  static NewAttr Graph(std::string n, GraphId g) {
+    NewAttr a;
+    a.name = std::move(n);
+    a.type = AttrType::Graph;
+    a.graph = g;
+    return a;
+  }
 };
 
 struct MetadataEntry {
@@ -84,7 +138,7 @@ class Graph {
   // ---- identity ----
   Model& model() const { return *model_; }
   GraphId id() const { return id_; }
-  GraphId parent() const { return parent_; }  // invalid for the main graph and function bodies
+  GraphId parent() const { return parent_; }         // invalid for the main graph and function bodies
   NodeId owner_node() const { return owner_node_; }  // node in `parent` whose attribute holds us
   bool is_function_body() const { return is_function_; }
   // A subgraph whose owning node was removed: unreachable, not written, skipped by analyses.
@@ -102,22 +156,38 @@ class Graph {
   Sym node_name(NodeId n) const { return node_name_[n.index()]; }
   Sym overload(NodeId n) const { return overload_[n.index()]; }
   bool is_op(NodeId n, std::string_view op_type) const;  // in the default ONNX domain
-  std::span<const ValueId> inputs(NodeId n) const { return {node_inputs_.data() + in_begin_[n.index()], in_count_[n.index()]}; }
-  std::span<const ValueId> outputs(NodeId n) const { return {node_outputs_.data() + out_begin_[n.index()], out_count_[n.index()]}; }
+  std::span<const ValueId> inputs(NodeId n) const {
+    return {node_inputs_.data() + in_begin_[n.index()], in_count_[n.index()]};
+  }
+  std::span<const ValueId> outputs(NodeId n) const {
+    return {node_outputs_.data() + out_begin_[n.index()], out_count_[n.index()]};
+  }
   // Input/output i, or an invalid id when absent (optional "" or past the end).
-  ValueId input(NodeId n, size_t i) const { auto s = inputs(n); return i < s.size() ? s[i] : ValueId{}; }
-  ValueId output(NodeId n, size_t i) const { auto s = outputs(n); return i < s.size() ? s[i] : ValueId{}; }
-  std::span<const MetadataEntry> metadata(NodeId n) const { return {metadata_.data() + meta_begin_[n.index()], meta_count_[n.index()]}; }
+  ValueId input(NodeId n, size_t i) const {
+    auto s = inputs(n);
+    return i < s.size() ? s[i] : ValueId{};
+  }
+  ValueId output(NodeId n, size_t i) const {
+    auto s = outputs(n);
+    return i < s.size() ? s[i] : ValueId{};
+  }
+  std::span<const MetadataEntry> metadata(NodeId n) const {
+    return {metadata_.data() + meta_begin_[n.index()], meta_count_[n.index()]};
+  }
   std::string_view metadata_value(NodeId n, std::string_view key) const;
   uint32_t scope(NodeId n) const { return scope_[n.index()]; }  // tag set id, 0 = untagged
   void set_scope(NodeId n, uint32_t tags) { scope_[n.index()] = tags; }
   // Whether the node's name/domain field was present in the file even when empty (proto2).
   bool domain_present(NodeId n) const { return present_[n.index()] & kDomainPresent; }
   bool name_present(NodeId n) const { return present_[n.index()] & kNamePresent; }
-  std::span<const std::string_view> node_extra(NodeId n) const { return {extra_.data() + node_extra_begin_[n.index()], node_extra_count_[n.index()]}; }
+  std::span<const std::string_view> node_extra(NodeId n) const {
+    return {extra_.data() + node_extra_begin_[n.index()], node_extra_count_[n.index()]};
+  }
 
   // ---- attributes ----
-  std::span<const Attr> attrs(NodeId n) const { return {attrs_.data() + attr_begin_[n.index()], attr_count_[n.index()]}; }
+  std::span<const Attr> attrs(NodeId n) const {
+    return {attrs_.data() + attr_begin_[n.index()], attr_count_[n.index()]};
+  }
   const Attr* attr(NodeId n, std::string_view name) const;
   int64_t attr_int(NodeId n, std::string_view name, int64_t fallback) const;
   float attr_float(NodeId n, std::string_view name, float fallback) const;
@@ -134,7 +204,9 @@ class Graph {
   std::span<const Sym> strings(const Attr& a) const { return {strings_.data() + a.list_begin, a.list_count}; }
   std::span<const TensorId> tensors(const Attr& a) const { return {tensor_list_.data() + a.list_begin, a.list_count}; }
   std::span<const GraphId> graphs(const Attr& a) const { return {graph_list_.data() + a.list_begin, a.list_count}; }
-  std::span<const std::string_view> attr_extra(const Attr& a) const { return {extra_.data() + a.extra_begin, a.extra_count}; }
+  std::span<const std::string_view> attr_extra(const Attr& a) const {
+    return {extra_.data() + a.extra_begin, a.extra_count};
+  }
   // Subgraphs held by a node's attributes (Graph and Graphs types).
   std::vector<GraphId> subgraphs(NodeId n) const;
 
@@ -160,8 +232,12 @@ class Graph {
   // An initializer whose value cannot be overridden at run time (not also a graph input).
   bool is_constant(ValueId v) const { return is_initializer(v) && !is_graph_input(v); }
   bool has_type(ValueId v) const { return v.valid() && (flags_[v.index()] & kTyped); }
-  std::string_view type_raw(ValueId v) const { return v.valid() ? type_raw_[v.index()] : std::string_view(); }  // non-tensor TypeProto
-  std::span<const std::string_view> value_extra(ValueId v) const { return {extra_.data() + value_extra_begin_[v.index()], value_extra_count_[v.index()]}; }
+  std::string_view type_raw(ValueId v) const {
+    return v.valid() ? type_raw_[v.index()] : std::string_view();
+  }  // non-tensor TypeProto
+  std::span<const std::string_view> value_extra(ValueId v) const {
+    return {extra_.data() + value_extra_begin_[v.index()], value_extra_count_[v.index()]};
+  }
 
   // ---- graph interface ----
   const std::vector<ValueId>& graph_inputs() const { return inputs_; }
@@ -180,11 +256,14 @@ class Graph {
   ValueId add_value(Sym name);
   // A value this subgraph reads from its parent (`outer` is a value of parent()).
   ValueId add_capture(Sym name, ValueId outer);
-  NodeId add_node(Sym op_type, Sym domain, Sym name, std::span<const ValueId> inputs,
-                  std::span<const ValueId> outputs, std::span<const NewAttr> attrs = {});
+  NodeId add_node(Sym op_type, Sym domain, Sym name, std::span<const ValueId> inputs, std::span<const ValueId> outputs,
+                  std::span<const NewAttr> attrs = {});
   void set_input(NodeId n, size_t i, ValueId v) { node_inputs_[in_begin_[n.index()] + i] = v; }
   void set_type(ValueId v, DType t, std::span<const Dim> dims);  // shape known
-  void set_dtype(ValueId v, DType t) { dtype_[v.index()] = t; flags_[v.index()] |= kTyped; }
+  void set_dtype(ValueId v, DType t) {
+    dtype_[v.index()] = t;
+    flags_[v.index()] |= kTyped;
+  }
   void clear_shape(ValueId v) { rank_[v.index()] = -1; }
   void set_value_name(ValueId v, Sym name);
   void set_initializer(ValueId v, TensorId t);
@@ -197,7 +276,10 @@ class Graph {
   void kill_node(NodeId n);
 
   // Attribute payload building (used by the reader and add_node).
-  uint32_t append_attr(Attr a) { attrs_.push_back(a); return static_cast<uint32_t>(attrs_.size() - 1); }
+  uint32_t append_attr(Attr a) {
+    attrs_.push_back(a);
+    return static_cast<uint32_t>(attrs_.size() - 1);
+  }
   Attr attr_from(const NewAttr& a);
 
  private:
@@ -266,8 +348,8 @@ struct OpsetImport {
 // A local function (FunctionProto). Its body is a Graph whose inputs/outputs are the function's.
 struct Function {
   Sym name, domain, overload;
-  std::vector<Sym> attributes;             // attribute names
-  std::vector<std::string_view> fields;    // attribute_proto, opset_import, doc, metadata... verbatim
+  std::vector<Sym> attributes;           // attribute names
+  std::vector<std::string_view> fields;  // attribute_proto, opset_import, doc, metadata... verbatim
   GraphId body;
 };
 

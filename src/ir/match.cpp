@@ -22,10 +22,19 @@ T load(const std::byte* p, uint64_t i) {
 
 bool numeric(DType t) {
   switch (t) {
-    case DType::Float: case DType::Double: case DType::Float16: case DType::BFloat16: case DType::Int64:
-    case DType::Int32: case DType::Int16: case DType::Int8: case DType::Uint8: case DType::Uint16:
-    case DType::Uint32: case DType::Uint64: case DType::Bool:
-      return true;
+    case DType::Float:
+    case DType::Double:
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Int64:
+    case DType::Int32:
+    case DType::Int16:
+    case DType::Int8:
+    case DType::Uint8:
+    case DType::Uint16:
+    case DType::Uint32:
+    case DType::Uint64:
+    case DType::Bool: return true;
     default: return false;
   }
 }
@@ -214,13 +223,55 @@ int64_t known_rank(const Graph& g, ValueId v) {
 }
 
 DType known_dtype(const Graph& g, ValueId v, const std::function<DType(ValueId)>& graph_input_type) {
-  static const std::unordered_set<std::string_view> keeps_type{
-      "Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "Sum", "Mean", "Clip", "MatMul", "Gemm", "Conv",
-      "ConvTranspose", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-      "ReduceL2", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Slice", "Gather", "Concat",
-      "Split", "Tile", "Pad", "Dropout", "LayerNormalization", "BatchNormalization", "InstanceNormalization",
-      "GroupNormalization", "RMSNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-      "Resize", "PRelu", "Attention", "RotaryEmbedding", "Swish"};
+  static const std::unordered_set<std::string_view> keeps_type{"Add",
+                                                               "Sub",
+                                                               "Mul",
+                                                               "Div",
+                                                               "Pow",
+                                                               "Min",
+                                                               "Max",
+                                                               "Sum",
+                                                               "Mean",
+                                                               "Clip",
+                                                               "MatMul",
+                                                               "Gemm",
+                                                               "Conv",
+                                                               "ConvTranspose",
+                                                               "Softmax",
+                                                               "LogSoftmax",
+                                                               "ReduceMean",
+                                                               "ReduceSum",
+                                                               "ReduceMax",
+                                                               "ReduceMin",
+                                                               "ReduceProd",
+                                                               "ReduceL2",
+                                                               "Transpose",
+                                                               "Reshape",
+                                                               "Flatten",
+                                                               "Squeeze",
+                                                               "Unsqueeze",
+                                                               "Expand",
+                                                               "Slice",
+                                                               "Gather",
+                                                               "Concat",
+                                                               "Split",
+                                                               "Tile",
+                                                               "Pad",
+                                                               "Dropout",
+                                                               "LayerNormalization",
+                                                               "BatchNormalization",
+                                                               "InstanceNormalization",
+                                                               "GroupNormalization",
+                                                               "RMSNormalization",
+                                                               "MaxPool",
+                                                               "AveragePool",
+                                                               "GlobalAveragePool",
+                                                               "GlobalMaxPool",
+                                                               "Resize",
+                                                               "PRelu",
+                                                               "Attention",
+                                                               "RotaryEmbedding",
+                                                               "Swish"};
   for (int hops = 0; v.valid() && hops < 256; ++hops) {
     if (g.dtype(v) != DType::Undefined) return g.dtype(v);
     if (TensorId t = g.initializer(v); t.valid()) return g.model().tensors.dtype(t);
@@ -236,7 +287,8 @@ DType known_dtype(const Graph& g, ValueId v, const std::function<DType(ValueId)>
     }
     if (is(g, p, "Constant")) {
       const Attr* a = g.attr(p, "value");
-      return a && a->type == AttrType::Tensor && a->tensor.valid() ? g.model().tensors.dtype(a->tensor) : DType::Undefined;
+      return a && a->type == AttrType::Tensor && a->tensor.valid() ? g.model().tensors.dtype(a->tensor)
+                                                                   : DType::Undefined;
     }
     if (is(g, p, "Where")) {
       v = g.input(p, 1);
@@ -248,6 +300,5 @@ DType known_dtype(const Graph& g, ValueId v, const std::function<DType(ValueId)>
   }
   return DType::Undefined;
 }
-
 
 }  // namespace onnxforge

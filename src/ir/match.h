@@ -112,8 +112,8 @@ struct Miss {
 template <class M>
 class Found {
  public:
-  Found() = default;                              // not a block of this kind
-  Found(M m) : match_(std::move(m)) {}           // NOLINT: implicit, so matchers `return M{...}`
+  Found() = default;                    // not a block of this kind
+  Found(M m) : match_(std::move(m)) {}  // NOLINT: implicit, so matchers `return M{...}`
   Found(Miss miss) : why_(miss.why.empty() ? "unspecified" : miss.why) {}  // NOLINT
   explicit operator bool() const { return match_.has_value(); }
   // A block that failed a check (why() names it).

@@ -9,9 +9,9 @@ namespace {
 
 constexpr std::string_view kMicrosoft = "com.microsoft";
 constexpr OpCategory Math = OpCategory::Math, Act = OpCategory::Activation, NN = OpCategory::NNLayer,
-                     Red = OpCategory::Reduction, Tensor = OpCategory::TensorManipulation,
-                     Const = OpCategory::Constant, Cast = OpCategory::Cast, Logic = OpCategory::ComparisonLogic,
-                     Flow = OpCategory::ControlFlow, Other = OpCategory::Other;
+                     Red = OpCategory::Reduction, Tensor = OpCategory::TensorManipulation, Const = OpCategory::Constant,
+                     Cast = OpCategory::Cast, Logic = OpCategory::ComparisonLogic, Flow = OpCategory::ControlFlow,
+                     Other = OpCategory::Other;
 
 // One row per op, sorted by name. The elementwise-unary set is the union of the lists the
 // transpose pass and the shape engine kept before this table (Identity and Not included; IsNaN,
@@ -227,8 +227,8 @@ const OpTraits kTable[] = {
 std::string_view normal_domain(std::string_view d) { return d == "ai.onnx" ? std::string_view{} : d; }
 
 struct Index {
-  std::unordered_map<std::string, const OpTraits*> by_key;       // domain + '\0' + op
-  std::unordered_map<std::string_view, OpCategory> category;     // op type, any domain
+  std::unordered_map<std::string, const OpTraits*> by_key;    // domain + '\0' + op
+  std::unordered_map<std::string_view, OpCategory> category;  // op type, any domain
   Index() {
     for (const OpTraits& t : kTable) {
       by_key.emplace(std::string(t.domain) + '\0' + std::string(t.op), &t);

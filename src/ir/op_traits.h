@@ -23,10 +23,17 @@ namespace onnxforge {
 // Categories for tagging coverage (design revision R17; hierarchy/op_category.h has the
 // thresholds): compute categories, tensor manipulation, and the context-dependent rest.
 enum class OpCategory : uint8_t {
-  Math, Activation, NNLayer, Reduction,  // compute
+  Math,
+  Activation,
+  NNLayer,
+  Reduction,  // compute
   TensorManipulation,
-  Constant, Cast, ComparisonLogic,       // context-dependent
-  ControlFlow, Other, kCount
+  Constant,
+  Cast,
+  ComparisonLogic,  // context-dependent
+  ControlFlow,
+  Other,
+  kCount
 };
 
 enum OpFact : uint32_t {

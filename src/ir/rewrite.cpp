@@ -135,8 +135,10 @@ void Rewrite::keep_output_names() {
       out = to;
     } else {
       ValueId keep = g_.add_value(name);
-      if (g_.has_shape(old)) g_.set_type(keep, g_.dtype(old), g_.shape(old));
-      else if (g_.has_type(old)) g_.set_dtype(keep, g_.dtype(old));
+      if (g_.has_shape(old))
+        g_.set_type(keep, g_.dtype(old), g_.shape(old));
+      else if (g_.has_type(old))
+        g_.set_dtype(keep, g_.dtype(old));
       NodeId id = g_.add_node(intern("Identity"), Sym{}, fresh_name(g_, "Identity"), std::span<const ValueId>(&to, 1),
                               std::span<const ValueId>(&keep, 1));
       if (g_.producer(old).valid()) g_.set_scope(id, g_.scope(g_.producer(old)));
@@ -251,9 +253,11 @@ void compact(Graph& g) {
     out_begin.push_back(static_cast<uint32_t>(outs.size()));
     for (uint32_t k = 0; k < g.out_count_[n]; ++k) outs.push_back(mv(g.node_outputs_[g.out_begin_[n] + k]));
     attr_begin.push_back(static_cast<uint32_t>(attrs.size()));
-    attrs.insert(attrs.end(), g.attrs_.begin() + g.attr_begin_[n], g.attrs_.begin() + g.attr_begin_[n] + g.attr_count_[n]);
+    attrs.insert(attrs.end(), g.attrs_.begin() + g.attr_begin_[n],
+                 g.attrs_.begin() + g.attr_begin_[n] + g.attr_count_[n]);
     meta_begin.push_back(static_cast<uint32_t>(meta.size()));
-    meta.insert(meta.end(), g.metadata_.begin() + g.meta_begin_[n], g.metadata_.begin() + g.meta_begin_[n] + g.meta_count_[n]);
+    meta.insert(meta.end(), g.metadata_.begin() + g.meta_begin_[n],
+                g.metadata_.begin() + g.meta_begin_[n] + g.meta_count_[n]);
   }
   keep_rows(g.op_type_, node_old);
   keep_rows(g.domain_, node_old);

@@ -22,11 +22,11 @@ namespace onnxforge {
 class MappedFile;
 
 enum class TensorStorage : uint8_t {
-  Embedded,   // raw_data (or packed float/double data) inside the mapped model file
-  External,   // a span of a mapped external-data file
-  Owned,      // bytes owned by the store (decoded typed fields, new or changed tensors)
-  Strings,    // a string tensor (strings kept in the store)
-  Deferred,   // computed from other tensors of the store when first read (see TensorRecipe)
+  Embedded,  // raw_data (or packed float/double data) inside the mapped model file
+  External,  // a span of a mapped external-data file
+  Owned,     // bytes owned by the store (decoded typed fields, new or changed tensors)
+  Strings,   // a string tensor (strings kept in the store)
+  Deferred,  // computed from other tensors of the store when first read (see TensorRecipe)
 };
 
 class TensorStore;
@@ -44,10 +44,10 @@ struct TensorRecipe {
 
 // Where a tensor came from in its source file, so the writer can copy it verbatim.
 struct TensorSource {
-  std::string_view proto;        // the complete TensorProto message bytes (empty for new tensors)
+  std::string_view proto;            // the complete TensorProto message bytes (empty for new tensors)
   const MappedFile* file = nullptr;  // mapping that holds the data bytes (model or external file)
-  uint64_t file_offset = 0;      // offset of the data bytes inside `file`
-  uint32_t data_field = 0;       // TensorProto field number the data came from (9 = raw_data...)
+  uint64_t file_offset = 0;          // offset of the data bytes inside `file`
+  uint32_t data_field = 0;           // TensorProto field number the data came from (9 = raw_data...)
 };
 
 class TensorStore {
@@ -65,7 +65,7 @@ class TensorStore {
     // unchanged external tensor can be written back pointing at the same file when asked.
     std::vector<std::pair<std::string, std::string>> external_info;
     std::vector<std::string_view> extra_fields;  // unmodelled TensorProto fields, verbatim
-    bool changed = false;  // data or dims differ from `source.proto`
+    bool changed = false;                        // data or dims differ from `source.proto`
     // Set for TensorStorage::Deferred; `data` stays null, the bytes live in `deferred->data`.
     struct Deferred;
     std::shared_ptr<Deferred> deferred;
@@ -134,7 +134,10 @@ class TensorStore {
   // Replaces a tensor's contents (dims and bytes), marking it changed. Deferred tensors computed
   // from `t` are materialized first.
   void replace(TensorId t, std::span<const int64_t> dims, std::span<const std::byte> bytes);
-  void rename(TensorId t, Sym name) { entries_[t.index()].name = name; entries_[t.index()].changed = true; }
+  void rename(TensorId t, Sym name) {
+    entries_[t.index()].name = name;
+    entries_[t.index()].changed = true;
+  }
 
   uint64_t total_bytes() const;
 

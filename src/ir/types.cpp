@@ -78,10 +78,10 @@ std::string_view str(Sym s) { return interner().str(s); }
 
 std::string_view dtype_name(DType t) {
   static constexpr std::array<std::string_view, 24> names = {
-      "undefined", "float32", "uint8", "int8", "uint16", "int16", "int32", "int64",
-      "string", "bool", "float16", "float64", "uint32", "uint64", "complex64", "complex128",
-      "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4",
-      "float4e2m1"};
+      "undefined",      "float32",    "uint8",          "int8",       "uint16",   "int16",
+      "int32",          "int64",      "string",         "bool",       "float16",  "float64",
+      "uint32",         "uint64",     "complex64",      "complex128", "bfloat16", "float8e4m3fn",
+      "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4",      "int4",     "float4e2m1"};
   auto i = static_cast<size_t>(t);
   return i < names.size() ? names[i] : std::string_view("unknown");
 }
@@ -90,13 +90,28 @@ bool dtype_known(int32_t t) { return t >= 0 && t <= 23; }
 
 int dtype_bits(DType t) {
   switch (t) {
-    case DType::Bool: case DType::Uint8: case DType::Int8: case DType::Float8E4M3FN:
-    case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ: return 8;
-    case DType::Uint16: case DType::Int16: case DType::Float16: case DType::BFloat16: return 16;
-    case DType::Float: case DType::Int32: case DType::Uint32: return 32;
-    case DType::Int64: case DType::Uint64: case DType::Double: case DType::Complex64: return 64;
+    case DType::Bool:
+    case DType::Uint8:
+    case DType::Int8:
+    case DType::Float8E4M3FN:
+    case DType::Float8E4M3FNUZ:
+    case DType::Float8E5M2:
+    case DType::Float8E5M2FNUZ: return 8;
+    case DType::Uint16:
+    case DType::Int16:
+    case DType::Float16:
+    case DType::BFloat16: return 16;
+    case DType::Float:
+    case DType::Int32:
+    case DType::Uint32: return 32;
+    case DType::Int64:
+    case DType::Uint64:
+    case DType::Double:
+    case DType::Complex64: return 64;
     case DType::Complex128: return 128;
-    case DType::Uint4: case DType::Int4: case DType::Float4E2M1: return 4;
+    case DType::Uint4:
+    case DType::Int4:
+    case DType::Float4E2M1: return 4;
     default: return 0;
   }
 }

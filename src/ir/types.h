@@ -42,10 +42,30 @@ std::string_view str(Sym s);
 
 // TensorProto.DataType values.
 enum class DType : int32_t {
-  Undefined = 0, Float = 1, Uint8 = 2, Int8 = 3, Uint16 = 4, Int16 = 5, Int32 = 6, Int64 = 7,
-  String = 8, Bool = 9, Float16 = 10, Double = 11, Uint32 = 12, Uint64 = 13, Complex64 = 14,
-  Complex128 = 15, BFloat16 = 16, Float8E4M3FN = 17, Float8E4M3FNUZ = 18, Float8E5M2 = 19,
-  Float8E5M2FNUZ = 20, Uint4 = 21, Int4 = 22, Float4E2M1 = 23,
+  Undefined = 0,
+  Float = 1,
+  Uint8 = 2,
+  Int8 = 3,
+  Uint16 = 4,
+  Int16 = 5,
+  Int32 = 6,
+  Int64 = 7,
+  String = 8,
+  Bool = 9,
+  Float16 = 10,
+  Double = 11,
+  Uint32 = 12,
+  Uint64 = 13,
+  Complex64 = 14,
+  Complex128 = 15,
+  BFloat16 = 16,
+  Float8E4M3FN = 17,
+  Float8E4M3FNUZ = 18,
+  Float8E5M2 = 19,
+  Float8E5M2FNUZ = 20,
+  Uint4 = 21,
+  Int4 = 22,
+  Float4E2M1 = 23,
 };
 
 std::string_view dtype_name(DType t);

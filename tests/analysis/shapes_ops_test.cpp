@@ -155,8 +155,8 @@ TEST(ShapeOps, ShapeValuesFeedExpandRangeConstantOfShapeSliceTile) {
   b.node("Expand", {"shape1", "s"}, {"ex"});  // values as data
   b.input("y", F, "1,1,768");
   b.node("Expand", {"y", "s"}, {"ey"});
-  b.node("Slice", {"x", "ax1", "big", "ax1"}, {"sl"});  // x[:, 1:]
-  b.node("Slice", {"x", "ax0", "uq", "ax1"}, {"sl2"});  // x[:, 0:seq]
+  b.node("Slice", {"x", "ax1", "big", "ax1"}, {"sl"});    // x[:, 1:]
+  b.node("Slice", {"x", "ax0", "uq", "ax1"}, {"sl2"});    // x[:, 0:seq]
   b.node("Slice", {"x", "ax0", "neg1", "ax1"}, {"sl3"});  // x[:, :-1]
   b.node("Tile", {"x", "rep"}, {"ti"});
   b.node("Size", {"x"}, {"sz"});

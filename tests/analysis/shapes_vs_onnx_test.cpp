@@ -202,9 +202,7 @@ static void compare_zoo(const std::vector<fs::path>& models, const std::string& 
     EXPECT_EQ(c.onnx_only, 0u);
     EXPECT_TRUE(rep.conflicts.empty()) << rep.conflicts.front().message;
     EXPECT_TRUE(rep.unknown_ops.empty());
-    if (is_transformer(path.stem().string())) {
-      EXPECT_GE(c.ours_resolved, c.onnx_resolved);
-    }
+    if (is_transformer(path.stem().string())) { EXPECT_GE(c.ours_resolved, c.onnx_resolved); }
   }
   std::cout << "[zoo] total: " << total.str() << "\n";
 }
@@ -248,8 +246,8 @@ TEST(ShapesVsOnnx, FullSizeZooModels) {
   compare_zoo(models, "zoo_full_ref");
 }
 
-// Backend tests (node, pytorch-converted, pytorch-operator, simple) declare the exact shapes of their outputs: both inferences run with those cleared,
-// then each is compared with onnx's and with the declaration (the ground truth).
+// Backend tests (node, pytorch-converted, pytorch-operator, simple) declare the exact shapes of their outputs: both
+// inferences run with those cleared, then each is compared with onnx's and with the declaration (the ground truth).
 TEST(ShapesVsOnnx, BackendNodeTests) {
   std::vector<fs::path> models;
   for (const char* set : {"node", "pytorch-converted", "pytorch-operator", "simple", "real"}) {
@@ -297,7 +295,8 @@ TEST(ShapesVsOnnx, BackendNodeTests) {
       }
     }
   }
-  std::cout << "[node] " << compared << " models compared (" << load_failed << " not loadable): " << total.str() << "\n";
+  std::cout << "[node] " << compared << " models compared (" << load_failed << " not loadable): " << total.str()
+            << "\n";
   std::cout << "[node] declared outputs checked " << truth_checked << ", contradicted " << truth_wrong << "\n";
   for (const auto& w : wrong) std::cout << "    " << w << "\n";
   EXPECT_EQ(truth_wrong, 0u);

@@ -30,8 +30,7 @@ std::string run_capture(const std::string& cmd) {
 }  // namespace
 
 TEST(ShapesVsRuntime, ZooModelsMatchOrtShapes) {
-  if (std::system("node --version >/dev/null 2>&1") != 0 ||
-      !onnxforge::test::ort_peer_installed())
+  if (std::system("node --version >/dev/null 2>&1") != 0 || !onnxforge::test::ort_peer_installed())
     GTEST_SKIP() << "ONNX Runtime peer (tools/peers) not installed";
   size_t total = 0, exact = 0, symbolic = 0, wrong = 0;
   for (const auto& path : test::zoo_models()) {
@@ -39,7 +38,8 @@ TEST(ShapesVsRuntime, ZooModelsMatchOrtShapes) {
     auto model = load_model(path);
     ShapeOptions o;
     std::string dims;
-    for (const auto& [name, value] : test::specialise_dims(*model, o)) dims += " --dim " + name + "=" + std::to_string(value);
+    for (const auto& [name, value] : test::specialise_dims(*model, o))
+      dims += " --dim " + name + "=" + std::to_string(value);
     auto dir = test::temp_dir("ort_shapes");
     json ref = json::parse(run_capture("/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tests/analysis/ort_shapes.py '" +
                                        path.string() + "' " + dir.string() + dims));
@@ -61,11 +61,14 @@ TEST(ShapesVsRuntime, ZooModelsMatchOrtShapes) {
         bool ranked = g.has_shape(v) && g.shape(v).size() == it->size(), diff = !ranked, sym = false;
         for (size_t i = 0; ranked && i < it->size(); ++i) {
           const Dim& d = g.shape(v)[i];
-          if (!d.known()) sym = true;
-          else if (d.value != (*it)[i].get<int64_t>()) diff = true;
+          if (!d.known())
+            sym = true;
+          else if (d.value != (*it)[i].get<int64_t>())
+            diff = true;
         }
         for (size_t i = 0; !diff && ranked && i < it->size(); ++i) {
-          auto e = gs.has_shape(v) && gs.shape(v).size() == it->size() ? SymDim::from_dim(gs.shape(v)[i]) : std::nullopt;
+          auto e =
+              gs.has_shape(v) && gs.shape(v).size() == it->size() ? SymDim::from_dim(gs.shape(v)[i]) : std::nullopt;
           SymDim got = e ? e->substitute(at) : SymDim::symbol("?");
           if (got.is_constant() && got.value() != (*it)[i].get<int64_t>()) {
             diff = true;

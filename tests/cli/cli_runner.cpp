@@ -14,8 +14,9 @@ namespace onnxforge::test {
 std::filesystem::path onnxforge_binary() { return std::filesystem::path(ONNXFORGE_BINARY_DIR) / "onnxforge"; }
 
 std::string CliResult::describe() const {
-  std::string s = timed_out ? "timed out (hang)" : signal ? "killed by signal " + std::to_string(signal)
-                                                          : "exit " + std::to_string(code);
+  std::string s = timed_out ? "timed out (hang)"
+                  : signal  ? "killed by signal " + std::to_string(signal)
+                            : "exit " + std::to_string(code);
   return s + "\n--- stdout ---\n" + out.substr(0, 4000) + "\n--- stderr ---\n" + err.substr(0, 4000);
 }
 
@@ -47,7 +48,8 @@ CliResult run_cli(const std::vector<std::string>& args, double timeout_seconds) 
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
   while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       r.timed_out = true;
       ::kill(pid, SIGKILL);
@@ -72,8 +74,10 @@ CliResult run_cli(const std::vector<std::string>& args, double timeout_seconds) 
     if (f.fd >= 0) ::close(f.fd);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status) && !r.timed_out) r.signal = WTERMSIG(status);
+  if (WIFEXITED(status))
+    r.code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status) && !r.timed_out)
+    r.signal = WTERMSIG(status);
   return r;
 }
 

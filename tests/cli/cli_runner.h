@@ -13,8 +13,8 @@
 namespace onnxforge::test {
 
 struct CliResult {
-  int code = -1;       // exit status, when the process exited
-  int signal = 0;      // the signal that ended it, 0 when it exited
+  int code = -1;   // exit status, when the process exited
+  int signal = 0;  // the signal that ended it, 0 when it exited
   bool timed_out = false;
   std::string out, err;
   bool exited() const { return signal == 0 && !timed_out; }
@@ -27,7 +27,8 @@ CliResult run_cli(const std::vector<std::string>& args, double timeout_seconds =
 // Small models for the hostile-input reproducers (onnx protobuf, opset 13 unless given).
 onnx::ModelProto make_model(const std::vector<onnx::NodeProto>& nodes, const std::vector<onnx::ValueInfoProto>& inputs,
                             const std::vector<onnx::ValueInfoProto>& outputs,
-                            const std::vector<onnx::TensorProto>& initializers = {}, int opset = 13, int ir_version = 8);
+                            const std::vector<onnx::TensorProto>& initializers = {}, int opset = 13,
+                            int ir_version = 8);
 onnx::NodeProto make_node(const std::string& op, const std::vector<std::string>& inputs,
                           const std::vector<std::string>& outputs, const std::string& name);
 // A tensor value info; dims < 0 are unnamed symbolic dims, `params` names dims by index.

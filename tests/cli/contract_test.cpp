@@ -53,7 +53,7 @@ TEST(CliContract, ExitCodes) {
   EXPECT_EQ(run_cli({"inspect", m}).code, 0);
   EXPECT_EQ(run_cli({"--help"}).code, 0);
   EXPECT_EQ(run_cli({"inspect", "--help"}).code, 0);
-  EXPECT_EQ(run_cli({}).code, 2);                      // no command
+  EXPECT_EQ(run_cli({}).code, 2);  // no command
   EXPECT_EQ(run_cli({"nosuchcommand"}).code, 2);
   EXPECT_EQ(run_cli({"inspect", m, "--no-such-option"}).code, 2);
   EXPECT_EQ(run_cli({"inspect", "/nonexistent.onnx"}).code, 2);
@@ -87,8 +87,8 @@ TEST(CliContract, MalformedOptionValuesAreUsageErrorsNamingTheOption) {
 }
 
 TEST(CliContract, JsonErrors) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"inspect", "/nonexistent/model.onnx", "--json"}, {"run", "/nonexistent/model.onnx", "--json"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"inspect", "/nonexistent/model.onnx", "--json"},
+                                               {"run", "/nonexistent/model.onnx", "--json"}}) {
     CliResult r = run_cli(args);
     ASSERT_EQ(r.code, 2) << r.describe();
     json j = json::parse(r.out);
@@ -162,7 +162,8 @@ TEST(CliContract, InputShapeForUnnamedDims) {
   auto shape = opt->main().shape(*opt->main().find_value("state"));
   ASSERT_EQ(shape.size(), 3u);
   EXPECT_EQ(shape[1].value, 7);
-  for (std::vector<std::string> args : {std::vector<std::string>{"verify", m, m, "--seeds", "1"}, {"bench", m, "--iters", "1"},
+  for (std::vector<std::string> args : {std::vector<std::string>{"verify", m, m, "--seeds", "1"},
+                                        {"bench", m, "--iters", "1"},
                                         {"attribute", m, "--no-verify"}}) {
     args.push_back("--input-shape");
     args.push_back("state:2,3,128");
@@ -174,8 +175,8 @@ TEST(CliContract, InputShapeForUnnamedDims) {
 TEST(CliContract, MisspeltDimIsAnErrorInEveryCommand) {
   fs::path m = unnamed_dim_model("misspelt");
   fs::path out = m.parent_path() / "out.onnx";
-  for (std::vector<std::string> args : {std::vector<std::string>{"run", m}, {"optimize", m, out}, {"verify", m, m},
-                                        {"bench", m}, {"attribute", m}}) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"run", m}, {"optimize", m, out}, {"verify", m, m}, {"bench", m}, {"attribute", m}}) {
     args.push_back("--dim");
     args.push_back("batchh=2");
     CliResult r = run_cli(args);
@@ -202,7 +203,8 @@ TEST(CliContract, InspectListsInputsAndOutputs) {
   fs::path m = unnamed_dim_model("inspectio");
   CliResult r = run_cli({"inspect", m});
   ASSERT_EQ(r.code, 0) << r.describe();
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("inputs\n  state +float32 +\\[2, \\?, 128\\]\n  x +float32 +\\[batch, 4\\]"));
+  EXPECT_THAT(r.out,
+              ::testing::ContainsRegex("inputs\n  state +float32 +\\[2, \\?, 128\\]\n  x +float32 +\\[batch, 4\\]"));
   EXPECT_THAT(r.out, ::testing::ContainsRegex("outputs\n  y +float32 +\\[2, \\?, 128\\]"));
   r = run_cli({"inspect", m, "--json"});
   json j = json::parse(r.out);

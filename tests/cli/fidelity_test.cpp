@@ -61,7 +61,8 @@ TEST(Fidelity, ValueInfoWithEmptyTypeIsKept) {
 TEST(Fidelity, UnsortedNodeOrderIsKeptAndReported) {
   // z = Neg(y) listed before y = Relu(x): valid graph, not sorted (an ISNet export from npm).
   auto m = make_model({make_node("Neg", {"y"}, {"z"}, "neg0"), make_node("Relu", {"x"}, {"y"}, "relu0")},
-                      {tensor_info("x", onnx::TensorProto::FLOAT, {1, 4})}, {tensor_info("z", onnx::TensorProto::FLOAT, {1, 4})});
+                      {tensor_info("x", onnx::TensorProto::FLOAT, {1, 4})},
+                      {tensor_info("z", onnx::TensorProto::FLOAT, {1, 4})});
   fs::path dir = temp_dir("unsorted");
   write_model(m, dir / "in.onnx");
   CliResult r = run_cli({"convert", dir / "in.onnx", dir / "out.onnx"});

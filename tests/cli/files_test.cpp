@@ -26,7 +26,8 @@ constexpr int kFloat = onnx::TensorProto::FLOAT, kInt64 = onnx::TensorProto::INT
 // y = x + w, with a 16 KiB initializer (so --external-data writes a data file).
 onnx::ModelProto add_model() {
   return make_model({make_node("Add", {"x", "w"}, {"y"}, "add0")}, {tensor_info("x", kFloat, {64, 64})},
-                    {tensor_info("y", kFloat, {64, 64})}, {float_tensor("w", {64, 64}, std::vector<float>(4096, 0.5f))});
+                    {tensor_info("y", kFloat, {64, 64})},
+                    {float_tensor("w", {64, 64}, std::vector<float>(4096, 0.5f))});
 }
 
 // Every entry of a folder: kind, inode, size and bytes (regular files), link target (links).
@@ -34,7 +35,7 @@ using Snapshot = std::map<std::string, std::string>;
 Snapshot snapshot(const fs::path& dir) {
   Snapshot s;
   for (const auto& e : fs::directory_iterator(dir)) {
-    struct stat st{};
+    struct stat st {};
     ::lstat(e.path().c_str(), &st);
     std::string v = std::to_string(st.st_mode) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size);
     if (S_ISREG(st.st_mode)) v += ":" + read_bytes(e.path());
@@ -53,7 +54,9 @@ void expect_refused(const std::vector<std::string>& args, const std::string& nee
 
 struct Folder {
   fs::path dir, model;
-  explicit Folder(const std::string& tag) : dir(temp_dir(tag)), model(dir / "m.onnx") { write_model(add_model(), model); }
+  explicit Folder(const std::string& tag) : dir(temp_dir(tag)), model(dir / "m.onnx") {
+    write_model(add_model(), model);
+  }
   std::string at(const std::string& name) const { return (dir / name).string(); }
 };
 
@@ -69,7 +72,7 @@ TEST(Files, OverwriteRefusesDevicesFifosDirectoriesAndLinks) {
   fs::create_symlink("target.onnx", f.at("link.onnx"));
   fs::create_symlink("nowhere.onnx", f.at("dangling.onnx"));
   const Snapshot before = snapshot(f.dir);
-  struct stat null_before{};
+  struct stat null_before {};
   ASSERT_EQ(::stat("/dev/null", &null_before), 0);
   for (const char* cmd : {"optimize", "convert"}) {
     expect_refused({cmd, f.model.string(), "/dev/null", "--overwrite"}, "character device");
@@ -78,8 +81,9 @@ TEST(Files, OverwriteRefusesDevicesFifosDirectoriesAndLinks) {
     expect_refused({cmd, f.model.string(), f.at("link.onnx"), "--overwrite"}, "symbolic link to 'target.onnx'");
     expect_refused({cmd, f.model.string(), f.at("dangling.onnx")}, "symbolic link");
   }
-  expect_refused({"optimize", f.model.string(), f.at("o.onnx"), "--report", "/dev/null", "--overwrite"}, "--report '/dev/null'");
-  struct stat null_after{};
+  expect_refused({"optimize", f.model.string(), f.at("o.onnx"), "--report", "/dev/null", "--overwrite"},
+                 "--report '/dev/null'");
+  struct stat null_after {};
   ASSERT_EQ(::stat("/dev/null", &null_after), 0);
   EXPECT_TRUE(S_ISCHR(null_after.st_mode));
   EXPECT_EQ(null_before.st_ino, null_after.st_ino);
@@ -99,8 +103,9 @@ TEST(Files, OverwriteCoversTheWholeOutputSet) {
                  "notes.txt' exists");
   expect_refused({"convert", f.model.string(), f.at("new.onnx"), "--external-data", "--external-file", "other.onnx"},
                  "other.onnx' exists");
-  expect_refused({"convert", f.model.string(), f.at("new.onnx"), "--external-data", "--external-file", "m.onnx",
-                  "--overwrite"}, "one of the command's inputs");
+  expect_refused(
+      {"convert", f.model.string(), f.at("new.onnx"), "--external-data", "--external-file", "m.onnx", "--overwrite"},
+      "one of the command's inputs");
   EXPECT_EQ(snapshot(f.dir), before);
   // With --overwrite the set is replaced, and the result loads.
   CliResult r = run_cli({"convert", f.model.string(), f.at("out.onnx"), "--external-data", "--overwrite"});
@@ -140,8 +145,9 @@ TEST(Files, ReportNeverReplacesAnInputOrAnExistingFile) {
 TEST(Files, RunOutFilesAreNotReplacedAndNamesDoNotCollide) {
   // `run --out DIR` replaced existing .npy files, and outputs `a/b` and `a_b` became one file.
   Folder f("files_run_out");
-  auto m = make_model({make_node("Relu", {"x"}, {"a/b"}, "r0"), make_node("Neg", {"x"}, {"a_b"}, "n0")},
-                      {tensor_info("x", kFloat, {2})}, {tensor_info("a/b", kFloat, {2}), tensor_info("a_b", kFloat, {2})});
+  auto m =
+      make_model({make_node("Relu", {"x"}, {"a/b"}, "r0"), make_node("Neg", {"x"}, {"a_b"}, "n0")},
+                 {tensor_info("x", kFloat, {2})}, {tensor_info("a/b", kFloat, {2}), tensor_info("a_b", kFloat, {2})});
   write_model(m, f.at("two.onnx"));
   fs::create_directory(f.at("out"));
   CliResult r = run_cli({"run", f.at("two.onnx"), "--out", f.at("out"), "--json"});
@@ -170,7 +176,8 @@ TEST(Files, SideFilesMustBeRegularFiles) {
   fs::create_directory(f.at("dir"));
   for (const std::string& side : {f.at("fifo"), std::string("/dev/zero"), std::string("/dev/urandom"), f.at("dir")}) {
     expect_refused({"run", f.model.string(), "--input", "x=" + side}, "not a regular file");
-    expect_refused({"hierarchy", f.model.string(), "--hierarchy", side}, side == f.at("dir") ? "directory" : "not a regular file");
+    expect_refused({"hierarchy", f.model.string(), "--hierarchy", side},
+                   side == f.at("dir") ? "directory" : "not a regular file");
   }
   write_bytes(f.at("list.json"), "[1, 2, 3]");
   expect_refused({"hierarchy", f.model.string(), "--hierarchy", f.at("list.json")}, "not a JSON object");
@@ -218,8 +225,10 @@ TEST(Files, RecursiveFunctionsAreRefused) {
       auto* o = fn->add_opset_import();
       o->set_version(17);
     };
-    if (pair) add_fn("F", "G"), add_fn("G", "F");
-    else add_fn("F", "F");
+    if (pair)
+      add_fn("F", "G"), add_fn("G", "F");
+    else
+      add_fn("F", "F");
     const std::string p = f.at("rec" + std::to_string(pair) + ".onnx");
     write_model(m, p);
     const std::string needle = pair ? "local::F -> local::G -> local::F" : "local::F -> local::F";
@@ -244,16 +253,17 @@ TEST(Files, DataSizedKernelsStopBeforeAllocating) {
                            {tensor_info("x", kFloat, {1, 1, 2, 2})}, {tensor_info("y", kFloat, {})},
                            {int64_tensor("sizes", {4}, {1, 1, int64_t{1} << 40, 2})});
   cases.push_back({"resize0", resize});
-  auto resize_scales = make_model({make_node("Resize", {"x", "", "scales"}, {"y"}, "resize1")},
-                                  {tensor_info("x", kFloat, {1, 1, 2, 2})}, {tensor_info("y", kFloat, {})},
-                                  {float_tensor("scales", {4}, {1, 1, 1e9f, 1e9f})});
+  auto resize_scales =
+      make_model({make_node("Resize", {"x", "", "scales"}, {"y"}, "resize1")}, {tensor_info("x", kFloat, {1, 1, 2, 2})},
+                 {tensor_info("y", kFloat, {})}, {float_tensor("scales", {4}, {1, 1, 1e9f, 1e9f})});
   cases.push_back({"resize1", resize_scales});
   cases.push_back({"tile0", make_model({make_node("Tile", {"x", "r"}, {"y"}, "tile0")}, {tensor_info("x", kFloat, {2})},
                                        {tensor_info("y", kFloat, {})}, {int64_tensor("r", {1}, {int64_t{1} << 40})})});
-  cases.push_back({"expand0", make_model({make_node("Expand", {"x", "s"}, {"y"}, "expand0")}, {tensor_info("x", kFloat, {1})},
-                                         {tensor_info("y", kFloat, {})}, {int64_tensor("s", {2}, {1 << 20, 1 << 20})})});
-  cases.push_back({"cos0", make_model({make_node("ConstantOfShape", {"s"}, {"y"}, "cos0")}, {}, {tensor_info("y", kFloat, {})},
-                                      {int64_tensor("s", {2}, {1 << 20, 1 << 20})})});
+  cases.push_back(
+      {"expand0", make_model({make_node("Expand", {"x", "s"}, {"y"}, "expand0")}, {tensor_info("x", kFloat, {1})},
+                             {tensor_info("y", kFloat, {})}, {int64_tensor("s", {2}, {1 << 20, 1 << 20})})});
+  cases.push_back({"cos0", make_model({make_node("ConstantOfShape", {"s"}, {"y"}, "cos0")}, {},
+                                      {tensor_info("y", kFloat, {})}, {int64_tensor("s", {2}, {1 << 20, 1 << 20})})});
   for (const auto& c : cases) {
     const std::string p = f.at(c.name + ".onnx");
     write_model(c.m, p);
@@ -320,7 +330,8 @@ TEST(Files, SmallSilentAcceptances) {
   auto broken = make_model({make_node("Reshape", {"x", "s"}, {"y"}, "reshape0")}, {tensor_info("x", kFloat, {64, 64})},
                            {tensor_info("y", kFloat, {64, 64})}, {int64_tensor("s", {2}, {3, 7})});
   write_model(broken, f.at("broken.onnx"));
-  expect_refused({"verify", f.model.string(), f.at("broken.onnx"), "--seeds", "1"}, "candidate '" + f.at("broken.onnx") + "'");
+  expect_refused({"verify", f.model.string(), f.at("broken.onnx"), "--seeds", "1"},
+                 "candidate '" + f.at("broken.onnx") + "'");
   // An output declared int32 [9,9] that computes float [64,64]: a warning from run, verify and inspect.
   auto liar = add_model();
   auto* t = liar.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type();

@@ -148,8 +148,7 @@ TEST(Hostile, LoopsThatAllocateNothingStop) {
   // With the limit raised past the trip count (2^60 trips of 4 steps), the time budget stops
   // it, naming the node.
   fs::path m60 = write_to(counting_loop(int64_t{1} << 60), "loopcount60");
-  expect_refused({"run", m60, "--max-loop-iterations", "9000000000000000000", "--max-time", "1"},
-                 "loop0' (Loop)", 60);
+  expect_refused({"run", m60, "--max-loop-iterations", "9000000000000000000", "--max-time", "1"}, "loop0' (Loop)", 60);
   expect_refused({"run", m60, "--max-loop-iterations", "9000000000000000000", "--max-time", "0.5"},
                  "over the time budget of 500.0 ms (raise it with --max-time SECONDS)", 60);
   // Under the limits, the same Loop runs: 1000 trips of 4 steps (Identity, Add, the iteration's
@@ -191,8 +190,11 @@ TEST(Hostile, LoopStepsCountTheBodyAndNestedLoops) {
 TEST(Hostile, SubgraphAttributeDeclaredButEmptyInEveryCommand) {
   fs::path m = write_to(if_with_empty_branches(), "emptygraph");
   fs::path out = m.parent_path() / "out.onnx";
-  for (std::vector<std::string> args : {std::vector<std::string>{"inspect", m}, {"convert", m, out}, {"optimize", m, out},
-                                        {"run", m}, {"hierarchy", m}})
+  for (std::vector<std::string> args : {std::vector<std::string>{"inspect", m},
+                                        {"convert", m, out},
+                                        {"optimize", m, out},
+                                        {"run", m},
+                                        {"hierarchy", m}})
     expect_refused(args, "declared GRAPH but holds no graph");
 }
 
@@ -231,7 +233,8 @@ TEST(Hostile, EmptyFirstInputName) {
   fs::path m = write_to(make_model({make_node("Mul", {"", "half"}, {"y"}, "mul0")}, {tensor_info("x", kFloat, {2})},
                                    {tensor_info("y", kFloat, {2})}, {half}),
                         "emptyname");
-  for (std::vector<std::string> args : {std::vector<std::string>{"optimize", m, m.parent_path() / "out.onnx"}, {"run", m}})
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"optimize", m, m.parent_path() / "out.onnx"}, {"run", m}})
     expect_refused(args, "node 'mul0' (Mul): input 0 is required");
   // Without verification the passes must leave it alone (or refuse it), not crash.
   CliResult r = run_cli({"optimize", m, m.parent_path() / "out2.onnx", "--no-verify"});
@@ -240,25 +243,25 @@ TEST(Hostile, EmptyFirstInputName) {
 }
 
 TEST(Hostile, InputWithTwoToThe31Elements) {
-  fs::path m = write_to(make_model({make_node("Relu", {"x"}, {"y"}, "relu0")}, {tensor_info("x", kFloat, {int64_t{1} << 31})},
-                                   {tensor_info("y", kFloat, {int64_t{1} << 31})}),
-                        "input2p31");
+  fs::path m =
+      write_to(make_model({make_node("Relu", {"x"}, {"y"}, "relu0")}, {tensor_info("x", kFloat, {int64_t{1} << 31})},
+                          {tensor_info("y", kFloat, {int64_t{1} << 31})}),
+               "input2p31");
   expect_refused({"run", m, "--max-memory", "1G"}, "input 'x' of shape [2147483648]");
   expect_refused({"run", m, "--max-memory", "1G"}, "memory budget of 1.00 GiB");
   // Dims whose product overflows are refused whatever the budget.
-  fs::path big = write_to(make_model({make_node("Relu", {"x"}, {"y"}, "relu0")},
-                                     {tensor_info("x", kFloat, {int64_t{1} << 40, int64_t{1} << 40})},
-                                     {tensor_info("y", kFloat, {})}),
-                          "input2p80");
+  fs::path big = write_to(
+      make_model({make_node("Relu", {"x"}, {"y"}, "relu0")},
+                 {tensor_info("x", kFloat, {int64_t{1} << 40, int64_t{1} << 40})}, {tensor_info("y", kFloat, {})}),
+      "input2p80");
   expect_refused({"run", big}, "more elements than memory can address");
 }
 
 TEST(Hostile, RangeToTwoToThe62) {
-  fs::path m = write_to(make_model({make_node("Range", {"s", "l", "d"}, {"y"}, "range0")}, {},
-                                   {tensor_info("y", kInt64, {})},
-                                   {int64_tensor("s", {}, {0}), int64_tensor("l", {}, {int64_t{1} << 62}),
-                                    int64_tensor("d", {}, {1})}),
-                        "range");
+  fs::path m = write_to(
+      make_model({make_node("Range", {"s", "l", "d"}, {"y"}, "range0")}, {}, {tensor_info("y", kInt64, {})},
+                 {int64_tensor("s", {}, {0}), int64_tensor("l", {}, {int64_t{1} << 62}), int64_tensor("d", {}, {1})}),
+      "range");
   expect_refused({"run", m}, "range0");
   expect_refused({"optimize", m, m.parent_path() / "out.onnx"}, "range0");
   // --no-verify: folding must not crash either (it leaves the node, or refuses).
@@ -332,9 +335,10 @@ TEST(Hostile, LoopTripCountsAreBounded) {
 }
 
 TEST(Hostile, ConstantOfShapeOverflow) {
-  fs::path m = write_to(make_model({make_node("ConstantOfShape", {"shape"}, {"y"}, "cos0")}, {}, {tensor_info("y", kFloat, {})},
-                                   {int64_tensor("shape", {3}, {int64_t{1} << 32, int64_t{1} << 32, 2})}),
-                        "cos");
+  fs::path m =
+      write_to(make_model({make_node("ConstantOfShape", {"shape"}, {"y"}, "cos0")}, {}, {tensor_info("y", kFloat, {})},
+                          {int64_tensor("shape", {3}, {int64_t{1} << 32, int64_t{1} << 32, 2})}),
+               "cos");
   fs::path out = m.parent_path() / "outs";
   expect_refused({"run", m, "--out", out.string()}, "more elements than memory can address");
   EXPECT_FALSE(fs::exists(out / "y.npy"));  // an .npy numpy cannot load was written before
@@ -354,8 +358,10 @@ TEST(Hostile, IrVersion3InitializersPassTheChecker) {
   fs::path out = in.parent_path() / "out.onnx";
   CliResult r = run_cli({"optimize", in, out});
   ASSERT_TRUE(r.exited() && r.code == 0) << r.describe();
-  std::string check = "/usr/bin/python3 -c \"import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
-                      "print(len(m.graph.initializer), len(m.graph.input))\" " + out.string() + " 2>&1";
+  std::string check =
+      "/usr/bin/python3 -c \"import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
+      "print(len(m.graph.initializer), len(m.graph.input))\" " +
+      out.string() + " 2>&1";
   FILE* p = ::popen(check.c_str(), "r");
   char buf[4096] = {};
   size_t n = std::fread(buf, 1, sizeof buf - 1, p);

@@ -25,9 +25,10 @@ namespace {
 fs::path scaled_sum(const fs::path& dir) {
   onnx::NodeProto cast = make_node("Cast", {"n"}, {"nf"}, "cast");
   add_int(cast, "to", 1);
-  auto model = make_model({cast, make_node("Mul", {"x", "two"}, {"x2"}, "mul"), make_node("Add", {"x2", "nf"}, {"y"}, "add")},
-                          {tensor_info("x", 1, {-1, -1}, {{0, "batch"}, {1, "seq"}}), tensor_info("n", 7, {})},
-                          {tensor_info("y", 1, {-1, -1}, {{0, "batch"}, {1, "seq"}})}, {float_tensor("two", {}, {2.f})});
+  auto model =
+      make_model({cast, make_node("Mul", {"x", "two"}, {"x2"}, "mul"), make_node("Add", {"x2", "nf"}, {"y"}, "add")},
+                 {tensor_info("x", 1, {-1, -1}, {{0, "batch"}, {1, "seq"}}), tensor_info("n", 7, {})},
+                 {tensor_info("y", 1, {-1, -1}, {{0, "batch"}, {1, "seq"}})}, {float_tensor("two", {}, {2.f})});
   const fs::path p = dir / "scaled_sum.onnx";
   std::ofstream(p, std::ios::binary) << model.SerializeAsString();
   return p;
@@ -35,9 +36,10 @@ fs::path scaled_sum(const fs::path& dir) {
 
 // NonZero(x > 100): empty on normal inputs.
 fs::path nonzero_model(const fs::path& dir) {
-  auto model = make_model({make_node("Greater", {"x", "big"}, {"gt"}, "gt"), make_node("NonZero", {"gt"}, {"idx"}, "nz")},
-                          {tensor_info("x", 1, {1, -1}, {{1, "seq"}})}, {tensor_info("idx", 7, {2, -1}, {{1, "hits"}})},
-                          {float_tensor("big", {}, {100.f})});
+  auto model =
+      make_model({make_node("Greater", {"x", "big"}, {"gt"}, "gt"), make_node("NonZero", {"gt"}, {"idx"}, "nz")},
+                 {tensor_info("x", 1, {1, -1}, {{1, "seq"}})}, {tensor_info("idx", 7, {2, -1}, {{1, "hits"}})},
+                 {float_tensor("big", {}, {100.f})});
   const fs::path p = dir / "nonzero.onnx";
   std::ofstream(p, std::ios::binary) << model.SerializeAsString();
   return p;
@@ -62,12 +64,13 @@ TEST(CliInputs, InputsAndValuesOnRunVerifyBenchOptimize) {
   ASSERT_EQ(r.code, 0) << r.describe();
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json::array({1, 5}));
-  EXPECT_DOUBLE_EQ(j["outputs"][0]["sum"].get<double>(), 30.0);  // 5 * (2 + 4)
+  EXPECT_DOUBLE_EQ(j["outputs"][0]["sum"].get<double>(), 30.0);                            // 5 * (2 + 4)
   EXPECT_EQ(run_cli({"run", m.string(), "--input", xs, "--input-value", "n=4"}).code, 0);  // the old spelling
   r = run_cli({"verify", m.string(), m.string(), "--inputs", xs, "--input-value", "n=4", "--seeds", "2", "--json"});
   ASSERT_EQ(r.code, 0) << r.describe();
   EXPECT_EQ(nlohmann::json::parse(r.out)["outputs"][0]["shape"], nlohmann::json::array({1, 5}));
-  EXPECT_EQ(run_cli({"bench", m.string(), "--inputs", xs, "--input-value", "n=1", "--iters", "2", "--warmup", "1"}).code, 0)
+  EXPECT_EQ(
+      run_cli({"bench", m.string(), "--inputs", xs, "--input-value", "n=1", "--iters", "2", "--warmup", "1"}).code, 0)
       << r.describe();
   r = run_cli({"optimize", m.string(), (dir / "out.onnx").string(), "--inputs", xs, "--input-value", "n=4", "--json"});
   EXPECT_EQ(r.code, 0) << r.describe();
@@ -92,7 +95,8 @@ TEST(CliInputs, DegenerateVerdictAndStrict) {
   const fs::path m = nonzero_model(dir);
   CliResult r = run_cli({"verify", m.string(), m.string(), "--seeds", "2"});
   EXPECT_EQ(r.code, 0) << r.describe();
-  EXPECT_NE(r.out.find("verified on degenerate inputs: output 'idx' is empty on every seed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verified on degenerate inputs: output 'idx' is empty on every seed"), std::string::npos)
+      << r.out;
   r = run_cli({"verify", m.string(), m.string(), "--seeds", "2", "--strict", "--json"});
   EXPECT_EQ(r.code, 1) << r.describe();
   EXPECT_EQ(nlohmann::json::parse(r.out)["degenerate"], true);
@@ -106,7 +110,8 @@ TEST(CliInputs, DegenerateVerdictAndStrict) {
   rt::Tensor x = rt::Tensor::alloc(DType::Float, {1, 4});
   for (int64_t i = 0; i < 4; ++i) x.ptr<float>()[i] = 500.f;
   rt::write_npy(dir / "x.npy", x);
-  r = run_cli({"verify", m.string(), m.string(), "--inputs", "x=" + (dir / "x.npy").string(), "--seeds", "1", "--strict"});
+  r = run_cli(
+      {"verify", m.string(), m.string(), "--inputs", "x=" + (dir / "x.npy").string(), "--seeds", "1", "--strict"});
   EXPECT_EQ(r.code, 0) << r.describe();
 }
 
@@ -125,7 +130,8 @@ TEST(CliInputs, OptimizeChecksItsOutputFirst) {
 
 TEST(CliInputs, NoKernelErrorIsOneLineWithTheFile) {
   const fs::path dir = temp_dir("cli_nokernel");
-  auto model = make_model({make_node("NoSuchOp", {"x"}, {"y"}, "strange")}, {tensor_info("x", 1, {2})}, {tensor_info("y", 1, {2})});
+  auto model = make_model({make_node("NoSuchOp", {"x"}, {"y"}, "strange")}, {tensor_info("x", 1, {2})},
+                          {tensor_info("y", 1, {2})});
   const fs::path p = dir / "nokernel.onnx";
   std::ofstream(p, std::ios::binary) << model.SerializeAsString();
   CliResult r = run_cli({"run", p.string(), "--json"});
@@ -144,16 +150,18 @@ TEST(CliInputs, TargetOrtOutputsLoadInOrt) {
   int n = 0;
   for (const fs::path& m : zoo_models()) {
     const std::string name = m.stem().string();
-    if (name == "bert_base" || name.rfind("tinyllama", 0) == 0 || name == "resnet50" || name == "whisper_tiny_enc") continue;
+    if (name == "bert_base" || name.rfind("tinyllama", 0) == 0 || name == "resnet50" || name == "whisper_tiny_enc")
+      continue;
     const fs::path out = dir / (name + ".onnx");
-    CliResult r = run_cli({"optimize", m.string(), out.string(), "--target", "ort", "--target-opset", "24", "--no-verify"}, 600);
+    CliResult r =
+        run_cli({"optimize", m.string(), out.string(), "--target", "ort", "--target-opset", "24", "--no-verify"}, 600);
     EXPECT_EQ(r.code, 0) << name << ": " << r.describe();
     if (r.code == 0) list += out.string() + "\n", ++n;
   }
   ASSERT_GT(n, 0);
   std::ofstream(dir / "list.txt") << list;
-  const std::string cmd = "node " ONNXFORGE_SOURCE_DIR "/tools/peers/ort_load.js < " + (dir / "list.txt").string() + " > " +
-                          (dir / "loaded.jsonl").string();
+  const std::string cmd = "node " ONNXFORGE_SOURCE_DIR "/tools/peers/ort_load.js < " + (dir / "list.txt").string() +
+                          " > " + (dir / "loaded.jsonl").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(dir / "loaded.jsonl");
   int loaded = 0;
@@ -173,7 +181,8 @@ fs::path vits_model() {
   const fs::path out = fs::path(ONNXFORGE_BINARY_DIR) / "converted_models" / "vits_small.onnx";
   if (fs::exists(out)) return out;
   fs::create_directories(out.parent_path());
-  const std::string cmd = "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/models/vits_models.py " + out.string() + " > /dev/null 2>&1";
+  const std::string cmd =
+      "/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tools/models/vits_models.py " + out.string() + " > /dev/null 2>&1";
   return std::system(cmd.c_str()) == 0 && fs::exists(out) ? out : fs::path();
 }
 
@@ -199,9 +208,7 @@ TEST(CliInputs, VitsVerifiesWithGeneratedAndGivenInputs) {
   ASSERT_EQ(r.code, 0) << r.describe();
   auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["pass"].get<bool>());
-  if (!j["degenerate"].get<bool>()) {
-    EXPECT_GT(j["outputs"][0]["shape"][2].get<int64_t>(), 128) << j.dump();
-  }
+  if (!j["degenerate"].get<bool>()) { EXPECT_GT(j["outputs"][0]["shape"][2].get<int64_t>(), 128) << j.dump(); }
 
   const fs::path dir = temp_dir("cli_vits");
   rt::Tensor ids = rt::Tensor::alloc(DType::Int64, {1, 24}), len = rt::Tensor::alloc(DType::Int64, {1}),
@@ -223,18 +230,21 @@ TEST(CliInputs, VitsVerifiesWithGeneratedAndGivenInputs) {
   EXPECT_GE(j["outputs"][0]["shape"][2].get<int64_t>(), 24 * 16);  // at least a frame of 16 samples per phoneme
 
   const fs::path out = dir / "vits_ort.onnx";
-  r = run_cli({"optimize", m.string(), out.string(), "--target", "ort", "--target-opset", "23",
-               "--inputs", "input=" + (dir / "ids.npy").string(), "--inputs", "input_lengths=" + (dir / "len.npy").string()},
+  r = run_cli({"optimize", m.string(), out.string(), "--target", "ort", "--target-opset", "23", "--inputs",
+               "input=" + (dir / "ids.npy").string(), "--inputs", "input_lengths=" + (dir / "len.npy").string()},
               600);
   ASSERT_EQ(r.code, 0) << r.describe();
-  EXPECT_NE(r.err.find("--target ort: upgrading to opset 21, not 23: ONNX Runtime 1.30 has no kernel for RandomNormalLike"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("--target ort: upgrading to opset 21, not 23: ONNX Runtime 1.30 has no kernel for RandomNormalLike"),
+      std::string::npos)
       << r.err;
   if (ort_peer_installed()) {
-    const std::string cmd = "echo " + out.string() + " | node " ONNXFORGE_SOURCE_DIR "/tools/peers/ort_load.js | grep -q '\"ok\":true'";
+    const std::string cmd =
+        "echo " + out.string() + " | node " ONNXFORGE_SOURCE_DIR "/tools/peers/ort_load.js | grep -q '\"ok\":true'";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
-  r = run_cli({"optimize", m.string(), (dir / "vits_generic.onnx").string(), "--target-opset", "23", "--no-verify"}, 600);
+  r = run_cli({"optimize", m.string(), (dir / "vits_generic.onnx").string(), "--target-opset", "23", "--no-verify"},
+              600);
   EXPECT_EQ(r.code, 0) << r.describe();
   EXPECT_NE(r.err.find("to a version ONNX Runtime 1.30 has no kernel for; --target ort would stop at opset 21"),
             std::string::npos)
@@ -246,8 +256,9 @@ TEST(CliInputs, SileroVadVerifiesAtItsRealShapes) {
   const fs::path m = silero_model();
   if (m.empty()) GTEST_SKIP() << "silero_vad_v5.onnx not fetched (tools/models/fetch_real_models.sh)";
   for (bool given : {false, true}) {
-    std::vector<std::string> args = {"verify", m.string(), m.string(), "--input-shape", "input:1,512",
-                                     "--input-shape", "state:2,1,128", "--seeds", "3", "--strict", "--json"};
+    std::vector<std::string> args = {"verify",      m.string(),      m.string(),      "--input-shape",
+                                     "input:1,512", "--input-shape", "state:2,1,128", "--seeds",
+                                     "3",           "--strict",      "--json"};
     if (given) args.insert(args.end(), {"--input-value", "sr=16000"});
     CliResult r = run_cli(args, 300);
     ASSERT_EQ(r.code, 0) << r.describe();
@@ -263,10 +274,11 @@ TEST(CliInputs, ZooManifestInputsReachTheSteps) {
   const fs::path m = scaled_sum(dir);
   rt::Tensor x = rt::Tensor::alloc(DType::Float, {1, 6});
   rt::write_npy(dir / "x.npy", x);
-  std::ofstream(dir / "zoo.json") << R"({"models": [{"path": "scaled_sum.onnx", "inputs": ["x=x.npy"], "input_values": {"n": 3}}]})";
-  CliResult r = run_cli({"zoo", "run", (dir / "zoo.json").string(), "-o", (dir / "out").string(), "--no-attribute",
-                         "--bench-iters", "2"},
-                        300);
+  std::ofstream(dir / "zoo.json")
+      << R"({"models": [{"path": "scaled_sum.onnx", "inputs": ["x=x.npy"], "input_values": {"n": 3}}]})";
+  CliResult r = run_cli(
+      {"zoo", "run", (dir / "zoo.json").string(), "-o", (dir / "out").string(), "--no-attribute", "--bench-iters", "2"},
+      300);
   ASSERT_EQ(r.code, 0) << r.describe();
   std::ifstream in(dir / "out" / "results" / "scaled_sum.json");
   ASSERT_TRUE(in) << "no result file";

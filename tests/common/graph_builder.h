@@ -35,7 +35,8 @@ class GraphBuilder {
     ValueId v = g().add_value(intern(name));
     std::vector<Dim> d;
     for (size_t i = 0; i < dims.size(); ++i)
-      d.push_back(dims[i] >= 0 ? Dim::of(dims[i]) : Dim::symbol(intern(i < syms.size() ? syms[i] : "s" + std::to_string(i))));
+      d.push_back(dims[i] >= 0 ? Dim::of(dims[i])
+                               : Dim::symbol(intern(i < syms.size() ? syms[i] : "s" + std::to_string(i))));
     g().set_type(v, t, d);
     auto ins = g().graph_inputs();
     ins.push_back(v);
@@ -46,8 +47,9 @@ class GraphBuilder {
   template <class T>
   ValueId init(const std::string& name, std::vector<int64_t> dims, const std::vector<T>& data, DType t) {
     ValueId v = g().add_value(intern(name));
-    TensorId id = m->tensors.add_owned(intern(name), t, dims,
-                                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * sizeof(T)));
+    TensorId id = m->tensors.add_owned(
+        intern(name), t, dims,
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * sizeof(T)));
     g().set_initializer(v, id);
     return v;
   }
@@ -62,8 +64,9 @@ class GraphBuilder {
   // A Constant node holding `data`.
   ValueId constant_i64(const std::string& name, std::vector<int64_t> data) {
     int64_t n = static_cast<int64_t>(data.size());
-    TensorId t = m->tensors.add_owned(Sym{}, DType::Int64, std::span<const int64_t>(&n, 1),
-                                      std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * 8));
+    TensorId t = m->tensors.add_owned(
+        Sym{}, DType::Int64, std::span<const int64_t>(&n, 1),
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * 8));
     return node("Constant", {}, {NewAttr::Tensor("value", t)}, name);
   }
   // A node with `outs` outputs, named `name` (default "<op>_<counter>"; the node gets "_node"
@@ -76,7 +79,8 @@ class GraphBuilder {
     g().add_node(intern(op), intern(domain), intern(base + "_node"), ins, o, attrs);
     return o;
   }
-  ValueId node(const std::string& op, std::vector<ValueId> ins, std::vector<NewAttr> attrs = {}, const std::string& name = {}) {
+  ValueId node(const std::string& op, std::vector<ValueId> ins, std::vector<NewAttr> attrs = {},
+               const std::string& name = {}) {
     return node_n(op, std::move(ins), std::move(attrs), 1, name)[0];
   }
   // Appends v to the graph outputs. An untyped value gets type t (the writer and the passes

@@ -87,8 +87,9 @@ fs::path temp_dir(const std::string& tag) {
 fs::path python_model(const std::string& tag, const std::string& body) {
   fs::path dir = temp_dir(tag);
   fs::path script = dir / "make.py", out = dir / "model.onnx";
-  std::ofstream(script) << "import onnx, numpy as np\nfrom onnx import helper as h, TensorProto as T, numpy_helper as nh\n"
-                        << body << "\nonnx.save(m, '" << out.string() << "')\n";
+  std::ofstream(script)
+      << "import onnx, numpy as np\nfrom onnx import helper as h, TensorProto as T, numpy_helper as nh\n"
+      << body << "\nonnx.save(m, '" << out.string() << "')\n";
   std::string cmd = "/usr/bin/python3 " + script.string();
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return out;

@@ -7,7 +7,8 @@
 
 namespace onnxforge::test {
 
-void add_value_info(onnx::ValueInfoProto* vi, const std::string& name, int elem_type, const std::vector<int64_t>& dims) {
+void add_value_info(onnx::ValueInfoProto* vi, const std::string& name, int elem_type,
+                    const std::vector<int64_t>& dims) {
   vi->set_name(name);
   auto* tt = vi->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(elem_type);
@@ -47,11 +48,13 @@ onnx::TensorProto raw_tensor(const std::string& name, int elem_type, const std::
 }
 }  // namespace
 
-onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
+onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                               const std::vector<float>& values) {
   return raw_tensor(name, onnx::TensorProto::FLOAT, dims, values);
 }
 
-onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
+onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                               const std::vector<int64_t>& values) {
   return raw_tensor(name, onnx::TensorProto::INT64, dims, values);
 }
 
@@ -60,7 +63,9 @@ void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-void write_model(const onnx::ModelProto& m, const std::filesystem::path& path) { write_bytes(path, m.SerializeAsString()); }
+void write_model(const onnx::ModelProto& m, const std::filesystem::path& path) {
+  write_bytes(path, m.SerializeAsString());
+}
 
 std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream f(path, std::ios::binary);

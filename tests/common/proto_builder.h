@@ -12,8 +12,10 @@ namespace onnxforge::test {
 // x[1,4] float -> Relu -> y, opset 13.
 onnx::ModelProto tiny_model();
 void add_value_info(onnx::ValueInfoProto* vi, const std::string& name, int elem_type, const std::vector<int64_t>& dims);
-onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values);
-onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values);
+onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                               const std::vector<float>& values);
+onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                               const std::vector<int64_t>& values);
 void write_model(const onnx::ModelProto& m, const std::filesystem::path& path);
 void write_bytes(const std::filesystem::path& path, const std::string& bytes);
 std::string read_bytes(const std::filesystem::path& path);

@@ -21,7 +21,8 @@ class Differ {
       check(a_.opsets[i].domain == b_.opsets[i].domain && a_.opsets[i].version == b_.opsets[i].version, "opset ", i);
     check(a_.metadata_props == b_.metadata_props, "model metadata_props");
     check(a_.extra_fields.size() == b_.extra_fields.size(), "model extra field count");
-    for (size_t i = 0; ok() && i < a_.extra_fields.size(); ++i) check(a_.extra_fields[i] == b_.extra_fields[i], "model extra field ", i);
+    for (size_t i = 0; ok() && i < a_.extra_fields.size(); ++i)
+      check(a_.extra_fields[i] == b_.extra_fields[i], "model extra field ", i);
     check(a_.functions.size() == b_.functions.size(), "function count");
     for (size_t i = 0; ok() && i < a_.functions.size(); ++i) {
       const Function &fa = a_.functions[i], &fb = b_.functions[i];
@@ -47,7 +48,8 @@ class Differ {
   void value(const Graph& ga, ValueId va, const Graph& gb, ValueId vb, const std::string& where) {
     check(ga.value_name(va) == gb.value_name(vb), where, ": value name '", str(ga.value_name(va)), "' vs '",
           str(gb.value_name(vb)), "'");
-    check(ga.has_type(va) == gb.has_type(vb) && ga.dtype(va) == gb.dtype(vb), where, ": dtype of ", str(ga.value_name(va)));
+    check(ga.has_type(va) == gb.has_type(vb) && ga.dtype(va) == gb.dtype(vb), where, ": dtype of ",
+          str(ga.value_name(va)));
     check(ga.rank(va) == gb.rank(vb), where, ": rank of ", str(ga.value_name(va)));
     if (ok() && ga.rank(va) > 0) {
       auto sa = ga.shape(va), sb = gb.shape(vb);
@@ -55,7 +57,8 @@ class Differ {
     }
     check(ga.type_raw(va) == gb.type_raw(vb), where, ": non-tensor type of ", str(ga.value_name(va)));
     auto ea = ga.value_extra(va), eb = gb.value_extra(vb);
-    check(std::equal(ea.begin(), ea.end(), eb.begin(), eb.end()), where, ": value_info fields of ", str(ga.value_name(va)));
+    check(std::equal(ea.begin(), ea.end(), eb.begin(), eb.end()), where, ": value_info fields of ",
+          str(ga.value_name(va)));
   }
 
   void values(const Graph& ga, const std::vector<ValueId>& la, const Graph& gb, const std::vector<ValueId>& lb,
@@ -93,7 +96,8 @@ class Differ {
     }
     check(ga.sparse_initializers().size() == gb.sparse_initializers().size(), where, ": sparse initializer count");
     for (size_t i = 0; ok() && i < ga.sparse_initializers().size(); ++i)
-      check(ga.sparse_initializers()[i].second == gb.sparse_initializers()[i].second, where, ": sparse initializer ", i);
+      check(ga.sparse_initializers()[i].second == gb.sparse_initializers()[i].second, where, ": sparse initializer ",
+            i);
     auto xa = ga.graph_extra(), xb = gb.graph_extra();
     check(std::equal(xa.begin(), xa.end(), xb.begin(), xb.end()), where, ": graph extra fields");
     check(ga.node_count() == gb.node_count(), where, ": node count ", ga.node_count(), " vs ", gb.node_count());
@@ -103,20 +107,24 @@ class Differ {
   }
 
   void node(const Graph& ga, NodeId na, const Graph& gb, NodeId nb, const std::string& where) {
-    std::string w = where + " node '" + std::string(str(ga.node_name(na))) + "' (" + std::string(str(ga.op_type(na))) + ")";
+    std::string w =
+        where + " node '" + std::string(str(ga.node_name(na))) + "' (" + std::string(str(ga.op_type(na))) + ")";
     check(ga.op_type(na) == gb.op_type(nb) && ga.domain(na) == gb.domain(nb), w, ": op");
     check(ga.node_name(na) == gb.node_name(nb) && ga.overload(na) == gb.overload(nb), w, ": name/overload");
     auto ia = ga.inputs(na), ib = gb.inputs(nb);
     check(ia.size() == ib.size(), w, ": input count");
     for (size_t i = 0; ok() && i < ia.size(); ++i)
-      check(ia[i].valid() == ib[i].valid() && (!ia[i].valid() || ga.value_name(ia[i]) == gb.value_name(ib[i])), w, ": input ", i);
+      check(ia[i].valid() == ib[i].valid() && (!ia[i].valid() || ga.value_name(ia[i]) == gb.value_name(ib[i])), w,
+            ": input ", i);
     auto oa = ga.outputs(na), ob = gb.outputs(nb);
     check(oa.size() == ob.size(), w, ": output count");
     for (size_t i = 0; ok() && i < oa.size(); ++i)
-      check(oa[i].valid() == ob[i].valid() && (!oa[i].valid() || ga.value_name(oa[i]) == gb.value_name(ob[i])), w, ": output ", i);
+      check(oa[i].valid() == ob[i].valid() && (!oa[i].valid() || ga.value_name(oa[i]) == gb.value_name(ob[i])), w,
+            ": output ", i);
     auto ma = ga.metadata(na), mb = gb.metadata(nb);
     check(ma.size() == mb.size(), w, ": metadata count");
-    for (size_t i = 0; ok() && i < ma.size(); ++i) check(ma[i].key == mb[i].key && ma[i].value == mb[i].value, w, ": metadata ", i);
+    for (size_t i = 0; ok() && i < ma.size(); ++i)
+      check(ma[i].key == mb[i].key && ma[i].value == mb[i].value, w, ": metadata ", i);
     auto ea = ga.node_extra(na), eb = gb.node_extra(nb);
     check(std::equal(ea.begin(), ea.end(), eb.begin(), eb.end()), w, ": extra fields");
     auto aa = ga.attrs(na), ab = gb.attrs(nb);
@@ -132,9 +140,21 @@ class Differ {
       case AttrType::Int: check(x.i == y.i, w); break;
       case AttrType::Float: check(std::memcmp(&x.f, &y.f, 4) == 0, w); break;
       case AttrType::String: check(x.s == y.s, w); break;
-      case AttrType::Ints: { auto p = ga.ints(x), q = gb.ints(y); check(std::equal(p.begin(), p.end(), q.begin(), q.end()), w); break; }
-      case AttrType::Floats: { auto p = ga.floats(x), q = gb.floats(y); check(p.size() == q.size() && (p.empty() || std::memcmp(p.data(), q.data(), p.size() * 4) == 0), w); break; }
-      case AttrType::Strings: { auto p = ga.strings(x), q = gb.strings(y); check(std::equal(p.begin(), p.end(), q.begin(), q.end()), w); break; }
+      case AttrType::Ints: {
+        auto p = ga.ints(x), q = gb.ints(y);
+        check(std::equal(p.begin(), p.end(), q.begin(), q.end()), w);
+        break;
+      }
+      case AttrType::Floats: {
+        auto p = ga.floats(x), q = gb.floats(y);
+        check(p.size() == q.size() && (p.empty() || std::memcmp(p.data(), q.data(), p.size() * 4) == 0), w);
+        break;
+      }
+      case AttrType::Strings: {
+        auto p = ga.strings(x), q = gb.strings(y);
+        check(std::equal(p.begin(), p.end(), q.begin(), q.end()), w);
+        break;
+      }
       case AttrType::Tensor: tensor(x.tensor, y.tensor, w); break;
       case AttrType::Tensors: {
         auto p = ga.tensors(x), q = gb.tensors(y);

@@ -86,9 +86,7 @@ TEST(Extract, UnknownModuleSaysWhatExists) {
   try {
     extract_module(*model, "encoder.layer.7");
     FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("encoder.layer.0"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("encoder.layer.0"), std::string::npos) << e.what(); }
 }
 
 }  // namespace

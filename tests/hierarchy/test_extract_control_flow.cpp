@@ -86,8 +86,8 @@ int run(const std::string& cmd) {
 // onnx.checker on the file as loaded (not check_model(path, full_check=True): onnx 1.12 rewrites
 // the file then).
 int onnx_check(const std::filesystem::path& p) {
-  return run("/usr/bin/python3 -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]))' '" +
-             p.string() + "'");
+  return run("/usr/bin/python3 -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]))' '" + p.string() +
+             "'");
 }
 
 // tests/hierarchy/verify_extract_ort.py: exit 0 only when every sub-model output equals ORT's
@@ -134,7 +134,8 @@ std::vector<std::string> capture_names(const Graph& g) {
 
 const Graph* graph_named(const Model& m, std::string_view name) {
   for (size_t gi = 0; gi < m.graph_count(); ++gi)
-    if (str(m.graph(GraphId(static_cast<uint32_t>(gi))).name()) == name) return &m.graph(GraphId(static_cast<uint32_t>(gi)));
+    if (str(m.graph(GraphId(static_cast<uint32_t>(gi))).name()) == name)
+      return &m.graph(GraphId(static_cast<uint32_t>(gi)));
   return nullptr;
 }
 
@@ -149,9 +150,13 @@ TEST(ExtractControlFlow, InMemoryModelIsCompleteAndNamed) {
   ASSERT_EQ(sub.graph_count(), 7u);  // main + then, else, loop_body, inner_then, inner_else, scan_body
   expect_complete(sub);
   // subgraphs keep their names; outer reads are captures, nested ones chained through loop_body
-  for (auto [name, captures] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"then", {"r"}}, {"else", {"x"}}, {"loop_body", {"one", "r", "w", "x"}},
-           {"inner_then", {"a", "r"}}, {"inner_else", {"a"}}, {"scan_body", {"r"}}}) {
+  for (auto [name, captures] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{{"then", {"r"}},
+                                                                     {"else", {"x"}},
+                                                                     {"loop_body", {"one", "r", "w", "x"}},
+                                                                     {"inner_then", {"a", "r"}},
+                                                                     {"inner_else", {"a"}},
+                                                                     {"scan_body", {"r"}}}) {
     const Graph* g = graph_named(sub, name);
     ASSERT_NE(g, nullptr) << name;
     EXPECT_EQ(capture_names(*g), captures) << name;
@@ -193,9 +198,7 @@ TEST(ExtractControlFlow, SavedModelPassesOnnxCheckerAndRunsInOrt) {
   save_model(*with_cuts_exposed(*model, cut), full);
   EXPECT_EQ(onnx_check(sub), 0);
   EXPECT_EQ(onnx_check(full), 0);
-  if (test::ort_peer_installed()) {
-    EXPECT_EQ(ort_verify(full, sub), 0) << slurp(sub.string() + ".ort.json");
-  }
+  if (test::ort_peer_installed()) { EXPECT_EQ(ort_verify(full, sub), 0) << slurp(sub.string() + ".ort.json"); }
   // the saved file reads back to the same structure
   auto back = load_model(sub);
   EXPECT_EQ(back->graph_count(), cut.model->graph_count());

@@ -24,8 +24,8 @@ std::set<std::string> all_tags(Model& m) {
 }
 
 int optimize(const fs::path& in, const fs::path& out, const std::string& extra = "") {
-  std::string cmd = std::string(ONNXFORGE_BINARY_DIR) + "/onnxforge optimize '" + in.string() + "' -o '" + out.string() +
-                    "' --verify-seeds 1 " + extra + " > /dev/null 2>&1";
+  std::string cmd = std::string(ONNXFORGE_BINARY_DIR) + "/onnxforge optimize '" + in.string() + "' -o '" +
+                    out.string() + "' --verify-seeds 1 " + extra + " > /dev/null 2>&1";
   return std::system(cmd.c_str());
 }
 

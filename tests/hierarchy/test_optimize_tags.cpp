@@ -52,7 +52,8 @@ void check_optimized(const std::filesystem::path& path, const std::string& label
       auto tags = reread->tags(g.scope(n));
       if (tags.empty()) {
         ++untagged;
-        ADD_FAILURE() << label << ": untagged after optimize: " << str(g.node_name(n)) << " (" << str(g.op_type(n)) << ")";
+        ADD_FAILURE() << label << ": untagged after optimize: " << str(g.node_name(n)) << " (" << str(g.op_type(n))
+                      << ")";
       }
       merged += tags.size() > 1;
       for (Sym t : tags)

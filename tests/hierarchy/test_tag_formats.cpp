@@ -52,7 +52,8 @@ TEST(Tag, EncodesModuleAndClassPath) {
 }
 
 TEST(TorchScriptNames, UndoesTheExporterQuirks) {
-  EXPECT_EQ(*module_from_node_name("/encoder/layer.0/attention/self/query/MatMul"), "encoder.layer.0.attention.self.query");
+  EXPECT_EQ(*module_from_node_name("/encoder/layer.0/attention/self/query/MatMul"),
+            "encoder.layer.0.attention.self.query");
   EXPECT_EQ(*module_from_node_name("/layer1/layer1.0/conv2/Conv"), "layer1.0.conv2");
   EXPECT_EQ(*module_from_node_name("/layer1/layer1.0/relu_2/Relu"), "layer1.0.relu");
   EXPECT_EQ(*module_from_node_name("/features/features.0/features.0.0/Conv"), "features.0.0");
@@ -79,11 +80,12 @@ TEST(ReadTags, DynamoMetadataBothKeysAndNamespace) {
   Model m;
   GraphBuilderHelper b(m);
   b.g.set_graph_inputs({b.v("x")});
-  NodeId a = b.node("MatMul", {"x", "x"}, {"y"}, "node_linear",
-                    {{"pkg.torch.onnx.name_scopes", "['', 'encoder', 'encoder.layer.0', 'encoder.layer.0.query', 'linear']"},
-                     {"pkg.torch.onnx.class_hierarchy",
-                      "[\"transformers.BertModel\", 'transformers.BertEncoder', 'transformers.BertLayer', "
-                      "'torch.nn.modules.linear.Linear', 'aten.linear.default']"}});
+  NodeId a =
+      b.node("MatMul", {"x", "x"}, {"y"}, "node_linear",
+             {{"pkg.torch.onnx.name_scopes", "['', 'encoder', 'encoder.layer.0', 'encoder.layer.0.query', 'linear']"},
+              {"pkg.torch.onnx.class_hierarchy",
+               "[\"transformers.BertModel\", 'transformers.BertEncoder', 'transformers.BertLayer', "
+               "'torch.nn.modules.linear.Linear', 'aten.linear.default']"}});
   NodeId c = b.node("Relu", {"y"}, {"z"}, "node_relu",
                     {{"namespace", ": a.Net/act: torch.nn.modules.activation.ReLU/relu: aten.relu.default"}});
   NodeId r = b.node("Add", {"z", "x"}, {"w"}, "node_add", {{"pkg.torch.onnx.name_scopes", "['', 'add']"}});
@@ -104,12 +106,12 @@ TEST(ReadTags, RulesTagConstantsAndHelpers) {
   Model m;
   GraphBuilderHelper b(m);
   b.g.set_graph_inputs({b.v("x")});
-  NodeId k = b.node("Constant", {}, {"k"}, "Constant_1");                      // consumers: one module
+  NodeId k = b.node("Constant", {}, {"k"}, "Constant_1");  // consumers: one module
   b.node("Mul", {"x", "k"}, {"y"}, "/enc/layer.0/Mul");
-  NodeId k2 = b.node("Constant", {}, {"k2"}, "Constant_2");                    // consumers: two modules
+  NodeId k2 = b.node("Constant", {}, {"k2"}, "Constant_2");  // consumers: two modules
   b.node("Add", {"y", "k2"}, {"z"}, "/enc/layer.0/Add");
   b.node("Add", {"y", "k2"}, {"z2"}, "/enc/layer.1/Add");
-  NodeId tail = b.node("Sub", {"z", "z2"}, {"w"}, "Sub_9");                     // producers in two modules: their common ancestor
+  NodeId tail = b.node("Sub", {"z", "z2"}, {"w"}, "Sub_9");  // producers in two modules: their common ancestor
   b.g.set_graph_outputs({b.v("w")});
   TagReport rep = read_tags(m);
   EXPECT_EQ(tag_module(m.tags(b.g.scope(k))[0]), "enc.layer.0");
@@ -126,7 +128,8 @@ TEST(WriteTags, MultiTagRoundTripAndStrip) {
   b.g.set_graph_inputs({b.v("x")});
   NodeId n = b.node("Gemm", {"x", "x"}, {"y"}, "fused", {{"other", "keep"}});
   b.g.set_graph_outputs({b.v("y")});
-  b.g.set_scope(n, m.tag_set({make_tag("enc.layer.0.query", "/M/E/L.0/Linear.0"), make_tag("enc.layer.0", "/M/E/L.0")}));
+  b.g.set_scope(n,
+                m.tag_set({make_tag("enc.layer.0.query", "/M/E/L.0/Linear.0"), make_tag("enc.layer.0", "/M/E/L.0")}));
   m.metadata_props.push_back({"onnxforge.hierarchy.strategy", "htp"});
   sync_tags_to_metadata(m);
   EXPECT_EQ(b.g.metadata_value(n, kModuleKey), "enc.layer.0;enc.layer.0.query");

@@ -38,8 +38,8 @@ Recovery recover(const Model& m, const std::set<std::string>& real) {
 
 // The M11 models of the CI set (issue 17): each must be in the zoo, so a failed export cannot
 // shrink the test below to the older models without a failure.
-const char* const kM11Small[] = {"roberta_mini",        "roberta_mini_op17", "deit_mini",       "deit_mini_op17",
-                                 "mobilevit_mini",      "mobilevit_mini_bn", "yolov8n_mini",    "yolov8n_mini_bn",
+const char* const kM11Small[] = {"roberta_mini",        "roberta_mini_op17", "deit_mini",         "deit_mini_op17",
+                                 "mobilevit_mini",      "mobilevit_mini_bn", "yolov8n_mini",      "yolov8n_mini_bn",
                                  "mobilevit_mini_op17", "wav2vec2_mini",     "wav2vec2_mini_op17"};
 
 TEST(ZooHierarchy, TorchScriptNamesGiveRealModulePaths) {
@@ -57,8 +57,8 @@ TEST(ZooHierarchy, TorchScriptNamesGiveRealModulePaths) {
     read_tags(*model, names_only);
     Recovery r = recover(*model, real);
     double frac = r.nodes ? double(r.recovered) / double(r.nodes) : 1.0;
-    std::cout << "[ zoo ] " << name << ": " << r.recovered << "/" << r.nodes << " non-constant nodes ("
-              << 100.0 * frac << "%) with a real module path\n";
+    std::cout << "[ zoo ] " << name << ": " << r.recovered << "/" << r.nodes << " non-constant nodes (" << 100.0 * frac
+              << "%) with a real module path\n";
     EXPECT_GE(frac, 0.95) << name;
   }
 }
@@ -137,9 +137,7 @@ TEST(ZooHierarchy, HtpBertMeetsCoverageTargets) {
   EXPECT_EQ(s.tagged, s.nodes);
   // every tag carries a class path from the exporter
   for (const ModuleStats& m : s.modules)
-    if (m.nodes) {
-      EXPECT_FALSE(m.class_path.empty()) << m.module;
-    }
+    if (m.nodes) { EXPECT_FALSE(m.class_path.empty()) << m.module; }
 }
 
 TEST(ZooHierarchy, SidecarGivesTheSameTagsAsTheMetadata) {

@@ -23,9 +23,7 @@ namespace {
 std::string load_error(const fs::path& p) {
   try {
     load_model(p);
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "(no error)";
 }
 
@@ -95,8 +93,7 @@ TEST(BadInput, MutatedValidModelNeverCrashes) {
     write_bytes(dir / "model.onnx", bytes);
     try {
       load_model(dir / "model.onnx");  // may succeed (a harmless mutation) or fail cleanly
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
   }
 }
 
@@ -220,7 +217,7 @@ TEST(BadInput, Cycle) {
   auto m = tiny_model();
   auto* g = m.mutable_graph();
   g->mutable_node(0)->set_input(0, "b");  // relu: b -> y
-  auto* n = g->add_node();                 // neg: y -> b
+  auto* n = g->add_node();                // neg: y -> b
   n->set_op_type("Neg");
   n->set_name("neg");
   n->add_input("y");
@@ -248,9 +245,7 @@ TEST(BadInput, NeverOverwritesTheInput) {
   try {
     save_model(*model, dir / "model.onnx");
     FAIL() << "overwrote the input";
-  } catch (const Error& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("refusing"));
-  }
+  } catch (const Error& e) { EXPECT_THAT(std::string(e.what()), HasSubstr("refusing")); }
   fs::create_hard_link(dir / "model.onnx", dir / "alias.onnx");
   EXPECT_THROW(save_model(*model, dir / "alias.onnx"), Error);
   EXPECT_EQ(read_bytes(dir / "model.onnx"), before);
@@ -292,34 +287,42 @@ TEST(BadInput, AttributeDeclaredGraphHoldingNone) {
 }
 
 TEST(BadInput, AttributeDeclaredTensorHoldingNone) {
-  auto m = with_attribute([](onnx::AttributeProto* a) {
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-  }, "Constant");
+  auto m = with_attribute(
+      [](onnx::AttributeProto* a) {
+        a->set_name("value");
+        a->set_type(onnx::AttributeProto::TENSOR);
+      },
+      "Constant");
   EXPECT_THAT(error_for_model(m, "attr_tensor"), HasSubstr("is declared TENSOR but holds no tensor"));
 }
 
 TEST(BadInput, AttributePayloadOfAnotherType) {
-  auto m = with_attribute([](onnx::AttributeProto* a) {
-    a->set_name("alpha");
-    a->set_type(onnx::AttributeProto::INT);
-    a->add_floats(1.f);
-  }, "LeakyRelu");
+  auto m = with_attribute(
+      [](onnx::AttributeProto* a) {
+        a->set_name("alpha");
+        a->set_type(onnx::AttributeProto::INT);
+        a->add_floats(1.f);
+      },
+      "LeakyRelu");
   EXPECT_THAT(error_for_model(m, "attr_other"), HasSubstr("is declared i (INT) but holds floats (FLOATS)"));
-  auto m2 = with_attribute([](onnx::AttributeProto* a) {  // IR < 3: no type, two payloads
-    a->set_name("alpha");
-    a->set_f(1.f);
-    a->set_i(2);
-  }, "LeakyRelu");
+  auto m2 = with_attribute(
+      [](onnx::AttributeProto* a) {  // IR < 3: no type, two payloads
+        a->set_name("alpha");
+        a->set_f(1.f);
+        a->set_i(2);
+      },
+      "LeakyRelu");
   EXPECT_THAT(error_for_model(m2, "attr_two"), HasSubstr("has no type and holds several values"));
 }
 
 TEST(BadInput, TypedAccessorRefusesAnotherType) {
-  auto m = with_attribute([](onnx::AttributeProto* a) {
-    a->set_name("strides");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(2);
-  }, "Conv");
+  auto m = with_attribute(
+      [](onnx::AttributeProto* a) {
+        a->set_name("strides");
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(2);
+      },
+      "Conv");
   fs::path dir = temp_dir("accessor");
   write_model(m, dir / "model.onnx");
   auto model = load_model(dir / "model.onnx");
@@ -330,7 +333,8 @@ TEST(BadInput, TypedAccessorRefusesAnotherType) {
     g.attr_ints(conv, "strides");
     FAIL() << "read an INT attribute as INTS";
   } catch (const Error& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("node 'node0' (Conv): attribute 'strides' is INT, but Conv defines it as INTS"));
+    EXPECT_THAT(std::string(e.what()),
+                HasSubstr("node 'node0' (Conv): attribute 'strides' is INT, but Conv defines it as INTS"));
   }
   EXPECT_TRUE(g.attr_ints(conv, "dilations").empty());  // absent: the default
   EXPECT_FALSE(g.attr_graph(conv, "body").valid());
@@ -393,9 +397,7 @@ TEST(BadInput, ErrorsNameTheirFile) {
   try {
     load_model(dir / "model.onnx");
     FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.file(), (dir / "model.onnx").string());
-  }
+  } catch (const Error& e) { EXPECT_EQ(e.file(), (dir / "model.onnx").string()); }
 }
 
 TEST(BadInput, ExternalFileNameMustStayInTheOutputFolder) {
@@ -443,10 +445,12 @@ TEST(BadInput, UnknownElementTypeInAValueInfoIsKeptVerbatim) {
 
 TEST(BadInput, EmptyPackedFloatAttribute) {
   // fuzz_reader: an empty packed `floats` field reached memcpy with a null destination (UBSan).
-  auto m = with_attribute([](onnx::AttributeProto* a) {
-    a->set_name("scales");
-    a->set_type(onnx::AttributeProto::FLOATS);
-  }, "Upsample");
+  auto m = with_attribute(
+      [](onnx::AttributeProto* a) {
+        a->set_name("scales");
+        a->set_type(onnx::AttributeProto::FLOATS);
+      },
+      "Upsample");
   m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->mutable_unknown_fields()->AddLengthDelimited(7, "");
   fs::path dir = temp_dir("emptyfloats");
   write_model(m, dir / "model.onnx");

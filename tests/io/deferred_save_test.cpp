@@ -69,7 +69,8 @@ TEST(DeferredSave, ComputedTensorsAreStreamedAndStayDeferred) {
     o.placement = placement;
     fs::path out = dir / (placement == WeightPlacement::Embed ? "emb.onnx" : "ext.onnx");
     save_model(*m, out, o);
-    for (const char* name : {"neg_a", "neg_b", "neg_c"}) EXPECT_TRUE(m->tensors.is_deferred(initializer_named(*m, name)));
+    for (const char* name : {"neg_a", "neg_b", "neg_c"})
+      EXPECT_TRUE(m->tensors.is_deferred(initializer_named(*m, name)));
 
     auto back = load_model(out);
     std::vector<float> expect(w.size());

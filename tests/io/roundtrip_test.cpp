@@ -43,9 +43,7 @@ TEST(RoundTrip, EveryBackendTestModel) {
     std::string d;
     try {
       d = roundtrip_diff(m, dir);
-    } catch (const Error& e) {
-      d = e.what();
-    }
+    } catch (const Error& e) { d = e.what(); }
     if (!d.empty() && ++failures <= 10) ADD_FAILURE() << m << ": " << d;
   }
   EXPECT_EQ(failures, 0u);
@@ -97,10 +95,11 @@ TEST(RoundTrip, KeepsFieldsOnnx112DoesNotKnow) {
   auto m = tiny_model();
   m.set_ir_version(10);
   auto* node = m.mutable_graph()->mutable_node(0);
-  add_unknown_bytes(node, 9, string_entry("pkg.torch.onnx.name_scopes", "['', 'encoder']"));  // NodeProto.metadata_props
-  add_unknown_bytes(node, 8, "fast");                                                        // NodeProto.overload
-  add_unknown_bytes(m.mutable_graph()->mutable_input(0), 4, string_entry("k", "v"));         // ValueInfoProto.metadata_props
-  add_unknown_bytes(m.mutable_graph(), 16, string_entry("graph", "meta"));                   // GraphProto.metadata_props
+  add_unknown_bytes(node, 9,
+                    string_entry("pkg.torch.onnx.name_scopes", "['', 'encoder']"));   // NodeProto.metadata_props
+  add_unknown_bytes(node, 8, "fast");                                                 // NodeProto.overload
+  add_unknown_bytes(m.mutable_graph()->mutable_input(0), 4, string_entry("k", "v"));  // ValueInfoProto.metadata_props
+  add_unknown_bytes(m.mutable_graph(), 16, string_entry("graph", "meta"));            // GraphProto.metadata_props
   auto* fn = m.add_functions();
   fn->set_name("MyFn");
   fn->set_domain("custom");
@@ -110,8 +109,8 @@ TEST(RoundTrip, KeepsFieldsOnnx112DoesNotKnow) {
   fnode->set_op_type("Neg");
   fnode->add_input("a");
   fnode->add_output("b");
-  add_unknown_bytes(fn, 13, "ov");                           // FunctionProto.overload
-  add_unknown_bytes(fn, 14, string_entry("fn", "meta"));     // FunctionProto.metadata_props
+  add_unknown_bytes(fn, 13, "ov");                        // FunctionProto.overload
+  add_unknown_bytes(fn, 14, string_entry("fn", "meta"));  // FunctionProto.metadata_props
   auto* ti = m.add_training_info();
   ti->mutable_algorithm()->set_name("train");
   auto* sparse = m.mutable_graph()->add_sparse_initializer();

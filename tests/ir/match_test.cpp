@@ -50,7 +50,7 @@ TEST(Match, ReadersProducersAndTheOtherInput) {
   ValueId x = b.input("x", {4});
   ValueId c = b.f32("c", {4}, {1, 2, 3, 4});
   ValueId s = b.node("Sigmoid", {x});
-  ValueId add = b.node("Add", {c, s});   // s read once, at slot 1
+  ValueId add = b.node("Add", {c, s});      // s read once, at slot 1
   ValueId mul = b.node("Mul", {add, add});  // add read twice
   ValueId neg = b.node("Neg", {mul});
   b.output(neg);
@@ -91,11 +91,11 @@ TEST(Match, CanForwardKeepsGraphOutputNamesWithoutAnIdentity) {
   b.output(r);
   const Graph& g = b.g();
   Uses uses(g);
-  EXPECT_TRUE(can_forward(g, uses, id3, x));    // not a graph output: anything goes
-  EXPECT_FALSE(can_forward(g, uses, id2, x));   // a graph input cannot take the output's name
-  EXPECT_FALSE(can_forward(g, uses, id1, r));   // r is a graph output itself
+  EXPECT_TRUE(can_forward(g, uses, id3, x));   // not a graph output: anything goes
+  EXPECT_FALSE(can_forward(g, uses, id2, x));  // a graph input cannot take the output's name
+  EXPECT_FALSE(can_forward(g, uses, id1, r));  // r is a graph output itself
   ValueId w = b.f32("w", {4}, {0, 0, 0, 0});
-  EXPECT_FALSE(can_forward(g, uses, id1, w));   // nor an initializer
+  EXPECT_FALSE(can_forward(g, uses, id1, w));  // nor an initializer
 }
 
 TEST(Match, ScalarsInEveryFormAMatcherMeets) {
@@ -109,14 +109,14 @@ TEST(Match, ScalarsInEveryFormAMatcherMeets) {
   ValueId x = b.input("x", {1});
   const Graph& g = b.g();
   EXPECT_FLOAT_EQ(*scalar(g, f), 1.41421356f);
-  EXPECT_FALSE(scalar(g, two));                      // two elements
+  EXPECT_FALSE(scalar(g, two));  // two elements
   EXPECT_EQ(*scalar(g, i), 7.0);
-  EXPECT_FALSE(scalar(g, i, DType::Float));          // dtype filter
+  EXPECT_FALSE(scalar(g, i, DType::Float));  // dtype filter
   EXPECT_EQ(*scalar(g, h), 0.5);
   EXPECT_EQ(*scalar(g, vf, DType::Float), 0.25);
   EXPECT_EQ(*scalar(g, vi), -3.0);
   EXPECT_FALSE(scalar(g, vi, DType::Float));
-  EXPECT_FALSE(scalar(g, x));                        // not a constant
+  EXPECT_FALSE(scalar(g, x));  // not a constant
 }
 
 TEST(Match, ConstantNearAllowsFloatRoundingOnly) {

@@ -107,9 +107,7 @@ TEST(Rewrite, NewNodesCarryTheUnionOfTags) {
   rw.commit();
   EXPECT_EQ(g.node_count(), 2u);
   for (NodeId k : g.nodes())
-    if (str(g.op_type(k)) == "Abs") {
-      EXPECT_EQ(model->tags(g.scope(k)).size(), 2u);
-    }
+    if (str(g.op_type(k)) == "Abs") { EXPECT_EQ(model->tags(g.scope(k)).size(), 2u); }
   EXPECT_NO_THROW(topological_order(g));
 }
 

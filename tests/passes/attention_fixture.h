@@ -38,7 +38,8 @@ inline const passes::CensusRow* census_row(const std::vector<passes::CensusRow>&
 inline std::string census_text(const std::vector<passes::CensusRow>& rows) {
   std::ostringstream os;
   for (const auto& r : rows) {
-    os << r.fusion << ": found " << r.found << ", here " << r.fusable_here << ", after upgrade " << r.fusable_after_upgrade;
+    os << r.fusion << ": found " << r.found << ", here " << r.fusable_here << ", after upgrade "
+       << r.fusable_after_upgrade;
     for (const auto& [why, n] : r.missed) os << ", missed " << n << " (" << why << ")";
     os << "\n";
   }

@@ -23,8 +23,10 @@ inline std::filesystem::path fp16_zoo_model(const std::string& name, const std::
                     " " + out.string() + (bfloat16 ? " --bfloat16" : "") + " 2> /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   if (!python.empty()) {
-    cmd = "/usr/bin/python3 -c 'import onnx, numpy as np; from onnx import numpy_helper as nh\n"
-          "m = onnx.load(\"" + out.string() + "\")\n" + python + "\nonnx.save(m, \"" + out.string() + "\")'";
+    cmd =
+        "/usr/bin/python3 -c 'import onnx, numpy as np; from onnx import numpy_helper as nh\n"
+        "m = onnx.load(\"" +
+        out.string() + "\")\n" + python + "\nonnx.save(m, \"" + out.string() + "\")'";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   return out;

@@ -15,7 +15,8 @@ inline passes::RunResult optimize(Model& m, std::vector<std::string> names = {},
   o.pass.evaluator = passes::runtime_evaluator();
   o.pass.fold_size = fold_size;
   std::vector<const passes::Pass*> list;
-  if (names.empty()) list = passes::all_passes();
+  if (names.empty())
+    list = passes::all_passes();
   else
     for (auto& n : names) list.push_back(passes::find_pass(n));
   return passes::run_passes(m, list, o);

@@ -139,7 +139,7 @@ class Toy {
       ValueId len = b_.node("Gather", {b_.node("Shape", {x_}), i64s({1}, true)}, {NewAttr::Int("axis", 0)});
       ValueId pos = b_.node("Range", {i64s({0}, true), len, i64s({1}, true)});
       ValueId posf = b_.node("Cast", {b_.node("Unsqueeze", {b_.node("Unsqueeze", {pos, i64s({0})}), i64s({1})})},
-                             {NewAttr::Int("to", 1)});  // [1, 1, S]
+                             {NewAttr::Int("to", 1)});                                // [1, 1, S]
       ValueId fr = b_.node("MatMul", {b_.f32("inv_freq", {1, half, 1}, inv), posf});  // [1, half, S]
       fr = b_.node("Transpose", {fr}, {NewAttr::Ints("perm", {0, 2, 1})});
       ValueId emb = b_.node("Concat", {fr, fr}, {NewAttr::Int("axis", -1)});
@@ -338,7 +338,7 @@ TEST(FuseAttention, PlainSoftmaxIsNoBlock) {
 struct RopeSpec {
   enum Cache { InvFreq, GatherTable, ConstantTable, InputCache, UnequalTable } cache = InvFreq;
   bool interleaved = false;
-  int64_t rot = 0;  // partial rotation width (0: the whole head)
+  int64_t rot = 0;            // partial rotation width (0: the whole head)
   DType type = DType::Float;  // of x, the output and (unless cast) the caches
   // Where the cache's values are stored and converted to `type`:
   //   AsType: initializers of `type` (tools/models/to_fp16.py; InvFreq: computed in `type`);
@@ -359,14 +359,16 @@ std::unique_ptr<Model> rope_model(RopeSpec r, int64_t S = -1) {
   int n = 0;
   auto i64s = [&](std::vector<int64_t> v, bool scalar = false) { return b.i64("i" + std::to_string(n++), v, scalar); };
   const DType T = r.type;
-  const bool cast = r.stored == RopeSpec::CastBefore || r.stored == RopeSpec::CastAfter || r.stored == RopeSpec::CastTwice;
+  const bool cast =
+      r.stored == RopeSpec::CastBefore || r.stored == RopeSpec::CastAfter || r.stored == RopeSpec::CastTwice;
   ValueId x = b.input("x", {-1, S, H * D}, T, {"batch", "seq"});
   // A table or vector stored in the type the spec says (float32 when it is cast in the graph).
   auto stored = [&](const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v) {
     const DType st = cast ? DType::Float : T;
     std::vector<std::byte> bytes(v.size() * size_t(dtype_bits(st) / 8));
     for (size_t i = 0; i < v.size(); ++i) {
-      if (st == DType::Float) std::memcpy(bytes.data() + 4 * i, &v[i], 4);
+      if (st == DType::Float)
+        std::memcpy(bytes.data() + 4 * i, &v[i], 4);
       else {
         const uint16_t h = st == DType::Float16 ? float_to_half(v[i]) : float_to_bf16(v[i]);
         std::memcpy(bytes.data() + 2 * i, &h, 2);
@@ -443,7 +445,8 @@ std::unique_ptr<Model> rope_model(RopeSpec r, int64_t S = -1) {
   if (r.interleaved) {
     ValueId x1 = b.node("Slice", {xr, i64s({0}), i64s({INT64_MAX}), i64s({-1}), i64s({2})});
     ValueId x2 = b.node("Slice", {xr, i64s({1}), i64s({INT64_MAX}), i64s({-1}), i64s({2})});
-    ValueId st = b.node("Concat", {b.node("Unsqueeze", {b.node("Neg", {x2}), i64s({-1})}), b.node("Unsqueeze", {x1, i64s({-1})})},
+    ValueId st = b.node("Concat",
+                        {b.node("Unsqueeze", {b.node("Neg", {x2}), i64s({-1})}), b.node("Unsqueeze", {x1, i64s({-1})})},
                         {NewAttr::Int("axis", -1)});
     rot = b.node("Reshape", {st, i64s({0, 0, 0, R})});
   } else {
@@ -452,7 +455,9 @@ std::unique_ptr<Model> rope_model(RopeSpec r, int64_t S = -1) {
     rot = b.node("Concat", {b.node("Neg", {x2}), x1}, {NewAttr::Int("axis", -1)});
   }
   ValueId y = b.node("Add", {b.node("Mul", {xr, cosv}), b.node("Mul", {rot, sinv})});
-  if (r.rot) y = b.node("Concat", {y, b.node("Slice", {x4, i64s({R}), i64s({INT64_MAX}), i64s({-1})})}, {NewAttr::Int("axis", -1)});
+  if (r.rot)
+    y = b.node("Concat", {y, b.node("Slice", {x4, i64s({R}), i64s({INT64_MAX}), i64s({-1})})},
+               {NewAttr::Int("axis", -1)});
   y = b.node("Reshape", {b.node("Transpose", {y}, {NewAttr::Ints("perm", {0, 2, 1, 3})}), i64s({0, 0, H * D})});
   b.output(y, T);
   return std::move(b.m);
@@ -485,8 +490,10 @@ TEST(FuseRotary, EverySpellingBecomesOneOpAndComputesTheSame) {
     EXPECT_LE(count_op(g, "Transpose"), r.cache == RopeSpec::InvFreq ? 1u : 0u);  // inv_freq x positions
     // Caches are half-width: [P, R/2] with position ids, or [B, S, R/2] computed in the graph.
     auto cd = passes::heads::dims_of(g, g.input(op, 1));
-    if (auto st = static_shape(g, g.input(op, 1))) EXPECT_EQ(st->back(), (r.rot ? r.rot : 8) / 2);
-    else ASSERT_TRUE(cd && cd->back().is_constant((r.rot ? r.rot : 8) / 2));
+    if (auto st = static_shape(g, g.input(op, 1)))
+      EXPECT_EQ(st->back(), (r.rot ? r.rot : 8) / 2);
+    else
+      ASSERT_TRUE(cd && cd->back().is_constant((r.rot ? r.rot : 8) / 2));
   }
 }
 
@@ -517,22 +524,24 @@ TEST(FuseRotary, Float16CachesBecomeCachesOfTheInputsType) {
     const char* what;
   };
   const DType H = DType::Float16;
-  for (const Case& c : {Case{{RopeSpec::InvFreq, false, 0, H, RopeSpec::AsType}, -1, "inv_freq in float16 (to_fp16)"},
-                        Case{{RopeSpec::InvFreq, false, 0, H, RopeSpec::CastAfter}, -1, "Cos/Sin in float32, Cast (HF fp16)"},
-                        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::AsType}, -1, "float16 table[position_ids]"},
-                        Case{{RopeSpec::GatherTable, true, 4, H, RopeSpec::AsType}, -1, "float16 interleaved, partial"},
-                        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::ConstantNode}, -1, "float16 Constant table"},
-                        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::CastBefore}, -1, "Gather(Cast(float32 table))"},
-                        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::CastAfter}, -1, "Cast(Gather(float32 table))"},
-                        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::AsType}, 6, "folded float16 table"},
-                        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::ConstantNode}, 6, "float16 Constant, static seq"},
-                        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::CastAfter}, 6, "Cast(float32 constant)"}}) {
+  for (const Case& c :
+       {Case{{RopeSpec::InvFreq, false, 0, H, RopeSpec::AsType}, -1, "inv_freq in float16 (to_fp16)"},
+        Case{{RopeSpec::InvFreq, false, 0, H, RopeSpec::CastAfter}, -1, "Cos/Sin in float32, Cast (HF fp16)"},
+        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::AsType}, -1, "float16 table[position_ids]"},
+        Case{{RopeSpec::GatherTable, true, 4, H, RopeSpec::AsType}, -1, "float16 interleaved, partial"},
+        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::ConstantNode}, -1, "float16 Constant table"},
+        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::CastBefore}, -1, "Gather(Cast(float32 table))"},
+        Case{{RopeSpec::GatherTable, false, 0, H, RopeSpec::CastAfter}, -1, "Cast(Gather(float32 table))"},
+        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::AsType}, 6, "folded float16 table"},
+        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::ConstantNode}, 6, "float16 Constant, static seq"},
+        Case{{RopeSpec::ConstantTable, false, 0, H, RopeSpec::CastAfter}, 6, "Cast(float32 constant)"}}) {
     const RopeSpec r = c.spec;
     const int64_t seq = c.seq;
     for (bool alone : {false, true}) {
       SCOPED_TRACE(std::string(c.what) + (alone ? ", rotary fusion alone" : ", whole pipeline"));
       const std::vector<std::string> passes =
-          alone ? std::vector<std::string>{"fuse_rotary_embedding", "eliminate_dead_nodes"} : std::vector<std::string>{};
+          alone ? std::vector<std::string>{"fuse_rotary_embedding", "eliminate_dead_nodes"}
+                : std::vector<std::string>{};
       auto m = optimize_and_check([r, seq] { return rope_model(r, seq); }, passes);
       const Graph& g = m->main();
       NodeId op = first(g, "RotaryEmbedding");
@@ -565,12 +574,13 @@ TEST(FuseRotary, Float16CacheMissesNameTheirReason) {
     const char* why;
   };
   const DType H = DType::Float16;
-  for (const Case& c : {Case{{RopeSpec::InputCache, false, 0, H}, "rotary cache not constant"},
-                        Case{{RopeSpec::UnequalTable, false, 0, H}, "rotary cache halves not provably equal"},
-                        Case{{RopeSpec::UnequalTable, false, 0, H, RopeSpec::CastAfter}, "rotary cache halves not provably equal"},
-                        // float32 -> float16 -> float32 rounds the table: not one conversion.
-                        Case{{RopeSpec::GatherTable, false, 0, DType::Float, RopeSpec::CastTwice}, "rotary cache cast twice"},
-                        Case{{RopeSpec::InvFreq, false, 0, DType::Float, RopeSpec::CastTwice}, "rotary cache cast twice"}}) {
+  for (const Case& c :
+       {Case{{RopeSpec::InputCache, false, 0, H}, "rotary cache not constant"},
+        Case{{RopeSpec::UnequalTable, false, 0, H}, "rotary cache halves not provably equal"},
+        Case{{RopeSpec::UnequalTable, false, 0, H, RopeSpec::CastAfter}, "rotary cache halves not provably equal"},
+        // float32 -> float16 -> float32 rounds the table: not one conversion.
+        Case{{RopeSpec::GatherTable, false, 0, DType::Float, RopeSpec::CastTwice}, "rotary cache cast twice"},
+        Case{{RopeSpec::InvFreq, false, 0, DType::Float, RopeSpec::CastTwice}, "rotary cache cast twice"}}) {
     SCOPED_TRACE(c.why);
     auto m = rope_model(c.spec);
     auto rows = census_after_cleanups(*m, {"fuse_attention", "fuse_rotary_embedding"});
@@ -589,8 +599,8 @@ struct ZooCase {
   const char* name;
   int attention, rotary;
 };
-const ZooCase kZoo[] = {{"bert_small", 2, 0},        {"distilbert_small", 2, 0}, {"gpt2_small_cfg", 2, 0},
-                        {"vit_small", 2, 0},         {"whisper_small_enc", 2, 0}, {"llama_small", 2, 4}};
+const ZooCase kZoo[] = {{"bert_small", 2, 0}, {"distilbert_small", 2, 0},  {"gpt2_small_cfg", 2, 0},
+                        {"vit_small", 2, 0},  {"whisper_small_enc", 2, 0}, {"llama_small", 2, 4}};
 
 TEST(AttentionZoo, CensusFindsEveryBlockAndMissesNone) {
   for (const ZooCase& z : kZoo) {
@@ -633,8 +643,8 @@ TEST(AttentionZoo, EveryBlockFusedAndOutputsAgree) {
       for (const char* pad : {"0", "3"}) {
         const std::string cmd = "cd '" ONNXFORGE_SOURCE_DIR "' && /usr/bin/python3 tests/passes/ort_agree.py '" +
                                 zoo_model(z.name).string() + "' '" + (dir / "fused.onnx").string() +
-                                "' --dim batch=2 --dim sequence=12 --pad " + pad + " > '" + (dir / "ort.json").string() +
-                                "' 2>&1";
+                                "' --dim batch=2 --dim sequence=12 --pad " + pad + " > '" +
+                                (dir / "ort.json").string() + "' 2>&1";
         const int rc = std::system(cmd.c_str());
         std::ifstream in(dir / "ort.json");
         EXPECT_EQ(rc, 0) << std::string(std::istreambuf_iterator<char>(in), {});
@@ -668,21 +678,25 @@ std::unique_ptr<Model> qkv_model(std::vector<bool> bias, bool share_weight = fal
   const int64_t widths[3] = {8, 4, 4};
   ValueId shared = values("w_shared", {8, 4}, noise(32, 40));
   for (int i = 0; i < projections; ++i) {
-    ValueId w = share_weight && i > 0 ? shared : values("w" + std::to_string(i), {8, widths[i]}, noise(size_t(8 * widths[i]), 30 + i));
+    ValueId w = share_weight && i > 0
+                    ? shared
+                    : values("w" + std::to_string(i), {8, widths[i]}, noise(size_t(8 * widths[i]), 30 + i));
     ValueId in = x;
     if (i == 2 && third == Third::WeightInput) w = b.input("w_in", {8, widths[i]}, t);
     if (i == 2 && third == Third::OtherInput) in = b.node("Relu", {x});
     if (i == 2 && third == Third::WeightReadElsewhere) b.output(b.node("MatMul", {b.node("Relu", {x}), w}), t);
     if (i == 2 && third == Third::OtherType) w = b.f32("w_f32", {8, widths[i]}, noise(size_t(8 * widths[i]), 60));
     ValueId y = b.node("MatMul", {in, w});
-    if (bias[size_t(i)]) y = b.node("Add", {values("b" + std::to_string(i), {widths[i]}, noise(size_t(widths[i]), 50 + i)), y});
+    if (bias[size_t(i)])
+      y = b.node("Add", {values("b" + std::to_string(i), {widths[i]}, noise(size_t(widths[i]), 50 + i)), y});
     b.output(b.node("Relu", {y}), t);
   }
   return std::move(b.m);
 }
 
 TEST(FuseQkvProjections, ThreeProjectionsBecomeOneMatMulAndSplitBitExact) {
-  for (auto bias : {std::vector<bool>{true, true, true}, std::vector<bool>{true, false, true}, std::vector<bool>{false, false, false}}) {
+  for (auto bias : {std::vector<bool>{true, true, true}, std::vector<bool>{true, false, true},
+                    std::vector<bool>{false, false, false}}) {
     SCOPED_TRACE(testing::PrintToString(bias));
     auto m = optimize_and_check([bias] { return qkv_model(bias); }, {"fuse_qkv_projections", "eliminate_dead_nodes"},
                                 passes::AccuracyClass::Lossless);
@@ -706,7 +720,8 @@ TEST(FuseQkvProjections, Float16ProjectionsFuseBitExact) {
     const TensorId w = constant_tensor(g, g.input(first(g, "MatMul"), 1));
     ASSERT_TRUE(w.valid());
     EXPECT_EQ(m->tensors.dtype(w), DType::Float16);
-    EXPECT_EQ(std::vector<int64_t>(m->tensors.dims(w).begin(), m->tensors.dims(w).end()), (std::vector<int64_t>{8, 16}));
+    EXPECT_EQ(std::vector<int64_t>(m->tensors.dims(w).begin(), m->tensors.dims(w).end()),
+              (std::vector<int64_t>{8, 16}));
   }
 }
 

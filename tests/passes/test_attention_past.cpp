@@ -24,7 +24,8 @@ struct PastCase {
 };
 // Llama (grouped-query), GPT-2 (tied LM head, 3-D from its Split), Phi (parallel blocks, partial
 // rotary), Gemma (one key/value head).
-const PastCase kPast[] = {{"llama_small_past", 2}, {"gpt2_small_past", 2}, {"phi_small_past", 2}, {"gemma_small_past", 2}};
+const PastCase kPast[] = {
+    {"llama_small_past", 2}, {"gpt2_small_past", 2}, {"phi_small_past", 2}, {"gemma_small_past", 2}};
 
 bool have(const char* name) { return std::filesystem::exists(zoo_model(name)); }
 bool kernel(const char* op) { return rt::Registry::get().find("", op) != nullptr; }
@@ -78,8 +79,8 @@ TEST(AttentionWithPast, ThePastConcatGoesIntoAttention) {
       for (const char* dims : {"--dim sequence=1 --dim past_sequence=127 --dim total_sequence=128",
                                "--dim sequence=16 --dim past_sequence=0 --dim total_sequence=16"}) {
         const std::string cmd = "cd '" ONNXFORGE_SOURCE_DIR "' && /usr/bin/python3 tests/passes/ort_agree.py '" +
-                                zoo_model(z.name).string() + "' '" + (dir / "fused.onnx").string() + "' --dim batch=1 " +
-                                dims + " > '" + (dir / "ort.json").string() + "' 2>&1";
+                                zoo_model(z.name).string() + "' '" + (dir / "fused.onnx").string() +
+                                "' --dim batch=1 " + dims + " > '" + (dir / "ort.json").string() + "' 2>&1";
         const int rc = std::system(cmd.c_str());
         std::ifstream in(dir / "ort.json");
         EXPECT_EQ(rc, 0) << dims << ": " << std::string(std::istreambuf_iterator<char>(in), {});
@@ -109,7 +110,8 @@ TEST(AttentionWithPast, GenerationThroughEachModelsOwnCacheAgrees) {
     auto m = zoo_at_23(z.name);
     passes::RunResult r = optimize(*m);
     const auto tol = passes::tolerance_of(r.worst);
-    rt::DecodeReport d = rt::verify_decode(*original, *m, {.steps = 6, .prompt = 5, .seed = 0, .atol = tol.abs, .rtol = tol.rel, .dims = {}});
+    rt::DecodeReport d = rt::verify_decode(
+        *original, *m, {.steps = 6, .prompt = 5, .seed = 0, .atol = tol.abs, .rtol = tol.rel, .dims = {}});
     EXPECT_TRUE(d.pass) << d.to_text();
     ASSERT_EQ(d.steps.size(), 7u);
     EXPECT_EQ(d.steps[0].past, 0);
@@ -146,7 +148,8 @@ TEST(AttentionWithPast, ACacheThatIgnoresThePastFailsTheDecodeLoop) {
                std::vector<ValueId>{past, z}, std::vector<ValueId>{scaled}, {});
     g.set_input(n, 4, scaled);
   }
-  rt::DecodeReport d = rt::verify_decode(*original, *m, {.steps = 3, .prompt = 4, .seed = 0, .atol = 1e-4, .rtol = 1e-3, .dims = {}});
+  rt::DecodeReport d =
+      rt::verify_decode(*original, *m, {.steps = 3, .prompt = 4, .seed = 0, .atol = 1e-4, .rtol = 1e-3, .dims = {}});
   EXPECT_FALSE(d.pass) << d.to_text();
   ASSERT_GE(d.steps.size(), 2u);
   EXPECT_TRUE(d.steps[0].pass) << "the prefill has an empty past: " << d.to_text();
@@ -159,9 +162,7 @@ TEST(AttentionWithPast, ANoCacheModelIsNamedNotADecoderWithACache) {
   try {
     rt::verify_decode(*a, *a, {});
     FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("past_key_values"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("past_key_values"), std::string::npos) << e.what(); }
 }
 
 }  // namespace

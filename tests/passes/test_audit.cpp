@@ -35,33 +35,32 @@ TEST_P(AuditZoo, FingerprintAndForensicsMatchTheArchitecture) {
   EXPECT_EQ(x.layer_norm_decomposed, e.layer_norms) << e.model;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Zoo, AuditZoo,
-    ::testing::Values(Expect{"resnet_small", Family::VisionCnn, 0, 0},
-                      Expect{"mobilenet_v3_small", Family::VisionCnn, 0, 0},
-                      Expect{"efficientnet_b0", Family::VisionCnn, 0, 0},
-                      // 2 layers x (attention + output) LayerNorms + the embeddings' LayerNorm.
-                      Expect{"bert_small", Family::EncoderTransformer, 2, 5},
-                      Expect{"distilbert_small", Family::EncoderTransformer, 2, 5},
-                      // 2 layers x (ln_1, ln_2) + ln_f.
-                      Expect{"gpt2_small_cfg", Family::DecoderLlm, 2, 5},
-                      // RMSNorms are not LayerNorms.
-                      Expect{"llama_small", Family::DecoderLlm, 2, 0},
-                      // The causal decoders with and without a KV cache (issue 25): Llama with
-                      // _prepare_4d_causal_attention_mask (no Trilu), GPT-2 with its tied LM head,
-                      // Phi (cached rotary tables: no Sin/Cos; one LayerNorm per layer + the final
-                      // one), Gemma (MQA, (1 + w) RMSNorm).
-                      Expect{"llama_small_past", Family::DecoderLlm, 2, 0},
-                      Expect{"gpt2_small_lm", Family::DecoderLlm, 2, 5},
-                      Expect{"gpt2_small_past", Family::DecoderLlm, 2, 5},
-                      Expect{"phi_small", Family::DecoderLlm, 2, 3},
-                      Expect{"phi_small_past", Family::DecoderLlm, 2, 3},
-                      Expect{"gemma_small", Family::DecoderLlm, 2, 0},
-                      Expect{"gemma_small_past", Family::DecoderLlm, 2, 0},
-                      // 2 layers x 2 + the final LayerNorm.
-                      Expect{"vit_small", Family::VisionTransformer, 2, 5},
-                      Expect{"whisper_small_enc", Family::Speech, 2, 5}),
-    [](const auto& info) { return std::string(info.param.model); });
+INSTANTIATE_TEST_SUITE_P(Zoo, AuditZoo,
+                         ::testing::Values(Expect{"resnet_small", Family::VisionCnn, 0, 0},
+                                           Expect{"mobilenet_v3_small", Family::VisionCnn, 0, 0},
+                                           Expect{"efficientnet_b0", Family::VisionCnn, 0, 0},
+                                           // 2 layers x (attention + output) LayerNorms + the embeddings' LayerNorm.
+                                           Expect{"bert_small", Family::EncoderTransformer, 2, 5},
+                                           Expect{"distilbert_small", Family::EncoderTransformer, 2, 5},
+                                           // 2 layers x (ln_1, ln_2) + ln_f.
+                                           Expect{"gpt2_small_cfg", Family::DecoderLlm, 2, 5},
+                                           // RMSNorms are not LayerNorms.
+                                           Expect{"llama_small", Family::DecoderLlm, 2, 0},
+                                           // The causal decoders with and without a KV cache (issue 25): Llama with
+                                           // _prepare_4d_causal_attention_mask (no Trilu), GPT-2 with its tied LM head,
+                                           // Phi (cached rotary tables: no Sin/Cos; one LayerNorm per layer + the final
+                                           // one), Gemma (MQA, (1 + w) RMSNorm).
+                                           Expect{"llama_small_past", Family::DecoderLlm, 2, 0},
+                                           Expect{"gpt2_small_lm", Family::DecoderLlm, 2, 5},
+                                           Expect{"gpt2_small_past", Family::DecoderLlm, 2, 5},
+                                           Expect{"phi_small", Family::DecoderLlm, 2, 3},
+                                           Expect{"phi_small_past", Family::DecoderLlm, 2, 3},
+                                           Expect{"gemma_small", Family::DecoderLlm, 2, 0},
+                                           Expect{"gemma_small_past", Family::DecoderLlm, 2, 0},
+                                           // 2 layers x 2 + the final LayerNorm.
+                                           Expect{"vit_small", Family::VisionTransformer, 2, 5},
+                                           Expect{"whisper_small_enc", Family::Speech, 2, 5}),
+                         [](const auto& info) { return std::string(info.param.model); });
 
 // The M11 models (tools/models, issue 17), where present in the zoo folder.
 class AuditM11 : public ::testing::TestWithParam<Expect> {};
@@ -76,24 +75,23 @@ TEST_P(AuditM11, FamilyMatchesTheArchitecture) {
   EXPECT_EQ(f.family, e.family) << e.model << ": " << family_name(f.family) << " (" << f.reason << ")";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Zoo, AuditM11,
-    ::testing::Values(Expect{"roberta_mini", Family::EncoderTransformer, 0, 0},
-                      Expect{"deit_mini", Family::VisionTransformer, 0, 0},
-                      Expect{"mobilevit_mini", Family::Hybrid, 0, 0},
-                      Expect{"yolov8n_mini", Family::VisionCnn, 0, 0},
-                      Expect{"wav2vec2_mini", Family::Speech, 0, 0}),
-    [](const auto& info) { return std::string(info.param.model); });
+INSTANTIATE_TEST_SUITE_P(Zoo, AuditM11,
+                         ::testing::Values(Expect{"roberta_mini", Family::EncoderTransformer, 0, 0},
+                                           Expect{"deit_mini", Family::VisionTransformer, 0, 0},
+                                           Expect{"mobilevit_mini", Family::Hybrid, 0, 0},
+                                           Expect{"yolov8n_mini", Family::VisionCnn, 0, 0},
+                                           Expect{"wav2vec2_mini", Family::Speech, 0, 0}),
+                         [](const auto& info) { return std::string(info.param.model); });
 
 // The family survives `optimize --target-opset 24`: the fused Attention / RotaryEmbedding /
 // RMSNormalization / Swish ops keep what the decomposed blocks showed (before the fused
 // spellings were read, ViT, DeiT and MobileViT came out "vision CNN" and BERT, GPT-2 and Llama
 // "unknown").
 TEST(Audit, FamilyOfTheFusedModelsIsTheOriginals) {
-  for (const char* name : {"vit_small", "deit_mini", "mobilevit_mini", "bert_small", "roberta_mini", "distilbert_small",
-                           "gpt2_small_cfg", "llama_small", "whisper_small_enc", "wav2vec2_mini", "yolov8n_mini",
-                           "llama_small_past", "gpt2_small_lm", "gpt2_small_past", "phi_small", "phi_small_past",
-                           "gemma_small", "gemma_small_past"}) {
+  for (const char* name :
+       {"vit_small", "deit_mini", "mobilevit_mini", "bert_small", "roberta_mini", "distilbert_small", "gpt2_small_cfg",
+        "llama_small", "whisper_small_enc", "wav2vec2_mini", "yolov8n_mini", "llama_small_past", "gpt2_small_lm",
+        "gpt2_small_past", "phi_small", "phi_small_past", "gemma_small", "gemma_small_past"}) {
     SCOPED_TRACE(name);
     const auto path = test::model_dir() / (std::string(name) + ".onnx");
     if (!std::filesystem::exists(path)) continue;  // the M11 models, when not exported
@@ -128,10 +126,11 @@ TEST(Audit, DecoderEvidenceOfEachSpelling) {
     const char* model;
     bool kv_cache, causal_mask, rotary, sin_cos;
   };
-  for (const Case& c : {Case{"llama_small", false, true, true, true}, Case{"llama_small_past", true, true, true, true},
-                        Case{"phi_small", false, true, true, false}, Case{"phi_small_past", true, true, true, false},
-                        Case{"gemma_small_past", true, true, true, true}, Case{"gpt2_small_lm", false, true, false, false},
-                        Case{"gpt2_small_past", true, true, false, false}, Case{"bert_small", false, false, false, false}}) {
+  for (const Case& c :
+       {Case{"llama_small", false, true, true, true}, Case{"llama_small_past", true, true, true, true},
+        Case{"phi_small", false, true, true, false}, Case{"phi_small_past", true, true, true, false},
+        Case{"gemma_small_past", true, true, true, true}, Case{"gpt2_small_lm", false, true, false, false},
+        Case{"gpt2_small_past", true, true, false, false}, Case{"bert_small", false, false, false, false}}) {
     SCOPED_TRACE(c.model);
     auto m = load_model(test::zoo_model(c.model));
     infer_shapes(*m);
@@ -142,9 +141,7 @@ TEST(Audit, DecoderEvidenceOfEachSpelling) {
     bool sin = false;
     for (NodeId n : m->main().nodes()) sin = sin || m->main().is_op(n, "Sin");
     EXPECT_EQ(sin, c.sin_cos);  // Phi's rotary is found without them
-    if (c.kv_cache) {
-      EXPECT_NE(f.reason.find("KV cache"), std::string::npos) << f.reason;
-    }
+    if (c.kv_cache) { EXPECT_NE(f.reason.find("KV cache"), std::string::npos) << f.reason; }
   }
 }
 

@@ -22,8 +22,9 @@ struct CliRun {
 
 CliRun optimize(const std::string& args) {
   fs::path dir = temp_dir("cli_pass_names");
-  std::string cmd = std::string(ONNXFORGE_BINARY_DIR) + "/onnxforge optimize '" + zoo_model("resnet_small_bn").string() +
-                    "' -o '" + (dir / "out.onnx").string() + "' --force --no-verify --json " + args + " 2>/dev/null";
+  std::string cmd = std::string(ONNXFORGE_BINARY_DIR) + "/onnxforge optimize '" +
+                    zoo_model("resnet_small_bn").string() + "' -o '" + (dir / "out.onnx").string() +
+                    "' --force --no-verify --json " + args + " 2>/dev/null";
   CliRun r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -61,6 +62,4 @@ TEST(CliPassNames, OldNamesSkipTheRenamedPasses) {
   EXPECT_TRUE(ran.count("fuse_conv_batchnorm"));
 }
 
-TEST(CliPassNames, UnknownNamesAreStillRejected) {
-  EXPECT_EQ(optimize("--passes fuse_conv_relus").exit_code, 2);
-}
+TEST(CliPassNames, UnknownNamesAreStillRejected) { EXPECT_EQ(optimize("--passes fuse_conv_relus").exit_code, 2); }

@@ -61,25 +61,15 @@ void forms_match_opset(const Model& m) {
   const int64_t opset = m.opset("");
   for (NodeId n : g.nodes()) {
     SCOPED_TRACE(std::string(str(g.node_name(n))));
-    if (g.is_op(n, "Unsqueeze")) {
-      EXPECT_EQ(g.inputs(n).size(), opset >= 13 ? 2u : 1u);
-    }
+    if (g.is_op(n, "Unsqueeze")) { EXPECT_EQ(g.inputs(n).size(), opset >= 13 ? 2u : 1u); }
     if (g.is_op(n, "Slice")) {
       EXPECT_GE(opset, 10);
       EXPECT_GE(g.inputs(n).size(), 3u);
     }
-    if (g.is_op(n, "ReduceMean")) {
-      EXPECT_EQ(g.inputs(n).size(), opset >= 18 ? 2u : 1u);
-    }
-    if (opset < 12) {
-      EXPECT_FALSE(g.is_op(n, "LessOrEqual"));
-    }
-    if (opset < 11) {
-      EXPECT_FALSE(g.is_op(n, "Range"));
-    }
-    if (g.is_op(n, "Softmax")) {
-      EXPECT_EQ(g.attr_int(n, "axis", 0), opset >= 11 ? -1 : 3);
-    }
+    if (g.is_op(n, "ReduceMean")) { EXPECT_EQ(g.inputs(n).size(), opset >= 18 ? 2u : 1u); }
+    if (opset < 12) { EXPECT_FALSE(g.is_op(n, "LessOrEqual")); }
+    if (opset < 11) { EXPECT_FALSE(g.is_op(n, "Range")); }
+    if (g.is_op(n, "Softmax")) { EXPECT_EQ(g.attr_int(n, "axis", 0), opset >= 11 ? -1 : 3); }
   }
 }
 
@@ -164,7 +154,7 @@ struct Attn {
   bool causal = false, scale = false, softcap = false, past = false;
   int qk_mode = -1;  // -1: qk_matmul_output not asked for
   int64_t opset = 23;
-  bool dynamic = false;  // symbolic sequence lengths (then no mask: its shape would need them)
+  bool dynamic = false;              // symbolic sequence lengths (then no mask: its shape would need them)
   std::vector<int64_t> nonpad = {};  // Attention-24's nonpad_kv_seqlen, one per batch (a constant)
 };
 
@@ -285,13 +275,12 @@ TEST(DecomposeAttention, DynamicLengthsAndOlderOpsets) {
     SCOPED_TRACE(describe(a));
     auto m = decomposes([&] { return attn_model(a); }, "Attention", "decompose_attention");
     forms_match_opset(*m);
-    if (range) {
-      EXPECT_EQ(count_op(m->main(), "Range") > 0, *range);
-    }
+    if (range) { EXPECT_EQ(count_op(m->main(), "Range") > 0, *range); }
     ort_agrees(*attn_model(a), *m, describe(a));
   };
   for (int64_t opset : {11, 12, 13, 23})
-    for (bool past : {false, true}) check({.hkv = 2, .causal = true, .past = past, .opset = opset, .dynamic = true}, true);
+    for (bool past : {false, true})
+      check({.hkv = 2, .causal = true, .past = past, .opset = opset, .dynamic = true}, true);
   // A static causal mask is a constant (opset 9: Where, IsNaN; Softmax's axis not negative).
   for (int64_t opset : {9, 11}) check({.hkv = 2, .causal = true, .scale = true, .past = true, .opset = opset}, false);
   // Masks (a short one padded: Pad of a bool is opset 13), GQA, past, softcap, 3-D and 4-D.
@@ -408,9 +397,7 @@ TEST(DecomposeZoo, FusedAtOpset23ThenDecomposedMatchesTheExport) {
     auto [original, model] = zoo_fused_at(name, 23);
     const size_t attn = count_op(model->main(), "Attention"), rope = count_op(model->main(), "RotaryEmbedding");
     EXPECT_GT(attn, 0u);
-    if (std::string(name) == "llama_small") {
-      EXPECT_GT(rope, 0u);
-    }
+    if (std::string(name) == "llama_small") { EXPECT_GT(rope, 0u); }
     const int64_t fused_nodes = static_cast<int64_t>(model->main().node_count());
     optimize(*model, {"decompose_rotary_embedding", "decompose_attention"});
     EXPECT_EQ(count_op(model->main(), "Attention"), 0u);
@@ -419,11 +406,11 @@ TEST(DecomposeZoo, FusedAtOpset23ThenDecomposedMatchesTheExport) {
     auto [diff, ok] = class1_diff(*original, *model, 5, false);
     EXPECT_TRUE(ok) << "decomposed against the original export: max_diff " << diff;
     ort_agrees(*original, *model, name);
-    std::printf("[ decomp   ] %-16s %zu Attention, %zu RotaryEmbedding: %lld -> %zu nodes, max_diff %.3g vs the export\n",
-                name, attn, rope, static_cast<long long>(fused_nodes), static_cast<size_t>(model->main().node_count()), diff);
+    std::printf(
+        "[ decomp   ] %-16s %zu Attention, %zu RotaryEmbedding: %lld -> %zu nodes, max_diff %.3g vs the export\n", name,
+        attn, rope, static_cast<long long>(fused_nodes), static_cast<size_t>(model->main().node_count()), diff);
   }
 }
-
 
 // Nothing a target lacks is left in what optimize writes for it: from the export (the fusions
 // the target lacks do not run) and from a model already fused for ONNX Runtime at opset 23/24

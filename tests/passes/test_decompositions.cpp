@@ -93,15 +93,11 @@ TEST(Decompositions, LayerNormAtOpset17And18) {
   auto m17 = one_op(spec("LayerNormalization", 17));
   optimize(*m17, {"decompose_layer_norm"});
   for (NodeId n : m17->main().nodes())
-    if (m17->main().is_op(n, "ReduceMean")) {
-      EXPECT_EQ(m17->main().inputs(n).size(), 1u);
-    }
+    if (m17->main().is_op(n, "ReduceMean")) { EXPECT_EQ(m17->main().inputs(n).size(), 1u); }
   auto m18 = one_op(spec("LayerNormalization", 18));
   optimize(*m18, {"decompose_layer_norm"});
   for (NodeId n : m18->main().nodes())
-    if (m18->main().is_op(n, "ReduceMean")) {
-      EXPECT_EQ(m18->main().inputs(n).size(), 2u);
-    }
+    if (m18->main().is_op(n, "ReduceMean")) { EXPECT_EQ(m18->main().inputs(n).size(), 2u); }
 }
 
 TEST(Decompositions, GeluBothForms) {
@@ -162,8 +158,10 @@ TEST(DecompositionsZoo, FuseDecomposeFuseRoundTrip) {
     EXPECT_TRUE(ok) << "decomposed against the original export: max_diff " << diff;
     optimize(*model);
     for (size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(count_op(model->main(), ops[i]), fused[i]) << ops[i];
-    std::printf("[ decomp   ] %-18s LN %zu, Gelu %zu, RMSNorm %zu, Swish %zu fused, decomposed (max_diff %.3g) and fused back\n",
-                name, fused[0], fused[1], fused[2], fused[3], diff);
+    std::printf(
+        "[ decomp   ] %-18s LN %zu, Gelu %zu, RMSNorm %zu, Swish %zu fused, decomposed (max_diff %.3g) and fused "
+        "back\n",
+        name, fused[0], fused[1], fused[2], fused[3], diff);
   }
 }
 
@@ -174,7 +172,9 @@ std::vector<std::string> names(const std::vector<const passes::Pass*>& ps) {
   for (const passes::Pass* p : ps) out.push_back(p->name());
   return out;
 }
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 TEST(Targets, ProfilesAndPlans) {
   EXPECT_THROW(passes::target_profile("coreml"), Error);

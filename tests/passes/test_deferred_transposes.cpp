@@ -55,7 +55,8 @@ TEST(DeferredTransposes, FoldedWeightIsRecordedNotComputed) {
   TensorId t = weight_of_matmul(m->main());
   ASSERT_TRUE(t.valid());
   EXPECT_TRUE(m->tensors.is_deferred(t));
-  EXPECT_EQ(std::vector<int64_t>(m->tensors.dims(t).begin(), m->tensors.dims(t).end()), (std::vector<int64_t>{512, 1024}));
+  EXPECT_EQ(std::vector<int64_t>(m->tensors.dims(t).begin(), m->tensors.dims(t).end()),
+            (std::vector<int64_t>{512, 1024}));
   // Reading it computes it, once.
   EXPECT_EQ(floats(m->tensors, t), transposed(weights(1024, 512, 1), 1024, 512));
   EXPECT_FALSE(m->tensors.is_deferred(t));

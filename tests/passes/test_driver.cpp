@@ -36,7 +36,8 @@ std::unique_ptr<Model> identity_chain() {
   ValueId x = b.input("x", {2, 3});
   ValueId v = x;
   for (int i = 0; i < 4; ++i) v = b.node("Relu", {b.node("Identity", {v})});
-  b.output(b.node("Transpose", {b.node("Transpose", {v}, {NewAttr::Ints("perm", {1, 0})})}, {NewAttr::Ints("perm", {1, 0})}));
+  b.output(b.node("Transpose", {b.node("Transpose", {v}, {NewAttr::Ints("perm", {1, 0})})},
+                  {NewAttr::Ints("perm", {1, 0})}));
   return std::move(b.m);
 }
 

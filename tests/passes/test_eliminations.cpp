@@ -58,7 +58,7 @@ TEST(IdentityOps, LeavesShapeChangingAndTrainingForms) {
   ValueId t = b.init("train", {}, std::vector<uint8_t>{1}, DType::Bool);
   ValueId r = b.f32("ratio", {}, {0.5f});
   ValueId a = b.node("Add", {x, zeros});
-  ValueId d = b.node("Dropout", {a, r, t});  // training_mode = true: not an identity
+  ValueId d = b.node("Dropout", {a, r, t});                   // training_mode = true: not an identity
   ValueId c = b.node("Cast", {d}, {NewAttr::Int("to", 11)});  // float -> double
   b.output(c, DType::Double);
   optimize(*b.m, {"eliminate_identity_ops"});

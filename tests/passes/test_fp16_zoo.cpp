@@ -142,7 +142,8 @@ TEST(Float16Zoo, FusesAsTheFloat32ExportAndVerifies) {
       auto dir = temp_dir("fp16_zoo");
       save_model(*out.model, dir / "fused.onnx");
       std::string dims;
-      for (const auto& [k, v] : c.dims.empty() ? std::map<std::string, int64_t>{{"batch", 2}, {"sequence", 12}} : c.dims)
+      for (const auto& [k, v] :
+           c.dims.empty() ? std::map<std::string, int64_t>{{"batch", 2}, {"sequence", 12}} : c.dims)
         dims += " --dim " + k + "=" + std::to_string(v);
       const std::string cmd = "cd '" ONNXFORGE_SOURCE_DIR "' && /usr/bin/python3 tests/passes/ort_agree.py '" +
                               path.string() + "' '" + (dir / "fused.onnx").string() + "'" + dims +

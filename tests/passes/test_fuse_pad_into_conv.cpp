@@ -84,7 +84,8 @@ TEST(FusePadIntoConv, IntegerConvsWhenTheValueIsTheZeroPoint) {
     GraphBuilder b(11);
     ValueId x = b.input("x", {1, 2, 6, 6}, DType::Uint8);
     ValueId zp = b.init<uint8_t>("xzp", {}, {128}, DType::Uint8);
-    ValueId p = b.node("Pad", {x, b.i64("pads", {0, 0, 1, 1, 0, 0, 1, 1}), b.init<uint8_t>("v", {}, {value}, DType::Uint8)});
+    ValueId p =
+        b.node("Pad", {x, b.i64("pads", {0, 0, 1, 1, 0, 0, 1, 1}), b.init<uint8_t>("v", {}, {value}, DType::Uint8)});
     std::vector<uint8_t> w(2 * 2 * 3 * 3);
     for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>((i * 37) % 251);
     b.output(b.node("ConvInteger", {p, b.init<uint8_t>("w", {2, 2, 3, 3}, w, DType::Uint8), zp}), DType::Int32);
@@ -103,10 +104,11 @@ TEST(FusePadIntoConv, IntegerConvsWhenTheValueIsTheZeroPoint) {
     ValueId p = b.node("Pad", {x, b.i64("pads", {0, 0, 0, 1, 0, 0, 2, 1}), xzp});
     std::vector<int8_t> w(4 * 3 * 3 * 3);
     for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>((i * 53) % 200) - 100);
-    b.output(b.node("QLinearConv", {p, xs, xzp, b.init<int8_t>("w", {4, 3, 3, 3}, w, DType::Int8), b.f32("ws", {}, {0.01f}),
-                                    b.init<int8_t>("wzp", {}, {0}, DType::Int8), b.f32("ys", {}, {0.2f}),
-                                    b.init<uint8_t>("yzp", {}, {120}, DType::Uint8)},
-                     {NewAttr::Ints("strides", {2, 2})}),
+    b.output(b.node("QLinearConv",
+                    {p, xs, xzp, b.init<int8_t>("w", {4, 3, 3, 3}, w, DType::Int8), b.f32("ws", {}, {0.01f}),
+                     b.init<int8_t>("wzp", {}, {0}, DType::Int8), b.f32("ys", {}, {0.2f}),
+                     b.init<uint8_t>("yzp", {}, {120}, DType::Uint8)},
+                    {NewAttr::Ints("strides", {2, 2})}),
              DType::Uint8);
     return std::move(b.m);
   };
@@ -122,8 +124,9 @@ TEST(FusePadIntoConv, AveragePoolOnlyWhenItCountsThePads) {
     GraphBuilder b(11);
     ValueId x = b.input("x", {1, 3, 8, 8});
     ValueId p = b.node("Pad", {x, b.i64("pads", {0, 0, 1, 1, 0, 0, 2, 2})});
-    b.output(b.node("AveragePool", {p}, {NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("strides", {2, 2}),
-                                         NewAttr::Int("count_include_pad", include), NewAttr::Int("ceil_mode", ceil)}));
+    b.output(b.node("AveragePool", {p},
+                    {NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("strides", {2, 2}),
+                     NewAttr::Int("count_include_pad", include), NewAttr::Int("ceil_mode", ceil)}));
     return std::move(b.m);
   };
   auto m = optimize_and_check([&] { return make(1, 0); }, {"fuse_pad_into_conv"}, AccuracyClass::FloatBounded);
@@ -146,54 +149,68 @@ TEST(FusePadIntoConv, LeavesAlonePadsItCannotFold) {
   };
   const std::vector<int64_t> hw{0, 0, 1, 1, 0, 0, 1, 1};
   const std::vector<Case> cases = {
-      {"non-zero value", [&](GraphBuilder& b, ValueId x) {
+      {"non-zero value",
+       [&](GraphBuilder& b, ValueId x) {
          b.output(conv(b, b.node("Pad", {x, b.i64("p", hw), b.f32("v", {}, {1.f})})));
        }},
-      {"negative zero value", [&](GraphBuilder& b, ValueId x) {
+      {"negative zero value",
+       [&](GraphBuilder& b, ValueId x) {
          b.output(conv(b, b.node("Pad", {x, b.i64("p", hw), b.f32("v", {}, {-0.f})})));
        }},
-      {"reflect", [&](GraphBuilder& b, ValueId x) {
+      {"reflect",
+       [&](GraphBuilder& b, ValueId x) {
          b.output(conv(b, b.node("Pad", {x, b.i64("p", hw)}, {NewAttr::String("mode", "reflect")})));
        }},
-      {"edge", [&](GraphBuilder& b, ValueId x) {
+      {"edge",
+       [&](GraphBuilder& b, ValueId x) {
          b.output(conv(b, b.node("Pad", {x, b.i64("p", hw)}, {NewAttr::String("mode", "edge")})));
        }},
-      {"channel pads", [&](GraphBuilder& b, ValueId x) {
+      {"channel pads",
+       [&](GraphBuilder& b, ValueId x) {
          ValueId p = b.node("Pad", {x, b.i64("p", {0, 1, 1, 1, 0, 0, 1, 1})});
          b.output(b.node("Conv", {p, conv_weight(b, 4, 4, 3, 9)}));
        }},
-      {"batch pads", [&](GraphBuilder& b, ValueId x) {
+      {"batch pads",
+       [&](GraphBuilder& b, ValueId x) {
          b.output(conv(b, b.node("Pad", {x, b.i64("p", {1, 0, 1, 1, 0, 0, 1, 1})})));
        }},
-      {"negative pads", [&](GraphBuilder& b, ValueId x) {
+      {"negative pads",
+       [&](GraphBuilder& b, ValueId x) {
          b.output(conv(b, b.node("Pad", {x, b.i64("p", {0, 0, -1, 1, 0, 0, 1, 1})})));
        }},
-      {"other readers", [&](GraphBuilder& b, ValueId x) {
+      {"other readers",
+       [&](GraphBuilder& b, ValueId x) {
          ValueId p = b.node("Pad", {x, b.i64("p", hw)});
          b.output(conv(b, p));
          b.output(b.node("Relu", {p}));
        }},
-      {"graph output", [&](GraphBuilder& b, ValueId x) {
+      {"graph output",
+       [&](GraphBuilder& b, ValueId x) {
          ValueId p = b.node("Pad", {x, b.i64("p", hw)});
          b.output(conv(b, p));
          b.output(p);
        }},
-      {"pads at run time", [&](GraphBuilder& b, ValueId x) {
+      {"pads at run time",
+       [&](GraphBuilder& b, ValueId x) {
          ValueId pads = b.input("pads", {8}, DType::Int64);
          b.output(conv(b, b.node("Pad", {x, pads})));
        }},
-      {"value at run time", [&](GraphBuilder& b, ValueId x) {
+      {"value at run time",
+       [&](GraphBuilder& b, ValueId x) {
          ValueId v = b.input("v", {}, DType::Float);
          b.output(conv(b, b.node("Pad", {x, b.i64("p", hw), v})));
        }},
-      {"auto_pad SAME_UPPER", [&](GraphBuilder& b, ValueId x) {
+      {"auto_pad SAME_UPPER",
+       [&](GraphBuilder& b, ValueId x) {
          b.output(conv(b, b.node("Pad", {x, b.i64("p", hw)}), {NewAttr::String("auto_pad", "SAME_UPPER")}));
        }},
-      {"MaxPool (pads with -inf)", [&](GraphBuilder& b, ValueId x) {
+      {"MaxPool (pads with -inf)",
+       [&](GraphBuilder& b, ValueId x) {
          ValueId p = b.node("Pad", {x, b.i64("p", hw)});
          b.output(b.node("MaxPool", {p}, {NewAttr::Ints("kernel_shape", {3, 3})}));
        }},
-      {"read as the weight", [&](GraphBuilder& b, ValueId x) {
+      {"read as the weight",
+       [&](GraphBuilder& b, ValueId x) {
          ValueId w = b.node("Pad", {b.f32("w0", {3, 3, 1, 1}, noise(9, 3)), b.i64("p", hw)});
          b.output(b.node("Conv", {x, w}));
        }},

@@ -70,8 +70,9 @@ TEST(LlmMemory, FusedQkvWeightLeavesItsTransposedSourcesDeferred) {
     }
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"fold_constants", "fuse_qkv_projections", "eliminate_dead_nodes",
-                                     "eliminate_unused_initializers"}, passes::AccuracyClass::Lossless);
+  auto m = optimize_and_check(
+      make, {"fold_constants", "fuse_qkv_projections", "eliminate_dead_nodes", "eliminate_unused_initializers"},
+      passes::AccuracyClass::Lossless);
   const TensorStore& ts = m->tensors;
   std::vector<TensorId> sources;
   for (NodeId n : m->main().nodes()) {

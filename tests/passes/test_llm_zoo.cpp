@@ -52,10 +52,9 @@ TEST(LlmZoo, CacheExportsVerifyAtDecodeAndPrefillSizes) {
   for (const char* name : {"llama_small_past", "gpt2_small_past", "phi_small_past", "gemma_small_past"}) {
     for (const Step s : {Step{1, 127}, Step{16, 0}, Step{16, 32}}) {
       SCOPED_TRACE(std::string(name) + " sequence " + std::to_string(s.sequence) + " past " + std::to_string(s.past));
-      const Optimized o = optimize_verified(name, {{"batch", 2},
-                                                   {"sequence", s.sequence},
-                                                   {"past_sequence", s.past},
-                                                   {"total_sequence", s.past + s.sequence}});
+      const Optimized o = optimize_verified(
+          name,
+          {{"batch", 2}, {"sequence", s.sequence}, {"past_sequence", s.past}, {"total_sequence", s.past + s.sequence}});
       EXPECT_TRUE(o.verify.ok) << "max_diff " << o.verify.max_diff << " " << o.verify.error;
       EXPECT_LT(o.run.after.nodes, o.run.before.nodes);
       // With every dim fixed the causal masks fold into constants ([sequence, total] floats, a

@@ -137,8 +137,9 @@ TEST(NoGrowth, ReportNamesThePassThatMadeTheOutputLarger) {
   b.output(b.node("Add", {x, b.node("ConstantOfShape", {b.i64("shape", {1024, 1024})})}));
   const passes::RunResult r = optimize(*b.m, kFold, uint64_t{8} << 20);
   ASSERT_GT(r.after.stored_bytes(), r.before.stored_bytes());
-  EXPECT_EQ(passes::growth_note(r),
-            "the output stores 4.00 MiB more than the input: fold_constants +4.00 MiB, eliminate_unused_initializers -16 B");
+  EXPECT_EQ(
+      passes::growth_note(r),
+      "the output stores 4.00 MiB more than the input: fold_constants +4.00 MiB, eliminate_unused_initializers -16 B");
   const nlohmann::json j = passes::stats_json(r);
   ASSERT_TRUE(j.contains("growth"));
   EXPECT_EQ(j["growth"]["bytes"], r.after.stored_bytes() - r.before.stored_bytes());

@@ -131,7 +131,11 @@ TEST(FuseLayerNorm, EverySpellingBecomesOneOp) {
       for (int inv : {0, 1, 2})
         for (bool swap : {false, true})
           for (int affine : {0, 1, 2, 3}) {
-            Spelling s{.mul_square = mul_square, .inv = inv, .swap = swap, .scale = (affine & 1) != 0, .bias = (affine & 2) != 0};
+            Spelling s{.mul_square = mul_square,
+                       .inv = inv,
+                       .swap = swap,
+                       .scale = (affine & 1) != 0,
+                       .bias = (affine & 2) != 0};
             if (++case_no % 3 == 0) s.axes = {2};  // positive axis, same as -1 here
             SCOPED_TRACE("opset " + std::to_string(opset) + " square " + std::to_string(mul_square) + " inv " +
                          std::to_string(inv) + " swap " + std::to_string(swap) + " affine " + std::to_string(affine));
@@ -143,7 +147,8 @@ TEST(FuseLayerNorm, EverySpellingBecomesOneOp) {
             };
             auto before = make();
             EXPECT_EQ(census(*before, "fuse_layer_norm").fusable_here, 1);
-            auto m = optimize_and_check(make, {"fuse_layer_norm", "eliminate_dead_nodes", "eliminate_unused_initializers"});
+            auto m =
+                optimize_and_check(make, {"fuse_layer_norm", "eliminate_dead_nodes", "eliminate_unused_initializers"});
             const Graph& g = m->main();
             ASSERT_EQ(g.node_count(), 1u);
             NodeId ln = only(g, "LayerNormalization");
@@ -151,9 +156,7 @@ TEST(FuseLayerNorm, EverySpellingBecomesOneOp) {
             EXPECT_EQ(g.attr_int(ln, "axis", 0), -1);
             EXPECT_FLOAT_EQ(g.attr_float(ln, "epsilon", 0), 1e-5f);
             EXPECT_EQ(g.inputs(ln).size(), s.bias ? 3u : 2u);
-            if (!s.scale) {
-              EXPECT_EQ(values(g, g.input(ln, 1)), std::vector<double>(16, 1.0));
-            }
+            if (!s.scale) { EXPECT_EQ(values(g, g.input(ln, 1)), std::vector<double>(16, 1.0)); }
           }
 }
 
@@ -209,7 +212,8 @@ TEST(FuseLayerNorm, NormOverChannelsOfNchwIsAMiss) {
     ValueId d = b.node("Sub", {x, m});
     ValueId v = reduce_mean(b, b.node("Pow", {d, f32s(b, "two", 2)}), s.axes);
     ValueId n = inv_rms(b, d, v, s, "ln");
-    b.output(b.node("Add", {b.node("Mul", {n, b.f32("g", {8, 1, 1}, noise(8, 1))}), b.f32("b", {8, 1, 1}, noise(8, 2))}));
+    b.output(
+        b.node("Add", {b.node("Mul", {n, b.f32("g", {8, 1, 1}, noise(8, 1))}), b.f32("b", {8, 1, 1}, noise(8, 2))}));
     return std::move(b.m);
   };
   auto before = make();
@@ -348,7 +352,8 @@ TEST(FuseLayerNorm, BelowOpset17OnlyTheCensusCounts) {
   EXPECT_EQ(row.found, 1);
   EXPECT_EQ(row.fusable_here, 0);
   EXPECT_EQ(row.fusable_after_upgrade, 1);
-  EXPECT_EQ(passes::upgrade_hint(passes::fusion_census(*b.m, {})), "1 LayerNormalization block can be fused with --target-opset 17");
+  EXPECT_EQ(passes::upgrade_hint(passes::fusion_census(*b.m, {})),
+            "1 LayerNormalization block can be fused with --target-opset 17");
   optimize(*b.m, {"fuse_layer_norm"});
   EXPECT_EQ(count_op(b.g(), "LayerNormalization"), 0u);
 }
@@ -367,18 +372,22 @@ TEST(FuseLayerNorm, SubgraphBodies) {
       b.output(b.node("Div", {d, b.node("Sqrt", {b.node("Add", {v, f32s(b, "eps", 1e-5f)})})}));
       GraphId then_id(static_cast<uint32_t>(b.m->graph_count())), else_id(then_id.index() + 1);
       ValueId out = g.add_value(intern("branch_out"));
-      NodeId if_node = g.add_node(intern("If"), Sym{}, intern("if"), std::vector<ValueId>{cond}, std::vector<ValueId>{out},
-                                  std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
+      NodeId if_node = g.add_node(
+          intern("If"), Sym{}, intern("if"), std::vector<ValueId>{cond}, std::vector<ValueId>{out},
+          std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
       // then: a whole LayerNorm on the captured x.
       Graph& tg = b.m->graph(b.m->add_graph(g.id(), if_node));
       ValueId xt = tg.add_capture(g.value_name(x), x);
       auto body_const = [&](Graph& body, const std::string& name, std::vector<int64_t> dims, std::vector<float> data) {
         ValueId c = body.add_value(intern(name));
-        body.set_initializer(c, b.m->tensors.add_owned(intern(name), DType::Float, dims,
-                                                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * 4)));
+        body.set_initializer(
+            c, b.m->tensors.add_owned(
+                   intern(name), DType::Float, dims,
+                   std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * 4)));
         return c;
       };
-      auto body_node = [&](Graph& body, const std::string& op, std::vector<ValueId> ins, std::vector<NewAttr> attrs = {}) {
+      auto body_node = [&](Graph& body, const std::string& op, std::vector<ValueId> ins,
+                           std::vector<NewAttr> attrs = {}) {
         static int k = 0;
         std::string name = "body_" + op + std::to_string(k++);
         ValueId o = body.add_value(intern(name));
@@ -388,13 +397,16 @@ TEST(FuseLayerNorm, SubgraphBodies) {
       ValueId tm = body_node(tg, "ReduceMean", {xt}, {NewAttr::Ints("axes", {-1})});
       ValueId td = body_node(tg, "Sub", {xt, tm});
       ValueId tv = body_node(tg, "ReduceMean", {body_node(tg, "Mul", {td, td})}, {NewAttr::Ints("axes", {-1})});
-      ValueId tn = body_node(tg, "Div", {td, body_node(tg, "Sqrt", {body_node(tg, "Add", {tv, body_const(tg, "teps", {}, {1e-5f})})})});
-      tg.set_graph_outputs({body_node(tg, "Add", {body_node(tg, "Mul", {tn, body_const(tg, "tg", {8}, noise(8, 7))}),
-                                                  body_const(tg, "tb", {8}, noise(8, 8))})});
+      ValueId tn = body_node(
+          tg, "Div", {td, body_node(tg, "Sqrt", {body_node(tg, "Add", {tv, body_const(tg, "teps", {}, {1e-5f})})})});
+      tg.set_graph_outputs({body_node(tg, "Add",
+                                      {body_node(tg, "Mul", {tn, body_const(tg, "tg", {8}, noise(8, 7))}),
+                                       body_const(tg, "tb", {8}, noise(8, 8))})});
       tg.set_dtype(tg.graph_outputs()[0], DType::Float);
       // else: reads the outer mean (or just negates x).
       Graph& eg = b.m->graph(b.m->add_graph(g.id(), if_node));
-      ValueId xe = eg.add_capture(capture_mean ? g.value_name(outer_mean) : g.value_name(x), capture_mean ? outer_mean : x);
+      ValueId xe =
+          eg.add_capture(capture_mean ? g.value_name(outer_mean) : g.value_name(x), capture_mean ? outer_mean : x);
       eg.set_graph_outputs({body_node(eg, "Neg", {xe})});
       eg.set_dtype(eg.graph_outputs()[0], DType::Float);
       b.output(out);
@@ -420,8 +432,8 @@ TEST(FuseLayerNorm, SubgraphBodies) {
 // X16 → Cast(float) → chain → Cast(float16) → Mul(γ16) [→ Add(β16)] is LayerNormalization-17 with
 // stash_type=1 on X16, γ and β taken over (the op rounds once where the chain rounds x̂, x̂·γ and
 // the sum: an ulp of x̂·γ where β cancels it, an ulp of the output's scale, which is how
-// verification judges a float16 model). A chain in float16 itself is the same op. Scale and bias applied in float before the
-// Cast back: a float LayerNormalization between the kept Casts.
+// verification judges a float16 model). A chain in float16 itself is the same op. Scale and bias applied in float
+// before the Cast back: a float LayerNormalization between the kept Casts.
 TEST(FuseLayerNorm, Float16WithCastsBecomesStashType1) {
   enum Form { kCastBackThenAffine, kCastBackThenScale, kNoCast, kAffineInFloat };
   auto make = [](Form form) {
@@ -429,10 +441,11 @@ TEST(FuseLayerNorm, Float16WithCastsBecomesStashType1) {
       GraphBuilder b(17);
       ValueId x16 = b.input("x", {2, 4, 16}, DType::Float16);
       ValueId x = form == kNoCast ? x16 : b.node("Cast", {x16}, {NewAttr::Int("to", 1)});
-      ValueId n = layer_norm(b, x, {16}, Spelling{.scale = false, .bias = false,
-                                                  .type = form == kNoCast ? DType::Float16 : DType::Float});
+      ValueId n = layer_norm(
+          b, x, {16}, Spelling{.scale = false, .bias = false, .type = form == kNoCast ? DType::Float16 : DType::Float});
       if (form == kAffineInFloat) {
-        ValueId y = b.node("Add", {b.node("Mul", {n, b.f32("g", {16}, noise(16, 21, 0.5f, 1.5f))}), b.f32("b", {16}, noise(16, 22))});
+        ValueId y = b.node(
+            "Add", {b.node("Mul", {n, b.f32("g", {16}, noise(16, 21, 0.5f, 1.5f))}), b.f32("b", {16}, noise(16, 22))});
         b.output(b.node("Cast", {y}, {NewAttr::Int("to", 10)}), DType::Float16);
         return std::move(b.m);
       }
@@ -550,7 +563,8 @@ TEST(FuseRmsNorm, EverySpelling) {
               b.output(rms_norm(b, x, {16}, s));
               return std::move(b.m);
             };
-            auto m = optimize_and_check(make, {"fuse_rms_norm", "eliminate_dead_nodes", "eliminate_unused_initializers"});
+            auto m =
+                optimize_and_check(make, {"fuse_rms_norm", "eliminate_dead_nodes", "eliminate_unused_initializers"});
             EXPECT_EQ(m->main().node_count(), 1u);
             EXPECT_EQ(count_op(m->main(), "RMSNormalization"), 1u);
           }
@@ -634,13 +648,15 @@ TEST(FuseRmsNorm, NearMissesAndOpsetGate) {
 
 // One GELU written out: `form` picks the association and the constants' spelling.
 ValueId gelu_erf(GraphBuilder& b, ValueId x, int form, const std::string& p, float sqrt2 = 1.4142135f) {
-  ValueId z = form % 2 == 0 ? b.node("Div", {x, f32s(b, p + "s2", sqrt2)}) : b.node("Mul", {f32s(b, p + "is2", 1 / sqrt2), x});
-  ValueId a = form % 3 == 0 ? b.node("Add", {b.node("Erf", {z}), f32s(b, p + "one", 1)}) : b.node("Add", {f32s(b, p + "one", 1), b.node("Erf", {z})});
+  ValueId z =
+      form % 2 == 0 ? b.node("Div", {x, f32s(b, p + "s2", sqrt2)}) : b.node("Mul", {f32s(b, p + "is2", 1 / sqrt2), x});
+  ValueId a = form % 3 == 0 ? b.node("Add", {b.node("Erf", {z}), f32s(b, p + "one", 1)})
+                            : b.node("Add", {f32s(b, p + "one", 1), b.node("Erf", {z})});
   switch (form % 4) {
-    case 0: return b.node("Mul", {b.node("Mul", {x, a}), f32s(b, p + "half", 0.5f)});     // torch F.gelu
-    case 1: return b.node("Mul", {b.node("Mul", {x, f32s(b, p + "half", 0.5f)}), a});     // HF x * 0.5 * (1 + erf)
-    case 2: return b.node("Mul", {x, b.node("Mul", {f32s(b, p + "half", 0.5f), a})});     // x * (0.5 * (1 + erf))
-    default: return b.node("Div", {b.node("Mul", {a, x}), f32s(b, p + "two", 2)});         // x * (1 + erf) / 2
+    case 0: return b.node("Mul", {b.node("Mul", {x, a}), f32s(b, p + "half", 0.5f)});  // torch F.gelu
+    case 1: return b.node("Mul", {b.node("Mul", {x, f32s(b, p + "half", 0.5f)}), a});  // HF x * 0.5 * (1 + erf)
+    case 2: return b.node("Mul", {x, b.node("Mul", {f32s(b, p + "half", 0.5f), a})});  // x * (0.5 * (1 + erf))
+    default: return b.node("Div", {b.node("Mul", {a, x}), f32s(b, p + "two", 2)});     // x * (1 + erf) / 2
   }
 }
 
@@ -688,8 +704,8 @@ TEST(FuseGelu, ConstantsByValueWithinTheirTypesRounding) {
 
   GraphBuilder w(20);
   ValueId xw = w.input("x", {4, 8});
-  w.output(gelu_erf(w, xw, 0, "a", 1.5f));              // x / 1.5
-  w.output(gelu_tanh(w, xw, true, "b", 0.044716f));      // κ off by 2e-5 relative
+  w.output(gelu_erf(w, xw, 0, "a", 1.5f));           // x / 1.5
+  w.output(gelu_tanh(w, xw, true, "b", 0.044716f));  // κ off by 2e-5 relative
   ValueId a = w.node("Add", {w.node("Erf", {w.node("Div", {xw, f32s(w, "s2", 1.4142135f)})}), f32s(w, "two", 2)});
   w.output(w.node("Mul", {w.node("Mul", {xw, a}), f32s(w, "half", 0.5f)}));  // 2 + erf
   auto row = census(*w.m, "fuse_gelu");
@@ -710,11 +726,15 @@ TEST(FuseGelu, Float16ChainsFuse) {
       GraphBuilder b(24);
       ValueId x = b.input("x", {64, 64}, DType::Float16);
       if (k == 0) {
-        ValueId a = b.node("Add", {b.node("Erf", {b.node("Div", {x, f16(b, "s2", {}, {1.4142135f})})}), f16(b, "one", {}, {1})});
+        ValueId a = b.node(
+            "Add", {b.node("Erf", {b.node("Div", {x, f16(b, "s2", {}, {1.4142135f})})}), f16(b, "one", {}, {1})});
         b.output(b.node("Mul", {b.node("Mul", {x, a}), f16(b, "half", {}, {0.5f})}), DType::Float16);
       } else if (k == 1) {
-        ValueId inner = b.node("Add", {x, b.node("Mul", {b.node("Pow", {x, f16(b, "three", {}, {3})}), f16(b, "kappa", {}, {0.044715f})})});
-        ValueId a = b.node("Add", {b.node("Tanh", {b.node("Mul", {inner, f16(b, "beta", {}, {0.7978845608f})})}), f16(b, "one", {}, {1})});
+        ValueId inner = b.node(
+            "Add",
+            {x, b.node("Mul", {b.node("Pow", {x, f16(b, "three", {}, {3})}), f16(b, "kappa", {}, {0.044715f})})});
+        ValueId a = b.node("Add", {b.node("Tanh", {b.node("Mul", {inner, f16(b, "beta", {}, {0.7978845608f})})}),
+                                   f16(b, "one", {}, {1})});
         b.output(b.node("Mul", {b.node("Mul", {f16(b, "half", {}, {0.5f}), x}), a}), DType::Float16);
       } else {
         b.output(b.node("Mul", {x, b.node("Sigmoid", {x})}), DType::Float16);

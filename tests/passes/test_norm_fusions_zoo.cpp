@@ -34,8 +34,7 @@ std::pair<double, bool> unfused_diff(const Model& original, const Model& candida
 void ort_agrees(const Model& original, const std::filesystem::path& fused, const std::string& label) {
   if (!ort_peer_installed()) return;
   const double worst = ort_agrees_with_original(original, fused);
-  std::printf("[ norms    ] %-18s ONNX Runtime 1.30 on the fused model: max_diff %.3g\n",
-              label.c_str(), worst);
+  std::printf("[ norms    ] %-18s ONNX Runtime 1.30 on the fused model: max_diff %.3g\n", label.c_str(), worst);
 }
 
 struct Expect {
@@ -60,7 +59,8 @@ std::string misses(const std::vector<passes::CensusRow>& rows) {
 // and that nothing is left, verifies against the original. Prints the node counts. `full`:
 // also optimizes the original at its own opset for comparison and saves/reloads the result
 // (left out for the full-size models: each costs a pass over hundreds of MB).
-void fuse_and_verify(const std::filesystem::path& path, const Expect& e, int64_t opset, int seeds = 2, bool full = true) {
+void fuse_and_verify(const std::filesystem::path& path, const Expect& e, int64_t opset, int seeds = 2,
+                     bool full = true) {
   SCOPED_TRACE(path.filename().string() + " at opset " + std::to_string(opset));
   auto original = load_model(path);
   auto baseline = full ? load_model(path) : nullptr;
@@ -91,10 +91,12 @@ void fuse_and_verify(const std::filesystem::path& path, const Expect& e, int64_t
   EXPECT_EQ(row(after, "fuse_gelu").found, gelu ? 0 : e.gelu);
   EXPECT_EQ(row(after, "fuse_rms_norm").found, rms ? 0 : e.rms_norm);
   const std::string base_nodes = full ? std::to_string(base.after.nodes) : "-";
-  std::printf("[ norms    ] %-18s opset %2lld: %lld nodes, optimize at opset 14: %s, at %lld: %lld (LN %zu, Gelu %zu, RMSNorm %zu, Swish %zu)\n",
-              path.stem().string().c_str(), static_cast<long long>(opset), static_cast<long long>(r.before.nodes),
-              base_nodes.c_str(), static_cast<long long>(opset), static_cast<long long>(r.after.nodes),
-              count_op(g, "LayerNormalization"), count_op(g, "Gelu"), count_op(g, "RMSNormalization"), count_op(g, "Swish"));
+  std::printf(
+      "[ norms    ] %-18s opset %2lld: %lld nodes, optimize at opset 14: %s, at %lld: %lld (LN %zu, Gelu %zu, RMSNorm "
+      "%zu, Swish %zu)\n",
+      path.stem().string().c_str(), static_cast<long long>(opset), static_cast<long long>(r.before.nodes),
+      base_nodes.c_str(), static_cast<long long>(opset), static_cast<long long>(r.after.nodes),
+      count_op(g, "LayerNormalization"), count_op(g, "Gelu"), count_op(g, "RMSNormalization"), count_op(g, "Swish"));
   if (full && ((ln && e.layer_norm) || (gelu && e.gelu) || (rms && e.rms_norm) || (swish && e.swish))) {
     EXPECT_LT(r.after.nodes, base.after.nodes);
   }
@@ -114,8 +116,8 @@ void fuse_and_verify(const std::filesystem::path& path, const Expect& e, int64_t
 }
 
 const Expect kSmall[] = {
-    {"bert_small", 5, 2, 0, 0},   {"distilbert_small", 5, 2, 0, 0}, {"gpt2_small_cfg", 5, 2, 0, 0},
-    {"vit_small", 5, 2, 0, 0},    {"whisper_small_enc", 5, 4, 0, 0}, {"llama_small", 0, 0, 5, 2},
+    {"bert_small", 5, 2, 0, 0}, {"distilbert_small", 5, 2, 0, 0},  {"gpt2_small_cfg", 5, 2, 0, 0},
+    {"vit_small", 5, 2, 0, 0},  {"whisper_small_enc", 5, 4, 0, 0}, {"llama_small", 0, 0, 5, 2},
 };
 
 TEST(NormFusionsZoo, EveryBlockOfTheSmallExportsFusesAndVerifies) {
@@ -146,7 +148,7 @@ TEST(NormFusionsZoo, TorchvisionConvNeXtLayerNormsBetweenPermutes) {
 TEST(NormFusionsZoo, FullSizeExportsWhenPresent) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   const Expect full[] = {
-      {"bert_base", 25, 12, 0, 0}, {"distilbert_base", 13, 6, 0, 0},  {"gpt2", 25, 12, 0, 0},
+      {"bert_base", 25, 12, 0, 0}, {"distilbert_base", 13, 6, 0, 0}, {"gpt2", 25, 12, 0, 0},
       {"vit_b_16", 25, 12, 0, 0},  {"whisper_tiny_enc", 9, 6, 0, 0}, {"tinyllama_2l", 0, 0, 5, 2},
   };
   int found = 0;

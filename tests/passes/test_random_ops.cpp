@@ -16,7 +16,7 @@ TEST(RandomOps, NeverFoldedNorMerged) {
     ValueId n = b.node("RandomNormal", {}, {NewAttr::Ints("shape", {2, 3})}, "normal");
     ValueId u = b.node("RandomUniformLike", {c}, {}, "uniform");  // every input constant
     ValueId a1 = b.node("RandomNormalLike", {x}, {}, "a");
-    ValueId a2 = b.node("RandomNormalLike", {x}, {}, "b");       // the same op, input and attributes as "a"
+    ValueId a2 = b.node("RandomNormalLike", {x}, {}, "b");  // the same op, input and attributes as "a"
     b.output(b.node("Add", {b.node("Add", {n, u}), b.node("Sub", {a1, a2})}));
     return std::move(b.m);
   };

@@ -56,7 +56,8 @@ TEST(CleanupAttention, ConsecutiveReshapesCompose) {
     b.output(b.node("Relu", {r2}));
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  auto m =
+      optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Reshape"), 1u);
 }
 
@@ -71,7 +72,8 @@ TEST(CleanupAttention, NeverComposesWhenSecondTargetHasZero) {
     b.output(b.node("Relu", {r2}));
     return std::move(b.m);
   };
-  auto m = optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  auto m =
+      optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Reshape"), 2u);
 }
 
@@ -114,7 +116,8 @@ TEST(ShapeChains, StaticChainFoldsToConstant) {
   ValueId x = b.input("x", {2, 8});
   ValueId s = b.node("Shape", {x});
   ValueId n = b.node("Gather", {s, b.i64("i", {1}, true)});
-  ValueId t = b.node("Concat", {b.node("Unsqueeze", {n, b.i64("axes", {0})}), b.i64("m", {-1})}, {NewAttr::Int("axis", 0)});
+  ValueId t =
+      b.node("Concat", {b.node("Unsqueeze", {n, b.i64("axes", {0})}), b.i64("m", {-1})}, {NewAttr::Int("axis", 0)});
   b.output(b.node("Reshape", {x, t}));
   optimize(*b.m, {"simplify_shape_chains", "eliminate_dead_nodes"});
   EXPECT_EQ(b.g().node_count(), 1u);

@@ -22,8 +22,8 @@ std::vector<float> noise(size_t n, uint32_t seed) {
 struct ProjSpec {
   std::vector<int64_t> perm{1, 0, 2};  // the seq-first transpose
   int64_t slice_axis = -1;
-  bool bias_rank2 = false;   // a [S,24] bias broadcasts over the leading axes: not row-wise
-  bool leak = false;         // one slice is read directly (no inverse Transpose)
+  bool bias_rank2 = false;  // a [S,24] bias broadcasts over the leading axes: not row-wise
+  bool leak = false;        // one slice is read directly (no inverse Transpose)
 };
 
 // x [B=2, S=5, E=8] → Transpose → MatMul [8,24] → + bias → three Slices → each back through the
@@ -89,10 +89,10 @@ TEST(SinkTransposes, LeftAloneWhenNotEveryPathCancelsOrAnOpIsNotRowWise) {
 // ---- unflatten_gemm -----------------------------------------------------------------------
 
 struct GemmSpec {
-  std::vector<int64_t> flat{-1, 8};     // Reshape x [B,5,8] to this
+  std::vector<int64_t> flat{-1, 8};  // Reshape x [B,5,8] to this
   std::vector<int64_t> unflat{-1, 5, 16};
   int64_t trans_a = 0;
-  bool bias_rows = false;                // a [M,N] bias (per row)
+  bool bias_rows = false;  // a [M,N] bias (per row)
   bool trans_b = true;
 };
 
@@ -103,8 +103,8 @@ std::unique_ptr<Model> gemm_model(const GemmSpec& s) {
   const int64_t k = s.flat.back();
   ValueId w = s.trans_b ? b.f32("w", {16, k}, noise(size_t(16 * k), 3)) : b.f32("w", {k, 16}, noise(size_t(16 * k), 3));
   ValueId bias = s.bias_rows ? b.f32("bias", {10, 16}, noise(160, 4)) : b.f32("bias", {16}, noise(16, 4));
-  ValueId y = b.node("Gemm", {flat, w, bias},
-                     {NewAttr::Int("transB", s.trans_b ? 1 : 0), NewAttr::Int("transA", s.trans_a)});
+  ValueId y =
+      b.node("Gemm", {flat, w, bias}, {NewAttr::Int("transB", s.trans_b ? 1 : 0), NewAttr::Int("transA", s.trans_a)});
   b.output(b.node("Relu", {b.node("Reshape", {y, b.i64("unflat", s.unflat)})}));
   return std::move(b.m);
 }
@@ -118,8 +118,8 @@ TEST(UnflattenGemm, ReshapeGemmReshapeBecomesMatMulAndBias) {
       auto m = gemm_model(s);
       return m;
     };
-    auto m = optimize_and_check(make, {"unflatten_gemm", "fold_constants", "eliminate_dead_nodes",
-                                       "eliminate_unused_initializers"});
+    auto m = optimize_and_check(
+        make, {"unflatten_gemm", "fold_constants", "eliminate_dead_nodes", "eliminate_unused_initializers"});
     const Graph& g = m->main();
     EXPECT_EQ(count_op(g, "Gemm"), 0u);
     EXPECT_EQ(count_op(g, "Reshape"), 0u);

@@ -87,7 +87,7 @@ TEST(ShapeChainsEngine, StaticChainsBecomeInitializers) {
   EXPECT_EQ(const_input(g, "range", 1), (std::vector<int64_t>{8}));
   EXPECT_EQ(const_input(g, "zeros", 0), (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(const_input(g, "tiled", 1), (std::vector<int64_t>{1, 1, 2}));
-  EXPECT_EQ(const_input(g, "i32", 0), (std::vector<int64_t>{8}));  // an int32 initializer
+  EXPECT_EQ(const_input(g, "i32", 0), (std::vector<int64_t>{8}));                     // an int32 initializer
   EXPECT_TRUE(constant_tensor(g, g.input(producer_named(g, "not_two"), 0)).valid());  // bool
 }
 
@@ -99,15 +99,18 @@ TEST(ShapeChainsEngine, DynamicReshapeTargetsGetZerosAndOneMinusOne) {
     GraphBuilder b;
     ValueId x = b.input("x", {-1, -1, 32}, DType::Float, {"batch", "seq"});
     ValueId s = b.node("Shape", {x});
-    ValueId heads = b.node("Reshape", {x, cat(b, {dim_of(b, s, 0), dim_of(b, s, 1), vec(b, {4}), vec(b, {8})})}, {}, "split");
+    ValueId heads =
+        b.node("Reshape", {x, cat(b, {dim_of(b, s, 0), dim_of(b, s, 1), vec(b, {4}), vec(b, {8})})}, {}, "split");
     ValueId s2 = b.node("Shape", {heads});
     b.output(b.node("Reshape", {heads, cat(b, {dim_of(b, s2, 0), dim_of(b, s2, 1), vec(b, {32})})}, {}, "merge"));
     ValueId rows = unsqueeze(b, b.node("Mul", {scalar_dim(b, s, 0), scalar_dim(b, s, 1)}));
     b.output(b.node("Reshape", {x, cat(b, {rows, dim_of(b, s, 2)})}, {}, "flatten"));
     ValueId w = b.input("w", {-1, 6, 4, 8}, DType::Float, {"batch"});
     ValueId bh = unsqueeze(b, b.node("Mul", {scalar_dim(b, b.node("Shape", {w}), 0), b.i64("four", {4}, true)}));
-    b.output(b.node("Reshape", {b.node("Transpose", {w}, {NewAttr::Ints("perm", {0, 2, 1, 3})}),
-                                cat(b, {bh, vec(b, {-1}), vec(b, {8})})}, {}, "per_head"));
+    b.output(b.node(
+        "Reshape",
+        {b.node("Transpose", {w}, {NewAttr::Ints("perm", {0, 2, 1, 3})}), cat(b, {bh, vec(b, {-1}), vec(b, {8})})}, {},
+        "per_head"));
     return std::move(b.m);
   };
   auto m = optimize_at_dims(make);
@@ -227,8 +230,9 @@ TEST(ShapeChainsEngine, SubgraphCaptureKeepsTheChainAndBodyChainsFold) {
     b.output(b.node("Reshape", {x, t}, {}, "main_split"));
     GraphId then_id(static_cast<uint32_t>(b.m->graph_count())), else_id(then_id.index() + 1);
     ValueId out = g.add_value(intern("branch_out"));
-    NodeId if_node = g.add_node(intern("If"), Sym{}, intern("if"), std::vector<ValueId>{cond}, std::vector<ValueId>{out},
-                                std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
+    NodeId if_node = g.add_node(
+        intern("If"), Sym{}, intern("if"), std::vector<ValueId>{cond}, std::vector<ValueId>{out},
+        std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
     Graph& then_g = b.m->graph(b.m->add_graph(g.id(), if_node));
     ValueId xt = then_g.add_capture(g.value_name(x), x);
     ValueId sh = body_node(then_g, "Shape", {xt}, "then_shape");
@@ -245,7 +249,8 @@ TEST(ShapeChainsEngine, SubgraphCaptureKeepsTheChainAndBodyChainsFold) {
     then_g.set_dtype(then_g.graph_outputs()[0], DType::Float);
     Graph& else_g = b.m->graph(b.m->add_graph(g.id(), if_node));
     ValueId xe = else_g.add_capture(g.value_name(x), x), te = else_g.add_capture(g.value_name(t), t);
-    else_g.set_graph_outputs({body_node(else_g, "Neg", {body_node(else_g, "Reshape", {xe, te}, "else_split")}, "else_neg")});
+    else_g.set_graph_outputs(
+        {body_node(else_g, "Neg", {body_node(else_g, "Reshape", {xe, te}, "else_split")}, "else_neg")});
     else_g.set_dtype(else_g.graph_outputs()[0], DType::Float);
     b.output(out);
     return std::move(b.m);
@@ -270,9 +275,7 @@ TEST(ShapeChainsEngine, BertSmallExportHasNoShapeChainsFeedingReshapes) {
   passes::RunResult r = optimize(*model);
   const Graph& g = model->main();
   for (NodeId n : g.nodes())
-    if (g.is_op(n, "Reshape")) {
-      EXPECT_TRUE(constant_tensor(g, g.input(n, 1)).valid()) << str(g.node_name(n));
-    }
+    if (g.is_op(n, "Reshape")) { EXPECT_TRUE(constant_tensor(g, g.input(n, 1)).valid()) << str(g.node_name(n)); }
   EXPECT_LE(count_op(g, "Shape"), 1u);
   EXPECT_EQ(count_op(g, "Concat"), 0u);
   passes::Reference ref(*original, passes::VerifyOptions{1, {{"batch", 3}, {"sequence", 7}}});

@@ -59,7 +59,8 @@ bool bit_equal(const rt::Tensor& a, const rt::Tensor& b, std::string* why) {
   if (a.bytes() && std::memcmp(a.data, b.data, a.bytes()) != 0) {
     for (int64_t i = 0; i < a.numel(); ++i)
       if (a.get_f64(i) != b.get_f64(i) && !(std::isnan(a.get_f64(i)) && std::isnan(b.get_f64(i)))) {
-        *why = "element " + std::to_string(i) + ": " + std::to_string(a.get_f64(i)) + " vs " + std::to_string(b.get_f64(i));
+        *why = "element " + std::to_string(i) + ": " + std::to_string(a.get_f64(i)) + " vs " +
+               std::to_string(b.get_f64(i));
         return false;
       }
   }
@@ -115,7 +116,9 @@ TEST(UpgradeOpset, SliceAndTopKAttributesBecomeInputs) {
   auto make = [] {
     GraphBuilder b(9);
     ValueId x = b.input("x", {4, 6});
-    b.output(b.node("Slice", {x}, {NewAttr::Ints("starts", {1, -4}), NewAttr::Ints("ends", {3, 100}), NewAttr::Ints("axes", {0, 1})}));
+    b.output(
+        b.node("Slice", {x},
+               {NewAttr::Ints("starts", {1, -4}), NewAttr::Ints("ends", {3, 100}), NewAttr::Ints("axes", {0, 1})}));
     auto tk = b.node_n("TopK", {x}, {NewAttr::Int("k", 2), NewAttr::Int("axis", 1)}, 2);
     b.output(tk[0]);
     b.output(tk[1], DType::Int64);
@@ -178,15 +181,11 @@ TEST(UpgradeOpset, SqueezeUnsqueezeReduceSumSplitAxesBecomeInputs) {
   const Graph& g = m->main();
   for (NodeId n : g.nodes()) {
     EXPECT_EQ(g.attr(n, "axes"), nullptr) << str(g.op_type(n));
-    if (g.is_op(n, "Split") && !g.input(n, 1).valid()) {
-      EXPECT_EQ(g.attr_int(n, "num_outputs", 0), 2);
-    }
+    if (g.is_op(n, "Split") && !g.input(n, 1).valid()) { EXPECT_EQ(g.attr_int(n, "num_outputs", 0), 2); }
     if (g.is_op(n, "Split") && g.input(n, 1).valid()) {
       EXPECT_EQ(const_input(g, n, 1), (std::vector<int64_t>{1, 2, 3}));
     }
-    if (g.is_op(n, "ReduceMean")) {
-      EXPECT_EQ(const_input(g, n, 1), (std::vector<int64_t>{-1}));
-    }
+    if (g.is_op(n, "ReduceMean")) { EXPECT_EQ(const_input(g, n, 1), (std::vector<int64_t>{-1})); }
     if (g.is_op(n, "ReduceLogSumExp")) {  // no axes: reduce all
       EXPECT_EQ(g.inputs(n).size(), 1u);
     }
@@ -222,7 +221,7 @@ TEST(UpgradeOpset, SoftmaxFlattenSemantics) {
     int64_t axis;  // -100: attribute absent (default 1)
     bool expect_flatten;
   };
-  const Case cases[] = {{{2, 3, 4}, 1, true},   {{2, 3, 4}, -100, true}, {{2, 3, 4}, 0, true},  {{2, 3, 4}, 2, false},
+  const Case cases[] = {{{2, 3, 4}, 1, true},   {{2, 3, 4}, -100, true},  {{2, 3, 4}, 0, true},  {{2, 3, 4}, 2, false},
                         {{2, 3, 4}, -1, false}, {{2, 3, 1, 1}, 1, false}, {{2, 3, 4}, -2, true}, {{5, 7}, -100, false}};
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
     for (const Case& c : cases) {
@@ -240,9 +239,7 @@ TEST(UpgradeOpset, SoftmaxFlattenSemantics) {
       EXPECT_EQ(count_op(g, "Flatten"), c.expect_flatten ? 1u : 0u);
       EXPECT_EQ(count_op(g, "Reshape"), c.expect_flatten ? 1u : 0u);
       NodeId s = only(g, op);
-      if (c.expect_flatten) {
-        EXPECT_EQ(g.attr_int(s, "axis", 0), -1);
-      }
+      if (c.expect_flatten) { EXPECT_EQ(g.attr_int(s, "axis", 0), -1); }
     }
   // Rank unknown: the flattening form, unless the axis is -1.
   for (int64_t axis : {1, -1}) {
@@ -321,11 +318,11 @@ TEST(UpgradeOpset, BatchNormalizationIsTestSpatialAndTraining) {
   EXPECT_EQ(t->main().attr_int(only(t->main(), "BatchNormalization"), "training_mode", 0), 1);
   // spatial=0 has no later form.
   auto bad = make(8, false)();
-  bad->main().add_node(intern("BatchNormalization"), Sym{}, intern("bn_spatial0"),
-                       std::vector<ValueId>{bad->main().graph_inputs()[0], *bad->main().find_value("s"),
-                                            *bad->main().find_value("b"), *bad->main().find_value("m"),
-                                            *bad->main().find_value("v")},
-                       std::vector<ValueId>{bad->main().add_value(intern("y0"))}, std::vector<NewAttr>{NewAttr::Int("spatial", 0)});
+  bad->main().add_node(
+      intern("BatchNormalization"), Sym{}, intern("bn_spatial0"),
+      std::vector<ValueId>{bad->main().graph_inputs()[0], *bad->main().find_value("s"), *bad->main().find_value("b"),
+                           *bad->main().find_value("m"), *bad->main().find_value("v")},
+      std::vector<ValueId>{bad->main().add_value(intern("y0"))}, std::vector<NewAttr>{NewAttr::Int("spatial", 0)});
   EXPECT_THROW(upgrade_opset(*bad, 9), Error);
 }
 
@@ -371,8 +368,8 @@ TEST(UpgradeOpset, LegacyBroadcastGemmPReluScatterOneHot) {
     b.output(b.node("PRelu", {a, b.f32("slope", {3}, {0.1f, 0.2f, 0.3f})}));
     return std::move(b.m);
   };
-  auto m = upgrade_same(make, 23,
-                        {randn(DType::Float, {2, 3, 4}, 12), randn(DType::Float, {3, 4}, 13), randn(DType::Float, {2, 4}, 14)});
+  auto m = upgrade_same(
+      make, 23, {randn(DType::Float, {2, 3, 4}, 12), randn(DType::Float, {3, 4}, 13), randn(DType::Float, {2, 4}, 14)});
   for (NodeId n : m->main().nodes()) EXPECT_EQ(m->main().attr(n, "broadcast"), nullptr);
   // PRelu's per-channel slope became [3, 1].
   NodeId pr = only(m->main(), "PRelu");
@@ -386,7 +383,8 @@ TEST(UpgradeOpset, LegacyBroadcastGemmPReluScatterOneHot) {
   EXPECT_EQ(count_op(b.m->main(), "Unsqueeze"), 1u);
   const rt::Tensor xa = randn(DType::Float, {2, 3, 4}, 15);
   auto y = run(*b.m, {xa});
-  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(y[0].ptr<float>()[i], xa.ptr<float>()[i] + 10.f * static_cast<float>(1 + (i / 4) % 3));
+  for (int64_t i = 0; i < 24; ++i)
+    EXPECT_EQ(y[0].ptr<float>()[i], xa.ptr<float>()[i] + 10.f * static_cast<float>(1 + (i / 4) % 3));
 
   // Scatter -> ScatterElements; OneHot-9's negative indices stay all-off.
   auto odd = [] {
@@ -445,7 +443,8 @@ TEST(UpgradeOpset, RenamedAndRetypedAttributes) {
   ValueId fm = d.input("fm", {1, 1, 4, 4});
   d.output(d.node("RoiAlign", {fm, d.input("rois", {1, 4}), d.input("bi", {1}, DType::Int64)}));
   upgrade_opset(*d.m, 16);
-  EXPECT_EQ(d.m->main().attr_string(only(d.m->main(), "RoiAlign"), "coordinate_transformation_mode"), "output_half_pixel");
+  EXPECT_EQ(d.m->main().attr_string(only(d.m->main(), "RoiAlign"), "coordinate_transformation_mode"),
+            "output_half_pixel");
 }
 
 // ------------------------------------------------------------------ refusals
@@ -456,9 +455,7 @@ TEST(UpgradeOpset, RefusesDowngradesAndOpsetsTheRuntimeCannotRun) {
   try {
     upgrade_opset(*b.m, 13);
     ADD_FAILURE() << "downgrade accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("downgrade"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("downgrade"), std::string::npos) << e.what(); }
   EXPECT_THROW(upgrade_opset(*b.m, passes::kMaxRuntimeOpset + 1), Error);
   EXPECT_THROW(upgrade_opset(*b.m, 6), Error);
   EXPECT_EQ(b.m->opset(""), 14) << "a refused upgrade changes nothing";
@@ -541,9 +538,12 @@ m = h.make_model(g, opset_imports=[h.make_opsetid('', 12), h.make_opsetid('custo
   save_model(*m, out);
   // onnx reads it back: the function imports opset 23, its constants are Constant nodes
   // (functions have no initializers), Softmax flattens at axis 0 and the Squeeze takes axes.
-  const std::string check = "/usr/bin/python3 -c \"import onnx; m = onnx.load('" + out.string() + "'); f = m.functions[0]; "
+  const std::string check =
+      "/usr/bin/python3 -c \"import onnx; m = onnx.load('" + out.string() +
+      "'); f = m.functions[0]; "
       "assert m.ir_version == 11, m.ir_version; "
-      "assert [(o.domain, o.version) for o in f.opset_import if o.domain in ('', 'ai.onnx')][0][1] == 23, f.opset_import; "
+      "assert [(o.domain, o.version) for o in f.opset_import if o.domain in ('', 'ai.onnx')][0][1] == 23, "
+      "f.opset_import; "
       "ops = [n.op_type for n in f.node]; assert 'Flatten' in ops and 'Constant' in ops, ops; "
       "sq = [n for n in f.node if n.op_type == 'Squeeze'][0]; assert len(sq.input) == 2 and not sq.attribute, sq\"";
   EXPECT_EQ(std::system(check.c_str()), 0) << check;
@@ -558,7 +558,8 @@ TEST(UpgradeOpset, IrVersionIsWrittenAndReadBack) {
     save_model(*b.m, out);
     auto back = load_model(out);
     EXPECT_EQ(back->opset(""), target);
-    EXPECT_EQ(back->ir_version, std::max<int64_t>(8, passes::min_ir_version(target))) << "never lowered, raised as needed";
+    EXPECT_EQ(back->ir_version, std::max<int64_t>(8, passes::min_ir_version(target)))
+        << "never lowered, raised as needed";
   }
   EXPECT_EQ(passes::min_ir_version(23), 11);
   EXPECT_EQ(passes::min_ir_version(24), 12);
@@ -598,7 +599,8 @@ TEST(UpgradeOpset, OptimizeAndConvertFlags) {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   };
   ASSERT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "opt.onnx").string() +
-               "' --target-opset 23 --verify-seeds 1 --report '" + (dir / "r.json").string() + "' > /dev/null 2>&1"), 0);
+               "' --target-opset 23 --verify-seeds 1 --report '" + (dir / "r.json").string() + "' > /dev/null 2>&1"),
+            0);
   auto opt = load_model(dir / "opt.onnx");
   EXPECT_EQ(opt->opset(""), 23);
   EXPECT_EQ(opt->ir_version, 11);
@@ -608,13 +610,21 @@ TEST(UpgradeOpset, OptimizeAndConvertFlags) {
   EXPECT_GT(report["upgrade"]["nodes_adapted"].get<int>(), 0);
   EXPECT_TRUE(report["verification"]["ok"].get<bool>());
 
-  ASSERT_EQ(sh(bin + " convert '" + in.string() + "' -o '" + (dir / "conv.onnx").string() + "' --target-opset 18 2> /dev/null"), 0);
+  ASSERT_EQ(sh(bin + " convert '" + in.string() + "' -o '" + (dir / "conv.onnx").string() +
+               "' --target-opset 18 2> /dev/null"),
+            0);
   EXPECT_EQ(load_model(dir / "conv.onnx")->opset(""), 18);
   // A downgrade and an opset the runtime does not implement: exit 2, nothing written.
-  EXPECT_EQ(sh(bin + " convert '" + in.string() + "' -o '" + (dir / "down.onnx").string() + "' --target-opset 12 2> /dev/null"), 2);
+  EXPECT_EQ(sh(bin + " convert '" + in.string() + "' -o '" + (dir / "down.onnx").string() +
+               "' --target-opset 12 2> /dev/null"),
+            2);
   EXPECT_FALSE(fs::exists(dir / "down.onnx"));
-  EXPECT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "down.onnx").string() + "' --target-opset 12 > /dev/null 2>&1"), 2);
-  EXPECT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "far.onnx").string() + "' --target-opset 30 > /dev/null 2>&1"), 2);
+  EXPECT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "down.onnx").string() +
+               "' --target-opset 12 > /dev/null 2>&1"),
+            2);
+  EXPECT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "far.onnx").string() +
+               "' --target-opset 30 > /dev/null 2>&1"),
+            2);
   EXPECT_FALSE(fs::exists(dir / "far.onnx"));
 }
 
@@ -652,7 +662,8 @@ bool close_to_shipped(const rt::Tensor& got, rt::Tensor want, std::string* why) 
 // its own opset to 23, written and read back: its shipped outputs still match, and the outputs
 // are bit-identical to the original model's in the runtime.
 TEST(UpgradeOpset, BackendSuiteModelsUpgradedTo23) {
-  if (!fs::exists(backend_data_dir() / "node")) GTEST_SKIP() << "libonnx-testdata missing (apt install libonnx-testdata)";
+  if (!fs::exists(backend_data_dir() / "node"))
+    GTEST_SKIP() << "libonnx-testdata missing (apt install libonnx-testdata)";
   std::ifstream list(ONNXFORGE_SOURCE_DIR "/tests/runtime/backend_passing.txt");
   const fs::path tmp = temp_dir("upgrade_backend");
   int models = 0, changed = 0, refused = 0;
@@ -702,8 +713,10 @@ TEST(UpgradeOpset, BackendSuiteModelsUpgradedTo23) {
       }
       for (size_t i = 0; i < expected.size() && i < got.size(); ++i) {
         std::string why;
-        EXPECT_TRUE(close_to_shipped(got[i], expected[i], &why)) << ds.path().filename() << " output " << i << ": " << why;
-        EXPECT_TRUE(bit_equal(got[i], want[i], &why)) << ds.path().filename() << " output " << i << " vs the original: " << why;
+        EXPECT_TRUE(close_to_shipped(got[i], expected[i], &why))
+            << ds.path().filename() << " output " << i << ": " << why;
+        EXPECT_TRUE(bit_equal(got[i], want[i], &why))
+            << ds.path().filename() << " output " << i << " vs the original: " << why;
       }
     }
   }

@@ -188,13 +188,15 @@ TEST(Verification, Float16ModelsAreJudgedInFloat16Ulps) {
     // Norms and GELUs computed in float16 fuse too (stash_type=1), none left behind.
     EXPECT_GT(count_op(model->main(), "LayerNormalization"), 0u);
     EXPECT_GT(count_op(model->main(), "Gelu"), 0u);
-    EXPECT_EQ(count_op(model->main(), "ReduceMean") + count_op(model->main(), "Erf") + count_op(model->main(), "Tanh"), 0u);
+    EXPECT_EQ(count_op(model->main(), "ReduceMean") + count_op(model->main(), "Erf") + count_op(model->main(), "Tanh"),
+              0u);
     passes::Reference ref(*original, passes::VerifyOptions{3, {}});
     const passes::VerifyResult v = ref.check(*model, passes::tolerance_of(r.worst));
     EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
     EXPECT_FALSE(ref.check(*model, passes::tolerance_of(passes::AccuracyClass::Lossless)).ok);
     // The same model with its largest weight 3% off.
-    const auto off = fp16_zoo_model(name,
+    const auto off = fp16_zoo_model(
+        name,
         "t = max(m.graph.initializer, key=lambda t: np.prod(t.dims))\n"
         "t.CopyFrom(nh.from_array((nh.to_array(t).astype(np.float32) * 1.03).astype(np.float16), t.name))");
     auto wrong = load_model(off);

@@ -43,7 +43,10 @@ bool close(const rt::Tensor& got, rt::Tensor want, std::string* why) {
     double a = got.get_f64(i), b = want.get_f64(i);
     if (fp) {
       if (std::isnan(a) || std::isnan(b)) {
-        if (std::isnan(a) != std::isnan(b)) { *why = "NaN mismatch at " + std::to_string(i); return false; }
+        if (std::isnan(a) != std::isnan(b)) {
+          *why = "NaN mismatch at " + std::to_string(i);
+          return false;
+        }
         continue;
       }
       if (a == b) continue;
@@ -52,7 +55,8 @@ bool close(const rt::Tensor& got, rt::Tensor want, std::string* why) {
         return false;
       }
     } else if (got.get_i64(i) != want.get_i64(i)) {
-      *why = "element " + std::to_string(i) + ": " + std::to_string(got.get_i64(i)) + " vs " + std::to_string(want.get_i64(i));
+      *why = "element " + std::to_string(i) + ": " + std::to_string(got.get_i64(i)) + " vs " +
+             std::to_string(want.get_i64(i));
       return false;
     }
   }
@@ -65,9 +69,7 @@ Outcome run_case(const fs::path& dir) {
   try {
     model = load_model(dir / "model.onnx");
     session = std::make_unique<rt::Session>(*model);
-  } catch (const std::exception& e) {
-    return {Result::Unsupported, e.what()};
-  }
+  } catch (const std::exception& e) { return {Result::Unsupported, e.what()}; }
   bool any = false;
   for (auto& ds : fs::directory_iterator(dir)) {
     if (!ds.is_directory() || ds.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
@@ -83,9 +85,7 @@ Outcome run_case(const fs::path& dir) {
         if (!fs::exists(p)) break;
         expected.push_back(rt::read_tensor_pb(p));
       }
-    } catch (const std::exception& e) {
-      return {Result::Unsupported, std::string("test data: ") + e.what()};
-    }
+    } catch (const std::exception& e) { return {Result::Unsupported, std::string("test data: ") + e.what()}; }
     for (size_t i = 0; i < inputs.size() && i < session->input_values().size(); ++i)
       if (inputs[i].dtype == DType::Uint16 && model->main().dtype(session->input_values()[i]) == DType::BFloat16)
         inputs[i].dtype = DType::BFloat16;
@@ -98,12 +98,11 @@ Outcome run_case(const fs::path& dir) {
         for (size_t i = 0; i < expected.size() && i < outs.size(); ++i) {
           std::string why;
           if (!close(outs[i], expected[i], &why))
-            return {Result::Fail, ds.path().filename().string() + " output " + std::to_string(i) + (pass ? " (arena run)" : "") + ": " + why};
+            return {Result::Fail, ds.path().filename().string() + " output " + std::to_string(i) +
+                                      (pass ? " (arena run)" : "") + ": " + why};
         }
       }
-    } catch (const std::exception& e) {
-      return {Result::Fail, e.what()};
-    }
+    } catch (const std::exception& e) { return {Result::Fail, e.what()}; }
     any = true;
   }
   if (!any) return {Result::Unsupported, "no test data"};
@@ -115,7 +114,8 @@ fs::path list_path() { return fs::path(ONNXFORGE_SOURCE_DIR) / "tests/runtime/ba
 }  // namespace
 
 TEST(BackendNodeTests, PassListHolds) {
-  if (!fs::exists(test::backend_data_dir() / "node")) GTEST_SKIP() << "libonnx-testdata missing (apt install libonnx-testdata)";
+  if (!fs::exists(test::backend_data_dir() / "node"))
+    GTEST_SKIP() << "libonnx-testdata missing (apt install libonnx-testdata)";
   std::vector<fs::path> cases;
   for (const char* suite : {"node", "pytorch-converted", "pytorch-operator", "simple", "real"})
     if (fs::exists(test::backend_data_dir() / suite))
@@ -134,10 +134,16 @@ TEST(BackendNodeTests, PassListHolds) {
   for (const fs::path& c : cases) {
     Outcome o = run_case(c);
     std::string name = c.parent_path().filename().string() + "/" + c.filename().string();
-    log << (o.result == Result::Pass ? "PASS " : o.result == Result::Fail ? "FAIL " : "SKIP ") << name << " " << o.detail << "\n";
-    if (o.result == Result::Pass) passing.insert(name);
-    else if (o.result == Result::Fail) ++fail;
-    else ++unsupported;
+    log << (o.result == Result::Pass   ? "PASS "
+            : o.result == Result::Fail ? "FAIL "
+                                       : "SKIP ")
+        << name << " " << o.detail << "\n";
+    if (o.result == Result::Pass)
+      passing.insert(name);
+    else if (o.result == Result::Fail)
+      ++fail;
+    else
+      ++unsupported;
     if (listed.count(name) && o.result != Result::Pass) ADD_FAILURE() << name << " used to pass: " << o.detail;
   }
   const size_t total = cases.size();
@@ -145,9 +151,11 @@ TEST(BackendNodeTests, PassListHolds) {
   for (const fs::path& c : cases) ++per_suite[c.parent_path().filename().string()][1];
   for (const std::string& n : passing) ++per_suite[n.substr(0, n.find('/'))][0];
   for (auto& [suite, pt] : per_suite) std::printf("  %-18s %4d / %4d pass\n", suite.c_str(), pt[0], pt[1]);
-  std::printf("backend tests: %zu pass, %d fail, %d unsupported of %zu (%.1f%% of all, %.1f%% of the runnable)\n",
-              passing.size(), fail, unsupported, total, 100.0 * static_cast<double>(passing.size()) / static_cast<double>(total),
-              100.0 * static_cast<double>(passing.size()) / static_cast<double>(passing.size() + static_cast<size_t>(fail)));
+  std::printf(
+      "backend tests: %zu pass, %d fail, %d unsupported of %zu (%.1f%% of all, %.1f%% of the runnable)\n",
+      passing.size(), fail, unsupported, total,
+      100.0 * static_cast<double>(passing.size()) / static_cast<double>(total),
+      100.0 * static_cast<double>(passing.size()) / static_cast<double>(passing.size() + static_cast<size_t>(fail)));
   if (const char* u = std::getenv("ONNXFORGE_UPDATE_BACKEND_LIST"); u && *u == '1') {
     std::ofstream f(list_path());
     f << "# ONNX backend tests (libonnx-testdata: suite/test) that onnxforge's runtime passes; kept by\n"

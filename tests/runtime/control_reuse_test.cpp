@@ -182,7 +182,8 @@ m = h.make_model(g, opset_imports=[h.make_opsetid('', 16)])
 )PY"));
   rt::Session s(*model);
   auto check = [&](int64_t M, int64_t d, int64_t T, int64_t e, uint32_t seed) {
-    rt::Tensor a0 = floats({d}, seed), x = floats({d}, seed + 1), s0 = floats({e}, seed + 2), y = floats({T, e}, seed + 3);
+    rt::Tensor a0 = floats({d}, seed), x = floats({d}, seed + 1), s0 = floats({e}, seed + 2),
+               y = floats({T, e}, seed + 3);
     auto o = s.run({test::make<int64_t>(DType::Int64, {}, {M}), a0, x, s0, y});
     for (int64_t j = 0; j < d; ++j) {
       float acc = a0.ptr<float>()[j];
@@ -243,12 +244,14 @@ m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
 TEST(ControlReuse, Float32LstmMatchesTheGeneralPath) {
   // The same LSTM with W/R/B as initializers (packed: the float32 path) and as graph inputs (the
   // float64 element-by-element path), every feature the fast path handles.
-  for (const char* variant : {"direction='forward'", "direction='reverse', layout=1", "direction='bidirectional', clip=0.7",
-                              "direction='forward', input_forget=1"}) {
+  for (const char* variant : {"direction='forward'", "direction='reverse', layout=1",
+                              "direction='bidirectional', clip=0.7", "direction='forward', input_forget=1"}) {
     SCOPED_TRACE(variant);
     const std::string py = std::string(R"PY(
-D = 2 if 'bidirectional' in ")PY") + variant + R"PY(" else 1
-layout1 = 'layout=1' in ")PY" + variant + R"PY("
+D = 2 if 'bidirectional' in ")PY") +
+                           variant + R"PY(" else 1
+layout1 = 'layout=1' in ")PY" +
+                           variant + R"PY("
 S, N, I, H = 5, 3, 7, 6
 rng = np.random.default_rng(0)
 W = (rng.standard_normal((D, 4 * H, I)) * 0.5).astype(np.float32)
@@ -279,7 +282,8 @@ m = h.make_model(graph(True), opset_imports=[h.make_opsetid('', 14)])
     auto general = load_model(dir / "general.onnx");
     rt::Session sf(*fast), sg(*general);
     const bool layout1 = std::string(variant).find("layout=1") != std::string::npos;
-    const int64_t D = std::string(variant).find("bidirectional") != std::string::npos ? 2 : 1, S = 5, N = 3, I = 7, H = 6;
+    const int64_t D = std::string(variant).find("bidirectional") != std::string::npos ? 2 : 1, S = 5, N = 3, I = 7,
+                  H = 6;
     rt::Tensor X = floats(layout1 ? rt::Shape{N, S, I} : rt::Shape{S, N, I}, 1);
     rt::Tensor h0 = floats(layout1 ? rt::Shape{N, D, H} : rt::Shape{D, N, H}, 2);
     rt::Tensor c0 = floats(layout1 ? rt::Shape{N, D, H} : rt::Shape{D, N, H}, 3);
@@ -295,7 +299,8 @@ TEST(ControlReuse, ProfileAttributesTimeToBodyNodesWithTheirPath) {
   rt::SessionOptions o;
   o.profile = true;
   rt::Session s(*model, o);
-  for (int i = 0; i < 5; ++i) s.run({test::make<uint8_t>(DType::Bool, {}, {1}), floats({64, 256}, static_cast<uint32_t>(i))});
+  for (int i = 0; i < 5; ++i)
+    s.run({test::make<uint8_t>(DType::Bool, {}, {1}), floats({64, 256}, static_cast<uint32_t>(i))});
   bool relu = false, reduce = false, else_listed = false;
   double body_ms = 0, if_ms = -1;
   for (const rt::StepProfile& p : s.step_profile()) {

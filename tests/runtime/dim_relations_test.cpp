@@ -27,8 +27,8 @@ TEST(DimRelations, DefaultsThatFitAreKept) {
 
 TEST(DimRelations, TheSumIsRederivedAndThePartsKeepTheirDefaults) {
   // A decoder with past: the mask's total_sequence meets the scores' past_sequence+sequence.
-  for (const auto& [a, b] : {std::pair{"total_sequence", "past_sequence+sequence"},
-                             std::pair{"past_sequence+sequence", "total_sequence"}}) {
+  for (const auto& [a, b] :
+       {std::pair{"total_sequence", "past_sequence+sequence"}, std::pair{"past_sequence+sequence", "total_sequence"}}) {
     auto s = solve_dims({rel(a, b)}, {{"past_sequence", 128}, {"sequence", 128}, {"total_sequence", 128}}, {});
     EXPECT_EQ(s.values.at("past_sequence"), 128);
     EXPECT_EQ(s.values.at("sequence"), 128);
@@ -41,8 +41,9 @@ TEST(DimRelations, TheSumIsRederivedAndThePartsKeepTheirDefaults) {
 
 TEST(DimRelations, TheUsersSizesAreNeverChanged) {
   // sequence=1 (a decode step) fixed: total follows.
-  auto s = solve_dims({rel("total_sequence", "past_sequence+sequence")},
-                      {{"past_sequence", 127}, {"sequence", 1}, {"total_sequence", 128}}, {"sequence", "past_sequence"});
+  auto s =
+      solve_dims({rel("total_sequence", "past_sequence+sequence")},
+                 {{"past_sequence", 127}, {"sequence", 1}, {"total_sequence", 128}}, {"sequence", "past_sequence"});
   EXPECT_EQ(s.values.at("total_sequence"), 128);
   // total fixed by the user, the sum of the parts is not: a part moves, never the given one.
   s = solve_dims({rel("total_sequence", "past_sequence+sequence")},
@@ -71,7 +72,8 @@ TEST(DimRelations, ABroadcastAgainstOneHolds) {
 TEST(DimRelations, ConflictingGivenSizesNameBothSidesAndTheFlag) {
   try {
     solve_dims({rel("total_sequence", "past_sequence+sequence")},
-               {{"past_sequence", 3}, {"sequence", 1}, {"total_sequence", 9}}, {"past_sequence", "sequence", "total_sequence"},
+               {{"past_sequence", 3}, {"sequence", 1}, {"total_sequence", 9}},
+               {"past_sequence", "sequence", "total_sequence"},
                [](const DimRelation&) { return std::string("node 'mask_add'"); });
     FAIL() << "no error";
   } catch (const Error& e) {
@@ -132,9 +134,9 @@ TEST(DimRelations, GeneratedInputsOfADecoderWithPastRun) {
   out = s.run(rt::make_inputs(plan, 0));
   EXPECT_EQ(out[0].shape, (rt::Shape{1, 2, 1, 4}));
   // The user's contradicting sizes are an error naming the node, not a broadcast failure later.
-  EXPECT_THROW(rt::plan_inputs(t.b.g(), s.input_values(),
-                               {{"sequence", 1}, {"past_sequence", 4}, {"total_sequence", 9}}),
-               Error);
+  EXPECT_THROW(
+      rt::plan_inputs(t.b.g(), s.input_values(), {{"sequence", 1}, {"past_sequence", 4}, {"total_sequence", 9}}),
+      Error);
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ std::pair<rt::Tensor, rt::Tensor> both(const std::string& eq, const std::vector<
   GraphBuilder mf(12), md(12);
   std::vector<ValueId> inf, ind;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    std::vector<float> v = test::noise(static_cast<size_t>(test::numel(shapes[i])), seed * 31 + static_cast<unsigned>(i));
+    std::vector<float> v =
+        test::noise(static_cast<size_t>(test::numel(shapes[i])), seed * 31 + static_cast<unsigned>(i));
     f.push_back(make<float>(DType::Float, shapes[i], v));
     d.push_back(make<double>(DType::Double, shapes[i], std::vector<double>(v.begin(), v.end())));
     inf.push_back(mf.input("x" + std::to_string(i), shapes[i]));
@@ -58,8 +59,10 @@ std::vector<std::vector<int64_t>> random_shapes(const std::string& eq, std::mt19
   std::uniform_int_distribution<int64_t> d(1, 6);
   std::vector<std::vector<int64_t>> shapes(1);
   for (char ch : eq.substr(0, eq.find("->"))) {
-    if (ch == ',') shapes.emplace_back();
-    else shapes.back().push_back(size.emplace(ch, d(r)).first->second);
+    if (ch == ',')
+      shapes.emplace_back();
+    else
+      shapes.back().push_back(size.emplace(ch, d(r)).first->second);
   }
   return shapes;
 }
@@ -71,10 +74,10 @@ TEST(Einsum, GemmPathMatchesTheGenericLoopOnRandomShapes) {
   // against a weight), the reductions, transposes, diagonals and traces, outer and inner
   // products, labels in an output order of their own, implicit outputs and three operands.
   const char* equations[] = {
-      "bhqd,bhkd->bhqk", "bhqk,bhkd->bhqd", "bij,bjk->bik", "bij,jk->bik", "bnd,hd->bnh", "ij,jk->ik",
-      "ij,kj->ik",       "ji,jk->ik",       "ij->ji",       "ij->i",       "ij->j",       "ij->",
-      "ijk->kij",        "ii->i",           "ii->",         "iij,jk->ik",  "i,j->ij",     "i,i->",
-      "ij,ij->ij",       "ij,ij->",         "ijk,jl->lik",  "bij,bkj->bki", "ij,jk",      "ba,ca",
+      "bhqd,bhkd->bhqk", "bhqk,bhkd->bhqd", "bij,bjk->bik", "bij,jk->bik",    "bnd,hd->bnh", "ij,jk->ik",
+      "ij,kj->ik",       "ji,jk->ik",       "ij->ji",       "ij->i",          "ij->j",       "ij->",
+      "ijk->kij",        "ii->i",           "ii->",         "iij,jk->ik",     "i,j->ij",     "i,i->",
+      "ij,ij->ij",       "ij,ij->",         "ijk,jl->lik",  "bij,bkj->bki",   "ij,jk",       "ba,ca",
       "abc,cd,de->abe",  "i,j,k->",         "ab,bc,ca->",   "bhid,bhjd->bhij"};
   std::mt19937 r(20261127);
   for (const char* eq : equations)
@@ -83,12 +86,12 @@ TEST(Einsum, GemmPathMatchesTheGenericLoopOnRandomShapes) {
 
 TEST(Einsum, EllipsisBatchDimsBroadcast) {
   expect_same("...ij,...jk->...ik", {{2, 3, 4, 5}, {2, 3, 5, 6}}, 1);
-  expect_same("...ij,...jk->...ik", {{2, 1, 4, 5}, {3, 5, 6}}, 2);   // [2,1] and [3]: batch [2,3]
-  expect_same("...ij,...jk->...ik", {{4, 5}, {7, 5, 6}}, 3);         // A has no batch dims
+  expect_same("...ij,...jk->...ik", {{2, 1, 4, 5}, {3, 5, 6}}, 2);  // [2,1] and [3]: batch [2,3]
+  expect_same("...ij,...jk->...ik", {{4, 5}, {7, 5, 6}}, 3);        // A has no batch dims
   expect_same("...ij,jk->...ik", {{2, 3, 4, 5}, {5, 6}}, 4);
   expect_same("b...,b...->b", {{3, 2, 4}, {3, 2, 4}}, 5);
   expect_same("...ii->...i", {{2, 3, 3}}, 6);
-  expect_same("bhqd,bhkd->bhqk", {{2, 1, 5, 8}, {2, 4, 7, 8}}, 7);   // h broadcasts
+  expect_same("bhqd,bhkd->bhqk", {{2, 1, 5, 8}, {2, 4, 7, 8}}, 7);  // h broadcasts
 }
 
 TEST(Einsum, EmptyOperands) {
@@ -108,7 +111,8 @@ TEST(Einsum, AttentionSizedContractionRunsOnTheGemm) {
   GraphBuilder m(12);
   ValueId q = m.input("q", {1, H, S, D}), k = m.input("k", {1, H, S, D});
   m.outputs({m.node("Einsum", {q, k}, {NewAttr::String("equation", "bhqd,bhkd->bhqk")})});
-  std::vector<float> qv = test::noise(static_cast<size_t>(H * S * D), 1), kv = test::noise(static_cast<size_t>(H * S * D), 2);
+  std::vector<float> qv = test::noise(static_cast<size_t>(H * S * D), 1),
+                     kv = test::noise(static_cast<size_t>(H * S * D), 2);
   rt::Session s(m.model());
   rt::Tensor y = s.run({make<float>(DType::Float, {1, H, S, D}, qv), make<float>(DType::Float, {1, H, S, D}, kv)})[0];
   ASSERT_EQ(y.shape, (rt::Shape{1, H, S, S}));
@@ -117,7 +121,8 @@ TEST(Einsum, AttentionSizedContractionRunsOnTheGemm) {
       for (int64_t j : {0L, 3L, 127L}) {
         double ref = 0;
         for (int64_t d = 0; d < D; ++d)
-          ref += static_cast<double>(qv[static_cast<size_t>((h * S + i) * D + d)]) * kv[static_cast<size_t>((h * S + j) * D + d)];
+          ref += static_cast<double>(qv[static_cast<size_t>((h * S + i) * D + d)]) *
+                 kv[static_cast<size_t>((h * S + j) * D + d)];
         EXPECT_NEAR(y.ptr<float>()[(h * S + i) * S + j], ref, 1e-5 * (1 + std::abs(ref)));
       }
 }

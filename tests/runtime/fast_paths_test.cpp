@@ -19,8 +19,8 @@ struct PoolCase {
 };
 
 // Plain 2-D pooling over one plane (dilation 1), the ONNX definition.
-std::vector<float> pool_ref(bool is_max, const std::vector<float>& x, int64_t planes, const PoolCase& p,
-                            int64_t oh_n, int64_t ow_n) {
+std::vector<float> pool_ref(bool is_max, const std::vector<float>& x, int64_t planes, const PoolCase& p, int64_t oh_n,
+                            int64_t ow_n) {
   std::vector<float> y(static_cast<size_t>(planes * oh_n * ow_n));
   for (int64_t pl = 0; pl < planes; ++pl)
     for (int64_t oh = 0; oh < oh_n; ++oh)
@@ -72,10 +72,9 @@ TEST(FastPaths, Pool2dSeparableMatchesReference) {
       GraphBuilder m(17);
       const int64_t planes = 3;
       ValueId x = m.input("x", {1, planes, pc.h, pc.w});
-      std::vector<NewAttr> attrs{NewAttr::Ints("kernel_shape", {pc.kh, pc.kw}),
-                                 NewAttr::Ints("strides", {pc.sh, pc.sw}),
-                                 NewAttr::Ints("pads", {pc.pt, pc.pl, pc.pb, pc.pr}),
-                                 NewAttr::Int("ceil_mode", pc.ceil ? 1 : 0)};
+      std::vector<NewAttr> attrs{
+          NewAttr::Ints("kernel_shape", {pc.kh, pc.kw}), NewAttr::Ints("strides", {pc.sh, pc.sw}),
+          NewAttr::Ints("pads", {pc.pt, pc.pl, pc.pb, pc.pr}), NewAttr::Int("ceil_mode", pc.ceil ? 1 : 0)};
       if (!is_max) attrs.push_back(NewAttr::Int("count_include_pad", pc.include_pad ? 1 : 0));
       m.outputs({m.node(is_max ? "MaxPool" : "AveragePool", {x}, attrs)});
       auto in = randn(static_cast<size_t>(planes * pc.h * pc.w), seed++);
@@ -111,8 +110,8 @@ void check_residual(const ConvCase& cc, uint32_t seed) {
   ValueId x = m.input("x", {1, cc.c, cc.h, cc.w});
   const int64_t oh = (cc.h + 2 * cc.pad - cc.dil * (cc.k - 1) - 1) / cc.stride + 1;
   const int64_t ow = (cc.w + 2 * cc.pad - cc.dil * (cc.k - 1) - 1) / cc.stride + 1;
-  std::vector<int64_t> rshape = cc.broadcast_residual ? std::vector<int64_t>{1, cc.m, 1, 1}
-                                                      : std::vector<int64_t>{1, cc.m, oh, ow};
+  std::vector<int64_t> rshape =
+      cc.broadcast_residual ? std::vector<int64_t>{1, cc.m, 1, 1} : std::vector<int64_t>{1, cc.m, oh, ow};
   ValueId r = m.input("r", rshape);
   ValueId rr = m.node("Neg", {m.node("Neg", {r})});  // the residual is an intermediate (arena slot)
   std::vector<int64_t> wshape{cc.m, cc.c / cc.group, cc.k, cc.k};
@@ -145,16 +144,16 @@ void check_residual(const ConvCase& cc, uint32_t seed) {
 
 TEST(FastPaths, ConvResidualEpilogueMatchesUnfused) {
   const ConvCase cases[] = {
-      {16, 24, 9, 7, 1, 1, 0, 1, 1, true, true, false, false},   // pointwise: plain GEMM, beta = 1
-      {8, 12, 11, 9, 3, 1, 1, 1, 1, true, true, true, false},    // 3x3 stride 1: padded rows, cropped
-      {8, 12, 11, 9, 3, 1, 0, 1, 1, false, false, false, false}, // 3x3 no pad: wide rows, cropped
-      {6, 10, 13, 10, 3, 2, 1, 1, 1, true, true, false, false},  // stride 2: implicit im2col
-      {8, 8, 10, 10, 3, 1, 2, 2, 1, true, true, true, false},    // dilation
-      {12, 12, 9, 9, 3, 1, 1, 1, 12, true, true, false, false},  // depthwise
-      {12, 24, 9, 8, 3, 2, 1, 1, 12, false, true, true, false},  // depthwise with multiplier, stride 2
-      {8, 12, 7, 7, 3, 1, 1, 1, 4, true, false, false, false},   // groups
-      {150, 200, 5, 5, 1, 1, 0, 1, 1, true, true, false, false}, // M > one tile row: packed B blocks
-      {8, 12, 7, 9, 3, 1, 1, 1, 1, true, true, false, true},     // broadcast residual [1, M, 1, 1]
+      {16, 24, 9, 7, 1, 1, 0, 1, 1, true, true, false, false},    // pointwise: plain GEMM, beta = 1
+      {8, 12, 11, 9, 3, 1, 1, 1, 1, true, true, true, false},     // 3x3 stride 1: padded rows, cropped
+      {8, 12, 11, 9, 3, 1, 0, 1, 1, false, false, false, false},  // 3x3 no pad: wide rows, cropped
+      {6, 10, 13, 10, 3, 2, 1, 1, 1, true, true, false, false},   // stride 2: implicit im2col
+      {8, 8, 10, 10, 3, 1, 2, 2, 1, true, true, true, false},     // dilation
+      {12, 12, 9, 9, 3, 1, 1, 1, 12, true, true, false, false},   // depthwise
+      {12, 24, 9, 8, 3, 2, 1, 1, 12, false, true, true, false},   // depthwise with multiplier, stride 2
+      {8, 12, 7, 7, 3, 1, 1, 1, 4, true, false, false, false},    // groups
+      {150, 200, 5, 5, 1, 1, 0, 1, 1, true, true, false, false},  // M > one tile row: packed B blocks
+      {8, 12, 7, 9, 3, 1, 1, 1, 1, true, true, false, true},      // broadcast residual [1, M, 1, 1]
   };
   uint32_t seed = 10;
   for (const ConvCase& cc : cases) check_residual(cc, seed += 7);
@@ -215,7 +214,8 @@ ValueId gelu_chain(GraphBuilder& m, ValueId x, bool as_nodes, bool swap) {
 
 void expect_same(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
-  for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-4f * (1.f + std::fabs(ref[i]))) << what << " i=" << i;
+  for (size_t i = 0; i < ref.size(); ++i)
+    ASSERT_NEAR(got[i], ref[i], 1e-4f * (1.f + std::fabs(ref[i]))) << what << " i=" << i;
 }
 
 }  // namespace
@@ -233,9 +233,9 @@ TEST(FastPaths, MatMulBiasResidualAndGeluEpilogues) {
       ValueId xr = m.node("Neg", {x});  // before the MatMul it is added to (the plan only fuses then)
       ValueId h = m.node("MatMul", {x, w1});
       h = swap ? m.node("Add", {b1, h}) : m.node("Add", {h, b1});  // bias -> per-column epilogue
-      h = gelu_chain(m, h, as_nodes, swap);                      // GELU -> activation epilogue
+      h = gelu_chain(m, h, as_nodes, swap);                        // GELU -> activation epilogue
       ValueId y = m.node("MatMul", {h, w2});
-      y = m.node("Add", {y, xr});                              // same-shape residual, beta = 1
+      y = m.node("Add", {y, xr});  // same-shape residual, beta = 1
       y = m.node("Relu", {y});
       ValueId z = m.node("MatMul", {y, m.f32("w3", {D, 1}, randn(D, 5))});
       z = m.node("Add", {z, b2});                              // [.., 1] + [D]: broadcasts wider
@@ -251,8 +251,9 @@ TEST(FastPaths, MatMulBiasResidualAndGeluEpilogues) {
         ASSERT_EQ(got.size(), ref.size());
         EXPECT_EQ(got[0].shape, ref[0].shape);
         for (size_t o = 0; o < ref.size(); ++o)
-          expect_same(values<float>(got[o]), values<float>(ref[o]),
-                      "output " + std::to_string(o) + (as_nodes ? " const nodes" : " initializers") + (swap ? " swapped" : ""));
+          expect_same(
+              values<float>(got[o]), values<float>(ref[o]),
+              "output " + std::to_string(o) + (as_nodes ? " const nodes" : " initializers") + (swap ? " swapped" : ""));
       }
     }
 }
@@ -287,8 +288,8 @@ TEST(FastPaths, MatMulSoftmaxMatMulIsOneStepAndMatchesUnfused) {
   };
   const Case cases[] = {
       {{1, 3, 150, 16}, {1, 3, 16, 45}, {1, 3, 45, 8}, 17, false},  // several row blocks
-      {{2, 37, 5}, {2, 5, 70}, {2, 70, 33}, 11, true},               // opset 11 with axis = -1
-      {{2, 3, 9, 4}, {4, 11}, {3, 11, 6}, 17, true},                 // broadcast batch dims: unfused inside
+      {{2, 37, 5}, {2, 5, 70}, {2, 70, 33}, 11, true},              // opset 11 with axis = -1
+      {{2, 3, 9, 4}, {4, 11}, {3, 11, 6}, 17, true},                // broadcast batch dims: unfused inside
   };
   uint32_t seed = 40;
   for (const Case& cs : cases) {
@@ -308,7 +309,9 @@ TEST(FastPaths, MatMulSoftmaxMatMulIsOneStepAndMatchesUnfused) {
     for (const auto& sh : {cs.q, cs.k, cs.v})
       ins.push_back(make<float>(DType::Float, sh, randn(static_cast<size_t>(numel(sh)), seed++)));
     auto ref = values<float>(plain.run(ins)[0]);
-    for (int run = 0; run < 2; ++run) expect_same(values<float>(fused.run(ins)[0]), ref, "attention case " + std::to_string(seed) + " run " + std::to_string(run));
+    for (int run = 0; run < 2; ++run)
+      expect_same(values<float>(fused.run(ins)[0]), ref,
+                  "attention case " + std::to_string(seed) + " run " + std::to_string(run));
   }
 }
 

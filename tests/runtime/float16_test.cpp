@@ -26,10 +26,27 @@ namespace {
 // Values around every float16 rounding hazard: ties between neighbours, the subnormal range and
 // its edge, the overflow threshold (65520 rounds to inf), infinities, NaN, signed zeros.
 std::vector<float> hazard_floats() {
-  std::vector<float> v = {0.f, -0.f, 1.f, -1.f, 65504.f, 65519.99f, 65520.f, -65520.f, 1e9f, -1e9f,
-                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                          std::numeric_limits<float>::quiet_NaN(), 6.1035156e-05f, 6.0975552e-05f, 5.9604645e-08f,
-                          2.9802322e-08f, 2.9802326e-08f, 1e-10f, -1e-10f, std::numeric_limits<float>::denorm_min()};
+  std::vector<float> v = {0.f,
+                          -0.f,
+                          1.f,
+                          -1.f,
+                          65504.f,
+                          65519.99f,
+                          65520.f,
+                          -65520.f,
+                          1e9f,
+                          -1e9f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(),
+                          6.1035156e-05f,
+                          6.0975552e-05f,
+                          5.9604645e-08f,
+                          2.9802322e-08f,
+                          2.9802326e-08f,
+                          1e-10f,
+                          -1e-10f,
+                          std::numeric_limits<float>::denorm_min()};
   for (uint16_t h = 0; h < 0x7c00; h += 37) {  // exact halves and the ties just above them
     const float f = half_to_float(h);
     v.push_back(f);
@@ -90,8 +107,10 @@ TEST(Float16, HalfToFloatEveryBitPattern) {
     size_t bad = 0;
     for (size_t i = 0; i < all.size(); ++i) {
       const float want = half_to_float(all[i]);
-      const bool same = std::isnan(want) ? std::isnan(got[i]) : std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want);
-      if (!same && bad++ < 5) ADD_FAILURE() << simd::isa_name(isa) << ": half " << i << " -> " << got[i] << " want " << want;
+      const bool same =
+          std::isnan(want) ? std::isnan(got[i]) : std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want);
+      if (!same && bad++ < 5)
+        ADD_FAILURE() << simd::isa_name(isa) << ": half " << i << " -> " << got[i] << " want " << want;
     }
   }
   simd::set_isa(was);
@@ -131,9 +150,7 @@ TEST(Float16, ConvActivationFusionIsBitIdentical) {
     const auto a = values<uint16_t>(fused.run({xt})[0]);
     const auto e = values<uint16_t>(plain.run({xt})[0]);
     // (Clip fuses only with float bounds: its float16 bounds keep it a step of its own.)
-    if (std::string(act) != "Clip") {
-      EXPECT_EQ(fused.fused_count(), std::string(act) == "Relu" ? 1u : 0u) << act;
-    }
+    if (std::string(act) != "Clip") { EXPECT_EQ(fused.fused_count(), std::string(act) == "Relu" ? 1u : 0u) << act; }
     EXPECT_EQ(plain.fused_count(), 0u);
     ASSERT_EQ(a.size(), e.size());
     size_t diff = 0;
@@ -160,8 +177,9 @@ TEST(Float16, BinaryOpsRoundOnceFromFloat32) {
     ValueId r = m.init("r", {7}, row, DType::Float16);
     m.outputs({m.node(op, {x, y}), m.node(op, {z, r})});
     rt::Session s(m.model());
-    auto out = s.run({make<uint16_t>(DType::Float16, {n}, a), make<uint16_t>(DType::Float16, {n}, b),
-                      make<uint16_t>(DType::Float16, {n / 7, 7}, std::vector<uint16_t>(a.begin(), a.begin() + n / 7 * 7))});
+    auto out =
+        s.run({make<uint16_t>(DType::Float16, {n}, a), make<uint16_t>(DType::Float16, {n}, b),
+               make<uint16_t>(DType::Float16, {n / 7, 7}, std::vector<uint16_t>(a.begin(), a.begin() + n / 7 * 7))});
     auto f = [&](float p, float q) {
       const std::string o = op;
       return o == "Add" ? p + q : o == "Sub" ? p - q : o == "Mul" ? p * q : p / q;
@@ -189,7 +207,8 @@ TEST(Float16, ScalarOperandsConvertIntoFreshBuffers) {
   m.outputs({m.node("Clip", {lo, lo, hi}), m.node("Clip", {x, lo, hi})});
   rt::Session s(m.model());
   const uint16_t l = float_to_half(-0.5f), h = float_to_half(0.25f);
-  auto out = s.run({make<uint16_t>(DType::Float16, {4}, {float_to_half(-1.f), float_to_half(0.f), float_to_half(0.1f), float_to_half(3.f)}),
+  auto out = s.run({make<uint16_t>(DType::Float16, {4},
+                                   {float_to_half(-1.f), float_to_half(0.f), float_to_half(0.1f), float_to_half(3.f)}),
                     make<uint16_t>(DType::Float16, {}, {l}), make<uint16_t>(DType::Float16, {}, {h})});
   EXPECT_EQ(values<uint16_t>(out[0]), std::vector<uint16_t>{l});
   EXPECT_EQ(values<uint16_t>(out[1]), (std::vector<uint16_t>{l, float_to_half(0.f), float_to_half(0.1f), h}));
@@ -251,8 +270,8 @@ TEST(BFloat16, OpsRoundOnceFromFloat32) {
   for (simd::Isa isa : simd::available_isas()) {
     ASSERT_TRUE(simd::set_isa(isa));
     rt::Session s(m.model());
-    const auto got = values<uint16_t>(
-        s.run({make<uint16_t>(DType::BFloat16, {n}, a), make<uint16_t>(DType::BFloat16, {n}, b)})[0]);
+    const auto got =
+        values<uint16_t>(s.run({make<uint16_t>(DType::BFloat16, {n}, a), make<uint16_t>(DType::BFloat16, {n}, b)})[0]);
     for (int64_t i = 0; i < n; ++i) {
       const uint16_t sum = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
       const uint16_t want = float_to_bf16(std::max(bf16_to_float(sum), 0.f));
@@ -281,7 +300,9 @@ TEST(Float16, CastRoundTripFusesBitIdentically) {
   for (float f : hazard_floats())
     if (std::isfinite(f)) hz.push_back(f);
   const auto n = static_cast<int64_t>(hz.size());
-  auto cast = [](GraphBuilder& m, ValueId v, DType t) { return m.node("Cast", {v}, {NewAttr::Int("to", static_cast<int64_t>(t))}); };
+  auto cast = [](GraphBuilder& m, ValueId v, DType t) {
+    return m.node("Cast", {v}, {NewAttr::Int("to", static_cast<int64_t>(t))});
+  };
   struct Case {
     const char* name;
     size_t fused;  // fused_count of the fused plan
@@ -289,22 +310,26 @@ TEST(Float16, CastRoundTripFusesBitIdentically) {
   };
   const std::vector<Case> cases = {
       // MatMul by [[1]]: y = x exactly, then the round trip.
-      {"MatMul", 2, [&](GraphBuilder& m, ValueId x) {
+      {"MatMul", 2,
+       [&](GraphBuilder& m, ValueId x) {
          ValueId w = m.init("w", {1, 1}, std::vector<float>{1.f}, DType::Float);
          m.outputs({cast(m, cast(m, m.node("MatMul", {x, w}), DType::Float16), DType::Float)});
        }},
       // + Relu before the round trip: the activation fuses, then the rounding (the graph's order).
-      {"MatMul+Relu", 3, [&](GraphBuilder& m, ValueId x) {
+      {"MatMul+Relu", 3,
+       [&](GraphBuilder& m, ValueId x) {
          ValueId w = m.init("w", {1, 1}, std::vector<float>{-1.f}, DType::Float);
          m.outputs({cast(m, cast(m, m.node("Relu", {m.node("MatMul", {x, w})}), DType::Float16), DType::Float)});
        }},
       // An activation after the round trip stays after it (Sigmoid does not commute with rounding).
-      {"MatMul then Sigmoid", 2, [&](GraphBuilder& m, ValueId x) {
+      {"MatMul then Sigmoid", 2,
+       [&](GraphBuilder& m, ValueId x) {
          ValueId w = m.init("w", {1, 1}, std::vector<float>{0.01f}, DType::Float);
          m.outputs({m.node("Sigmoid", {cast(m, cast(m, m.node("MatMul", {x, w}), DType::Float16), DType::Float)})});
        }},
       // The first Cast reads a graph input: one step of float(half(x)).
-      {"standalone", 1, [&](GraphBuilder& m, ValueId x) { m.outputs({cast(m, cast(m, x, DType::Float16), DType::Float)}); }},
+      {"standalone", 1,
+       [&](GraphBuilder& m, ValueId x) { m.outputs({cast(m, cast(m, x, DType::Float16), DType::Float)}); }},
   };
   const simd::Isa was = simd::active_isa_level();
   for (const Case& c : cases) {
@@ -330,15 +355,17 @@ TEST(Float16, CastRoundTripFusesBitIdentically) {
 // Where the float16 value has another reader, is a graph output, or comes back as another type,
 // the Casts stay steps of their own.
 TEST(Float16, CastRoundTripMustNotFuse) {
-  auto cast = [](GraphBuilder& m, ValueId v, DType t) { return m.node("Cast", {v}, {NewAttr::Int("to", static_cast<int64_t>(t))}); };
+  auto cast = [](GraphBuilder& m, ValueId v, DType t) {
+    return m.node("Cast", {v}, {NewAttr::Int("to", static_cast<int64_t>(t))});
+  };
   for (int variant = 0; variant < 3; ++variant) {
     GraphBuilder m(17);
     ValueId x = m.input("x", {4, 1});
     ValueId w = m.init("w", {1, 1}, std::vector<float>{3.f}, DType::Float);
     ValueId h = cast(m, m.node("MatMul", {x, w}), DType::Float16);
     if (variant == 0) m.outputs({cast(m, h, DType::Float), m.node("Neg", {h})});  // a second reader
-    if (variant == 1) m.outputs({cast(m, h, DType::Float), h});                    // a graph output
-    if (variant == 2) m.outputs({cast(m, h, DType::Double)});                      // not back to float
+    if (variant == 1) m.outputs({cast(m, h, DType::Float), h});                   // a graph output
+    if (variant == 2) m.outputs({cast(m, h, DType::Double)});                     // not back to float
     rt::Session s(m.model());
     auto out = s.run({make<float>(DType::Float, {4, 1}, {1.f, 1e-3f, 7e4f, -0.1f})});
     EXPECT_EQ(s.fused_count(), 0u) << variant;

@@ -70,7 +70,8 @@ struct CountingLoop {
     NodeId loop = g.add_node(intern("Loop"), Sym{}, intern("loop_node"), std::vector<ValueId>{m, cond, a0},
                              std::vector<ValueId>{acc}, std::vector<NewAttr>{NewAttr::Graph("body", body_id)});
     Graph& body = b.m->graph(b.m->add_graph(g.id(), loop));
-    ValueId i = body.add_value(intern("i")), c_in = body.add_value(intern("cond_in")), a_in = body.add_value(intern("acc_in"));
+    ValueId i = body.add_value(intern("i")), c_in = body.add_value(intern("cond_in")),
+            a_in = body.add_value(intern("acc_in"));
     body.set_dtype(i, DType::Int64);
     body.set_dtype(c_in, DType::Bool);
     body.set_dtype(a_in, DType::Float);
@@ -78,11 +79,14 @@ struct CountingLoop {
     ValueId one = body.add_value(intern("one"));
     const float v = 1.f;
     const int64_t dim = 1;
-    body.set_initializer(one, b.m->tensors.add_owned(intern("one"), DType::Float, std::span<const int64_t>(&dim, 1),
-                                                      std::span<const std::byte>(reinterpret_cast<const std::byte*>(&v), 4)));
+    body.set_initializer(one,
+                         b.m->tensors.add_owned(intern("one"), DType::Float, std::span<const int64_t>(&dim, 1),
+                                                std::span<const std::byte>(reinterpret_cast<const std::byte*>(&v), 4)));
     ValueId c_out = body.add_value(intern("cond_out")), a_out = body.add_value(intern("acc_out"));
-    body.add_node(intern("Identity"), Sym{}, intern("keep_going_node"), std::vector<ValueId>{c_in}, std::vector<ValueId>{c_out}, {});
-    body.add_node(intern("Add"), Sym{}, intern("count_node"), std::vector<ValueId>{a_in, one}, std::vector<ValueId>{a_out}, {});
+    body.add_node(intern("Identity"), Sym{}, intern("keep_going_node"), std::vector<ValueId>{c_in},
+                  std::vector<ValueId>{c_out}, {});
+    body.add_node(intern("Add"), Sym{}, intern("count_node"), std::vector<ValueId>{a_in, one},
+                  std::vector<ValueId>{a_out}, {});
     body.set_dtype(c_out, DType::Bool);
     body.set_dtype(a_out, DType::Float);
     body.set_graph_outputs({c_out, a_out});
@@ -155,7 +159,8 @@ TEST(HostileKernels, TimeBudgetStopsAnUnboundedLoop) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_EQ(msg.rfind("node 'loop_node' (Loop)", 0), 0u) << msg;
-    EXPECT_NE(msg.find("over the time budget of 200.0 ms (raise it with --max-time SECONDS)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("over the time budget of 200.0 ms (raise it with --max-time SECONDS)"), std::string::npos)
+        << msg;
   }
   EXPECT_LT(seconds_since(t0), 10);
 }
@@ -181,7 +186,8 @@ TEST(HostileKernels, PReluOnIntegersWraps) {
     ValueId s = m.input("s", {1}, t);
     m.outputs({m.node("PRelu", {x, s})});
     if (t == DType::Int32) {
-      auto y = run(m, {make<int32_t>(t, {3}, {std::numeric_limits<int32_t>::min(), -5, 7}), make<int32_t>(t, {1}, {3})});
+      auto y =
+          run(m, {make<int32_t>(t, {3}, {std::numeric_limits<int32_t>::min(), -5, 7}), make<int32_t>(t, {1}, {3})});
       EXPECT_EQ(values<int32_t>(y[0]), (std::vector<int32_t>{std::numeric_limits<int32_t>::min(), -15, 7}));
     } else {
       auto y = run(m, {make<int64_t>(t, {3}, {-(int64_t{1} << 62), -5, 7}), make<int64_t>(t, {1}, {4})});
@@ -224,8 +230,8 @@ TEST(HostileKernels, SliceExtremeStepsTakeAtMostOneElement) {
     ValueId ax = m.input("ax", {1}, DType::Int64);
     ValueId sp = m.input("sp", {1}, DType::Int64);
     m.outputs({m.node("Slice", {x, st, en, ax, sp})});
-    auto y = run(m, {make<float>(DType::Float, {5}, {0, 1, 2, 3, 4}), i64({step > 0 ? 1 : 3}), i64({step > 0 ? 5 : -10}),
-                     i64({0}), i64({step})});
+    auto y = run(m, {make<float>(DType::Float, {5}, {0, 1, 2, 3, 4}), i64({step > 0 ? 1 : 3}),
+                     i64({step > 0 ? 5 : -10}), i64({0}), i64({step})});
     ASSERT_EQ(y[0].shape, (rt::Shape{1})) << step;
     EXPECT_EQ(values<float>(y[0])[0], step > 0 ? 1.f : 3.f);
   }
@@ -274,8 +280,10 @@ TEST(HostileKernels, RangeOperandsOfOtherTypes) {
   ValueId b = m.input("b", {}, DType::Int8);
   ValueId d = m.input("d", {}, DType::Int64);
   m.outputs({m.node("Range", {a, b, d})});
-  expect_refused(m, {make<int64_t>(DType::Int64, {}, {0}), make<int8_t>(DType::Int8, {}, {5}), make<int64_t>(DType::Int64, {}, {1})},
-                 "limit needs 1 int64");
+  expect_refused(
+      m,
+      {make<int64_t>(DType::Int64, {}, {0}), make<int8_t>(DType::Int8, {}, {5}), make<int64_t>(DType::Int64, {}, {1})},
+      "limit needs 1 int64");
 }
 
 TEST(HostileKernels, RangeOfNaNIsRefused) {
@@ -284,7 +292,8 @@ TEST(HostileKernels, RangeOfNaNIsRefused) {
   ValueId b = m.input("b", {});
   ValueId d = m.input("d", {});
   m.outputs({m.node("Range", {a, b, d})});
-  expect_refused(m, {f32({}, 0.f), f32({}, std::numeric_limits<float>::quiet_NaN()), f32({}, 1.f)}, "is not finite or has too many elements");
+  expect_refused(m, {f32({}, 0.f), f32({}, std::numeric_limits<float>::quiet_NaN()), f32({}, 1.f)},
+                 "is not finite or has too many elements");
 }
 
 TEST(HostileKernels, IntegerModAndPowNeverTrap) {
@@ -295,8 +304,9 @@ TEST(HostileKernels, IntegerModAndPowNeverTrap) {
   ValueId c8 = m.input("c", {1}, DType::Int8);
   ValueId e8 = m.input("e", {1}, DType::Int8);
   m.outputs({m.node("Mod", {a, b}), m.node("Pow", {c8, e8})});
-  auto y = run(m, {make<int32_t>(DType::Int32, {2}, {std::numeric_limits<int32_t>::min(), 7}), make<int32_t>(DType::Int32, {2}, {-1, -1}),
-                   make<int8_t>(DType::Int8, {1}, {3}), make<int8_t>(DType::Int8, {1}, {100})});
+  auto y = run(m, {make<int32_t>(DType::Int32, {2}, {std::numeric_limits<int32_t>::min(), 7}),
+                   make<int32_t>(DType::Int32, {2}, {-1, -1}), make<int8_t>(DType::Int8, {1}, {3}),
+                   make<int8_t>(DType::Int8, {1}, {100})});
   EXPECT_EQ(values<int32_t>(y[0]), (std::vector<int32_t>{0, 0}));
   ASSERT_EQ(y[1].numel(), 1);
 }
@@ -315,7 +325,8 @@ TEST(HostileKernels, GemmOperandsOfOtherTypes) {
   ValueId a = m.input("a", {2, 3});
   ValueId b = m.input("b", {3, 4}, DType::Int8);
   m.outputs({m.node("Gemm", {a, b})});
-  expect_refused(m, {f32({2, 3}), make<int8_t>(DType::Int8, {3, 4}, std::vector<int8_t>(12, 1))}, "must have the same type");
+  expect_refused(m, {f32({2, 3}), make<int8_t>(DType::Int8, {3, 4}, std::vector<int8_t>(12, 1))},
+                 "must have the same type");
 }
 
 TEST(HostileKernels, GatherFloatIndices) {
@@ -357,7 +368,9 @@ TEST(HostileKernels, PoolWithAHugeKernelDoesNotHang) {
   const int64_t k = int64_t{1} << 40;
   GraphBuilder m;
   ValueId x = m.input("x", {1, 1, 4});
-  m.outputs({m.node("MaxPool", {x}, {NewAttr::Ints("kernel_shape", {k}), NewAttr::Ints("pads", {k - 1, k - 1}), NewAttr::Ints("strides", {k})})});
+  m.outputs({m.node(
+      "MaxPool", {x},
+      {NewAttr::Ints("kernel_shape", {k}), NewAttr::Ints("pads", {k - 1, k - 1}), NewAttr::Ints("strides", {k})})});
   auto y = run(m, {make<float>(DType::Float, {1, 1, 4}, {1, 5, 2, 3})});
   ASSERT_EQ(y[0].shape, (rt::Shape{1, 1, 2}));
   EXPECT_EQ(values<float>(y[0]), (std::vector<float>{1, 5}));  // windows ending at x[0], from x[1]
@@ -437,7 +450,8 @@ TEST(HostileKernels, ConvTransposeOutputPaddingBelowStrideOrDilation) {
   GraphBuilder ok;
   ValueId x2 = ok.input("x", {1, 1, 3});
   ValueId w2 = ok.input("w", {1, 1, 2});
-  ok.outputs({ok.node("ConvTranspose", {x2, w2}, {NewAttr::Ints("strides", {2}), NewAttr::Ints("output_padding", {1})})});
+  ok.outputs(
+      {ok.node("ConvTranspose", {x2, w2}, {NewAttr::Ints("strides", {2}), NewAttr::Ints("output_padding", {1})})});
   auto y = run(ok, {make<float>(DType::Float, {1, 1, 3}, {1, 2, 3}), make<float>(DType::Float, {1, 1, 2}, {1, 10})});
   EXPECT_EQ(values<float>(y[0]), (std::vector<float>{1, 10, 2, 20, 3, 30, 0}));
 }

@@ -19,9 +19,9 @@
 #include "tests/runtime/tensors.h"
 
 using namespace onnxforge;
-using onnxforge::test::status_bytes;
 using onnxforge::test::GraphBuilder;
 using onnxforge::test::make;
+using onnxforge::test::status_bytes;
 
 namespace {
 
@@ -71,15 +71,17 @@ TEST(InPlaceWeights, MatMulMatchesPackedBitForBit) {
         for (int form = 0; form < 4; ++form) {  // 0: stored [K, N]; 1: Transpose(W [N, K]); 2: + bias, Relu; 3: + bias
           GraphBuilder b;
           ValueId x = b.input("x", {m, k});
-          ValueId w = form == 0 ? b.f32("w", {k, n}, random_floats(static_cast<size_t>(k * n), seed++))
-                                : b.node("Transpose", {b.f32("w", {n, k}, random_floats(static_cast<size_t>(k * n), seed++))});
+          ValueId w =
+              form == 0 ? b.f32("w", {k, n}, random_floats(static_cast<size_t>(k * n), seed++))
+                        : b.node("Transpose", {b.f32("w", {n, k}, random_floats(static_cast<size_t>(k * n), seed++))});
           ValueId y = b.node("MatMul", {x, w});
           if (form >= 2) y = b.node("Add", {y, b.f32("bias", {n}, random_floats(static_cast<size_t>(n), seed++))});
           if (form == 2) y = b.node("Relu", {y});
           b.output(y);
           const auto in = make<float>(DType::Float, {m, k}, random_floats(static_cast<size_t>(m * k), seed++));
-          expect_same_bits(b.model(), {in}, "M " + std::to_string(m) + " K " + std::to_string(k) + " N " +
-                                                std::to_string(n) + " form " + std::to_string(form));
+          expect_same_bits(b.model(), {in},
+                           "M " + std::to_string(m) + " K " + std::to_string(k) + " N " + std::to_string(n) + " form " +
+                               std::to_string(form));
         }
 }
 
@@ -108,15 +110,17 @@ TEST(InPlaceWeights, FusedQkvWeightIsReadAsItsPartsAndMatches) {
     ValueId x = b.input("x", {1, 37, 256});
     for (int i = 0; i < 3; ++i) {
       const int64_t rows = i == 0 ? 256 : 64;  // q wider than k and v, as with GQA
-      ValueId wt = b.node("Transpose", {b.f32("W" + std::to_string(i), {rows, 256},
-                                              random_floats(static_cast<size_t>(rows * 256), 10 + i))});
+      ValueId wt =
+          b.node("Transpose",
+                 {b.f32("W" + std::to_string(i), {rows, 256}, random_floats(static_cast<size_t>(rows * 256), 10 + i))});
       b.output(b.node("MatMul", {x, wt}));
     }
     return std::move(b.m);
   };
   auto original = make_model();
   auto fused = make_model();
-  test::optimize(*fused, {"fold_constants", "fuse_qkv_projections", "eliminate_dead_nodes", "eliminate_unused_initializers"});
+  test::optimize(*fused,
+                 {"fold_constants", "fuse_qkv_projections", "eliminate_dead_nodes", "eliminate_unused_initializers"});
   size_t matmuls = 0;
   for (NodeId n : fused->main().nodes()) matmuls += fused->main().is_op(n, "MatMul");
   ASSERT_EQ(matmuls, 1u) << "fuse_qkv_projections did not fuse";
@@ -141,7 +145,7 @@ TEST(InPlaceWeights, SessionHoldsNoCopyAndDropsPagesAfterEachStep) {
   ValueId y = b.input("x", {4, d});
   for (int i = 0; i < 4; ++i)
     y = b.node("MatMul", {y, b.node("Transpose", {b.f32("w" + std::to_string(i), {d, d},
-                                                         random_floats(static_cast<size_t>(d * d), 20 + i))})});
+                                                        random_floats(static_cast<size_t>(d * d), 20 + i))})});
   b.output(y);
   const auto dir = test::temp_dir("in_place_weights");
   save_model(b.model(), dir / "m.onnx");

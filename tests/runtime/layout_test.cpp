@@ -20,8 +20,8 @@ struct Builder {
   uint32_t seed = 1;
   ValueId conv(ValueId x, int64_t c, int64_t mo, int64_t k, int64_t stride, int64_t pad, bool bias = true) {
     const std::string n = "w" + std::to_string(seed);
-    ValueId w = m.f32(n, {mo, c, k, k},
-                      randn(static_cast<size_t>(mo * c * k * k), ++seed, 1.f / std::sqrt(float(c * k * k))));
+    ValueId w =
+        m.f32(n, {mo, c, k, k}, randn(static_cast<size_t>(mo * c * k * k), ++seed, 1.f / std::sqrt(float(c * k * k))));
     std::vector<ValueId> ins{x, w};
     if (bias) ins.push_back(m.f32(n + "b", {mo}, randn(static_cast<size_t>(mo), ++seed, 0.1f)));
     return m.node("Conv", ins,

@@ -150,9 +150,12 @@ TEST_P(LayoutUNet, ResizeOverSpatialAxesEveryFastMode) {
       ValueId x = m.input("x", {2, 3, 10, 9}, n.dt);
       ValueId a = n.conv(x, 3, 8, 3);
       std::vector<ValueId> ins{a, ValueId{}};  // no roi
-      if (cs.sizes.empty()) ins.push_back(m.f32("scales", {4}, {1, 1, 2, 2}));
-      else ins.push_back(ValueId{}), ins.push_back(m.i64("sizes", cs.sizes));
-      std::vector<NewAttr> attrs{NewAttr::String("mode", cs.mode), NewAttr::String("coordinate_transformation_mode", cs.ctm),
+      if (cs.sizes.empty())
+        ins.push_back(m.f32("scales", {4}, {1, 1, 2, 2}));
+      else
+        ins.push_back(ValueId{}), ins.push_back(m.i64("sizes", cs.sizes));
+      std::vector<NewAttr> attrs{NewAttr::String("mode", cs.mode),
+                                 NewAttr::String("coordinate_transformation_mode", cs.ctm),
                                  NewAttr::Int("antialias", antialias)};
       if (*cs.nearest) attrs.push_back(NewAttr::String("nearest_mode", cs.nearest));
       ValueId r = m.node("Resize", ins, attrs);
@@ -174,15 +177,18 @@ TEST_P(LayoutUNet, Float16UNetBitIdenticalWithTheEnvironmentSwitch) {
   ValueId x = m.input("x", {1, 3, 16, 12});
   ValueId xin = f16 ? m.node("Cast", {x}, {NewAttr::Int("to", static_cast<int64_t>(DType::Float16))}) : x;
   ValueId s1 = m.node("Relu", {n.conv(xin, 3, 8, 3, {}, 1, 1.f)});
-  ValueId p = m.node("MaxPool", {s1}, {NewAttr::Ints("kernel_shape", {2, 2}), NewAttr::Ints("strides", {2, 2}),
-                                      NewAttr::Int("ceil_mode", 1)});
-  ValueId d = m.node("Relu", {n.conv(p, 8, 8, 3, {NewAttr::Ints("dilations", {2, 2}), NewAttr::Ints("pads", {2, 2, 2, 2})}, 1, 1.f)});
+  ValueId p =
+      m.node("MaxPool", {s1},
+             {NewAttr::Ints("kernel_shape", {2, 2}), NewAttr::Ints("strides", {2, 2}), NewAttr::Int("ceil_mode", 1)});
+  ValueId d = m.node(
+      "Relu", {n.conv(p, 8, 8, 3, {NewAttr::Ints("dilations", {2, 2}), NewAttr::Ints("pads", {2, 2, 2, 2})}, 1, 1.f)});
   ValueId d32 = f16 ? m.node("Cast", {d}, {NewAttr::Int("to", 1)}) : d;
   ValueId shape = m.node("Shape", {s1});
   ValueId hw = m.node("Slice", {shape, m.i64("st", {2}), m.i64("en", {4}), m.i64("ax", {0})});
   ValueId sizes = m.node("Concat", {m.i64("nc", {1, 8}), hw}, {NewAttr::Int("axis", 0)});
-  ValueId up = m.node("Resize", {d32, ValueId{}, ValueId{}, sizes},
-                      {NewAttr::String("mode", "linear"), NewAttr::String("coordinate_transformation_mode", "half_pixel")});
+  ValueId up =
+      m.node("Resize", {d32, ValueId{}, ValueId{}, sizes},
+             {NewAttr::String("mode", "linear"), NewAttr::String("coordinate_transformation_mode", "half_pixel")});
   ValueId up16 = f16 ? m.node("Cast", {up}, {NewAttr::Int("to", static_cast<int64_t>(DType::Float16))}) : up;
   ValueId cat = m.node("Concat", {up16, s1}, {NewAttr::Int("axis", 1)});
   ValueId e = m.node("Relu", {n.conv(cat, 16, 8, 3, {}, 1, 1.f)});
@@ -254,7 +260,8 @@ TEST(LayoutUNetBoundaries, GraphOutputsStayPlain) {
   ValueId x = m.input("x", {1, 3, 8, 6}, DType::Float16);
   ValueId a = m.node("Relu", {n.conv(x, 3, 4, 3)});
   ValueId cat = m.node("Concat", {a, a}, {NewAttr::Int("axis", 1)});
-  ValueId up = m.node("Resize", {a, ValueId{}, m.f32("scales", {4}, {1, 1, 2, 2})}, {NewAttr::String("mode", "linear")});
+  ValueId up =
+      m.node("Resize", {a, ValueId{}, m.f32("scales", {4}, {1, 1, 2, 2})}, {NewAttr::String("mode", "linear")});
   m.outputs({cat, up, a});
   // a itself is a graph output: its conv writes NCHW, so nothing runs channels-last.
   EXPECT_EQ(same_bits(m.model(), {n.input({1, 3, 8, 6}, 2)}, "outputs"), 0u);
@@ -263,7 +270,8 @@ TEST(LayoutUNetBoundaries, GraphOutputsStayPlain) {
   ValueId x2 = m2.input("x", {1, 3, 8, 6}, DType::Float16);
   ValueId a2 = m2.node("Relu", {n2.conv(x2, 3, 4, 3)});
   ValueId cat2 = m2.node("Concat", {a2, a2}, {NewAttr::Int("axis", 1)});
-  ValueId up2 = m2.node("Resize", {a2, ValueId{}, m2.f32("scales", {4}, {1, 1, 2, 2})}, {NewAttr::String("mode", "linear")});
+  ValueId up2 =
+      m2.node("Resize", {a2, ValueId{}, m2.f32("scales", {4}, {1, 1, 2, 2})}, {NewAttr::String("mode", "linear")});
   m2.outputs({cat2, up2});
   EXPECT_EQ(same_bits(m2.model(), {n2.input({1, 3, 8, 6}, 2)}, "outputs 2"), 1u);  // the conv only
 }

@@ -40,9 +40,7 @@ TEST(OpTraits, RowsAreSortedAndUnique) {
     EXPECT_TRUE(seen.insert({t.domain, t.op}).second) << t.op << " twice";
     EXPECT_LT(prev, t.op) << "rows out of order at " << t.op;
     prev = t.op;
-    if (t.neutral) {
-      EXPECT_TRUE(t.domain.empty()) << t.op;
-    }
+    if (t.neutral) { EXPECT_TRUE(t.domain.empty()) << t.op; }
   }
 }
 
@@ -52,8 +50,8 @@ TEST(OpTraits, DerivedListsExecuteAndInfer) {
   for (const std::string& op : ops_with(kUnary)) EXPECT_TRUE(has_shape_function("", op)) << op;
   // Every epilogue activation has a kernel: the runtime's plan fuses them.
   std::vector<std::string> epilogue = ops_with(kEpilogue);
-  EXPECT_EQ(epilogue, (std::vector<std::string>{"Clip", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Relu", "Sigmoid",
-                                                "Swish", "Tanh"}));
+  EXPECT_EQ(epilogue, (std::vector<std::string>{"Clip", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Relu",
+                                                "Sigmoid", "Swish", "Tanh"}));
   for (const std::string& op : epilogue) EXPECT_TRUE(rt::has_kernel("", op)) << op;
   EXPECT_EQ(ops_with_neutral(), (std::vector<std::string>{"Add", "Div", "Mul", "Sub"}));
   EXPECT_TRUE(op_traits("ai.onnx", "Add")->has(kCommutative));

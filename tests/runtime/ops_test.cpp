@@ -30,7 +30,9 @@ TEST(Ops, BroadcastingBinaryInEveryPosition) {
   ValueId b = m.input("b", {4, 1});
   m.outputs({m.node("Sub", {a, b})});
   rt::Shape s;
-  auto y = run1(m, {make<float>(DType::Float, {2, 1, 3}, {1, 2, 3, 4, 5, 6}), make<float>(DType::Float, {4, 1}, {0, 1, 2, 3})}, &s);
+  auto y = run1(
+      m, {make<float>(DType::Float, {2, 1, 3}, {1, 2, 3, 4, 5, 6}), make<float>(DType::Float, {4, 1}, {0, 1, 2, 3})},
+      &s);
   EXPECT_EQ(s, (rt::Shape{2, 4, 3}));
   EXPECT_FLOAT_EQ(y[0], 1);
   EXPECT_FLOAT_EQ(y[3 * 3 + 2], 0);       // a[0,0,2]=3 - b[3]=3
@@ -69,7 +71,8 @@ TEST(Ops, SliceAttributeFormAndInputFormWithNegativeSteps) {
     ValueId sp = m.i64("sp", {-2});
     m.outputs({m.node("Slice", {x, st, en, ax, sp})});
     rt::Shape s;
-    EXPECT_EQ(run1(m, {make<float>(DType::Float, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}, &s), (std::vector<float>{4, 2, 8, 6}));
+    EXPECT_EQ(run1(m, {make<float>(DType::Float, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}, &s),
+              (std::vector<float>{4, 2, 8, 6}));
     EXPECT_EQ(s, (rt::Shape{2, 2}));
   }
 }
@@ -229,7 +232,8 @@ TEST(Ops, GatherNegativeIndicesAndEinsum) {
   m.outputs({m.node("Gather", {d, i}), m.node("Einsum", {a, b}, {NewAttr::String("equation", "ij,jk->ik")})});
   rt::Session s(m.model());
   auto o = s.run({make<float>(DType::Float, {3, 2}, {1, 2, 3, 4, 5, 6}), make<int64_t>(DType::Int64, {2}, {-1, 0}),
-                  make<float>(DType::Float, {2, 3}, {1, 2, 3, 4, 5, 6}), make<float>(DType::Float, {3, 2}, {1, 0, 0, 1, 1, 1})});
+                  make<float>(DType::Float, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                  make<float>(DType::Float, {3, 2}, {1, 0, 0, 1, 1, 1})});
   EXPECT_EQ(values<float>(o[0]), (std::vector<float>{5, 6, 1, 2}));
   EXPECT_EQ(values<float>(o[1]), (std::vector<float>{4, 5, 10, 11}));
 }

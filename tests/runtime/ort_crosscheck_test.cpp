@@ -44,7 +44,8 @@ TEST(OrtCrossCheck, ZooModelsAgree) {
   int n = 0;
   for (const fs::path& m : onnxforge::test::zoo_models()) {
     std::string name = m.stem().string();
-    if (name == "bert_base" || name.rfind("tinyllama", 0) == 0 || name == "resnet50" || name == "whisper_tiny_enc") continue;
+    if (name == "bert_base" || name.rfind("tinyllama", 0) == 0 || name == "resnet50" || name == "whisper_tiny_enc")
+      continue;
     cmd += " " + m.string();
     ++n;
   }
@@ -86,7 +87,8 @@ TEST(OrtCrossCheck, QuantizedZooModelsAgree) {
   int n = 0;
   for (const char* name : {"bert_small", "resnet_small", "mobilenet_v2"})
     for (const char* mode : {"dynamic", "qdq"}) {
-      const fs::path out = converted("quantize.py", name, mode, std::string("--mode ") + mode + " --runner " ONNXFORGE_BINARY_DIR "/onnxforge");
+      const fs::path out = converted("quantize.py", name, mode,
+                                     std::string("--mode ") + mode + " --runner " ONNXFORGE_BINARY_DIR "/onnxforge");
       if (out.empty()) continue;
       (std::string(mode) == "dynamic" ? dynamic : qdq) += " " + out.string();
       ++n;
@@ -106,7 +108,8 @@ TEST(OrtCrossCheck, QOperatorZooModelsAgree) {
   if (cmd.empty()) GTEST_SKIP() << why;
   int n = 0;
   for (const char* name : {"resnet_small", "mobilenet_v2"}) {
-    const fs::path out = converted("quantize.py", name, "qoperator", "--mode qoperator --runner " ONNXFORGE_BINARY_DIR "/onnxforge");
+    const fs::path out =
+        converted("quantize.py", name, "qoperator", "--mode qoperator --runner " ONNXFORGE_BINARY_DIR "/onnxforge");
     if (out.empty()) continue;
     cmd += " " + out.string();
     ++n;

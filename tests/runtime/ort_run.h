@@ -48,7 +48,8 @@ inline std::map<std::string, rt::Tensor> ort_run(const std::filesystem::path& mo
     std::string s = text.str();
     const auto brace = s.find("{\"ok\"");
     const nlohmann::json j = nlohmann::json::parse(brace == std::string::npos ? s : s.substr(brace));
-    for (const auto& o : j.at("outputs")) out[o.at("name").get<std::string>()] = rt::read_npy(o.at("file").get<std::string>());
+    for (const auto& o : j.at("outputs"))
+      out[o.at("name").get<std::string>()] = rt::read_npy(o.at("file").get<std::string>());
   } catch (const std::exception& e) {
     *error = std::string("cannot read ort.js's result: ") + e.what() + "\n" + text.str();
   }

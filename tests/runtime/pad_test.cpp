@@ -26,9 +26,7 @@ std::string pad_error(GraphBuilder& m, const rt::Tensor& x) {
   try {
     rt::Session s(m.model());
     s.run({x});
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  } catch (const std::exception& e) { return e.what(); }
   return "";
 }
 
@@ -109,7 +107,8 @@ TEST(Pad, ChannelsLastBetweenConvsMatchesThePlainPlan) {
     GraphBuilder m(13);
     ValueId x = m.input("x", {1, 3, 12, 10});
     auto conv = [&](ValueId in, int64_t ci, int64_t co, unsigned seed) {
-      return m.node("Conv", {in, m.f32("w" + std::to_string(seed), {co, ci, 3, 3}, noise(static_cast<size_t>(co * ci * 9), seed))});
+      return m.node("Conv", {in, m.f32("w" + std::to_string(seed), {co, ci, 3, 3},
+                                       noise(static_cast<size_t>(co * ci * 9), seed))});
     };
     ValueId p = m.node("Pad", {m.node("Relu", {conv(x, 3, 8, 1)}), m.i64("p", {0, 0, 2, 1, 0, 0, 1, 2})},
                        {NewAttr::String("mode", mode)});
@@ -123,7 +122,8 @@ TEST(Pad, ChannelsLastBetweenConvsMatchesThePlainPlan) {
     for (int run = 0; run < 2; ++run) {
       auto got = values<float>(nhwc.run({in})[0]);
       ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << mode << " " << i;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << mode << " " << i;
     }
   }
 }

@@ -23,11 +23,11 @@ TEST(Plan, ArenaRunsMatchHeapRunsInPlaceAndViews) {
   GraphBuilder m;
   ValueId x = m.input("x", {2, 3});
   ValueId a = m.node("Relu", {x});
-  ValueId b = m.node("Exp", {a});             // in place on a's slot
+  ValueId b = m.node("Exp", {a});  // in place on a's slot
   ValueId shape = m.i64("shape", {6});
   ValueId r = m.node("Reshape", {b, shape});  // a view of b
   ValueId c = m.node("Neg", {r});
-  ValueId d = m.node("Add", {c, r});          // reads the view after Neg: b's slot must live
+  ValueId d = m.node("Add", {c, r});  // reads the view after Neg: b's slot must live
   ValueId e = m.node("Sigmoid", {d});
   m.outputs({e, r});
   rt::Session arena(m.model()), heap(m.model(), {true, false});
@@ -64,7 +64,8 @@ TEST(Plan, ZooModelsArenaEqualsHeap) {
     for (uint64_t seed = 0; seed < 3; ++seed) {
       auto in = rt::make_inputs(plan, seed);
       auto oa = a.run(in), oh = h.run(in);
-      for (size_t i = 0; i < oa.size(); ++i) EXPECT_TRUE(same_bits(oa[i], oh[i])) << name << " output " << i << " seed " << seed;
+      for (size_t i = 0; i < oa.size(); ++i)
+        EXPECT_TRUE(same_bits(oa[i], oh[i])) << name << " output " << i << " seed " << seed;
     }
   }
 }
@@ -157,11 +158,10 @@ TEST(Plan, KernelErrorsNameTheNode) {
   m.outputs({m.node("Add", {a, b})});
   rt::Session s(m.model());
   try {
-    s.run({make<float>(DType::Float, {2, 3}, std::vector<float>(6)), make<float>(DType::Float, {4}, std::vector<float>(4))});
+    s.run({make<float>(DType::Float, {2, 3}, std::vector<float>(6)),
+           make<float>(DType::Float, {4}, std::vector<float>(4))});
     FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("(Add)"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("(Add)"), std::string::npos) << e.what(); }
 }
 
 TEST(Plan, Float16IsStoredAndComputedInFloat) {
@@ -215,9 +215,7 @@ TEST(Inputs, DeterministicTokenIdsMasksAndDefaults) {
       }
     }
     if (spec.name.find("mask") != std::string::npos) {
-      for (int64_t k = 0; k < a[i].numel(); ++k) {
-        EXPECT_EQ(a[i].get_i64(k), 1);
-      }
+      for (int64_t k = 0; k < a[i].numel(); ++k) { EXPECT_EQ(a[i].get_i64(k), 1); }
     }
     EXPECT_EQ(a[i].shape.back(), 8);
   }
@@ -242,18 +240,20 @@ TEST(Inputs, FilesSizeTheGeneratedInputsAndMismatchesAreErrors) {
   auto error = [&](std::map<std::string, int64_t> dims, const std::string& spec) {
     try {
       rt::prepare_inputs(g, s.input_values(), dims, {spec}, 3, plan);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
+    } catch (const Error& e) { return std::string(e.what()); }
     return std::string("no error");
   };
-  EXPECT_NE(error({}, "input_ids=" + (dir / "flat.npy").string()).find("holds shape [10] but the model declares [batch,sequence]"),
+  EXPECT_NE(error({}, "input_ids=" + (dir / "flat.npy").string())
+                .find("holds shape [10] but the model declares [batch,sequence]"),
             std::string::npos);
   EXPECT_NE(error({}, "input_ids=" + (dir / "floats.npy").string()).find("holds float32 but the model expects int64"),
             std::string::npos);
-  EXPECT_NE(error({{"sequence", 8}}, file).find("gives dim 'sequence' = 5 but --dim sequence gives 8"), std::string::npos);
-  EXPECT_NE(error({{"seq", 8}}, file).find("--dim seq=8: the model's inputs have no symbolic dim 'seq'"), std::string::npos);
-  EXPECT_NE(error({}, "nosuch=" + (dir / "ids.npy").string()).find("the model has no input 'nosuch'"), std::string::npos);
+  EXPECT_NE(error({{"sequence", 8}}, file).find("gives dim 'sequence' = 5 but --dim sequence gives 8"),
+            std::string::npos);
+  EXPECT_NE(error({{"seq", 8}}, file).find("--dim seq=8: the model's inputs have no symbolic dim 'seq'"),
+            std::string::npos);
+  EXPECT_NE(error({}, "nosuch=" + (dir / "ids.npy").string()).find("the model has no input 'nosuch'"),
+            std::string::npos);
 }
 
 // The note on how an integer input is generated ("values in [0, 2)") is said for a generated
@@ -264,7 +264,8 @@ TEST(Inputs, NotesOnGeneratedValuesAreLeftOutForGivenInputs) {
   b.output(b.node("Cast", {k}, {NewAttr::Int("to", static_cast<int64_t>(DType::Float))}));
   rt::Session s(*b.m);
   auto about_k = [](const rt::InputPlan& p) {
-    return std::count_if(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.starts_with("input 'k':"); });
+    return std::count_if(p.notes.begin(), p.notes.end(),
+                         [](const std::string& n) { return n.starts_with("input 'k':"); });
   };
   rt::InputPlan generated, given;
   rt::prepare_inputs(b.g(), s.input_values(), {}, std::vector<std::string>{}, 1, generated);
@@ -290,9 +291,7 @@ TEST(Plan, StepProfileListsEveryStepSlowestFirstAndAddsUpToTheOpProfile) {
   for (size_t i = 0; i < steps.size(); ++i) {
     EXPECT_NE(steps[i].node.find("node '"), std::string::npos);
     EXPECT_FALSE(steps[i].op.empty());
-    if (i > 0) {
-      EXPECT_GE(steps[i - 1].ms, steps[i].ms);
-    }
+    if (i > 0) { EXPECT_GE(steps[i - 1].ms, steps[i].ms); }
     by_step += steps[i].ms;
   }
   for (const auto& p : s.profile()) by_op += p.ms;

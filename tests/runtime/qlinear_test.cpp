@@ -62,7 +62,9 @@ std::vector<int32_t> ints(const rt::Tensor& t) {
   return v;
 }
 
-ValueId scale_of(GraphBuilder& m, const std::string& name, Q q) { return m.init(name + "_s", {}, std::vector<float>{q.scale}, DType::Float); }
+ValueId scale_of(GraphBuilder& m, const std::string& name, Q q) {
+  return m.init(name + "_s", {}, std::vector<float>{q.scale}, DType::Float);
+}
 ValueId zp_of(GraphBuilder& m, const std::string& name, Q q) {
   if (q.type == DType::Uint8) return m.init(name + "_z", {}, std::vector<uint8_t>{static_cast<uint8_t>(q.zp)}, q.type);
   return m.init(name + "_z", {}, std::vector<int8_t>{static_cast<int8_t>(q.zp)}, q.type);
@@ -75,8 +77,12 @@ GraphBuilder with_contrib() {
   m.model().opsets.push_back({intern("com.microsoft"), 1, true});
   return m;
 }
-ValueId dq(GraphBuilder& m, ValueId x, const std::string& name, Q q) { return m.node("DequantizeLinear", {x, scale_of(m, name + "dq", q), zp_of(m, name + "dq", q)}); }
-ValueId qz(GraphBuilder& m, ValueId x, const std::string& name, Q q) { return m.node("QuantizeLinear", {x, scale_of(m, name + "q", q), zp_of(m, name + "q", q)}); }
+ValueId dq(GraphBuilder& m, ValueId x, const std::string& name, Q q) {
+  return m.node("DequantizeLinear", {x, scale_of(m, name + "dq", q), zp_of(m, name + "dq", q)});
+}
+ValueId qz(GraphBuilder& m, ValueId x, const std::string& name, Q q) {
+  return m.node("QuantizeLinear", {x, scale_of(m, name + "q", q), zp_of(m, name + "q", q)});
+}
 
 struct Built {
   GraphBuilder contrib, qdq;
@@ -123,7 +129,8 @@ void check(Built& b, const std::vector<int32_t>& ref, const std::string& tag) {
   std::printf("[ %s ] ONNX Runtime: %zu of %zu elements one step apart\n", tag.c_str(), apart, t.size());
 }
 
-const Q kTypes[][3] = {  // (a, b, out): uint8 and int8, zero points not 0, scales that saturate
+const Q kTypes[][3] = {
+    // (a, b, out): uint8 and int8, zero points not 0, scales that saturate
     {{DType::Uint8, 0.05f, 128}, {DType::Uint8, 0.02f, 100}, {DType::Uint8, 0.04f, 120}},
     {{DType::Int8, 0.03f, -5}, {DType::Int8, 0.07f, 9}, {DType::Int8, 0.02f, 3}},
 };
@@ -143,8 +150,8 @@ TEST(QLinearOps, AddAndMulWithBroadcasting) {
         ValueId a = m->input("a", {2, 3, 4, 5}, qa.type), bb = m->input("b", {3, 1, 5}, qb.type);
         if (m == &b.contrib) {
           m->outputs({contrib(*m, mul ? "QLinearMul" : "QLinearAdd",
-                              {a, scale_of(*m, "a", qa), zp_of(*m, "a", qa), bb, scale_of(*m, "b", qb), zp_of(*m, "b", qb),
-                               scale_of(*m, "c", qc), zp_of(*m, "c", qc)})});
+                              {a, scale_of(*m, "a", qa), zp_of(*m, "a", qa), bb, scale_of(*m, "b", qb),
+                               zp_of(*m, "b", qb), scale_of(*m, "c", qc), zp_of(*m, "c", qc)})});
         } else {
           m->outputs({qz(*m, m->node(mul ? "Mul" : "Add", {dq(*m, a, "a", qa), dq(*m, bb, "b", qb)}), "c", qc)});
         }
@@ -191,7 +198,8 @@ TEST(QLinearOps, SigmoidAndLeakyReluOverEveryInputValue) {
         const float f = dequantize_ref(v, qx);
         // (Sigmoid in double: a float sigmoid within 2.3 ulps may round a value near a step
         // boundary the other way; none of these 256 is that close.)
-        ref.push_back(quantize_ref(leaky ? (f < 0 ? alpha * f : f) : static_cast<float>(1 / (1 + std::exp(-double(f)))), qy));
+        ref.push_back(
+            quantize_ref(leaky ? (f < 0 ? alpha * f : f) : static_cast<float>(1 / (1 + std::exp(-double(f)))), qy));
       }
       check(b, ref, std::string(leaky ? "leaky_" : "sigmoid_") + (qx.type == DType::Uint8 ? "u8" : "s8"));
     }
@@ -209,16 +217,16 @@ TEST(QLinearOps, GlobalAndWindowedAveragePoolInBothLayouts) {
         Built b{with_contrib(), GraphBuilder(13), {{"x", tx}}};
         std::vector<NewAttr> pool;
         if (!global)
-          pool = {NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("pads", {1, 1, 1, 1}), NewAttr::Ints("strides", {2, 2}),
-                  NewAttr::Int("count_include_pad", 0)};
+          pool = {NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("pads", {1, 1, 1, 1}),
+                  NewAttr::Ints("strides", {2, 2}), NewAttr::Int("count_include_pad", 0)};
         for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
           ValueId x = m->input("x", std::vector<int64_t>(xs.begin(), xs.end()), qx.type);
           if (m == &b.contrib) {
             std::vector<NewAttr> attrs = pool;
             attrs.push_back(NewAttr::Int("channels_last", cl));
-            m->outputs({contrib(*m, global ? "QLinearGlobalAveragePool" : "QLinearAveragePool",
-                                {x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), scale_of(*m, "y", qy), zp_of(*m, "y", qy)},
-                                attrs)});
+            m->outputs({contrib(
+                *m, global ? "QLinearGlobalAveragePool" : "QLinearAveragePool",
+                {x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), scale_of(*m, "y", qy), zp_of(*m, "y", qy)}, attrs)});
           } else {
             ValueId f = dq(*m, x, "x", qx);
             if (cl) f = m->node("Transpose", {f}, {NewAttr::Ints("perm", {0, 3, 1, 2})});
@@ -230,7 +238,8 @@ TEST(QLinearOps, GlobalAndWindowedAveragePoolInBothLayouts) {
         // Reference: the mean of the dequantized window (float sums in window order), quantized.
         const auto vx = ints(tx);
         auto at = [&](int64_t n, int64_t c, int64_t h, int64_t w) {
-          return dequantize_ref(vx[static_cast<size_t>(cl ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w)], qx);
+          return dequantize_ref(
+              vx[static_cast<size_t>(cl ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w)], qx);
         };
         const int64_t OH = global ? 1 : 3, OW = global ? 1 : 3;
         std::vector<float> mean(static_cast<size_t>(N * C * OH * OW));
@@ -243,7 +252,8 @@ TEST(QLinearOps, GlobalAndWindowedAveragePoolInBothLayouts) {
                 for (int64_t h = global ? 0 : oh * 2 - 1; h < (global ? H : oh * 2 + 2); ++h)
                   for (int64_t w = global ? 0 : ow * 2 - 1; w < (global ? W : ow * 2 + 2); ++w)
                     if (h >= 0 && h < H && w >= 0 && w < W) s += at(n, c, h, w), ++cnt;
-                const size_t o = static_cast<size_t>(cl ? ((n * OH + oh) * OW + ow) * C + c : ((n * C + c) * OH + oh) * OW + ow);
+                const size_t o =
+                    static_cast<size_t>(cl ? ((n * OH + oh) * OW + ow) * C + c : ((n * C + c) * OH + oh) * OW + ow);
                 mean[o] = static_cast<float>(s / cnt);
               }
         std::vector<int32_t> ref;
@@ -261,7 +271,9 @@ TEST(QLinearOps, GlobalAndWindowedAveragePoolInBothLayouts) {
             ref[i] = ours[i];
           }
         }
-        check(b, ref, std::string(global ? "gap_" : "avgpool_") + (cl ? "nhwc_" : "nchw_") + (qx.type == DType::Uint8 ? "u8" : "s8"));
+        check(b, ref,
+              std::string(global ? "gap_" : "avgpool_") + (cl ? "nhwc_" : "nchw_") +
+                  (qx.type == DType::Uint8 ? "u8" : "s8"));
       }
 }
 
@@ -275,17 +287,19 @@ TEST(QLinearOps, ConcatRequantizesEachInput) {
       ValueId x0 = m->input("x0", {2, 3, 4}, q0.type), x1 = m->input("x1", {2, 5, 4}, q1.type);
       if (m == &b.contrib) {
         m->outputs({contrib(*m, "QLinearConcat",
-                            {scale_of(*m, "y", qy), zp_of(*m, "y", qy), x0, scale_of(*m, "x0", q0), zp_of(*m, "x0", q0), x1,
-                             scale_of(*m, "x1", q1), zp_of(*m, "x1", q1)},
+                            {scale_of(*m, "y", qy), zp_of(*m, "y", qy), x0, scale_of(*m, "x0", q0), zp_of(*m, "x0", q0),
+                             x1, scale_of(*m, "x1", q1), zp_of(*m, "x1", q1)},
                             {NewAttr::Int("axis", 1)})});
       } else {
-        m->outputs({qz(*m, m->node("Concat", {dq(*m, x0, "x0", q0), dq(*m, x1, "x1", q1)}, {NewAttr::Int("axis", 1)}), "y", qy)});
+        m->outputs({qz(*m, m->node("Concat", {dq(*m, x0, "x0", q0), dq(*m, x1, "x1", q1)}, {NewAttr::Int("axis", 1)}),
+                       "y", qy)});
       }
     }
     const auto v0 = ints(t0), v1 = ints(t1);
     std::vector<int32_t> ref;
     for (int64_t n = 0; n < 2; ++n) {
-      for (int64_t i = 0; i < 12; ++i) ref.push_back(quantize_ref(dequantize_ref(v0[static_cast<size_t>(n * 12 + i)], q0), qy));
+      for (int64_t i = 0; i < 12; ++i)
+        ref.push_back(quantize_ref(dequantize_ref(v0[static_cast<size_t>(n * 12 + i)], q0), qy));
       for (int64_t i = 0; i < 20; ++i) ref.push_back(v1[static_cast<size_t>(n * 20 + i)]);
     }
     check(b, ref, std::string("concat_") + (q0.type == DType::Uint8 ? "u8" : "s8"));
@@ -298,9 +312,7 @@ TEST(QLinearOps, BadParametersAreClearErrors) {
       rt::Session s(m.model());
       s.run({x});
       ADD_FAILURE() << "no error, expected one naming " << needle;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); }
   };
   const Q q{DType::Uint8, 0.1f, 3};
   {  // a per-channel scale: the contrib ops take one per tensor
@@ -313,13 +325,15 @@ TEST(QLinearOps, BadParametersAreClearErrors) {
   {  // a float input
     GraphBuilder m = with_contrib();
     ValueId x = m.input("x", {1, 4});
-    m.outputs({contrib(m, "QLinearLeakyRelu", {x, scale_of(m, "x", q), zp_of(m, "x", q), scale_of(m, "y", q), zp_of(m, "y", q)})});
+    m.outputs({contrib(m, "QLinearLeakyRelu",
+                       {x, scale_of(m, "x", q), zp_of(m, "x", q), scale_of(m, "y", q), zp_of(m, "y", q)})});
     expect_error(m, make<float>(DType::Float, {1, 4}, {1, 2, 3, 4}), "not uint8/int8");
   }
   {  // channels_last on a 3-D input
     GraphBuilder m = with_contrib();
     ValueId x = m.input("x", {1, 4, 2}, DType::Uint8);
-    m.outputs({contrib(m, "QLinearGlobalAveragePool", {x, scale_of(m, "x", q), zp_of(m, "x", q), scale_of(m, "y", q), zp_of(m, "y", q)},
+    m.outputs({contrib(m, "QLinearGlobalAveragePool",
+                       {x, scale_of(m, "x", q), zp_of(m, "x", q), scale_of(m, "y", q), zp_of(m, "y", q)},
                        {NewAttr::Int("channels_last", 1)})});
     expect_error(m, make<uint8_t>(DType::Uint8, {1, 4, 2}, std::vector<uint8_t>(8, 7)), "channels_last");
   }
@@ -360,7 +374,7 @@ TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
     for (int64_t i = 0; i < nbias; ++i) bias.push_back(bd(rng));
     GraphBuilder m = with_contrib();
     ValueId a = m.input("a", std::vector<int64_t>(ta.shape.begin(), ta.shape.end()), k.ta);
-    const bool b_input = idx == 1;  // B computed at run time: not packed by the plan
+    const bool b_input = idx == 1;                    // B computed at run time: not packed by the plan
     auto bytes = [](const std::vector<int32_t>& v) {  // 8-bit storage of int values
       std::vector<uint8_t> b;
       for (int32_t x : v) b.push_back(static_cast<uint8_t>(x));
@@ -372,15 +386,19 @@ TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
     ValueId bs = m.init("bs", pshape, bscale, DType::Float);
     ValueId bz = m.init("bz", pshape, bytes(bzp), k.tb);
     ValueId c = k.bias == 0 ? ValueId{}
-                            : m.init("c", k.bias == 1 ? std::vector<int64_t>{N} : k.bias == 2 ? std::vector<int64_t>{M, N} : std::vector<int64_t>{M, 1},
+                            : m.init("c",
+                                     k.bias == 1   ? std::vector<int64_t>{N}
+                                     : k.bias == 2 ? std::vector<int64_t>{M, N}
+                                                   : std::vector<int64_t>{M, 1},
                                      bias, DType::Int32);
     std::vector<ValueId> ins{a, scale_of(m, "a", qa), zp_of(m, "a", qa), b, bs, bz, c};
     if (!k.float_out) {
       ins.push_back(scale_of(m, "y", qy));
       ins.push_back(zp_of(m, "y", qy));
     }
-    m.outputs({contrib(m, "QGemm", ins,
-                       {NewAttr::Float("alpha", alpha), NewAttr::Int("transA", k.trans_a), NewAttr::Int("transB", k.trans_b)})});
+    m.outputs({contrib(
+        m, "QGemm", ins,
+        {NewAttr::Float("alpha", alpha), NewAttr::Int("transA", k.trans_a), NewAttr::Int("transB", k.trans_b)})});
     const auto va = ints(ta), vb = ints(tb);
     std::vector<float> want;
     for (int64_t i = 0; i < M; ++i)
@@ -396,12 +414,15 @@ TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
         float mult = alpha * qa.scale * bscale[pj];
         if (!k.float_out) mult /= qy.scale;
         const float v = static_cast<float>(s) * mult;
-        want.push_back(k.float_out ? v : static_cast<float>(std::min<float>(std::max<float>(std::nearbyint(v) + qy.zp, qmin(qy.type)), qmax(qy.type))));
+        want.push_back(k.float_out ? v
+                                   : static_cast<float>(std::min<float>(
+                                         std::max<float>(std::nearbyint(v) + qy.zp, qmin(qy.type)), qmax(qy.type))));
       }
     rt::Session sess(m.model());
     const rt::Tensor y = b_input ? sess.run({ta, tb})[0] : sess.run({ta})[0];
     ASSERT_EQ(y.numel(), M * N);
-    for (int64_t i = 0; i < M * N; ++i) EXPECT_EQ(y.get_f64(i), want[static_cast<size_t>(i)]) << "case " << idx << " element " << i;
+    for (int64_t i = 0; i < M * N; ++i)
+      EXPECT_EQ(y.get_f64(i), want[static_cast<size_t>(i)]) << "case " << idx << " element " << i;
     if (test::ort_peer_installed()) {
       infer_shapes(m.model());
       const auto path = test::temp_dir("qgemm_" + std::to_string(idx)) / "m.onnx";
@@ -414,7 +435,8 @@ TEST(QLinearOps, QGemmQuantizedAndFloatOutputs) {
       const rt::Tensor& t = theirs.begin()->second;
       ASSERT_EQ(t.numel(), M * N);
       for (int64_t i = 0; i < M * N; ++i)
-        EXPECT_NEAR(t.get_f64(i), want[static_cast<size_t>(i)], k.float_out ? 1e-5 * std::fabs(want[static_cast<size_t>(i)]) + 1e-6 : 0.0)
+        EXPECT_NEAR(t.get_f64(i), want[static_cast<size_t>(i)],
+                    k.float_out ? 1e-5 * std::fabs(want[static_cast<size_t>(i)]) + 1e-6 : 0.0)
             << "ORT, case " << idx << " element " << i;
     }
     ++idx;
@@ -433,7 +455,8 @@ TEST(QLinearOps, SoftmaxAndWhere) {
       for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
         ValueId x = m->input("x", {2, 3, 8}, qx.type);
         if (m == &b.contrib)
-          m->outputs({contrib(*m, "QLinearSoftmax", {x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), scale_of(*m, "y", qy), zp_of(*m, "y", qy)},
+          m->outputs({contrib(*m, "QLinearSoftmax",
+                              {x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), scale_of(*m, "y", qy), zp_of(*m, "y", qy)},
                               {NewAttr::Int("axis", 1), NewAttr::Int("opset", opset)})});
         else
           m->outputs({qz(*m, m->node("Softmax", {dq(*m, x, "x", qx)}, {NewAttr::Int("axis", 1)}), "y", qy)});
@@ -448,10 +471,12 @@ TEST(QLinearOps, SoftmaxAndWhere) {
     const rt::Tensor tc = make<uint8_t>(DType::Bool, {3, 4}, cv);
     Built b{with_contrib(), GraphBuilder(16), {{"c", tc}, {"x", tx}, {"y", ty}}};
     for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
-      ValueId c = m->input("c", {3, 4}, DType::Bool), x = m->input("x", {3, 4}, qx.type), y = m->input("y", {4}, qy.type);
+      ValueId c = m->input("c", {3, 4}, DType::Bool), x = m->input("x", {3, 4}, qx.type),
+              y = m->input("y", {4}, qy.type);
       if (m == &b.contrib)
-        m->outputs({contrib(*m, "QLinearWhere", {c, x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), y, scale_of(*m, "y", qy),
-                                                 zp_of(*m, "y", qy), scale_of(*m, "z", qz_), zp_of(*m, "z", qz_)})});
+        m->outputs({contrib(*m, "QLinearWhere",
+                            {c, x, scale_of(*m, "x", qx), zp_of(*m, "x", qx), y, scale_of(*m, "y", qy),
+                             zp_of(*m, "y", qy), scale_of(*m, "z", qz_), zp_of(*m, "z", qz_)})});
       else
         m->outputs({qz(*m, m->node("Where", {c, dq(*m, x, "x", qx), dq(*m, y, "y", qy)}), "z", qz_)});
     }
@@ -481,6 +506,7 @@ TEST(QLinearOps, MaxPoolOnEightBitsEqualsFloat) {
       const auto got = ints(sq.run({x})[0]);
       const rt::Tensor want = sf.run({make<float>(DType::Float, {2, 3, 11, 9}, xf)})[0];
       ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel());
-      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<int32_t>(want.get_f64(static_cast<int64_t>(i)))) << i;
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], static_cast<int32_t>(want.get_f64(static_cast<int64_t>(i)))) << i;
     }
 }

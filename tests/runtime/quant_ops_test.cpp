@@ -86,8 +86,9 @@ TEST(QuantOps, MatMulIntegerMatchesSpec) {
               for (int64_t n = 0; n < N; ++n) {
                 int64_t acc = 0;
                 for (int64_t k = 0; k < K; ++k)
-                  acc += (val(a, static_cast<size_t>(r * K + k), ta) - val(za, 0, ta)) *
-                         (val(b, static_cast<size_t>(k * N + n), tb) - val(zb, per_col ? static_cast<size_t>(n) : 0, tb));
+                  acc +=
+                      (val(a, static_cast<size_t>(r * K + k), ta) - val(za, 0, ta)) *
+                      (val(b, static_cast<size_t>(k * N + n), tb) - val(zb, per_col ? static_cast<size_t>(n) : 0, tb));
                 ASSERT_EQ(y.ptr<int32_t>()[r * N + n], acc) << r << "," << n;
               }
           }
@@ -170,15 +171,15 @@ TEST(QuantOps, ConvIntegerMatchesSpec) {
       {{1, 3, 7, 9}, {8, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
       {{2, 4, 11, 10}, {6, 2, 3, 2}, {2, 1}, {2, 1}, {0, 2, 1, 0}, 2},  // groups, dilation, uneven pads
       {{1, 16, 5, 5}, {40, 16, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},    // pointwise
-      {{1, 5, 20}, {7, 5, 4}, {3}, {2}, {2, 1}},                         // 1-D
-      {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},     // depthwise
-      {{1, 2, 9, 40}, {33, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},   // more positions than a chunk
+      {{1, 5, 20}, {7, 5, 4}, {3}, {2}, {2, 1}},                        // 1-D
+      {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},    // depthwise
+      {{1, 2, 9, 40}, {33, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},     // more positions than a chunk
       // ISNet's dilated 3x3s (pad = dilation): chunks span output rows, taps fall in the padding
       {{1, 3, 13, 11}, {5, 3, 3, 3}, {1, 1}, {4, 4}, {4, 4, 4, 4}},
-      {{1, 3, 23, 29}, {6, 3, 3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},  // three chunks, each across rows
-      {{1, 2, 10, 7}, {9, 2, 3, 3}, {1, 1}, {8, 8}, {8, 8, 8, 8}},  // dilation past the image
-      {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},  // stride 2, uneven pads
-      {{1, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise, 221 positions
+      {{1, 3, 23, 29}, {6, 3, 3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},                  // three chunks, each across rows
+      {{1, 2, 10, 7}, {9, 2, 3, 3}, {1, 1}, {8, 8}, {8, 8, 8, 8}},                   // dilation past the image
+      {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},                  // stride 2, uneven pads
+      {{1, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},                 // pointwise, 221 positions
       {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, {1, 2, 1}, {2, 1, 1}, {1, 0, 1, 0, 1, 0}},  // 3-D
   };
   at_every_isa([&] {
@@ -197,8 +198,8 @@ TEST(QuantOps, ConvIntegerMatchesSpec) {
               ValueId X = g.input("x", cc.x_shape, tx);
               ValueId W = const_w ? g.init<uint8_t>("w", cc.w_shape, w, tw) : g.input("w", cc.w_shape, tw);
               ValueId XZ = g.init<uint8_t>("xz", {}, xz, tx);
-              ValueId WZ = g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{cc.w_shape[0]} : std::vector<int64_t>{},
-                                           wz, tw);
+              ValueId WZ = g.init<uint8_t>(
+                  "wz", per_channel ? std::vector<int64_t>{cc.w_shape[0]} : std::vector<int64_t>{}, wz, tw);
               g.outputs({g.node("ConvInteger", {X, W, XZ, WZ},
                                 {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
                                  NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
@@ -278,22 +279,23 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
             auto x = random_bytes(static_cast<size_t>(nx)), w = random_bytes(static_cast<size_t>(nw));
             std::vector<uint8_t> xz{random_zp(tx)}, wz(per_channel ? static_cast<size_t>(M) : 1);
             for (auto& z : wz) z = random_zp(tw);
-            const uint8_t yz = ty == DType::Uint8 ? (per_channel ? 5 : 250) : static_cast<uint8_t>(per_channel ? -120 : 110);
+            const uint8_t yz =
+                ty == DType::Uint8 ? (per_channel ? 5 : 250) : static_cast<uint8_t>(per_channel ? -120 : 110);
             std::vector<float> ws(per_channel ? static_cast<size_t>(M) : 1);
             for (size_t m = 0; m < ws.size(); ++m) ws[m] = m % 3 == 0 ? 0.5f : m % 3 == 1 ? 0.013f : 7.7e-4f;
             std::vector<int32_t> bias(static_cast<size_t>(M));
             for (size_t m = 0; m < bias.size(); ++m) bias[m] = static_cast<int32_t>(m * 37) - 100;
             GraphBuilder g(10);
             ValueId X = g.input("x", cc.x_shape, tx);
-            std::vector<ValueId> ins{X,
-                                     g.f32("xs", {}, {1.f}),
-                                     g.init<uint8_t>("xz", {}, xz, tx),
-                                     g.init<uint8_t>("w", cc.w_shape, w, tw),
-                                     g.f32("ws", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, ws),
-                                     g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{},
-                                                     wz, tw),
-                                     g.f32("ys", {}, {1.f}),
-                                     g.init<uint8_t>("yz", {}, {yz}, ty)};
+            std::vector<ValueId> ins{
+                X,
+                g.f32("xs", {}, {1.f}),
+                g.init<uint8_t>("xz", {}, xz, tx),
+                g.init<uint8_t>("w", cc.w_shape, w, tw),
+                g.f32("ws", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, ws),
+                g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, wz, tw),
+                g.f32("ys", {}, {1.f}),
+                g.init<uint8_t>("yz", {}, {yz}, ty)};
             if (per_channel) ins.push_back(g.init<int32_t>("b", {M}, bias, DType::Int32));
             g.outputs({g.node("QLinearConv", ins,
                               {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
@@ -331,11 +333,11 @@ TEST(QuantOps, QLinearMatMulPerColumnScales) {
   at_every_isa([&] {
     GraphBuilder g(10);
     ValueId A = g.input("a", {M, K}, DType::Int8);
-    g.outputs({g.node("QLinearMatMul",
-                      {A, g.f32("as", {}, {0.05f}), g.init<uint8_t>("az", {}, {uint8_t(3)}, DType::Int8),
-                       g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("bs", {N}, bs),
-                       g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("ys", {}, {0.2f}),
-                       g.init<uint8_t>("yz", {}, {uint8_t(0xF6)}, DType::Int8)})});
+    g.outputs(
+        {g.node("QLinearMatMul", {A, g.f32("as", {}, {0.05f}), g.init<uint8_t>("az", {}, {uint8_t(3)}, DType::Int8),
+                                  g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("bs", {N}, bs),
+                                  g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8),
+                                  g.f32("ys", {}, {0.2f}), g.init<uint8_t>("yz", {}, {uint8_t(0xF6)}, DType::Int8)})});
     rt::Session s(g.model());
     auto y = s.run({bytes_tensor(DType::Int8, {M, K}, a)})[0];
     ASSERT_EQ(y.dtype, DType::Int8);
@@ -343,7 +345,8 @@ TEST(QuantOps, QLinearMatMulPerColumnScales) {
       for (int64_t n = 0; n < N; ++n) {
         int64_t acc = 0;
         for (int64_t k = 0; k < K; ++k)
-          acc += (val(a, static_cast<size_t>(m * K + k), DType::Int8) - 3) * val(b, static_cast<size_t>(k * N + n), DType::Int8);
+          acc += (val(a, static_cast<size_t>(m * K + k), DType::Int8) - 3) *
+                 val(b, static_cast<size_t>(k * N + n), DType::Int8);
         const float mult = 0.05f * bs[static_cast<size_t>(n)] / 0.2f;
         const double v = std::nearbyint(static_cast<double>(static_cast<float>(acc) * mult)) - 10;
         ASSERT_EQ(y.ptr<int8_t>()[m * N + n], static_cast<int>(std::clamp(v, -128.0, 127.0))) << m << "," << n;
@@ -381,7 +384,8 @@ TEST(QuantOps, QuantizeDequantizePerAxisAndBlocked) {
     const std::vector<float>& sv = blocked ? block_s : axis_s;
     ValueId s = g.f32("s", blocked ? std::vector<int64_t>{2, 3, 2} : std::vector<int64_t>{3}, sv);
     const std::vector<uint8_t> zv(sv.size(), 0xFE);  // int8 -2
-    ValueId z = g.init<uint8_t>("z", blocked ? std::vector<int64_t>{2, 3, 2} : std::vector<int64_t>{3}, zv, DType::Int8);
+    ValueId z =
+        g.init<uint8_t>("z", blocked ? std::vector<int64_t>{2, 3, 2} : std::vector<int64_t>{3}, zv, DType::Int8);
     std::vector<NewAttr> at{NewAttr::Int("axis", blocked ? 2 : 1)};
     if (blocked) at.push_back(NewAttr::Int("block_size", 3));
     ValueId q = g.node("QuantizeLinear", {x, s, z}, at);
@@ -392,7 +396,8 @@ TEST(QuantOps, QuantizeDequantizePerAxisAndBlocked) {
     for (int64_t i = 0; i < 24; ++i) {
       const int64_t k = blocked ? (i / 4) * 2 + (i % 4) / 3 : (i / 4) % 3;
       const float sc = sv[static_cast<size_t>(k)];
-      const double r = std::clamp(std::nearbyint(static_cast<double>(xv[static_cast<size_t>(i)] / sc)) - 2, -128.0, 127.0);
+      const double r =
+          std::clamp(std::nearbyint(static_cast<double>(xv[static_cast<size_t>(i)] / sc)) - 2, -128.0, 127.0);
       saturated += r == -128 || r == 127;
       ASSERT_EQ(o[0].ptr<int8_t>()[i], static_cast<int>(r)) << (blocked ? "blocked " : "axis ") << i;
       ASSERT_EQ(o[1].ptr<float>()[i], static_cast<float>(static_cast<int>(r) + 2) * sc) << i;
@@ -420,25 +425,29 @@ TEST(QuantOps, ContribIntegerMatMulsToFloat) {
   const int64_t M = 6, K = 40, N = 9;
   auto b = random_bytes(K * N);
   std::vector<float> bs(N), bias(N);
-  for (int64_t n = 0; n < N; ++n) bs[static_cast<size_t>(n)] = 0.002f * static_cast<float>(n + 1), bias[static_cast<size_t>(n)] = 0.5f - 0.1f * static_cast<float>(n);
+  for (int64_t n = 0; n < N; ++n)
+    bs[static_cast<size_t>(n)] = 0.002f * static_cast<float>(n + 1),
+    bias[static_cast<size_t>(n)] = 0.5f - 0.1f * static_cast<float>(n);
   at_every_isa([&] {
     {
       auto a = random_bytes(M * K);
       GraphBuilder g(13);
       g.model().opsets.push_back({intern("com.microsoft"), 1, true});
       ValueId A = g.input("a", {M, K}, DType::Uint8);
-      g.outputs({g.node_n("MatMulIntegerToFloat",
-                          {A, g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("as", {}, {0.03f}), g.f32("bs", {N}, bs),
-                           g.init<uint8_t>("az", {}, {uint8_t(9)}, DType::Uint8),
-                           g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("bias", {N}, bias)},
-                          {}, 1, "", "com.microsoft")[0]});
+      g.outputs(
+          {g.node_n("MatMulIntegerToFloat",
+                    {A, g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("as", {}, {0.03f}), g.f32("bs", {N}, bs),
+                     g.init<uint8_t>("az", {}, {uint8_t(9)}, DType::Uint8),
+                     g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("bias", {N}, bias)},
+                    {}, 1, "", "com.microsoft")[0]});
       rt::Session s(g.model());
       auto y = s.run({bytes_tensor(DType::Uint8, {M, K}, a)})[0];
       ASSERT_EQ(y.dtype, DType::Float);
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n)
           ASSERT_EQ(y.ptr<float>()[m * N + n],
-                    static_cast<float>(dot(a, 9, b, m, n, K, N)) * (0.03f * bs[static_cast<size_t>(n)]) + bias[static_cast<size_t>(n)]);
+                    static_cast<float>(dot(a, 9, b, m, n, K, N)) * (0.03f * bs[static_cast<size_t>(n)]) +
+                        bias[static_cast<size_t>(n)]);
     }
     {
       std::vector<float> x(static_cast<size_t>(M * K));
@@ -447,10 +456,11 @@ TEST(QuantOps, ContribIntegerMatMulsToFloat) {
       GraphBuilder g(13);
       g.model().opsets.push_back({intern("com.microsoft"), 1, true});
       ValueId X = g.input("x", {M, K});
-      g.outputs({g.node_n("DynamicQuantizeMatMul",
-                          {X, g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("bs", {N}, bs),
-                           g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("bias", {N}, bias)},
-                          {}, 1, "", "com.microsoft")[0]});
+      g.outputs(
+          {g.node_n("DynamicQuantizeMatMul",
+                    {X, g.init<uint8_t>("b", {K, N}, b, DType::Int8), g.f32("bs", {N}, bs),
+                     g.init<uint8_t>("bz", {N}, std::vector<uint8_t>(N, 0), DType::Int8), g.f32("bias", {N}, bias)},
+                    {}, 1, "", "com.microsoft")[0]});
       rt::Session s(g.model());
       auto y = s.run({make<float>(DType::Float, {M, K}, x)})[0];
       // DynamicQuantizeLinear from the spec.
@@ -464,7 +474,8 @@ TEST(QuantOps, ContribIntegerMatMulsToFloat) {
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n)
           ASSERT_EQ(y.ptr<float>()[m * N + n],
-                    static_cast<float>(dot(q, zp, b, m, n, K, N)) * (scale * bs[static_cast<size_t>(n)]) + bias[static_cast<size_t>(n)]);
+                    static_cast<float>(dot(q, zp, b, m, n, K, N)) * (scale * bs[static_cast<size_t>(n)]) +
+                        bias[static_cast<size_t>(n)]);
     }
   });
 }
@@ -476,18 +487,18 @@ namespace {
 // writes it; variants the integer_dequantize fusion must refuse.
 struct DequantCase {
   bool conv = true, per_channel = false, uint8_w = true;
-  int64_t cast_to = 1;                 // Cast's `to`
-  std::vector<int64_t> scale_shape;    // w_scale's shape
-  bool extra_reader = false;           // the integer output is also a graph output
+  int64_t cast_to = 1;               // Cast's `to`
+  std::vector<int64_t> scale_shape;  // w_scale's shape
+  bool extra_reader = false;         // the integer output is also a graph output
   // Epilogue after the Mul: bias Add (shape; empty: none), how the bias is written, and an
   // activation ("" none, "Relu", "Clip", "Sigmoid").
   std::vector<int64_t> bias_shape = {};
-  bool bias_reshaped = false;          // Reshape(initializer) as ISNet's quantize_dynamic twin has it
-  bool bias_first = false;             // Add(bias, y)
-  bool bias_input = false;             // the bias is a graph input (not known at plan time)
+  bool bias_reshaped = false;  // Reshape(initializer) as ISNet's quantize_dynamic twin has it
+  bool bias_first = false;     // Add(bias, y)
+  bool bias_input = false;     // the bias is a graph input (not known at plan time)
   std::string act = "";
-  int64_t stride = 1;                  // conv strides (2: conv8_nd's stride phases)
-  bool pointwise = false;              // 1x1 conv, no padding
+  int64_t stride = 1;      // conv strides (2: conv8_nd's stride phases)
+  bool pointwise = false;  // 1x1 conv, no padding
 };
 
 // Runs the graph fused and unfused; returns fused_count of the fused session and checks the
@@ -496,8 +507,8 @@ size_t run_dequant(const DequantCase& dc) {
   std::normal_distribution<float> nd(0.f, 2.f);
   GraphBuilder g(13);
   const std::vector<int64_t> xs = dc.conv ? std::vector<int64_t>{1, 5, 13, 11} : std::vector<int64_t>{2, 7, 37};
-  const std::vector<int64_t> ws = dc.conv ? std::vector<int64_t>{9, 5, dc.pointwise ? 1 : 3, dc.pointwise ? 1 : 3}
-                                          : std::vector<int64_t>{37, 19};
+  const std::vector<int64_t> ws =
+      dc.conv ? std::vector<int64_t>{9, 5, dc.pointwise ? 1 : 3, dc.pointwise ? 1 : 3} : std::vector<int64_t>{37, 19};
   const int64_t cols = dc.conv ? ws[0] : ws[1];
   const DType wt = dc.uint8_w ? DType::Uint8 : DType::Int8;
   int64_t nw = 1, nx = 1, ns = 1;
@@ -532,18 +543,22 @@ size_t run_dequant(const DequantCase& dc) {
     if (dc.bias_input) {
       B = g.input("bias", dc.bias_shape);
     } else if (dc.bias_reshaped) {
-      B = g.node("Reshape", {g.f32("bias", {nb}, bv),
-                             g.init<int64_t>("bias_shape", {static_cast<int64_t>(dc.bias_shape.size())}, dc.bias_shape,
-                                             DType::Int64)});
+      B = g.node("Reshape",
+                 {g.f32("bias", {nb}, bv), g.init<int64_t>("bias_shape", {static_cast<int64_t>(dc.bias_shape.size())},
+                                                           dc.bias_shape, DType::Int64)});
     } else {
       B = g.f32("bias", dc.bias_shape, bv);
     }
     y = dc.bias_first ? g.node("Add", {B, y}) : g.node("Add", {y, B});
   }
-  if (dc.act == "Clip") y = g.node("Clip", {y, g.f32("lo", {}, {-0.25f}), g.f32("hi", {}, {0.5f})});
-  else if (!dc.act.empty()) y = g.node(dc.act, {y});
-  if (dc.extra_reader) g.outputs({y, acc});
-  else g.outputs({y});
+  if (dc.act == "Clip")
+    y = g.node("Clip", {y, g.f32("lo", {}, {-0.25f}), g.f32("hi", {}, {0.5f})});
+  else if (!dc.act.empty())
+    y = g.node(dc.act, {y});
+  if (dc.extra_reader)
+    g.outputs({y, acc});
+  else
+    g.outputs({y});
   std::vector<float> xv(static_cast<size_t>(nx));
   for (auto& v : xv) v = nd(rng);
   std::vector<rt::Tensor> ins{make<float>(DType::Float, xs, xv)};
@@ -664,7 +679,8 @@ TEST(QuantOps, QuantizeSpansAgreeAtEveryIsaLevel) {
       const float lo = t == DType::Uint8 ? 0.f : -128.f, hi = t == DType::Uint8 ? 255.f : 127.f;
       for (size_t i = 0; i < n; ++i) {
         const int got = t == DType::Uint8 ? o.ptr<uint8_t>()[i] : o.ptr<int8_t>()[i];
-        ASSERT_EQ(got, static_cast<int>(spec(xv[i], scale, zp, lo, hi))) << dtype_name(t) << " at " << i << " x=" << xv[i];
+        ASSERT_EQ(got, static_cast<int>(spec(xv[i], scale, zp, lo, hi)))
+            << dtype_name(t) << " at " << i << " x=" << xv[i];
       }
     }
     // DynamicQuantizeLinear (finite input: its range must be finite).
@@ -725,7 +741,8 @@ std::vector<float> dq_input(int64_t n, int kind) {
   for (size_t i = 0; i < x.size(); ++i) {
     x[i] = kind == 2 ? -2.5f : kind == 3 ? 0.f : nd(rng);
     if (kind == 1 && i % 13 == 4) x[i] = std::numeric_limits<float>::quiet_NaN();
-    if (kind == 1 && i % 31 == 7) x[i] = i % 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    if (kind == 1 && i % 31 == 7)
+      x[i] = i % 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
   }
   return x;
 }
@@ -758,15 +775,15 @@ size_t fused_equals_plain(const Model& m, const std::vector<rt::Tensor>& ins) {
 TEST(QuantOps, DynamicQuantizeFusedIntoConvInteger) {
   const std::vector<ConvCase> cases = {
       {{1, 3, 7, 9}, {8, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
-      {{2, 4, 11, 10}, {6, 2, 3, 2}, {2, 1}, {2, 1}, {0, 2, 1, 0}, 2},  // groups, dilation, uneven pads
-      {{1, 16, 5, 5}, {40, 16, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},    // pointwise: quantized per block
-      {{2, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},    // pointwise, two images
-      {{1, 5, 9, 8}, {7, 5, 3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},       // unpadded 3x3: quantized once
-      {{1, 5, 20}, {7, 5, 4}, {3}, {2}, {2, 1}},                         // 1-D
-      {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},     // depthwise
-      {{1, 3, 13, 11}, {5, 3, 3, 3}, {1, 1}, {4, 4}, {4, 4, 4, 4}},     // ISNet's dilated 3x3
-      {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},     // stride 2, uneven pads
-      {{1, 8, 14, 14}, {12, 8, 1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},    // strided 1x1
+      {{2, 4, 11, 10}, {6, 2, 3, 2}, {2, 1}, {2, 1}, {0, 2, 1, 0}, 2},               // groups, dilation, uneven pads
+      {{1, 16, 5, 5}, {40, 16, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},                 // pointwise: quantized per block
+      {{2, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},                 // pointwise, two images
+      {{1, 5, 9, 8}, {7, 5, 3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},                    // unpadded 3x3: quantized once
+      {{1, 5, 20}, {7, 5, 4}, {3}, {2}, {2, 1}},                                     // 1-D
+      {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4},                 // depthwise
+      {{1, 3, 13, 11}, {5, 3, 3, 3}, {1, 1}, {4, 4}, {4, 4, 4, 4}},                  // ISNet's dilated 3x3
+      {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},                  // stride 2, uneven pads
+      {{1, 8, 14, 14}, {12, 8, 1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},                 // strided 1x1
       {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, {1, 2, 1}, {2, 1, 1}, {1, 0, 1, 0, 1, 0}},  // 3-D
   };
   at_every_isa([&] {
@@ -783,8 +800,8 @@ TEST(QuantOps, DynamicQuantizeFusedIntoConvInteger) {
           ValueId X = g.input("x", cc.x_shape);
           auto q = g.node_n("DynamicQuantizeLinear", {X}, {}, 3);
           ValueId W = g.init<uint8_t>("w", cc.w_shape, random_bytes(static_cast<size_t>(nw)), tw);
-          ValueId WZ = g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{cc.w_shape[0]} : std::vector<int64_t>{},
-                                       wz, tw);
+          ValueId WZ =
+              g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{cc.w_shape[0]} : std::vector<int64_t>{}, wz, tw);
           g.outputs({g.node("ConvInteger", {q[0], W, q[2], WZ},
                             {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
                              NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
@@ -810,8 +827,8 @@ TEST(QuantOps, DynamicQuantizeFusedIntoMatMulInteger) {
           GraphBuilder g(11);
           ValueId A = g.input("a", as);
           auto q = g.node_n("DynamicQuantizeLinear", {A}, {}, 3);
-          const std::vector<int64_t> bs = b_kind == 2 ? std::vector<int64_t>{as.size() == 3 ? as[0] : 1, K, N}
-                                                      : std::vector<int64_t>{K, N};
+          const std::vector<int64_t> bs =
+              b_kind == 2 ? std::vector<int64_t>{as.size() == 3 ? as[0] : 1, K, N} : std::vector<int64_t>{K, N};
           int64_t nb = 1;
           for (int64_t d : bs) nb *= d;
           const auto bv = random_bytes(static_cast<size_t>(nb));
@@ -862,9 +879,9 @@ TEST(QuantOps, DynamicQuantizeFusionRefusals) {
     ValueId W = g.init<uint8_t>("w", ws, random_bytes(20), DType::Int8);
     ValueId xz = variant == 2 ? g.init<uint8_t>("xz", {}, {uint8_t(128)}, DType::Uint8) : q[2];
     ValueId acc = g.node("ConvInteger", {q[0], W, xz});
-    if (variant == 0) g.outputs({acc, q[0]});                                  // a graph output
+    if (variant == 0) g.outputs({acc, q[0]});                                             // a graph output
     if (variant == 1) g.outputs({acc, g.node("Cast", {q[0]}, {NewAttr::Int("to", 1)})});  // another reader
-    if (variant == 2) g.outputs({acc});                                        // another zero point
+    if (variant == 2) g.outputs({acc});                                                   // another zero point
     EXPECT_EQ(fused_equals_plain(g.model(), {make<float>(DType::Float, xs, dq_input(168, 0))}), 0u) << variant;
   }
 }
@@ -882,11 +899,13 @@ TEST(QuantOps, QLinearMatMulRequantizesInTheStore) {
         for (DType ty : {DType::Uint8, DType::Int8})
           for (bool per_col : {false, true})
             for (int b_kind = 0; b_kind < 3; ++b_kind) {
-              const std::vector<int64_t> as = b_kind == 2 ? std::vector<int64_t>{2, 9, 37} : std::vector<int64_t>{3, 13, 37};
+              const std::vector<int64_t> as =
+                  b_kind == 2 ? std::vector<int64_t>{2, 9, 37} : std::vector<int64_t>{3, 13, 37};
               const int64_t K = 37, N = 35, rows = as[0] * as[1];
               const std::vector<int64_t> bs = b_kind == 2 ? std::vector<int64_t>{2, K, N} : std::vector<int64_t>{K, N};
               const int64_t batches = b_kind == 2 ? 2 : 1;
-              auto a = random_bytes(static_cast<size_t>(rows * K)), b = random_bytes(static_cast<size_t>(batches * K * N));
+              auto a = random_bytes(static_cast<size_t>(rows * K)),
+                   b = random_bytes(static_cast<size_t>(batches * K * N));
               const uint8_t az = random_zp(ta);
               std::vector<uint8_t> bz(per_col ? static_cast<size_t>(N) : 1);
               for (auto& z : bz) z = random_zp(tb);
@@ -897,11 +916,12 @@ TEST(QuantOps, QLinearMatMulRequantizesInTheStore) {
               GraphBuilder g(10);
               ValueId A = g.input("a", as, ta);
               ValueId B = b_kind == 0 ? g.init<uint8_t>("b", bs, b, tb) : g.input("b", bs, tb);
-              g.outputs({g.node("QLinearMatMul",
-                                {A, g.f32("as", {}, {a_scale}), g.init<uint8_t>("az", {}, {az}, ta), B,
-                                 g.f32("bs", per_col ? std::vector<int64_t>{N} : std::vector<int64_t>{}, bsc),
-                                 g.init<uint8_t>("bz", per_col ? std::vector<int64_t>{N} : std::vector<int64_t>{}, bz, tb),
-                                 g.f32("ys", {}, {y_scale}), g.init<uint8_t>("yz", {}, {yz}, ty)})});
+              g.outputs(
+                  {g.node("QLinearMatMul",
+                          {A, g.f32("as", {}, {a_scale}), g.init<uint8_t>("az", {}, {az}, ta), B,
+                           g.f32("bs", per_col ? std::vector<int64_t>{N} : std::vector<int64_t>{}, bsc),
+                           g.init<uint8_t>("bz", per_col ? std::vector<int64_t>{N} : std::vector<int64_t>{}, bz, tb),
+                           g.f32("ys", {}, {y_scale}), g.init<uint8_t>("yz", {}, {yz}, ty)})});
               rt::Session s(g.model());
               std::vector<rt::Tensor> ins{bytes_tensor(ta, as, a)};
               if (b_kind) ins.push_back(bytes_tensor(tb, bs, b));
@@ -915,11 +935,13 @@ TEST(QuantOps, QLinearMatMulRequantizesInTheStore) {
                   int64_t acc = 0;
                   for (int64_t k = 0; k < K; ++k)
                     acc += (val(a, static_cast<size_t>(r * K + k), ta) - val({az}, 0, ta)) *
-                           (val(b, static_cast<size_t>(bb * K * N + k * N + n), tb) - val(bz, per_col ? static_cast<size_t>(n) : 0, tb));
+                           (val(b, static_cast<size_t>(bb * K * N + k * N + n), tb) -
+                            val(bz, per_col ? static_cast<size_t>(n) : 0, tb));
                   const float mult = a_scale * bsc[per_col ? static_cast<size_t>(n) : 0] / y_scale;
                   const float prod = static_cast<float>(static_cast<int32_t>(acc)) * mult;
                   ties += std::fabs(prod - std::trunc(prod)) == 0.5f;
-                  const double v = std::clamp(std::nearbyint(static_cast<double>(prod)) + static_cast<double>(val({yz}, 0, ty)), lo, hi);
+                  const double v = std::clamp(
+                      std::nearbyint(static_cast<double>(prod)) + static_cast<double>(val({yz}, 0, ty)), lo, hi);
                   saturated += v == lo || v == hi;
                   const int64_t got = ty == DType::Int8 ? y.ptr<int8_t>()[r * N + n] : y.ptr<uint8_t>()[r * N + n];
                   ASSERT_EQ(got, static_cast<int64_t>(v)) << "b kind " << b_kind << " at " << r << "," << n;

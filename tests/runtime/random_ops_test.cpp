@@ -36,10 +36,13 @@ Moments moments(const rt::Tensor& t) {
 TEST(RandomOps, DistributionsShapesAndTypes) {
   GraphBuilder b;
   ValueId x = b.input("x", {100, 100});
-  ValueId n = b.node("RandomNormal", {}, {NewAttr::Ints("shape", {200, 100}), NewAttr::Float("mean", 3.f), NewAttr::Float("scale", 2.f)}, "n");
+  ValueId n =
+      b.node("RandomNormal", {},
+             {NewAttr::Ints("shape", {200, 100}), NewAttr::Float("mean", 3.f), NewAttr::Float("scale", 2.f)}, "n");
   ValueId u = b.node("RandomUniformLike", {x}, {NewAttr::Float("low", -1.f), NewAttr::Float("high", 5.f)}, "u");
   ValueId h = b.node("RandomNormalLike", {x}, {NewAttr::Int("dtype", static_cast<int64_t>(DType::Float16))}, "h");
-  ValueId d = b.node("RandomUniform", {}, {NewAttr::Ints("shape", {4}), NewAttr::Int("dtype", static_cast<int64_t>(DType::Double))}, "d");
+  ValueId d = b.node("RandomUniform", {},
+                     {NewAttr::Ints("shape", {4}), NewAttr::Int("dtype", static_cast<int64_t>(DType::Double))}, "d");
   b.outputs({n, u, h, d});
   rt::Session s(*b.m);
   rt::Tensor in = rt::Tensor::alloc(DType::Float, {100, 100});
@@ -67,10 +70,10 @@ TEST(RandomOps, SameNodeAndRunSeedSameNumbersOtherwiseDifferent) {
   auto a = make("noise"), a2 = make("noise"), other = make("other");
   rt::Session sa(*a), sa2(*a2), so(*other);
   rt::Tensor in = rt::Tensor::alloc(DType::Float, {64});
-  EXPECT_TRUE(same_bits(sa.run({in}, 1)[0], sa2.run({in}, 1)[0]));   // another model, the same node: the same draws
-  EXPECT_TRUE(same_bits(sa.run({in}, 1)[0], sa.run({in}, 1)[0]));    // run again
-  EXPECT_FALSE(same_bits(sa.run({in}, 1)[0], sa.run({in}, 2)[0]));   // another run seed
-  EXPECT_FALSE(same_bits(sa.run({in}, 1)[0], so.run({in}, 1)[0]));   // another node
+  EXPECT_TRUE(same_bits(sa.run({in}, 1)[0], sa2.run({in}, 1)[0]));  // another model, the same node: the same draws
+  EXPECT_TRUE(same_bits(sa.run({in}, 1)[0], sa.run({in}, 1)[0]));   // run again
+  EXPECT_FALSE(same_bits(sa.run({in}, 1)[0], sa.run({in}, 2)[0]));  // another run seed
+  EXPECT_FALSE(same_bits(sa.run({in}, 1)[0], so.run({in}, 1)[0]));  // another node
   // A `seed` attribute decides instead of the name.
   auto s1 = make("one", {NewAttr::Float("seed", 5.f)}), s2 = make("two", {NewAttr::Float("seed", 5.f)});
   rt::Session ss1(*s1), ss2(*s2);

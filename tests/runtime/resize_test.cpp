@@ -51,16 +51,22 @@ Taps1 ref_axis(const Cfg& c, int64_t i, int64_t in, int64_t out, double scale, d
   }
   const double xi = static_cast<double>(i), len = scale * static_cast<double>(in);
   double x;
-  if (c.ctm == "half_pixel") x = (xi + 0.5) / scale - 0.5;
-  else if (c.ctm == "asymmetric") x = xi / scale;
-  else if (c.ctm == "pytorch_half_pixel") x = out > 1 ? (xi + 0.5) / scale - 0.5 : 0;
-  else if (c.ctm == "tf_half_pixel_for_nn") x = (xi + 0.5) / scale;
-  else if (c.ctm == "align_corners") x = len == 1 ? 0 : xi * static_cast<double>(in - 1) / (len - 1);
+  if (c.ctm == "half_pixel")
+    x = (xi + 0.5) / scale - 0.5;
+  else if (c.ctm == "asymmetric")
+    x = xi / scale;
+  else if (c.ctm == "pytorch_half_pixel")
+    x = out > 1 ? (xi + 0.5) / scale - 0.5 : 0;
+  else if (c.ctm == "tf_half_pixel_for_nn")
+    x = (xi + 0.5) / scale;
+  else if (c.ctm == "align_corners")
+    x = len == 1 ? 0 : xi * static_cast<double>(in - 1) / (len - 1);
   else if (c.ctm == "half_pixel_symmetric") {
     const double adj = static_cast<double>(out) / len, center = static_cast<double>(in) / 2;
     x = center * (1 - adj) + (xi + 0.5) / scale - 0.5;
   } else {  // tf_crop_and_resize
-    x = out > 1 ? rs * static_cast<double>(in - 1) + xi * (re - rs) * static_cast<double>(in - 1) / static_cast<double>(out - 1)
+    x = out > 1 ? rs * static_cast<double>(in - 1) +
+                      xi * (re - rs) * static_cast<double>(in - 1) / static_cast<double>(out - 1)
                 : 0.5 * (rs + re) * static_cast<double>(in - 1);
     if (x < 0 || x > static_cast<double>(in - 1)) {
       t.outside = true;
@@ -70,10 +76,14 @@ Taps1 ref_axis(const Cfg& c, int64_t i, int64_t in, int64_t out, double scale, d
   if (c.mode == "nearest") {
     double r;
     const double f = std::floor(x);
-    if (c.nearest == "floor") r = f;
-    else if (c.nearest == "ceil") r = std::ceil(x);
-    else if (x - f == 0.5) r = c.nearest == "round_prefer_ceil" ? f + 1 : f;
-    else r = std::round(x);
+    if (c.nearest == "floor")
+      r = f;
+    else if (c.nearest == "ceil")
+      r = std::ceil(x);
+    else if (x - f == 0.5)
+      r = c.nearest == "round_prefer_ceil" ? f + 1 : f;
+    else
+      r = std::round(x);
     t.idx = {static_cast<int64_t>(r)};
     t.w = {1};
     return t;
@@ -85,7 +95,8 @@ Taps1 ref_axis(const Cfg& c, int64_t i, int64_t in, int64_t out, double scale, d
   if (c.mode == "linear") {
     if (c.antialias) {
       const int64_t start = static_cast<int64_t>(std::floor(-1 / s)) + 1, n = 2 - 2 * start;
-      for (int64_t j = 0; j < n; ++j) coeffs.push_back(std::clamp(1 - std::fabs((static_cast<double>(start + j) - ratio) * s), 0.0, 1.0));
+      for (int64_t j = 0; j < n; ++j)
+        coeffs.push_back(std::clamp(1 - std::fabs((static_cast<double>(start + j) - ratio) * s), 0.0, 1.0));
     } else {
       coeffs = {1 - ratio, ratio};
     }
@@ -132,7 +143,8 @@ std::vector<double> ref_resize(const Cfg& c, const std::vector<int64_t>& xs, con
   std::vector<std::vector<Taps1>> axes(r);
   for (size_t d = 0; d < r; ++d)
     for (int64_t i = 0; i < ys[d]; ++i)
-      axes[d].push_back(ref_axis(c, i, xs[d], ys[d], scales[d], roi.empty() ? 0 : roi[d], roi.empty() ? 1 : roi[d + r]));
+      axes[d].push_back(
+          ref_axis(c, i, xs[d], ys[d], scales[d], roi.empty() ? 0 : roi[d], roi.empty() ? 1 : roi[d + r]));
   int64_t total = 1;
   for (int64_t v : ys) total *= v;
   std::vector<double> y(static_cast<size_t>(total));
@@ -177,9 +189,12 @@ void check_resize(const Cfg& c, std::vector<int64_t> xs, std::vector<float> scal
                   std::vector<float> roi = {}, DType dt = DType::Float) {
   GraphBuilder m(19);
   ValueId x = m.input("x", xs, dt);
-  std::vector<NewAttr> attrs = {NewAttr::String("mode", c.mode), NewAttr::String("coordinate_transformation_mode", c.ctm),
-                                NewAttr::String("nearest_mode", c.nearest), NewAttr::Float("cubic_coeff_a", static_cast<float>(c.a)),
-                                NewAttr::Int("exclude_outside", c.exclude_outside), NewAttr::Int("antialias", c.antialias),
+  std::vector<NewAttr> attrs = {NewAttr::String("mode", c.mode),
+                                NewAttr::String("coordinate_transformation_mode", c.ctm),
+                                NewAttr::String("nearest_mode", c.nearest),
+                                NewAttr::Float("cubic_coeff_a", static_cast<float>(c.a)),
+                                NewAttr::Int("exclude_outside", c.exclude_outside),
+                                NewAttr::Int("antialias", c.antialias),
                                 NewAttr::Float("extrapolation_value", static_cast<float>(c.extrapolation))};
   ValueId vroi = m.f32("roi", {static_cast<int64_t>(roi.size())}, roi);
   ValueId vsc = m.f32("sc", {static_cast<int64_t>(scales.size())}, scales);
@@ -233,8 +248,8 @@ void check_resize(const Cfg& c, std::vector<int64_t> xs, std::vector<float> scal
                     << ": got " << got[i] << " want " << want[i];
 }
 
-const char* kCtms[] = {"half_pixel", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn", "align_corners",
-                       "half_pixel_symmetric"};
+const char* kCtms[] = {"half_pixel",           "asymmetric",    "pytorch_half_pixel",
+                       "tf_half_pixel_for_nn", "align_corners", "half_pixel_symmetric"};
 
 }  // namespace
 
@@ -244,9 +259,9 @@ TEST(Resize, NearestEveryModeAndTransform) {
       Cfg c;
       c.nearest = nm;
       c.ctm = ctm;
-      check_resize(c, {2, 3, 7, 9}, {1, 1, 2.f, 3.f}, {});         // integer upsampling
-      check_resize(c, {1, 2, 9, 13}, {1, 1, 0.6f, 1.7f}, {});      // down and up, fractional
-      check_resize(c, {1, 2, 8, 10}, {}, {1, 2, 13, 4});           // sizes
+      check_resize(c, {2, 3, 7, 9}, {1, 1, 2.f, 3.f}, {});     // integer upsampling
+      check_resize(c, {1, 2, 9, 13}, {1, 1, 0.6f, 1.7f}, {});  // down and up, fractional
+      check_resize(c, {1, 2, 8, 10}, {}, {1, 2, 13, 4});       // sizes
     }
 }
 

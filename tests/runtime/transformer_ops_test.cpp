@@ -43,7 +43,7 @@ struct AttnCase {
   bool causal = false;
   float scale = 0;  // 0: default 1/sqrt(D)
   float softcap = 0;
-  int mask = 0;     // 0 none, 1 bool, 2 float
+  int mask = 0;                     // 0 none, 1 bool, 2 float
   std::vector<int64_t> mask_shape;  // right-aligned broadcast to (B, Hq, Sq, T), last dim <= T
   int dead_row = -1;                // query row whose mask is all false / -inf (for every b, h)
   int qk_mode = -1;                 // -1: no qk_matmul_output
@@ -52,8 +52,8 @@ struct AttnCase {
   std::string str() const {
     std::string s = (three_d ? "3d" : "4d") + std::string(" Hq") + std::to_string(Hq) + " Hkv" + std::to_string(Hkv) +
                     " Sq" + std::to_string(Sq) + " Skv" + std::to_string(Skv) + " P" + std::to_string(P) +
-                    (causal ? " causal" : "") + " scale" + std::to_string(scale) + " softcap" + std::to_string(softcap) +
-                    " mask" + std::to_string(mask) + "[";
+                    (causal ? " causal" : "") + " scale" + std::to_string(scale) + " softcap" +
+                    std::to_string(softcap) + " mask" + std::to_string(mask) + "[";
     for (int64_t d : mask_shape) s += std::to_string(d) + ",";
     return s + "] dead" + std::to_string(dead_row) + " qk" + std::to_string(qk_mode) + (nonpad ? " nonpad" : "");
   }
@@ -77,7 +77,8 @@ AttnData make_data(const AttnCase& c, uint32_t seed) {
   if (c.mask) {
     const size_t n = static_cast<size_t>(numel(c.mask_shape));
     std::mt19937 gen(seed + 5);
-    const int64_t last = c.mask_shape.back(), rows = c.mask_shape.size() >= 2 ? c.mask_shape[c.mask_shape.size() - 2] : 1;
+    const int64_t last = c.mask_shape.back(),
+                  rows = c.mask_shape.size() >= 2 ? c.mask_shape[c.mask_shape.size() - 2] : 1;
     d.maskb.resize(n);
     d.maskf.resize(n);
     for (size_t i = 0; i < n; ++i) {
@@ -158,7 +159,8 @@ AttnRef reference(const AttnCase& c, const AttnData& d) {
         }
         double mx = -kInf, sum = 0;
         for (double x : s) mx = std::max(mx, x);
-        for (int64_t j = 0; j < T; ++j) sum += p[static_cast<size_t>(j)] = all_masked ? 0 : std::exp(s[static_cast<size_t>(j)] - mx);
+        for (int64_t j = 0; j < T; ++j)
+          sum += p[static_cast<size_t>(j)] = all_masked ? 0 : std::exp(s[static_cast<size_t>(j)] - mx);
         for (double& x : p) x = all_masked ? 0 : x / sum;
         const size_t qk0 = static_cast<size_t>(((b * c.Hq + h) * c.Sq + i) * T);
         const std::vector<double>& qk = c.qk_mode == 0 ? raw : c.qk_mode == 1 ? capped : c.qk_mode == 2 ? s : p;
@@ -166,7 +168,8 @@ AttnRef reference(const AttnCase& c, const AttnData& d) {
         for (int64_t e = 0; e < c.Dv; ++e) {
           double acc = 0;
           for (int64_t j = 0; j < T; ++j) acc += p[static_cast<size_t>(j)] * vat(b, h / group, j, e);
-          const int64_t at = c.three_d ? ((b * c.Sq + i) * c.Hq + h) * c.Dv + e : ((b * c.Hq + h) * c.Sq + i) * c.Dv + e;
+          const int64_t at =
+              c.three_d ? ((b * c.Sq + i) * c.Hq + h) * c.Dv + e : ((b * c.Hq + h) * c.Sq + i) * c.Dv + e;
           out.y[static_cast<size_t>(at)] = acc;
         }
       }
@@ -175,7 +178,7 @@ AttnRef reference(const AttnCase& c, const AttnData& d) {
 
 // A model with one Attention node over the case's inputs; returns the inputs to feed it.
 std::vector<std::pair<std::string, rt::Tensor>> build(GraphBuilder& m, const AttnCase& c, const AttnData& d,
-                                                       DType ft = DType::Float) {
+                                                      DType ft = DType::Float) {
   std::vector<std::pair<std::string, rt::Tensor>> feeds;
   auto tensor = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
     if (ft == DType::Float) return test::make<float>(DType::Float, shape, v);
@@ -186,13 +189,19 @@ std::vector<std::pair<std::string, rt::Tensor>> build(GraphBuilder& m, const Att
     feeds.emplace_back(name, std::move(t));
     return id;
   };
-  std::vector<int64_t> qs = c.three_d ? std::vector<int64_t>{c.B, c.Sq, c.Hq * c.D} : std::vector<int64_t>{c.B, c.Hq, c.Sq, c.D};
-  std::vector<int64_t> ks = c.three_d ? std::vector<int64_t>{c.B, c.Skv, c.Hkv * c.D} : std::vector<int64_t>{c.B, c.Hkv, c.Skv, c.D};
-  std::vector<int64_t> vs = c.three_d ? std::vector<int64_t>{c.B, c.Skv, c.Hkv * c.Dv} : std::vector<int64_t>{c.B, c.Hkv, c.Skv, c.Dv};
+  std::vector<int64_t> qs =
+      c.three_d ? std::vector<int64_t>{c.B, c.Sq, c.Hq * c.D} : std::vector<int64_t>{c.B, c.Hq, c.Sq, c.D};
+  std::vector<int64_t> ks =
+      c.three_d ? std::vector<int64_t>{c.B, c.Skv, c.Hkv * c.D} : std::vector<int64_t>{c.B, c.Hkv, c.Skv, c.D};
+  std::vector<int64_t> vs =
+      c.three_d ? std::vector<int64_t>{c.B, c.Skv, c.Hkv * c.Dv} : std::vector<int64_t>{c.B, c.Hkv, c.Skv, c.Dv};
   std::vector<ValueId> ins = {add("Q", tensor(d.q, qs)), add("K", tensor(d.k, ks)), add("V", tensor(d.v, vs))};
-  if (c.mask == 1) ins.push_back(add("mask", test::make<uint8_t>(DType::Bool, c.mask_shape, d.maskb)));
-  else if (c.mask == 2) ins.push_back(add("mask", tensor(d.maskf, c.mask_shape)));
-  else if (c.P || c.nonpad) ins.push_back(ValueId{});
+  if (c.mask == 1)
+    ins.push_back(add("mask", test::make<uint8_t>(DType::Bool, c.mask_shape, d.maskb)));
+  else if (c.mask == 2)
+    ins.push_back(add("mask", tensor(d.maskf, c.mask_shape)));
+  else if (c.P || c.nonpad)
+    ins.push_back(ValueId{});
   if (c.P) {
     ins.push_back(add("past_key", tensor(d.pk, {c.B, c.Hkv, c.P, c.D})));
     ins.push_back(add("past_value", tensor(d.pv, {c.B, c.Hkv, c.P, c.Dv})));
@@ -224,7 +233,8 @@ std::vector<rt::Tensor> run(const Model& m, const std::vector<std::pair<std::str
   for (size_t i = 0; i < first.size(); ++i)
     for (int64_t e = 0; e < first[i].numel(); ++e) {
       const double a = first[i].get_f64(e), b = second[i].get_f64(e);
-      EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << "arena run differs at output " << i << " element " << e;
+      EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b)))
+          << "arena run differs at output " << i << " element " << e;
     }
   return first;
 }
@@ -260,7 +270,9 @@ std::vector<std::vector<int64_t>> mask_shapes(const AttnCase& c) {
 // q_len < kv_len and with a past cache, bool and additive masks of every broadcast shape, scale,
 // softcap, more than one 64-row score tile.
 TEST(Attention23, MatchesScalarReference) {
-  struct Seq { int64_t Sq, Skv, P; };
+  struct Seq {
+    int64_t Sq, Skv, P;
+  };
   const Seq seqs[] = {{5, 5, 0}, {3, 7, 0}, {2, 2, 4}, {1, 1, 6}, {70, 70, 0}};
   const std::pair<int64_t, int64_t> heads[] = {{4, 4}, {4, 2}, {4, 1}};
   const std::pair<float, float> scales[] = {{0.f, 0.f}, {0.3f, 0.f}, {0.5f, 2.f}};
@@ -317,7 +329,8 @@ TEST(Attention23, FullyMaskedRowsGiveZeros) {
         for (int64_t b = 0; b < c.B; ++b)
           for (int64_t h = 0; h < c.Hq; ++h)
             for (int64_t e = 0; e < c.Dv; ++e) {
-              const int64_t at = three_d ? ((b * c.Sq + 2) * c.Hq + h) * c.Dv + e : ((b * c.Hq + h) * c.Sq + 2) * c.Dv + e;
+              const int64_t at =
+                  three_d ? ((b * c.Sq + 2) * c.Hq + h) * c.Dv + e : ((b * c.Hq + h) * c.Sq + 2) * c.Dv + e;
               EXPECT_EQ(got[0].get_f64(at), 0.0);
             }
       }
@@ -472,7 +485,8 @@ struct RopeModel {
 
 void build_rope(RopeModel& r, const RopeCase& c, uint32_t seed) {
   const int64_t rot = c.rot ? c.rot : c.D, half = rot / 2;
-  const std::vector<int64_t> xs = c.three_d ? std::vector<int64_t>{c.B, c.S, c.H * c.D} : std::vector<int64_t>{c.B, c.H, c.S, c.D};
+  const std::vector<int64_t> xs =
+      c.three_d ? std::vector<int64_t>{c.B, c.S, c.H * c.D} : std::vector<int64_t>{c.B, c.H, c.S, c.D};
   r.x = randn(static_cast<size_t>(numel(xs)), seed);
   const int64_t rows = c.with_pos ? c.max_pos : c.B * c.S;
   r.cs = randn(static_cast<size_t>(rows * half), seed + 1);
@@ -483,12 +497,14 @@ void build_rope(RopeModel& r, const RopeCase& c, uint32_t seed) {
     return id;
   };
   std::vector<ValueId> ins = {add("x", test::make<float>(DType::Float, xs, r.x))};
-  const std::vector<int64_t> cache_shape = c.with_pos ? std::vector<int64_t>{rows, half} : std::vector<int64_t>{c.B, c.S, half};
+  const std::vector<int64_t> cache_shape =
+      c.with_pos ? std::vector<int64_t>{rows, half} : std::vector<int64_t>{c.B, c.S, half};
   ins.push_back(add("cos", test::make<float>(DType::Float, cache_shape, r.cs)));
   ins.push_back(add("sin", test::make<float>(DType::Float, cache_shape, r.sn)));
   if (c.with_pos) {
     std::mt19937 gen(seed + 3);
-    for (int64_t i = 0; i < c.B * c.S; ++i) r.pos.push_back(static_cast<int64_t>(gen() % static_cast<uint32_t>(c.max_pos)));
+    for (int64_t i = 0; i < c.B * c.S; ++i)
+      r.pos.push_back(static_cast<int64_t>(gen() % static_cast<uint32_t>(c.max_pos)));
     ins.push_back(add("pos", test::make<int64_t>(DType::Int64, {c.B, c.S}, r.pos)));
   }
   std::vector<NewAttr> attrs;
@@ -566,7 +582,9 @@ TEST(RMSNormalization23, TypesAxesAndValues) {
       ValueId s = m.input("scale", axis == -1 ? std::vector<int64_t>{8} : std::vector<int64_t>{3, 8}, st);
       m.outputs({m.node("RMSNormalization", {x, s}, {NewAttr::Int("axis", axis), NewAttr::Float("epsilon", 1e-3f)})});
       rt::Tensor xin = rt::cast(test::make<float>(DType::Float, {2, 3, 8}, xv), xt);
-      rt::Tensor sin = rt::cast(test::make<float>(DType::Float, axis == -1 ? std::vector<int64_t>{8} : std::vector<int64_t>{3, 8}, scale), st);
+      rt::Tensor sin = rt::cast(
+          test::make<float>(DType::Float, axis == -1 ? std::vector<int64_t>{8} : std::vector<int64_t>{3, 8}, scale),
+          st);
       rt::Session sess(m.model());
       auto y = sess.run({xin, sin});
       EXPECT_EQ(y[0].dtype, st) << "Y takes the scale's type";
@@ -608,7 +626,8 @@ TEST(LayerNormalization17, Float16StatsAreFloat) {
     const double is = 1 / std::sqrt(var + 1e-5);
     mean.push_back(mu);
     inv.push_back(is);
-    for (int64_t i = 0; i < 8; ++i) want.push_back((xin.get_f64(r * 8 + i) - mu) * is * sin.get_f64(i) + bin.get_f64(i));
+    for (int64_t i = 0; i < 8; ++i)
+      want.push_back((xin.get_f64(r * 8 + i) - mu) * is * sin.get_f64(i) + bin.get_f64(i));
   }
   EXPECT_TRUE(near(want, y[0], 2e-3, 2e-3));
   EXPECT_TRUE(near(mean, y[1], 1e-6, 1e-6));
@@ -638,7 +657,8 @@ namespace {
 
 // Saves the model (types inferred, as ORT wants them on the outputs), runs it in ORT and in our
 // runtime, and compares every output: |ours - ort| <= 1e-5 + 1e-4 |ort|.
-void agree_with_ort(GraphBuilder& m, const std::vector<std::pair<std::string, rt::Tensor>>& feeds, const std::string& tag) {
+void agree_with_ort(GraphBuilder& m, const std::vector<std::pair<std::string, rt::Tensor>>& feeds,
+                    const std::string& tag) {
   SCOPED_TRACE(tag);
   infer_shapes(m.model());
   const auto path = test::temp_dir("ort_" + tag) / (tag + ".onnx");
@@ -705,8 +725,9 @@ TEST(TransformerOpsVsOrt, RotaryNormsGeluSwish) {
   for (const RopeCase& c : rope_cases()) {
     RopeModel r;
     build_rope(r, c, seed += 5);
-    agree_with_ort(r.m, r.feeds, "rope_" + std::to_string(c.three_d) + std::to_string(c.interleaved) +
-                                     std::to_string(c.with_pos) + std::to_string(c.rot));
+    agree_with_ort(r.m, r.feeds,
+                   "rope_" + std::to_string(c.three_d) + std::to_string(c.interleaved) + std::to_string(c.with_pos) +
+                       std::to_string(c.rot));
   }
   {
     GraphBuilder m(23);
@@ -791,8 +812,8 @@ TEST(TransformerOpsFusion, SplitIntoAttentionReadsQkvInPlace) {
     SCOPED_TRACE(c.name);
     GraphBuilder m(c.past ? 24 : 23);
     const int64_t width = (c.Hq + 2 * c.Hkv) * c.D + (c.num_outputs ? 1 : 0);
-    std::vector<int64_t> xs = c.four_d ? std::vector<int64_t>{c.B, c.Hq, c.S, 3 * c.D}
-                                       : std::vector<int64_t>{c.B, c.S, width};
+    std::vector<int64_t> xs =
+        c.four_d ? std::vector<int64_t>{c.B, c.Hq, c.S, 3 * c.D} : std::vector<int64_t>{c.B, c.S, width};
     if (c.axis == 1) xs = {c.B, 3 * c.S, c.Hq * c.D};
     std::vector<std::pair<std::string, rt::Tensor>> feeds;
     auto feed = [&](const std::string& name, const std::vector<int64_t>& shape, float sd) {

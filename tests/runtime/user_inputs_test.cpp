@@ -108,20 +108,21 @@ TEST(UserInputs, NpyGivenOnceFeedsEverySeedAndGivenTwiceMakesTwoSets) {
   rt::write_npy(dir / "a.npy", floats({1, 5}, 1.f));
   rt::write_npy(dir / "b.npy", floats({1, 7}, 3.f));
   rt::write_npy(dir / "n.npy", scalar_i64(4));
-  auto once = f.inputs({.specs = {"x=" + (dir / "a.npy").string(), "n=" + (dir / "n.npy").string()}, .values = {}, .arrays = {}});
+  auto once = f.inputs(
+      {.specs = {"x=" + (dir / "a.npy").string(), "n=" + (dir / "n.npy").string()}, .values = {}, .arrays = {}});
   EXPECT_EQ(once.sets(), 0u);
   for (uint64_t seed : {0, 5}) {
     auto in = once.make(seed, seed);
     EXPECT_EQ(in[0].shape, (rt::Shape{1, 5}));
     EXPECT_FLOAT_EQ(f.session.run(in)[0].ptr<float>()[0], 6.f);  // 1 * 2 + 4
   }
-  auto twice = f.inputs({.specs = {"x=" + (dir / "a.npy").string(), "x=" + (dir / "b.npy").string()}, .values = {"n=10"},
-                         .arrays = {}});
+  auto twice = f.inputs(
+      {.specs = {"x=" + (dir / "a.npy").string(), "x=" + (dir / "b.npy").string()}, .values = {"n=10"}, .arrays = {}});
   ASSERT_EQ(twice.sets(), 2u);
   EXPECT_EQ(twice.make(0, 0)[0].shape, (rt::Shape{1, 5}));
   EXPECT_EQ(twice.make(1, 1)[0].shape, (rt::Shape{1, 7}));  // each set sizes its own dims
-  EXPECT_FLOAT_EQ(f.first_y(twice, 1, 1), 16.f);             // 3 * 2 + 10 (--input-value on every seed)
-  auto generated = twice.make(2, 2);                          // past the sets: generated, the constant kept
+  EXPECT_FLOAT_EQ(f.first_y(twice, 1, 1), 16.f);            // 3 * 2 + 10 (--input-value on every seed)
+  auto generated = twice.make(2, 2);                        // past the sets: generated, the constant kept
   EXPECT_EQ(generated[0].shape, (rt::Shape{1, rt::kDefaultSequence}));
   EXPECT_EQ(generated[1].get_i64(0), 10);
 }
@@ -132,7 +133,8 @@ TEST(UserInputs, NpzArchivesStoredAndDeflatedAreInputSets) {
   const std::string x = npy_bytes(dir / "t.npy", floats({1, 4}, 1.5f)), n = npy_bytes(dir / "t.npy", scalar_i64(2));
   write_npz(dir / "stored.npz", {{"x.npy", x}, {"n.npy", n}}, false);
   write_npz(dir / "deflated.npz", {{"arr_0.npy", x}}, true);  // np.savez(a): positional names
-  auto in = f.inputs({.specs = {(dir / "stored.npz").string(), (dir / "deflated.npz").string()}, .values = {}, .arrays = {}});
+  auto in =
+      f.inputs({.specs = {(dir / "stored.npz").string(), (dir / "deflated.npz").string()}, .values = {}, .arrays = {}});
   ASSERT_EQ(in.sets(), 2u);
   EXPECT_FLOAT_EQ(f.first_y(in, 0, 0), 5.f);  // 1.5 * 2 + 2
   auto second = in.make(1, 1);
@@ -145,8 +147,10 @@ TEST(UserInputs, BackendTestDataFoldersGiveOneSetPerDataSet) {
   auto dir = test::temp_dir("user_inputs_pb");
   for (int k = 0; k < 2; ++k) {
     fs::create_directories(dir / ("test_data_set_" + std::to_string(k)));
-    write_pb(dir / ("test_data_set_" + std::to_string(k)) / "input_0.pb", "x", floats({1, 3 + k}, static_cast<float>(k)));
-    write_pb(dir / ("test_data_set_" + std::to_string(k)) / "input_1.pb", "", scalar_i64(5 + k));  // nameless: by position
+    write_pb(dir / ("test_data_set_" + std::to_string(k)) / "input_0.pb", "x",
+             floats({1, 3 + k}, static_cast<float>(k)));
+    write_pb(dir / ("test_data_set_" + std::to_string(k)) / "input_1.pb", "",
+             scalar_i64(5 + k));  // nameless: by position
   }
   auto in = f.inputs({.specs = {dir.string()}, .values = {}, .arrays = {}});
   ASSERT_EQ(in.sets(), 2u);
@@ -199,9 +203,7 @@ TEST(UserInputs, MalformedAndNonRegularFilesAreOneLineErrorsNamingTheFile) {
     const std::string msg = spec_error(c.spec, &file);
     EXPECT_NE(msg.find(c.says), std::string::npos) << c.spec << ": " << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    if (c.says != "no error") {
-      EXPECT_FALSE(file.empty()) << msg;
-    }
+    if (c.says != "no error") { EXPECT_FALSE(file.empty()) << msg; }
   }
   EXPECT_NE(spec_error("x=" + (dir / "t.npz").string()).find("is a whole input set"), std::string::npos);
   EXPECT_NE(spec_error("y=" + (dir / "t.npy").string()).find("the model has no input 'y'"), std::string::npos);
@@ -247,9 +249,7 @@ TEST(UserInputs, GeneratedInputsFollowHowTheGraphUsesThem) {
     const int64_t len = in[2].get_i64(0);
     EXPECT_GE(len, 1);
     EXPECT_LE(len, rt::kDefaultSequence);
-    if (seed == 0) {
-      EXPECT_EQ(len, rt::kDefaultSequence);
-    }
+    if (seed == 0) { EXPECT_EQ(len, rt::kDefaultSequence); }
     auto out = s.run(in);
     EXPECT_EQ(out[3].shape, (rt::Shape{1, len}));
   }
@@ -265,15 +265,16 @@ TEST(UserInputs, ComparedConstantsAreFoundInsideIfBodies) {
   ValueId flag = b.input("flag", {}, DType::Bool);
   ValueId y = g.add_value(intern("y"));
   const GraphId then_id(static_cast<uint32_t>(b.m->graph_count())), else_id(then_id.index() + 1);
-  NodeId node = g.add_node(intern("If"), Sym{}, intern("if_node"), std::vector<ValueId>{flag}, std::vector<ValueId>{y},
-                           std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
+  NodeId node =
+      g.add_node(intern("If"), Sym{}, intern("if_node"), std::vector<ValueId>{flag}, std::vector<ValueId>{y},
+                 std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
   for (int64_t rate : {16000, 8000}) {
     Graph& body = b.m->graph(b.m->add_graph(g.id(), node));
     ValueId c = body.add_capture(intern("sr"), sr);
     const std::string k_name = "k" + std::to_string(rate);
     ValueId k = body.add_value(intern(k_name));
     body.set_initializer(k, b.m->tensors.add_owned(intern(k_name), DType::Int64, std::span<const int64_t>{},
-                                                    std::as_bytes(std::span<const int64_t>(&rate, 1))));
+                                                   std::as_bytes(std::span<const int64_t>(&rate, 1))));
     ValueId out = body.add_value(intern("eq" + std::to_string(rate)));
     body.add_node(intern("Equal"), Sym{}, intern("eq_node" + std::to_string(rate)), std::vector<ValueId>{c, k},
                   std::vector<ValueId>{out}, {});

@@ -32,9 +32,9 @@ const std::vector<std::pair<Dims, Dims>>& shape_pairs() {
       {{0, 3}, {3}},                 // zero-size
       {{2, 0}, {2, 1}},              // zero-size broadcast
       {{3, 1, 7}, {3, 5, 7}},
-      {{130, 1000}, {1000}},         // large: parallel over rows
+      {{130, 1000}, {1000}},  // large: parallel over rows
       {{1000, 130}, {1000, 1}},
-      {{3, 70001}, {1}},             // large inner span
+      {{3, 70001}, {1}},  // large inner span
       {{70001}, {70001}},
   };
   return pairs;
@@ -70,11 +70,11 @@ TEST_P(Binary, Pow) {
     expect_close(got, want, 1e-30f, 4e-6f, "pow " + dims_str(as) + " ^ " + dims_str(bs));
   }
   // Integer exponents of negative bases, and the constant exponents with shortcuts.
-  const std::vector<float> base = {-2.f, -1.5f, -0.f, 0.f, 3.f, 0.25f, -INFINITY,
-                                   INFINITY, NAN, 1e-20f, 7.f, 1.f, -1.f};
+  const std::vector<float> base = {-2.f,     -1.5f, -0.f,   0.f, 3.f, 0.25f, -INFINITY,
+                                   INFINITY, NAN,   1e-20f, 7.f, 1.f, -1.f};
   const Dims n = {static_cast<std::int64_t>(base.size())};
   // Every base with every exponent through the general (vector exponent) path.
-  const std::vector<float> exps = {2.f, 3.f, 0.5f, 1.f, -1.f, 0.f, -2.f,
+  const std::vector<float> exps = {2.f,  3.f, 0.5f, 1.f,   -1.f,     0.f,       -2.f,
                                    -3.f, 4.f, 1.5f, -0.5f, INFINITY, -INFINITY, NAN};
   const Dims bcol = {n[0], 1}, erow = {1, static_cast<std::int64_t>(exps.size())};
   std::vector<float> table(base.size() * exps.size()), expect(table.size());
@@ -98,8 +98,7 @@ TEST_P(Binary, MaxMinPropagateNaN) {
   for (BinaryOp op : {BinaryOp::Max, BinaryOp::Min}) {
     std::vector<float> y(a.size());
     binary(op, s, a.data(), s, b.data(), y.data());
-    for (std::size_t i = 0; i < a.size(); ++i)
-      EXPECT_EQ(std::isnan(y[i]), std::isnan(a[i]) || std::isnan(b[i])) << i;
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(std::isnan(y[i]), std::isnan(a[i]) || std::isnan(b[i])) << i;
     // A NaN scalar on either side poisons everything.
     binary(op, s, a.data(), {}, &nan, y.data());
     for (float v : y) EXPECT_TRUE(std::isnan(v));
@@ -128,8 +127,8 @@ void check_ints(unsigned seed) {
     // Overflow, INT_MIN / -1 and division by zero must neither trap nor differ.
     if (a.size() > 3) a[0] = lo, a[1] = hi, a[2] = lo;
     if (b.size() > 3) b[0] = -1, b[1] = 2, b[2] = 0;
-    for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min,
-                        BinaryOp::Pow}) {
+    for (BinaryOp op :
+         {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min, BinaryOp::Pow}) {
       if (op == BinaryOp::Pow)
         for (T& v : b) v = static_cast<T>(v % 5);
       std::vector<T> got(static_cast<std::size_t>(product(ys))), want(got.size());

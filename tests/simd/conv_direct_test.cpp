@@ -50,8 +50,7 @@ void check(const ConvParams& p, const Unary& act, bool with_bias, bool accumulat
   expect_close(got, want, tol,
                "direct N" + std::to_string(p.batch) + " C" + std::to_string(p.in_channels) + " M" +
                    std::to_string(p.out_channels) + " " + std::to_string(p.in[0]) + "x" + std::to_string(p.in[1]) +
-                   " s" + std::to_string(p.stride[0]) +
-                   (accumulate ? " accumulate" : ""));
+                   " s" + std::to_string(p.stride[0]) + (accumulate ? " accumulate" : ""));
 }
 
 class ConvDirect : public SimdTest {};
@@ -85,8 +84,7 @@ TEST_P(ConvDirect, SmallMapsEveryHeightAndWidth) {
   for (std::int64_t s : {1, 2})
     for (std::int64_t h = 1; h <= 16; ++h)
       for (std::int64_t w = 1; w <= 16; ++w)
-        check(conv3x3(1, 5, 32, h, w, s), (h + w) % 2 ? Unary::relu() : Unary::none(), w % 3 != 0, h % 4 == 3,
-              seed++);
+        check(conv3x3(1, 5, 32, h, w, s), (h + w) % 2 ? Unary::relu() : Unary::none(), w % 3 != 0, h % 4 == 3, seed++);
   for (std::int64_t w : {25, 26, 27, 28})  // stride-2 widths around 13 / 14 outputs
     check(conv3x3(1, 5, 32, 9, w, 2), Unary::relu(), true, false, seed++);
 }

@@ -25,8 +25,8 @@ std::vector<float> to_nhwc(const std::vector<float>& v, std::int64_t n, std::int
   std::vector<float> out(v.size());
   for (std::int64_t b = 0; b < n; ++b)
     for (std::int64_t ch = 0; ch < c; ++ch)
-      for (std::int64_t i = 0; i < hw; ++i) out[static_cast<std::size_t>((b * hw + i) * c + ch)] =
-          v[static_cast<std::size_t>((b * c + ch) * hw + i)];
+      for (std::int64_t i = 0; i < hw; ++i)
+        out[static_cast<std::size_t>((b * hw + i) * c + ch)] = v[static_cast<std::size_t>((b * c + ch) * hw + i)];
   return out;
 }
 
@@ -38,7 +38,8 @@ void expected_nhwc(const ConvParams& p, const Data& d, const Unary& act, bool wi
   for (std::int64_t b = 0; b < n; ++b)  // the residual back to NCHW for the reference
     for (std::int64_t c = 0; c < m; ++c)
       for (std::int64_t i = 0; i < ohw; ++i)
-        nchw.res[static_cast<std::size_t>((b * m + c) * ohw + i)] = d.res[static_cast<std::size_t>((b * ohw + i) * m + c)];
+        nchw.res[static_cast<std::size_t>((b * m + c) * ohw + i)] =
+            d.res[static_cast<std::size_t>((b * ohw + i) * m + c)];
   expected(p, nchw, act, with_bias, accumulate, want, tol);
   want = to_nhwc(want, n, m, ohw);
   tol = to_nhwc(tol, n, m, ohw);
@@ -59,8 +60,9 @@ void check(const Shape& s, const Unary& act, bool with_bias, bool accumulate, bo
   const std::vector<float> got = run(p, d, w, act, with_bias, accumulate, x_nchw);
   std::vector<float> want, tol;
   expected_nhwc(p, d, act, with_bias, accumulate, want, tol);
-  expect_close(got, want, tol,
-               describe(p) + (accumulate ? " accumulate" : "") + (x_nchw ? " x_nchw" : "") + (with_bias ? " bias" : ""));
+  expect_close(
+      got, want, tol,
+      describe(p) + (accumulate ? " accumulate" : "") + (x_nchw ? " x_nchw" : "") + (with_bias ? " bias" : ""));
 }
 
 class ConvNhwc : public SimdTest {};
@@ -76,8 +78,8 @@ TEST_P(ConvNhwc, KernelsStridesDilationPads) {
       check({1, 7, 20, 13, 17, k, k, s, s, k / 2, k / 2, k / 2, k / 2}, Unary::relu(), true, false, false, seed++);
       check({1, 16, 49, 12, 15, k, k, s, s, 0, k - 1, k / 2, 1}, Unary::none(), false, false, false, seed++);
     }
-  check({1, 16, 33, 8, 10, 1, 3, 1, 1, 0, 1, 0, 1}, Unary::relu(), true, false, false, seed++);   // 1x3
-  check({1, 5, 17, 9, 12, 3, 1, 2, 1, 1, 0, 2, 0}, Unary::relu(), true, false, false, seed++);    // 3x1
+  check({1, 16, 33, 8, 10, 1, 3, 1, 1, 0, 1, 0, 1}, Unary::relu(), true, false, false, seed++);        // 1x3
+  check({1, 5, 17, 9, 12, 3, 1, 2, 1, 1, 0, 2, 0}, Unary::relu(), true, false, false, seed++);         // 3x1
   check({1, 7, 30, 11, 13, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2}, Unary::relu(), true, false, false, seed++);  // dilation 2
   check({1, 9, 30, 14, 13, 3, 5, 2, 1, 3, 0, 1, 4, 2, 3}, Unary::none(), true, false, false, seed++);
   // Padding wider than the kernel reads: whole output rows of zeros plus bias.
@@ -152,9 +154,10 @@ TEST_P(ConvNhwc, StemsReadingNchwInput) {
 }
 
 TEST_P(ConvNhwc, SameBitsAtEveryThreadCount) {
-  for (const Shape& s : {Shape{2, 64, 130, 17, 19, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 520, 100, 9, 14, 3, 3, 2, 2, 1, 1, 1, 1},
-                         Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}, Shape{2, 520, 128, 9, 13, 1, 1, 1, 1, 0, 0, 0, 0},
-                         Shape{2, 100, 64, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1}})
+  for (const Shape& s :
+       {Shape{2, 64, 130, 17, 19, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 520, 100, 9, 14, 3, 3, 2, 2, 1, 1, 1, 1},
+        Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}, Shape{2, 520, 128, 9, 13, 1, 1, 1, 1, 0, 0, 0, 0},
+        Shape{2, 100, 64, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1}})
     for (bool acc : {false, true}) {
       const ConvParams p = params(s);
       const Data d = make_data(p, 500);
@@ -215,8 +218,16 @@ TEST_P(ConvNhwc, InvalidArguments) {
 
   const ConvNhwcWeights w = pack_conv_weights_nhwc(p, d.w.data());
   for (auto change : {+[](ConvParams& q) { q.in_channels = 4; }, +[](ConvParams& q) { q.out_channels = 9; },
-                      +[](ConvParams& q) { q.stride = {2, 2, 1}; }, +[](ConvParams& q) { q.kernel = {1, 1, 1}; },
-                      +[](ConvParams& q) { q.pad_begin = {0, 0, 0}; }, +[](ConvParams& q) { q.group = 2; }}) {
+                      +[](ConvParams& q) {
+                        q.stride = {2, 2, 1};
+                      },
+                      +[](ConvParams& q) {
+                        q.kernel = {1, 1, 1};
+                      },
+                      +[](ConvParams& q) {
+                        q.pad_begin = {0, 0, 0};
+                      },
+                      +[](ConvParams& q) { q.group = 2; }}) {
     ConvParams q = p;
     change(q);
     EXPECT_THROW(conv_nhwc(q, d.x.data(), false, w, nullptr, y.data()), std::invalid_argument) << describe(q);
@@ -242,7 +253,8 @@ TEST_P(ConvNhwc, InvalidArguments) {
 TEST(ConvNhwcIsa, WeightsKeepTheirIsaLevel) {
   const Isa saved = active_isa_level();
   const std::vector<Isa> isas = available_isas();
-  for (const Shape& s : {Shape{1, 40, 50, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 40, 50, 9, 8, 1, 1, 1, 1, 0, 0, 0, 0}})
+  for (const Shape& s :
+       {Shape{1, 40, 50, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 40, 50, 9, 8, 1, 1, 1, 1, 0, 0, 0, 0}})
     for (Isa pack_isa : isas) {
       const ConvParams p = params(s);
       const Data d = make_data(p, 800);

@@ -69,8 +69,10 @@ void run(const ConvParams& p, const Unary& act, bool with_bias, unsigned seed) {
   }
   for (bool use_packed : {false, true}) {
     got = res;
-    if (use_packed) conv_packed(p, x.data(), packed, bias, got.data(), act, true);
-    else conv(p, x.data(), w.data(), bias, got.data(), act, true);
+    if (use_packed)
+      conv_packed(p, x.data(), packed, bias, got.data(), act, true);
+    else
+      conv(p, x.data(), w.data(), bias, got.data(), act, true);
     expect_close(got, want_acc, tol_acc, what + (use_packed ? " (packed, accumulate)" : " (accumulate)"));
   }
 }
@@ -106,9 +108,9 @@ TEST_P(Conv, NonSquareKernelsAndOddPads) {
   unsigned seed = 100;
   run(conv2d(1, 5, 7, 1, 13, 6, 1, 3, 1, 1, {0, 1, 0, 1}), Unary::none(), true, seed++);
   run(conv2d(1, 5, 7, 1, 6, 13, 3, 1, 2, 1, {2, 0, 1, 0}), Unary::none(), false, seed++);
-  run(conv2d(2, 3, 4, 1, 7, 7, 7, 7, 2, 1, {3, 3, 3, 3}), Unary::none(), true, seed++);  // ResNet stem shape
-  run(conv2d(1, 2, 3, 1, 1, 1, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::none(), true, seed++);  // 1x1 input, all padding
-  run(conv2d(1, 4, 4, 1, 9, 9, 3, 3, 1, 3, {0, 0, 0, 0}), Unary::none(), true, seed++);  // dilation 3
+  run(conv2d(2, 3, 4, 1, 7, 7, 7, 7, 2, 1, {3, 3, 3, 3}), Unary::none(), true, seed++);   // ResNet stem shape
+  run(conv2d(1, 2, 3, 1, 1, 1, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::none(), true, seed++);   // 1x1 input, all padding
+  run(conv2d(1, 4, 4, 1, 9, 9, 3, 3, 1, 3, {0, 0, 0, 0}), Unary::none(), true, seed++);   // dilation 3
   run(conv2d(1, 3, 5, 1, 5, 40, 2, 3, 1, 1, {0, 0, 0, 0}), Unary::none(), true, seed++);  // long rows: runs
 }
 
@@ -130,8 +132,8 @@ TEST_P(Conv, Depthwise) {
             run(conv2d(2, 8, 8 * mult, 8, 9, w, k, k, s, d, pads), Unary::relu(), true, seed++);
           }
   run(conv2d(1, 32, 32, 32, 112, 112, 3, 3, 1, 1, {1, 1, 1, 1}), Unary::clip(0.f, 6.f), true, seed++);  // MobileNet
-  run(conv2d(1, 4, 4, 4, 5, 5, 7, 1, 1, 1, {3, 0, 3, 0}), Unary::none(), false, seed++);  // kernel taller than input
-  run(conv2d(1, 6, 6, 6, 13, 17, 3, 3, 3, 1, {1, 2, 0, 1}), Unary::none(), true, seed++);  // stride 3
+  run(conv2d(1, 4, 4, 4, 5, 5, 7, 1, 1, 1, {3, 0, 3, 0}), Unary::none(), false, seed++);    // kernel taller than input
+  run(conv2d(1, 6, 6, 6, 13, 17, 3, 3, 3, 1, {1, 2, 0, 1}), Unary::none(), true, seed++);   // stride 3
   run(conv2d(1, 6, 12, 6, 16, 23, 5, 5, 4, 2, {0, 3, 2, 0}), Unary::none(), true, seed++);  // stride 4, dilation 2
 }
 
@@ -200,7 +202,7 @@ TEST_P(Conv, LateStageShapesPreferPackedWeights) {
   unsigned seed = 600;
   EXPECT_TRUE(conv_prefers_packed(conv2d(1, 512, 2048, 1, 7, 7, 1, 1, 1, 1, {0, 0, 0, 0})));
   EXPECT_FALSE(conv_prefers_packed(conv2d(1, 64, 64, 1, 56, 56, 3, 3, 1, 1, {1, 1, 1, 1})));
-  EXPECT_FALSE(conv_prefers_packed(conv2d(1, 64, 64, 64, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1})));  // depthwise
+  EXPECT_FALSE(conv_prefers_packed(conv2d(1, 64, 64, 64, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1})));    // depthwise
   EXPECT_TRUE(conv_prefers_packed(conv2d(1, 512, 512, 1, 7, 7, 3, 3, 1, 1, {1, 1, 1, 1})));    // 3x3 at 7x7
   EXPECT_TRUE(conv_prefers_packed(conv2d(1, 512, 512, 1, 14, 14, 3, 3, 2, 1, {1, 1, 1, 1})));  // to 7x7
   EXPECT_TRUE(conv_prefers_packed(conv2d(1, 1024, 2048, 1, 14, 14, 1, 1, 2, 1, {0, 0, 0, 0})));
@@ -253,8 +255,10 @@ TEST_P(Conv, SameBitsAtEveryThreadCount) {
       for (int v = 0; v < 4; ++v) {
         const bool use_packed = v % 2 == 1, acc = v >= 2;
         got[v] = acc ? res : std::vector<float>(res.size(), 0.f);
-        if (use_packed) conv_packed(p, x.data(), packed, b.data(), got[v].data(), Unary::relu(), acc);
-        else conv(p, x.data(), w.data(), b.data(), got[v].data(), Unary::relu(), acc);
+        if (use_packed)
+          conv_packed(p, x.data(), packed, b.data(), got[v].data(), Unary::relu(), acc);
+        else
+          conv(p, x.data(), w.data(), b.data(), got[v].data(), Unary::relu(), acc);
         if (threads == 1) {
           want[v] = got[v];
           continue;
@@ -277,7 +281,7 @@ TEST_P(Conv, StridedPhasePlanes) {
   run(conv2d(2, 6, 10, 2, 33, 31, 3, 3, 2, 1, {0, 1, 2, 0}), Unary::none(), true, seed++);
   run(conv2d(1, 5, 7, 1, 40, 41, 5, 5, 3, 2, {2, 1, 0, 3}), Unary::relu(), false, seed++);
   run(conv2d(1, 3, 12, 1, 32, 48, 4, 4, 4, 1, {0, 0, 0, 0}), Unary::none(), true, seed++);  // patches
-  run(conv2d(1, 8, 9, 1, 30, 30, 1, 1, 2, 1, {1, 1, 0, 1}), Unary::none(), true, seed++);  // 1x1 padded
+  run(conv2d(1, 8, 9, 1, 30, 30, 1, 1, 2, 1, {1, 1, 0, 1}), Unary::none(), true, seed++);   // 1x1 padded
   ConvParams p = conv2d(1, 7, 11, 1, 23, 37, 3, 5, 1, 1, {1, 2, 1, 2});
   p.stride = {1, 2, 1};
   run(p, Unary::relu(), true, seed++);

@@ -266,8 +266,8 @@ TEST_P(Gemm, PackedBSurvivesIsaSwitch) {
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));
     gemm_packed(false, M, 1.f, a.data(), K, packed, 0.f, got.data(), N);
-    expect_close(got, want, 1e-4f, 1e-5f, std::string("packed under ") + isa_name(GetParam()) + ", run under " +
-                                              isa_name(isa));
+    expect_close(got, want, 1e-4f, 1e-5f,
+                 std::string("packed under ") + isa_name(GetParam()) + ", run under " + isa_name(isa));
   }
 }
 
@@ -287,8 +287,7 @@ TEST_P(Gemm, BatchedStrided) {
   const auto bias = random_floats(M, 3);
   const Epilogue ep{Bias::PerRow, bias.data(), Unary::none()};
   std::vector<float> got(batch * M * N), want(batch * M * N);
-  gemm_batched(batch, true, false, M, N, K, 1.f, a.data(), M, b.data(), N, 0.f, got.data(), N, {M * K, 0, M * N},
-               ep);
+  gemm_batched(batch, true, false, M, N, K, 1.f, a.data(), M, b.data(), N, 0.f, got.data(), N, {M * K, 0, M * N}, ep);
   for (std::size_t i = 0; i < batch; ++i)
     ref::gemm(true, false, M, N, K, 1.f, a.data() + i * M * K, M, b.data(), N, 0.f, want.data() + i * M * N, N, ep);
   expect_close(got, want, 1e-5f, 1e-5f, "batched, transposed A");
@@ -342,9 +341,9 @@ TEST_P(Gemm, MatMulBroadcasting) {
 TEST_P(Gemm, RejectsBadArguments) {
   std::vector<float> a(16), b(16), c(16);
   EXPECT_THROW(gemm(false, false, 2, 2, 4, 1.f, a.data(), 3, b.data(), 2, 0.f, c.data(), 2), std::invalid_argument);
-  EXPECT_THROW(gemm(false, false, 2, 2, 2, 1.f, a.data(), 2, b.data(), 2, 0.f, c.data(), 2,
-                    Epilogue{Bias::PerCol, nullptr, {}}),
-               std::invalid_argument);
+  EXPECT_THROW(
+      gemm(false, false, 2, 2, 2, 1.f, a.data(), 2, b.data(), 2, 0.f, c.data(), 2, Epilogue{Bias::PerCol, nullptr, {}}),
+      std::invalid_argument);
   EXPECT_THROW(gemm_packed(false, 2, 1.f, a.data(), 2, PackedB{}, 0.f, c.data(), 2), std::invalid_argument);
 }
 

@@ -66,8 +66,12 @@ TEST_F(Int8GemmTest, ExactAtEveryIsaLevel) {
       for (bool bs : {false, true})
         for (bool tb : {false, true})
           for (bool pc : {false, true})
-            for (auto [M, N, K] : {std::array<std::size_t, 3>{1, 1, 1}, {5, 17, 3}, {9, 33, 7}, {8, 32, 64},
-                                   {13, 47, 130}, {70, 65, 300}})
+            for (auto [M, N, K] : {std::array<std::size_t, 3>{1, 1, 1},
+                                   {5, 17, 3},
+                                   {9, 33, 7},
+                                   {8, 32, 64},
+                                   {13, 47, 130},
+                                   {70, 65, 300}})
               for (int fill : {0, 1, 2}) check({M, N, K, as, bs, tb, pc, fill}, rng);
   }
   EXPECT_GE(levels, 1);
@@ -86,12 +90,8 @@ TEST_F(Int8GemmTest, ExactThreadedLargeK) {
 TEST_F(Int8GemmTest, KernelFollowsIsaLevel) {
   ASSERT_TRUE(set_isa(Isa::Sse));
   EXPECT_EQ(active_int8_kernel(), Int8Kernel::Scalar);
-  if (set_isa(Isa::Avx2)) {
-    EXPECT_EQ(active_int8_kernel(), Int8Kernel::Avx2);
-  }
-  if (set_isa(Isa::Avx512)) {
-    EXPECT_EQ(active_int8_kernel(), cpu_has_vnni() ? Int8Kernel::Vnni : Int8Kernel::Avx2);
-  }
+  if (set_isa(Isa::Avx2)) { EXPECT_EQ(active_int8_kernel(), Int8Kernel::Avx2); }
+  if (set_isa(Isa::Avx512)) { EXPECT_EQ(active_int8_kernel(), cpu_has_vnni() ? Int8Kernel::Vnni : Int8Kernel::Avx2); }
 }
 
 // ---- conv8_nd: the weights-broadcast conv against an int64 direct convolution ----------------
@@ -107,9 +107,7 @@ struct ConvCase {
   int fill;  // 0 random, 1 extremes (x max, w min), 2 extremes with zero points at the far end
 };
 
-Conv8Shape shape_of(const ConvCase& c) {
-  return {c.C, c.in, c.kernel, c.pad_begin, c.pad_end, c.dilation, c.stride};
-}
+Conv8Shape shape_of(const ConvCase& c) { return {c.C, c.in, c.kernel, c.pad_begin, c.pad_end, c.dilation, c.stride}; }
 
 // y[m][od][oh][ow] = sum (x - zx) * (w - zw[m]) over the window (padding = zx, contributes 0),
 // int64, written from the definition (no phases, no padded copy).
@@ -198,11 +196,13 @@ void check_conv(const ConvCase& c, std::mt19937& rng, bool parallel = false) {
   }
   // float: float(acc) * mult[m] + bias[m], then Relu / Clip, each rounding as the unfused graph.
   std::vector<float> mult(c.M), bias(c.M);
-  for (std::size_t m = 0; m < c.M; ++m) mult[m] = 1e-3f * static_cast<float>(m + 1), bias[m] = 0.37f * (static_cast<float>(m) - 2.f);
+  for (std::size_t m = 0; m < c.M; ++m)
+    mult[m] = 1e-3f * static_cast<float>(m + 1), bias[m] = 0.37f * (static_cast<float>(m) - 2.f);
   for (const Unary act : {Unary{}, Unary::relu(), Unary::clip(-0.5f, 3.f)}) {
     std::vector<float> gf(c.M * P, -99.f);
     Conv8Output of;
-    of.f32 = gf.data(), of.ld = P, of.mult = mult.data(), of.mult_count = c.M, of.bias = bias.data(), of.bias_count = c.M;
+    of.f32 = gf.data(), of.ld = P, of.mult = mult.data(), of.mult_count = c.M, of.bias = bias.data(),
+    of.bias_count = c.M;
     of.act = act;
     conv8_nd(s, x.data(), c.x_signed, zx, pw, of, parallel);
     for (std::size_t m = 0; m < c.M; ++m)
@@ -250,7 +250,8 @@ void check_conv(const ConvCase& c, std::mt19937& rng, bool parallel = false) {
           ASSERT_EQ(got_q, want_q) << what << " q8 signed=" << q_signed << " per_m=" << per_m << " at m=" << m
                                    << " p=" << p << " acc=" << acc;
         }
-        for (std::size_t p = P; p < qld; ++p) ASSERT_EQ(gq[m * qld + p], 0xA5) << what << " q8 wrote past channel " << m;
+        for (std::size_t p = P; p < qld; ++p)
+          ASSERT_EQ(gq[m * qld + p], 0xA5) << what << " q8 wrote past channel " << m;
       }
     }
 }
@@ -285,9 +286,9 @@ std::vector<ConvCase> conv_shapes() {
       conv2d(8, 16, 12, 70, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2),   // 36-wide phases: vector deinterleave
       conv2d(3, 4, 3, 4, 5, 5, 2, 2, 2, 2, 1, 1, 2, 2),      // kernel past the image, pads only
       {6, 11, {1, 1, 40}, {1, 1, 5}, {0, 0, 2}, {0, 0, 2}, {1, 1, 1}, {1, 1, 2}, false, false, false, 0},  // 1-D s2
-      {7, 3, {1, 1, 50}, {1, 1, 3}, {0, 0, 0}, {0, 0, 0}, {1, 1, 3}, {1, 1, 1}, false, false, false, 0},  // 1-D d3
-      {3, 10, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},  // 3-D
-      {4, 8, {6, 9, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 2, 2}, false, false, false, 0},  // video
+      {7, 3, {1, 1, 50}, {1, 1, 3}, {0, 0, 0}, {0, 0, 0}, {1, 1, 3}, {1, 1, 1}, false, false, false, 0},   // 1-D d3
+      {3, 10, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},   // 3-D
+      {4, 8, {6, 9, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 2, 2}, false, false, false, 0},   // video
       {2, 5, {7, 8, 9}, {2, 3, 2}, {1, 0, 1}, {0, 1, 0}, {2, 1, 1}, {2, 2, 2}, false, false, false, 0},
       {5, 6, {4, 5, 6}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},  // 3-D 1x1x1
   };
@@ -311,10 +312,14 @@ TEST_F(Int8GemmTest, Conv8ExactAtEveryIsaLevel) {
           }
     // Threaded, many panels, K = 576 (ResNet's 64-channel 3x3), at stride 1 and 2; a small plane
     // with many channels (one block of positions: the channel panels split over threads).
-    check_conv({64, 24, {1, 20, 28}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0}, rng, true);
-    check_conv({64, 24, {1, 41, 57}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 2, 2}, true, true, true, 0}, rng, true);
-    check_conv({48, 200, {1, 7, 7}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, true, true, 0}, rng, true);
-    check_conv({48, 200, {1, 7, 7}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, false, false, 2}, rng, true);
+    check_conv({64, 24, {1, 20, 28}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},
+               rng, true);
+    check_conv({64, 24, {1, 41, 57}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 2, 2}, true, true, true, 0}, rng,
+               true);
+    check_conv({48, 200, {1, 7, 7}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, true, true, 0}, rng,
+               true);
+    check_conv({48, 200, {1, 7, 7}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, false, false, 2}, rng,
+               true);
   }
   EXPECT_GT(q8_stats.ties, 0u);
   EXPECT_GT(q8_stats.saturated, 0u);
@@ -348,7 +353,8 @@ FloatInput float_input(std::size_t n, int kind, std::mt19937& rng) {
   for (std::size_t i = 0; i < n; ++i) {
     f.x[i] = kind == 2 ? 1.75f : kind == 3 ? 0.f : nd(rng);
     if (kind == 1 && i % 17 == 3) f.x[i] = std::numeric_limits<float>::quiet_NaN();
-    if (kind == 1 && i % 29 == 5) f.x[i] = i % 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    if (kind == 1 && i % 29 == 5)
+      f.x[i] = i % 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
   }
   float lo = 0, hi = 0;
   for (float v : f.x)
@@ -371,7 +377,8 @@ TEST_F(Int8GemmTest, Conv8QuantizingEqualsQuantizeThenConv) {
   std::vector<ConvCase> shapes = conv_shapes();
   // Threaded, several blocks of positions (a 1x1 over 100x90: 9000 positions; K = 40 and 300).
   shapes.push_back({40, 24, {1, 100, 90}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, false, true, true, 0});
-  shapes.push_back({300, 16, {1, 30, 70}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, false, true, false, 0});
+  shapes.push_back(
+      {300, 16, {1, 30, 70}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, false, true, false, 0});
   shapes.push_back({24, 40, {1, 33, 41}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, true, 0});
   std::uniform_int_distribution<int> byte(0, 255);
   int levels = 0;
@@ -395,7 +402,8 @@ TEST_F(Int8GemmTest, Conv8QuantizingEqualsQuantizeThenConv) {
         const PackedW8 pw = pack_w8(c.M, K, w.data(), K, c.w_signed, zw.data(), zw.size());
         const Conv8Shape s = shape_of(c);
         const std::size_t P = s.out(0) * s.out(1) * s.out(2);
-        const std::string what = std::string(isa_name(isa)) + " shape " + std::to_string(i) + " kind " + std::to_string(kind);
+        const std::string what =
+            std::string(isa_name(isa)) + " shape " + std::to_string(i) + " kind " + std::to_string(kind);
         std::vector<std::int32_t> want(c.M * P, 7), got(c.M * P, 7);
         Conv8Output o;
         o.i32 = want.data(), o.ld = P;
@@ -404,9 +412,11 @@ TEST_F(Int8GemmTest, Conv8QuantizingEqualsQuantizeThenConv) {
         conv8_nd_quantizing(s, f.x.data(), f.scale, f.zero, pw, o, big);
         ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << what << " int32";
         std::vector<float> mult(c.M), bias(c.M), wf(c.M * P, -9.f), gf(c.M * P, -9.f);
-        for (std::size_t m = 0; m < c.M; ++m) mult[m] = f.scale * 0.01f * static_cast<float>(m + 1), bias[m] = 0.1f * static_cast<float>(m);
+        for (std::size_t m = 0; m < c.M; ++m)
+          mult[m] = f.scale * 0.01f * static_cast<float>(m + 1), bias[m] = 0.1f * static_cast<float>(m);
         Conv8Output of;
-        of.f32 = wf.data(), of.ld = P, of.mult = mult.data(), of.mult_count = c.M, of.bias = bias.data(), of.bias_count = c.M;
+        of.f32 = wf.data(), of.ld = P, of.mult = mult.data(), of.mult_count = c.M, of.bias = bias.data(),
+        of.bias_count = c.M;
         of.act = Unary::relu();
         conv8_nd(s, xq.data(), false, f.zero, pw, of, big);
         of.f32 = gf.data();
@@ -426,8 +436,8 @@ TEST_F(Int8GemmTest, Gemm8QuantizingEqualsQuantizeThenGemm) {
   struct Shape {
     std::size_t M, N, K, lda;
   };
-  const std::vector<Shape> shapes = {{1, 1, 1, 1},    {7, 19, 37, 37},  {9, 33, 70, 75},
-                                     {17, 48, 5, 5},  {40, 70, 129, 130}, {128, 768, 768, 768}};
+  const std::vector<Shape> shapes = {{1, 1, 1, 1},   {7, 19, 37, 37},    {9, 33, 70, 75},
+                                     {17, 48, 5, 5}, {40, 70, 129, 130}, {128, 768, 768, 768}};
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));
     for (const Shape& sh : shapes)
@@ -479,8 +489,8 @@ TEST_F(Int8GemmTest, Gemm8RequantizeExactAtEveryIsaLevel) {
               if (!per_col) mult[0] = sh.K > 100 ? 1.3e-4f : 0.5f;
               const float zero = y_signed ? (per_col ? -100.f : 20.f) : (per_col ? 3.f : 240.f);
               std::vector<std::int32_t> acc(sh.M * sh.N);
-              gemm8_reference(sh.M, sh.N, sh.K, a.data(), sh.K, a_signed, za, false, b.data(), sh.N, b_signed, zb.data(),
-                              zb.size(), acc.data(), sh.N);
+              gemm8_reference(sh.M, sh.N, sh.K, a.data(), sh.K, a_signed, za, false, b.data(), sh.N, b_signed,
+                              zb.data(), zb.size(), acc.data(), sh.N);
               const PackedB8 pb = pack_b8(false, sh.K, sh.N, b.data(), sh.N, b_signed, zb.data(), zb.size());
               const std::size_t ldy = sh.N + 3;
               std::vector<std::uint8_t> y(sh.M * ldy, 0xA5);
@@ -497,8 +507,8 @@ TEST_F(Int8GemmTest, Gemm8RequantizeExactAtEveryIsaLevel) {
                   const double v = std::clamp(r + zero, lo, hi);
                   saturated += v == lo || v == hi;
                   const int got = y_signed ? static_cast<std::int8_t>(y[m * ldy + n]) : y[m * ldy + n];
-                  ASSERT_EQ(got, static_cast<int>(v)) << isa_name(isa) << " M=" << sh.M << " N=" << sh.N << " K=" << sh.K
-                                                      << " at " << m << "," << n;
+                  ASSERT_EQ(got, static_cast<int>(v))
+                      << isa_name(isa) << " M=" << sh.M << " N=" << sh.N << " K=" << sh.K << " at " << m << "," << n;
                 }
                 for (std::size_t n = sh.N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], 0xA5) << "wrote past row " << m;
               }

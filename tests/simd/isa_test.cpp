@@ -22,9 +22,7 @@ TEST(Isa, AvailableLevelsAreOrderedAndSwitchable) {
     EXPECT_EQ(active_isa_level(), isa);
     EXPECT_STREQ(active_isa(), isa_name(isa));
   }
-  if (cpu_isa() != Isa::Avx512) {
-    EXPECT_FALSE(set_isa(Isa::Avx512));
-  }
+  if (cpu_isa() != Isa::Avx512) { EXPECT_FALSE(set_isa(Isa::Avx512)); }
   set_isa(saved);
   EXPECT_STREQ(isa_name(Isa::Sse), "sse");
   EXPECT_STREQ(isa_name(Isa::Avx2), "avx2");
@@ -57,9 +55,7 @@ TEST(Isa, EnvironmentVariableCapsTheLevel) {
   const std::string best = isa_name(cpu_isa());
   // Asking for more than the CPU has falls back to the best level.
   EXPECT_NE(child_output("avx512").find("active_isa=" + best), std::string::npos);
-  if (cpu_isa() >= Isa::Avx2) {
-    EXPECT_NE(child_output("avx2").find("active_isa=avx2"), std::string::npos);
-  }
+  if (cpu_isa() >= Isa::Avx2) { EXPECT_NE(child_output("avx2").find("active_isa=avx2"), std::string::npos); }
   const std::string bogus = child_output("avx9000");
   EXPECT_NE(bogus.find("ignoring ONNXFORGE_ISA=avx9000"), std::string::npos);
   EXPECT_NE(bogus.find("active_isa=" + best), std::string::npos);

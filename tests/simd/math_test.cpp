@@ -15,8 +15,8 @@ struct Sweep {
   Unary f;
   const char* name;
   float lo, hi;
-  double max_ulp;    // allowed error in ulps of the result (normal-range results)...
-  double abs_floor;  // ...where results smaller than this count as this big (functions with roots)
+  double max_ulp;      // allowed error in ulps of the result (normal-range results)...
+  double abs_floor;    // ...where results smaller than this count as this big (functions with roots)
   double max_sub = 4;  // allowed error for subnormal results, in subnormal steps (2^-149)
 };
 
@@ -169,9 +169,9 @@ TEST_P(Math, NamedShortcutsMatchUnary) {
     void (*fn)(const float*, float*, std::size_t);
     UnaryOp op;
   };
-  const Named named[] = {{vmath::exp, UnaryOp::Exp},         {vmath::erf, UnaryOp::Erf},
-                         {vmath::tanh, UnaryOp::Tanh},       {vmath::sigmoid, UnaryOp::Sigmoid},
-                         {vmath::gelu, UnaryOp::Gelu},       {vmath::gelu_tanh, UnaryOp::GeluTanh},
+  const Named named[] = {{vmath::exp, UnaryOp::Exp},   {vmath::erf, UnaryOp::Erf},
+                         {vmath::tanh, UnaryOp::Tanh}, {vmath::sigmoid, UnaryOp::Sigmoid},
+                         {vmath::gelu, UnaryOp::Gelu}, {vmath::gelu_tanh, UnaryOp::GeluTanh},
                          {vmath::silu, UnaryOp::Silu}};
   for (const Named& n : named) {
     std::vector<float> a(x.size()), b(x.size());

@@ -26,8 +26,8 @@ TEST_P(Norm, LayerNorm) {
           std::vector<float> got(rows * cols), want(rows * cols), mean(rows), inv(rows), rmean(rows), rinv(rows);
           layer_norm(rows, cols, x.data(), scale.data(), b, 1e-5f, got.data(), mean.data(), inv.data());
           ref::layer_norm(rows, cols, x.data(), scale.data(), b, 1e-5f, want.data(), rmean.data(), rinv.data());
-          const std::string what = "layer_norm " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                   " offset " + std::to_string(offset);
+          const std::string what =
+              "layer_norm " + std::to_string(rows) + "x" + std::to_string(cols) + " offset " + std::to_string(offset);
           // Inputs carry |offset| * eps of absolute error; relative to the row's spread that is
           // amplified by inv_std.
           const float tol = offset == 0.f ? 2e-5f : 2e-3f;
@@ -76,8 +76,8 @@ TEST_P(Norm, SoftmaxAndLogSoftmax) {
 TEST_P(Norm, SoftmaxExtremeValues) {
   const float inf = std::numeric_limits<float>::infinity();
   // Rows: huge values (overflow without the max shift), a masked row, an all -inf row, +inf.
-  const std::vector<float> x = {3e38f, 3e38f, -3e38f, 1.f,  // two equal huge logits
-                                -inf,  0.f,   -inf,   2.f,  // additive attention mask
+  const std::vector<float> x = {3e38f, 3e38f, -3e38f, 1.f,   // two equal huge logits
+                                -inf,  0.f,   -inf,   2.f,   // additive attention mask
                                 -inf,  -inf,  -inf,   -inf,  // fully masked: NaN as the definition
                                 inf,   0.f,   1.f,    2.f};
   std::vector<float> got(16), want(16);
@@ -124,8 +124,8 @@ TEST_P(Norm, SoftmaxOverMiddleAxis) {
           softmax_axis(outer, n, inner, x.data(), got.data(), log);
           ref::softmax_axis(outer, n, inner, x.data(), want.data(), log);
           expect_close(got, want, 2e-6f, 1e-5f,
-                       "softmax_axis " + std::to_string(outer) + "x" + std::to_string(n) + "x" +
-                           std::to_string(inner) + (log ? " log" : ""));
+                       "softmax_axis " + std::to_string(outer) + "x" + std::to_string(n) + "x" + std::to_string(inner) +
+                           (log ? " log" : ""));
         }
 }
 

@@ -52,7 +52,7 @@ TEST_P(Pad, EveryModeAndElementSizeOnSmallShapes) {
       check(elem, {2, 3, 5}, {0, 1, 2}, {1, 1, 1}, mode, seed++);
       check(elem, {2, 3, 4, 5}, {0, 0, 1, 1}, {0, 0, 1, 1}, mode, seed++);
       check(elem, {1, 4, 9, 130}, {0, 0, 3, 67}, {0, 0, 2, 70}, mode, seed++);  // borders longer than a vector
-      check(elem, {2, 1, 3}, {1, 2, 0}, {0, 3, 1}, mode, seed++);                // a length-1 axis padded
+      check(elem, {2, 1, 3}, {1, 2, 0}, {0, 3, 1}, mode, seed++);               // a length-1 axis padded
     }
 }
 
@@ -66,12 +66,12 @@ TEST_P(Pad, BordersWiderThanTheAxisKeepMirroringAndWrapping) {
 
 TEST_P(Pad, NegativePadsCropFirst) {
   for (PadMode mode : kModes) {
-    check(4, {4, 6}, {-1, -2}, {-1, -1}, mode);       // crop only
-    check(4, {4, 6}, {-1, 2}, {3, -2}, mode);         // crop one side, pad the other
+    check(4, {4, 6}, {-1, -2}, {-1, -1}, mode);  // crop only
+    check(4, {4, 6}, {-1, 2}, {3, -2}, mode);    // crop one side, pad the other
     check(2, {2, 5, 7}, {0, -2, 1}, {0, 1, -3}, mode);
-    check(8, {3, 4, 5}, {0, 0, -1}, {0, 0, 0}, mode);  // a cropped last axis, not merged
-    check(4, {3, 4, 5}, {0, -1, 0}, {0, -1, 0}, mode); // a cropped middle axis under whole rows
-    check(1, {6, 6}, {-5, 3}, {2, -5}, mode);          // crop to one element, then repeat it
+    check(8, {3, 4, 5}, {0, 0, -1}, {0, 0, 0}, mode);   // a cropped last axis, not merged
+    check(4, {3, 4, 5}, {0, -1, 0}, {0, -1, 0}, mode);  // a cropped middle axis under whole rows
+    check(1, {6, 6}, {-5, 3}, {2, -5}, mode);           // crop to one element, then repeat it
   }
   check(4, {3, 4}, {-3, 1}, {2, 1}, PadMode::Constant);  // cropped to nothing: all fill
 }
@@ -90,9 +90,9 @@ TEST_P(Pad, ModelShapesAndCopies) {
   check(2, {1, 32, 64, 64}, {0, 0, 3, 3}, {0, 0, 3, 3}, PadMode::Reflect);     // float16 reflect pad
   check(1, {1, 24, 40, 40}, {0, 0, 1, 1}, {0, 0, 1, 1}, PadMode::Edge);
   check(4, {7, 300, 301}, {0, 0, 0}, {0, 0, 0}, PadMode::Constant);  // nothing to pad: one copy
-  check(4, {0, 3}, {0, 1}, {0, 1}, PadMode::Constant);                // empty output
-  check(4, {0, 3}, {1, 0}, {1, 0}, PadMode::Constant);                // rows of fill only
-  check(4, {}, {}, {}, PadMode::Edge);                                  // a scalar
+  check(4, {0, 3}, {0, 1}, {0, 1}, PadMode::Constant);               // empty output
+  check(4, {0, 3}, {1, 0}, {1, 0}, PadMode::Constant);               // rows of fill only
+  check(4, {}, {}, {}, PadMode::Edge);                               // a scalar
 }
 
 TEST_P(Pad, BadArgumentsThrow) {

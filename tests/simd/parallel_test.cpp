@@ -48,8 +48,10 @@ TEST(Parallel, ChunksRespectTheGrain) {
   std::atomic<int> last_chunks{0};
   const std::size_t n = 10000, grain = 700;
   parallel_chunks(n, grain, [&](std::size_t b, std::size_t e) {
-    if (e == n) last_chunks.fetch_add(1);
-    else smallest.store(std::min(smallest.load(), e - b));
+    if (e == n)
+      last_chunks.fetch_add(1);
+    else
+      smallest.store(std::min(smallest.load(), e - b));
   });
   EXPECT_GE(smallest.load(), grain);
   EXPECT_EQ(last_chunks.load(), 1);

@@ -261,8 +261,7 @@ TEST_P(PoolNhwc, SameBitsAtEveryThreadCount) {
   const Pool2d p = make_pool(2, 64, 57, 43, 3, 3, 2, 2, 1, 1, 1, 1);
   const std::vector<float> x = data(in_size(p), 5000, 900), xa = data(in_size(p), 5001);
   const std::int64_t gn = 2, ghw = 700, gc = 600;
-  const std::vector<float> gx = data(static_cast<std::size_t>(gn * ghw * gc), 5002),
-                           gxn = data(gx.size(), 5003, 5000);
+  const std::vector<float> gx = data(static_cast<std::size_t>(gn * ghw * gc), 5002), gxn = data(gx.size(), 5003, 5000);
   std::vector<std::vector<float>> first;
   for (int threads : {1, 2, 3, 4}) {
     tbb::global_control cap(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));

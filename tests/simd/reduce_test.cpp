@@ -15,24 +15,24 @@ using Dims = std::vector<std::int64_t>;
 
 const std::vector<std::pair<Dims, Dims>>& cases() {
   static const std::vector<std::pair<Dims, Dims>> c = {
-      {{7}, {0}},                     // everything, 1-D
-      {{3, 17}, {1}},                 // rows (inner == 1)
-      {{17, 3}, {0}},                 // columns (outer reduction)
-      {{4, 5, 6}, {1}},               // middle axis
-      {{4, 5, 6}, {0, 2}},            // two groups: transpose path
-      {{2, 3, 4, 5}, {0, 2}},         // non-adjacent
-      {{2, 3, 4, 5}, {3, 1}},         // unsorted axes
-      {{2, 3, 4, 5}, {1, 2}},         // adjacent axes merge
-      {{2, 3, 4, 5}, {0, 1, 2, 3}},   // all axes
-      {{2, 3, 4}, {}},                // no axes: elementwise
-      {{2, 1, 4}, {1}},               // size-1 reduced dim
-      {{1, 1, 9}, {0, 1}},            // only size-1 dims reduced
-      {{3, 0, 4}, {1}},               // zero-size reduced dim: identities
-      {{0, 5}, {1}},                  // zero-size kept dim: nothing to write
-      {{2, 2, 2}, {2, 2}},            // duplicate axis
-      {{64, 3000}, {1}},              // long rows, parallel
-      {{3000, 64}, {0}},              // long columns
-      {{8, 512, 96}, {1}},            // wide inner chunks
+      {{7}, {0}},                    // everything, 1-D
+      {{3, 17}, {1}},                // rows (inner == 1)
+      {{17, 3}, {0}},                // columns (outer reduction)
+      {{4, 5, 6}, {1}},              // middle axis
+      {{4, 5, 6}, {0, 2}},           // two groups: transpose path
+      {{2, 3, 4, 5}, {0, 2}},        // non-adjacent
+      {{2, 3, 4, 5}, {3, 1}},        // unsorted axes
+      {{2, 3, 4, 5}, {1, 2}},        // adjacent axes merge
+      {{2, 3, 4, 5}, {0, 1, 2, 3}},  // all axes
+      {{2, 3, 4}, {}},               // no axes: elementwise
+      {{2, 1, 4}, {1}},              // size-1 reduced dim
+      {{1, 1, 9}, {0, 1}},           // only size-1 dims reduced
+      {{3, 0, 4}, {1}},              // zero-size reduced dim: identities
+      {{0, 5}, {1}},                 // zero-size kept dim: nothing to write
+      {{2, 2, 2}, {2, 2}},           // duplicate axis
+      {{64, 3000}, {1}},             // long rows, parallel
+      {{3000, 64}, {0}},             // long columns
+      {{8, 512, 96}, {1}},           // wide inner chunks
   };
   return c;
 }
@@ -85,8 +85,8 @@ TEST_P(Reduce, EmptyReductionGivesIdentity) {
 TEST_P(Reduce, NaNAndInfinities) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   std::vector<float> x(3 * 40, 1.f);
-  x[5] = nan;        // row 0
-  x[40 + 39] = nan;  // row 1, in the tail
+  x[5] = nan;                                                            // row 0
+  x[40 + 39] = nan;                                                      // row 1, in the tail
   for (int i = 80; i < 120; ++i) x[static_cast<std::size_t>(i)] = -inf;  // row 2: all -inf
   const Dims shape = {3, 40}, rows = {1}, cols = {0};
   std::vector<float> y(3), yc(40);
@@ -125,7 +125,7 @@ void check_ints(unsigned seed) {
         const std::int64_t w = want[i];
         const T expect = w == std::numeric_limits<std::int64_t>::min()   ? std::numeric_limits<T>::lowest()
                          : w == std::numeric_limits<std::int64_t>::max() ? std::numeric_limits<T>::max()
-                                                                          : static_cast<T>(w);
+                                                                         : static_cast<T>(w);
         EXPECT_EQ(got[i], expect) << "op " << static_cast<int>(op) << " " << dims_str(shape) << " at " << i;
       }
     }

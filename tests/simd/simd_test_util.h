@@ -28,7 +28,7 @@ class SimdTest : public ::testing::TestWithParam<Isa> {
 
 inline std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) { return isa_name(info.param); }
 
-#define ONNXFORGE_SIMD_ALL_ISAS(Suite)                                                              \
+#define ONNXFORGE_SIMD_ALL_ISAS(Suite)                                                           \
   INSTANTIATE_TEST_SUITE_P(Isa, Suite, ::testing::ValuesIn(::onnxforge::simd::available_isas()), \
                            ::onnxforge::simd::test::isa_param_name)
 
@@ -81,8 +81,8 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
   }
 }
 
-inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, float abs_tol,
-                         float rel_tol, const std::string& what) {
+inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, float abs_tol, float rel_tol,
+                         const std::string& what) {
   std::vector<float> tol(want.size());
   for (std::size_t i = 0; i < want.size(); ++i) tol[i] = abs_tol + rel_tol * std::fabs(want[i]);
   expect_close(got, want, tol, what);

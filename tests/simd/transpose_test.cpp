@@ -24,8 +24,8 @@ void check(std::size_t elem, const Dims& shape, const Dims& perm, const Dims& st
   std::vector<std::uint8_t> got(n * elem, 0xAB), want(n * elem, 0xCD);
   transpose(elem, shape, x.data(), perm, got.data(), strides);
   ref::transpose(elem, shape, x.data(), perm, want.data(), strides);
-  EXPECT_EQ(got, want) << "elem " << elem << " shape " << dims_str(shape) << " perm " << dims_str(perm)
-                       << " strides " << dims_str(strides);
+  EXPECT_EQ(got, want) << "elem " << elem << " shape " << dims_str(shape) << " perm " << dims_str(perm) << " strides "
+                       << dims_str(strides);
 }
 
 TEST(Transpose, AllPermutationsSmallRanks) {
@@ -43,7 +43,7 @@ TEST(Transpose, CommonModelShapes) {
   check(4, {1, 128, 12, 64}, {0, 2, 1, 3});  // attention heads split
   check(4, {1, 12, 128, 64}, {0, 2, 1, 3});  // and merged back
   check(4, {1, 12, 128, 64}, {0, 1, 3, 2});  // K^T
-  check(4, {1000, 777}, {1, 0});            // big 2-D plane, parallel split
+  check(4, {1000, 777}, {1, 0});             // big 2-D plane, parallel split
   check(2, {513, 1025}, {1, 0});
   check(1, {4, 300, 301}, {2, 0, 1});
   check(8, {2, 3, 64, 65}, {3, 1, 2, 0});

@@ -44,8 +44,8 @@ std::string slurp(const fs::path& p) {
 json load(const fs::path& p) { return json::parse(slurp(p)); }
 
 // A handful of small models from different families (seconds each), as a text manifest.
-const std::vector<std::string> kModels = {"bert_small", "vit_small", "distilbert_small", "mobilenet_v3_small_bn",
-                                          "whisper_small_enc", "wav2vec2_mini"};
+const std::vector<std::string> kModels = {
+    "bert_small", "vit_small", "distilbert_small", "mobilenet_v3_small_bn", "whisper_small_enc", "wav2vec2_mini"};
 
 fs::path manifest(const fs::path& dir) {
   fs::path m = dir / "small.txt";
@@ -74,7 +74,8 @@ Runs& runs() {
     std::string what = kRunOpts;
     for (const auto& n : kModels) what += " " + n;
     x.dir = fs::path(ONNXFORGE_BINARY_DIR) / "zoo-test" /
-            (std::to_string(fs::file_size(kExe)) + "-" + std::to_string(st) + "-" + zoo::hex64(zoo::hash_bytes(what.data(), what.size())).substr(0, 8));
+            (std::to_string(fs::file_size(kExe)) + "-" + std::to_string(st) + "-" +
+             zoo::hex64(zoo::hash_bytes(what.data(), what.size())).substr(0, 8));
     x.single = x.dir / "single";
     fs::create_directories(x.dir);
     int fd = ::open((x.dir / "lock").c_str(), O_CREAT | O_RDWR, 0644);
@@ -82,7 +83,8 @@ Runs& runs() {
     if (!fs::exists(x.dir / "done.json")) {
       fs::remove_all(x.single);
       auto t0 = std::chrono::steady_clock::now();
-      int rc = sh(kExe + " zoo run " + manifest(x.dir).string() + " -o " + x.single.string() + kRunOpts, x.dir / "single.log");
+      int rc = sh(kExe + " zoo run " + manifest(x.dir).string() + " -o " + x.single.string() + kRunOpts,
+                  x.dir / "single.log");
       double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::ofstream(x.dir / "done.json") << json{{"rc", rc}, {"seconds", sec}}.dump();
     }
@@ -108,7 +110,8 @@ TEST(ZooRun, EveryModelSucceedsWithResultsAndMachine) {
   for (const auto& n : kModels) {
     json res = load(r.single / "results" / (n + ".json"));
     EXPECT_EQ(res["status"], "ok") << n;
-    for (const char* step : {"inspect", "audit", "optimize", "attribute", "bench"}) EXPECT_TRUE(res["steps"].contains(step)) << n << " " << step;
+    for (const char* step : {"inspect", "audit", "optimize", "attribute", "bench"})
+      EXPECT_TRUE(res["steps"].contains(step)) << n << " " << step;
     const json& s = res["summary"];
     EXPECT_LT(s["nodes_after"].get<int>(), s["nodes_before"].get<int>()) << n;
     EXPECT_TRUE(s["verified"].get<bool>()) << n;
@@ -116,7 +119,8 @@ TEST(ZooRun, EveryModelSucceedsWithResultsAndMachine) {
     EXPECT_GT(s["latency_after_ms"].get<double>(), 0) << n;
     EXPECT_FALSE(res["machine"]["cpu"].get<std::string>().empty());
     EXPECT_TRUE(res["machine"]["isa"] == "sse" || res["machine"]["isa"] == "avx2" || res["machine"]["isa"] == "avx512");
-    EXPECT_EQ(res["machine"]["threads"], std::max(1u, std::thread::hardware_concurrency() / 2));  // 2 jobs split the cores
+    EXPECT_EQ(res["machine"]["threads"],
+              std::max(1u, std::thread::hardware_concurrency() / 2));  // 2 jobs split the cores
     EXPECT_EQ(res["input"]["size"].get<int64_t>(), static_cast<int64_t>(fs::file_size(test::zoo_model(n))));
   }
   // Non-TTY output: one line per model.
@@ -185,8 +189,11 @@ TEST(ZooRun, BrokenUnknownOpAndTimeoutFailAloneWhileTheRestFinish) {
 TEST(ZooRun, MaxRssKillsTheStepAndFailsTheModel) {
   fs::path dir = test::temp_dir("zoo_rss");
   // 4 MB: below what any step of onnxforge touches (the binary and its libraries alone take more).
-  EXPECT_EQ(sh(kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " + (dir / "o").string() + " --max-rss 4",
-               dir / "log"), 1) << slurp(dir / "log");
+  EXPECT_EQ(
+      sh(kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " + (dir / "o").string() + " --max-rss 4",
+         dir / "log"),
+      1)
+      << slurp(dir / "log");
   json r = load(dir / "o/results/bert_small.json");
   EXPECT_EQ(r["failure"], "memory") << r.dump(1);
   EXPECT_EQ(r["failed_step"], "inspect");
@@ -197,10 +204,15 @@ TEST(ZooRun, BadUsageExitsTwo) {
   fs::path dir = test::temp_dir("zoo_usage");
   EXPECT_EQ(sh(kExe + " zoo run " + test::zoo_model("bert_small").string(), dir / "a"), 2);  // no -o
   EXPECT_EQ(sh(kExe + " zoo run /nonexistent.onnx -o " + (dir / "o").string(), dir / "b"), 2);
-  EXPECT_EQ(sh(kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " + (dir / "o").string() + " --shard 3/3", dir / "c"), 2);
+  EXPECT_EQ(
+      sh(kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " + (dir / "o").string() + " --shard 3/3",
+         dir / "c"),
+      2);
   EXPECT_NE(slurp(dir / "c").find("out of range"), std::string::npos) << slurp(dir / "c");
-  EXPECT_EQ(sh("env -u SLURM_ARRAY_TASK_ID -u JOB_COMPLETION_INDEX " + kExe + " zoo run " + test::zoo_model("bert_small").string() +
-                   " -o " + (dir / "o").string() + " --shard auto", dir / "d"), 2);
+  EXPECT_EQ(sh("env -u SLURM_ARRAY_TASK_ID -u JOB_COMPLETION_INDEX " + kExe + " zoo run " +
+                   test::zoo_model("bert_small").string() + " -o " + (dir / "o").string() + " --shard auto",
+               dir / "d"),
+            2);
   EXPECT_EQ(sh(kExe + " zoo report " + (dir / "nothing").string(), dir / "e"), 2);
 }
 
@@ -210,10 +222,14 @@ TEST(ZooRun, ShardsMergeToTheSingleRunSummary) {
   fs::path out = test::temp_dir("zoo_shards") / "out", man = r.dir / "small.txt";
   // Shards 0 and 1 by I/N, shard 2 as a Slurm array task would see it (--shard auto).
   for (int i = 0; i < 2; ++i)
-    ASSERT_EQ(sh(kExe + " zoo run " + man.string() + " -o " + out.string() + kRunOpts + " --shard " + std::to_string(i) + "/3",
-                 r.dir / ("shard" + std::to_string(i))), 0);
-  ASSERT_EQ(sh("SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=3 " + kExe + " zoo run " + man.string() +
-                   " -o " + out.string() + kRunOpts + " --shard auto", r.dir / "shard2"), 0)
+    ASSERT_EQ(sh(kExe + " zoo run " + man.string() + " -o " + out.string() + kRunOpts + " --shard " +
+                     std::to_string(i) + "/3",
+                 r.dir / ("shard" + std::to_string(i))),
+              0);
+  ASSERT_EQ(sh("SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=3 " + kExe + " zoo run " +
+                   man.string() + " -o " + out.string() + kRunOpts + " --shard auto",
+               r.dir / "shard2"),
+            0)
       << slurp(r.dir / "shard2");
   size_t per_shard = 0;
   for (int i = 0; i < 3; ++i) {
@@ -245,7 +261,8 @@ TEST(ZooRun, ShardsMergeToTheSingleRunSummary) {
   // summaries (ZooReport.*), and CI gates latency on its own quiet run (.ci/run).
   EXPECT_EQ(sh(kExe + " zoo report " + out.string() + " --baseline " + r.single.string() +
                    " --latency-stat min --max-slowdown 1000",
-               r.dir / "gate_ok"), 0)
+               r.dir / "gate_ok"),
+            0)
       << slurp(r.dir / "gate_ok") << slurp(r.dir / "rs") << slurp(r.dir / "rsh");
 }
 
@@ -267,11 +284,15 @@ TEST(ZooRun, ThreeConcurrentShardsNeverDisturbEachOther) {
   const int pause_ms = 8000;
   for (int i : {1, 2})
     std::system(("(ONNXFORGE_ZOO_TEST_PAUSE_MS=" + std::to_string(pause_ms) + " " + run + std::to_string(i) + "/3 >" +
-                 (dir / ("log" + std::to_string(i))).string() + " 2>&1; echo $? >" + (dir / ("rc" + std::to_string(i))).string() + ") &")
+                 (dir / ("log" + std::to_string(i))).string() + " 2>&1; echo $? >" +
+                 (dir / ("rc" + std::to_string(i))).string() + ") &")
                     .c_str());
   // Both sit in their pause once their first model's line is printed.
-  auto printed_first = [&](int i) { return slurp(dir / ("log" + std::to_string(i))).find("[1/2]") != std::string::npos; };
-  for (int t = 0; t < 1200 && !(printed_first(1) && printed_first(2)); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto printed_first = [&](int i) {
+    return slurp(dir / ("log" + std::to_string(i))).find("[1/2]") != std::string::npos;
+  };
+  for (int t = 0; t < 1200 && !(printed_first(1) && printed_first(2)); ++t)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_TRUE(printed_first(1) && printed_first(2)) << slurp(dir / "log1") << slurp(dir / "log2");
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(sh(run + "0/3", dir / "log0"), 0) << slurp(dir / "log0");
@@ -282,7 +303,8 @@ TEST(ZooRun, ThreeConcurrentShardsNeverDisturbEachOther) {
   EXPECT_LT(shard0_s, pause_ms / 1000.0) << "the machine is too busy for the forced timing";
   EXPECT_EQ(slurp(dir / "rc1"), "0\n") << slurp(dir / "log1");
   EXPECT_EQ(slurp(dir / "rc2"), "0\n") << slurp(dir / "log2");
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(load(out / "results" / ("t" + std::to_string(i) + ".json"))["status"], "ok") << i;
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(load(out / "results" / ("t" + std::to_string(i) + ".json"))["status"], "ok") << i;
   EXPECT_FALSE(fs::exists(out / "tmp"));  // every owner removed its folder, the last one tmp/
 }
 
@@ -291,36 +313,49 @@ TEST(ZooRun, AChildThatCannotStartIsReportedWithTheReason) {
   fs::path dir = test::temp_dir("zoo_nostart"), junk = dir / "not-a-program";
   std::ofstream(junk) << "junk without a #! line\n";
   fs::permissions(junk, fs::perms::owner_all);
-  EXPECT_EQ(sh("ONNXFORGE_EXE=" + junk.string() + " " + kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " +
-                   (dir / "o").string(), dir / "log"), 1) << slurp(dir / "log");
+  EXPECT_EQ(sh("ONNXFORGE_EXE=" + junk.string() + " " + kExe + " zoo run " + test::zoo_model("bert_small").string() +
+                   " -o " + (dir / "o").string(),
+               dir / "log"),
+            1)
+      << slurp(dir / "log");
   json r = load(dir / "o/results/bert_small.json");
   EXPECT_EQ(r["failed_step"], "inspect");
-  EXPECT_NE(r["error"].get<std::string>().find("did not start: cannot run '" + junk.string() + "': Exec format error"), std::string::npos)
+  EXPECT_NE(r["error"].get<std::string>().find("did not start: cannot run '" + junk.string() + "': Exec format error"),
+            std::string::npos)
       << r["error"];
-  EXPECT_EQ(sh("ONNXFORGE_EXE=relative/onnxforge " + kExe + " zoo run " + test::zoo_model("bert_small").string() + " -o " +
-                   (dir / "o2").string(), dir / "log2"), 2) << slurp(dir / "log2");
+  EXPECT_EQ(sh("ONNXFORGE_EXE=relative/onnxforge " + kExe + " zoo run " + test::zoo_model("bert_small").string() +
+                   " -o " + (dir / "o2").string(),
+               dir / "log2"),
+            2)
+      << slurp(dir / "log2");
 }
 
 // `python3 -m onnxforge zoo run` runs its steps with the real onnxforge program, never the
 // interpreter and never a file of the current folder (PATH's "." included).
 TEST(ZooRun, PythonModuleRunsTheRealProgramNeverTheCurrentFolder) {
   const fs::path py = fs::path(ONNXFORGE_BINARY_DIR) / "python";
-  if (!fs::exists(py / "onnxforge/__init__.py")) GTEST_SKIP() << "the Python module is not built (target onnxforge_python)";
+  if (!fs::exists(py / "onnxforge/__init__.py"))
+    GTEST_SKIP() << "the Python module is not built (target onnxforge_python)";
   fs::path dir = test::temp_dir("zoo_python"), marker = dir / "EXECUTED";
   // What the interpreter would run as `python3 inspect ...`, and a program PATH's "." would find.
-  for (const char* name : {"inspect", "audit", "optimize"}) std::ofstream(dir / name) << "open('" << marker.string() << "', 'w')\n";
+  for (const char* name : {"inspect", "audit", "optimize"})
+    std::ofstream(dir / name) << "open('" << marker.string() << "', 'w')\n";
   std::ofstream(dir / "onnxforge") << "#!/bin/sh\ntouch " << marker.string() << "\n";
   fs::permissions(dir / "onnxforge", fs::perms::owner_all);
-  EXPECT_EQ(sh("cd " + dir.string() + " && PATH=.:/usr/bin:/bin PYTHONPATH=" + py.string() + " /usr/bin/python3 -m onnxforge zoo run " +
-                   test::zoo_model("bert_small").string() + " -o out --no-attribute --bench-iters 2",
-               dir / "log"), 0) << slurp(dir / "log");
+  EXPECT_EQ(sh("cd " + dir.string() + " && PATH=.:/usr/bin:/bin PYTHONPATH=" + py.string() +
+                   " /usr/bin/python3 -m onnxforge zoo run " + test::zoo_model("bert_small").string() +
+                   " -o out --no-attribute --bench-iters 2",
+               dir / "log"),
+            0)
+      << slurp(dir / "log");
   EXPECT_FALSE(fs::exists(marker));
   EXPECT_EQ(load(dir / "out/results/bert_small.json")["status"], "ok");
 }
 
 // A results file of the wrong shape is bad input naming the file (exit 2), with a JSON error for --json.
 TEST(ZooReport, AResultOfTheWrongShapeIsAOneLineErrorNamingIt) {
-  for (const char* text : {"[]", "null", "{\"status\": 3}", "{\"status\": \"ok\", \"summary\": {\"nodes_before\": \"x\"}, \"id\": 1}"}) {
+  for (const char* text :
+       {"[]", "null", "{\"status\": 3}", "{\"status\": \"ok\", \"summary\": {\"nodes_before\": \"x\"}, \"id\": 1}"}) {
     fs::path dir = test::temp_dir("zoo_shape");
     fs::create_directories(dir / "results");
     fs::path f = dir / "results/m.json";
@@ -329,7 +364,11 @@ TEST(ZooReport, AResultOfTheWrongShapeIsAOneLineErrorNamingIt) {
     std::string log = slurp(dir / "log");
     EXPECT_NE(log.find("'" + f.string() + "' is not a zoo result"), std::string::npos) << text << ": " << log;
     EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
-    ASSERT_EQ(std::system((kExe + " zoo report " + dir.string() + " --json >" + (dir / "out").string() + " 2>/dev/null").c_str()) >> 8, 2);
+    ASSERT_EQ(
+        std::system(
+            (kExe + " zoo report " + dir.string() + " --json >" + (dir / "out").string() + " 2>/dev/null").c_str()) >>
+            8,
+        2);
     json e = load(dir / "out");
     EXPECT_EQ(e["error"]["file"], f.string()) << e.dump();
     EXPECT_EQ(e["error"]["kind"], "input");
@@ -339,15 +378,19 @@ TEST(ZooReport, AResultOfTheWrongShapeIsAOneLineErrorNamingIt) {
 // optimize --passes none: load, verify and write with no rewrite, as `zoo run --passes none`.
 TEST(ZooRun, OptimizePassesNoneWritesTheVerifiedModelUnrewritten) {
   fs::path dir = test::temp_dir("zoo_passes_none");
-  ASSERT_EQ(std::system((kExe + " optimize " + test::zoo_model("bert_small").string() + " -o " + (dir / "o.onnx").string() +
-                         " --passes none --json >" + (dir / "j").string()).c_str()), 0);
+  ASSERT_EQ(std::system((kExe + " optimize " + test::zoo_model("bert_small").string() + " -o " +
+                         (dir / "o.onnx").string() + " --passes none --json >" + (dir / "j").string())
+                            .c_str()),
+            0);
   json j = load(dir / "j");
   EXPECT_EQ(j["before"]["nodes"], j["after"]["nodes"]);
   EXPECT_TRUE(j["verification"]["ok"].get<bool>());
   EXPECT_EQ(j["verification"]["max_diff"], 0.0);
   EXPECT_TRUE(fs::exists(dir / "o.onnx"));
   EXPECT_EQ(sh(kExe + " optimize " + test::zoo_model("bert_small").string() + " -o " + (dir / "p.onnx").string() +
-                   " --passes none,fold_constants", dir / "log2"), 2);
+                   " --passes none,fold_constants",
+               dir / "log2"),
+            2);
   EXPECT_NE(slurp(dir / "log2").find("--passes none cannot be combined"), std::string::npos) << slurp(dir / "log2");
 }
 
@@ -357,8 +400,10 @@ TEST(ZooRun, ResumeRedoesNothingButNoticesAChangedFile) {
   std::map<std::string, fs::file_time_type> before;
   for (const auto& e : fs::directory_iterator(r.single / "results")) before[e.path().filename()] = e.last_write_time();
   auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(sh(kExe + " zoo run " + (r.dir / "small.txt").string() + " -o " + r.single.string() + kRunOpts + " --resume",
-               r.dir / "resume"), 0);
+  ASSERT_EQ(
+      sh(kExe + " zoo run " + (r.dir / "small.txt").string() + " -o " + r.single.string() + kRunOpts + " --resume",
+         r.dir / "resume"),
+      0);
   double resume_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& e : fs::directory_iterator(r.single / "results"))
     EXPECT_EQ(before[e.path().filename()], e.last_write_time()) << e.path() << " was rewritten";
@@ -369,7 +414,8 @@ TEST(ZooRun, ResumeRedoesNothingButNoticesAChangedFile) {
   fs::path dir = test::temp_dir("zoo_resume");
   fs::copy_file(test::zoo_model("vit_small"), dir / "m.onnx");
   fs::path out = dir / "out", res = out / "results/m.json";
-  std::string base = kExe + " zoo run " + (dir / "m.onnx").string() + " -o " + out.string() + " --bench-iters 2 --no-attribute";
+  std::string base =
+      kExe + " zoo run " + (dir / "m.onnx").string() + " -o " + out.string() + " --bench-iters 2 --no-attribute";
   ASSERT_EQ(sh(base, dir / "1"), 0);
   std::string hash = load(res)["input"]["hash"];
   auto t1 = fs::last_write_time(res);
@@ -399,7 +445,8 @@ TEST(ZooReport, GateCatchesARunThatDoesLess) {
   fs::path less = test::temp_dir("zoo_none") / "out";
   ASSERT_EQ(sh(kExe + " zoo run " + (r.dir / "small.txt").string() + " -o " + less.string() +
                    " --jobs 2 --bench-time 0.3 --no-attribute --passes none",
-               r.dir / "none.log"), 0)
+               r.dir / "none.log"),
+            0)
       << slurp(r.dir / "none.log");
   EXPECT_EQ(sh(kExe + " zoo report " + less.string() + " --baseline " + r.single.string(), r.dir / "gate"), 1)
       << slurp(r.dir / "gate");
@@ -411,24 +458,34 @@ TEST(ZooReport, GateCatchesARunThatDoesLess) {
   EXPECT_NE(slurp(r.dir / "gate").find("Regressions against the baseline"), std::string::npos);
   // The baseline may also be a summary.json (what CI commits).
   ASSERT_EQ(sh(kExe + " zoo report " + r.single.string(), r.dir / "rs2"), 0);
-  EXPECT_EQ(sh(kExe + " zoo report " + less.string() + " --baseline " + (r.single / "summary.json").string(), r.dir / "gate2"), 1);
+  EXPECT_EQ(sh(kExe + " zoo report " + less.string() + " --baseline " + (r.single / "summary.json").string(),
+               r.dir / "gate2"),
+            1);
 }
 
 TEST(ZooReport, GateChecksEachKindOfRegression) {
   auto model = [](const std::string& id, json extra) {
-    json m = {{"id", id}, {"name", id}, {"status", "ok"}, {"nodes_after", 100}, {"verified", true}, {"max_diff", 1e-6},
-              {"max_diff_class", zoo::max_diff_class(1e-6)}, {"latency_ratio", 0.8}};
+    json m = {{"id", id},
+              {"name", id},
+              {"status", "ok"},
+              {"nodes_after", 100},
+              {"verified", true},
+              {"max_diff", 1e-6},
+              {"max_diff_class", zoo::max_diff_class(1e-6)},
+              {"latency_ratio", 0.8}};
     if (extra.is_object()) m.update(extra);
     return m;
   };
-  json base = {{"models", {model("a", {}), model("b", {}), model("c", {}), model("d", {}), model("e", {}), model("f", {}),
-                           model("g", {{"status", "failed"}, {"failure", "timeout"}})}}};
-  json now = {{"models", {model("a", {}),                                     // unchanged
-                          model("b", {{"nodes_after", 101}}),                 // more nodes
-                          model("c", {{"max_diff", 2e-5}, {"max_diff_class", zoo::max_diff_class(2e-5)}}),
-                          model("d", {{"latency_ratio", 0.8 * 1.15}}),        // 15% slower than allowed 10%
-                          model("e", {{"status", "failed"}, {"failure", "verification"}, {"error", "x"}}),
-                          model("g", {{"status", "failed"}, {"failure", "timeout"}})}}};  // f missing; g fails as before
+  json base = {{"models",
+                {model("a", {}), model("b", {}), model("c", {}), model("d", {}), model("e", {}), model("f", {}),
+                 model("g", {{"status", "failed"}, {"failure", "timeout"}})}}};
+  json now = {{"models",
+               {model("a", {}),                      // unchanged
+                model("b", {{"nodes_after", 101}}),  // more nodes
+                model("c", {{"max_diff", 2e-5}, {"max_diff_class", zoo::max_diff_class(2e-5)}}),
+                model("d", {{"latency_ratio", 0.8 * 1.15}}),  // 15% slower than allowed 10%
+                model("e", {{"status", "failed"}, {"failure", "verification"}, {"error", "x"}}),
+                model("g", {{"status", "failed"}, {"failure", "timeout"}})}}};  // f missing; g fails as before
   json regs = zoo::regressions(now, base, 0.10);
   std::map<std::string, std::string> got;
   for (const auto& r : regs) got[r["id"]] = r["check"];
@@ -473,11 +530,13 @@ TEST(ZooReport, LatencyGateDerivesItsThresholdFromTheRecordedSpread) {
   EXPECT_NEAR(same.ratio, 1.0, 1e-12);
   EXPECT_LT(same.ci_low, 1.0);
   EXPECT_GT(same.ci_high, 1.0);
-  zoo::LatencyVerdict slow = zoo::latency_gate({-0.3 + std::log(1.3), -0.3 + std::log(1.3)}, {-0.3, -0.3}, sigma, std::nullopt);
+  zoo::LatencyVerdict slow =
+      zoo::latency_gate({-0.3 + std::log(1.3), -0.3 + std::log(1.3)}, {-0.3, -0.3}, sigma, std::nullopt);
   EXPECT_TRUE(slow.regressed);
   EXPECT_NEAR(slow.ratio, 1.3, 1e-9);
   EXPECT_GT(slow.ci_low, 1.0);
-  EXPECT_FALSE(zoo::latency_gate({-0.3 + std::log(1.10)}, {-0.3, -0.3}, sigma, std::nullopt).regressed);  // inside the band
+  EXPECT_FALSE(
+      zoo::latency_gate({-0.3 + std::log(1.10)}, {-0.3, -0.3}, sigma, std::nullopt).regressed);  // inside the band
   // A quiet baseline: never below the 5% floor.
   EXPECT_NEAR(zoo::latency_gate({0.0}, {0.0}, 1e-4, std::nullopt).threshold, zoo::kMinSlowdown, 1e-12);
   // --max-slowdown 0.02: 10% slower is beyond it, but one noisy run each side is not significant.
@@ -486,10 +545,14 @@ TEST(ZooReport, LatencyGateDerivesItsThresholdFromTheRecordedSpread) {
 
   // Through regressions(): the spread recorded in the baseline summary is used.
   auto model = [](const std::string& id, double log_ratio) {
-    return json{{"id", id}, {"name", id}, {"status", "ok"}, {"latency_ratio", std::exp(log_ratio)},
+    return json{{"id", id},
+                {"name", id},
+                {"status", "ok"},
+                {"latency_ratio", std::exp(log_ratio)},
                 {"latency_log_ratios", {log_ratio + 0.01, log_ratio - 0.01}}};
   };
-  json base = {{"models", {model("a", -0.2), model("b", -0.2), model("c", -0.2)}}, {"latency_spread", {{"sigma", 0.03}}}};
+  json base = {{"models", {model("a", -0.2), model("b", -0.2), model("c", -0.2)}},
+               {"latency_spread", {{"sigma", 0.03}}}};
   json now = {{"models", {model("a", -0.2 + std::log(1.08)), model("b", -0.2 + std::log(1.3)), model("c", -0.2)}}};
   json regs = zoo::regressions(now, base, std::nullopt);
   ASSERT_EQ(regs.size(), 1u) << regs.dump(1);  // threshold exp(3 * 0.03) - 1 = 9.4%: a passes, b fails
@@ -552,9 +615,12 @@ std::string render(const fs::path& page, const std::string& tag) {
     if (fs::exists(c)) chromium = c;
   if (chromium.empty()) return "";
   fs::path tmp = test::temp_dir(tag), dom = tmp / "dom.html", err = tmp / "chromium.err";
-  std::string cmd = chromium + " --headless --no-sandbox --disable-gpu --disable-background-networking --no-first-run --user-data-dir=" +
-                    (tmp / "chrome-profile").string() + " --virtual-time-budget=10000 --enable-logging=stderr --v=0 --dump-dom file://" +
-                    page.string() + " >" + dom.string() + " 2>" + err.string();
+  std::string cmd =
+      chromium +
+      " --headless --no-sandbox --disable-gpu --disable-background-networking --no-first-run --user-data-dir=" +
+      (tmp / "chrome-profile").string() +
+      " --virtual-time-budget=10000 --enable-logging=stderr --v=0 --dump-dom file://" + page.string() + " >" +
+      dom.string() + " 2>" + err.string();
   EXPECT_EQ(std::system(("timeout 120 " + cmd).c_str()), 0) << slurp(err);
   // Every console message (an error, an uncaught exception) is a failure: the page logs nothing.
   std::istringstream lines(slurp(err));
@@ -563,7 +629,8 @@ std::string render(const fs::path& page, const std::string& tag) {
 }
 
 std::string unescape_html(std::string s) {
-  for (auto [from, to] : {std::pair<std::string, std::string>{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}})
+  for (auto [from, to] :
+       {std::pair<std::string, std::string>{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}})
     for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
   return s;
 }
@@ -602,13 +669,15 @@ TEST(ZooReport, PageLoadsInHeadlessChromiumWithEveryChartDrawn) {
   ASSERT_EQ(r.single_rc, 0);
   ASSERT_EQ(sh(kExe + " zoo report " + r.single.string(), r.dir / "rep"), 0);
   fs::path page = r.single / "report.html";
-  ASSERT_TRUE(fs::exists(page)) << "this build has no Chart.js: apt-get install libjs-chart.js (tools/setup.sh) and reconfigure";
+  ASSERT_TRUE(fs::exists(page))
+      << "this build has no Chart.js: apt-get install libjs-chart.js (tools/setup.sh) and reconfigure";
   // Offline: no external script, stylesheet or fetch.
   std::string text = slurp(page);
   EXPECT_EQ(text.find("src=\"http"), std::string::npos);
   EXPECT_EQ(text.find("<script src"), std::string::npos);
   std::string d = render(page, "zoo_chromium");
-  if (d.empty()) GTEST_SKIP() << "no chromium here (tools/setup.sh installs Debian's chromium): the page was not rendered";
+  if (d.empty())
+    GTEST_SKIP() << "no chromium here (tools/setup.sh installs Debian's chromium): the page was not rendered";
   EXPECT_NE(d.find("data-ready=\"yes\""), std::string::npos) << d.substr(0, 2000);
   EXPECT_EQ(d.find("data-errors"), std::string::npos);
   json s = load(r.single / "summary.json");
@@ -625,9 +694,7 @@ TEST(ZooReport, PageLoadsInHeadlessChromiumWithEveryChartDrawn) {
   EXPECT_EQ(got["heatmap"]["axes"]["x"], s["passes"]) << got.dump();
   EXPECT_EQ(got["heatmap"]["axes"]["y"], json(names)) << got.dump();
   EXPECT_EQ(got["latency"]["axes"]["y"], json(names)) << got.dump();
-  if (!inexact.empty()) {
-    EXPECT_EQ(got["maxdiff"]["axes"]["y"], json(inexact)) << got.dump();
-  }
+  if (!inexact.empty()) { EXPECT_EQ(got["maxdiff"]["axes"]["y"], json(inexact)) << got.dump(); }
   std::string md_summary = element_text(d, "maxdiff-summary", "</p>");
   if (inexact.empty()) {
     EXPECT_EQ(md_summary, "all exact: max_diff 0 on all " + std::to_string(names.size()) + " models");
@@ -649,7 +716,8 @@ TEST(ZooReport, PageLoadsInHeadlessChromiumWithEveryChartDrawn) {
     EXPECT_EQ(rows[i][0], names[i - 1]);
     for (int c : {2, 3}) {
       std::string digits;
-      for (char ch : rows[i][c]) if (std::isdigit(static_cast<unsigned char>(ch))) digits += ch;
+      for (char ch : rows[i][c])
+        if (std::isdigit(static_cast<unsigned char>(ch))) digits += ch;
       digits.erase(0, digits.find_first_not_of('0'));
       EXPECT_LE(digits.size(), 3u) << rows[i][c];
     }
@@ -747,7 +815,8 @@ TEST(ZooRun, OrtTimesBothModelsOnTheSameInputs) {
   const json& s = res["summary"];
   EXPECT_GT(s["ort_before_ms"].get<double>(), 0);
   EXPECT_GT(s["ort_after_ms"].get<double>(), 0);
-  EXPECT_DOUBLE_EQ(s["ours_vs_ort"].get<double>(), s["latency_after_ms"].get<double>() / s["ort_after_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(s["ours_vs_ort"].get<double>(),
+                   s["latency_after_ms"].get<double>() / s["ort_after_ms"].get<double>());
   EXPECT_TRUE(res["options"]["ort"].get<bool>());
   ASSERT_EQ(sh(kExe + " zoo report " + (dir / "o").string(), dir / "md"), 0);
   EXPECT_NE(slurp(dir / "md").find("| bert_small | "), std::string::npos);
@@ -763,33 +832,49 @@ TEST(ZooRun, OrtRefusingOnlyTheOptimizedModelFailsIt) {
     fs::path d = dir / name;
     fs::create_directories(d / "node_modules/onnxruntime-node");
     std::ofstream(d / "node_modules/onnxruntime-node/package.json") << "{}\n";
-    std::ofstream(d / "ort.js") << "const m = process.argv[3];\n"
-                                   "if (" << refuse_if << ") { console.log(JSON.stringify({ok: false, error: 'no kernel for Foo'})); process.exit(1); }\n"
-                                   "console.log(JSON.stringify({ok: true, median_ms: m.includes('.opt.') ? 2 : 4}));\n";
+    std::ofstream(d / "ort.js")
+        << "const m = process.argv[3];\n"
+           "if ("
+        << refuse_if
+        << ") { console.log(JSON.stringify({ok: false, error: 'no kernel for Foo'})); process.exit(1); }\n"
+           "console.log(JSON.stringify({ok: true, median_ms: m.includes('.opt.') ? 2 : 4}));\n";
     return d / "ort.js";
   };
   const std::string model = test::zoo_model("bert_small").string();
   const std::string opts = " --bench-iters 3 --no-attribute";
-  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "a").string() + opts + " --ort=" + fake("opt", "m.includes('.opt.')").string(), dir / "a.log"), 1)
+  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "a").string() + opts +
+                   " --ort=" + fake("opt", "m.includes('.opt.')").string(),
+               dir / "a.log"),
+            1)
       << slurp(dir / "a.log");
   json a = load(dir / "a/results/bert_small.json");
   EXPECT_EQ(a["status"], "failed");
   EXPECT_EQ(a["failure"], "ort");
-  EXPECT_NE(a["error"].get<std::string>().find("runs the original but not the optimized model: no kernel for Foo"), std::string::npos) << a["error"];
+  EXPECT_NE(a["error"].get<std::string>().find("runs the original but not the optimized model: no kernel for Foo"),
+            std::string::npos)
+      << a["error"];
 
-  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "b").string() + opts + " --ort=" + fake("orig", "!m.includes('.opt.')").string(), dir / "b.log"), 0)
+  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "b").string() + opts +
+                   " --ort=" + fake("orig", "!m.includes('.opt.')").string(),
+               dir / "b.log"),
+            0)
       << slurp(dir / "b.log");
   json b = load(dir / "b/results/bert_small.json");
   EXPECT_EQ(b["status"], "ok");
   EXPECT_NE(b["summary"]["ort_error"].get<std::string>().find("on the original: no kernel for Foo"), std::string::npos);
 
-  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "c").string() + opts + " --ort=" + fake("none", "false").string(), dir / "c.log"), 0)
+  ASSERT_EQ(
+      sh(kExe + " zoo run " + model + " -o " + (dir / "c").string() + opts + " --ort=" + fake("none", "false").string(),
+         dir / "c.log"),
+      0)
       << slurp(dir / "c.log");
   json c = load(dir / "c/results/bert_small.json");
   EXPECT_DOUBLE_EQ(c["summary"]["ort_before_ms"].get<double>(), 4);
   EXPECT_DOUBLE_EQ(c["summary"]["ort_after_ms"].get<double>(), 2);
   EXPECT_DOUBLE_EQ(c["summary"]["ort_ratio"].get<double>(), 0.5);
 
-  EXPECT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "d").string() + " --ort=" + (dir / "nothing.js").string(), dir / "d.log"), 2);
+  EXPECT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "d").string() + " --ort=" + (dir / "nothing.js").string(),
+               dir / "d.log"),
+            2);
   EXPECT_NE(slurp(dir / "d.log").find("no ONNX Runtime peer"), std::string::npos) << slurp(dir / "d.log");
 }

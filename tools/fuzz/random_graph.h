@@ -26,8 +26,8 @@ class RandomGraph {
     if (image) {  // batch 1 or 2, maps of 5 to 8 rows and columns
       const std::vector<int64_t> shape = {1 + pick(2), 4, 5 + pick(4), 5 + pick(4)};
       add(b.input("x", shape), shape);
-    }
-    else add(b.input("x", {4, 6}), {4, 6});
+    } else
+      add(b.input("x", {4, 6}), {4, 6});
     int steps = 3 + pick(10);
     for (int i = 0; i < steps; ++i) step();
     // Outputs: the last value, and sometimes an intermediate one (graph output in the middle).
@@ -76,9 +76,12 @@ class RandomGraph {
         static const char* ops[] = {"Add", "Sub", "Mul"};
         int k = pick(3);
         ValueId c;
-        if (pick(3) == 0) c = b.f32(name("n"), {}, {k == 2 ? 1.0f : 0.0f});
-        else if (pick(2)) c = constant({x.shape.back()});
-        else c = constant(x.shape);
+        if (pick(3) == 0)
+          c = b.f32(name("n"), {}, {k == 2 ? 1.0f : 0.0f});
+        else if (pick(2))
+          c = constant({x.shape.back()});
+        else
+          c = constant(x.shape);
         add(pick(2) || k == 1 ? b.node(ops[k], {x.v, c}) : b.node(ops[k], {c, x.v}), x.shape);
         break;
       }
@@ -101,7 +104,8 @@ class RandomGraph {
         if (pick(2)) {
           if (pick(2)) t = b.node("Relu", {t});
           add(b.node("Transpose", {t}, {NewAttr::Ints("perm", inv)}), x.shape);
-        } else add(t, s);
+        } else
+          add(t, s);
         break;
       }
       case 4: {  // reshape chain, sometimes with 0 in the second target
@@ -127,7 +131,8 @@ class RandomGraph {
         ValueId sh = b.node("Shape", {x.v});
         std::vector<ValueId> parts;
         for (int64_t i = 0; i < r; ++i)
-          parts.push_back(b.node("Unsqueeze", {b.node("Gather", {sh, b.i64(name("i"), {i}, true)}), b.i64(name("a"), {0})}));
+          parts.push_back(
+              b.node("Unsqueeze", {b.node("Gather", {sh, b.i64(name("i"), {i}, true)}), b.i64(name("a"), {0})}));
         ValueId target = b.node("Concat", parts, {NewAttr::Int("axis", 0)});
         add(b.node("Reshape", {x.v, target}), x.shape);
         break;
@@ -146,8 +151,9 @@ class RandomGraph {
         std::vector<NewAttr> at;
         at.push_back(NewAttr::Ints("pads", {1, 1, 1, 1}));
         ValueId y = b.node("Conv", {x.v, constant({o, c, 3, 3}), constant({o})}, at);
-        if (pick(3)) y = b.node("BatchNormalization", {y, constant({o}), constant({o}), constant({o}),
-                                                       b.f32(name("var"), {o}, data(o, 0.5f, 2.0f))});
+        if (pick(3))
+          y = b.node("BatchNormalization",
+                     {y, constant({o}), constant({o}), constant({o}), b.f32(name("var"), {o}, data(o, 0.5f, 2.0f))});
         if (pick(2)) y = b.node("Relu", {y});
         add(y, {x.shape[0], o, x.shape[2], x.shape[3]});
         break;
@@ -169,8 +175,9 @@ class RandomGraph {
       case 10: {  // Constant node
         int64_t n = x.shape.back();
         std::vector<float> d = data(n);
-        TensorId t = b.m->tensors.add_owned(Sym{}, DType::Float, std::span<const int64_t>(&n, 1),
-                                            std::span<const std::byte>(reinterpret_cast<const std::byte*>(d.data()), d.size() * 4));
+        TensorId t = b.m->tensors.add_owned(
+            Sym{}, DType::Float, std::span<const int64_t>(&n, 1),
+            std::span<const std::byte>(reinterpret_cast<const std::byte*>(d.data()), d.size() * 4));
         ValueId c = b.node("Constant", {}, {NewAttr::Tensor("value", t)});
         add(b.node("Sub", {x.v, c}), x.shape);
         break;
@@ -189,15 +196,12 @@ class RandomGraph {
         if (r != 4) return step_unary(x);
         std::vector<NewAttr> at = {NewAttr::Ints("kernel_shape", {3, 3}), NewAttr::Ints("pads", {1, 1, 1, 1})};
         switch (pick(3)) {
-          case 0:
-            add(b.node("MaxPool", {x.v}, at), x.shape);
-            break;
+          case 0: add(b.node("MaxPool", {x.v}, at), x.shape); break;
           case 1:
             at.push_back(NewAttr::Int("count_include_pad", pick(2)));
             add(b.node("AveragePool", {x.v}, at), x.shape);
             break;
-          default:
-            add(b.node("Mul", {x.v, b.node("Sigmoid", {b.node("GlobalAveragePool", {x.v})})}), x.shape);
+          default: add(b.node("Mul", {x.v, b.node("Sigmoid", {b.node("GlobalAveragePool", {x.v})})}), x.shape);
         }
         break;
       }

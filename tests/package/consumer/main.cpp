@@ -8,12 +8,12 @@
 #include <string>
 
 static int failures = 0;
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
+#define CHECK(cond)                                                                    \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
       std::fprintf(stderr, "consumer: check failed: %s (line %d)\n", #cond, __LINE__); \
-      ++failures;                                                       \
-    }                                                                   \
+      ++failures;                                                                      \
+    }                                                                                  \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -83,9 +83,7 @@ int main(int argc, char** argv) {
       onnxforge::OptimizeOptions bad;
       bad.passes = {"no_such_pass"};
       onnxforge::optimize(model, bad);
-    } catch (const onnxforge::Error& e) {
-      threw = std::string(e.what()).find("no_such_pass") != std::string::npos;
-    }
+    } catch (const onnxforge::Error& e) { threw = std::string(e.what()).find("no_such_pass") != std::string::npos; }
     CHECK(threw);
 
     std::printf("consumer: onnxforge %s: %s: nodes %lld -> %lld, verified max_diff %g (%d seeds), %zu passes\n",

@@ -20,7 +20,8 @@ namespace onnxforge::fuzz {
 
 inline const std::filesystem::path& scratch() {
   static const std::filesystem::path dir = [] {
-    auto base = std::filesystem::exists("/dev/shm") ? std::filesystem::path("/dev/shm") : std::filesystem::temp_directory_path();
+    auto base = std::filesystem::exists("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                    : std::filesystem::temp_directory_path();
     auto d = base / ("onnxforge_fuzz_" + std::to_string(::getpid()));
     std::filesystem::create_directories(d / "dir");
     std::ofstream(d / "data.bin", std::ios::binary) << std::string(4096, '\x3f');
@@ -50,9 +51,7 @@ inline std::unique_ptr<Model> load_bytes(const uint8_t* data, size_t size) {
   }
   try {
     return load_model(path);
-  } catch (const Error&) {
-    return nullptr;
-  }
+  } catch (const Error&) { return nullptr; }
 }
 
 }  // namespace onnxforge::fuzz

@@ -23,7 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ro.max_rounds = 4;
     passes::run_passes(*model, passes::all_passes(), ro);
     save_model(*model, fuzz::scratch() / "out.onnx");
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

@@ -14,8 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (ValueId v : session.input_values()) {
       auto shape = g.shape(v);
       for (size_t i = 0; i < shape.size(); ++i)
-        if (!shape[i].known()) dims[shape[i].param.empty() ? std::string(str(g.value_name(v))) + ":" + std::to_string(i)
-                                                           : std::string(str(shape[i].param))] = 2;
+        if (!shape[i].known())
+          dims[shape[i].param.empty() ? std::string(str(g.value_name(v))) + ":" + std::to_string(i)
+                                      : std::string(str(shape[i].param))] = 2;
     }
     rt::InputPlan plan;
     plan = rt::plan_inputs(g, session.input_values(), dims);
@@ -28,7 +29,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     session.run(rt::make_inputs(plan, 1));
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

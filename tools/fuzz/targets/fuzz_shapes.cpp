@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     so.dims["batch"] = 2;
     infer_shapes(*model, so);
     infer_shapes(*model, so);  // idempotent, and must not crash on its own output
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

@@ -77,21 +77,38 @@ void mutate_attribute(onnx::NodeProto& n, Rng& r) {
     a->set_name(pick<const char*>(r, {"strides", "dilations", "pads", "kernel_shape", "axis", "axes", "perm", "group",
                                       "value", "body", "then_branch", "to", "alpha", "mode", "keepdims", "blocksize"}));
     a->set_type(static_cast<onnx::AttributeProto::AttributeType>(r() % 15));
-    if (r() % 2) a->set_i(hostile_int(r));
-    else for (int k = 0; k < static_cast<int>(r() % 5); ++k) a->add_ints(hostile_int(r));
+    if (r() % 2)
+      a->set_i(hostile_int(r));
+    else
+      for (int k = 0; k < static_cast<int>(r() % 5); ++k) a->add_ints(hostile_int(r));
     return;
   }
   auto* a = n.mutable_attribute(static_cast<int>(r() % static_cast<uint64_t>(n.attribute_size())));
   switch (r() % 8) {
     case 0: a->set_type(static_cast<onnx::AttributeProto::AttributeType>(r() % 16)); break;  // declared type vs payload
-    case 1: a->clear_g(); a->clear_t(); a->clear_ints(); a->clear_i(); break;               // declared, holds none
-    case 2: for (auto& x : *a->mutable_ints()) if (r() % 2) x = hostile_int(r); if (a->ints_size() == 0) a->add_ints(hostile_int(r)); break;
+    case 1:
+      a->clear_g();
+      a->clear_t();
+      a->clear_ints();
+      a->clear_i();
+      break;  // declared, holds none
+    case 2:
+      for (auto& x : *a->mutable_ints())
+        if (r() % 2) x = hostile_int(r);
+      if (a->ints_size() == 0) a->add_ints(hostile_int(r));
+      break;
     case 3: a->set_i(hostile_int(r)); break;
     case 4: a->add_ints(hostile_int(r)); break;
-    case 5: if (a->ints_size()) a->mutable_ints()->RemoveLast(); break;
-    case 6: a->set_f(pick<float>(r, {0.f, -1.f, 1e30f, -1e30f, std::numeric_limits<float>::quiet_NaN(),
-                                      std::numeric_limits<float>::infinity()})); break;
-    default: a->set_s(pick<const char*>(r, {"", "SAME_UPPER", "VALID", "NOTSET", "linear", "cubic", "nearest", "xx"})); break;
+    case 5:
+      if (a->ints_size()) a->mutable_ints()->RemoveLast();
+      break;
+    case 6:
+      a->set_f(pick<float>(r, {0.f, -1.f, 1e30f, -1e30f, std::numeric_limits<float>::quiet_NaN(),
+                               std::numeric_limits<float>::infinity()}));
+      break;
+    default:
+      a->set_s(pick<const char*>(r, {"", "SAME_UPPER", "VALID", "NOTSET", "linear", "cubic", "nearest", "xx"}));
+      break;
   }
 }
 
@@ -101,18 +118,23 @@ void mutate_dims(onnx::ModelProto& m, Rng& r) {
   if (!vis.empty() && r() % 2) {
     auto* t = vis[r() % vis.size()]->mutable_type()->mutable_tensor_type();
     auto* s = t->mutable_shape();
-    if (s->dim_size() == 0 || r() % 4 == 0) s->add_dim()->set_dim_value(hostile_int(r));
+    if (s->dim_size() == 0 || r() % 4 == 0)
+      s->add_dim()->set_dim_value(hostile_int(r));
     else {
       auto* d = s->mutable_dim(static_cast<int>(r() % static_cast<uint64_t>(s->dim_size())));
-      if (r() % 3 == 0) d->set_dim_param(pick<const char*>(r, {"batch", "seq", "N", ""}));
-      else d->set_dim_value(hostile_int(r));
+      if (r() % 3 == 0)
+        d->set_dim_param(pick<const char*>(r, {"batch", "seq", "N", ""}));
+      else
+        d->set_dim_value(hostile_int(r));
     }
     return;
   }
   if (g->initializer_size()) {
     auto* t = g->mutable_initializer(static_cast<int>(r() % static_cast<uint64_t>(g->initializer_size())));
-    if (t->dims_size() && r() % 2) t->set_dims(static_cast<int>(r() % static_cast<uint64_t>(t->dims_size())), hostile_int(r));
-    else t->add_dims(pick<int64_t>(r, {0, 1, 2, int64_t{1} << 31}));
+    if (t->dims_size() && r() % 2)
+      t->set_dims(static_cast<int>(r() % static_cast<uint64_t>(t->dims_size())), hostile_int(r));
+    else
+      t->add_dims(pick<int64_t>(r, {0, 1, 2, int64_t{1} << 31}));
   }
 }
 
@@ -129,10 +151,18 @@ void mutate_dtype(onnx::ModelProto& m, Rng& r) {
     if (r() % 3 == 0) {  // move the data to a typed field
       int n = static_cast<int>(r() % 5);
       switch (r() % 4) {
-        case 0: for (int i = 0; i < n; ++i) t->add_int64_data(hostile_int(r)); break;
-        case 1: for (int i = 0; i < n; ++i) t->add_int32_data(static_cast<int32_t>(hostile_int(r))); break;
-        case 2: for (int i = 0; i < n; ++i) t->add_double_data(1.5); break;
-        default: for (int i = 0; i < n; ++i) t->add_float_data(0.5f); break;
+        case 0:
+          for (int i = 0; i < n; ++i) t->add_int64_data(hostile_int(r));
+          break;
+        case 1:
+          for (int i = 0; i < n; ++i) t->add_int32_data(static_cast<int32_t>(hostile_int(r)));
+          break;
+        case 2:
+          for (int i = 0; i < n; ++i) t->add_double_data(1.5);
+          break;
+        default:
+          for (int i = 0; i < n; ++i) t->add_float_data(0.5f);
+          break;
       }
     }
   }
@@ -141,7 +171,8 @@ void mutate_dtype(onnx::ModelProto& m, Rng& r) {
 void mutate_external(onnx::ModelProto& m, Rng& r) {
   onnx::GraphProto* g = m.mutable_graph();
   onnx::TensorProto* t = nullptr;
-  if (g->initializer_size() && r() % 3) t = g->mutable_initializer(static_cast<int>(r() % static_cast<uint64_t>(g->initializer_size())));
+  if (g->initializer_size() && r() % 3)
+    t = g->mutable_initializer(static_cast<int>(r() % static_cast<uint64_t>(g->initializer_size())));
   else {
     t = g->add_initializer();
     t->set_name("ext" + std::to_string(r() % 4));
@@ -157,8 +188,8 @@ void mutate_external(onnx::ModelProto& m, Rng& r) {
     e->set_value(std::move(v));
   };
   // Locations in the fuzz scratch folder (fuzz_common.h) and hostile ones.
-  add("location", pick<const char*>(r, {"data.bin", "data.bin", "fifo", "dir", "missing.bin", "../data.bin", "/etc/passwd",
-                                        "dir/../data.bin", "", "model.onnx"}));
+  add("location", pick<const char*>(r, {"data.bin", "data.bin", "fifo", "dir", "missing.bin", "../data.bin",
+                                        "/etc/passwd", "dir/../data.bin", "", "model.onnx"}));
   if (r() % 2) add("offset", std::to_string(pick<int64_t>(r, {0, 4, 4096, 4095, -1, int64_t{1} << 62})));
   if (r() % 2) add("length", std::to_string(pick<int64_t>(r, {0, 4, 16, 4096, 4100, int64_t{1} << 62})));
   if (r() % 5 == 0) add("offset", "abc");
@@ -170,23 +201,37 @@ void mutate_wiring(onnx::ModelProto& m, Rng& r) {
   auto all = names(*g);
   auto* n = g->mutable_node(static_cast<int>(r() % static_cast<uint64_t>(g->node_size())));
   switch (r() % 7) {
-    case 0: if (n->input_size()) n->set_input(static_cast<int>(r() % static_cast<uint64_t>(n->input_size())), all[r() % all.size()]); break;
+    case 0:
+      if (n->input_size())
+        n->set_input(static_cast<int>(r() % static_cast<uint64_t>(n->input_size())), all[r() % all.size()]);
+      break;
     case 1: n->add_input(all[r() % all.size()]); break;
-    case 2: if (n->input_size()) n->mutable_input()->RemoveLast(); break;
-    case 3: if (n->output_size()) n->set_output(0, all[r() % all.size()]); break;  // two producers, cycles
-    case 4: *g->add_node() = *n; break;                                            // duplicate
-    case 5: {  // move a node to another place (unsorted graphs)
+    case 2:
+      if (n->input_size()) n->mutable_input()->RemoveLast();
+      break;
+    case 3:
+      if (n->output_size()) n->set_output(0, all[r() % all.size()]);
+      break;                             // two producers, cycles
+    case 4: *g->add_node() = *n; break;  // duplicate
+    case 5: {                            // move a node to another place (unsorted graphs)
       int i = static_cast<int>(r() % static_cast<uint64_t>(g->node_size()));
       int j = static_cast<int>(r() % static_cast<uint64_t>(g->node_size()));
       g->mutable_node()->SwapElements(i, j);
       break;
     }
     default:
-      n->set_op_type(pick<const char*>(r, {"Conv", "Loop", "If", "Scan", "Range", "ConstantOfShape", "Reshape", "Expand",
-                                           "Gather", "Resize", "Pad", "Slice", "Tile", "Concat", "Split", "MatMul", "Gemm",
-                                           "Transpose", "Einsum", "TopK", "NonZero", "Unsqueeze", "Squeeze", "Cast",
-                                           "DepthToSpace", "SpaceToDepth", "MaxPool", "AveragePool", "ConvTranspose",
-                                           "LSTM", "GRU", "Softmax", "LayerNormalization", "Attention", "CumSum"}));
+      n->set_op_type(pick<const char*>(r, {"Conv",         "Loop",          "If",
+                                           "Scan",         "Range",         "ConstantOfShape",
+                                           "Reshape",      "Expand",        "Gather",
+                                           "Resize",       "Pad",           "Slice",
+                                           "Tile",         "Concat",        "Split",
+                                           "MatMul",       "Gemm",          "Transpose",
+                                           "Einsum",       "TopK",          "NonZero",
+                                           "Unsqueeze",    "Squeeze",       "Cast",
+                                           "DepthToSpace", "SpaceToDepth",  "MaxPool",
+                                           "AveragePool",  "ConvTranspose", "LSTM",
+                                           "GRU",          "Softmax",       "LayerNormalization",
+                                           "Attention",    "CumSum"}));
       break;
   }
 }
@@ -202,7 +247,8 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
     switch (r() % 6) {
       case 0: {
         onnx::GraphProto* g = some_graph(m, r);
-        if (g->node_size()) mutate_attribute(*g->mutable_node(static_cast<int>(r() % static_cast<uint64_t>(g->node_size()))), r);
+        if (g->node_size())
+          mutate_attribute(*g->mutable_node(static_cast<int>(r() % static_cast<uint64_t>(g->node_size()))), r);
         break;
       }
       case 1: mutate_dims(m, r); break;
