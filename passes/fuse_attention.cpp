@@ -1,9 +1,8 @@
 // fuse_attention — scaled dot-product attention → Attention (opset 23).            class 1
 //
 //   Q ─(head split)─┐
-//                   MatMul ─ [scale] ─ [mask: Add m | Where(c, ·, fill)]* ─ Softmax(last axis) ─ MatMul ─(head merge)─
-//                   Y
-//   K ─(head split, transpose, [repeat_kv])─┘                                          V ─(head split, [repeat_kv])─┘
+//                   MatMul ─ [scale] ─ [mask: Add m | Where(c, ·, fill)]* ─ Softmax(last) ─ MatMul ─(head merge)─ Y
+//   K ─(head split, transpose, [repeat_kv])─┘                                V ─(head split, [repeat_kv])─┘
 //
 // Anchored on the Softmax. The head split/merge Reshape/Transposes are followed as data
 // (head_layout.h), not matched as spellings, so BERT's [B,S,H,D] split, Whisper's [B·H,S,D]

@@ -15,11 +15,11 @@
 //   std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {  // parallel-safe
 //     std::vector<Match> out;
 //     for (NodeId n : g.nodes()) {
-//       if (is(g, n, "Mul") && constant_all_equal(g, g.input(n, 1), 1) && can_forward(g, uses, g.output(n, 0),
-//       g.input(n, 0)))
+//       const ValueId y = g.output(n, 0), x = g.input(n, 0);
+//       if (is(g, n, "Mul") && constant_all_equal(g, g.input(n, 1), 1) && can_forward(g, uses, y, x))
 //         out.push_back({n, {}});
-//       else if (NodeId add = single_consumer(g, uses, n); is(g, n, "MatMul") && is(g, add, "Add")) out.push_back({n,
-//       add});
+//       else if (NodeId add = single_consumer(g, uses, n); is(g, n, "MatMul") && is(g, add, "Add"))
+//         out.push_back({n, add});
 //     }
 //     return out;
 //   }

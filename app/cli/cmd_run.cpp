@@ -1,5 +1,5 @@
-// onnxforge run MODEL [--inputs name=FILE|FILE.npz|DIR] [--input-value N=V] [--dim name=N] [--seed S] [--out DIR]
-// [--json]
+// onnxforge run MODEL [--inputs name=FILE|FILE.npz|DIR] [--input-value N=V] [--dim name=N] [--seed S]
+//                     [--out DIR] [--json]
 #include <chrono>
 #include <filesystem>
 #include <iostream>
