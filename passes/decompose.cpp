@@ -23,43 +23,20 @@ ValueId Chain::node_named(std::string_view name, std::string_view op, std::vecto
 }
 
 ValueId Chain::scalar(std::string_view hint, DType t, double v) {
-  std::byte bytes[8];
-  size_t n = 0;
-  switch (t) {
-    case DType::Float: {
-      const float f = static_cast<float>(v);
-      std::memcpy(bytes, &f, n = 4);
-      break;
-    }
-    case DType::Double: std::memcpy(bytes, &v, n = 8); break;
-    case DType::Float16: {
-      const uint16_t h = float_to_half(static_cast<float>(v));
-      std::memcpy(bytes, &h, n = 2);
-      break;
-    }
-    case DType::BFloat16: {
-      const uint16_t h = float_to_bf16(static_cast<float>(v));
-      std::memcpy(bytes, &h, n = 2);
-      break;
-    }
-    default: fail("decompose: no scalar constant of type ", dtype_name(t));
-  }
-  return e_.new_constant(prefix_ + "/" + std::string(hint), t, {}, std::span<const std::byte>(bytes, n));
+  if (t != DType::Float && t != DType::Double && t != DType::Float16 && t != DType::BFloat16)
+    fail("decompose: no scalar constant of type ", dtype_name(t));
+  return e_.scalar_constant(prefix_ + "/" + std::string(hint), t, v);
 }
 
 ValueId Chain::reduce_mean(ValueId x, const std::vector<int64_t>& axes) {
   if (e_.g.model().opset("") >= 18) {
-    const std::vector<std::byte> b = to_bytes(axes);
-    const int64_t dims[] = {static_cast<int64_t>(axes.size())};
-    return node("ReduceMean", {x, e_.new_constant(prefix_ + "/axes_" + std::to_string(k_), DType::Int64, dims, b)});
+    return node("ReduceMean", {x, e_.ints_constant(prefix_ + "/axes_" + std::to_string(k_), axes)});
   }
   return node("ReduceMean", {x}, {NewAttr::Ints("axes", axes)});
 }
 
 ValueId Chain::ints(std::string_view hint, const std::vector<int64_t>& v) {
-  const std::vector<std::byte> b = to_bytes(v);
-  const int64_t dims[] = {static_cast<int64_t>(v.size())};
-  return e_.new_constant(prefix_ + "/" + std::string(hint) + "_" + std::to_string(k_++), DType::Int64, dims, b);
+  return e_.ints_constant(prefix_ + "/" + std::string(hint) + "_" + std::to_string(k_++), v);
 }
 
 ValueId Chain::tensor(std::string_view hint, DType t, const std::vector<int64_t>& dims,
@@ -110,7 +87,7 @@ std::vector<int64_t> trailing_axes_of(const Graph& g, ValueId x, int64_t axis) {
     for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
     return axes;
   }
-  const int64_t r = pattern::rank_of(g, x);
+  const int64_t r = rank_of(g, x);
   for (int64_t a = axis; a < r; ++a) axes.push_back(a);
   return axes;
 }

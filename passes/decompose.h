@@ -6,7 +6,7 @@
 //
 // Verification stays independent: these passes find their node by op type alone and share no
 // matcher with the fusions (passes/fuse_*.cpp) or with the runtime's fusions of decomposed
-// patterns (runtime/); pattern::dtype_of / rank_of are only type look-ups.
+// patterns (runtime/); dtype_of / rank_of (ir/match.h) are only type look-ups.
 #include <limits>
 #include <optional>
 #include <string>

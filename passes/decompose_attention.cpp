@@ -53,7 +53,7 @@ struct AttnShape {
 };
 
 int64_t input_rank(const Graph& g, NodeId n, size_t i) {
-  return g.inputs(n).size() > i && g.input(n, i).valid() ? pattern::rank_of(g, g.input(n, i)) : -1;
+  return g.inputs(n).size() > i && g.input(n, i).valid() ? rank_of(g, g.input(n, i)) : -1;
 }
 bool has_input(const Graph& g, NodeId n, size_t i) { return g.inputs(n).size() > i && g.input(n, i).valid(); }
 
@@ -116,11 +116,11 @@ std::string attention_refusal(const Graph& g, NodeId n) {
   // float32, float16 or bfloat16, Q/K/V and the past alike: the chain computes in that type, as
   // the op does without softmax_precision (the runtime runs the op in float and rounds once;
   // verification judges a float16 model in its ulps).
-  const DType t = pattern::dtype_of(g, g.input(n, 0));
+  const DType t = dtype_of(g, g.input(n, 0));
   if (t != DType::Float && t != DType::Float16 && t != DType::BFloat16)
     return "input 0 is not float32, float16 or bfloat16";
   for (size_t i : {1, 2, 4, 5})
-    if (has_input(g, n, i) && pattern::dtype_of(g, g.input(n, i)) != t)
+    if (has_input(g, n, i) && dtype_of(g, g.input(n, i)) != t)
       return "input " + std::to_string(i) + " is not of Q's type";
   if (const Attr* sp = g.attr(n, "softmax_precision");
       sp && sp->type == AttrType::Int && sp->i != static_cast<int64_t>(t))
@@ -134,7 +134,7 @@ std::string attention_refusal(const Graph& g, NodeId n) {
     return "the head size is unknown (the default scale 1/sqrt(head_size) needs it)";
   if (a.hq != a.hkv && (a.d <= 0 || a.dv <= 0)) return "the head size is unknown (the KV head repeat needs it)";
   if (has_input(g, n, 3)) {
-    const DType mt = pattern::dtype_of(g, g.input(n, 3));
+    const DType mt = dtype_of(g, g.input(n, 3));
     if (mt == DType::Undefined || mt == DType::String) return "the mask's element type is unknown or not numeric";
     if (input_rank(g, n, 3) < 1) return "the mask's rank is unknown";
     if (!mask_covers_keys(g, n, a.rank) && opset < 13)
@@ -162,7 +162,7 @@ bool apply(Edits& e, const NodeId& n) {
   const bool three_d = a.rank == 3;
   const auto has = [&](size_t i) { return decompose::has_input(g, n, i); };
   const double inf = std::numeric_limits<double>::infinity();
-  const DType T = pattern::dtype_of(g, g.input(n, 0));  // the constants' type (attention_refusal checked it)
+  const DType T = dtype_of(g, g.input(n, 0));  // the constants' type (attention_refusal checked it)
 
   // [B, H, S, D] views.
   auto heads = [&](ValueId x, int64_t h) {
@@ -208,7 +208,7 @@ bool apply(Edits& e, const NodeId& n) {
   ValueId lens;  // nonpad_kv_seqlen as int64 [B, 1]
   if (nonpad) {
     lens = g.input(n, 6);
-    if (pattern::dtype_of(g, lens) != DType::Int64) lens = c.cast(lens, DType::Int64);
+    if (dtype_of(g, lens) != DType::Int64) lens = c.cast(lens, DType::Int64);
     lens = c.unsqueeze(lens, {1});
   }
   if (g.attr_int(n, "is_causal", 0) != 0) {
@@ -242,12 +242,12 @@ bool apply(Edits& e, const NodeId& n) {
   const bool masked = has(3) || nonpad;  // a row may be left without a key
   if (has(3)) {
     ValueId mask = g.input(n, 3);
-    const DType mt = pattern::dtype_of(g, mask);
+    const DType mt = dtype_of(g, mask);
     const bool boolean = mt == DType::Bool;
     if (!boolean && mt != T) mask = c.cast(mask, T);
     if (!decompose::mask_covers_keys(g, n, a.rank)) {
       // Keys beyond the mask's last dim are masked (the spec pads with false / -inf).
-      const int64_t r = pattern::rank_of(g, g.input(n, 3));
+      const int64_t r = rank_of(g, g.input(n, 3));
       const ValueId need = c.node("Sub", {c.dim(k, 2), c.dim(mask, -1)});
       const ValueId pads =
           c.node("Concat", {c.ints("pads", std::vector<int64_t>(static_cast<size_t>(2 * r - 1), 0)), need},

@@ -28,8 +28,7 @@ std::optional<Match> match(const Graph& g, const Uses& u, NodeId n) {
   if (g.inputs(n).size() < 2) return {};
   for (size_t i = 1; i < g.outputs(n).size(); ++i)  // Mean and InvStdDev: the chain has no such values
     if (decompose::output_read(g, u, n, i)) return {};
-  Match m{n, decompose::trailing_axes_of(g, g.input(n, 0), g.attr_int(n, "axis", -1)),
-          pattern::dtype_of(g, g.input(n, 0))};
+  Match m{n, decompose::trailing_axes_of(g, g.input(n, 0), g.attr_int(n, "axis", -1)), dtype_of(g, g.input(n, 0))};
   if (m.axes.empty()) return {};
   const bool stash = g.attr_int(n, "stash_type", 1) == 1;
   if (m.type != DType::Float && !(decompose::is_half_type(m.type) && stash)) return {};

@@ -22,8 +22,8 @@ bool float_or_half(DType t) { return t == DType::Float || decompose::is_half_typ
 
 std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
   if (g.inputs(n).size() < 2) return {};
-  Match m{n, decompose::trailing_axes_of(g, g.input(n, 0), g.attr_int(n, "axis", -1)),
-          pattern::dtype_of(g, g.input(n, 0)), pattern::dtype_of(g, g.input(n, 1))};
+  Match m{n, decompose::trailing_axes_of(g, g.input(n, 0), g.attr_int(n, "axis", -1)), dtype_of(g, g.input(n, 0)),
+          dtype_of(g, g.input(n, 1))};
   if (m.axes.empty() || !float_or_half(m.x_type) || !float_or_half(m.scale_type)) return {};
   if (g.attr_int(n, "stash_type", 1) != 1 && m.x_type != DType::Float) return {};
   return m;

@@ -37,7 +37,7 @@ struct RotaryShape {
 RotaryShape rotary_shape(const Graph& g, NodeId n) {
   RotaryShape r;
   const ValueId x = g.input(n, 0);
-  r.rank = pattern::rank_of(g, x);
+  r.rank = rank_of(g, x);
   r.heads = g.attr_int(n, "num_heads", 0);
   r.half = static_dim(g, g.input(n, 1), -1);
   if (r.half < 0) r.half = static_dim(g, g.input(n, 2), -1);
@@ -57,11 +57,11 @@ std::string rotary_refusal(const Graph& g, NodeId n) {
   if (g.model().opset("") < 10) return "opset below 10 (Slice takes its bounds as inputs from opset 10)";
   // float32, float16 or bfloat16, all three alike: the chain computes in that type (the runtime
   // runs the op itself in float and rounds once; verification judges a float16 model in its ulps).
-  const DType t = pattern::dtype_of(g, g.input(n, 0));
+  const DType t = dtype_of(g, g.input(n, 0));
   if (t != DType::Float && t != DType::Float16 && t != DType::BFloat16)
     return "input 0 is not float32, float16 or bfloat16";
   for (size_t i = 1; i < 3; ++i)
-    if (pattern::dtype_of(g, g.input(n, i)) != t) return "input " + std::to_string(i) + " is not of input 0's type";
+    if (dtype_of(g, g.input(n, i)) != t) return "input " + std::to_string(i) + " is not of input 0's type";
   const RotaryShape r = rotary_shape(g, n);
   if (r.rank != 3 && r.rank != 4) return "the input's rank is unknown or not 3 or 4";
   if (r.rank == 3 && r.heads <= 0) return "3-D input without num_heads";
@@ -82,7 +82,7 @@ bool apply(Edits& e, const NodeId& n) {
   if (e.touched(n)) return false;
   const Graph& g = e.g;
   decompose::Chain c(e, n);
-  const int64_t rank = pattern::rank_of(g, g.input(n, 0));
+  const int64_t rank = rank_of(g, g.input(n, 0));
   const bool three_d = rank == 3, interleaved = g.attr_int(n, "interleaved", 0) != 0;
   int64_t half = decompose::static_dim(g, g.input(n, 1), -1);
   if (half < 0) half = decompose::static_dim(g, g.input(n, 2), -1);

@@ -15,7 +15,7 @@ struct Match {
 };
 
 std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
-  const DType t = pattern::dtype_of(g, g.input(n, 0));
+  const DType t = dtype_of(g, g.input(n, 0));
   if (t != DType::Float && !decompose::is_half_type(t)) return {};
   return Match{n, t};
 }

@@ -1,7 +1,10 @@
 #include "passes/edits.h"
 
 #include <algorithm>
+#include <cstring>
 
+#include "ir/error.h"
+#include "ir/float16.h"
 #include "ir/match.h"
 
 namespace onnxforge::passes {
@@ -38,6 +41,29 @@ ValueId Edits::new_constant(std::string_view hint, DType t, std::span<const int6
   delta_->initializers -= 1;
   delta_->bytes -= static_cast<int64_t>(bytes.size());
   return rw_.new_initializer(hint, id);
+}
+
+ValueId Edits::ints_constant(std::string_view hint, const std::vector<int64_t>& v, bool rank0) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  if (rank0 && n != 1) fail("internal: a rank-0 int64 constant of ", n, " elements");
+  return new_constant(hint, DType::Int64, rank0 ? std::span<const int64_t>() : std::span<const int64_t>(&n, 1),
+                      std::as_bytes(std::span<const int64_t>(v)));
+}
+
+ValueId Edits::scalar_constant(std::string_view hint, DType t, double x) {
+  std::byte bytes[8];
+  size_t n = 0;
+  auto put = [&](const auto v) { std::memcpy(bytes, &v, n = sizeof v); };
+  switch (t) {
+    case DType::Float: put(static_cast<float>(x)); break;
+    case DType::Double: put(x); break;
+    case DType::Float16: put(float_to_half(static_cast<float>(x))); break;
+    case DType::BFloat16: put(float_to_bf16(static_cast<float>(x))); break;
+    case DType::Int64: put(static_cast<int64_t>(x)); break;
+    case DType::Bool: put(static_cast<uint8_t>(x != 0)); break;
+    default: fail("internal: no scalar constant of type ", dtype_name(t));
+  }
+  return new_constant(hint, t, {}, std::span<const std::byte>(bytes, n));
 }
 
 ValueId Edits::new_deferred_constant(std::string_view hint, DType t, std::span<const int64_t> dims, uint64_t size,

@@ -53,6 +53,11 @@ class Edits {
   ValueId new_typed_value(std::string_view hint, DType t, std::span<const int64_t> dims);
   // A new initializer with bytes the store owns.
   ValueId new_constant(std::string_view hint, DType t, std::span<const int64_t> dims, std::span<const std::byte> bytes);
+  // Constants, built one way by every pass: a 1-D int64 of `v` (`rank0`: a scalar, v of one
+  // element), and a one-element value `x` of type `t` (Float, Double, Float16, BFloat16, Int64,
+  // Bool) of rank 0.
+  ValueId ints_constant(std::string_view hint, const std::vector<int64_t>& v, bool rank0 = false);
+  ValueId scalar_constant(std::string_view hint, DType t, double x);
   // A new initializer computed from store tensors only when read (TensorStore::add_deferred).
   ValueId new_deferred_constant(std::string_view hint, DType t, std::span<const int64_t> dims, uint64_t size,
                                 TensorRecipe recipe);

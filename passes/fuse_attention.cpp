@@ -247,18 +247,29 @@ ValueId skip_noop_slices(const Graph& g, ValueId v) {
 }
 
 // ---- the matcher -----------------------------------------------------------------------------
+// Six steps, each a function that returns what it found or why the block cannot fuse (the
+// census counts the reasons): the scores chain from the Softmax back to the first MatMul, the
+// operands' shapes, the heads followed back to their split and forward to their merge (through a
+// past Concat), the cheapest layout the op takes them in, the scale, and the mask's form.
 
-Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassOptions&) {
+// Step 1: Softmax ← [mask pieces, scales]* ← MatMul(Q, K), read by MatMul(·, V).
+struct Scores {
+  NodeId softmax, mm1, mm2;
+  std::vector<NodeId> chain;    // chain[i] produces values[i] and reads the scores as values[i + 1]
+  std::vector<ValueId> values;  // the last one is the first MatMul's output
+  double scale = 1;             // the product of the chain's constant scales
+  std::vector<MaskPiece> mask;
+  std::vector<NodeId> mask_side;  // Expand/Shape nodes that only size a mask piece to the scores
+};
+
+Found<Scores> scores_chain(const Graph& g, const Uses& uses, NodeId softmax) {
   if (!is(g, softmax, "Softmax")) return {};
   const ValueId probs = g.output(softmax, 0);
-  NodeId mm2;
+  Scores sc;
+  sc.softmax = softmax;
   for (const Use& u : uses.of(probs))
-    if (u.slot == 0 && is(g, u.node, "MatMul")) mm2 = u.node;
-  if (!mm2.valid() || !from_matmul(g, g.input(softmax, 0))) return {};  // not an attention block
-
-  Match m;
-  m.softmax = softmax;
-  m.mm2 = mm2;
+    if (u.slot == 0 && is(g, u.node, "MatMul")) sc.mm2 = u.node;
+  if (!sc.mm2.valid() || !from_matmul(g, g.input(softmax, 0))) return {};  // not an attention block
   if (!uses.single(probs)) return Miss{"probabilities used elsewhere"};
 
   // Softmax over the last axis (opset < 13: the 2-D flattening at `axis` is the same thing only
@@ -270,21 +281,17 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   if (axis < 0) axis += srank;
   if (axis != srank - 1) return Miss{"softmax not over last axis"};
 
-  // Scores chain, Softmax back to the first MatMul: chain[i] produces chain_values[i] and reads
-  // the scores as chain_values[i + 1]; the last value is the first MatMul's output.
-  std::vector<NodeId> chain;
-  std::vector<ValueId> chain_values{g.input(softmax, 0)};
-  double chain_scale = 1;
+  sc.values = {g.input(softmax, 0)};
   bool seen_scale = false;  // walking back: a mask after a scale means the scale scales the mask too
   for (int guard = 0;; ++guard) {
-    const ValueId cur = chain_values.back();
+    const ValueId cur = sc.values.back();
     NodeId p = g.producer(cur);
     if (guard > 16 || !p.valid()) return Miss{"unsupported op between scores and softmax"};
     if (is(g, p, "MatMul")) {
-      m.mm1 = p;
+      sc.mm1 = p;
       break;
     }
-    chain.push_back(p);
+    sc.chain.push_back(p);
     ValueId next;
     if (is(g, p, "Mul") || is(g, p, "Div")) {
       ValueId a = g.input(p, 0), b = g.input(p, 1);
@@ -297,14 +304,14 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
       if (!s) return Miss{"scale not scalar"};
       if (*s == 0 || !std::isfinite(*s)) return Miss{"scale not finite"};
       seen_scale = true;
-      chain_scale = is(g, p, "Mul") ? chain_scale * *s : chain_scale / *s;
+      sc.scale = is(g, p, "Mul") ? sc.scale * *s : sc.scale / *s;
       next = a_scores ? a : b;
     } else if (is(g, p, "Add")) {
       ValueId a = g.input(p, 0), b = g.input(p, 1);
       const bool a_scores = from_matmul(g, a), b_scores = from_matmul(g, b);
       if (a_scores == b_scores) return Miss{"unsupported op between scores and softmax"};
       if (seen_scale) return Miss{"scale after mask"};
-      m.mask.insert(m.mask.begin(), MaskPiece{MaskPiece::Add, a_scores ? b : a, {}});
+      sc.mask.insert(sc.mask.begin(), MaskPiece{MaskPiece::Add, a_scores ? b : a, {}});
       next = a_scores ? a : b;
     } else if (is(g, p, "Where")) {
       ValueId c = g.input(p, 0), a = g.input(p, 1), b = g.input(p, 2);
@@ -315,49 +322,65 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
       auto f = scalar(g, fill);
       if (!f) return Miss{"masked_fill value not scalar"};
       if (!(*f <= kLargeNegative)) return Miss{"masked_fill value not large negative"};
-      if (g.dtype(c) != DType::Bool) return Miss{"mask condition not boolean"};
+      if (dtype_of(g, c) != DType::Bool) return Miss{"mask condition not boolean"};
       if (seen_scale) return Miss{"scale after mask"};
-      m.mask.insert(m.mask.begin(), MaskPiece{a_scores ? MaskPiece::WhereKeep : MaskPiece::WhereFill, c, fill});
+      sc.mask.insert(sc.mask.begin(), MaskPiece{a_scores ? MaskPiece::WhereKeep : MaskPiece::WhereFill, c, fill});
       next = a_scores ? a : b;
     } else {
       return Miss{"unsupported op between scores and softmax"};
     }
-    chain_values.push_back(next);
+    sc.values.push_back(next);
   }
   // Every scores value is read only by the chain, except Shape readers whose result only sizes an
   // Expand of a mask piece (DistilBERT expands its mask to the scores' shape): an Expand to the
   // scores' own shape is what the attention's broadcasting does anyway, so the piece is read
   // before it (also when duplicate elimination made a later layer's Expand read this layer's
   // Shape: any Expand whose output has the scores' dims).
-  std::vector<NodeId> mask_side;
-  const auto scores_dims = heads::dims_of(g, g.output(m.mm1, 0));
+  const auto scores_dims = heads::dims_of(g, g.output(sc.mm1, 0));
   auto strip_expand = [&](ValueId v) {
     v = skip_noop_slices(g, v);
     NodeId ex = g.producer(v);
     if (!is(g, ex, "Expand") || !scores_dims || heads::dims_of(g, v) != scores_dims) return v;
-    mask_side.push_back(ex);
-    if (NodeId sh = g.producer(g.input(ex, 1)); is(g, sh, "Shape")) mask_side.push_back(sh);
+    sc.mask_side.push_back(ex);
+    if (NodeId sh = g.producer(g.input(ex, 1)); is(g, sh, "Shape")) sc.mask_side.push_back(sh);
     return g.input(ex, 0);
   };
-  for (MaskPiece& p : m.mask) p.m = strip_expand(p.m);
-  for (size_t i = 0; i < chain_values.size(); ++i) {
-    const ValueId v = chain_values[i];
-    const NodeId reader = i == 0 ? softmax : chain[i - 1];
+  for (MaskPiece& p : sc.mask) p.m = strip_expand(p.m);
+  for (size_t i = 0; i < sc.values.size(); ++i) {
+    const ValueId v = sc.values[i];
+    const NodeId reader = i == 0 ? softmax : sc.chain[i - 1];
     if (uses.is_graph_output(v)) return Miss{"scores used elsewhere"};
     for (const Use& u : uses.of(v))
-      if (u.node != reader && std::find(mask_side.begin(), mask_side.end(), u.node) == mask_side.end())
+      if (u.node != reader && std::find(sc.mask_side.begin(), sc.mask_side.end(), u.node) == sc.mask_side.end())
         return Miss{"scores used elsewhere"};
   }
+  return sc;
+}
 
-  // Operands and their shapes.
-  const ValueId qa = g.input(m.mm1, 0), kb = g.input(m.mm1, 1), vb = g.input(mm2, 1), y = g.output(mm2, 0);
+// Steps 2 and 3: the operands' shapes, then each operand followed as data (head_layout.h) back to
+// its head split and the output forward to its head merge. Factor letters: b batch, h query
+// heads, g key/value heads, s query and t key positions, d and e the head sizes of K and V, x
+// batch·heads merged (rank 3).
+struct Heads {
+  size_t r = 0;  // the scores' rank, 3 or 4
+  DType dtype = DType::Float;
+  Sizes sizes;
+  char G = 'g';  // the factor of the key/value heads ('h' when the rank-3 form merges them)
+  std::vector<Step> qs, ks, vs, os;
+  std::optional<Match::Past> past_k, past_v;
+  int64_t H = 0, Gk = 0;  // query heads; key/value heads before any repeat
+};
+
+Found<Heads> follow_heads(const Graph& g, const Uses& uses, const Scores& sc) {
+  const ValueId qa = g.input(sc.mm1, 0), kb = g.input(sc.mm1, 1), vb = g.input(sc.mm2, 1), y = g.output(sc.mm2, 0);
   auto qd = heads::dims_of(g, qa), kd = heads::dims_of(g, kb), vd = heads::dims_of(g, vb), yd = heads::dims_of(g, y);
-  auto sd = heads::dims_of(g, g.output(m.mm1, 0));
+  auto sd = heads::dims_of(g, g.output(sc.mm1, 0));
   if (!qd || !kd || !vd || !yd || !sd) return Miss{"shapes unknown"};
-  const size_t r = qd->size();
+  Heads h;
+  const size_t r = h.r = qd->size();
   if (r != 3 && r != 4) return Miss{"scores rank not 3 or 4"};
   if (kd->size() != r || vd->size() != r || yd->size() != r) return Miss{"key/value broadcast over batch"};
-  for (ValueId cv : chain_values) {  // a mask must not broadcast the scores to a larger shape
+  for (ValueId cv : sc.values) {  // a mask must not broadcast the scores to a larger shape
     auto cd = heads::dims_of(g, cv);
     if (!cd || *cd != *sd) return Miss{"mask broadcasts the scores"};
   }
@@ -365,17 +388,16 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   const auto& K = *kd;
   const auto& V = *vd;
   if (!Q[r - 1].is_constant() || !V[r - 1].is_constant()) return Miss{"head size not static"};
-  m.dtype = g.dtype(qa);
-  if (m.dtype != DType::Float && m.dtype != DType::Float16 && m.dtype != DType::BFloat16)
+  h.dtype = dtype_of(g, qa);
+  if (h.dtype != DType::Float && h.dtype != DType::Float16 && h.dtype != DType::BFloat16)
     return Miss{"not floating point"};
 
-  Sizes sizes;
+  Sizes& sizes = h.sizes;
   sizes.of['s'] = Q[r - 2];
   sizes.of['d'] = Q[r - 1];
   sizes.of['t'] = K[r - 1];
   sizes.of['e'] = V[r - 1];
   Layout lq, lk, lv, lo;
-  char G = 'g';
   if (r == 4) {
     if (!(K[0] == Q[0]) || !(V[0] == Q[0])) return Miss{"key/value broadcast over batch"};
     if (!(V[1] == K[1]) || !(K[1] == Q[1] || K[1].is_constant(1))) return Miss{"key/value heads differ"};
@@ -390,7 +412,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   } else {
     if (!(K[0] == Q[0]) || !(V[0] == Q[0])) return Miss{"key/value broadcast over batch"};
     sizes.of['x'] = Q[0];
-    G = 'h';
+    h.G = 'h';
     lq = {"x", "s", "d"};
     lk = {"x", "d", "t"};
     lv = {"x", "t", "e"};
@@ -398,31 +420,51 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   }
   auto sq = [&](const Layout& l) { return heads::squeeze_ones(l, sizes); };
   bool unresolved = false;
-  auto qs = heads::walk_back(g, qa, sq(lq), sizes, {.scale = true, .kv_repeat = false}, &unresolved);
-  auto ks = heads::walk_back(g, kb, sq(lk), sizes, {.scale = true, .kv_repeat = r == 4}, &unresolved);
-  auto vs = heads::walk_back(g, vb, sq(lv), sizes, {.scale = false, .kv_repeat = r == 4}, &unresolved);
-  auto os = heads::walk_forward(g, uses, y, sq(lo), sizes, &unresolved);
+  h.qs = heads::walk_back(g, qa, sq(lq), sizes, {.scale = true, .kv_repeat = false}, &unresolved);
+  h.ks = heads::walk_back(g, kb, sq(lk), sizes, {.scale = true, .kv_repeat = r == 4}, &unresolved);
+  h.vs = heads::walk_back(g, vb, sq(lv), sizes, {.scale = false, .kv_repeat = r == 4}, &unresolved);
+  h.os = heads::walk_forward(g, uses, y, sq(lo), sizes, &unresolved);
   if (r == 4) {
-    auto pk = through_past(g, uses, ks, m.mm1, 'd', sizes, {.scale = true, .kv_repeat = true}, &unresolved);
-    auto pv = through_past(g, uses, vs, mm2, 'e', sizes, {.scale = false, .kv_repeat = true}, &unresolved);
+    auto pk = through_past(g, uses, h.ks, sc.mm1, 'd', sizes, {.scale = true, .kv_repeat = true}, &unresolved);
+    auto pv = through_past(g, uses, h.vs, sc.mm2, 'e', sizes, {.scale = false, .kv_repeat = true}, &unresolved);
     if (pk && pv) {
-      m.past_k = pk->past;
-      m.past_v = pv->past;
-      ks = std::move(pk->steps);
-      vs = std::move(pv->steps);
+      h.past_k = pk->past;
+      h.past_v = pv->past;
+      h.ks = std::move(pk->steps);
+      h.vs = std::move(pv->steps);
     }
   }
   if (unresolved) return Miss{"head split shapes not resolved"};
   if (r == 3) {
     if (!sizes.has('b') || !sizes.has('h')) return Miss{"heads not found"};
-    for (auto* steps : {&qs, &ks, &vs, &os})
+    for (auto* steps : {&h.qs, &h.ks, &h.vs, &h.os})
       for (Step& s : *steps) s.layout = heads::split_x(s.layout, sizes);
   }
   if (!sizes.size('h').is_constant()) return Miss{"heads not static"};
-  const int64_t H = sizes.size('h').value();
-  const int64_t Gk = sizes.size(G).is_constant() ? sizes.size(G).value() : -1;
-  if (Gk <= 0) return Miss{"heads not static"};
+  h.H = sizes.size('h').value();
+  h.Gk = sizes.size(h.G).is_constant() ? sizes.size(h.G).value() : -1;
+  if (h.Gk <= 0) return Miss{"heads not static"};
+  return h;
+}
 
+// Step 4: where along each walk the op reads its operand, and in which of its forms (3-D or 4-D,
+// which key/value repeat it undoes). Net cost of a source: the Reshape/Transposes to add minus
+// the walked nodes that die (every value between the source and the MatMul read only by the
+// chain); ties go to the furthest, and to rank 3.
+struct Pick {
+  int cost = 1 << 20;
+  size_t step = 0;
+  heads::Conversion conv;
+};
+struct Picks {
+  int rank = 3;
+  int64_t repeat = 1;
+  Pick q, k, v, o;
+};
+
+Found<Picks> choose_layouts(const Graph& g, const Uses& uses, const Scores& sc, const Heads& h) {
+  const Sizes& sizes = h.sizes;
+  const char G = h.G;
   // Canonical layouts of the op's inputs/outputs, per rank; 'g' shrinks with a kv repeat.
   auto size_fn = [&](int64_t repeat) {
     return [&sizes, G, repeat](char c) -> SymDim {
@@ -434,20 +476,13 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
     Layout l;
     const std::string g1(1, G);
     if (role == 'q') l = rank == 3 ? Layout{"b", "s", "hd"} : Layout{"b", "h", "s", "d"};
-    const std::string t = m.past_k ? "s" : "t";  // with a past, K and V hold the new positions only
+    const std::string t = h.past_k ? "s" : "t";  // with a past, K and V hold the new positions only
     if (role == 'k') l = rank == 3 ? Layout{"b", t, g1 + "d"} : Layout{"b", g1, t, "d"};
     if (role == 'v') l = rank == 3 ? Layout{"b", t, g1 + "e"} : Layout{"b", g1, t, "e"};
     if (role == 'o') l = rank == 3 ? Layout{"b", "s", "he"} : Layout{"b", "h", "s", "e"};
     Sizes s2 = sizes;
     if (G == 'g') s2.of['g'] = SymDim::constant(sizes.size('g').value() / repeat);
     return heads::squeeze_ones(l, s2);
-  };
-  // Net cost of a source: the Reshape/Transposes to add minus the walked nodes that die (every
-  // value between the source and the MatMul read only by the chain); ties go to the furthest.
-  struct Pick {
-    int cost = 1 << 20;
-    size_t step = 0;
-    heads::Conversion conv;
   };
   auto dying = [&](const std::vector<Step>& steps, NodeId reader) {
     std::vector<int> d(steps.size(), 0);
@@ -463,8 +498,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   auto concat_of = [&](const std::optional<Match::Past>& p, NodeId otherwise) {
     return p ? g.producer(p->present) : otherwise;
   };
-  const auto dq = dying(qs, m.mm1), dk = dying(ks, concat_of(m.past_k, m.mm1)),
-             dv = dying(vs, concat_of(m.past_v, mm2));
+  const auto dq = dying(h.qs, sc.mm1), dk = dying(h.ks, concat_of(h.past_k, sc.mm1)),
+             dv = dying(h.vs, concat_of(h.past_v, sc.mm2));
   auto best_in = [&](const std::vector<Step>& steps, const std::vector<int>& die, char role, int rank, int64_t repeat) {
     Pick p;
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -476,137 +511,162 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
   };
   auto best_out = [&](int rank) {
     Pick p;
-    for (size_t i = 0; i < os.size(); ++i) {
-      auto c = heads::plan_conversion(canon('o', rank, 1), os[i].layout, size_fn(1));
+    for (size_t i = 0; i < h.os.size(); ++i) {
+      auto c = heads::plan_conversion(canon('o', rank, 1), h.os[i].layout, size_fn(1));
       const int net = c ? c->cost() - static_cast<int>(i) : 0;
       if (c && net <= p.cost) p = {net, i, *c};
     }
     return p;
   };
   std::set<int64_t> repeats;
-  for (const Step& s : ks) repeats.insert(s.repeat);
+  for (const Step& s : h.ks) repeats.insert(s.repeat);
   int best_total = 1 << 20;
-  Pick bq, bk, bv, bo;
-  int64_t best_repeat = 1;
+  Picks best;
   for (int rank : {4, 3}) {  // 3 last: it wins ties
-    Pick pq = best_in(qs, dq, 'q', rank, 1), po = best_out(rank);
+    Pick pq = best_in(h.qs, dq, 'q', rank, 1), po = best_out(rank);
     for (int64_t rep : repeats) {
-      if (Gk % rep) continue;
-      Pick pk = best_in(ks, dk, 'k', rank, rep), pv = best_in(vs, dv, 'v', rank, rep);
+      if (h.Gk % rep) continue;
+      Pick pk = best_in(h.ks, dk, 'k', rank, rep), pv = best_in(h.vs, dv, 'v', rank, rep);
       const int total = pq.cost + pk.cost + pv.cost + po.cost;
       if (total >= (1 << 19)) continue;
-      if (total < best_total || (total == best_total && (rank == 3 || rep > best_repeat))) {
+      if (total < best_total || (total == best_total && (rank == 3 || rep > best.repeat))) {
         best_total = total;
-        bq = pq, bk = pk, bv = pv, bo = po;
-        best_repeat = rep;
-        m.rank = rank;
+        best = {rank, rep, pq, pk, pv, po};
       }
     }
   }
   if (best_total >= (1 << 19)) return Miss{"head layout not recognised"};
-  m.q_heads = H;
-  m.kv_heads = G == 'g' ? Gk / best_repeat : H;
-  if (m.kv_heads <= 0 || H % m.kv_heads) return Miss{"query heads not a multiple of key/value heads"};
-  m.q = {qs[bq.step].value, bq.conv, qs[bq.step].scale, 1};
-  m.k = {ks[bk.step].value, bk.conv, ks[bk.step].scale, best_repeat};
-  m.v = {vs[bv.step].value, bv.conv, 1, best_repeat};
-  m.out = os[bo.step].value;
-  m.out_conv = bo.conv;
+  return best;
+}
 
-  // Scale.
-  const double total = m.q.scale * m.k.scale * chain_scale;
-  const double dflt = 1.0 / std::sqrt(static_cast<double>(sizes.size('d').value()));
+// Step 5: the softmax scale, from the chain's constants and the scales walked through on Q and
+// K; unset when it is the op's default 1/√d.
+Found<std::optional<float>> attention_scale(const Scores& sc, const Heads& h, const Operand& q, const Operand& k) {
+  const double total = q.scale * k.scale * sc.scale;
+  const double dflt = 1.0 / std::sqrt(static_cast<double>(h.sizes.size('d').value()));
   if (!std::isfinite(total) || total <= 0) return Miss{"scale not positive"};
-  if (std::abs(total - dflt) > 1e-6 * dflt) m.scale = static_cast<float>(total);
+  if (std::abs(total - dflt) > 1e-6 * dflt) return std::optional<float>(static_cast<float>(total));
+  return std::optional<float>();
+}
 
-  // Masks: causal proof, ORT's query-length requirement.
-  const SymDim Sq = sizes.size('s'), Sk = sizes.size('t');
-  if (m.mask.size() == 1 && Sq == Sk) {
-    const MaskPiece& p = m.mask[0];
-    if (p.kind == MaskPiece::WhereKeep && g.dtype(p.m) == DType::Bool)
-      m.causal = provably_causal(g, p.m, [](double x) { return x != 0 ? 1 : 0; });
-    else if (p.kind == MaskPiece::WhereFill && g.dtype(p.m) == DType::Bool)
-      m.causal = provably_causal(g, p.m, [](double x) { return x != 0 ? 0 : 1; });
+// Step 6: the mask — a proven causal one becomes is_causal, any other attn_mask must broadcast
+// to the 4-D scores, and ONNX Runtime needs its query dim (QueryLength says how to build it).
+struct MaskForm {
+  bool causal = false;
+  QueryLength qlen;
+};
+
+Found<MaskForm> mask_form(const Graph& g, const Scores& sc, const Heads& h, const Step& q_source) {
+  MaskForm f;
+  const SymDim Sq = h.sizes.size('s'), Sk = h.sizes.size('t');
+  if (sc.mask.size() == 1 && Sq == Sk) {
+    const MaskPiece& p = sc.mask[0];
+    if (p.kind == MaskPiece::WhereKeep && dtype_of(g, p.m) == DType::Bool)
+      f.causal = provably_causal(g, p.m, [](double x) { return x != 0 ? 1 : 0; });
+    else if (p.kind == MaskPiece::WhereFill && dtype_of(g, p.m) == DType::Bool)
+      f.causal = provably_causal(g, p.m, [](double x) { return x != 0 ? 0 : 1; });
     else if (p.kind == MaskPiece::Add)
-      m.causal = provably_causal(g, p.m, [](double x) { return x == 0 ? 1 : (x <= kLargeNegative ? 0 : -1); });
+      f.causal = provably_causal(g, p.m, [](double x) { return x == 0 ? 1 : (x <= kLargeNegative ? 0 : -1); });
   }
-  if (!m.mask.empty() && !m.causal) {
-    // Broadcast shape of the pieces; a rank-3 mask of merged batch·heads scores cannot be given
-    // to the 4-D broadcasting attn_mask.
-    ValueId with_sq, with_sk;
-    size_t mrank = 0;
-    for (const MaskPiece& p : m.mask) {
-      auto d = heads::dims_of(g, p.m);
-      if (!d) return Miss{"mask shape unknown"};
-      mrank = std::max(mrank, d->size());
-      for (size_t k = 0; k < d->size(); ++k) {
-        const SymDim& x = (*d)[d->size() - 1 - k];
-        if (k == 1 && x == Sq && !x.is_constant(1)) with_sq = p.m;
-        if (k == 0 && x == Sk) with_sk = p.m;
-      }
-      if (r == 3 && d->size() == 3 && !(*d)[0].is_constant(1)) return Miss{"mask on merged batch and heads"};
-      if (d->size() > 4) return Miss{"mask rank above 4"};
+  if (sc.mask.empty() || f.causal) return f;
+  // Broadcast shape of the pieces; a rank-3 mask of merged batch·heads scores cannot be given
+  // to the 4-D broadcasting attn_mask.
+  ValueId with_sq, with_sk;
+  size_t mrank = 0;
+  for (const MaskPiece& p : sc.mask) {
+    auto d = heads::dims_of(g, p.m);
+    if (!d) return Miss{"mask shape unknown"};
+    mrank = std::max(mrank, d->size());
+    for (size_t k = 0; k < d->size(); ++k) {
+      const SymDim& x = (*d)[d->size() - 1 - k];
+      if (k == 1 && x == Sq && !x.is_constant(1)) with_sq = p.m;
+      if (k == 0 && x == Sk) with_sk = p.m;
     }
-    if (!with_sq.valid() && !Sq.is_constant(1)) {
-      m.qlen.needed = true;
-      m.qlen.rank = static_cast<int64_t>(std::max<size_t>(mrank, 2));
-      if (Sq.is_constant()) {
-        m.qlen.static_len = Sq.value();
-      } else if (Sq == Sk && with_sk.valid()) {
-        m.qlen.from = with_sk;
-        m.qlen.axis = -1;
-      } else {
-        // The query's own sequence axis.
-        const Step& s = qs[bq.step];
-        int64_t ax = -1;
-        for (size_t i = 0; i < s.layout.size(); ++i)
-          if (s.layout[i] == "s") ax = static_cast<int64_t>(i);
-        if (ax < 0) return Miss{"query length not found"};
-        m.qlen.from = s.value;
-        m.qlen.axis = ax;
-      }
-    }
+    if (h.r == 3 && d->size() == 3 && !(*d)[0].is_constant(1)) return Miss{"mask on merged batch and heads"};
+    if (d->size() > 4) return Miss{"mask rank above 4"};
   }
+  if (with_sq.valid() || Sq.is_constant(1)) return f;
+  f.qlen.needed = true;
+  f.qlen.rank = static_cast<int64_t>(std::max<size_t>(mrank, 2));
+  if (Sq.is_constant()) {
+    f.qlen.static_len = Sq.value();
+  } else if (Sq == Sk && with_sk.valid()) {
+    f.qlen.from = with_sk;
+    f.qlen.axis = -1;
+  } else {
+    // The query's own sequence axis.
+    int64_t ax = -1;
+    for (size_t i = 0; i < q_source.layout.size(); ++i)
+      if (q_source.layout[i] == "s") ax = static_cast<int64_t>(i);
+    if (ax < 0) return Miss{"query length not found"};
+    f.qlen.from = q_source.value;
+    f.qlen.axis = ax;
+  }
+  return f;
+}
 
-  // Nodes of the block.
+// Every node the Attention replaces (each killed when nothing outside reads it): the chain, the
+// walked steps up to the chosen sources, the past Concats.
+std::vector<NodeId> block_nodes(const Scores& sc, const Heads& h, const Picks& p) {
+  std::vector<NodeId> nodes;
   auto add_walked = [&](const std::vector<Step>& steps, size_t upto) {
     for (size_t i = 1; i <= upto; ++i)
-      for (NodeId n : steps[i].nodes) m.nodes.push_back(n);
+      for (NodeId n : steps[i].nodes) nodes.push_back(n);
   };
-  m.nodes.push_back(m.mm1);
-  for (NodeId n : chain) m.nodes.push_back(n);
-  for (NodeId n : mask_side) m.nodes.push_back(n);
-  m.nodes.push_back(softmax);
-  m.nodes.push_back(mm2);
-  add_walked(qs, bq.step);
-  add_walked(ks, bk.step);
-  add_walked(vs, bv.step);
-  if (m.past_k) {  // the past Concats and the nodes walked to them
-    for (NodeId n : ks[0].nodes) m.nodes.push_back(n);
-    for (NodeId n : vs[0].nodes) m.nodes.push_back(n);
+  nodes.push_back(sc.mm1);
+  for (NodeId n : sc.chain) nodes.push_back(n);
+  for (NodeId n : sc.mask_side) nodes.push_back(n);
+  nodes.push_back(sc.softmax);
+  nodes.push_back(sc.mm2);
+  add_walked(h.qs, p.q.step);
+  add_walked(h.ks, p.k.step);
+  add_walked(h.vs, p.v.step);
+  if (h.past_k) {  // the past Concats and the nodes walked to them
+    for (NodeId n : h.ks[0].nodes) nodes.push_back(n);
+    for (NodeId n : h.vs[0].nodes) nodes.push_back(n);
   }
-  add_walked(os, bo.step);
+  add_walked(h.os, p.o.step);
+  return nodes;
+}
+
+Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassOptions&) {
+  Found<Scores> sc = scores_chain(g, uses, softmax);
+  if (!sc) return sc.failure();
+  Found<Heads> h = follow_heads(g, uses, *sc);
+  if (!h) return h.failure();
+  Found<Picks> p = choose_layouts(g, uses, *sc, *h);
+  if (!p) return p.failure();
+
+  Match m;
+  m.softmax = softmax;
+  m.mm1 = sc->mm1;
+  m.mm2 = sc->mm2;
+  m.mask = sc->mask;
+  m.dtype = h->dtype;
+  m.past_k = h->past_k;
+  m.past_v = h->past_v;
+  m.rank = p->rank;
+  m.q_heads = h->H;
+  m.kv_heads = h->G == 'g' ? h->Gk / p->repeat : h->H;
+  if (m.kv_heads <= 0 || h->H % m.kv_heads) return Miss{"query heads not a multiple of key/value heads"};
+  m.q = {h->qs[p->q.step].value, p->q.conv, h->qs[p->q.step].scale, 1};
+  m.k = {h->ks[p->k.step].value, p->k.conv, h->ks[p->k.step].scale, p->repeat};
+  m.v = {h->vs[p->v.step].value, p->v.conv, 1, p->repeat};
+  m.out = h->os[p->o.step].value;
+  m.out_conv = p->o.conv;
+
+  Found<std::optional<float>> scale = attention_scale(*sc, *h, m.q, m.k);
+  if (!scale) return scale.failure();
+  m.scale = *scale;
+  Found<MaskForm> mask = mask_form(g, *sc, *h, h->qs[p->q.step]);
+  if (!mask) return mask.failure();
+  m.causal = mask->causal;
+  m.qlen = mask->qlen;
+  m.nodes = block_nodes(*sc, *h, *p);
   return m;
 }
 
 // ---- apply -----------------------------------------------------------------------------------
-
-ValueId scalar_constant(Edits& e, DType t, double x) {
-  std::vector<std::byte> bytes;
-  if (t == DType::Float) {
-    float f = static_cast<float>(x);
-    bytes.resize(4);
-    std::memcpy(bytes.data(), &f, 4);
-  } else {
-    bytes.assign(static_cast<size_t>(*dtype_storage_bytes(t, 1)), std::byte{0});  // only 0 is asked for
-  }
-  return e.new_constant("attn_zero", t, {}, bytes);
-}
-
-ValueId ints_constant(Edits& e, const std::vector<int64_t>& v) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return e.new_constant("attn_shape", DType::Int64, std::span<const int64_t>(&n, 1), to_bytes(v));
-}
 
 // Shape(Concat(cache, fresh) on axis 2) without the Concat: Shape(cache) + S * e2 with the
 // reader's own start/end, S the query length read from the op's Q input (`q`, its axis `s_axis`),
@@ -629,9 +689,7 @@ void reshape_shape_reader(Edits& e, NodeId shape, const Match::Past& p, ValueId 
                 sum = e.new_value("present_shape");
   e.add_node("Shape", {p.cache}, {sc}, at, tags);
   e.add_node("Shape", {q}, {sf}, {NewAttr::Int("start", s_axis), NewAttr::Int("end", s_axis + 1)}, tags);
-  const int64_t n = static_cast<int64_t>(axis2.size());
-  e.add_node("Mul", {sf, e.new_constant("key_axis", DType::Int64, std::span<const int64_t>(&n, 1), to_bytes(axis2))},
-             {part}, {}, tags);
+  e.add_node("Mul", {sf, e.ints_constant("key_axis", axis2)}, {part}, {}, tags);
   e.add_node("Add", {sc, part}, {sum}, {}, tags);
   e.replace_uses(g.output(shape, 0), sum);
   e.kill(shape);
@@ -657,7 +715,7 @@ bool apply(Edits& e, const Match& m) {
         }
         e.add_node("Add", {bias, p.m}, {out}, {}, tags);
       } else {
-        ValueId keep = bias.valid() ? bias : scalar_constant(e, m.dtype, 0);
+        ValueId keep = bias.valid() ? bias : e.scalar_constant("attn_zero", m.dtype, 0);
         if (p.kind == MaskPiece::WhereKeep)
           e.add_node("Where", {p.m, keep, p.fill}, {out}, {}, tags);
         else
@@ -672,7 +730,7 @@ bool apply(Edits& e, const Match& m) {
         std::vector<int64_t> t = ones_before;
         t.push_back(m.qlen.static_len);
         t.push_back(1);
-        target = ints_constant(e, t);
+        target = e.ints_constant("attn_shape", t);
       } else {
         ValueId len = e.new_value("attn_query_len");
         std::vector<NewAttr> at{NewAttr::Int("start", m.qlen.axis)};
@@ -680,9 +738,9 @@ bool apply(Edits& e, const Match& m) {
         e.add_node("Shape", {m.qlen.from}, {len}, at, tags);
         target = e.new_value("attn_mask_shape");
         std::vector<ValueId> parts;
-        if (!ones_before.empty()) parts.push_back(ints_constant(e, ones_before));
+        if (!ones_before.empty()) parts.push_back(e.ints_constant("attn_shape", ones_before));
         parts.push_back(len);
-        parts.push_back(ints_constant(e, {1}));
+        parts.push_back(e.ints_constant("attn_shape", {1}));
         e.add_node("Concat", parts, {target}, {NewAttr::Int("axis", 0)}, tags);
       }
       ValueId expanded = e.new_value("attn_mask_expanded");

@@ -37,7 +37,7 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
     if (!is(g, add, "Add")) continue;
     ValueId bias = other_input(g, add, y);
     if (!bias.valid() || bias == y) continue;
-    DType t = g.has_type(b) ? g.dtype(b) : DType::Undefined;
+    DType t = dtype_of(g, b);
     if (!gemm_type(t)) continue;
     auto ad = dims_or_unknown(g, a), bd = dims_or_unknown(g, b);
     int64_t rb = known_rank(g, bias);

@@ -36,7 +36,7 @@ struct Match {
 // A constant float weight [K, N] read as MatMul input 1.
 std::optional<std::pair<TensorId, std::pair<int64_t, int64_t>>> weight(const Graph& g, NodeId mm) {
   TensorId t = constant_tensor(g, g.input(mm, 1));
-  if (!t.valid() || !pattern::is_float(g.model().tensors.dtype(t))) return std::nullopt;
+  if (!t.valid() || !is_float(g.model().tensors.dtype(t))) return std::nullopt;
   auto d = g.model().tensors.dims(t);
   if (d.size() != 2) return std::nullopt;
   return std::make_pair(t, std::make_pair(d[0], d[1]));
@@ -59,7 +59,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId anchor, const PassOp
   const int64_t xr = known_rank(g, x);
   MATCH_IF(xr >= 2, "input rank unknown");
   m.dtype = g.model().tensors.dtype(weight(g, anchor)->first);
-  MATCH_IF(g.dtype(x) == m.dtype, "input type differs from the weights'");
+  MATCH_IF(dtype_of(g, x) == m.dtype, "input type differs from the weights'");
   for (int i = 0; i < 3; ++i) {
     auto w = weight(g, mms[static_cast<size_t>(i)]);
     MATCH_IF(g.model().tensors.dtype(w->first) == m.dtype, "weight types differ");
@@ -126,8 +126,7 @@ bool apply(Edits& e, const Match& m) {
     y = yb;
   }
   const std::vector<int64_t> sizes{m.n[0], m.n[1], m.n[2]};
-  const int64_t sd[1] = {3};
-  ValueId split = e.new_constant("qkv_split", DType::Int64, sd, to_bytes(sizes));
+  ValueId split = e.ints_constant("qkv_split", sizes);
   std::vector<ValueId> outs{e.new_value("q"), e.new_value("k"), e.new_value("v")};
   e.add_node("Split", {y, split}, outs, {NewAttr::Int("axis", -1)}, tags);
   for (int i = 0; i < 3; ++i) {

@@ -97,11 +97,11 @@ bool last_axis_concat(const Graph& g, NodeId c) {
 }
 
 // The float types a cache is converted between (convert_element).
-bool float_type(DType t) { return pattern::is_float(t) && t != DType::Double; }
+bool float_type(DType t) { return is_float(t) && t != DType::Double; }
 
 // A Cast between float types (its input's type known).
 bool float_cast(const Graph& g, NodeId c) {
-  return is(g, c, "Cast") && float_type(g.dtype(g.input(c, 0))) &&
+  return is(g, c, "Cast") && float_type(dtype_of(g, g.input(c, 0))) &&
          float_type(static_cast<DType>(g.attr_int(c, "to", 0)));
 }
 
@@ -163,10 +163,21 @@ bool halves_equal(const Model& m, TensorId t, int64_t rows, int64_t width, bool 
   return true;
 }
 
-Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptions&) {
-  if (!is(g, neg, "Neg")) return {};
-  Match m;
-  m.neg = neg;
+// ---- the matcher -----------------------------------------------------------------------------
+// Five steps, each returning what it found or why the block cannot fuse (the census counts the
+// reasons), each adding to the Match: the rotation and its Mul/Add, x's layout, the op's input
+// form, the cos/sin caches, and the [B, S] shape a cache or the position ids are expanded to.
+struct Done {};
+
+// Step 1: rotate(x)·sin + x·cos in either spelling (rotate_half or rotate_every_two), and a
+// partial rotation's pass-through tail.
+struct Rotation {
+  ValueId x;         // the op's input: the rotated part's source, or the whole x of a partial rotation
+  ValueId cos, sin;  // full-width, as the Muls read them
+  int64_t R = 0;     // the rotated width
+};
+
+Found<Rotation> rotation(const Graph& g, const Uses& uses, NodeId neg, Match& m) {
   // rotate(x)
   NodeId x2s = g.producer(g.input(neg, 0));
   NodeId after = single_consumer(g, uses, g.output(neg, 0));
@@ -242,9 +253,22 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
       }
     }
   }
+  return Rotation{x, cos, sin, R};
+}
+
+// Step 2: x's rank and type, which axis is the sequence (the one cos varies along: cos
+// broadcasts over heads), and the heads.
+struct XLayout {
+  Sizes sizes;
+  Layout xl;
+};
+
+Found<XLayout> input_layout(const Graph& g, const Rotation& rot, Match& m) {
+  const ValueId x = rot.x, cos = rot.cos, sin = rot.sin;
+  const int64_t R = rot.R;
   auto xd = heads::dims_of(g, x);
   if (!xd || (xd->size() != 4 && xd->size() != 3)) return Miss{"rotary input rank not 3 or 4"};
-  m.dtype = g.dtype(x);
+  m.dtype = dtype_of(g, x);
   // float16/bfloat16 too: the op rounds x·cos − x₂·sin once where the chain rounds each product and
   // the sum, which verification judges in ulps of that type for such a model (docs/accuracy.md).
   const bool half = m.dtype == DType::Float16 || m.dtype == DType::BFloat16;
@@ -259,10 +283,11 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
   c.insert(c.end(), cd->begin(), cd->end());
   if (!(c[r - 1] == SymDim::constant(R))) return Miss{"cos/sin width differs"};
   if (!c[0].is_constant(1) && !(c[0] == (*xd)[0])) return Miss{"cos/sin batch differs"};
-  Sizes sizes;
+  XLayout lay;
+  Sizes& sizes = lay.sizes;
   sizes.of['b'] = (*xd)[0];
   sizes.of['d'] = (*xd)[r - 1];
-  Layout xl;
+  Layout& xl = lay.xl;
   if (r == 3) {
     if (!(c[1] == (*xd)[1])) return Miss{"cos/sin not per position"};
     sizes.of['s'] = (*xd)[1];
@@ -283,11 +308,17 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
   m.heads = sizes.size('h').value();
   xl = heads::squeeze_ones(xl, sizes);
 
-  // Input form: walk back to the head split; 3-D when it costs no more nodes than 4-D.
+  return lay;
+}
+
+// Step 3: the op's input — walked back to the head split, 3-D when that costs no more nodes
+// than 4-D — and the nodes between it and x.
+Found<Done> choose_source(const Graph& g, const Uses& uses, ValueId x, XLayout lay, Match& m) {
+  Sizes& sizes = lay.sizes;
+  const Layout& xl = lay.xl;
   bool unresolved = false;
   auto steps = heads::walk_back(g, x, xl, sizes, {}, &unresolved);
   if (unresolved) return Miss{"head split shapes not resolved"};
-  const SymDim B = sizes.size('b'), S = sizes.size('s');
   auto size_fn = [&](char f) { return sizes.size(f); };
   // Nodes between x and each step that die with the block (each value read only by the chain;
   // a Shape reader does not count: the exporters' `x.shape[-1] // 2` chains fold away).
@@ -323,9 +354,17 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
     for (NodeId n : steps[i].nodes) m.nodes.push_back(n);
   }
 
-  // Caches.
+  return Done{};
+}
+
+// Step 4: the cos/sin caches — computed in the graph from the frequencies, gathered from a
+// constant table by position ids, or the table itself — proven to be two equal halves.
+Found<Done> caches(const Graph& g, const Rotation& rot, const XLayout& lay, Match& m) {
+  const bool il = m.interleaved;
+  const int64_t R = rot.R;
+  const SymDim B = lay.sizes.size('b'), S = lay.sizes.size('s');
   int cos_casts = 0, sin_casts = 0;
-  ValueId c0 = strip_broadcast(g, cos, cos_casts), s0 = strip_broadcast(g, sin, sin_casts);
+  ValueId c0 = strip_broadcast(g, rot.cos, cos_casts), s0 = strip_broadcast(g, rot.sin, sin_casts);
   NodeId cp = g.producer(c0), sp = g.producer(s0);
   if (is(g, cp, "Cos") && is(g, sp, "Sin") && g.input(cp, 0) == g.input(sp, 0)) {
     NodeId cc = g.producer(g.input(cp, 0));
@@ -338,8 +377,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
         !((*fd)[fd->size() - 2] == S))
       return Miss{"rotary frequencies not [B, S, R/2]"};
     if (cos_casts != sin_casts || cos_casts > 1) return Miss{"rotary cache cast twice"};
-    m.freqs_cast = cos_casts == 1 && g.dtype(m.freqs) != m.dtype;
-    if (!m.freqs_cast && g.dtype(m.freqs) != m.dtype) return Miss{"rotary frequencies not of the input's type"};
+    m.freqs_cast = cos_casts == 1 && dtype_of(g, m.freqs) != m.dtype;
+    if (!m.freqs_cast && dtype_of(g, m.freqs) != m.dtype) return Miss{"rotary frequencies not of the input's type"};
     m.bs.needed = !(fd->size() == 3 && (*fd)[0] == B);
   } else if (is(g, cp, "Gather") && is(g, sp, "Gather") && g.input(cp, 1) == g.input(sp, 1)) {
     if (g.attr_int(cp, "axis", 0) != 0 || g.attr_int(sp, "axis", 0) != 0) return Miss{"rotary cache not constant"};
@@ -351,7 +390,7 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
     m.width = R;
     m.position_ids = g.input(cp, 1);
     auto idd = heads::dims_of(g, m.position_ids);
-    const DType it = g.dtype(m.position_ids);
+    const DType it = dtype_of(g, m.position_ids);
     if (!idd || idd->empty() || idd->size() > 2 || (it != DType::Int64 && it != DType::Int32))
       return Miss{"position ids not [B, S]"};
     if (!(idd->back() == S)) return Miss{"position ids not [B, S]"};
@@ -384,6 +423,13 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
         !halves_equal(g.model(), m.sin_table, m.rows, m.width, il))
       return Miss{"rotary cache halves not provably equal"};
   }
+  return Done{};
+}
+
+// Step 5: where the [B, S] shape comes from when a cache or the ids need expanding: constants,
+// a [B, S] graph input (input_ids), or the op's own input.
+void batch_seq(const Graph& g, const XLayout& lay, Match& m) {
+  const SymDim B = lay.sizes.size('b'), S = lay.sizes.size('s');
   if (m.bs.needed) {
     if (B.is_constant() && S.is_constant()) {
       m.bs.constant = {B.value(), S.value()};
@@ -398,13 +444,20 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptio
       m.bs.from_x = !m.bs.input.valid();
     }
   }
-  return m;
 }
 
-ValueId ints_constant(Edits& e, std::string_view hint, const std::vector<int64_t>& v, bool scalar_shape = false) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return e.new_constant(hint, DType::Int64, scalar_shape ? std::span<const int64_t>() : std::span<const int64_t>(&n, 1),
-                        to_bytes(v));
+Found<Match> match(const Graph& g, const Uses& uses, NodeId neg, const PassOptions&) {
+  if (!is(g, neg, "Neg")) return {};
+  Match m;
+  m.neg = neg;
+  Found<Rotation> rot = rotation(g, uses, neg, m);
+  if (!rot) return rot.failure();
+  Found<XLayout> lay = input_layout(g, *rot, m);
+  if (!lay) return lay.failure();
+  if (Found<Done> s = choose_source(g, uses, rot->x, *lay, m); !s) return s.failure();
+  if (Found<Done> c = caches(g, *rot, *lay, m); !c) return c.failure();
+  batch_seq(g, *lay, m);
+  return m;
 }
 
 // Element i of a float32/float16/bfloat16 buffer, stored as `to` (round to nearest even, as the
@@ -452,7 +505,7 @@ bool apply(Edits& e, const Match& m) {
   ValueId x = heads::emit(e, m.source, m.in_conv, tags);
   // [B, S]
   auto batch_seq = [&]() -> ValueId {
-    if (!m.bs.constant.empty()) return ints_constant(e, "rope_batch_seq", m.bs.constant);
+    if (!m.bs.constant.empty()) return e.ints_constant("rope_batch_seq", m.bs.constant);
     ValueId out = e.new_value("rope_batch_seq");
     if (m.bs.input.valid()) {
       e.add_node("Shape", {m.bs.input}, {out}, {}, tags);
@@ -471,7 +524,7 @@ bool apply(Edits& e, const Match& m) {
     ValueId f = m.freqs;
     if (m.bs.needed) {
       ValueId target = e.new_value("rope_cache_shape"), fe = e.new_value("rope_freqs");
-      e.add_node("Concat", {batch_seq(), ints_constant(e, "rope_half", {m.half})}, {target}, {NewAttr::Int("axis", 0)},
+      e.add_node("Concat", {batch_seq(), e.ints_constant("rope_half", {m.half})}, {target}, {NewAttr::Int("axis", 0)},
                  tags);
       e.add_node("Expand", {f, target}, {fe}, {}, tags);
       f = fe;
@@ -500,7 +553,7 @@ bool apply(Edits& e, const Match& m) {
       }
       if (m.ids_rank1) {
         ValueId u = e.new_value("rope_position_ids");
-        e.add_node("Unsqueeze", {ids, ints_constant(e, "rope_axis", {0})}, {u}, {}, tags);
+        e.add_node("Unsqueeze", {ids, e.ints_constant("rope_axis", {0})}, {u}, {}, tags);
         ids = u;
       }
     } else {

@@ -17,20 +17,6 @@ CensusRow& CensusRow::operator+=(const CensusRow& o) {
 
 int64_t fusion_opset(const Graph& g, const PassOptions&) { return g.model().opset(""); }
 
-const std::vector<const Fusion*>& all_fusions() {
-  // Each fusion file defines only its pass (ONNXFORGE_FUSION); that pass is the Fusion.
-  static const std::vector<const Fusion*> list = {
-      &dynamic_cast<const Fusion&>(fuse_layer_norm_pass()),
-      &dynamic_cast<const Fusion&>(fuse_rms_norm_pass()),
-      &dynamic_cast<const Fusion&>(fuse_gelu_pass()),
-      &dynamic_cast<const Fusion&>(fuse_swish_pass()),
-      &dynamic_cast<const Fusion&>(fuse_rotary_embedding_pass()),
-      &dynamic_cast<const Fusion&>(fuse_attention_pass()),
-      &dynamic_cast<const Fusion&>(fuse_qkv_projections_pass()),
-  };
-  return list;
-}
-
 std::vector<CensusRow> fusion_census(const Model& m, const PassOptions& o) {
   std::vector<CensusRow> rows;
   for (const Fusion* f : all_fusions()) {

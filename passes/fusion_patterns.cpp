@@ -10,52 +10,6 @@
 
 namespace onnxforge::passes::pattern {
 
-namespace {
-// Where a capture's type lives: the outer value it reads (through every enclosing scope).
-std::pair<const Graph*, ValueId> declared(const Graph& g, ValueId v) {
-  const Graph* at = &g;
-  while (v.valid() && !at->has_type(v) && at->outer(v).valid() && at->parent().valid()) {
-    v = at->outer(v);
-    at = &at->model().graph(at->parent());
-  }
-  return {at, v};
-}
-}  // namespace
-
-DType dtype_of(const Graph& g, ValueId v) {
-  if (!v.valid()) return DType::Undefined;
-  if (TensorId t = constant_tensor(g, v); t.valid()) return g.model().tensors.dtype(t);
-  auto [at, d] = declared(g, v);
-  return at->has_type(d) ? at->dtype(d) : DType::Undefined;
-}
-
-int64_t rank_of(const Graph& g, ValueId v) {
-  if (!v.valid()) return -1;
-  if (int64_t r = known_rank(g, v); r >= 0) return r;
-  auto [at, d] = declared(g, v);
-  return known_rank(*at, d);
-}
-
-bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
-bool is_float(DType t) { return t == DType::Float || t == DType::Double || is_half(t); }
-
-double rounding(DType t) {
-  switch (t) {
-    case DType::Float16: return std::ldexp(2.0, -10);
-    case DType::BFloat16: return std::ldexp(2.0, -7);
-    case DType::Float:
-    case DType::Double: return std::ldexp(2.0, -23);
-    default: return 0;
-  }
-}
-
-bool scalar_near(const Graph& g, ValueId v, double want) {
-  if (!scalar(g, v)) return false;
-  // A Constant's value_float / value_int carry no tensor: float32 rounding.
-  TensorId t = constant_tensor(g, v);
-  return constant_near(g, v, want, rounding(t.valid() ? g.model().tensors.dtype(t) : DType::Float));
-}
-
 const char* private_values(const Graph& g, const Uses& u, std::span<const NodeId> block, ValueId out) {
   auto inside = [&](NodeId n) { return std::find(block.begin(), block.end(), n) != block.end(); };
   for (NodeId n : block)
@@ -247,19 +201,6 @@ bool apply_norm(Edits& e, const NormMatch& m) {
                                 NewAttr::Float("epsilon", m.eps)};
   if (m.stash) attrs.push_back(NewAttr::Int("stash_type", 1));
   return e.replace_with(m.nodes, op, std::move(ins), std::move(attrs)).valid();
-}
-
-std::optional<std::vector<int64_t>> trailing_dims(const Graph& graph, ValueId value, int64_t k) {
-  auto [at, v] = declared(graph, value);
-  const Graph& g = *at;
-  if (!v.valid() || !g.has_shape(v) || g.rank(v) < k) return std::nullopt;
-  auto shape = g.shape(v);
-  std::vector<int64_t> out;
-  for (size_t i = shape.size() - static_cast<size_t>(k); i < shape.size(); ++i) {
-    if (!shape[i].known()) return std::nullopt;
-    out.push_back(shape[i].value);
-  }
-  return out;
 }
 
 namespace {

@@ -19,44 +19,6 @@ class Edits;
 
 namespace onnxforge::passes::pattern {
 
-// The first node that reads `v` as an explicit input and satisfies `pred(node)`, or invalid.
-template <class P>
-NodeId reader_if(const Graph& g, const Uses& u, ValueId v, P&& pred) {
-  if (!v.valid()) return {};
-  for (const Use& use : u.of(v))
-    if (use.slot != Use::kImplicit && g.alive(use.node) && pred(use.node)) return use.node;
-  return {};
-}
-// The first reader of `v` that is an `op` (other readers may exist: the caller's private_values
-// check reports them as a Miss).
-inline NodeId reader_op(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
-  return reader_if(g, u, v, [&](NodeId n) { return g.is_op(n, op); });
-}
-// The single reader of `v` (single_consumer of ir/match.h) when it is an `op`, else invalid.
-inline NodeId only_reader(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
-  NodeId n = single_consumer(g, u, v);
-  return is(g, n, op) ? n : NodeId{};
-}
-// The producer of `v` when it is a default-domain `op`, else invalid.
-inline NodeId producer_op(const Graph& g, ValueId v, std::string_view op) {
-  NodeId p = v.valid() ? g.producer(v) : NodeId{};
-  return is(g, p, op) ? p : NodeId{};
-}
-// The element type of a value (declared/inferred, or its constant's; a subgraph's capture has
-// those of the outer value it reads), Undefined when unknown.
-DType dtype_of(const Graph& g, ValueId v);
-// Rank likewise, -1 when unknown.
-int64_t rank_of(const Graph& g, ValueId v);
-// The relative rounding of a constant stored as `t`: two units in the last place of float32,
-// float16 or bfloat16 (float64 gets float32's: exporters widen float32 values, torch writes
-// √(2/π) as 0.7978845834732056); 0 for integers.
-double rounding(DType t);
-// A one-element constant (scalar() of ir/match.h) within its own type's rounding of `want`:
-// exporters store √2, 1/√2, √(2/π), 0.044715 at whatever precision their framework printed.
-bool scalar_near(const Graph& g, ValueId v, double want);
-bool is_float(DType t);  // float32/float16/bfloat16/float64
-bool is_half(DType t);   // float16/bfloat16
-
 // Nodes of a matched block: every value they produce except `out` must be read only by block
 // nodes and must not be a graph output. Returns the first violation as a Miss reason, or nullptr.
 const char* private_values(const Graph& g, const Uses& u, std::span<const NodeId> block, ValueId out);
@@ -146,9 +108,6 @@ struct ActivationMatch {  // every member initialized: a matcher starts from {.o
 Found<ActivationMatch> finish_activation(const Graph& g, const Uses& u, ActivationMatch r);
 // Both activation fusions' apply: `m.op` replacing `m.nodes`, one replace_with.
 bool apply_activation(Edits& e, const ActivationMatch& m);
-
-// The trailing `k` dims of `v` when all known (captures: the outer value's).
-std::optional<std::vector<int64_t>> trailing_dims(const Graph& g, ValueId v, int64_t k);
 
 // A constant of type `t` and shape `dims`: `src` (a constant broadcasting to `dims` right-aligned,
 // leading 1s beyond `dims` allowed) plus `offset`, or `fill` everywhere when `src` is invalid.

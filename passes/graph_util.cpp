@@ -95,45 +95,4 @@ bool same_attrs(const Graph& g, NodeId x, NodeId y) {
   return true;
 }
 
-std::optional<std::vector<int64_t>> transpose_perm(const Graph& g, NodeId t) {
-  auto p = g.attr_ints(t, "perm");
-  if (!p.empty()) return std::vector<int64_t>(p.begin(), p.end());
-  int64_t r = known_rank(g, g.input(t, 0));
-  if (r < 0) return std::nullopt;
-  std::vector<int64_t> rev(r);
-  for (int64_t i = 0; i < r; ++i) rev[i] = r - 1 - i;
-  return rev;
-}
-
-std::optional<std::vector<int64_t>> axes_of(const Graph& g, NodeId n) {
-  if (g.input(n, 1).valid()) return constant_ints(g, g.input(n, 1));
-  auto a = g.attr_ints(n, "axes");
-  if (a.empty()) return std::nullopt;
-  return std::vector<int64_t>(a.begin(), a.end());
-}
-
-std::optional<SliceParams> slice_params(const Graph& g, NodeId s) {
-  SliceParams p;
-  auto ints = [&](size_t input, const char* attr) -> std::optional<std::vector<int64_t>> {
-    if (g.input(s, 1).valid()) {  // opset 10+: every parameter an input
-      if (!g.input(s, input).valid()) return std::vector<int64_t>{};
-      return constant_ints(g, g.input(s, input));
-    }
-    if (!attr) return std::vector<int64_t>{};
-    auto a = g.attr_ints(s, attr);
-    return std::vector<int64_t>(a.begin(), a.end());
-  };
-  auto starts = ints(1, "starts"), ends = ints(2, "ends"), axes = ints(3, "axes"), steps = ints(4, nullptr);
-  if (!starts || !axes || !steps || (ends && starts->size() != ends->size())) return std::nullopt;
-  p.starts = std::move(*starts);
-  p.ends = std::move(ends);
-  p.axes = std::move(*axes);
-  p.steps = std::move(*steps);
-  if (p.axes.empty())
-    for (size_t i = 0; i < p.starts.size(); ++i) p.axes.push_back(static_cast<int64_t>(i));
-  if (p.steps.empty()) p.steps.assign(p.starts.size(), 1);
-  if (p.axes.size() != p.starts.size() || p.steps.size() != p.starts.size()) return std::nullopt;
-  return p;
-}
-
 }  // namespace onnxforge::passes

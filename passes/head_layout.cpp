@@ -376,8 +376,7 @@ std::optional<Conversion> plan_conversion(const Layout& src, const Layout& dst, 
 
 ValueId emit(Edits& e, ValueId v, const Conversion& c, std::span<const NodeId> tags_from) {
   auto reshape = [&](const std::vector<int64_t>& t) {
-    const int64_t n = static_cast<int64_t>(t.size());
-    ValueId shape = e.new_constant("heads_shape", DType::Int64, std::span<const int64_t>(&n, 1), to_bytes(t));
+    ValueId shape = e.ints_constant("heads_shape", t);
     ValueId out = e.new_value("heads_reshaped");
     e.add_node("Reshape", {v, shape}, {out}, {}, tags_from);
     v = out;

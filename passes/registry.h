@@ -1,5 +1,9 @@
 #pragma once
-// Every pass, in pipeline order (the order `optimize` runs them by default).
+// The passes. registry.cpp declares each in ONE row, {pass, inverse}: the row's position is its
+// place in the pipeline, and a fusion's inverse is the decomposition a target lacking the fused op
+// runs first. The rest of what a rule is — the op it emits, that op's first opset, its accuracy
+// class, its anchors — the pass says about itself (Pass::accuracy(), Fusion::info()), so the
+// pipeline, all_fusions(), the targets' inverses and --list-passes are all derived from the rows.
 #include <string_view>
 #include <vector>
 
@@ -7,6 +11,19 @@
 
 namespace onnxforge::passes {
 
+class Fusion;
+
+struct Rule {
+  const Pass* pass = nullptr;
+  const Fusion* fusion = nullptr;  // the pass as a fusion into a standard op (fusion.h), else null
+  const Pass* inverse = nullptr;   // its decompose_* pass, else null
+};
+// Every rule of the default pipeline, in pipeline order.
+const std::vector<Rule>& rules();
+// The decomposition of a standard op that a fusion emits ("Attention" → decompose_attention), or null.
+const Pass* inverse_of(std::string_view op);
+
+// Every pass, in pipeline order (the order `optimize` runs them by default).
 const std::vector<const Pass*>& all_passes();
 // Passes the driver runs before the pipeline when asked (upgrade_opset with --target-opset);
 // not part of all_passes().

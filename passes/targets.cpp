@@ -48,24 +48,6 @@ void check_target_max_opset(const TargetProfile& t, int64_t target_opset) {
          t.source, "); use --target-opset ", t.max_opset, " or lower, or another --target");
 }
 
-namespace {
-
-// The inverse of each fusion, by the standard op it undoes (the op's name is what a target lacks).
-struct Inverse {
-  const char* op;
-  const char* pass;
-};
-constexpr Inverse kInverses[] = {
-    {"LayerNormalization", "decompose_layer_norm"},
-    {"RMSNormalization", "decompose_rms_norm"},
-    {"Gelu", "decompose_gelu"},
-    {"Swish", "decompose_swish"},
-    {"RotaryEmbedding", "decompose_rotary_embedding"},
-    {"Attention", "decompose_attention"},
-};
-
-}  // namespace
-
 std::vector<std::string> left_for_target(const Model& m, const TargetProfile& t) {
   struct Left {
     std::string op, reason, first;
@@ -80,17 +62,15 @@ std::vector<std::string> left_for_target(const Model& m, const TargetProfile& t)
       if (!g.domain(n).empty() && str(g.domain(n)) != "ai.onnx") continue;
       const std::string op(str(g.op_type(n)));
       if (t.accepts(op)) continue;
-      const Inverse* inv =
-          std::find_if(std::begin(kInverses), std::end(kInverses), [&](const Inverse& i) { return op == i.op; });
+      const Pass* inv = inverse_of(op);
       std::string reason;
-      if (inv == std::end(kInverses) || !find_pass(inv->pass))
+      if (!inv)
         reason = "no pass decomposes it";
       else if (op == "Attention")
         reason = decompose::attention_refusal(g, n);
       else if (op == "RotaryEmbedding")
         reason = decompose::rotary_refusal(g, n);
-      if (reason.empty())
-        reason = std::string(inv->pass) + " does not take this form (see passes/" + inv->pass + ".cpp)";
+      if (reason.empty()) reason = inv->name() + " does not take this form (see passes/" + inv->name() + ".cpp)";
       auto row =
           std::find_if(rows.begin(), rows.end(), [&](const Left& l) { return l.op == op && l.reason == reason; });
       if (row == rows.end()) row = rows.insert(rows.end(), Left{op, reason, std::string(str(g.node_name(n))), 0});
@@ -107,9 +87,7 @@ std::vector<std::string> left_for_target(const Model& m, const TargetProfile& t)
 TargetPlan plan_for_target(const std::vector<const Pass*>& passes, const TargetProfile& t) {
   TargetPlan plan;
   for (const std::string& op : t.lacks) {
-    const Inverse* inv =
-        std::find_if(std::begin(kInverses), std::end(kInverses), [&](const Inverse& i) { return op == i.op; });
-    const Pass* p = inv != std::end(kInverses) ? find_pass(inv->pass) : nullptr;
+    const Pass* p = inverse_of(op);
     if (!p) {
       plan.no_decomposition.push_back(op);
       continue;

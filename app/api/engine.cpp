@@ -292,8 +292,22 @@ SaveStats write_optimized(OptimizeOutcome& o, const std::filesystem::path& outpu
 
 nlohmann::json list_passes() {
   nlohmann::json j = nlohmann::json::array();
-  for (const passes::Pass* p : passes::all_passes())
-    j.push_back({{"name", p->name()}, {"accuracy_class", static_cast<int>(p->accuracy())}, {"summary", p->summary()}});
+  auto row = [](const passes::Pass& p, bool in_pipeline) {
+    return nlohmann::json{{"name", p.name()},
+                          {"accuracy_class", static_cast<int>(p.accuracy())},
+                          {"summary", p.summary()},
+                          {"default", in_pipeline}};
+  };
+  for (const passes::Rule& r : passes::rules()) {
+    nlohmann::json p = row(*r.pass, true);
+    if (r.fusion) {
+      p["emits"] = r.fusion->info().op;
+      p["min_opset"] = r.fusion->info().min_opset;
+    }
+    if (r.inverse) p["inverse"] = r.inverse->name();
+    j.push_back(std::move(p));
+  }
+  for (const passes::Pass* p : passes::decomposition_passes()) j.push_back(row(*p, false));
   return j;
 }
 

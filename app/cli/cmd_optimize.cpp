@@ -46,10 +46,19 @@ int list_passes(bool json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  for (const auto& p : j)
+  bool extra = false;
+  for (const auto& p : j) {
+    if (!p["default"].get<bool>() && !extra) {
+      std::cout << "\nnot in the default pipeline (--passes NAME, or put in by a --target that lacks the op):\n";
+      extra = true;
+    }
     std::cout << p["name"].get<std::string>() << "  [class " << p["accuracy_class"].get<int>() << ", "
-              << accuracy_name(static_cast<AccuracyClass>(p["accuracy_class"].get<int>())) << "]\n    "
-              << p["summary"].get<std::string>() << "\n";
+              << accuracy_name(static_cast<AccuracyClass>(p["accuracy_class"].get<int>()));
+    if (p.contains("emits"))
+      std::cout << "; emits " << p["emits"].get<std::string>() << " (opset " << p["min_opset"].get<int>() << "+)";
+    if (p.contains("inverse")) std::cout << "; inverse " << p["inverse"].get<std::string>();
+    std::cout << "]\n    " << p["summary"].get<std::string>() << "\n";
+  }
   return 0;
 }
 

@@ -301,4 +301,102 @@ DType known_dtype(const Graph& g, ValueId v, const std::function<DType(ValueId)>
   return DType::Undefined;
 }
 
+// Where a capture's type lives: the outer value it reads (through every enclosing scope).
+std::pair<const Graph*, ValueId> declaring_scope(const Graph& g, ValueId v) {
+  const Graph* at = &g;
+  while (v.valid() && !at->has_type(v) && at->outer(v).valid() && at->parent().valid()) {
+    v = at->outer(v);
+    at = &at->model().graph(at->parent());
+  }
+  return {at, v};
+}
+
+DType dtype_of(const Graph& g, ValueId v) {
+  if (!v.valid()) return DType::Undefined;
+  if (TensorId t = constant_tensor(g, v); t.valid()) return g.model().tensors.dtype(t);
+  auto [at, d] = declaring_scope(g, v);
+  return at->has_type(d) ? at->dtype(d) : DType::Undefined;
+}
+
+int64_t rank_of(const Graph& g, ValueId v) {
+  if (!v.valid()) return -1;
+  if (int64_t r = known_rank(g, v); r >= 0) return r;
+  auto [at, d] = declaring_scope(g, v);
+  return known_rank(*at, d);
+}
+
+bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+bool is_float(DType t) { return t == DType::Float || t == DType::Double || is_half(t); }
+
+double rounding(DType t) {
+  switch (t) {
+    case DType::Float16: return std::ldexp(2.0, -10);
+    case DType::BFloat16: return std::ldexp(2.0, -7);
+    case DType::Float:
+    case DType::Double: return std::ldexp(2.0, -23);
+    default: return 0;
+  }
+}
+
+bool scalar_near(const Graph& g, ValueId v, double want) {
+  if (!scalar(g, v)) return false;
+  // A Constant's value_float / value_int carry no tensor: float32 rounding.
+  TensorId t = constant_tensor(g, v);
+  return constant_near(g, v, want, rounding(t.valid() ? g.model().tensors.dtype(t) : DType::Float));
+}
+
+std::optional<std::vector<int64_t>> trailing_dims(const Graph& graph, ValueId value, int64_t k) {
+  auto [at, v] = declaring_scope(graph, value);
+  const Graph& g = *at;
+  if (!v.valid() || !g.has_shape(v) || g.rank(v) < k) return std::nullopt;
+  auto shape = g.shape(v);
+  std::vector<int64_t> out;
+  for (size_t i = shape.size() - static_cast<size_t>(k); i < shape.size(); ++i) {
+    if (!shape[i].known()) return std::nullopt;
+    out.push_back(shape[i].value);
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> transpose_perm(const Graph& g, NodeId t) {
+  auto p = g.attr_ints(t, "perm");
+  if (!p.empty()) return std::vector<int64_t>(p.begin(), p.end());
+  int64_t r = known_rank(g, g.input(t, 0));
+  if (r < 0) return std::nullopt;
+  std::vector<int64_t> rev(r);
+  for (int64_t i = 0; i < r; ++i) rev[i] = r - 1 - i;
+  return rev;
+}
+
+std::optional<std::vector<int64_t>> axes_of(const Graph& g, NodeId n) {
+  if (g.input(n, 1).valid()) return constant_ints(g, g.input(n, 1));
+  auto a = g.attr_ints(n, "axes");
+  if (a.empty()) return std::nullopt;
+  return std::vector<int64_t>(a.begin(), a.end());
+}
+
+std::optional<SliceParams> slice_params(const Graph& g, NodeId s) {
+  SliceParams p;
+  auto ints = [&](size_t input, const char* attr) -> std::optional<std::vector<int64_t>> {
+    if (g.input(s, 1).valid()) {  // opset 10+: every parameter an input
+      if (!g.input(s, input).valid()) return std::vector<int64_t>{};
+      return constant_ints(g, g.input(s, input));
+    }
+    if (!attr) return std::vector<int64_t>{};
+    auto a = g.attr_ints(s, attr);
+    return std::vector<int64_t>(a.begin(), a.end());
+  };
+  auto starts = ints(1, "starts"), ends = ints(2, "ends"), axes = ints(3, "axes"), steps = ints(4, nullptr);
+  if (!starts || !axes || !steps || (ends && starts->size() != ends->size())) return std::nullopt;
+  p.starts = std::move(*starts);
+  p.ends = std::move(ends);
+  p.axes = std::move(*axes);
+  p.steps = std::move(*steps);
+  if (p.axes.empty())
+    for (size_t i = 0; i < p.starts.size(); ++i) p.axes.push_back(static_cast<int64_t>(i));
+  if (p.steps.empty()) p.steps.assign(p.starts.size(), 1);
+  if (p.axes.size() != p.starts.size() || p.steps.size() != p.starts.size()) return std::nullopt;
+  return p;
+}
+
 }  // namespace onnxforge

@@ -92,6 +92,74 @@ int64_t known_rank(const Graph& g, ValueId v);
 
 // ---------------------------------------------------------------- early returns
 
+// ---- readers: walking from a value to its readers and producer, types and ranks that see through
+// a subgraph's captures to the outer value, constants within their type's rounding, and the
+// parameters of ops whose inputs moved between opsets (Unsqueeze/Squeeze/ReduceMean axes, Slice).
+
+// A value's declaration: `v` itself, or for a subgraph's capture the outer value it reads (through
+// every enclosing scope), with the graph that declares it.
+std::pair<const Graph*, ValueId> declaring_scope(const Graph& g, ValueId v);
+
+// The first node that reads `v` as an explicit input and satisfies `pred(node)`, or invalid.
+template <class P>
+NodeId reader_if(const Graph& g, const Uses& u, ValueId v, P&& pred) {
+  if (!v.valid()) return {};
+  for (const Use& use : u.of(v))
+    if (use.slot != Use::kImplicit && g.alive(use.node) && pred(use.node)) return use.node;
+  return {};
+}
+// The first reader of `v` that is an `op` (other readers may exist: the caller's private_values
+// check reports them as a Miss).
+inline NodeId reader_op(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
+  return reader_if(g, u, v, [&](NodeId n) { return g.is_op(n, op); });
+}
+// The single reader of `v` (single_consumer of ir/match.h) when it is an `op`, else invalid.
+inline NodeId only_reader(const Graph& g, const Uses& u, ValueId v, std::string_view op) {
+  NodeId n = single_consumer(g, u, v);
+  return is(g, n, op) ? n : NodeId{};
+}
+// The producer of `v` when it is a default-domain `op`, else invalid.
+inline NodeId producer_op(const Graph& g, ValueId v, std::string_view op) {
+  NodeId p = v.valid() ? g.producer(v) : NodeId{};
+  return is(g, p, op) ? p : NodeId{};
+}
+// The element type of a value (declared/inferred, or its constant's; a subgraph's capture has
+// those of the outer value it reads), Undefined when unknown.
+DType dtype_of(const Graph& g, ValueId v);
+// Rank likewise, -1 when unknown.
+int64_t rank_of(const Graph& g, ValueId v);
+// The relative rounding of a constant stored as `t`: two units in the last place of float32,
+// float16 or bfloat16 (float64 gets float32's: exporters widen float32 values, torch writes
+// √(2/π) as 0.7978845834732056); 0 for integers.
+double rounding(DType t);
+// A one-element constant (scalar() of ir/match.h) within its own type's rounding of `want`:
+// exporters store √2, 1/√2, √(2/π), 0.044715 at whatever precision their framework printed.
+bool scalar_near(const Graph& g, ValueId v, double want);
+bool is_float(DType t);  // float32/float16/bfloat16/float64
+bool is_half(DType t);   // float16/bfloat16
+
+// The trailing `k` dims of `v` when all known (captures: the outer value's).
+std::optional<std::vector<int64_t>> trailing_dims(const Graph& g, ValueId v, int64_t k);
+
+// A Transpose's permutation: its `perm`, or the reversal when absent (needs the input's rank);
+// nullopt when neither is known.
+std::optional<std::vector<int64_t>> transpose_perm(const Graph& g, NodeId t);
+
+// The `axes` of Unsqueeze/Squeeze in either opset form (an input from opset 13, the attribute
+// before) when constant; nullopt when not constant or not given.
+std::optional<std::vector<int64_t>> axes_of(const Graph& g, NodeId n);
+
+// A Slice's parameters in either opset form (inputs from opset 10, attributes before), `axes`
+// defaulting to 0..n-1 and `steps` to 1; nullopt when starts, axes or steps are not constant or
+// the lengths differ. `ends` may be computed (GPT-2 slices its causal table to key_length): then
+// it is nullopt and only matchers that do not need it go on.
+struct SliceParams {
+  std::vector<int64_t> starts;
+  std::optional<std::vector<int64_t>> ends;
+  std::vector<int64_t> axes, steps;
+};
+std::optional<SliceParams> slice_params(const Graph& g, NodeId s);
+
 // A matcher's outcome: the match, or the first check that failed (DESIGN.md: a fusion reports
 // what it did not fuse and why). MATCH_IF returns a Miss from a function returning Found<M>:
 //
@@ -104,6 +172,11 @@ int64_t known_rank(const Graph& g, ValueId v);
 struct Miss {
   std::string_view why;
 };
+// How a matcher's step hands its failure up unchanged: `if (!step) return step.failure();` keeps
+// both "not a block of this kind" and the Miss's reason.
+struct Failure {
+  std::string_view why;  // empty: not a block of this kind
+};
 
 //
 // A third outcome serves the fusions' census (passes/fusion.h): `return {};` says the anchor is
@@ -115,6 +188,7 @@ class Found {
   Found() = default;                    // not a block of this kind
   Found(M m) : match_(std::move(m)) {}  // NOLINT: implicit, so matchers `return M{...}`
   Found(Miss miss) : why_(miss.why.empty() ? "unspecified" : miss.why) {}  // NOLINT
+  Found(Failure f) : why_(f.why) {}                                        // NOLINT
   explicit operator bool() const { return match_.has_value(); }
   // A block that failed a check (why() names it).
   bool missed() const { return !match_ && !why_.empty(); }
@@ -124,6 +198,8 @@ class Found {
   M* operator->() { return &*match_; }
   // The failed check ("" when matched).
   std::string_view why() const { return why_; }
+  // This outcome as a step's failure, for the matcher that called the step.
+  Failure failure() const { return {why_}; }
 
  private:
   std::optional<M> match_;

@@ -176,6 +176,34 @@ bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+// One row per rule (registry.cpp): every fusion into an op a target may lack has its inverse, the
+// inverse undoes exactly that op, and what --list-passes prints is derived from the same rows.
+TEST(Registry, RowsDeriveThePipelineTheInversesAndTheList) {
+  std::vector<std::string> fusions, inverses;
+  for (const passes::Rule& r : passes::rules()) {
+    ASSERT_NE(r.pass, nullptr);
+    if (r.fusion) fusions.push_back(r.fusion->info().name);
+    if (!r.inverse) continue;
+    ASSERT_NE(r.fusion, nullptr) << r.pass->name();
+    inverses.push_back(r.inverse->name());
+    EXPECT_EQ(passes::inverse_of(r.fusion->info().op), r.inverse) << r.fusion->info().op;
+    // The decomposition takes the op apart (one_op builds the norms and activations; attention
+    // and rotary have their own tests in test_decompose_transformer.cpp).
+    const std::string& op = r.fusion->info().op;
+    if (op == "Attention" || op == "RotaryEmbedding") continue;
+    auto m = one_op(spec(op, 24));
+    optimize(*m, {r.inverse->name()});
+    EXPECT_EQ(count_op(m->main(), op), 0u) << r.inverse->name();
+  }
+  std::vector<std::string> listed;
+  for (const passes::Fusion* f : passes::all_fusions()) listed.push_back(f->info().name);
+  EXPECT_EQ(listed, fusions);
+  EXPECT_EQ(names(passes::decomposition_passes()), inverses);
+  EXPECT_EQ(inverses.size(), 6u);
+  EXPECT_EQ(passes::inverse_of("MatMul"), nullptr);  // fuse_qkv_projections emits MatMul: nothing to undo
+  EXPECT_EQ(passes::inverse_of("Conv"), nullptr);
+}
+
 TEST(Targets, ProfilesAndPlans) {
   EXPECT_THROW(passes::target_profile("coreml"), Error);
   const auto& all = passes::all_passes();

@@ -462,7 +462,7 @@ TEST(FuseLayerNorm, Float16WithCastsBecomesStashType1) {
     if (!ln.valid()) return;
     EXPECT_EQ(g.attr_int(ln, "stash_type", 0), 1);
     EXPECT_EQ(g.dtype(g.input(ln, 0)), DType::Float16);
-    EXPECT_EQ(passes::pattern::dtype_of(g, g.input(ln, 1)), DType::Float16);
+    EXPECT_EQ(dtype_of(g, g.input(ln, 1)), DType::Float16);
   };
   {
     auto m = optimize_and_check(make(kCastBackThenScale), {"fuse_layer_norm", "eliminate_dead_nodes"});
@@ -545,7 +545,7 @@ TEST(FuseRmsNorm, Float16ChainIsStashType1) {
   ASSERT_TRUE(n.valid());
   EXPECT_EQ(g.attr_int(n, "stash_type", 0), 1);
   EXPECT_EQ(g.input(n, 0), g.graph_inputs()[0]);
-  EXPECT_EQ(passes::pattern::dtype_of(g, g.input(n, 1)), DType::Float16);
+  EXPECT_EQ(dtype_of(g, g.input(n, 1)), DType::Float16);
 }
 
 TEST(FuseRmsNorm, EverySpelling) {
