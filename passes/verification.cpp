@@ -32,7 +32,8 @@ struct Reference::Impl {
   // Above 512 MiB of weights, both models read their MatMul weights in place on every run
   // (rt::VerifyOptions::stream_weights) instead of packing a copy per session: a packed copy is
   // the model's size again, and packing it cost more than a few runs' in-tile packing saves
-  // (TinyLlama-1.1B: peak RSS 4.1 GiB -> 0.6 GiB and faster; docs/benchmarks.md, "TinyLlama-1.1B verification").
+  // (TinyLlama-1.1B: peak RSS 4.1 GiB -> 0.6 GiB and faster; docs/benchmarks.md, "Measurements that
+  // decided the code").
   static bool stream_weights(const Model& m) { return m.tensors.total_bytes() > (uint64_t{512} << 20); }
   static std::function<void(const rt::VerifyProgress&)> progress_of(const VerifyOptions& o) {
     if (!o.progress) return nullptr;

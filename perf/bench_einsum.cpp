@@ -1,6 +1,6 @@
 // Einsum on the GEMM (runtime/ops/einsum.cpp) against MatMul on the same contraction, through a
 // Session (operands are graph inputs: nothing is packed ahead). The float64 run of the first
-// equation is the generic loop over every label combination, what every Einsum was before.
+// equation is the generic loop over every label combination (the path of non-float32 types).
 //
 //   nice -n 19 build/perf/bench_einsum --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //

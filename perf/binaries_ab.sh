@@ -5,7 +5,7 @@
 # runtime (issue 12: "bench --vs of the old and new binaries shows no slowdown beyond noise").
 #
 #   perf/binaries_ab.sh OLD_BINARY NEW_BINARY MODEL[:DIM=N,...]...
-#   ROUNDS=5 SECS=2 THREADS=2 perf/binaries_ab.sh /work/baseline/onnxforge build/onnxforge .cache/models/bert_base.onnx
+#   ROUNDS=5 SECS=2 THREADS=2 perf/binaries_ab.sh BASELINE/onnxforge build/onnxforge .cache/models/bert_base.onnx
 set -euo pipefail
 old=$1 new=$2
 shift 2

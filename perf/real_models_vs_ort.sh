@@ -13,7 +13,7 @@
 #
 # Models come from tools/models/fetch_real_models.sh (run here if one is missing) into
 # .cache/real_models. isnet_quint8 (ConvInteger + DynamicQuantizeLinear, ~3.4 s a run under load)
-# is in the default list since its conv gathers k-major (docs/benchmarks.md, branch int8b).
+# is in the default list: its integer convs run fast enough for a round (docs/benchmarks.md).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 vs_ort_setup "${1:-$REPO/build}"

@@ -153,10 +153,10 @@ std::vector<Tensor> Frame::run(std::vector<Tensor> inputs) {
   return outs;
 }
 
-// Converting float16 operands into fresh float32 tensors cost a page-faulted allocation per
-// operand per step (ISNet fp16 at 1024x1024: its convs read up to 128 MiB of float32 each); the
-// buffers now live as long as the run. ISNet fp16 vs the same network in fp32, same run: see
-// git log.
+// Converting float16 operands into fresh float32 tensors would cost a page-faulted allocation per
+// operand per step (ISNet fp16 at 1024x1024: its convs read up to 128 MiB of float32 each), so the
+// buffers live as long as the run (ISNet fp16 then runs at 1.03x its fp32 twin's speed;
+// docs/history/benchmarks-log.md, "Runtime on real models").
 Tensor Frame::conversion_buffer(bool output, size_t k, Shape shape) {
   std::vector<Tensor>& pool = output ? convert_out_ : convert_in_;
   if (pool.size() <= k) pool.resize(k + 1);

@@ -394,7 +394,7 @@ bool quantize_moves_to_readers(const FusionSite& site, NodeId q) {
 }
 
 // The DynamicQuantizeLinear side: scale and zero point only (dynamic_quantize_params_kernel).
-// Counted as one fused node: its quantize pass is the readers' now. ISNet's 256 -> 64 1x1 chain
+// Counted as one fused node: its quantize pass is the readers'. ISNet's 256 -> 64 1x1 chain
 // spent 29% of its time in that pass (a 3.2 MB float read, a 0.8 MB write), which the conv then
 // read again to pack it.
 Found<FusedStep> dynamic_quantize_params(const FusionSite& site, const Step& s) {

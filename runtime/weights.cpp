@@ -52,9 +52,9 @@ void Plan::pack_weights(std::vector<size_t> to_prepare) {
   const Graph& g = graph;
   // Weights are packed after planning, largest first. Packing reads a mapped weight (file-backed
   // pages) into a new packed copy, then releases the source pages: the resident peak is every
-  // weight packed so far plus the one being read. In step order TinyLlama's 250 MiB lm_head came
-  // last, on top of all the others (tinyllama_2l session: 584 MiB packed + 259 MiB of lm_head pages
-  // = 849 MiB peak; largest first the peak is the packed weights plus the largest other source).
+  // weight packed so far plus the one being read. In step order TinyLlama's 250 MiB lm_head comes
+  // last, on top of all the others (a tinyllama_2l session: 849 MiB peak in step order, 642 MiB
+  // largest first; docs/benchmarks.md).
   auto prepared_bytes = [&](const Step& s) {
     size_t b = 0;
     for (size_t i = 0; i < s.inputs.size() && i < 32; ++i)

@@ -916,12 +916,10 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
   // Blocks of patch panels: each weight panel (MR channels, in L1) runs over every panel of the
   // block (in L2) before the next, so each channel row of the output gets block * NR positions
   // written in one run. One panel at a time (every channel tile over it) scattered 128-byte
-  // writes over all M channel planes at once: ResNet's 64 -> 256 1x1 (K = 64, M = 256) ran at
-  // 0.68x the fp32 conv that way. 256 KiB and up to 64 panels (2048 positions) rather than 96 KiB
-  // and 8: the 64 -> 256 1x1 went from 1.43-1.67x to 1.73-1.89x the fp32 conv, the strided
-  // 256 -> 512 1x1 from 2.06-2.31x to 2.53-2.70x (bench_int8_gemm, one thread, CPU time,
-  // alternating runs at load 10); the output's channel rows are written in longer runs, fewer
-  // pages at a time.
+  // writes over all M channel planes at once (ResNet's 64 -> 256 1x1 at 0.68x the fp32 conv).
+  // Blocks of 256 KiB and up to 64 panels (2048 positions) write each channel row in longer runs,
+  // fewer pages at a time, than 96 KiB and 8 (that 1x1: 1.43-1.67x -> 1.73-1.89x the fp32 conv;
+  // docs/benchmarks.md).
   const std::size_t block =
       std::clamp<std::size_t>((std::size_t{256} << 10) / std::max<std::size_t>(x_panel_bytes, 1), 1, 64);
   const std::size_t n_blocks = (q_panels + block - 1) / block;
@@ -1144,11 +1142,9 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
     src = buf;
   } else if (fx) {
     // An unpadded stride-1 conv reads x in place: x quantized once, into scratch (the bytes the
-    // op would have written). For a 1x1 conv, quantizing inside the packing was slower, not
-    // faster (bench_int8_gemm, one thread, CPU time, against quantize-then-conv with the float
-    // store; load 11): per block of positions into a [K][block] byte buffer 0.86-0.98x, per
-    // 32-position panel in registers 0.62-0.91x. The packing reads K rows at a time, 128 float
-    // bytes from each, which the prefetchers do not follow; the quantize pass reads x in order.
+    // op would have written). Quantizing inside a 1x1 conv's packing is slower (0.62-0.98x of
+    // quantize-then-conv; docs/benchmarks.md): the packing reads K rows at a time, 128 float bytes
+    // from each, which the prefetchers do not follow; the quantize pass reads x in order.
     const std::size_t n = s.C * vol;
     scratch.emplace((n + 3) / 4 + 16);
     auto* buf = reinterpret_cast<std::uint8_t*>(scratch->data());

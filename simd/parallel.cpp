@@ -66,7 +66,7 @@ struct Region {
 // A spinner joins it directly, claiming items from the same counter, instead of leaving its
 // spin loop and waiting for TBB to hand it the region's helper task: that hand-off took long
 // enough that at 2 threads on BERT-base the helper ran 37% of the GEMM micro-kernel samples and
-// spun for as long as it worked (perf, 20 runs, load ~9; see docs/benchmarks.md "bertlat").
+// spun for as long as it worked (docs/benchmarks.md, "Measurements that decided the code").
 // Lifetime: a spinner counts itself in g_joiners before it checks g_current, and the caller
 // clears g_current and waits for g_joiners to drain before the region leaves its stack
 // (sequentially consistent on both sides, so one of them sees the other).

@@ -4,10 +4,9 @@
 //
 // Why not plain tbb::parallel_for: an idle TBB worker, and a master waiting for a stolen chunk,
 // go to sleep after a few microseconds. On a virtual machine a sleeping vCPU is halted, the host
-// hands its core to another guest, and getting it back takes milliseconds. Measured on the
-// 2-vCPU CI VM under host load (2026-11-22): BERT-base at 2 threads, median 1473 ms with
-// tbb::parallel_for against 365 ms when idle-priority busy loops kept both vCPUs from halting,
-// while ONNX Runtime, whose pool threads spin, ran at 167 ms in the same minutes.
+// hands its core to another guest, and getting it back takes milliseconds (BERT-base at 2 threads
+// under host load: 1473 ms with tbb::parallel_for, 365 ms with both vCPUs kept busy; ONNX Runtime,
+// whose pool threads spin, 167 ms; docs/benchmarks.md, "Measurements that decided the code").
 //
 // So a parallel region here is: the caller and up to (threads - 1) helper TBB tasks claim work
 // items from one atomic counter (a late or descheduled helper delays nobody: the others take its

@@ -106,9 +106,9 @@ std::string verification_failure_text(const OptimizeOutcome& outcome);
 SaveStats write_optimized(OptimizeOutcome& outcome, const std::filesystem::path& output, bool strip_hierarchy,
                           const SaveOptions& options = {});
 
-// Pass names as the registry knows them today: names passes had before issue 12
-// (cleanup_attention, fuse_conv_relu) are still accepted by --passes/--skip and the Python
-// module, so that scripts and notes keep working; each rename adds a line to `notes`.
+// Pass names as the registry knows them: former names (cleanup_attention, fuse_conv_relu) are
+// still accepted by --passes/--skip and the Python module, so that scripts and notes keep
+// working; each rename adds a line to `notes`.
 std::vector<std::string> current_pass_names(std::vector<std::string> names, std::vector<std::string>* notes = nullptr);
 
 // Every pass in pipeline order: name, accuracy_class, summary (`optimize --list-passes --json`).

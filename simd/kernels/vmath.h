@@ -76,8 +76,8 @@ inline void square_exact(V x, V& h, V& l) {
 
 // c[0] + c[1] x + ... + c[N-1] x^(N-1), Horner with fused multiply-adds. xsimd's horner rounds
 // the product and the sum apart here (-ffp-contract=off), so each coefficient costs a dependent
-// mul + add: xsimd's two erfc polynomials alone kept vgelu at ~110 cycles a vector (perf annotate
-// of BM_Gelu_1M, 2026-11-27), latency-bound.
+// mul + add: xsimd's two erfc polynomials alone kept vgelu at ~110 cycles a vector, latency-bound
+// (BM_Gelu_1M 1.5-1.8x faster with FMA: docs/benchmarks.md, "Kernels").
 template <std::size_t N>
 inline V horner(V x, const float (&c)[N]) {
   V p(c[N - 1]);

@@ -1,14 +1,13 @@
 #pragma once
 // Sizes for a model's symbolic input dims that the model can actually run with.
 //
-// Every dynamic dim used to get its default on its own (batch 1, sequence-like 128), so a
+// Defaults chosen dim by dim (batch 1, sequence-like 128) need not fit together: a
 // decoder-with-past export — attention_mask [batch, total_sequence] beside
 // past_key_values [batch, heads, past_sequence, head_dim] and input_ids [batch, sequence] —
-// got total_sequence = 128 while its scores had past_sequence + sequence = 256 key positions,
-// and the original model could not run. Shape inference records the equalities the ops need
-// (dim_relations() below); this
-// solver keeps the defaults that satisfy them and re-derives a dim where a relation fails —
-// the dim that is the sum of the others (total_sequence), so the parts keep their defaults.
+// cannot run unless total_sequence = past_sequence + sequence. Shape inference records the
+// equalities the ops need (dim_relations() below); this solver keeps the defaults that satisfy
+// them and re-derives a dim where a relation fails — the dim that is the sum of the others
+// (total_sequence), so the parts keep their defaults.
 // A relation whose dims are all fixed by the user and disagree is an error naming both sides.
 #include <cstdint>
 #include <functional>

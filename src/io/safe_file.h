@@ -4,8 +4,8 @@
 // hierarchy sidecar, a `run --input` tensor) through read_side_file.
 //
 // Writing: an output is absent or a regular file. A symbolic link, a directory, a device, a FIFO
-// or a socket is refused, with or without --overwrite (`-o /dev/null --overwrite` used to replace
-// the system's /dev/null with a regular file; a link is refused rather than followed so that what
+// or a socket is refused, with or without --overwrite (`-o /dev/null --overwrite` must not turn
+// the system's /dev/null into a regular file; a link is refused rather than followed so that what
 // gets replaced is always the path the user typed). An existing regular file is replaced only
 // with `overwrite`, and never when it is one of the command's inputs (compared by device and
 // inode, so another name or a hard link of the input is caught too). The bytes go to a temporary

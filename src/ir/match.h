@@ -160,8 +160,9 @@ struct SliceParams {
 };
 std::optional<SliceParams> slice_params(const Graph& g, NodeId s);
 
-// A matcher's outcome: the match, or the first check that failed (DESIGN.md: a fusion reports
-// what it did not fuse and why). MATCH_IF returns a Miss from a function returning Found<M>:
+// A matcher's outcome: the match, or the first check that failed (a fusion reports what it did not
+// fuse and why: docs/architecture.md, "Fusions report what they did not fuse"). MATCH_IF returns a
+// Miss from a function returning Found<M>:
 //
 //   Found<GeluMatch> match_gelu(const Graph& g, const Uses& uses, NodeId div) {
 //     MATCH_IF(is(g, div, "Div"), "not a Div");

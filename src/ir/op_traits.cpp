@@ -13,11 +13,9 @@ constexpr OpCategory Math = OpCategory::Math, Act = OpCategory::Activation, NN =
                      Cast = OpCategory::Cast, Logic = OpCategory::ComparisonLogic, Flow = OpCategory::ControlFlow,
                      Other = OpCategory::Other;
 
-// One row per op, sorted by name. The elementwise-unary set is the union of the lists the
-// transpose pass and the shape engine kept before this table (Identity and Not included; IsNaN,
-// IsInf and Cast not, as before). Categories are those of the hierarchy's coverage table;
-// Acosh/Asinh/Atanh (Math), Shrink (Activation) and the sequence ops (tensor manipulation) were
-// missing from it and counted as Other.
+// One row per op, sorted by name. kUnary marks the elementwise unary ops whose output keeps the
+// input's type (Identity and Not included; IsNaN, IsInf and Cast not). Categories are those of the
+// hierarchy's coverage table.
 const OpTraits kTable[] = {
     {"Abs", Math, kUnary},
     {"Acos", Math, kUnary},

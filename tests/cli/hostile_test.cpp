@@ -218,7 +218,7 @@ TEST(Hostile, ConvStridesZero) {
 }
 
 TEST(Hostile, ConvAttributeOfTheWrongType) {
-  // `strides` as an INT, not INTS: used to run silently with stride 1.
+  // `strides` as an INT, not INTS: refused, never run silently with stride 1.
   auto n = make_node("Conv", {"x", "w"}, {"y"}, "conv0");
   add_int(n, "strides", 2);
   fs::path m = write_to(make_model({n}, {tensor_info("x", kFloat, {1, 1, 8, 8})}, {tensor_info("y", kFloat, {})},

@@ -55,8 +55,8 @@ bool ort_peer_installed() { return fs::exists(ONNXFORGE_SOURCE_DIR "/tools/peers
 
 namespace {
 // Every directory temp_dir() made, removed when the test process exits (set
-// ONNXFORGE_KEEP_TEST_DIRS=1 to keep them for a look). Left behind, a full test run used to leave
-// gigabytes in /tmp (an ORT shape reference is 239 MB).
+// ONNXFORGE_KEEP_TEST_DIRS=1 to keep them for a look). Left behind, they would add up to
+// gigabytes per full test run in the temporary folder (an ORT shape reference is 239 MB).
 struct TempDirs {
   std::mutex mutex;
   std::vector<fs::path> made;

@@ -51,8 +51,8 @@ void fold_expecting(const MakeModel& make, size_t transposes) {
 
 TEST(NoGrowth, TiedEmbeddingStaysOneTensor) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
-  // 512 x 1024 floats: 2 MiB, over the 1 MiB --fold-size, so the old max(inputs, fold-size)
-  // allowance let the 2 MiB copy through.
+  // 512 x 1024 floats: 2 MiB, over the 1 MiB --fold-size, so an allowance of max(inputs,
+  // fold-size) alone would let the 2 MiB copy through.
   auto make = tied_head(512, 1024, true);
   fold_expecting(make, 1);
   // Also under a --fold-size above the table: a Transpose read as MatMul's B is packed by the

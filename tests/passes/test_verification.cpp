@@ -149,9 +149,9 @@ TEST(Verification, YoloWithBatchNormVerifiesAfterFolding) {
 
 // The runtime's own fusions (LayerNorm chains, residual Adds, activations) compute a chain in
 // float32 and round once. In a float16 model that is not the graph's arithmetic, which rounds at
-// every node. They used to take a value of undeclared type for float32, so the same float16 model
-// ran fused as loaded (exporters declare no intermediate types) and unfused once shape inference
-// had typed it, which `optimize` does: class-0 passes then failed verification (mobilenet_v2 in
+// every node. Were a value of undeclared type taken for float32, the same float16 model would run
+// fused as loaded (exporters declare no intermediate types) and unfused once shape inference had
+// typed it, which `optimize` does, and class-0 passes would fail verification (mobilenet_v2 in
 // float16: 0.0032 off with nothing changed). Typed or not, the outputs must be the same bits.
 TEST(Verification, Float16ModelsRunTheSameTypedOrNot) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";

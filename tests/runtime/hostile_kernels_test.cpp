@@ -418,8 +418,8 @@ TEST(HostileKernels, EinsumTooManyCombinations) {
 }
 
 TEST(HostileKernels, EinsumWorkCountsEveryOperand) {
-  // 2^29 label combinations of three operands each: 1.5 * 2^30 reads, refused at once (it ran
-  // for minutes under the old cap of 2^32 combinations). The message says which labels. (The
+  // 2^29 label combinations of three operands each: 1.5 * 2^30 reads, refused at once (a cap on
+  // combinations alone, 2^32, let it run for minutes). The message says which labels. (The
   // generic loop: float64; float32 contracts on the GEMM.)
   GraphBuilder m(12);
   ValueId a = m.input("a", {8192}, DType::Double);

@@ -257,7 +257,7 @@ TEST(ZooRun, ShardsMergeToTheSingleRunSummary) {
   // An unchanged rerun passes the gate: nodes, failures and max_diff classes, which are exact.
   // Latency is not asserted between two runs here (a timing in a unit test): with other tests
   // and builds on the 2 cores, 0.3 s benches of one binary moved by 7x (medians) and 1.87x
-  // (minima, mobilenet_v3_small_bn, 2026-11-27). The gate's latency check is tested on synthetic
+  // (minima). The gate's latency check is tested on synthetic
   // summaries (ZooReport.*), and CI gates latency on its own quiet run (.ci/run).
   EXPECT_EQ(sh(kExe + " zoo report " + out.string() + " --baseline " + r.single.string() +
                    " --latency-stat min --max-slowdown 1000",
