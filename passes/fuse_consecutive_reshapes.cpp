@@ -1,10 +1,15 @@
 // fuse_consecutive_reshapes — Reshape chains (exporters write them around attention heads, but
 // nothing here is attention-specific):                                                class 0
 //  - Reshape(R(x), s2) → Reshape(x, s2) when R is a Reshape/Flatten/Squeeze/Unsqueeze (all keep
-//    element order) and s2 is a constant WITHOUT 0: a 0 copies a dim of the second Reshape's own
-//    input, which composing would change (the onnxoptimizer bug). When R has other consumers it
-//    stays for them and only this Reshape reads x directly.
-//  - a Reshape whose output shape equals its input's (static shapes) is removed.
+//    element order) and s2 is a constant. A 0 in s2 copies a dim of R(x), not of x (composing it
+//    blindly is the onnxoptimizer bug): it is kept only where R is a Reshape whose own target
+//    copies the same dim of x (a 0 there too), replaced by R's constant at that position, and
+//    otherwise the pair is left. When R has other consumers it stays for them and only this
+//    Reshape reads x directly.
+//  - a Reshape whose output shape equals its input's is removed: static shapes, or a target of
+//    0s (copies) and the input's own static dims at the same rank, which holds for symbolic
+//    batch and sequence dims too (the head split Reshape(x, [0, 0, H, D]) undone by
+//    Reshape(·, [0, 0, H·D]) leaves x).
 #include "passes/edits.h"
 #include "passes/graph_util.h"
 #include "passes/registry.h"
@@ -14,7 +19,8 @@ namespace {
 
 struct Match {
   NodeId reshape;
-  NodeId inner;  // invalid: remove `reshape` (same shape)
+  NodeId inner;                 // invalid: remove `reshape` (same shape)
+  std::vector<int64_t> target;  // non-empty: the composed target (s2 with its 0s resolved)
 };
 
 bool order_preserving(const Graph& g, NodeId n) {
@@ -48,6 +54,36 @@ std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std
   return target;
 }
 
+// Reshape(x, target) keeps x's shape whatever its symbolic dims are: the same rank, and every
+// position a copy (0) or x's own static dim there, with at most one -1 (which then resolves to
+// the one dim left, x's own).
+bool keeps_shape(const Graph& g, ValueId x, const std::vector<int64_t>& target, bool allowzero) {
+  if (!g.has_shape(x) || static_cast<size_t>(g.rank(x)) != target.size()) return false;
+  const auto dims = g.shape(x);
+  int minus = 0;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && !allowzero) continue;
+    if (target[i] == -1 && ++minus == 1) continue;
+    if (!dims[i].known() || dims[i].value != target[i]) return false;
+  }
+  return true;
+}
+
+// s2 applied to R(x) as a target for x itself: each 0 of s2 (copy dim i of R(x)) becomes R's own
+// target at i — a 0 (R copies dim i of x), or R's positive constant there. nullopt when one is
+// R's -1 or R is not a constant, non-allowzero Reshape.
+std::optional<std::vector<int64_t>> compose_zeros(const Graph& g, NodeId inner, std::vector<int64_t> s2) {
+  if (!is(g, inner, "Reshape") || g.attr_int(inner, "allowzero", 0) != 0) return std::nullopt;
+  auto s1 = constant_ints(g, g.input(inner, 1));
+  if (!s1) return std::nullopt;
+  for (size_t i = 0; i < s2.size(); ++i) {
+    if (s2[i] != 0) continue;
+    if (i >= s1->size() || (*s1)[i] < 0) return std::nullopt;
+    s2[i] = (*s1)[i];
+  }
+  return s2;
+}
+
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {
   std::vector<Match> out;
   for (NodeId n : g.nodes()) {
@@ -57,19 +93,24 @@ std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&)
     bool allowzero = g.attr_int(n, "allowzero", 0) != 0;
     ValueId x = g.input(n, 0);
     // Same shape in and out: the Reshape does nothing.
-    if (auto in = static_shape(g, x)) {
+    bool same = keeps_shape(g, x, *target, allowzero);
+    if (auto in = static_shape(g, x); !same && in) {
       auto res = reshaped(*in, *target, allowzero);
-      if (res && *res == *in && can_forward(g, uses, g.output(n, 0), x)) {
-        out.push_back({n, {}});
-        continue;
-      }
+      same = res && *res == *in;
+    }
+    if (same && can_forward(g, uses, g.output(n, 0), x)) {
+      out.push_back({n, {}, {}});
+      continue;
     }
     NodeId inner = g.producer(x);
     if (!inner.valid() || !order_preserving(g, inner)) continue;
     bool has_zero = false;
     for (int64_t d : *target) has_zero |= (d == 0);
-    if (has_zero && !allowzero) continue;  // 0 would copy a dim of x instead of R(x)
-    out.push_back({n, inner});
+    if (!has_zero || allowzero) {
+      out.push_back({n, inner, {}});
+    } else if (auto composed = compose_zeros(g, inner, *target)) {  // 0 would copy a dim of R(x), not of x
+      out.push_back({n, inner, std::move(*composed)});
+    }
   }
   return out;
 }
@@ -79,6 +120,7 @@ bool apply(Edits& e, const Match& m) {
   if (!m.inner.valid()) return e.forward(m.reshape, g.input(m.reshape, 0));
   if (e.any_touched(m.reshape, m.inner)) return false;
   e.set_input(m.reshape, 0, g.input(m.inner, 0));
+  if (!m.target.empty()) e.set_input(m.reshape, 1, e.ints_constant("shape", m.target));
   e.drop_if_unshared(m.inner);
   return true;
 }
@@ -87,6 +129,7 @@ bool apply(Edits& e, const Match& m) {
 
 ONNXFORGE_PASS(fuse_consecutive_reshapes, Match, AccuracyClass::Lossless, analyze, apply,
                {"Reshape", "Flatten", "Squeeze", "Unsqueeze"},
-               "compose Reshape chains (never across a 0 in the target), drop no-op Reshapes");
+               "compose Reshape chains (a 0 in the target only where both copy the same dim), drop Reshapes "
+               "that keep their input's shape");
 
 }  // namespace onnxforge::passes

@@ -62,8 +62,9 @@ TEST(CleanupAttention, ConsecutiveReshapesCompose) {
 }
 
 // The onnxoptimizer bug: Reshape(Reshape(x, [6,4]), [0, 2, -1]) — the 0 copies dim 0 of the
-// *intermediate* (6 → [6,2,2]); composing would copy x's dim 0 (2 → [2,2,6]).
-TEST(CleanupAttention, NeverComposesWhenSecondTargetHasZero) {
+// *intermediate* (6 → [6,2,2]); composing the target as written would copy x's dim 0 (2 →
+// [2,2,6]). The 0 is resolved to the inner target's 6 instead.
+TEST(CleanupAttention, ComposesAZeroAsTheDimItCopies) {
   auto make = [] {
     GraphBuilder b;
     ValueId x = b.input("x", {2, 3, 4});
@@ -74,7 +75,61 @@ TEST(CleanupAttention, NeverComposesWhenSecondTargetHasZero) {
   };
   auto m =
       optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  ASSERT_EQ(count_op(m->main(), "Reshape"), 1u);
+  const Graph& g = m->main();
+  for (NodeId n : g.nodes())
+    if (g.is_op(n, "Reshape")) {
+      EXPECT_EQ(constant_ints(g, g.input(n, 1)), (std::vector<int64_t>{6, 2, -1}));
+      EXPECT_EQ(str(g.value_name(g.input(n, 0))), "x");
+    }
+}
+
+// Where the inner target is -1 at the position the 0 copies, the dim is not a constant: the pair
+// stays.
+TEST(CleanupAttention, NeverComposesAZeroOverAnInferredDim) {
+  auto make = [] {
+    GraphBuilder b;
+    ValueId x = b.input("x", {2, 3, 4});
+    ValueId r1 = b.node("Reshape", {x, b.i64("s1", {-1, 4})});
+    ValueId r2 = b.node("Reshape", {r1, b.i64("s2", {0, 2, -1})});
+    b.output(b.node("Relu", {r2}));
+    return std::move(b.m);
+  };
+  auto m =
+      optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
   EXPECT_EQ(count_op(m->main(), "Reshape"), 2u);
+}
+
+// Llama's key and value heads with a symbolic batch and sequence: the head split Reshape(x, [0, 0,
+// 2, 16]) that fuse_attention re-merges with Reshape(·, [0, 0, 32]) composes into
+// Reshape(x, [0, 0, 32]) — a copy of both symbolic dims and x's own 32 — which keeps x's shape and
+// goes. A split into other heads composes into one Reshape; another rank is no no-op.
+TEST(CleanupAttention, HeadSplitAndMergeWithSymbolicDimsCancel) {
+  auto make = [](std::vector<int64_t> merge) {
+    return [merge] {
+      GraphBuilder b;
+      ValueId x = b.input("x", {-1, -1, 32}, DType::Float, {"batch", "sequence"});
+      ValueId split = b.node("Reshape", {x, b.i64("split", {0, 0, 2, 16})});
+      ValueId merged = b.node("Reshape", {split, b.i64("merge", merge)});
+      b.output(b.node("Relu", {merged}));
+      return std::move(b.m);
+    };
+  };
+  const std::vector<std::string> passes = {"fuse_consecutive_reshapes", "eliminate_dead_nodes"};
+  auto m = optimize_and_check(make({0, 0, 32}), passes, passes::AccuracyClass::Lossless);
+  EXPECT_EQ(count_op(m->main(), "Reshape"), 0u);
+  m = optimize_and_check(make({0, -1, 32}), passes, passes::AccuracyClass::Lossless);
+  EXPECT_EQ(count_op(m->main(), "Reshape"), 0u);
+  m = optimize_and_check(make({0, 0, 4, 8}), passes, passes::AccuracyClass::Lossless);
+  ASSERT_EQ(count_op(m->main(), "Reshape"), 1u);
+  m = optimize_and_check(make({0, 0, 32, 1}), passes, passes::AccuracyClass::Lossless);
+  EXPECT_EQ(count_op(m->main(), "Reshape"), 1u);  // composed, but rank 4: it stays
+  // A graph output keeps its Reshape (its name is the output's).
+  GraphBuilder b;
+  ValueId x = b.input("x", {-1, -1, 32}, DType::Float, {"batch", "sequence"});
+  b.output(b.node("Reshape", {x, b.i64("same", {0, 0, 32})}));
+  optimize(*b.m, passes);
+  EXPECT_EQ(count_op(b.g(), "Reshape"), 1u);
 }
 
 TEST(CleanupAttention, ReshapeWithSeveralReadersIsKeptAndSameShapeReshapeGoes) {
