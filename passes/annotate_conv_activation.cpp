@@ -21,9 +21,8 @@ struct Match {
 };
 
 bool clip_nonnegative(const Graph& g, NodeId clip) {
-  if (g.model().opset("") < 11) return g.attr_float(clip, "min", -1) >= 0;
-  auto v = constant_values(g, g.input(clip, 1));
-  return v && v->size() == 1 && (*v)[0] >= 0;
+  const ClipBounds b = clip_bounds(g, clip);
+  return b.known && b.min && *b.min >= 0;
 }
 
 std::vector<Match> analyze(const Graph& g, const Uses& uses, const PassOptions&) {

@@ -24,6 +24,7 @@ const Row kRows[] = {
     {fuse_rms_norm_pass, decompose_rms_norm_pass},
     {fuse_gelu_pass, decompose_gelu_pass},
     {fuse_swish_pass, decompose_swish_pass},
+    {fuse_hard_swish_pass},
     {fuse_pad_into_conv_pass},
     {fuse_conv_batchnorm_pass},
     {annotate_conv_activation_pass},

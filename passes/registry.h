@@ -45,6 +45,7 @@ const Pass& fuse_layer_norm_pass();
 const Pass& fuse_rms_norm_pass();
 const Pass& fuse_gelu_pass();
 const Pass& fuse_swish_pass();
+const Pass& fuse_hard_swish_pass();
 // Fusions into standard transformer ops (fusion.h): attention, rotary, QKV projections.
 const Pass& fuse_rotary_embedding_pass();
 const Pass& fuse_attention_pass();

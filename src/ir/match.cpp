@@ -399,4 +399,22 @@ std::optional<SliceParams> slice_params(const Graph& g, NodeId s) {
   return p;
 }
 
+ClipBounds clip_bounds(const Graph& g, NodeId clip) {
+  ClipBounds b;
+  if (g.model().opset("") < 11) {
+    if (g.attr(clip, "min")) b.min = g.attr_float(clip, "min", 0);
+    if (g.attr(clip, "max")) b.max = g.attr_float(clip, "max", 0);
+    b.known = true;
+    return b;
+  }
+  for (size_t i : {1, 2}) {
+    if (g.inputs(clip).size() <= i || !g.input(clip, i).valid()) continue;
+    auto v = scalar(g, g.input(clip, i));
+    if (!v) return b;
+    (i == 1 ? b.min : b.max) = *v;
+  }
+  b.known = true;
+  return b;
+}
+
 }  // namespace onnxforge

@@ -149,6 +149,15 @@ std::optional<std::vector<int64_t>> transpose_perm(const Graph& g, NodeId t);
 // before) when constant; nullopt when not constant or not given.
 std::optional<std::vector<int64_t>> axes_of(const Graph& g, NodeId n);
 
+// A Clip's bounds in either opset form (attributes before opset 11, optional inputs from 11), each
+// nullopt when absent (unbounded); `known` is false when a bound is given but not a one-element
+// constant.
+struct ClipBounds {
+  bool known = false;
+  std::optional<double> min, max;
+};
+ClipBounds clip_bounds(const Graph& g, NodeId clip);
+
 // A Slice's parameters in either opset form (inputs from opset 10, attributes before), `axes`
 // defaulting to 0..n-1 and `steps` to 1; nullopt when starts, axes or steps are not constant or
 // the lengths differ. `ends` may be computed (GPT-2 slices its causal table to key_length): then

@@ -831,5 +831,64 @@ TEST(FuseSwish, NearMissesAndOpsetGate) {
   EXPECT_EQ(count_op(old.g(), "Swish"), 0u);
 }
 
+// ------------------------------------------------------------------------------ HardSwish
+
+// x · ReLU6(x + 3) / 6 as Keras, tf2onnx and hand-written torch spell it.
+ValueId relu6_swish(GraphBuilder& b, ValueId x, int form, const std::string& k, float hi = 6) {
+  ValueId c =
+      b.node("Clip", {b.node("Add", {x, f32s(b, "three" + k, 3)}), f32s(b, "lo" + k, 0), f32s(b, "hi" + k, hi)});
+  if (form == 0) return b.node("Div", {b.node("Mul", {x, c}), f32s(b, "six" + k, 6)});
+  if (form == 1) return b.node("Mul", {f32s(b, "sixth" + k, 1.0f / 6), b.node("Mul", {c, x})});
+  return b.node("Mul", {x, b.node("Div", {c, f32s(b, "six" + k, 6)})});
+}
+
+TEST(FuseHardSwish, TorchAndKerasSpellings) {
+  auto make = [] {
+    GraphBuilder b(14);
+    ValueId x = b.input("x", {2, 16, 4, 4});
+    // torch.onnx below opset 14: Mul(x, HardSigmoid(x, alpha=1/6)) in either order
+    const std::vector<NewAttr> torch_alpha = {NewAttr::Float("alpha", 0.1666666716337204f)};
+    b.output(b.node("Mul", {x, b.node("HardSigmoid", {x}, torch_alpha)}));
+    b.output(b.node("Mul", {b.node("HardSigmoid", {x}, torch_alpha), x}));
+    for (int form : {0, 1, 2}) b.output(relu6_swish(b, x, form, std::to_string(form)));
+    return std::move(b.m);
+  };
+  auto before = make();
+  EXPECT_EQ(census(*before, "fuse_hard_swish").fusable_here, 5);
+  auto m = optimize_and_check(make, {"fuse_hard_swish", "eliminate_dead_nodes"});
+  const Graph& g = m->main();
+  EXPECT_EQ(g.node_count(), 5u);
+  EXPECT_EQ(count_op(g, "HardSwish"), 5u);
+  for (NodeId n : g.nodes()) EXPECT_EQ(str(g.value_name(g.input(n, 0))), "x");
+}
+
+TEST(FuseHardSwish, GatesOtherSlopesOtherBoundsAndTheOpsetAreLeft) {
+  GraphBuilder b(14);
+  ValueId x = b.input("x", {2, 16}), y = b.input("y", {2, 16});
+  // MobileNetV3's squeeze-excitation gate x · HardSigmoid(se): not an h-swish at all
+  b.output(b.node("Mul", {x, b.node("HardSigmoid", {y}, {NewAttr::Float("alpha", 1.0f / 6)})}));
+  // Keras's hard_sigmoid (0.2·x + 0.5) times x, a ReLU5, and a product read twice
+  b.output(b.node("Mul", {x, b.node("HardSigmoid", {x})}));
+  b.output(relu6_swish(b, x, 0, "five", 5));
+  ValueId c = b.node("Clip", {b.node("Add", {x, f32s(b, "three", 3)}), f32s(b, "lo", 0), f32s(b, "hi", 6)});
+  ValueId prod = b.node("Mul", {x, c});
+  b.output(b.node("Div", {prod, f32s(b, "six", 6)}));
+  b.output(b.node("Relu", {prod}));
+  auto row = census(*b.m, "fuse_hard_swish");
+  EXPECT_EQ(row.found, 3) << missed(row);
+  EXPECT_EQ(row.missed["HardSigmoid slope is not 1/6"], 1) << missed(row);
+  EXPECT_EQ(row.missed["Clip bounds are not [0, 6]"], 1) << missed(row);
+  EXPECT_EQ(row.missed["intermediate has other readers"], 1) << missed(row);
+  optimize(*b.m, {"fuse_hard_swish"});
+  EXPECT_EQ(count_op(b.g(), "HardSwish"), 0u);
+
+  GraphBuilder old(13);  // torch's opset-13 export: fusable after an upgrade only
+  ValueId xo = old.input("x", {2, 16});
+  old.output(old.node("Mul", {xo, old.node("HardSigmoid", {xo}, {NewAttr::Float("alpha", 1.0f / 6)})}));
+  EXPECT_EQ(census(*old.m, "fuse_hard_swish").fusable_after_upgrade, 1);
+  optimize(*old.m, {"fuse_hard_swish"});
+  EXPECT_EQ(count_op(old.g(), "HardSwish"), 0u);
+}
+
 }  // namespace
 }  // namespace onnxforge::test

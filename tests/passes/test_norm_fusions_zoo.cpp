@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "analysis/shapes.h"
 #include "io/model_io.h"
@@ -141,6 +142,40 @@ TEST(NormFusionsZoo, TorchvisionConvNeXtLayerNormsBetweenPermutes) {
   if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
   fuse_and_verify(std::filesystem::path(ONNXFORGE_SOURCE_DIR) / "tests/passes/data/convnext_mini.onnx",
                   {"convnext_mini", 5, 2, 0, 0}, 20);
+}
+
+// torch's opset-13 MobileNetV3 writes each h-swish as x · HardSigmoid(x) (19 of them) beside the
+// squeeze-excitation gates x · HardSigmoid(se(x)) (9). Raised to opset 14 the h-swishes fuse and
+// the gates stay: the same ops as the opset-14 export of the same weights, which has HardSwish
+// nodes; verified, and ONNX Runtime agrees.
+TEST(NormFusionsZoo, MobileNetV3HardSwishAsTorchWritesItBelowOpset14) {
+  if (!passes::runtime_available()) GTEST_SKIP() << "needs the runtime";
+  const auto path = zoo_model("mobilenet_v3_small_op13");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "zoo model mobilenet_v3_small_op13 not exported";
+  auto original = load_model(path);
+  auto model = load_model(path);
+  passes::upgrade_opset(*model, 14);
+  infer_shapes(*model);
+  auto before = passes::fusion_census(*model, {});
+  EXPECT_EQ(row(before, "fuse_hard_swish").found, 19) << misses(before);
+  EXPECT_EQ(row(before, "fuse_hard_swish").fusable_here, 19) << misses(before);
+  passes::RunResult r = optimize(*model);
+  auto twin = load_model(zoo_model("mobilenet_v3_small"));
+  optimize(*twin);
+  auto ops = [](const Graph& g) {
+    std::map<std::string, size_t> h;
+    for (NodeId n : g.nodes()) ++h[std::string(str(g.op_type(n)))];
+    return h;
+  };
+  EXPECT_EQ(ops(model->main()), ops(twin->main()));
+  EXPECT_EQ(count_op(model->main(), "HardSwish"), 19u);
+  EXPECT_EQ(count_op(model->main(), "HardSigmoid"), 9u);
+  passes::Reference ref(*original, passes::VerifyOptions{2, {}});
+  passes::VerifyResult v = ref.check(*model, passes::tolerance_of(r.worst));
+  EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
+  auto dir = temp_dir("hard_swish_mobilenet_v3");
+  save_model(*model, dir / "out.onnx");
+  ort_agrees(*original, dir / "out.onnx", "mobilenet_v3_op13");
 }
 
 // The full-size exports when present (tools/models/export_zoo.py --only NAME): the same blocks

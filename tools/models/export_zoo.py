@@ -37,6 +37,7 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   tf2onnx          -                                              tf2onnx_linedet (opset 11), tf2onnx_blazeface (12)
 `_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
 full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
+mobilenet_v3_small_op13 (small) has mobilenet_v3_small's at opset 13, where h-swish is x * HardSigmoid(x);
 every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
 module names), yolo_models.py (Ultralytics') and vits_models.py (VITS, Piper's signature).
 
@@ -160,6 +161,10 @@ def registry() -> list[Spec]:
     specs += _cnn("resnet_small", S, dict(arch="resnet_bottleneck", layers=[1, 1, 1, 1], image=96))
     specs += _cnn("mobilenet_v2", SF, dict(arch="mobilenet_v2", image=224))
     specs += _cnn("mobilenet_v3_small", SF, dict(arch="mobilenet_v3_small", image=224))
+    specs.append(Spec("mobilenet_v3_small_op13", "cnn", S, dict(arch="mobilenet_v3_small", image=224),
+                      seed_name="mobilenet_v3_small", opset=13,
+                      notes="same weights as mobilenet_v3_small; opset 13, where torch writes h-swish as "
+                            "x * HardSigmoid(x)"))
     specs += _cnn("efficientnet_b0", SF, dict(arch="efficientnet_b0", image=224))
     specs.append(Spec("vit_b_16", "vit", F, dict(image=224, patch=16, layers=12, heads=12, hidden=768, mlp=3072)))
     specs.append(Spec("vit_small", "vit", S, dict(image=64, patch=16, layers=2, heads=4, hidden=64, mlp=128)))
