@@ -63,3 +63,41 @@ TEST(CliPassNames, OldNamesSkipTheRenamedPasses) {
 }
 
 TEST(CliPassNames, UnknownNamesAreStillRejected) { EXPECT_EQ(optimize("--passes fuse_conv_relus").exit_code, 2); }
+
+// --list-passes --json comes from the registry's rows: a fusion says the op it emits, that op's
+// opset and its inverse; the decompositions follow, outside the default pipeline.
+TEST(CliPassNames, ListPassesDerivesFromTheRegistryRows) {
+  std::string text;
+  FILE* p = ::popen((std::string(ONNXFORGE_BINARY_DIR) + "/onnxforge optimize --list-passes --json").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+  ASSERT_EQ(::pclose(p), 0);
+  const nlohmann::json list = nlohmann::json::parse(text);
+  std::set<std::string> decompositions;
+  bool in_pipeline = true;
+  for (const auto& row : list) {
+    const std::string name = row["name"].get<std::string>();
+    if (!row["default"].get<bool>()) {
+      in_pipeline = false;
+      EXPECT_TRUE(name.starts_with("decompose_")) << name;
+      decompositions.insert(name);
+      continue;
+    }
+    EXPECT_TRUE(in_pipeline) << name << " listed after the decompositions";
+    if (name == "fuse_attention") {
+      EXPECT_EQ(row["emits"], "Attention");
+      EXPECT_EQ(row["min_opset"], 23);
+      EXPECT_EQ(row["inverse"], "decompose_attention");
+      EXPECT_EQ(row["accuracy_class"], 1);
+    }
+    if (name == "fuse_hard_swish") {
+      EXPECT_EQ(row["emits"], "HardSwish");
+      EXPECT_FALSE(row.contains("inverse"));
+    }
+    if (name == "fold_constants") { EXPECT_FALSE(row.contains("emits")); }
+    if (row.contains("inverse")) { EXPECT_TRUE(row.contains("emits")) << name; }
+  }
+  EXPECT_EQ(decompositions.size(), 6u);
+  EXPECT_TRUE(decompositions.count("decompose_attention"));
+}
