@@ -798,39 +798,25 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
     packed = &local;
   }
   const int64_t K = cr.K, C = cr.C, in_sp = cr.in_sp, ID = I[0], IH = I[1], IW = I[2];
-  // 1-D/2-D with at most 256 taps: on simd::conv's float depthwise kernel, exactly. Each product
-  // (x - zx) * (w - zw) is an integer of magnitude <= 255 * 255, so every partial sum of <= 256 of
-  // them is an integer below 2^24, which float32 holds exactly in any order (FMA included): the
-  // int32 sums, from a vectorized kernel. MobileNetV2 QOperator's depthwise convs took 70 of its
-  // 84 ms on the row loop below (144 x 56 x 56, 3x3: 10.4 ms).
+  // 1-D/2-D with at most 256 taps: on simd's float depthwise kernel, exactly (conv_depthwise_8bit:
+  // integer products below 2^24 in any order), plane by plane in cache. MobileNetV2 QOperator's
+  // depthwise convs took 70 of its 84 ms on the row loop below (144 x 56 x 56, 3x3: 10.4 ms).
   if (g.rank <= 2 && K <= 256 && cr.group > 1) {
-    const int64_t P = cr.P;
-    Tensor xf = Tensor::alloc(DType::Float, {cr.N, C, in_sp});
-    simd::parallel_chunks(static_cast<size_t>(cr.N * C), 1, [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) {
-        const uint8_t* src = xb + i * static_cast<size_t>(in_sp);
-        float* dst = xf.ptr<float>() + i * static_cast<size_t>(in_sp);
-        if (x_signed)
-          for (int64_t j = 0; j < in_sp; ++j) dst[j] = static_cast<float>(static_cast<int8_t>(src[j]) - xzv);
-        else
-          for (int64_t j = 0; j < in_sp; ++j) dst[j] = static_cast<float>(src[j] - xzv);
-      }
-    });
     std::vector<float> wf(packed->depthwise.begin(), packed->depthwise.end());
     simd::ConvParams p;
     p.rank = g.rank, p.batch = cr.N, p.in_channels = C, p.out_channels = cr.M, p.group = cr.group;
     p.in = g.in, p.kernel = g.kernel, p.stride = g.stride, p.dilation = g.dilation;
     p.pad_begin = g.pad_begin, p.pad_end = g.pad_end;
-    Tensor yf = Tensor::alloc(DType::Float, {cr.N, cr.M, P});
-    simd::conv(p, xf.ptr<float>(), wf.data(), nullptr, yf.ptr<float>());
-    simd::parallel_chunks(static_cast<size_t>(cr.N * cr.group), 1, [&](size_t i0, size_t i1) {
-      std::vector<int32_t> acc(static_cast<size_t>(P));
-      for (size_t item = i0; item < i1; ++item) {
-        const float* src = yf.ptr<float>() + item * static_cast<size_t>(P);
-        for (int64_t q = 0; q < P; ++q) acc[static_cast<size_t>(q)] = static_cast<int32_t>(src[q]);
-        emit(static_cast<int64_t>(item) / cr.group, static_cast<int64_t>(item) % cr.group, 0, P, acc.data());
-      }
-    });
+    auto plane = [&](int64_t n, int64_t m, const float* sums) {
+      thread_local std::vector<int32_t> acc;
+      acc.resize(static_cast<size_t>(cr.P));
+      for (int64_t q = 0; q < cr.P; ++q) acc[static_cast<size_t>(q)] = static_cast<int32_t>(sums[q]);
+      emit(n, m, 0, cr.P, acc.data());
+    };
+    using Plane = decltype(plane);
+    simd::conv_depthwise_8bit(
+        p, xb, x_signed, xzv, wf.data(),
+        [](void* ctx, int64_t n, int64_t m, const float* sums) { (*static_cast<Plane*>(ctx))(n, m, sums); }, &plane);
     return;
   }
   // One channel per item, taps from a table: a GEMM with one column would waste 31 of the 32
