@@ -479,9 +479,9 @@ Found<FusedStep> split_attention(const FusionSite& site, const Step& s) {
 // depthwise conv reads once. The same conditions as the pass fuse_pad_into_conv, float Conv only.
 Found<FusedStep> pad_into_conv(const FusionSite& site, const Step& s) {
   const Graph& g = site.g;
-  MATCH_IF(is(g, s.node, "Pad") && s.outputs.size() == 1 && s.outputs[0].valid() && !s.inputs.empty() &&
-               s.inputs[0].valid(),
-           "not a Pad");
+  MATCH_IF(
+      is(g, s.node, "Pad") && s.outputs.size() == 1 && s.outputs[0].valid() && !s.inputs.empty() && s.inputs[0].valid(),
+      "not a Pad");
   const ValueId y = s.outputs[0];
   MATCH_IF(!site.graph_output[y.index()], "the padded value is a graph output");
   const Use u = single_use(site.uses, y);

@@ -637,7 +637,7 @@ void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w
 }
 
 void conv_depthwise_8bit(const ConvParams& p, const std::uint8_t* x, bool x_signed, std::int32_t zx, const float* w,
-                        DepthwisePlaneSink sink, void* ctx) {
+                         DepthwisePlaneSink sink, void* ctx) {
   validate(p);
   if (p.rank > 2 || p.group != p.in_channels || p.out_channels != p.in_channels)
     throw std::invalid_argument("conv_depthwise_8bit: not a 1-D/2-D depthwise conv with one output per channel");

@@ -69,7 +69,8 @@ ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, b
   }
   std::string_view ap = c.attr_s("auto_pad", "NOTSET");
   // The fusion folds a Pad only into explicit pads: SAME would size its pads on the unpadded input.
-  if (!extra_pads.empty() && ap != "NOTSET") c.error("internal: a Pad folded into a conv with auto_pad " + std::string(ap));
+  if (!extra_pads.empty() && ap != "NOTSET")
+    c.error("internal: a Pad folded into a conv with auto_pad " + std::string(ap));
   if (!transpose && (ap == "SAME_UPPER" || ap == "SAME_LOWER")) {
     for (int i = 0; i < g.rank; ++i) {
       size_t u = static_cast<size_t>(i);
@@ -181,8 +182,8 @@ void conv(OpContext& c) {
   if (w.dtype != DType::Float)
     c.error("the weight must be float like the input, got " + std::string(dtype_name(w.dtype)));
   const auto* state = static_cast<const ConvState*>(c.state);
-  ConvGeometry geo =
-      conv_geometry(c, x_in.shape, w.shape, false, state ? std::span<const int64_t>(state->pad_extra) : std::span<const int64_t>{});
+  ConvGeometry geo = conv_geometry(c, x_in.shape, w.shape, false,
+                                   state ? std::span<const int64_t>(state->pad_extra) : std::span<const int64_t>{});
   if (!state || !state->packable) state = nullptr;  // below: the packed paths' state
   simd::ConvParams p;
   p.rank = geo.rank;

@@ -658,7 +658,8 @@ void conv_int8_gemm(const ConvRun& cr, const Tensor& w, const std::vector<int32_
   const std::vector<simd::PackedB8>* b = &local;
   if (packed && !packed->direct.empty()) {
     std::call_once(packed->gemm_once, [&] {
-      if (packed->w_bytes.size() != static_cast<size_t>(w.bytes())) fail("internal: QLinearConv's weight bytes are gone");
+      if (packed->w_bytes.size() != static_cast<size_t>(w.bytes()))
+        fail("internal: QLinearConv's weight bytes are gone");
       pack(packed->w_bytes.data(), packed->gemm);
       std::vector<uint8_t>().swap(packed->w_bytes);
     });
@@ -975,8 +976,9 @@ void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult,
   conv_int8(
       c, kQLinearConv, packed_state(c), cr,
       [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
-        simd::requantize_q8(acc, static_cast<size_t>(rows), b ? b[ch] : 0, mult[per_channel ? static_cast<size_t>(ch) : 0],
-                            zp, yp + (n * cr.M + ch) * cr.P + p0, std::is_signed_v<Q>);
+        simd::requantize_q8(acc, static_cast<size_t>(rows), b ? b[ch] : 0,
+                            mult[per_channel ? static_cast<size_t>(ch) : 0], zp, yp + (n * cr.M + ch) * cr.P + p0,
+                            std::is_signed_v<Q>);
       },
       [&](int64_t n, int64_t gi) {
         simd::Conv8Output o;

@@ -123,9 +123,7 @@ TEST(Pad, ChannelsLastBetweenConvsMatchesThePlainPlan) {
     rt::Session nhwc(m.model()), plain(m.model(), plain_opts);
     // The first conv and the Pad, or the first conv and the folded Pad + Relu fused.
     EXPECT_GE(nhwc.channels_last_count(), zero ? 1u : 2u) << mode;
-    if (zero) {
-      EXPECT_EQ(nhwc.fused_count(), 2u);
-    }
+    if (zero) { EXPECT_EQ(nhwc.fused_count(), 2u); }
     const auto in = make<float>(DType::Float, {1, 3, 12, 10}, noise(360, 3));
     auto want = values<float>(plain.run({in})[0]);
     for (int run = 0; run < 2; ++run) {

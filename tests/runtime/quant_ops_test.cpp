@@ -258,8 +258,8 @@ TEST(QuantOps, QLinearConvRequantizesWithBiasAndPerChannelScales) {
 // conv8 on larger maps, the GEMM over patches below 64 output positions, depthwise on the float
 // kernel or, past 256 taps, the row loop), int8 and uint8 x / w / y, per-channel and per-tensor
 // scales, with and without bias: the requantization happens in conv8's or gemm8's store, so each
-// is checked against the spec's formula on the int64 reference sums. w_scale 0.5 / x_scale 1 / y_scale 1 makes every odd sum an exact tie (half
-// to even), and the zero points near the range's ends make both ends saturate.
+// is checked against the spec's formula on the int64 reference sums. w_scale 0.5 / x_scale 1 / y_scale 1 makes every
+// odd sum an exact tie (half to even), and the zero points near the range's ends make both ends saturate.
 TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
   const std::vector<ConvCase> cases = {
       {{1, 5, 11, 13}, {9, 5, 3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
@@ -268,11 +268,11 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
       {{1, 6, 9, 9}, {6, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 6},
       {{1, 5, 40}, {7, 5, 5}, {2}, {1}, {2, 2}},
       {{1, 3, 5, 6, 7}, {8, 3, 3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
-      {{1, 5, 21, 23}, {9, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},            // conv8: 483 positions
-      {{2, 4, 6, 6}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2},           // GEMM, groups, two images
-      {{1, 3, 2, 2}, {70, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},             // GEMM: 4 positions, 70 channels
-      {{1, 3, 20, 20}, {3, 1, 17, 17}, {1, 1}, {1, 1}, {8, 8, 8, 8}, 3},       // depthwise, 289 taps: row loop
-      {{1, 4, 30}, {4, 1, 5}, {1}, {2}, {4, 4}, 4},                            // depthwise 1-D, dilated
+      {{1, 5, 21, 23}, {9, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},       // conv8: 483 positions
+      {{2, 4, 6, 6}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2},      // GEMM, groups, two images
+      {{1, 3, 2, 2}, {70, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},        // GEMM: 4 positions, 70 channels
+      {{1, 3, 20, 20}, {3, 1, 17, 17}, {1, 1}, {1, 1}, {8, 8, 8, 8}, 3},  // depthwise, 289 taps: row loop
+      {{1, 4, 30}, {4, 1, 5}, {1}, {2}, {4, 4}, 4},                       // depthwise 1-D, dilated
   };
   size_t ties = 0, saturated = 0;
   at_every_isa([&] {

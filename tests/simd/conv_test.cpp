@@ -172,9 +172,7 @@ TEST_P(Conv, Depthwise8BitSumsAreExact) {
     std::vector<float> want(got.size());
     ref::conv(p, xf.data(), w.data(), nullptr, want.data());  // double sums of integers: exact
     for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "at " << i;
-    if (extreme) {
-      EXPECT_EQ(std::fabs(got[0]), 256.f * 255.f * 255.f);
-    }
+    if (extreme) { EXPECT_EQ(std::fabs(got[0]), 256.f * 255.f * 255.f); }
   };
   for (bool x_signed : {false, true}) {
     check(conv2d(2, 6, 6, 6, 13, 17, 3, 3, 2, 1, {1, 0, 2, 1}), x_signed, false);

@@ -543,7 +543,8 @@ TEST_F(Int8GemmTest, RequantizeQ8MatchesTheScalarRuleAtEveryIsaLevel) {
           std::vector<std::uint8_t> y(n + 8, 0xA5);
           requantize_q8(acc.data(), n, bias, mult, zero, y.data(), y_signed);
           for (std::size_t i = 0; i < n; ++i) {
-            const auto sum = static_cast<std::int32_t>(static_cast<std::uint32_t>(acc[i]) + static_cast<std::uint32_t>(bias));
+            const auto sum =
+                static_cast<std::int32_t>(static_cast<std::uint32_t>(acc[i]) + static_cast<std::uint32_t>(bias));
             const int want = y_signed ? saturate_round<std::int8_t>(static_cast<float>(sum) * mult, zero)
                                       : saturate_round<std::uint8_t>(static_cast<float>(sum) * mult, zero);
             const int got = y_signed ? static_cast<std::int8_t>(y[i]) : y[i];
