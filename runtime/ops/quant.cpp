@@ -755,6 +755,7 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
   const auto I = dim3(g.in, 1), O = dim3(cr.out, 1), KS = dim3(g.kernel, 1), ST = dim3(g.stride, 1),
              DL = dim3(g.dilation, 1), PB = dim3(g.pad_begin, 0), PE = dim3(g.pad_end, 0);
   PackedWeights local;
+  const PackedWeights* const from_plan = packed;  // the plan's state, before `local` may stand in
   const bool depthwise = cr.Mg == 1 && cr.Cg == 1;
   if (!depthwise) {
     if (!packed || packed->direct.empty()) {
@@ -771,7 +772,7 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
     };
     const simd::Conv8Shape shape{static_cast<size_t>(cr.Cg), u3(I), u3(KS), u3(PB), u3(PE), u3(DL), u3(ST)};
     if (!xq && cr.P < kConvGemmPositions && direct(0, 0).q8) {
-      conv_int8_gemm(cr, w, wz, packed, x_signed, xzv, xb, I, O, KS, ST, DL, PB, direct);
+      conv_int8_gemm(cr, w, wz, from_plan, x_signed, xzv, xb, I, O, KS, ST, DL, PB, direct);
       return;
     }
     for (int64_t n = 0; n < cr.N; ++n)

@@ -279,7 +279,10 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
     for (const ConvCase& cc : cases)
       for (DType tx : {DType::Uint8, DType::Int8})
         for (DType ty : {DType::Uint8, DType::Int8})
-          for (bool per_channel : {false, true}) {
+          for (int variant = 0; variant < 3; ++variant) {
+            // 0, 1: per tensor, per channel (constant weights, packed at plan time); 2: per
+            // channel with the weights a graph input (packed per run).
+            const bool per_channel = variant > 0, const_w = variant < 2;
             const DType tw = tx == DType::Uint8 ? DType::Int8 : DType::Uint8;
             int64_t nx = 1, nw = 1;
             for (int64_t d : cc.x_shape) nx *= d;
@@ -300,7 +303,7 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
                 X,
                 g.f32("xs", {}, {1.f}),
                 g.init<uint8_t>("xz", {}, xz, tx),
-                g.init<uint8_t>("w", cc.w_shape, w, tw),
+                const_w ? g.init<uint8_t>("w", cc.w_shape, w, tw) : g.input("w", cc.w_shape, tw),
                 g.f32("ws", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, ws),
                 g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, wz, tw),
                 g.f32("ys", {}, {1.f}),
@@ -310,7 +313,9 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
                               {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
                                NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
             rt::Session s(g.model());
-            auto y = s.run({bytes_tensor(tx, cc.x_shape, x)})[0];
+            std::vector<rt::Tensor> feeds{bytes_tensor(tx, cc.x_shape, x)};
+            if (!const_w) feeds.push_back(bytes_tensor(tw, cc.w_shape, w));
+            auto y = s.run(feeds)[0];
             Shape shape;
             auto acc = conv_reference(cc, x, tx, val(xz, 0, tx), w, tw, wz, &shape);
             ASSERT_EQ(y.shape, shape);
