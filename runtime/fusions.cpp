@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/match.h"
 #include "ir/op_traits.h"
+#include "runtime/ops/conv_util.h"
 #include "simd/resample.h"
 
 namespace onnxforge::rt {
@@ -470,6 +471,39 @@ Found<FusedStep> split_attention(const FusionSite& site, const Step& s) {
   return f;
 }
 
+// A zero Pad of the spatial axes read only by a Conv as its data (tf2onnx writes every TF "SAME"
+// stride-2 conv and MobileNet's ZeroPadding2D so): the Pad's step becomes the Conv's, on
+// pad_conv_kernel(), which adds the Pad's pads to the Conv's own (its prepare reads them again
+// from the graph: zero_spatial_pads). No padded copy: the line detector's three Pads took 55 ms
+// of a 115 ms run before the Pad kernel, and each still writes a [1, 96, 160, 160] copy that the
+// depthwise conv reads once. The same conditions as the pass fuse_pad_into_conv, float Conv only.
+Found<FusedStep> pad_into_conv(const FusionSite& site, const Step& s) {
+  const Graph& g = site.g;
+  MATCH_IF(
+      is(g, s.node, "Pad") && s.outputs.size() == 1 && s.outputs[0].valid() && !s.inputs.empty() && s.inputs[0].valid(),
+      "not a Pad");
+  const ValueId y = s.outputs[0];
+  MATCH_IF(!site.graph_output[y.index()], "the padded value is a graph output");
+  const Use u = single_use(site.uses, y);
+  const NodeId conv = u.node;
+  MATCH_IF(is(g, conv, "Conv") && u.slot == 0 && g.outputs(conv).size() == 1 && g.output(conv, 0).valid(),
+           "not read by one Conv as its data input");
+  MATCH_IF(g.attr_string(conv, "auto_pad", "NOTSET") == "NOTSET", "the Conv sizes its own pads (auto_pad)");
+  MATCH_IF(g.inputs(conv).size() >= 2 && g.input(conv, 1).valid() && site.is_const[g.input(conv, 1).index()],
+           "the Conv's weight is computed at run time");
+  for (size_t i = 1; i < g.inputs(conv).size(); ++i)
+    MATCH_IF(!g.input(conv, i).valid() || site.available[g.input(conv, i).index()], "a Conv input comes later");
+  MATCH_IF(zero_spatial_pads(g, s.node, s.opset), "not a constant zero padding of the spatial axes");
+  FusedStep f;
+  f.kernel = &pad_conv_kernel();
+  f.node = conv;
+  f.inputs = std::vector<ValueId>(g.inputs(conv).begin(), g.inputs(conv).end());
+  (*f.inputs)[0] = s.inputs[0];
+  f.output = g.output(conv, 0);
+  f.absorbed = {conv};
+  return f;
+}
+
 // Mixed precision's round trip (AMP exports, float16 converters' block lists): a float32 value
 // read only by Cast(to=FLOAT16) whose result is read only by Cast(to=FLOAT). Where the value is
 // output 0 of a step with an epilogue (Conv, MatMul, Gemm & co.: it writes a fresh tensor), the
@@ -538,6 +572,7 @@ constexpr Fusion kFusions[] = {
     {"integer_dequantize", integer_dequantize},
     {"dynamic_quantize_params", dynamic_quantize_params},
     {"dynamic_quantize_in_packing", dynamic_quantize_in_packing},
+    {"pad_into_conv", pad_into_conv},
     {"decomposed_layer_norm", decomposed_layer_norm},
     {"softmax_attention", softmax_attention},
     {"residual_add", residual_add},

@@ -33,6 +33,7 @@ struct FusionSite {
 // What the step becomes.
 struct FusedStep {
   const KernelDef* kernel = nullptr;            // replaces the step's kernel when set
+  NodeId node;                                  // when valid: the step runs this node (attributes, messages)
   std::optional<std::vector<ValueId>> inputs;   // replaces the step's inputs when set
   ValueId output;                               // the step's new output 0 (the last absorbed node's)
   std::optional<std::vector<ValueId>> outputs;  // replaces all the step's outputs when set ([0] == output)

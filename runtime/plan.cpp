@@ -180,6 +180,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
         Found<FusedStep> m = f.match(site, s);
         if (!m) continue;
         if (m->kernel) k = s.kernel = m->kernel;
+        if (m->node.valid()) s.node = m->node;
         if (m->inputs) s.inputs = std::move(*m->inputs);
         if (m->act) s.act = *m->act;
         s.round_half |= m->round_half;

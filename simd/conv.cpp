@@ -361,8 +361,14 @@ void conv_gemm(const ConvParams& p, const Geometry& g, const float* x, const flo
 
 // ---- depthwise: group == C, each input channel feeds M / C output channels ----
 
-void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias, float* y,
-                    const Unary& act, bool accumulate) {
+// The depthwise loop over planes: each input plane is loaded into a zero-padded float plane
+// (load(x plane, padded column offset) writes one row's values as floats), each output plane
+// is computed by depthwise_plane into out(n, m) with the activation `act`, then done(n, m).
+// Float input: load copies, out is y's plane. 8-bit input (conv_depthwise_8bit): load converts
+// x - zx, out is a per-thread plane handed to the caller's sink.
+template <class Src, class Load, class Out, class Done>
+void depthwise_planes(const ConvParams& p, const Geometry& g, const Src* x, const float* w, const float* bias,
+                      const Unary& act, std::size_t extra_floats, Load&& load, Out&& out_plane, Done&& done) {
   const detail::KernelTable& kt = detail::active_table();
   const std::int64_t C = p.in_channels, mult = p.out_channels / C;
   const std::int64_t kh = g.k[1], kw = g.k[2], sh = g.s[1], sw = g.s[2], dh = g.d[1], dw = g.d[2];
@@ -382,19 +388,19 @@ void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, cons
       taps[static_cast<std::size_t>(i * kw + j)] = (i * dh * sw + (j * dw) % sw) * wq + (j * dw) / sw;
   detail::parallel_chunks(
       planes, std::max<std::size_t>(1, 65536 / std::max<std::size_t>(work, 1)), [&](std::size_t b, std::size_t e) {
-        detail::Scratch buf(static_cast<std::size_t>(plane_floats + (accumulate ? g.out_sp : 0)));
+        detail::Scratch buf(static_cast<std::size_t>(plane_floats) + extra_floats);
         float* plane = buf.data();
-        float* sum = plane + plane_floats;  // accumulate: one output plane before the residual
+        float* extra = plane + plane_floats;  // the caller's per-thread output plane
         for (std::size_t pi = b; pi < e; ++pi) {
           const auto n = static_cast<std::int64_t>(pi) / C, c = static_cast<std::int64_t>(pi) % C;
           std::fill(plane, plane + plane_floats, 0.f);
-          const float* xin = x + (n * C + c) * g.in_sp;
+          const Src* xin = x + (n * C + c) * g.in_sp;
           for (std::int64_t ih = 0; ih < ih_n && ih + pt < hp; ++ih) {
-            const float* src = xin + ih * iw_n;
+            const Src* src = xin + ih * iw_n;
             float* row = plane + (ih + pt) * sw * wq;
             if (sw == 1) {
               const std::int64_t cols = std::min(iw_n, wp - pl);
-              if (cols > 0) std::memcpy(row + pl, src, static_cast<std::size_t>(cols) * sizeof(float));
+              if (cols > 0) load(row + pl, src, cols, std::int64_t{1});
               continue;
             }
             // Phase ph holds padded columns ph, ph + sw, ...; input column = padded column - pl.
@@ -402,31 +408,48 @@ void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, cons
               const std::int64_t q0 = ph < pl ? (pl - ph + sw - 1) / sw : 0;  // first index with column >= pl
               const std::int64_t end = std::min(wp, iw_n + pl);               // columns past this stay 0
               const std::int64_t count = end > ph + q0 * sw ? (end - ph - q0 * sw + sw - 1) / sw : 0;
-              const float* from = src + ph + q0 * sw - pl;
-              float* to = row + ph * wq + q0;
-              if (sw == 2) {  // the common strided case, with a constant stride the compiler can vectorize
-                for (std::int64_t q = 0; q < count; ++q) to[q] = from[2 * q];
-              } else {
-                for (std::int64_t q = 0; q < count; ++q) to[q] = from[q * sw];
-              }
+              if (count > 0) load(row + ph * wq + q0, src + ph + q0 * sw - pl, count, sw);
             }
           }
           for (std::int64_t m = c * mult; m < (c + 1) * mult; ++m) {
-            float* out = y + (n * p.out_channels + m) * g.out_sp;
-            if (!accumulate) {
-              kt.depthwise_plane(plane, taps.data(), taps.size(), w + m * kh * kw, bias != nullptr ? bias[m] : 0.f,
-                                 static_cast<std::size_t>(sh * sw * wq), static_cast<std::size_t>(oh_n),
-                                 static_cast<std::size_t>(ow_n), out, &act);
-              continue;
-            }
-            const Unary none{};
+            float* out = out_plane(n, m, extra);
             kt.depthwise_plane(plane, taps.data(), taps.size(), w + m * kh * kw, bias != nullptr ? bias[m] : 0.f,
                                static_cast<std::size_t>(sh * sw * wq), static_cast<std::size_t>(oh_n),
-                               static_cast<std::size_t>(ow_n), sum, &none);
-            kt.binary_vv(BinaryOp::Add, sum, out, out, static_cast<std::size_t>(g.out_sp));
-            if (act.op != UnaryOp::Identity) kt.unary(act, out, out, static_cast<std::size_t>(g.out_sp));
+                               static_cast<std::size_t>(ow_n), out, &act);
+            done(n, m, out);
           }
         }
+      });
+}
+
+void conv_depthwise(const ConvParams& p, const Geometry& g, const float* x, const float* w, const float* bias, float* y,
+                    const Unary& act, bool accumulate) {
+  const detail::KernelTable& kt = detail::active_table();
+  auto load = [](float* to, const float* from, std::int64_t count, std::int64_t step) {
+    if (step == 1) {
+      std::memcpy(to, from, static_cast<std::size_t>(count) * sizeof(float));
+    } else if (step == 2) {  // the common strided case, with a constant stride the compiler can vectorize
+      for (std::int64_t q = 0; q < count; ++q) to[q] = from[2 * q];
+    } else {
+      for (std::int64_t q = 0; q < count; ++q) to[q] = from[q * step];
+    }
+  };
+  auto y_plane = [&](std::int64_t n, std::int64_t m) { return y + (n * p.out_channels + m) * g.out_sp; };
+  if (!accumulate) {
+    depthwise_planes(
+        p, g, x, w, bias, act, 0, load, [&](std::int64_t n, std::int64_t m, float*) { return y_plane(n, m); },
+        [](std::int64_t, std::int64_t, const float*) {});
+    return;
+  }
+  // accumulate: each plane into a per-thread sum, then + the residual, then the activation.
+  const Unary none{};
+  depthwise_planes(
+      p, g, x, w, bias, none, static_cast<std::size_t>(g.out_sp), load,
+      [](std::int64_t, std::int64_t, float* extra) { return extra; },
+      [&](std::int64_t n, std::int64_t m, const float* sum) {
+        float* out = y_plane(n, m);
+        kt.binary_vv(BinaryOp::Add, sum, out, out, static_cast<std::size_t>(g.out_sp));
+        if (act.op != UnaryOp::Identity) kt.unary(act, out, out, static_cast<std::size_t>(g.out_sp));
       });
 }
 
@@ -611,6 +634,28 @@ void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w
       gemm_packed(true, N, 1.f, a, N, w.groups[static_cast<std::size_t>(grp)], 0.f, tmp.data(), M, ep);
       transpose_out(kt, tmp.data(), N, M, y + (n * p.out_channels + grp * Mg) * g.out_sp, accumulate, act);
     }
+}
+
+void conv_depthwise_8bit(const ConvParams& p, const std::uint8_t* x, bool x_signed, std::int32_t zx, const float* w,
+                         DepthwisePlaneSink sink, void* ctx) {
+  validate(p);
+  if (p.rank > 2 || p.group != p.in_channels || p.out_channels != p.in_channels)
+    throw std::invalid_argument("conv_depthwise_8bit: not a 1-D/2-D depthwise conv with one output per channel");
+  const Geometry g = geometry(p);
+  if (p.batch == 0 || p.out_channels == 0 || g.out_sp == 0) return;
+  const float z = static_cast<float>(zx);
+  auto load = [&](float* to, const std::uint8_t* from, std::int64_t count, std::int64_t step) {
+    if (x_signed) {
+      const auto* s = reinterpret_cast<const std::int8_t*>(from);
+      for (std::int64_t q = 0; q < count; ++q) to[q] = static_cast<float>(s[q * step]) - z;
+    } else {
+      for (std::int64_t q = 0; q < count; ++q) to[q] = static_cast<float>(from[q * step]) - z;
+    }
+  };
+  depthwise_planes(
+      p, g, x, w, nullptr, Unary{}, static_cast<std::size_t>(g.out_sp), load,
+      [](std::int64_t, std::int64_t, float* extra) { return extra; },
+      [&](std::int64_t n, std::int64_t m, const float* sums) { sink(ctx, n, m, sums); });
 }
 
 void conv(const ConvParams& p, const float* x, const float* w, const float* bias, float* y, const Unary& act,

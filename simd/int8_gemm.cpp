@@ -548,22 +548,36 @@ namespace {
 // to even (roundps), + zero, clamped as QuantizeLinear clamps (max then min, NaN to the bottom),
 // packed with saturation (exact: the value is already in range). SSE: the tile is in L1, and
 // the four-lane steps are the ones store_row's requantization takes per channel.
+// bias: nullptr, or int32 values added to the sums first (wrapping, as paddd does): n of them, or
+// one for every column when !bias_per_col.
 template <class Q>
-void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float* mult, bool per_col, float zero) {
+void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float* mult, bool per_col, float zero,
+                    const std::int32_t* bias, bool bias_per_col = true) {
+  if (bias && !bias_per_col) {  // one value: through a broadcast block
+    alignas(16) std::int32_t b[64];
+    std::fill_n(b, 64, bias[0]);
+    for (std::size_t j = 0; j < n; j += 64)
+      requantize_row(src + j, dst + j, std::min<std::size_t>(64, n - j), per_col ? mult + j : mult, per_col, zero, b);
+    return;
+  }
   const __m128 z = _mm_set1_ps(zero), lo = _mm_set1_ps(q_lo<Q>()), hi = _mm_set1_ps(q_hi<Q>());
   const __m128 mu1 = _mm_set1_ps(mult[0]);
   for (std::size_t j = 0; j < n; j += 4) {
     // The tail through zero-filled copies: four lanes computed, n - j stored.
-    alignas(16) std::int32_t tail[4] = {};
+    alignas(16) std::int32_t tail[4] = {}, tail_b[4] = {};
     alignas(16) float tail_mu[4] = {};
     const std::int32_t* s4 = src + j;
+    const std::int32_t* b4 = bias ? bias + j : nullptr;
     const float* m4 = per_col ? mult + j : nullptr;
     if (j + 4 > n) {
       s4 = static_cast<const std::int32_t*>(std::memcpy(tail, src + j, (n - j) * 4));
       if (per_col) m4 = static_cast<const float*>(std::memcpy(tail_mu, mult + j, (n - j) * 4));
+      if (bias) b4 = static_cast<const std::int32_t*>(std::memcpy(tail_b, bias + j, (n - j) * 4));
     }
     const __m128 mu = per_col ? _mm_loadu_ps(m4) : mu1;
-    __m128 v = _mm_cvtepi32_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s4)));
+    __m128i acc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s4));
+    if (b4) acc = _mm_add_epi32(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b4)));
+    __m128 v = _mm_cvtepi32_ps(acc);
     v = _mm_round_ps(_mm_mul_ps(v, mu), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v = _mm_min_ps(_mm_max_ps(_mm_add_ps(v, z), lo), hi);
     __m128i q = _mm_cvtps_epi32(v);
@@ -573,6 +587,18 @@ void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float*
     std::memcpy(dst + j, &w, std::min<std::size_t>(4, n - j));
   }
 }
+
+}  // namespace
+
+void requantize_q8(const std::int32_t* acc, std::size_t n, std::int32_t bias, float mult, float zero, void* y,
+                   bool y_signed) {
+  if (y_signed)
+    requantize_row(acc, static_cast<std::int8_t*>(y), n, &mult, false, zero, &bias, false);
+  else
+    requantize_row(acc, static_cast<std::uint8_t*>(y), n, &mult, false, zero, &bias, false);
+}
+
+namespace {
 
 // The kernels over packed A (m_panels panels, rowsum per row) and packed B; with rq, each tile
 // goes through an int32 tile on the stack and is requantized into rq->y instead of C.
@@ -622,12 +648,13 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
         if (!rq) continue;
         const bool per_col = rq->mult_count > 1;
         const float* mu = rq->mult + (per_col ? n0 : 0);
+        const std::int32_t* bias = rq->acc_bias ? rq->acc_bias + n0 : nullptr;
         for (std::size_t i = 0; i < rows; ++i) {
           const std::size_t at = (m0 + i) * rq->ldy + n0;
           if (rq->y_signed)
-            requantize_row(tile + i * nr, static_cast<std::int8_t*>(rq->y) + at, cols, mu, per_col, rq->zero);
+            requantize_row(tile + i * nr, static_cast<std::int8_t*>(rq->y) + at, cols, mu, per_col, rq->zero, bias);
           else
-            requantize_row(tile + i * nr, static_cast<std::uint8_t*>(rq->y) + at, cols, mu, per_col, rq->zero);
+            requantize_row(tile + i * nr, static_cast<std::uint8_t*>(rq->y) + at, cols, mu, per_col, rq->zero, bias);
         }
       }
     }

@@ -163,10 +163,11 @@ void conv8_nd(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::in
               const Conv8Output& out, bool parallel = true);
 
 // gemm8 with QLinearMatMul's requantization in the store: y[m][n] = saturate(round_half_even(
-// float(C[m][n]) * mult[n]) + zero) (mult_count 1: one multiplier for every column), uint8, or
-// int8 when y_signed, row stride ldy; C's int32 sums go from the kernel's tile (in L1) straight
-// to y, never to an int32 matrix. The float steps and their order are QuantizeLinear's
-// (saturate_round below), NaN the bottom of the range.
+// float(C[m][n] + acc_bias[n]) * mult[n]) + zero) (mult_count 1: one multiplier for every column;
+// acc_bias: nullptr or N values, added with int32 wrap-around: QLinearConv's bias when its output
+// channels are the columns), uint8, or int8 when y_signed, row stride ldy; C's int32 sums go from
+// the kernel's tile (in L1) straight to y, never to an int32 matrix. The float steps and their
+// order are QuantizeLinear's (saturate_round below), NaN the bottom of the range.
 struct Gemm8Requant {
   void* y = nullptr;
   std::size_t ldy = 0;
@@ -174,9 +175,16 @@ struct Gemm8Requant {
   float zero = 0;
   const float* mult = nullptr;
   std::size_t mult_count = 1;
+  const std::int32_t* acc_bias = nullptr;
 };
 void gemm8_requantize(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
                       const Gemm8Requant& out, bool parallel = true);
+
+// One output channel's int32 sums requantized by the same store: y[i] = saturate(round_half_even(
+// float(acc[i] + bias) * mult) + zero), uint8, or int8 when y_signed (QLinearConv's depthwise
+// rows; per element with branches on the saturation this was a third of MobileNetV2 QOperator).
+void requantize_q8(const std::int32_t* acc, std::size_t n, std::int32_t bias, float mult, float zero, void* y,
+                   bool y_signed);
 
 // ---- quantization of float input ---------------------------------------------------------
 //

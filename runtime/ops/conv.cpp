@@ -1,8 +1,10 @@
 // Conv (simd: depthwise, 1x1 GEMM, implicit im2col; fused bias and activation) and
 // ConvTranspose (GEMM + col2im).
+#include <cmath>
 #include <mutex>
 
 #include "runtime/ops/common.h"
+#include "ir/match.h"
 #include "runtime/ops/conv_util.h"
 #include "simd/binary.h"
 #include "simd/conv.h"
@@ -13,7 +15,8 @@
 
 namespace onnxforge::rt {
 
-ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, bool transpose) {
+ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, bool transpose,
+                           std::span<const int64_t> extra_pads) {
   ConvGeometry g;
   g.rank = static_cast<int>(x.size()) - 2;
   if (g.rank < 1 || g.rank > 3) c.error("only 1-D, 2-D and 3-D convolutions are supported, input is " + shape_str(x));
@@ -31,6 +34,9 @@ ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, b
   check_len(st, r, "strides");
   check_len(di, r, "dilations");
   check_len(pads, 2 * r, "pads");
+  if (!extra_pads.empty() && extra_pads.size() != 2 * r)
+    c.error("the folded Pad pads " + std::to_string(extra_pads.size() / 2) + " spatial axes; input " + shape_str(x) +
+            " has " + std::to_string(r));
   for (int64_t v : st)
     if (v < 1) c.error("strides must be positive, got " + std::to_string(v));
   for (int64_t v : di)
@@ -48,7 +54,10 @@ ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, b
     g.stride[u] = st.empty() ? 1 : st[u];
     g.dilation[u] = di.empty() ? 1 : di[u];
     g.pad_begin[u] = pads.empty() ? 0 : pads[u];
-    g.pad_end[u] = pads.empty() ? 0 : pads[u + static_cast<size_t>(g.rank)];
+    g.pad_end[u] = pads.empty() ? 0 : pads[u + r];
+    if (!extra_pads.empty() && (__builtin_add_overflow(g.pad_begin[u], extra_pads[u], &g.pad_begin[u]) ||
+                                __builtin_add_overflow(g.pad_end[u], extra_pads[u + r], &g.pad_end[u])))
+      c.error("pads and the folded Pad's pads are out of range");
     // The output size arithmetic ((k - 1) * d + 1, in + pads, stride * in) must not overflow
     // for hostile attribute values (UBSan); real models are many orders below these bounds.
     int64_t ek = 0, padded = 0, sin = 0;
@@ -59,6 +68,9 @@ ConvGeometry conv_geometry(const OpContext& c, const Shape& x, const Shape& w, b
       c.error("kernel_shape, strides, dilations or pads are out of range for input " + shape_str(x));
   }
   std::string_view ap = c.attr_s("auto_pad", "NOTSET");
+  // The fusion folds a Pad only into explicit pads: SAME would size its pads on the unpadded input.
+  if (!extra_pads.empty() && ap != "NOTSET")
+    c.error("internal: a Pad folded into a conv with auto_pad " + std::string(ap));
   if (!transpose && (ap == "SAME_UPPER" || ap == "SAME_LOWER")) {
     for (int i = 0; i < g.rank; ++i) {
       size_t u = static_cast<size_t>(i);
@@ -79,6 +91,8 @@ namespace {
 // simd::conv_packed(), made on the first run whose shapes prefer that path (the input shape is
 // only known then), once, shared by concurrent runs.
 struct ConvState {
+  bool packable = true;            // float weights: the packed paths may be used
+  std::vector<int64_t> pad_extra;  // pad_conv_kernel(): the folded Pad's spatial pads
   mutable std::once_flag once, nhwc_once;
   mutable simd::ConvPackedWeights packed;
   mutable simd::ConvNhwcWeights nhwc;  // for the channels-last path
@@ -139,10 +153,25 @@ void conv_channels_last(OpContext& c, const simd::ConvParams& p, const Tensor& x
 // The state is made at plan time; the weights are packed on the first run from the float32
 // weights the kernel sees there (float16/bfloat16 weights: the frame's converted copy), so a
 // float16 model's convs get the packed and channels-last paths too (ISNet fp16: 119 convs).
+bool packable_weight(std::span<const Tensor* const> in) {
+  return in.size() >= 2 && in[1] && in[1]->numel() != 0 &&
+         (in[1]->dtype == DType::Float || is_stored_float(in[1]->dtype));
+}
+
 std::shared_ptr<const void> prepare_conv(const Graph&, NodeId, std::span<const Tensor* const> in) {
-  if (in.size() < 2 || !in[1] || in[1]->numel() == 0) return nullptr;
-  if (in[1]->dtype != DType::Float && !is_stored_float(in[1]->dtype)) return nullptr;
-  return std::make_shared<ConvState>();
+  return packable_weight(in) ? std::make_shared<ConvState>() : nullptr;
+}
+
+// pad_conv_kernel(): the state always exists, since it carries the folded Pad's pads.
+std::shared_ptr<const void> prepare_pad_conv(const Graph& g, NodeId n, std::span<const Tensor* const> in) {
+  const ValueId x = g.inputs(n).empty() ? ValueId{} : g.input(n, 0);
+  const NodeId pad = x.valid() ? g.producer(x) : NodeId{};
+  auto pads = pad.valid() ? zero_spatial_pads(g, pad, g.model().opset("")) : std::nullopt;
+  if (!pads) return nullptr;  // the kernel reports it
+  auto st = std::make_shared<ConvState>();
+  st->packable = packable_weight(in);
+  st->pad_extra = std::move(*pads);
+  return st;
 }
 
 void conv(OpContext& c) {
@@ -152,7 +181,10 @@ void conv(OpContext& c) {
   if (x_in.dtype != DType::Float) c.error("Conv supports float32 (and float16/bfloat16 stored) inputs only");
   if (w.dtype != DType::Float)
     c.error("the weight must be float like the input, got " + std::string(dtype_name(w.dtype)));
-  ConvGeometry geo = conv_geometry(c, x_in.shape, w.shape, false);
+  const auto* state = static_cast<const ConvState*>(c.state);
+  ConvGeometry geo = conv_geometry(c, x_in.shape, w.shape, false,
+                                   state ? std::span<const int64_t>(state->pad_extra) : std::span<const int64_t>{});
+  if (!state || !state->packable) state = nullptr;  // below: the packed paths' state
   simd::ConvParams p;
   p.rank = geo.rank;
   p.batch = x_in.shape[0];
@@ -186,8 +218,8 @@ void conv(OpContext& c) {
   // Few output channels (ISNet's 1-channel side outputs) take the row-sum kernel on an NCHW
   // copy instead: the implicit GEMM would pad one output column to a whole panel.
   const bool few = simd::conv_few_outputs_supported(p);
-  if (c.state && (x_in.nhwc || c.prefer_nhwc) && !few && simd::conv_nhwc_supported(p) && (!res || res->shape == ys)) {
-    const auto& st = *static_cast<const ConvState*>(c.state);
+  if (state && (x_in.nhwc || c.prefer_nhwc) && !few && simd::conv_nhwc_supported(p) && (!res || res->shape == ys)) {
+    const ConvState& st = *state;
     std::call_once(st.nhwc_once, [&] { st.nhwc = simd::pack_conv_weights_nhwc(p, w.ptr<float>()); });
     conv_channels_last(c, p, x_in, st, pb, res, ys, c.prefer_nhwc);
     return;
@@ -202,8 +234,8 @@ void conv(OpContext& c) {
   // goes through a temporary and an Add below), so that fused and unfused plans give the same
   // bits, conv + bias first, then + residual, as the GEMM paths do.
   const simd::ConvPackedWeights* packed = nullptr;
-  if (!few && c.state && (simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p))) {
-    const auto& st = *static_cast<const ConvState*>(c.state);
+  if (!few && state && (simd::conv_prefers_packed(p) || simd::conv_prefers_direct(p))) {
+    const ConvState& st = *state;
     std::call_once(st.once, [&] { st.packed = simd::pack_conv_weights(p, w.ptr<float>()); });
     packed = &st.packed;
   }
@@ -386,18 +418,83 @@ void conv_transpose(OpContext& c) {
   if (c.fused_act.op != simd::UnaryOp::Identity) simd::unary(c.fused_act, py, py, static_cast<size_t>(y.numel()));
 }
 
+void pad_conv(OpContext& c) {
+  if (!c.state) c.error("internal: the Pad folded into this Conv lost its pads");
+  conv(c);
+}
+
 }  // namespace
 
+std::optional<std::vector<int64_t>> zero_spatial_pads(const Graph& g, NodeId pad, int64_t opset) {
+  if (!is(g, pad, "Pad") || g.inputs(pad).empty() || g.attr_string(pad, "mode", "constant") != "constant")
+    return std::nullopt;
+  std::optional<std::vector<int64_t>> pads;
+  std::optional<double> fill;
+  if (opset < 11) {
+    auto a = g.attr(pad, "pads") || opset >= 2 ? g.attr_ints(pad, "pads") : g.attr_ints(pad, "paddings");
+    pads.emplace(a.begin(), a.end());
+    fill = g.attr_float(pad, "value", 0.f);
+  } else {
+    if (g.inputs(pad).size() < 2 || !g.input(pad, 1).valid()) return std::nullopt;
+    pads = constant_ints(g, g.input(pad, 1));
+    const ValueId v = g.inputs(pad).size() > 2 ? g.input(pad, 2) : ValueId{};
+    fill = v.valid() ? scalar(g, v) : 0.0;
+    // Opset 18: the pads are for the axes of input 3 only.
+    if (const ValueId axes_v = g.inputs(pad).size() > 3 ? g.input(pad, 3) : ValueId{}; pads && axes_v.valid()) {
+      auto axes = constant_ints(g, axes_v);
+      const int64_t r = known_rank(g, g.input(pad, 0));
+      if (!axes || r < 0 || pads->size() != 2 * axes->size()) return std::nullopt;
+      std::vector<int64_t> full(static_cast<size_t>(2 * r), 0);
+      std::vector<uint8_t> seen(static_cast<size_t>(r), 0);
+      for (size_t i = 0; i < axes->size(); ++i) {
+        int64_t a = (*axes)[i];
+        if (a < -r || a >= r) return std::nullopt;
+        if (a < 0) a += r;
+        if (seen[static_cast<size_t>(a)]++) return std::nullopt;
+        full[static_cast<size_t>(a)] = (*pads)[i];
+        full[static_cast<size_t>(a + r)] = (*pads)[i + axes->size()];
+      }
+      pads = std::move(full);
+    }
+  }
+  // +0 only: a -0 fill is the one zero the conv's own padding does not reproduce.
+  if (!pads || !fill || *fill != 0.0 || std::signbit(*fill) || pads->size() % 2 != 0 || pads->size() < 6)
+    return std::nullopt;
+  const size_t r = pads->size() / 2;
+  if (const int64_t xr = known_rank(g, g.input(pad, 0)); xr >= 0 && static_cast<size_t>(xr) != r) return std::nullopt;
+  if ((*pads)[0] != 0 || (*pads)[1] != 0 || (*pads)[r] != 0 || (*pads)[r + 1] != 0) return std::nullopt;
+  std::vector<int64_t> spatial;
+  for (size_t half = 0; half < 2; ++half)
+    for (size_t i = 2; i < r; ++i) {
+      const int64_t p = (*pads)[half * r + i];
+      if (p < 0) return std::nullopt;  // a crop is no padding
+      spatial.push_back(p);
+    }
+  return spatial;
+}
+
+namespace {
+
+KernelDef conv_def(KernelFn run, KernelDef::PrepareFn prepare) {
+  return {.run = run,
+          .inplace_input = 3,  // the fused residual, whose slot y may take
+          .fuses_activation = true,
+          .prepare = prepare,  // nothing packed yet: the weights stay readable (prepared_inputs 0)
+          .residual_input = 3,
+          .layout = LayoutUse::Aware,
+          .takes_nhwc = conv_takes_nhwc,
+          .starts_nhwc = conv_starts_nhwc};
+}
+
+}  // namespace
+
+const KernelDef& pad_conv_kernel() {
+  static const KernelDef k = conv_def(pad_conv, prepare_pad_conv);
+  return k;
+}
+
 void register_conv(Registry& r) {
-  r.add("", "Conv",
-        {.run = conv,
-         .inplace_input = 3,  // the fused residual, whose slot y may take
-         .fuses_activation = true,
-         .prepare = prepare_conv,  // nothing packed yet: the weights stay readable (prepared_inputs 0)
-         .residual_input = 3,
-         .layout = LayoutUse::Aware,
-         .takes_nhwc = conv_takes_nhwc,
-         .starts_nhwc = conv_starts_nhwc});
+  r.add("", "Conv", conv_def(conv, prepare_conv));
   r.add("", "ConvTranspose", {.run = conv_transpose, .fuses_activation = true});
 }
 

@@ -17,6 +17,7 @@
 
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
+#include "simd/conv.h"
 #include "simd/int8_gemm.h"
 #include "simd/isa.h"
 #include "simd/parallel.h"
@@ -312,6 +313,12 @@ struct PackedWeights {
   std::vector<simd::PackedB8> groups;
   std::vector<simd::PackedW8> direct;  // convs on simd::conv8_nd: per group
   std::vector<int32_t> depthwise;      // depthwise convs: w - w_zero_point per (channel, tap)
+  // QLinearConv over few positions (conv_int8_gemm): per group, W^T as gemm8's B, packed by the
+  // first run that takes the path from a copy of W's bytes kept for it (the plan drops W's own
+  // bytes after preparing; the copy, one byte per weight, goes once packed).
+  mutable std::once_flag gemm_once;
+  mutable std::vector<simd::PackedB8> gemm;
+  mutable std::vector<uint8_t> w_bytes;
 };
 
 // Zero points as int32 (nullptr when absent).
@@ -608,6 +615,10 @@ std::shared_ptr<const void> prepare_conv(const Graph& g, NodeId n, std::span<con
     p->depthwise = depthwise_weights(w, z);
     return p;
   }
+  if (s.w == kQLinearConv.w) {
+    const auto* wb = reinterpret_cast<const uint8_t*>(w.data);
+    p->w_bytes.assign(wb, wb + w.bytes());
+  }
   for (int64_t gi = 0; gi < group; ++gi)
     p->direct.push_back(simd::pack_w8(static_cast<size_t>(Mg), static_cast<size_t>(K),
                                       reinterpret_cast<const uint8_t*>(w.data) + gi * Mg * K, static_cast<size_t>(K),
@@ -621,6 +632,75 @@ struct ConvRun {
   std::array<int64_t, 3> out{1, 1, 1};
   int64_t N = 0, C = 0, M = 0, group = 1, Cg = 0, Mg = 0, K = 0, P = 0, in_sp = 1;
 };
+
+// Below this many output positions per image a (requantized) conv runs as a GEMM over its patches
+// (conv_int8_gemm): conv8's tiles span 32 positions (VNNI), so a 2x2 output used 4 of every 32
+// lanes. ResNet's late stages, resnet_small QOperator at 96x96: layer4's 3x3 (512 -> 512, 2x2
+// out) took 3.2 ms, layer3's 1x1s and 3x3 (6x6) 0.3-1.6 ms each.
+constexpr int64_t kConvGemmPositions = 64;
+
+// The conv as Y^T = patches x W^T per image and group: the patches [P][K] gathered as 8-bit rows
+// (x's zero point where the window leaves the input), W^T packed once as gemm8's B (or per call
+// without a state), gemm8_requantize storing [P][Mg] with the conv output's multipliers and
+// int32 bias per channel (its columns), transposed into the NCHW output. 8-bit outputs (q8) only.
+template <class Direct, class Dims>
+void conv_int8_gemm(const ConvRun& cr, const Tensor& w, const std::vector<int32_t>& wz, const PackedWeights* packed,
+                    bool x_signed, int32_t xzv, const uint8_t* xb, const Dims& I, const Dims& O, const Dims& KS,
+                    const Dims& ST, const Dims& DL, const Dims& PB, Direct&& direct) {
+  const size_t Mg = static_cast<size_t>(cr.Mg), K = static_cast<size_t>(cr.K), P = static_cast<size_t>(cr.P);
+  auto pack = [&](const void* wb, std::vector<simd::PackedB8>& out) {
+    for (int64_t gi = 0; gi < cr.group; ++gi)
+      out.push_back(simd::pack_b8(true, K, Mg, static_cast<const uint8_t*>(wb) + gi * cr.Mg * cr.K, K,
+                                  w.dtype == DType::Int8, wz.size() > 1 ? wz.data() + gi * cr.Mg : wz.data(),
+                                  wz.size() > 1 ? Mg : wz.size()));
+  };
+  std::vector<simd::PackedB8> local;
+  const std::vector<simd::PackedB8>* b = &local;
+  if (packed && !packed->direct.empty()) {
+    std::call_once(packed->gemm_once, [&] {
+      if (packed->w_bytes.size() != static_cast<size_t>(w.bytes()))
+        fail("internal: QLinearConv's weight bytes are gone");
+      pack(packed->w_bytes.data(), packed->gemm);
+      std::vector<uint8_t>().swap(packed->w_bytes);
+    });
+    b = &packed->gemm;
+  } else {
+    pack(w.data, local);
+  }
+  const auto pad = static_cast<uint8_t>(xzv);  // x's zero point as x's byte (int8: two's complement)
+  std::vector<uint8_t> patches(P * K), yt(P * Mg);
+  const int64_t taps = KS[0] * KS[1] * KS[2];
+  for (int64_t n = 0; n < cr.N; ++n)
+    for (int64_t gi = 0; gi < cr.group; ++gi) {
+      const uint8_t* xg = xb + (n * cr.C + gi * cr.Cg) * cr.in_sp;
+      // patches[q][(c * taps + t)] for output position q = (od, oh, ow) and tap t = (kd, kh, kw).
+      for (int64_t od = 0, q = 0; od < O[0]; ++od)
+        for (int64_t oh = 0; oh < O[1]; ++oh)
+          for (int64_t ow = 0; ow < O[2]; ++ow, ++q) {
+            uint8_t* row = patches.data() + static_cast<size_t>(q) * K;
+            for (int64_t kd = 0, t = 0; kd < KS[0]; ++kd)
+              for (int64_t kh = 0; kh < KS[1]; ++kh)
+                for (int64_t kw = 0; kw < KS[2]; ++kw, ++t) {
+                  const int64_t id = od * ST[0] + kd * DL[0] - PB[0], ih = oh * ST[1] + kh * DL[1] - PB[1],
+                                iw = ow * ST[2] + kw * DL[2] - PB[2];
+                  if (id < 0 || id >= I[0] || ih < 0 || ih >= I[1] || iw < 0 || iw >= I[2]) {
+                    for (int64_t c = 0; c < cr.Cg; ++c) row[c * taps + t] = pad;
+                    continue;
+                  }
+                  const uint8_t* src = xg + (id * I[1] + ih) * I[2] + iw;
+                  for (int64_t c = 0; c < cr.Cg; ++c) row[c * taps + t] = src[c * cr.in_sp];
+                }
+          }
+      const simd::Conv8Output o = direct(n, gi);
+      simd::Gemm8Requant rq;
+      rq.y = yt.data(), rq.ldy = Mg, rq.y_signed = o.q8_signed, rq.zero = o.q8_zero;
+      rq.mult = o.mult, rq.mult_count = o.mult_count > 1 ? Mg : 1, rq.acc_bias = o.acc_bias;
+      simd::gemm8_requantize(P, patches.data(), K, x_signed, xzv, (*b)[static_cast<size_t>(gi)], rq);
+      auto* y = static_cast<uint8_t*>(o.q8);
+      for (size_t m = 0; m < Mg; ++m)
+        for (size_t q = 0; q < P; ++q) y[m * o.ld + q] = yt[q * Mg + m];
+    }
+}
 
 // The int32 convolution. Every conv but a depthwise one runs on simd::conv8_nd per image and
 // group, writing where direct(n, gi) says (a Conv8Output: int32, dequantized float or
@@ -675,6 +755,7 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
   const auto I = dim3(g.in, 1), O = dim3(cr.out, 1), KS = dim3(g.kernel, 1), ST = dim3(g.stride, 1),
              DL = dim3(g.dilation, 1), PB = dim3(g.pad_begin, 0), PE = dim3(g.pad_end, 0);
   PackedWeights local;
+  const PackedWeights* const from_plan = packed;  // the plan's state, before `local` may stand in
   const bool depthwise = cr.Mg == 1 && cr.Cg == 1;
   if (!depthwise) {
     if (!packed || packed->direct.empty()) {
@@ -690,6 +771,10 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
       return std::array<size_t, 3>{static_cast<size_t>(a[0]), static_cast<size_t>(a[1]), static_cast<size_t>(a[2])};
     };
     const simd::Conv8Shape shape{static_cast<size_t>(cr.Cg), u3(I), u3(KS), u3(PB), u3(PE), u3(DL), u3(ST)};
+    if (!xq && cr.P < kConvGemmPositions && direct(0, 0).q8) {
+      conv_int8_gemm(cr, w, wz, from_plan, x_signed, xzv, xb, I, O, KS, ST, DL, PB, direct);
+      return;
+    }
     for (int64_t n = 0; n < cr.N; ++n)
       for (int64_t gi = 0; gi < cr.group; ++gi) {
         const int64_t at = (n * cr.C + gi * cr.Cg) * cr.in_sp;
@@ -715,6 +800,27 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
     packed = &local;
   }
   const int64_t K = cr.K, C = cr.C, in_sp = cr.in_sp, ID = I[0], IH = I[1], IW = I[2];
+  // 1-D/2-D with at most 256 taps: on simd's float depthwise kernel, exactly (conv_depthwise_8bit:
+  // integer products below 2^24 in any order), plane by plane in cache. MobileNetV2 QOperator's
+  // depthwise convs took 70 of its 84 ms on the row loop below (144 x 56 x 56, 3x3: 10.4 ms).
+  if (g.rank <= 2 && K <= 256 && cr.group > 1) {
+    std::vector<float> wf(packed->depthwise.begin(), packed->depthwise.end());
+    simd::ConvParams p;
+    p.rank = g.rank, p.batch = cr.N, p.in_channels = C, p.out_channels = cr.M, p.group = cr.group;
+    p.in = g.in, p.kernel = g.kernel, p.stride = g.stride, p.dilation = g.dilation;
+    p.pad_begin = g.pad_begin, p.pad_end = g.pad_end;
+    auto plane = [&](int64_t n, int64_t m, const float* sums) {
+      thread_local std::vector<int32_t> acc;
+      acc.resize(static_cast<size_t>(cr.P));
+      for (int64_t q = 0; q < cr.P; ++q) acc[static_cast<size_t>(q)] = static_cast<int32_t>(sums[q]);
+      emit(n, m, 0, cr.P, acc.data());
+    };
+    using Plane = decltype(plane);
+    simd::conv_depthwise_8bit(
+        p, xb, x_signed, xzv, wf.data(),
+        [](void* ctx, int64_t n, int64_t m, const float* sums) { (*static_cast<Plane*>(ctx))(n, m, sums); }, &plane);
+    return;
+  }
   // One channel per item, taps from a table: a GEMM with one column would waste 31 of the 32
   // lanes of every tile (MobileNetV2's depthwise convs, 2.2x ONNX Runtime's time that way).
   // Row by row: for each tap, the output columns whose input column is inside the image form
@@ -871,12 +977,9 @@ void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult,
   conv_int8(
       c, kQLinearConv, packed_state(c), cr,
       [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
-        const float mu = mult[per_channel ? static_cast<size_t>(ch) : 0];
-        const uint32_t bv = b ? static_cast<uint32_t>(b[ch]) : 0;
-        Q* dst = yp + (n * cr.M + ch) * cr.P + p0;
-        for (int64_t r = 0; r < rows; ++r)
-          dst[r] =
-              saturate_round<Q>(static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc[r]) + bv)) * mu, zp);
+        simd::requantize_q8(acc, static_cast<size_t>(rows), b ? b[ch] : 0,
+                            mult[per_channel ? static_cast<size_t>(ch) : 0], zp, yp + (n * cr.M + ch) * cr.P + p0,
+                            std::is_signed_v<Q>);
       },
       [&](int64_t n, int64_t gi) {
         simd::Conv8Output o;

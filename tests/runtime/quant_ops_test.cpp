@@ -181,6 +181,9 @@ TEST(QuantOps, ConvIntegerMatchesSpec) {
       {{1, 3, 12, 15}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}},                  // stride 2, uneven pads
       {{1, 6, 17, 13}, {11, 6, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},                 // pointwise, 221 positions
       {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, {1, 2, 1}, {2, 1, 1}, {1, 0, 1, 0, 1, 0}},  // 3-D
+      // depthwise with 289 taps: past the float kernel's exact range, the row loop
+      {{1, 2, 18, 18}, {2, 1, 17, 17}, {1, 1}, {1, 1}, {8, 8, 8, 8}, 2},
+      {{1, 4, 30}, {4, 1, 5}, {1}, {2}, {4, 4}, 4},  // depthwise 1-D, dilated
   };
   at_every_isa([&] {
     for (const ConvCase& cc : cases)
@@ -251,11 +254,12 @@ TEST(QuantOps, QLinearConvRequantizesWithBiasAndPerChannelScales) {
   });
 }
 
-// QLinearConv on every conv path (stride 2, 1-D, 3-D, groups, depthwise, dilation, padding),
-// int8 and uint8 x / w / y, per-channel and per-tensor scales, with and without bias: the
-// requantization happens in conv8's store, so each is checked against the spec's formula on the
-// int64 reference sums. w_scale 0.5 / x_scale 1 / y_scale 1 makes every odd sum an exact tie (half
-// to even), and the zero points near the range's ends make both ends saturate.
+// QLinearConv on every conv path (stride 2, 1-D, 3-D, groups, depthwise, dilation, padding;
+// conv8 on larger maps, the GEMM over patches below 64 output positions, depthwise on the float
+// kernel or, past 256 taps, the row loop), int8 and uint8 x / w / y, per-channel and per-tensor
+// scales, with and without bias: the requantization happens in conv8's or gemm8's store, so each
+// is checked against the spec's formula on the int64 reference sums. w_scale 0.5 / x_scale 1 / y_scale 1 makes every
+// odd sum an exact tie (half to even), and the zero points near the range's ends make both ends saturate.
 TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
   const std::vector<ConvCase> cases = {
       {{1, 5, 11, 13}, {9, 5, 3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
@@ -264,13 +268,21 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
       {{1, 6, 9, 9}, {6, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 6},
       {{1, 5, 40}, {7, 5, 5}, {2}, {1}, {2, 2}},
       {{1, 3, 5, 6, 7}, {8, 3, 3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+      {{1, 5, 21, 23}, {9, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},       // conv8: 483 positions
+      {{2, 4, 6, 6}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2},      // GEMM, groups, two images
+      {{1, 3, 2, 2}, {70, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},        // GEMM: 4 positions, 70 channels
+      {{1, 3, 20, 20}, {3, 1, 17, 17}, {1, 1}, {1, 1}, {8, 8, 8, 8}, 3},  // depthwise, 289 taps: row loop
+      {{1, 4, 30}, {4, 1, 5}, {1}, {2}, {4, 4}, 4},                       // depthwise 1-D, dilated
   };
   size_t ties = 0, saturated = 0;
   at_every_isa([&] {
     for (const ConvCase& cc : cases)
       for (DType tx : {DType::Uint8, DType::Int8})
         for (DType ty : {DType::Uint8, DType::Int8})
-          for (bool per_channel : {false, true}) {
+          for (int variant = 0; variant < 3; ++variant) {
+            // 0, 1: per tensor, per channel (constant weights, packed at plan time); 2: per
+            // channel with the weights a graph input (packed per run).
+            const bool per_channel = variant > 0, const_w = variant < 2;
             const DType tw = tx == DType::Uint8 ? DType::Int8 : DType::Uint8;
             int64_t nx = 1, nw = 1;
             for (int64_t d : cc.x_shape) nx *= d;
@@ -291,7 +303,7 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
                 X,
                 g.f32("xs", {}, {1.f}),
                 g.init<uint8_t>("xz", {}, xz, tx),
-                g.init<uint8_t>("w", cc.w_shape, w, tw),
+                const_w ? g.init<uint8_t>("w", cc.w_shape, w, tw) : g.input("w", cc.w_shape, tw),
                 g.f32("ws", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, ws),
                 g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, wz, tw),
                 g.f32("ys", {}, {1.f}),
@@ -301,7 +313,9 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
                               {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
                                NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
             rt::Session s(g.model());
-            auto y = s.run({bytes_tensor(tx, cc.x_shape, x)})[0];
+            std::vector<rt::Tensor> feeds{bytes_tensor(tx, cc.x_shape, x)};
+            if (!const_w) feeds.push_back(bytes_tensor(tw, cc.w_shape, w));
+            auto y = s.run(feeds)[0];
             Shape shape;
             auto acc = conv_reference(cc, x, tx, val(xz, 0, tx), w, tw, wz, &shape);
             ASSERT_EQ(y.shape, shape);

@@ -459,10 +459,11 @@ TEST_F(Int8GemmTest, Gemm8QuantizingEqualsQuantizeThenGemm) {
   }
 }
 
-// gemm8_requantize (QLinearMatMul's store) against the int64 reference requantized by the
-// scalar rule: saturate(round_half_even(float(acc) * mult[n]) + zero), uint8 and int8, per
-// tensor and per column, multipliers with exact ties (0.5) and both ends saturating, every
-// signedness, at every ISA level; bytes past each row's N columns untouched.
+// gemm8_requantize (QLinearMatMul's store, QLinearConv's on small maps) against the int64
+// reference requantized by the scalar rule: saturate(round_half_even(float(acc + bias[n]) *
+// mult[n]) + zero), uint8 and int8, per tensor and per column, with and without a per-column
+// int32 bias (some large enough to wrap), multipliers with exact ties (0.5) and both ends
+// saturating, every signedness, at every ISA level; bytes past each row's N columns untouched.
 TEST_F(Int8GemmTest, Gemm8RequantizeExactAtEveryIsaLevel) {
   std::mt19937 rng(1618);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -476,7 +477,8 @@ TEST_F(Int8GemmTest, Gemm8RequantizeExactAtEveryIsaLevel) {
       for (bool a_signed : {false, true})
         for (bool b_signed : {false, true})
           for (bool y_signed : {false, true})
-            for (bool per_col : {false, true}) {
+            for (int variant = 0; variant < 4; ++variant) {
+              const bool per_col = variant & 1, with_bias = variant & 2;
               std::vector<std::uint8_t> a(sh.M * sh.K), b(sh.K * sh.N);
               for (auto& v : a) v = static_cast<std::uint8_t>(byte(rng));
               for (auto& v : b) v = static_cast<std::uint8_t>(byte(rng));
@@ -497,11 +499,17 @@ TEST_F(Int8GemmTest, Gemm8RequantizeExactAtEveryIsaLevel) {
               Gemm8Requant rq;
               rq.y = y.data(), rq.ldy = ldy, rq.y_signed = y_signed, rq.zero = zero;
               rq.mult = mult.data(), rq.mult_count = mult.size();
+              std::vector<std::int32_t> bias(sh.N);
+              for (std::size_t j = 0; j < sh.N; ++j)
+                bias[j] = j % 5 == 4 ? std::numeric_limits<std::int32_t>::max() - 3 : (byte(rng) - 128) * 1000;
+              if (with_bias) rq.acc_bias = bias.data();
               gemm8_requantize(sh.M, a.data(), sh.K, a_signed, za, pb, rq);
               const double lo = y_signed ? -128 : 0, hi = y_signed ? 127 : 255;
               for (std::size_t m = 0; m < sh.M; ++m) {
                 for (std::size_t n = 0; n < sh.N; ++n) {
-                  volatile float prod = static_cast<float>(acc[m * sh.N + n]) * mult[per_col ? n : 0];
+                  const auto sum = static_cast<std::int32_t>(static_cast<std::uint32_t>(acc[m * sh.N + n]) +
+                                                             static_cast<std::uint32_t>(with_bias ? bias[n] : 0));
+                  volatile float prod = static_cast<float>(sum) * mult[per_col ? n : 0];
                   const double r = std::nearbyint(static_cast<double>(prod));
                   ties += std::fabs(static_cast<double>(prod) - std::trunc(static_cast<double>(prod))) == 0.5;
                   const double v = std::clamp(r + zero, lo, hi);
@@ -516,4 +524,33 @@ TEST_F(Int8GemmTest, Gemm8RequantizeExactAtEveryIsaLevel) {
   }
   EXPECT_GT(ties, 0u);
   EXPECT_GT(saturated, 0u);
+}
+
+// requantize_q8 (one channel's run, QLinearConv's depthwise rows) against saturate_round on the
+// wrapped int32 sum, uint8 and int8, lengths around the four-lane steps and the 64-value bias
+// block, ties and both ends saturating, at every ISA level; nothing written past n.
+TEST_F(Int8GemmTest, RequantizeQ8MatchesTheScalarRuleAtEveryIsaLevel) {
+  std::mt19937 rng(2718);
+  std::uniform_int_distribution<std::int32_t> sums(-300000, 300000);
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (std::size_t n : {1u, 3u, 4u, 7u, 63u, 64u, 65u, 200u})
+      for (bool y_signed : {false, true})
+        for (std::int32_t bias : {0, -1234, std::numeric_limits<std::int32_t>::max() - 5}) {
+          std::vector<std::int32_t> acc(n);
+          for (std::size_t i = 0; i < n; ++i) acc[i] = i % 7 == 3 ? static_cast<std::int32_t>(2 * i + 1) : sums(rng);
+          const float mult = n % 2 ? 0.5f : 3.1e-4f, zero = y_signed ? -7.f : 128.f;
+          std::vector<std::uint8_t> y(n + 8, 0xA5);
+          requantize_q8(acc.data(), n, bias, mult, zero, y.data(), y_signed);
+          for (std::size_t i = 0; i < n; ++i) {
+            const auto sum =
+                static_cast<std::int32_t>(static_cast<std::uint32_t>(acc[i]) + static_cast<std::uint32_t>(bias));
+            const int want = y_signed ? saturate_round<std::int8_t>(static_cast<float>(sum) * mult, zero)
+                                      : saturate_round<std::uint8_t>(static_cast<float>(sum) * mult, zero);
+            const int got = y_signed ? static_cast<std::int8_t>(y[i]) : y[i];
+            ASSERT_EQ(got, want) << isa_name(isa) << " n=" << n << " bias=" << bias << " at " << i;
+          }
+          for (std::size_t i = n; i < y.size(); ++i) ASSERT_EQ(y[i], 0xA5) << "wrote past n=" << n;
+        }
+  }
 }
