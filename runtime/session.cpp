@@ -2,13 +2,30 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/error.h"
+#include "ir/inline_functions.h"
 #include "runtime/plan.h"
 #include "simd/parallel.h"
 
 namespace onnxforge::rt {
 
+namespace {
+// The model the plan runs: `model`, or a copy with its function calls expanded (value ids of the
+// main graph's interface are the same in both: expansion only adds values).
+const Model& planned(const Model& model, std::unique_ptr<Model>& expanded) {
+  if (!calls_functions(model)) return model;
+  expanded = model.clone();
+  try {
+    inline_functions(*expanded, {.drop_functions = false});
+  } catch (const Error& e) {
+    throw e.about(model.path.string());
+  }
+  return *expanded;
+}
+}  // namespace
+
 Session::Session(const Model& model, SessionOptions options)
-    : model_(&model), plan_(std::make_unique<Plan>(model.main(), options)) {}
+    : model_(&model), plan_(std::make_unique<Plan>(planned(model, expanded_).main(), options)) {}
 Session::~Session() = default;
 
 const std::vector<ValueId>& Session::input_values() const { return plan_->inputs; }
