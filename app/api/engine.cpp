@@ -20,6 +20,7 @@
 #include "passes/ort_ops.h"
 #include "passes/registry.h"
 #include "passes/targets.h"
+#include "passes/inline.h"
 #include "passes/upgrade_opset.h"
 #include "runtime/runtime.h"
 
@@ -175,6 +176,12 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     bisect.insert(bisect.begin(), &upgrade_opset_pass());
     ro.pass.target_opset = *target_opset;  // for the bisection's fresh loads
   }
+  InlineReport inlined;
+  if (s.inline_functions) {
+    say("expanding local functions");
+    inlined = inline_model_functions(*out.model);
+    bisect.insert(bisect.begin() + (target_opset ? 1 : 0), &inline_functions_pass());
+  }
   out.run = run_passes(*out.model, passes, ro);
   double passes_s = seconds_since(tp);
 
@@ -209,6 +216,9 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     out.hint = upgrade_hint(rows);
   }
   out.report["hint"] = out.hint;
+  if (s.inline_functions)
+    out.report["inline_functions"] = {
+        {"calls", inlined.calls}, {"nodes_added", inlined.nodes}, {"functions_dropped", inlined.dropped}};
   out.report["family"] = std::move(family);
   if (s.target_opset) {
     nlohmann::json by = nlohmann::json::object();

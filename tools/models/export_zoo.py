@@ -37,7 +37,9 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   tf2onnx          -                                              tf2onnx_linedet (opset 11), tf2onnx_blazeface (12)
 `_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
 full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
-every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
+every other model uses --opset (default 14). `_fn` variants (bert_small_fn, llama_small_fn) have the
+same weights exported at opset 15 with export_modules_as_functions: their layer, attention and MLP
+modules are model-local functions (FunctionProto) the main graph calls. Module code: hf_models.py (Hugging Face transformers'
 module names), yolo_models.py (Ultralytics') and vits_models.py (VITS, Piper's signature).
 
 `_past`: decoders with a KV cache in optimum's layout (input_ids, attention_mask [batch,
@@ -657,6 +659,26 @@ def _function_modules(spec: Spec, model) -> dict:
     return {"export_modules_as_functions": classes}
 
 
+def _restore_output_names(path: Path, names: list) -> None:
+    """torch 1.13 keeps a function call's own output name for a graph output that a call computes
+    (bert_small_fn's last_hidden_state came out as "365"): the names asked for, as the flat twin has."""
+    import onnx
+    proto = onnx.load(str(path))
+    g = proto.graph
+    rename = {o.name: n for o, n in zip(g.output, names) if o.name != n}
+    if not rename:
+        return
+    for node in g.node:
+        for i, v in enumerate(node.output):
+            node.output[i] = rename.get(v, v)
+        for i, v in enumerate(node.input):
+            node.input[i] = rename.get(v, v)
+    for o in g.output:
+        o.name = rename.get(o.name, o.name)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+
+
 def load_checked(path: Path):
     """Load a model without its external data and run onnx.checker on the proto (the path form
     with full_check rewrites the file in onnx 1.12). The checker resolves external-data
@@ -702,6 +724,8 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
                               **_function_modules(spec, b.model))
         if lean:
             attach_parameters(tmp, b.model, len(b.input_names), _seed(spec.seed_name))
+        if spec.extra.get("functions"):
+            _restore_output_names(tmp, b.output_names)
         if spec.family == "tf2onnx":
             import tf2onnx_models
             tf2onnx_models.postprocess(tmp)
