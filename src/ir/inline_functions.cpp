@@ -426,6 +426,43 @@ const Function* called_function(const Model& m, const Graph& g, NodeId n) {
   return nullptr;
 }
 
+const Function* function_of(const Model& m, const Graph& g) {
+  const Graph* at = &g;
+  while (at->parent().valid()) at = &m.graph(at->parent());
+  if (!at->is_function_body()) return nullptr;
+  for (const Function& f : m.functions)
+    if (f.body == at->id()) return &f;
+  return nullptr;
+}
+
+std::vector<std::pair<GraphId, NodeId>> calls_of(const Model& m, const Function& f) {
+  std::vector<std::pair<GraphId, NodeId>> out;
+  for (size_t gi = 0; gi < m.graph_count(); ++gi) {
+    const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
+    if (g.detached()) continue;
+    for (NodeId n : g.nodes())
+      if (called_function(m, g, n) == &f) out.emplace_back(g.id(), n);
+  }
+  return out;
+}
+
+int64_t reached_calls(const Model& m, const Function& f) {
+  // Memoised over the call graph, which the reader keeps acyclic; `depth` bounds a model built
+  // in memory that is not.
+  std::map<const Function*, int64_t> memo;
+  auto count = [&](auto&& self, const Function& fn, int depth) -> int64_t {
+    if (auto it = memo.find(&fn); it != memo.end()) return it->second;
+    if (depth > 256) fail("function ", fn_name(fn), " is reached through more than 256 nested calls (is it recursive?)");
+    int64_t n = 0;
+    for (auto [gid, node] : calls_of(m, fn)) {
+      const Function* caller = function_of(m, m.graph(gid));
+      n += caller ? self(self, *caller, depth + 1) : 1;
+    }
+    return memo[&fn] = n;
+  };
+  return count(count, f, 0);
+}
+
 bool calls_functions(const Model& m) {
   if (m.functions.empty()) return false;
   for (size_t gi = 0; gi < m.graph_count(); ++gi) {

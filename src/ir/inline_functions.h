@@ -39,6 +39,14 @@ const Function* called_function(const Model& m, const Graph& g, NodeId n);
 // Whether a graph that runs (the main graph, its bodies; not a function body) calls a local function.
 bool calls_functions(const Model& m);
 
+// The function whose body `g` is or lies in (an If branch inside a body), or nullptr.
+const Function* function_of(const Model& m, const Graph& g);
+// The calls of local function `f` in graphs that are not detached (function bodies included).
+std::vector<std::pair<GraphId, NodeId>> calls_of(const Model& m, const Function& f);
+// How many calls of `f` one run of the model reaches, as written (a call in an If branch or a
+// Loop body counts once; a call from a function body counts as often as that body is reached).
+int64_t reached_calls(const Model& m, const Function& f);
+
 struct InlineOptions {
   // Drop the functions no graph calls afterwards (their bodies are detached) and the imports of
   // their domains that no node uses any more: what `optimize --inline-functions` writes.
