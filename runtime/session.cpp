@@ -55,12 +55,6 @@ std::string step_op(const Plan& plan, const Step& s) {
   return op;
 }
 
-// A node's name in a profile path (its op and index when the graph leaves it unnamed).
-std::string path_name(const Graph& g, NodeId n) {
-  std::string name(str(g.node_name(n)));
-  return name.empty() ? std::string(str(g.op_type(n))) + "#" + std::to_string(n.index()) : name;
-}
-
 // Every step of `plan` and, depth first, of the bodies of its If/Loop/Scan steps, each with its
 // path ("If_0/then_branch/LSTM_3"). A control-flow step's time is its own (the frames, copies
 // and stacking around its bodies, the sum of its body steps taken off): the steps of one run
@@ -69,7 +63,7 @@ void collect(const Plan& plan, const std::string& prefix, std::vector<StepProfil
   const Graph& g = plan.graph;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& s = plan.steps[i];
-    const std::string path = prefix + path_name(g, s.node);
+    const std::string path = prefix + node_ref(g, s.node);
     const size_t self = out.size();
     out.push_back(
         {prefix.empty() ? node_desc(g, s.node) : "node '" + path + "' (" + std::string(str(g.op_type(s.node))) + ")",

@@ -119,7 +119,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     } catch (const Error& e) {  // the same rule as --dim, said of the option the user gave
       std::string m = e.what();
       if (m.starts_with("--dim ")) m = "--verify-dim " + m.substr(6);
-      throw Error(m, e.kind(), e.file());
+      throw e.reworded(m);
     }
     for (const auto& [name, size] : checked) {
       auto [it, fresh] = verify_dims.emplace(name, size);
@@ -132,9 +132,10 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     } catch (const Error& e) {
       // A bad --inputs file or value is the user's input, reported as it is.
       if (e.kind() == Error::Kind::Usage || !e.file().empty()) throw;
-      throw Error("cannot verify: running the original model failed: " + std::string(e.what()) +
-                      " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)",
-                  e.kind(), input.string());
+      throw e
+          .reworded("cannot verify: running the original model failed: " + std::string(e.what()) +
+                    " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)")
+          .about(input.string());
     }
     ref_s = seconds_since(t);
     out.notes = ref->notes();

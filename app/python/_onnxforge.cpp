@@ -167,7 +167,7 @@ auto engine_call(int threads, std::initializer_list<const ModelArg*> models, F&&
         replace_all(msg, m->scratch->path().string(), m->name);
         replace_all(file, m->path.string(), m->name);
       }
-    throw Error(msg, e.kind(), file);  // the kind and file, as the command line's --json shows them
+    throw Error(msg, e.kind(), file, e.node());  // kind, file and node, as the command line's --json shows them
   }
 }
 
