@@ -235,8 +235,8 @@ void Frame::run_step(const Step& s, size_t index) {
     throw e.reworded(node_desc(g, s.node) + ": " + what).at_node(node_ref(g, s.node));  // a Memory error stays one
   } catch (const std::bad_alloc&) {
     // A buffer the budget did not see (a kernel's own table): an error naming the node, never a signal.
-    throw Error(node_desc(g, s.node) + ": out of memory (lower the inputs' sizes or --max-memory)",
-                Error::Kind::Memory, {}, node_ref(g, s.node));
+    throw Error(node_desc(g, s.node) + ": out of memory (lower the inputs' sizes or --max-memory)", Error::Kind::Memory,
+                {}, node_ref(g, s.node));
   } catch (const std::length_error&) {
     throw Error(node_desc(g, s.node) + ": a table sized from the data is larger than memory can address",
                 Error::Kind::Memory, {}, node_ref(g, s.node));

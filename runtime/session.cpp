@@ -17,9 +17,7 @@ const Model& planned(const Model& model, std::unique_ptr<Model>& expanded) {
   expanded = model.clone();
   try {
     inline_functions(*expanded, {.drop_functions = false});
-  } catch (const Error& e) {
-    throw e.about(model.path.string());
-  }
+  } catch (const Error& e) { throw e.about(model.path.string()); }
   return *expanded;
 }
 }  // namespace

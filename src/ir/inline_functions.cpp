@@ -183,7 +183,8 @@ class Inliner {
     Graph& g = m_.graph(gid);
     check_imports(f, g, call);
     const Graph& body = m_.graph(f.body);
-    Call c{&g, call, str(g.node_name(call)).empty() ? std::string(str(g.op_type(call))) : std::string(str(g.node_name(call))),
+    Call c{&g, call,
+           str(g.node_name(call)).empty() ? std::string(str(g.op_type(call))) : std::string(str(g.node_name(call))),
            &f};
     // Copies of what the call node holds: adding nodes to `g` moves its tables.
     const std::vector<ValueId> actual_in(g.inputs(call).begin(), g.inputs(call).end());
@@ -210,8 +211,9 @@ class Inliner {
     size_t added = copy_nodes(c, body, g, map, scope);
     for (auto [from, to] : copies) {
       const ValueId src = value(c, body, from, g, map);
-      const NodeId n = g.add_node(intern("Identity"), Sym{}, intern(c.prefix + "/" + std::string(str(g.value_name(to)))),
-                                  std::vector<ValueId>{src}, std::vector<ValueId>{to});
+      const NodeId n =
+          g.add_node(intern("Identity"), Sym{}, intern(c.prefix + "/" + std::string(str(g.value_name(to)))),
+                     std::vector<ValueId>{src}, std::vector<ValueId>{to});
       g.set_scope(n, scope);
       ++added;
     }
@@ -222,7 +224,7 @@ class Inliner {
   struct Call {
     const Graph* caller;  // the graph holding the call node (its attributes bind the references)
     NodeId node;
-    std::string prefix;   // names of everything the expansion adds start with it
+    std::string prefix;  // names of everything the expansion adds start with it
     const Function* f;
   };
 
@@ -364,8 +366,8 @@ class Inliner {
     Map map(m_.graph(src_id).value_count());
     for (ValueId cap : src.captures()) {
       const ValueId o = src.outer(cap);
-      const ValueId to = outer ? (outer->has(o) ? outer->to[o.index()] : value(c, m_.graph(src.parent()), o, parent, *outer))
-                               : o;
+      const ValueId to =
+          outer ? (outer->has(o) ? outer->to[o.index()] : value(c, m_.graph(src.parent()), o, parent, *outer)) : o;
       map.set(cap, to.valid() ? dst.add_capture(parent.value_name(to), to) : ValueId{});
     }
     auto declared = [&](ValueId v, ValueId d) {
@@ -452,7 +454,8 @@ int64_t reached_calls(const Model& m, const Function& f) {
   std::map<const Function*, int64_t> memo;
   auto count = [&](auto&& self, const Function& fn, int depth) -> int64_t {
     if (auto it = memo.find(&fn); it != memo.end()) return it->second;
-    if (depth > 256) fail("function ", fn_name(fn), " is reached through more than 256 nested calls (is it recursive?)");
+    if (depth > 256)
+      fail("function ", fn_name(fn), " is reached through more than 256 nested calls (is it recursive?)");
     int64_t n = 0;
     for (auto [gid, node] : calls_of(m, fn)) {
       const Function* caller = function_of(m, m.graph(gid));

@@ -54,9 +54,9 @@ struct InlineOptions {
 };
 
 struct InlineReport {
-  size_t calls = 0;      // call nodes expanded (nested calls included)
-  size_t nodes = 0;      // nodes the expansions added
-  size_t dropped = 0;    // functions dropped
+  size_t calls = 0;    // call nodes expanded (nested calls included)
+  size_t nodes = 0;    // nodes the expansions added
+  size_t dropped = 0;  // functions dropped
 };
 
 // Expands every call in place. Throws onnxforge::Error (bad input: exit 2) naming the function

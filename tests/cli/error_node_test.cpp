@@ -47,8 +47,9 @@ TEST(CliErrorNode, MissingKernelNamesTheNodeAndTheFile) {
 }
 
 TEST(CliErrorNode, AKernelRefusingItsShapesNamesTheNode) {
-  auto m = make_model({make_node("Add", {"x", "y"}, {"z"}, "add0")},
-                      {tensor_info("x", kFloat, {2, 3}), tensor_info("y", kFloat, {4})}, {tensor_info("z", kFloat, {})});
+  auto m =
+      make_model({make_node("Add", {"x", "y"}, {"z"}, "add0")},
+                 {tensor_info("x", kFloat, {2, 3}), tensor_info("y", kFloat, {4})}, {tensor_info("z", kFloat, {})});
   const fs::path p = temp_dir("err_node_shape") / "m.onnx";
   write_model(m, p);
   json e = run_error(p);

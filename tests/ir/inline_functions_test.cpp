@@ -304,9 +304,7 @@ m = h.make_model(g, opset_imports=[h.make_opsetid('', 15), h.make_opsetid('local
   try {
     inline_functions(*copy);
     FAIL() << "a recursive function was expanded";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("recursive"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("recursive"), std::string::npos) << e.what(); }
   EXPECT_THROW(rt::Session{*model}, Error);
 }
 

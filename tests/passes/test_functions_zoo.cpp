@@ -106,7 +106,7 @@ TEST(FunctionsZoo, PassesWorkInsideFunctionBodies) {
     ASSERT_TRUE(o.ok()) << o.verification.error;
     EXPECT_EQ(o.model->functions.size(), original->functions.size());
     EXPECT_LT(function_nodes(*o.model), body_nodes);  // cleanups ran in the bodies
-    for (const Function& f : o.model->functions)     // a FunctionProto has no initializers
+    for (const Function& f : o.model->functions)      // a FunctionProto has no initializers
       EXPECT_TRUE(o.model->graph(f.body).initializers().empty()) << str(f.name);
     // At opset 24 the fusions run inside the bodies: a body holds its layer's Attention.
     api::OptimizeOutcome o24 = api::optimize(zoo_model(t.fn), settings(false, 24));
