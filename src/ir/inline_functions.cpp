@@ -178,8 +178,8 @@ class Inliner {
     return it == by_key_.end() ? nullptr : it->second;
   }
 
-  // Expands call `call` of `g` (a graph that runs). Returns the nodes added.
-  size_t expand(GraphId gid, NodeId call, const Function& f) {
+  // Expands call `call` of `g` (a graph that runs).
+  void expand(GraphId gid, NodeId call, const Function& f) {
     Graph& g = m_.graph(gid);
     check_imports(f, g, call);
     const Graph& body = m_.graph(f.body);
@@ -208,16 +208,14 @@ class Inliner {
       else
         copies.emplace_back(formal_out[i], want);
     }
-    size_t added = copy_nodes(c, body, g, map, scope);
+    copy_nodes(c, body, g, map, scope);
     for (auto [from, to] : copies) {
       const ValueId src = value(c, body, from, g, map);
       const NodeId n =
           g.add_node(intern("Identity"), Sym{}, intern(c.prefix + "/" + std::string(str(g.value_name(to)))),
                      std::vector<ValueId>{src}, std::vector<ValueId>{to});
       g.set_scope(n, scope);
-      ++added;
     }
-    return added;
   }
 
  private:
@@ -320,7 +318,10 @@ class Inliner {
         case AttrType::Tensor: na.tensor = tensor(value->tensor); break;
         case AttrType::Graph:
           // A body's own subgraph reads body values (through `map`); a graph the caller passes
-          // reads the caller's graph, which is `dst` itself.
+          // reads the caller's graph, which must then be `dst` itself.
+          if (from != &src && &dst != c.caller)
+            fail("function ", fn_name(*c.f), ": ", node_label(src, n), " takes GRAPH attribute '", str(a.name),
+                 "' by reference inside a subgraph of the body, which onnxforge cannot expand");
           na.graph = from == &src ? copy_graph(c, m_.graph(value->graph), dst, will_be, &map)
                                   : copy_graph(c, m_.graph(value->graph), dst, will_be, nullptr);
           break;
@@ -335,9 +336,8 @@ class Inliner {
     return out;
   }
 
-  // Copies the nodes of `src` into `dst` (values through `map`). Returns the nodes added.
-  size_t copy_nodes(const Call& c, const Graph& src, Graph& dst, Map& map, uint32_t scope) {
-    size_t added = 0;
+  // Copies the nodes of `src` into `dst` (values through `map`).
+  void copy_nodes(const Call& c, const Graph& src, Graph& dst, Map& map, uint32_t scope) {
     for (NodeId n : topological_order(src)) {
       std::vector<ValueId> ins, outs;
       for (ValueId v : src.inputs(n)) ins.push_back(value(c, src, v, dst, map));
@@ -351,9 +351,7 @@ class Inliner {
       if (!meta.empty()) dst.set_metadata(made, meta);
       const uint32_t sets[] = {scope, src.scope(n)};
       dst.set_scope(made, m_.union_tags(sets));
-      ++added;
     }
-    return added;
   }
 
   // A copy of subgraph `src` as a body of node `owner` (to be added) of `parent`. `outer` maps
@@ -420,11 +418,17 @@ std::vector<FunctionImport> function_imports(const Function& f) {
   return out;
 }
 
+namespace {
+bool calls(const Graph& g, NodeId n, const Function& f) {
+  // Interned names compare as integers; the domains' "" / "ai.onnx" spelling only when they differ.
+  return g.op_type(n) == f.name && g.overload(n) == f.overload &&
+         (g.domain(n) == f.domain || key_of(str(g.domain(n)), "") == key_of(str(f.domain), ""));
+}
+}  // namespace
+
 const Function* called_function(const Model& m, const Graph& g, NodeId n) {
   for (const Function& f : m.functions)
-    if (key_of(str(f.domain), str(f.name)) == key_of(str(g.domain(n)), str(g.op_type(n))) &&
-        f.overload == g.overload(n))
-      return &f;
+    if (calls(g, n, f)) return &f;
   return nullptr;
 }
 
@@ -443,7 +447,7 @@ std::vector<std::pair<GraphId, NodeId>> calls_of(const Model& m, const Function&
     const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
     if (g.detached()) continue;
     for (NodeId n : g.nodes())
-      if (called_function(m, g, n) == &f) out.emplace_back(g.id(), n);
+      if (calls(g, n, f)) out.emplace_back(g.id(), n);
   }
   return out;
 }
@@ -480,6 +484,13 @@ bool calls_functions(const Model& m) {
 InlineReport inline_functions(Model& m, const InlineOptions& o) {
   InlineReport rep;
   if (m.functions.empty()) return rep;
+  auto running_nodes = [&] {
+    size_t n = 0;
+    for (size_t gi = 0; gi < m.graph_count(); ++gi)
+      if (const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi))); runs(m, g)) n += g.node_count();
+    return n;
+  };
+  const size_t before = running_nodes();
   Inliner in(m);
   // A call's body may call further functions: a graph is swept until no call is left. The reader
   // refuses recursion; a model built in memory that recurses stops here, at a depth no real
@@ -497,11 +508,12 @@ InlineReport inline_functions(Model& m, const InlineOptions& o) {
         fail("function ", key_of(str(calls[0].second->domain), str(calls[0].second->name)),
              " is called through more than ", kMaxDepth, " nested function calls (is it recursive?)");
       for (auto [n, f] : calls) {
-        rep.nodes += in.expand(gid, n, *f);
+        in.expand(gid, n, *f);
         ++rep.calls;
       }
     }
   }
+  rep.nodes = static_cast<int64_t>(running_nodes()) - static_cast<int64_t>(before);
   if (!o.drop_functions) return rep;
   // Every call that runs is expanded: no function is reachable any more.
   std::set<std::string> domains;

@@ -55,7 +55,7 @@ struct InlineOptions {
 
 struct InlineReport {
   size_t calls = 0;    // call nodes expanded (nested calls included)
-  size_t nodes = 0;    // nodes the expansions added
+  int64_t nodes = 0;   // net change of the nodes that run (bodies in, call nodes out)
   size_t dropped = 0;  // functions dropped
 };
 
