@@ -15,7 +15,10 @@
 #include "analysis/shapes.h"
 #include "passes/fusion.h"
 #include "passes/verification.h"
+#include "runtime/runtime.h"
 #include "tests/common/models.h"
+#include "tests/common/python_model.h"
+#include "tests/passes/optimize.h"
 
 namespace onnxforge::test {
 namespace {
@@ -156,6 +159,56 @@ TEST(FunctionsZoo, CensusCountsBodiesOncePerCall) {
       EXPECT_EQ(a[i].fusable_after_upgrade + a[i].fusable_here, b[i].fusable_after_upgrade + b[i].fusable_here);
     }
   }
+}
+
+// What the driver does in function bodies, on a hand-built model: F (an Identity before a Relu)
+// is cleaned and typed from its two agreeing calls; G (the same with LeakyRelu's alpha a
+// reference to the caller's attribute) is left as it is; H, called with [2,3] and [4], keeps
+// untyped inputs. The optimized model computes what the original does.
+TEST(FunctionBodies, CleanedWhereReadableTypedOnlyWhenCallsAgree) {
+  const fs::path p = python_model("fn_bodies", R"PY(
+A = onnx.AttributeProto
+ops = [h.make_opsetid('', 15)]
+f = h.make_function('local', 'F', ['x'], ['z'], [h.make_node('Identity', ['x'], ['y']), h.make_node('Relu', ['y'], ['z'])], ops)
+lr = h.make_node('LeakyRelu', ['y'], ['z'])
+a = A(); a.name = 'alpha'; a.ref_attr_name = 'a'; a.type = A.FLOAT; lr.attribute.append(a)
+g_fn = h.make_function('local', 'G', ['x'], ['z'], [h.make_node('Identity', ['x'], ['y']), lr], ops, ['a'])
+hh = h.make_function('local', 'H', ['x'], ['z'], [h.make_node('Relu', ['x'], ['z'])], ops)
+nodes = [h.make_node('F', ['x'], ['f1'], domain='local', name='f1'), h.make_node('F', ['f1'], ['f2'], domain='local', name='f2'),
+         h.make_node('G', ['f2'], ['g'], domain='local', a=0.5, name='g'),
+         h.make_node('H', ['g'], ['h1'], domain='local', name='h1'), h.make_node('H', ['w'], ['h2'], domain='local', name='h2')]
+graph = h.make_graph(nodes, 'main', [h.make_tensor_value_info('x', T.FLOAT, [2, 3]), h.make_tensor_value_info('w', T.FLOAT, [4])],
+                     [h.make_tensor_value_info('h1', T.FLOAT, [2, 3]), h.make_tensor_value_info('h2', T.FLOAT, [4])])
+m = h.make_model(graph, opset_imports=[h.make_opsetid('', 15), h.make_opsetid('local', 1)], functions=[f, g_fn, hh])
+)PY");
+  auto original = load_model(p);
+  auto m = load_model(p);
+  optimize(*m);
+  auto body = [&](const char* name) -> const Graph& {
+    for (const Function& f : m->functions)
+      if (str(f.name) == name) return m->graph(f.body);
+    ADD_FAILURE() << "no function " << name;
+    return m->main();
+  };
+  EXPECT_EQ(body("F").node_count(), 1u);  // the Identity went
+  EXPECT_EQ(body("G").node_count(), 2u);  // an attribute reference: not read by the passes
+  const Graph& F = body("F");
+  ASSERT_TRUE(F.has_shape(F.graph_inputs()[0]));
+  EXPECT_EQ(F.rank(F.graph_inputs()[0]), 2);
+  const Graph& H = body("H");
+  EXPECT_FALSE(H.has_shape(H.graph_inputs()[0]));
+  EXPECT_FALSE(H.has_shape(H.graph_outputs()[0]));
+  rt::Session a(*original), b(*m);
+  const std::vector<float> x = {-1, 2, -3, 4, -5, 6}, w = {1, -2, 3, -4};
+  auto in = [&] {
+    rt::Tensor tx = rt::Tensor::alloc(DType::Float, {2, 3}), tw = rt::Tensor::alloc(DType::Float, {4});
+    std::copy(x.begin(), x.end(), tx.ptr<float>());
+    std::copy(w.begin(), w.end(), tw.ptr<float>());
+    return std::vector<rt::Tensor>{tx, tw};
+  };
+  auto ya = a.run(in()), yb = b.run(in());
+  for (size_t k = 0; k < 2; ++k)
+    for (int64_t i = 0; i < ya[k].numel(); ++i) EXPECT_EQ(ya[k].ptr<float>()[i], yb[k].ptr<float>()[i]);
 }
 
 }  // namespace
