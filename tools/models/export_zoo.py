@@ -37,15 +37,17 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   tf2onnx          -                                              tf2onnx_linedet (opset 11), tf2onnx_blazeface (12)
 `_op17` variants (roberta, deit, mobilevit, wav2vec2: small and full; whisper_base_enc, yolov8n/s:
 full) have the same weights exported at opset 17, where LayerNorm is one LayerNormalization node;
-every other model uses --opset (default 14). `_fn` variants (bert_small_fn, llama_small_fn) have the
-same weights exported at opset 15 with export_modules_as_functions: their layer, attention and MLP
-modules are model-local functions (FunctionProto) the main graph calls. Module code: hf_models.py (Hugging Face transformers'
+every other model uses --opset (default 14). Module code: hf_models.py (Hugging Face transformers'
 module names), yolo_models.py (Ultralytics') and vits_models.py (VITS, Piper's signature).
 
 `_past`: decoders with a KV cache in optimum's layout (input_ids, attention_mask [batch,
 total_sequence], position_ids, past_key_values.N.key/value -> logits, present.N.key/value; see
 _decoder_with_past); `_lm`: GPT-2 with its LM head tied to the embedding. check_decoder.py compares
 them with torch through ONNX Runtime.
+
+`_fn` (bert_small_fn, llama_small_fn): the flat twins' weights exported at opset 15 with
+export_modules_as_functions; their layer, attention and MLP modules are model-local functions
+(FunctionProto) the main graph calls.
 
 Output: `<out>/<name>.onnx` (TinyLlama, Phi-1.5, Gemma-2B: `<out>/<name>/model.onnx` + one file per
 tensor) and
