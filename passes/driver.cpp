@@ -9,6 +9,8 @@
 #include "analysis/shapes.h"
 #include "io/budget.h"
 #include "ir/error.h"
+#include "ir/inline_functions.h"
+#include "ir/rewrite.h"
 #include "ir/uses.h"
 
 namespace onnxforge::passes {
@@ -18,7 +20,84 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool optimizable(const Graph& g) { return !g.detached() && !g.is_function_body(); }
+// ---- function bodies
+// The passes work inside the body of a model-local function (and its If/Loop/Scan bodies) when
+// they read it as it runs: the function imports every domain at the model's version (passes
+// read g.model().opset()) and no attribute is a reference to the caller's (a pass would read
+// Softmax's referenced axis as absent, -1).
+bool passes_can_read(const Model& m, const Function& f) {
+  for (const FunctionImport& imp : function_imports(f))
+    if (const int64_t have = m.opset(imp.domain); have != imp.version && (have != 0 || imp.domain.empty()))
+      return false;
+  for (size_t gi = 0; gi < m.graph_count(); ++gi) {
+    const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
+    if (g.detached() || function_of(m, g) != &f) continue;
+    for (NodeId n : g.nodes())
+      for (const Attr& a : g.attrs(n))
+        if (!a.ref_attr_name.empty()) return false;
+  }
+  return true;
+}
+
+bool optimizable(const Graph& g) {
+  if (g.detached()) return false;
+  const Function* f = function_of(g.model(), g);
+  return !f || passes_can_read(g.model(), *f);
+}
+
+// Shape inference types a function body from its calls, the last call's types winning. When
+// every call gives the same input types, they are the body's for all of them, formal inputs
+// included (the engine leaves those untyped); otherwise the passes see no shapes in the body,
+// so that nothing one call's shapes allow is done for another's.
+bool type_function_body(Graph& g, const Function& f) {
+  Model& m = g.model();
+  auto calls = calls_of(m, f);
+  bool same = true;
+  auto same_type = [](const Graph& a, ValueId x, const Graph& b, ValueId y) {
+    if (a.dtype(x) != b.dtype(y) || a.has_shape(x) != b.has_shape(y)) return false;
+    auto p = a.shape(x), q = b.shape(y);
+    return !a.has_shape(x) || std::equal(p.begin(), p.end(), q.begin(), q.end());
+  };
+  for (size_t k = 1; k < calls.size() && same; ++k) {
+    const Graph &a = m.graph(calls[0].first), &b = m.graph(calls[k].first);
+    const auto xs = a.inputs(calls[0].second), ys = b.inputs(calls[k].second);
+    if (xs.size() != ys.size()) same = false;
+    for (size_t i = 0; same && i < xs.size(); ++i) same = same_type(a, xs[i], b, ys[i]);
+  }
+  if (!same) {
+    for (uint32_t i = 0; i < g.value_count(); ++i)
+      if (!g.is_initializer(ValueId(i)) && !g.outer(ValueId(i)).valid()) g.clear_shape(ValueId(i));
+    return false;
+  }
+  if (calls.empty() || g.id() != f.body) return true;
+  const Graph& caller = m.graph(calls[0].first);
+  const auto actual = caller.inputs(calls[0].second);
+  const auto& formal = g.graph_inputs();
+  for (size_t i = 0; i < formal.size() && i < actual.size(); ++i) {
+    if (!actual[i].valid()) continue;
+    if (caller.has_shape(actual[i])) {
+      std::vector<Dim> dims(caller.shape(actual[i]).begin(), caller.shape(actual[i]).end());
+      g.set_type(formal[i], caller.dtype(actual[i]), dims);
+    } else if (caller.dtype(actual[i]) != DType::Undefined) {
+      g.set_dtype(formal[i], caller.dtype(actual[i]));
+    }
+  }
+  return true;
+}
+
+// A FunctionProto holds no initializers: the constants the passes made in a function body (a
+// folded value, a fused node's parameter, a Constant node fold_constants turned into one) become
+// Constant nodes there once the passes are done (each round would fold them again).
+void constants_as_nodes(Graph& g) {
+  const std::vector<ValueId> inits = g.initializers();
+  for (ValueId v : inits) {
+    const TensorId t = g.initializer(v);
+    g.remove_initializer(v);
+    const NewAttr value = NewAttr::Tensor("value", t);
+    g.add_node(intern("Constant"), Sym{}, fresh_name(g, "Constant"), {}, std::span<const ValueId>(&v, 1),
+               std::span<const NewAttr>(&value, 1));
+  }
+}
 
 // One round in one graph. Returns whether anything changed.
 ShapeOptions shape_options(const RunOptions& o) {
@@ -73,6 +152,7 @@ bool run_round(Graph& g, std::span<const Pass* const> passes, const RunOptions& 
   if (o.infer_shapes) shapes = infer_shapes(g.model(), shape_options(o));
   PassOptions po = o.pass;
   po.shapes = o.infer_shapes ? &shapes : nullptr;
+  if (const Function* f = function_of(g.model(), g); f && !type_function_body(g, *f)) po.shapes = nullptr;
   Uses uses(g);
   std::vector<std::any> matches(passes.size());
   std::vector<uint8_t> ran(passes.size(), 0);
@@ -194,6 +274,9 @@ RunResult run_passes(Model& m, std::span<const Pass* const> passes, const RunOpt
     }
     if (!any || m.graph_count() == 1) break;
   }
+  for (size_t gi = 0; gi < m.graph_count(); ++gi)
+    if (Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi))); g.is_function_body() && !g.detached())
+      constants_as_nodes(g);
   for (const PassStats& s : r.passes)
     if (s.applied && static_cast<int>(s.accuracy) > static_cast<int>(r.worst)) r.worst = s.accuracy;
   r.after = measure(m);

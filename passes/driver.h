@@ -1,7 +1,8 @@
 #pragma once
 // The pass driver: rounds of (analyses of every pass in parallel on one snapshot, in a TBB flow
 // graph) → (matches applied serially in pipeline order, stale ones dropped) → one commit, until
-// no pass changes anything. Runs in the main graph and in every If/Loop/Scan body.
+// no pass changes anything. Runs in the main graph, in every If/Loop/Scan body and in the body of
+// every model-local function the passes can read (driver.cpp: passes_can_read).
 #include <functional>
 #include <span>
 #include <string>

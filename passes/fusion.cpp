@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/inline_functions.h"
 #include "ir/uses.h"
 #include "passes/registry.h"
 
@@ -29,8 +30,21 @@ std::vector<CensusRow> fusion_census(const Model& m, const PassOptions& o) {
   for (size_t gi = 0; gi < m.graph_count(); ++gi) {
     const Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi)));
     if (g.detached()) continue;
+    // A block in a function body counts once per call that reaches it, as in the flat export
+    // (BERT's BertOutput function, called by both layers, holds two LayerNorms); a function
+    // nothing calls holds none.
+    const Function* f = function_of(m, g);
+    const int64_t calls = f ? reached_calls(m, *f) : 1;
+    if (calls == 0) continue;
     const Uses uses(g);
-    for (size_t k = 0; k < rows.size(); ++k) rows[k] += all_fusions()[k]->census(g, uses, o);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      CensusRow r = all_fusions()[k]->census(g, uses, o);
+      r.found *= calls;
+      r.fusable_here *= calls;
+      r.fusable_after_upgrade *= calls;
+      for (auto& [reason, n] : r.missed) n *= calls;
+      rows[k] += r;
+    }
   }
   return rows;
 }

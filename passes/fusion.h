@@ -154,7 +154,8 @@ class FusionOf final : public Pass, public Fusion {
 // Every fusion into a standard op, in pipeline order.
 const std::vector<const Fusion*>& all_fusions();
 
-// The census of every fusion over a whole model (main graph and subgraphs).
+// The census of every fusion over a whole model (main graph, subgraphs, and function bodies once
+// per call that reaches them).
 std::vector<CensusRow> fusion_census(const Model& m, const PassOptions& o);
 
 // "25 LayerNorm, 12 GELU and 12 attention blocks can be fused with --target-opset 23", or empty

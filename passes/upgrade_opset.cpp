@@ -53,6 +53,7 @@
 #include "analysis/shapes.h"
 #include "ir/error.h"
 #include "ir/float16.h"
+#include "ir/inline_functions.h"
 #include "ir/rewrite.h"
 #include "passes/edits.h"
 #include "passes/graph_util.h"
@@ -77,17 +78,8 @@ int64_t min_ir_version(int64_t opset) {
 namespace {
 
 // ------------------------------------------------------------------ function opset imports
-// FunctionProto.opset_import (field 9) is kept verbatim (Function::fields); read and rewrite it.
-
-bool read_varint(std::string_view s, size_t& pos, uint64_t& out) {
-  out = 0;
-  for (int shift = 0; shift < 64 && pos < s.size(); shift += 7) {
-    const auto b = static_cast<uint8_t>(s[pos++]);
-    out |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
+// FunctionProto.opset_import (field 9) is kept verbatim (Function::fields): read by the core
+// (ir/inline_functions.h), rewritten here.
 
 void put_varint(std::string& s, uint64_t v) {
   while (v >= 0x80) {
@@ -99,31 +91,8 @@ void put_varint(std::string& s, uint64_t v) {
 
 // The default-domain import among a function's verbatim fields: index and version.
 std::optional<std::pair<size_t, int64_t>> function_opset(const Function& f) {
-  for (size_t i = 0; i < f.fields.size(); ++i) {
-    std::string_view s = f.fields[i];
-    size_t pos = 0;
-    uint64_t tag = 0, len = 0;
-    if (!read_varint(s, pos, tag) || tag != ((9u << 3) | 2u) || !read_varint(s, pos, len) || pos + len > s.size())
-      continue;
-    std::string_view body = s.substr(pos, len);
-    std::string_view domain;
-    int64_t version = 0;
-    for (size_t p = 0; p < body.size();) {
-      uint64_t t = 0, v = 0;
-      if (!read_varint(body, p, t)) break;
-      if (t == ((1u << 3) | 2u)) {
-        if (!read_varint(body, p, v) || p + v > body.size()) break;
-        domain = body.substr(p, v);
-        p += v;
-      } else if (t == (2u << 3)) {
-        if (!read_varint(body, p, v)) break;
-        version = static_cast<int64_t>(v);
-      } else {
-        break;
-      }
-    }
-    if (domain.empty() || domain == "ai.onnx") return std::pair{i, version};
-  }
+  for (const FunctionImport& imp : function_imports(f))
+    if (imp.domain.empty()) return std::pair{imp.field, imp.version};
   return std::nullopt;
 }
 

@@ -229,17 +229,20 @@ void Frame::run_step(const Step& s, size_t index) {
   try {
     s.kernel->run(ctx);
   } catch (const Error& e) {
+    // The innermost node keeps its name as the error's node: a body's node, not its If or Loop.
     std::string what = e.what();
-    if (what.find(node_desc(g, s.node)) != std::string::npos) throw;
-    throw Error(node_desc(g, s.node) + ": " + what, e.kind(), e.file());  // a Memory error stays one
+    if (what.find(node_desc(g, s.node)) != std::string::npos) throw e.at_node(node_ref(g, s.node));
+    throw e.reworded(node_desc(g, s.node) + ": " + what).at_node(node_ref(g, s.node));  // a Memory error stays one
   } catch (const std::bad_alloc&) {
     // A buffer the budget did not see (a kernel's own table): an error naming the node, never a signal.
-    throw Error(node_desc(g, s.node) + ": out of memory (lower the inputs' sizes or --max-memory)",
-                Error::Kind::Memory);
+    throw Error(node_desc(g, s.node) + ": out of memory (lower the inputs' sizes or --max-memory)", Error::Kind::Memory,
+                {}, node_ref(g, s.node));
   } catch (const std::length_error&) {
     throw Error(node_desc(g, s.node) + ": a table sized from the data is larger than memory can address",
-                Error::Kind::Memory);
-  } catch (const std::exception& e) { fail(node_desc(g, s.node), ": ", e.what()); }
+                Error::Kind::Memory, {}, node_ref(g, s.node));
+  } catch (const std::exception& e) {
+    throw Error(node_desc(g, s.node) + ": " + e.what(), Error::Kind::Input, {}, node_ref(g, s.node));
+  }
   if (convert) {
     for (size_t i = 0; i < temps.size(); ++i) {
       if (temps[i].dtype == DType::Undefined || !s.outputs[i].valid()) continue;

@@ -70,6 +70,11 @@ std::string node_desc(const Graph& g, NodeId n) {
          std::string(str(g.op_type(n))) + ")";
 }
 
+std::string node_ref(const Graph& g, NodeId n) {
+  std::string name(str(g.node_name(n)));
+  return name.empty() ? std::string(str(g.op_type(n))) + "#" + std::to_string(n.index()) : name;
+}
+
 // ------------------------------------------------------------------------------------ Plan
 
 Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : graph(g), options(opts) {
@@ -142,7 +147,7 @@ Plan::Plan(const Graph& g, const SessionOptions& opts, const Plan* parent) : gra
       throw Error("the runtime has no kernel for operator " + (dom.empty() ? "" : std::string(dom) + "::") +
                       std::string(str(g.op_type(n))) + " (domain '" + std::string(dom.empty() ? "ai.onnx" : dom) +
                       "', opset " + std::to_string(version) + ") used by " + node_desc(g, n),
-                  Error::Kind::Input, g.model().path.string());
+                  Error::Kind::Input, g.model().path.string(), node_ref(g, n));
     // Deferred constants are computed for a node that folds (all inputs constant) or reads them
     // at run time; a weight the kernel packs is packed from its recipe's source when it can be.
     bool all_const = true;

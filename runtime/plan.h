@@ -23,6 +23,9 @@ namespace onnxforge::rt {
 std::string_view norm_domain(Sym d);
 // "node 'name' (Op)" (or "(domain::Op)") for messages.
 std::string node_desc(const Graph& g, NodeId n);
+// The node's name, or "Op#index" when it has none: what errors carry as their node (`--json`)
+// and profiles as a path element.
+std::string node_ref(const Graph& g, NodeId n);
 
 struct Step {
   NodeId node;

@@ -74,6 +74,8 @@ struct StepProfile {
 
 class Session {
  public:
+  // A model calling local functions (FunctionProto) is planned on a copy with every call
+  // expanded (ir/inline_functions.h); `model` itself is not changed and must outlive the session.
   explicit Session(const Model& model, SessionOptions options = {});
   ~Session();
   Session(const Session&) = delete;
@@ -106,6 +108,7 @@ class Session {
 
  private:
   const Model* model_;
+  std::unique_ptr<Model> expanded_;  // the model with its local functions expanded, when it calls any
   std::unique_ptr<Plan> plan_;
 };
 

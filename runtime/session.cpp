@@ -2,13 +2,28 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/error.h"
+#include "ir/inline_functions.h"
 #include "runtime/plan.h"
 #include "simd/parallel.h"
 
 namespace onnxforge::rt {
 
+namespace {
+// The model the plan runs: `model`, or a copy with its function calls expanded (value ids of the
+// main graph's interface are the same in both: expansion only adds values).
+const Model& planned(const Model& model, std::unique_ptr<Model>& expanded) {
+  if (!calls_functions(model)) return model;
+  expanded = model.clone();
+  try {
+    inline_functions(*expanded, {.drop_functions = false});
+  } catch (const Error& e) { throw e.about(model.path.string()); }
+  return *expanded;
+}
+}  // namespace
+
 Session::Session(const Model& model, SessionOptions options)
-    : model_(&model), plan_(std::make_unique<Plan>(model.main(), options)) {}
+    : model_(&model), plan_(std::make_unique<Plan>(planned(model, expanded_).main(), options)) {}
 Session::~Session() = default;
 
 const std::vector<ValueId>& Session::input_values() const { return plan_->inputs; }
@@ -38,12 +53,6 @@ std::string step_op(const Plan& plan, const Step& s) {
   return op;
 }
 
-// A node's name in a profile path (its op and index when the graph leaves it unnamed).
-std::string path_name(const Graph& g, NodeId n) {
-  std::string name(str(g.node_name(n)));
-  return name.empty() ? std::string(str(g.op_type(n))) + "#" + std::to_string(n.index()) : name;
-}
-
 // Every step of `plan` and, depth first, of the bodies of its If/Loop/Scan steps, each with its
 // path ("If_0/then_branch/LSTM_3"). A control-flow step's time is its own (the frames, copies
 // and stacking around its bodies, the sum of its body steps taken off): the steps of one run
@@ -52,7 +61,7 @@ void collect(const Plan& plan, const std::string& prefix, std::vector<StepProfil
   const Graph& g = plan.graph;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& s = plan.steps[i];
-    const std::string path = prefix + path_name(g, s.node);
+    const std::string path = prefix + node_ref(g, s.node);
     const size_t self = out.size();
     out.push_back(
         {prefix.empty() ? node_desc(g, s.node) : "node '" + path + "' (" + std::string(str(g.op_type(s.node))) + ")",

@@ -107,7 +107,7 @@ Tensor with_file(const std::string& where, F&& parse) {
     if (e.kind() == Error::Kind::Memory) throw e.about(where);
     std::string msg = e.what();
     if (!msg.starts_with(where)) msg = where + ": " + msg;
-    throw Error(msg, e.kind(), e.file().empty() ? where : e.file());
+    throw e.reworded(msg).about(where);
   }
 }
 

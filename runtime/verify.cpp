@@ -272,7 +272,7 @@ Reference::Reference(const Model& reference, VerifyOptions options, bool keep_ru
         const std::string name = options.reference_name;
         try {
           return std::make_unique<Impl>(reference, std::move(options));
-        } catch (const Error& e) { throw Error(name + ": " + e.what(), e.kind(), e.file()); }
+        } catch (const Error& e) { throw e.reworded(name + ": " + e.what()); }
       }()) {
   Impl& r = *impl_;
   r.keep = keep_runs;
@@ -340,7 +340,7 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
   auto about = [](const std::string& which, auto&& f) {
     try {
       return f();
-    } catch (const Error& e) { throw Error(which + ": " + e.what(), e.kind(), e.file()); }
+    } catch (const Error& e) { throw e.reworded(which + ": " + e.what()); }
   };
   Session sb = about(o.candidate_name, [&] { return Session(candidate, session_options(o)); });
   const auto b_in = sb.input_names(), b_out = sb.output_names();

@@ -20,6 +20,7 @@
 #include "passes/ort_ops.h"
 #include "passes/registry.h"
 #include "passes/targets.h"
+#include "passes/inline.h"
 #include "passes/upgrade_opset.h"
 #include "runtime/runtime.h"
 
@@ -118,7 +119,7 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     } catch (const Error& e) {  // the same rule as --dim, said of the option the user gave
       std::string m = e.what();
       if (m.starts_with("--dim ")) m = "--verify-dim " + m.substr(6);
-      throw Error(m, e.kind(), e.file());
+      throw e.reworded(m);
     }
     for (const auto& [name, size] : checked) {
       auto [it, fresh] = verify_dims.emplace(name, size);
@@ -131,9 +132,10 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     } catch (const Error& e) {
       // A bad --inputs file or value is the user's input, reported as it is.
       if (e.kind() == Error::Kind::Usage || !e.file().empty()) throw;
-      throw Error("cannot verify: running the original model failed: " + std::string(e.what()) +
-                      " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)",
-                  e.kind(), input.string());
+      throw e
+          .reworded("cannot verify: running the original model failed: " + std::string(e.what()) +
+                    " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)")
+          .about(input.string());
     }
     ref_s = seconds_since(t);
     out.notes = ref->notes();
@@ -175,6 +177,12 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     bisect.insert(bisect.begin(), &upgrade_opset_pass());
     ro.pass.target_opset = *target_opset;  // for the bisection's fresh loads
   }
+  InlineReport inlined;
+  if (s.inline_functions) {
+    say("expanding local functions");
+    inlined = inline_model_functions(*out.model);
+    bisect.insert(bisect.begin() + (target_opset ? 1 : 0), &inline_functions_pass());
+  }
   out.run = run_passes(*out.model, passes, ro);
   double passes_s = seconds_since(tp);
 
@@ -209,6 +217,9 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     out.hint = upgrade_hint(rows);
   }
   out.report["hint"] = out.hint;
+  if (s.inline_functions)
+    out.report["inline_functions"] = {
+        {"calls", inlined.calls}, {"nodes_added", inlined.nodes}, {"functions_dropped", inlined.dropped}};
   out.report["family"] = std::move(family);
   if (s.target_opset) {
     nlohmann::json by = nlohmann::json::object();

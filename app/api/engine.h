@@ -61,6 +61,9 @@ struct OptimizeSettings {
   // Deployment target (passes/targets.h): generic (every op, the model's opset), ort, tensorrt,
   // tflite. Fusions into ops the target lacks do not run; ops it lacks are decomposed.
   std::string target = "generic";
+  // Expand the calls of model-local functions (passes/inline.h) after any upgrade, before the
+  // passes; the output has no FunctionProtos. Off: the passes work inside each function body.
+  bool inline_functions = false;
   Progress progress = {};  // short status lines; null = silent
 };
 

@@ -1,7 +1,7 @@
 // onnxforge optimize IN [-o] OUT [--passes a,b] [--skip c] [--list-passes] [--fold-size 1M]
 //                   [--dim name=N]... [--input-shape NAME:D0,D1...]... [--report FILE.json]
 //                   [--verify-seeds N] [--verify-budget S] [--no-verify] [--overwrite] [--write-unverified]
-//                   [--target-opset N] [--target generic|ort|tensorrt|tflite]
+//                   [--target-opset N] [--target generic|ort|tensorrt|tflite] [--inline-functions]
 // Runs the pass pipeline to a fixed point, verifies the result against the original through the
 // runtime (unless --no-verify) and writes it. A model that fails verification is not written and
 // the first pass that broke it is named.
@@ -33,7 +33,7 @@ struct Options {
   InputOptions inputs;
   std::vector<std::string> passes, skip;
   bool strict = false, list = false, no_verify = false, force = false, overwrite = false, write_unverified = false,
-       json = false, strip_hierarchy = false;
+       json = false, strip_hierarchy = false, inline_functions = false;
   int seeds = 3, threads = 0;
   double verify_budget = 0;
   int64_t target_opset = 0;
@@ -105,6 +105,7 @@ int run(const Options& o) {
   settings.continue_over_budget = write_unverified;
   if (o.target_opset) settings.target_opset = o.target_opset;
   settings.target = o.target;
+  settings.inline_functions = o.inline_functions;
   if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
   api::OptimizeOutcome r;
   try {
@@ -253,6 +254,9 @@ Command reg{
       app.add_option("--target", o->target,
                      "Deployment target: generic (default: every op, the model's opset), ort, tensorrt, tflite; "
                      "fusions into ops the target lacks do not run, and such ops are decomposed");
+      app.add_flag("--inline-functions", o->inline_functions,
+                   "Expand every call of a model-local function (FunctionProto) into its caller and drop the "
+                   "functions; without it the passes optimize inside each function body");
       return [o] { return run(*o); };
     }};
 

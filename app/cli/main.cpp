@@ -40,13 +40,14 @@ constexpr int kUsage = 2, kInternal = 3;
 
 bool g_json = false;  // errors as JSON on stdout (the command was given --json)
 
-int report(const char* kind, const std::string& message, const std::string& file, int code) {
+int report(const char* kind, const std::string& message, const std::string& file, int code,
+           const std::string& node = {}) {
   std::cerr << "onnxforge: " << (code == kInternal ? "internal error" : "error") << ": " << message << "\n";
   if (std::string_view(kind) == "usage") std::cerr << "Run with --help for the options.\n";
   if (g_json) {
+    auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
     nlohmann::json j = {
-        {"error",
-         {{"kind", kind}, {"message", message}, {"file", file.empty() ? nlohmann::json() : nlohmann::json(file)}}}};
+        {"error", {{"kind", kind}, {"message", message}, {"file", or_null(file)}, {"node", or_null(node)}}}};
     std::cout << j.dump(2) << std::endl;
   }
   return code;
@@ -163,7 +164,7 @@ int run_command_line(int argc, char** argv) {
       return code;
     }
   } catch (const onnxforge::Error& e) {
-    return report(kind_name(e.kind()), e.what(), e.file(), kUsage);
+    return report(kind_name(e.kind()), e.what(), e.file(), kUsage, e.node());
   } catch (const std::bad_alloc&) {
     return report("memory", "out of memory (lower the work or raise the limit: --max-memory)", "", kUsage);
   } catch (const std::exception& e) { return report("internal", e.what(), "", kInternal); }

@@ -167,7 +167,7 @@ auto engine_call(int threads, std::initializer_list<const ModelArg*> models, F&&
         replace_all(msg, m->scratch->path().string(), m->name);
         replace_all(file, m->path.string(), m->name);
       }
-    throw Error(msg, e.kind(), file);  // the kind and file, as the command line's --json shows them
+    throw Error(msg, e.kind(), file, e.node());  // kind, file and node, as the command line's --json shows them
   }
 }
 
@@ -287,9 +287,11 @@ py::tuple optimize(const py::object& model, const std::string& name, const std::
                    bool overwrite, int threads, const py::object& progress, const std::string& target,
                    const Limits& limits, const std::vector<std::string>& input_specs,
                    const std::vector<std::string>& input_values,
-                   const std::optional<std::map<std::string, int64_t>>& verify_dims, int verify_decode) {
+                   const std::optional<std::map<std::string, int64_t>>& verify_dims, int verify_decode,
+                   bool inline_functions) {
   ModelArg in = model_arg(model, name);
   api::OptimizeSettings s;
+  s.inline_functions = inline_functions;
   s.inputs = input_specs;  // issue 29: the verification's inputs (files; the wrapper saves arrays as .npy)
   s.input_values = input_values;
   s.passes = passes;
@@ -547,7 +549,8 @@ PYBIND11_MODULE(_onnxforge, m) {
   m.def("optimize", &optimize, "model"_a, "name"_a, "output"_a, "passes"_a, "skip"_a, "dims"_a, "fold_size"_a,
         "verify"_a, "seeds"_a, "target_opset"_a, "strip_hierarchy"_a, "force"_a, "overwrite"_a, "threads"_a,
         "progress"_a, "target"_a = "generic", "limits"_a = Limits{}, "input_specs"_a = std::vector<std::string>{},
-        "input_values"_a = std::vector<std::string>{}, "verify_dims"_a = std::nullopt, "verify_decode"_a = 0);
+        "input_values"_a = std::vector<std::string>{}, "verify_dims"_a = std::nullopt, "verify_decode"_a = 0,
+        "inline_functions"_a = false);
   m.def("inspect", &inspect, "model"_a, "name"_a);
   m.def("run", &run, "model"_a, "name"_a, "inputs"_a, "seed"_a, "dims"_a, "threads"_a, "limits"_a = Limits{},
         "input_specs"_a = std::vector<std::string>{}, "input_values"_a = std::vector<std::string>{});

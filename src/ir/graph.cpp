@@ -325,6 +325,30 @@ Model::Model() {
 
 Model::~Model() = default;
 
+std::unique_ptr<Model> Model::clone() const {
+  auto m = std::make_unique<Model>();
+  m->ir_version = ir_version;
+  m->opsets = opsets;
+  m->producer_name = producer_name;
+  m->producer_version = producer_version;
+  m->domain = domain;
+  m->model_version = model_version;
+  m->metadata_props = metadata_props;
+  m->functions = functions;
+  m->extra_fields = extra_fields;
+  m->tensors.share(tensors);
+  m->path = path;
+  m->files = files;  // verbatim fields and tensor bytes point into these
+  m->graphs_.clear();
+  for (const auto& g : graphs_) {
+    m->graphs_.push_back(std::make_unique<Graph>(*g));
+    m->graphs_.back()->model_ = m.get();
+  }
+  m->tag_sets_ = tag_sets_;
+  m->tag_index_ = tag_index_;
+  return m;
+}
+
 GraphId Model::add_graph(GraphId parent, NodeId owner) {
   GraphId id(static_cast<uint32_t>(graphs_.size()));
   graphs_.push_back(std::make_unique<Graph>(*this, id, parent));

@@ -143,6 +143,8 @@ class Graph {
   bool is_function_body() const { return is_function_; }
   // A subgraph whose owning node was removed: unreachable, not written, skipped by analyses.
   bool detached() const { return detached_; }
+  // Marks a graph nothing reaches any more (the body of a dropped function, ir/inline_functions.h).
+  void detach() { detached_ = true; }
   Sym name() const { return name_; }
 
   // ---- nodes ----
@@ -359,6 +361,10 @@ class Model {
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
+  // A copy of every table (graphs, functions, header, tags) whose tensors are views of this
+  // model's bytes: valid while this model lives. The runtime expands local functions on one
+  // (ir/inline_functions.h), leaving the caller's model as it was.
+  std::unique_ptr<Model> clone() const;
 
   int64_t ir_version = 8;
   std::vector<OpsetImport> opsets;

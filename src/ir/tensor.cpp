@@ -194,6 +194,21 @@ void TensorStore::replace(TensorId t, std::span<const int64_t> dims, std::span<c
   }
 }
 
+void TensorStore::share(const TensorStore& from) {
+  entries_ = from.entries_;
+  dims_ = from.dims_;
+  strings_ = from.strings_;
+  has_deferred_ = from.has_deferred_;
+  // An uncomputed deferred tensor would otherwise be computed into this store's memory and
+  // published to `from` through the shared state, dangling once this store goes.
+  for (Entry& e : entries_)
+    if (e.deferred && !e.deferred->data.load(std::memory_order_acquire)) {
+      auto d = std::make_shared<Entry::Deferred>();
+      d->recipe = e.deferred->recipe;
+      e.deferred = std::move(d);
+    }
+}
+
 uint64_t TensorStore::total_bytes() const {
   uint64_t total = 0;
   for (const Entry& e : entries_) total += e.size;

@@ -141,6 +141,10 @@ class TensorStore {
 
   uint64_t total_bytes() const;
 
+  // This store becomes a copy of `from` whose entries view `from`'s bytes (valid while it lives);
+  // a deferred tensor gets its own recipe state, computed into this store when first read.
+  void share(const TensorStore& from);
+
  private:
   const std::byte* data(TensorId t) const {
     const Entry& e = entry(t);

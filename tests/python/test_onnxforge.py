@@ -214,6 +214,22 @@ class Optimize(Temp):
         with self.assertRaisesRegex(onnxforge.Error, "unknown target"):
             onnxforge.optimize(BERT, target="coreml")
 
+    def test_inline_functions_as_the_cli_does(self):
+        fn = MODELS / "bert_small_fn.onnx"
+        if not fn.exists():
+            self.skipTest("zoo model bert_small_fn not exported")
+        cli_out = self.dir / "cli_inlined.onnx"
+        want = cli_json("optimize", fn, "-o", cli_out, "--inline-functions")
+        model, got = onnxforge.optimize(fn, inline_functions=True)
+        got = got.to_dict()
+        self.assertEqual(got["inline_functions"], want["inline_functions"])
+        self.assertGreater(got["inline_functions"]["calls"], 0)
+        self.assertEqual(len(model.functions), 0)
+        self.assertEqual(got["after"], want["after"])
+        same_model(self, model, cli_out)
+        kept, _ = onnxforge.optimize(fn)  # without it the functions stay, optimized inside
+        self.assertEqual(len(kept.functions), len(onnx.load(fn).functions))
+
     def test_target_opset_never_downgrades(self):
         with self.assertRaisesRegex(onnxforge.Error, "downgrade"):
             onnxforge.optimize(BERT, target_opset=11)

@@ -46,6 +46,10 @@ total_sequence], position_ids, past_key_values.N.key/value -> logits, present.N.
 _decoder_with_past); `_lm`: GPT-2 with its LM head tied to the embedding. check_decoder.py compares
 them with torch through ONNX Runtime.
 
+`_fn` (bert_small_fn, llama_small_fn): the flat twins' weights exported at opset 15 with
+export_modules_as_functions; their layer, attention and MLP modules are model-local functions
+(FunctionProto) the main graph calls.
+
 Output: `<out>/<name>.onnx` (TinyLlama, Phi-1.5, Gemma-2B: `<out>/<name>/model.onnx` + one file per
 tensor) and
 `<out>/zoo.json`, a manifest with, per model: file, family, sets, config, opset, inputs/outputs
@@ -190,6 +194,18 @@ def registry() -> list[Spec]:
     specs.append(Spec("llama_small_past", "llama", S, dict(llama_small, use_cache=True, mask="prepare_4d"),
                       seed_name="llama_small",
                       notes="same weights as llama_small; KV cache (optimum layout), _prepare_4d_causal_attention_mask"))
+    # Model-local functions (FunctionProto): torch's export_modules_as_functions writes each call of
+    # these module classes as a call of a function in the module's domain (needs opset >= 15).
+    # Same weights as the flat twins; `optimize --inline-functions` expands them.
+    specs.append(Spec("bert_small_fn", "bert", S, dict(next(s for s in specs if s.name == "bert_small").config),
+                      seed_name="bert_small", opset=15,
+                      extra={"functions": ["BertLayer", "BertSelfAttention", "BertIntermediate", "BertOutput"]},
+                      notes="same weights as bert_small; opset 15, BertLayer/SelfAttention/Intermediate/Output as "
+                            "model-local functions"))
+    specs.append(Spec("llama_small_fn", "llama", S, dict(llama_small), seed_name="llama_small", opset=15,
+                      extra={"functions": ["LlamaDecoderLayer", "LlamaAttention", "LlamaMLP", "LlamaRMSNorm"]},
+                      notes="same weights as llama_small; opset 15, LlamaDecoderLayer/Attention/MLP/RMSNorm as "
+                            "model-local functions"))
     specs.append(Spec("gpt2_small_lm", "gpt2", S, dict(gpt2_small, lm_head=True),
                       notes="GPT2LMHeadModel, LM head tied to wte"))
     specs.append(Spec("gpt2_small_past", "gpt2", S, dict(gpt2_small, n_positions=1024, lm_head=True, use_cache=True),
@@ -638,6 +654,38 @@ def attach_parameters(path: Path, model, n_inputs: int, seed: int) -> None:
         f.write(proto.SerializeToString())
 
 
+def _function_modules(spec: Spec, model) -> dict:
+    """export_modules_as_functions for a spec that names module classes (extra["functions"])."""
+    names = spec.extra.get("functions")
+    if not names:
+        return {}
+    classes = {type(m) for m in model.modules() if type(m).__name__ in names}
+    missing = set(names) - {c.__name__ for c in classes}
+    if missing:
+        raise RuntimeError(f"{spec.name}: no module of class {', '.join(sorted(missing))} in the model")
+    return {"export_modules_as_functions": classes}
+
+
+def _restore_output_names(path: Path, names: list) -> None:
+    """torch 1.13 keeps a function call's own output name for a graph output that a call computes
+    (bert_small_fn's last_hidden_state came out as "365"): the names asked for, as the flat twin has."""
+    import onnx
+    proto = onnx.load(str(path))
+    g = proto.graph
+    rename = {o.name: n for o, n in zip(g.output, names) if o.name != n}
+    if not rename:
+        return
+    for node in g.node:
+        for i, v in enumerate(node.output):
+            node.output[i] = rename.get(v, v)
+        for i, v in enumerate(node.input):
+            node.input[i] = rename.get(v, v)
+    for o in g.output:
+        o.name = rename.get(o.name, o.name)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+
+
 def load_checked(path: Path):
     """Load a model without its external data and run onnx.checker on the proto (the path form
     with full_check rewrites the file in onnx 1.12). The checker resolves external-data
@@ -679,9 +727,12 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
         with _captured_fds(quiet), torch.enable_grad():  # grad on: vit's no-grad fast path is not exportable
             torch.onnx.export(b.model, b.args, str(tmp), input_names=b.input_names, output_names=b.output_names,
                               dynamic_axes=b.dynamic_axes, opset_version=opset, do_constant_folding=False,
-                              training=mode, verbose=False, export_params=not lean)
+                              training=mode, verbose=False, export_params=not lean,
+                              **_function_modules(spec, b.model))
         if lean:
             attach_parameters(tmp, b.model, len(b.input_names), _seed(spec.seed_name))
+        if spec.extra.get("functions"):
+            _restore_output_names(tmp, b.output_names)
         if spec.family == "tf2onnx":
             import tf2onnx_models
             tf2onnx_models.postprocess(tmp)
@@ -704,6 +755,7 @@ def export_one(spec: Spec, out: Path, opset: int, stamp: str, quiet: bool) -> di
                        "training": "PRESERVE" if spec.bn_preserve else "EVAL", "seed": _seed(spec.seed_name),
                        "seconds": None},
             "stats": {"nodes": len(proto.graph.node), "initializers": len(proto.graph.initializer),
+                      "functions": len(proto.functions),
                       "parameters": n_params, "bytes": None, "ops": dict(sorted(ops.items()))},
             "notes": spec.notes,
             "same_weights_as": spec.seed_name if spec.seed_name != spec.name else None,

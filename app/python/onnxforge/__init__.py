@@ -357,7 +357,7 @@ def _user_inputs(inputs, input_values, tmp, arrays_ok):
 def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, verify=True, seeds=3, dims=None,
              fold_size=None, strip_hierarchy=False, force=False, overwrite=False, threads=None, progress=False,
              target="generic", max_time=None, max_memory=None, max_loop_iterations=None, inputs=None,
-             input_values=None, verify_dims=None, verify_decode=0):
+             input_values=None, verify_dims=None, verify_decode=0, inline_functions=False):
     """Optimize a model with onnxforge's passes and verify the result; ``onnxforge optimize``.
 
     Args:
@@ -390,6 +390,9 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
         them symbolic, where ``dims`` fixes them.
       verify_decode: also verify generation on a decoder with a KV cache (``--verify-decode N``): a
         prefill and this many one-token steps, each model feeding its own cache back.
+      inline_functions: expand every call of a model-local function (FunctionProto, what
+        ``export_modules_as_functions`` writes) into its caller and drop the functions
+        (``--inline-functions``); without it the passes work inside each function body.
 
     Returns:
       ``(model, report)``: the optimized model (``output`` itself when given) and an
@@ -409,7 +412,8 @@ def optimize(model, output=None, *, passes=None, skip=None, target_opset=None, v
             arg, name, out, _names(passes, "passes"), _names(skip, "skip"), _dims(dims), fold_size, bool(verify),
             _int(seeds, "seeds", 0, 1_000_000), target_opset, bool(strip_hierarchy), bool(force), bool(overwrite),
             _threads(threads), _progress(progress), str(target), _limits(max_time, max_memory, max_loop_iterations),
-            specs, values, _dims(verify_dims), _int(verify_decode, "verify_decode", 0, 1_000_000))
+            specs, values, _dims(verify_dims), _int(verify_decode, "verify_decode", 0, 1_000_000),
+            bool(inline_functions))
     report = OptimizeReport(json.loads(report_json))
     if not ok and not force:
         raise VerificationError(

@@ -87,7 +87,7 @@ def optimize(model: bytes | bytearray | memoryview, output: None = None, *, pass
              inputs: UserInputs = None, input_values: Mapping[str, float] | None = None,
              max_time: float | None = None, max_memory: int | str | None = None,
              max_loop_iterations: int | None = None, verify_dims: Mapping[str, int] | None = None,
-             verify_decode: int = 0) -> tuple[bytes, OptimizeReport]: ...
+             verify_decode: int = 0, inline_functions: bool = False) -> tuple[bytes, OptimizeReport]: ...
 @overload
 def optimize(model: ModelArg, output: None = None, *, passes: Sequence[str] | str | None = None,
              skip: Sequence[str] | str | None = None, target_opset: int | None = None, verify: bool = True, seeds: int = 3,
@@ -96,7 +96,7 @@ def optimize(model: ModelArg, output: None = None, *, passes: Sequence[str] | st
              inputs: UserInputs = None, input_values: Mapping[str, float] | None = None,
              max_time: float | None = None, max_memory: int | str | None = None,
              max_loop_iterations: int | None = None, verify_dims: Mapping[str, int] | None = None,
-             verify_decode: int = 0) -> tuple[ModelProto, OptimizeReport]: ...
+             verify_decode: int = 0, inline_functions: bool = False) -> tuple[ModelProto, OptimizeReport]: ...
 @overload
 def optimize(model: ModelArg, output: _P, *, passes: Sequence[str] | str | None = None,
              skip: Sequence[str] | str | None = None, target_opset: int | None = None, verify: bool = True, seeds: int = 3,
@@ -105,7 +105,7 @@ def optimize(model: ModelArg, output: _P, *, passes: Sequence[str] | str | None 
              inputs: UserInputs = None, input_values: Mapping[str, float] | None = None,
              max_time: float | None = None, max_memory: int | str | None = None,
              max_loop_iterations: int | None = None, verify_dims: Mapping[str, int] | None = None,
-             verify_decode: int = 0) -> tuple[_P, OptimizeReport]: ...
+             verify_decode: int = 0, inline_functions: bool = False) -> tuple[_P, OptimizeReport]: ...
 def inspect(model: ModelArg) -> dict[str, Any]: ...
 def run(model: ModelArg, inputs: UserInputs = None, *, seed: int = 0,
         dims: Mapping[str, int] | None = None, threads: int | None = None,
