@@ -239,7 +239,7 @@ struct Reference::Impl {
   Impl(const Model& m, VerifyOptions opts)
       : o(std::move(opts)),
         session(std::make_unique<Session>(m, session_options(o))),
-        given(m.main(), session->input_values(), o.dims, o.inputs),
+        given(m.main(), session->input_values(), o.dims, o.inputs, verification_sequence(m.tensors.total_bytes())),
         in_names(session->input_names()),
         out_names(session->output_names()),
         mantissa(narrowest_float_bits(m)),
