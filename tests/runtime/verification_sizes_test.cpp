@@ -20,7 +20,7 @@ TEST(VerificationSizes, TokensHalveAsTheWeightsDouble) {
   EXPECT_EQ(rt::verification_sequence(3 * GiB), 32);
   EXPECT_EQ(rt::verification_sequence(4 * GiB), 32);
   EXPECT_EQ(rt::verification_sequence(4 * GiB + 4 * MiB), 16);  // TinyLlama-1.1B (4.1 GiB), Phi-1.5 (5.3)
-  EXPECT_EQ(rt::verification_sequence(1000 * GiB), 16);     // never below 16
+  EXPECT_EQ(rt::verification_sequence(1000 * GiB), 16);         // never below 16
 }
 
 TEST(VerificationSizes, OnlySequenceLikeDimsShrinkAndTheNoteSaysWhy) {
