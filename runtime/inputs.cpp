@@ -84,6 +84,31 @@ void fit_dim_relations(const Graph& g, InputPlan& plan, std::map<std::string, in
       if (!keys[i][a].empty()) plan.inputs[i].shape[a] = chosen[keys[i][a]];
 }
 
+// A decoder with past numbers its new tokens after the cached ones (optimum's exports: position_ids
+// = past_sequence + 0..sequence-1; from 0 they would be rotated as the first tokens again). The
+// past's length is the attention mask's minus the positions' (an all-ones mask over past + new
+// tokens, as Hugging Face's cumsum(mask) - 1 derives them), else the sequence axis of a
+// past/cache input of rank >= 3 ([batch, heads, past_sequence, head_dim]).
+void first_positions(InputPlan& plan) {
+  int64_t mask = -1, past = -1;
+  for (const InputSpec& s : plan.inputs) {
+    const std::string n = lower(s.name);
+    if (s.kind == InputSpec::Kind::Ones && !s.shape.empty() && has(n, {"mask"}) && !has(n, {"past", "cache"}))
+      mask = std::max(mask, s.shape.back());
+    else if (s.shape.size() >= 3 && is_float_dtype(s.dtype) && has(n, {"past", "cache"}))
+      past = std::max(past, s.shape[s.shape.size() - 2]);
+  }
+  for (InputSpec& s : plan.inputs) {
+    if (s.kind != InputSpec::Kind::Positions || s.shape.empty()) continue;
+    const int64_t first = mask > s.shape.back() ? mask - s.shape.back() : std::max<int64_t>(past, 0);
+    if (first <= 0) continue;
+    s.first = first;
+    plan.notes.push_back("input '" + s.name + "': positions " + std::to_string(first) + ".." +
+                         std::to_string(first + s.shape.back() - 1) + ", after the " + std::to_string(first) +
+                         " past tokens");
+  }
+}
+
 // How an integer input is used, found by following it through casts and reshapes, and into the
 // If/Loop/Scan bodies that read it.
 struct IntUse {
@@ -127,14 +152,22 @@ void follow_int(const Graph& g, ValueId v, IntUse& u, int depth = 0) {
 // The size a symbolic dim gets when the user gives none (the one place defaults are chosen, so
 // that a solver of relations between dims can replace it): batch-like dims 1, every other
 // dim the documented default sequence length except on axis 0, where it is 1.
-int64_t default_dim(const std::string& key, size_t axis) {
+int64_t default_dim(const std::string& key, size_t axis, int64_t sequence) {
   const std::string k = lower(key);
   if (has(k, {"batch"})) return 1;
-  if (has(k, {"seq", "len", "token", "position", "time", "frame"})) return kDefaultSequence;
+  if (has(k, {"seq", "len", "token", "position", "time", "frame"})) return sequence;
   return axis == 0 ? 1 : kDefaultSequence;
 }
 
-InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const std::map<std::string, int64_t>& dims) {
+int64_t verification_sequence(uint64_t weight_bytes) {
+  constexpr uint64_t kFull = uint64_t{1} << 30;  // weights verified at kDefaultSequence tokens
+  int64_t n = kDefaultSequence;
+  while (n > 16 && weight_bytes / static_cast<uint64_t>(kDefaultSequence / n) > kFull) n /= 2;
+  return n;
+}
+
+InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const std::map<std::string, int64_t>& dims,
+                      int64_t sequence) {
   InputPlan plan;
   Uses uses(g);
   std::map<std::string, int64_t> chosen;
@@ -167,10 +200,11 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
       else if (auto it3 = chosen.find(key); it3 != chosen.end())
         val = it3->second;
       else {
-        val = default_dim(key, i);
+        val = default_dim(key, i, sequence);
         if (!chosen.count(key))
-          plan.notes.push_back("dim '" + key + "' = " + std::to_string(val) + " (default; set with --dim " + key +
-                               "=N)");
+          plan.notes.push_back("dim '" + key + "' = " + std::to_string(val) + " (default" +
+                               (val == sequence && sequence != kDefaultSequence ? " for a model of this size" : "") +
+                               "; set with --dim " + key + "=N)");
       }
       chosen[key] = val;
       s.shape.push_back(val);
@@ -207,6 +241,7 @@ InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const 
     plan.inputs.push_back(std::move(s));
   }
   fit_dim_relations(g, plan, chosen, given, keys);
+  first_positions(plan);
   // Lengths and counts range up to the longest dim of the inputs past their first axis (the
   // sequence a `lengths` input describes), or the default sequence length.
   int64_t longest = 0;
@@ -283,7 +318,7 @@ std::vector<Tensor> make_inputs(const InputPlan& plan, uint64_t seed) {
       case InputSpec::Kind::Zeros: break;
       case InputSpec::Kind::Positions: {
         const int64_t last = s.shape.empty() ? 1 : std::max<int64_t>(s.shape.back(), 1);
-        for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i % last);
+        for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(s.first + i % last);
         break;
       }
     }
@@ -469,7 +504,7 @@ double parse_value(const std::string& spec, const std::string& text) {
 }  // namespace
 
 SeedInputs::SeedInputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
-                       const UserInputs& user) {
+                       const UserInputs& user, int64_t sequence) {
   std::map<std::string, std::string> given_by;
   // Inputs for every seed first: their dims hold for every set.
   std::vector<std::vector<Loaded>> sets;
@@ -537,7 +572,7 @@ SeedInputs::SeedInputs(const Graph& g, const std::vector<ValueId>& values, std::
   }
   // A dim no input has is the caller's to refuse (the command line does, io/input_dims.h; the
   // optimizer's verification passes the dims it specialised, which a model may lack).
-  plan_ = plan_inputs(g, values, dims);
+  plan_ = plan_inputs(g, values, dims, sequence);
   for (auto& loaded : sets) {
     Set set;
     std::map<std::string, int64_t> set_dims = dims;
@@ -549,7 +584,7 @@ SeedInputs::SeedInputs(const Graph& g, const std::vector<ValueId>& values, std::
       set.tensors[i] = fit_input(g, values[i], std::string(str(g.value_name(values[i]))), l.what, std::move(l.tensor),
                                  set_dims, set_given_by);
     }
-    set.plan = plan_inputs(g, values, set_dims);
+    set.plan = plan_inputs(g, values, set_dims, sequence);
     sets_.push_back(std::move(set));
   }
   // Notes on how an input is generated ("values in [0, 2)") are wrong for one the user gave.

@@ -7,7 +7,9 @@
 //   - integer lengths and counts (a Range limit, an Expand/Tile/ConstantOfShape/Reshape shape
 //     operand, compared with a computed tensor as in a sequence mask, or named len/count/num_):
 //     values in [1, L], L the longest input dim past axis 0; the full L on seed 0
-//   - names with "mask": ones; "position": 0..n-1 along the last axis; "token_type"/"segment": 0
+//   - names with "mask": ones; "position": p..p+n-1 along the last axis, p the tokens before them
+//     (a decoder with past: the attention mask's length minus the positions', else the past
+//     input's sequence axis; 0 without either); "token_type"/"segment": 0
 //   - bool: true; floats: normal(0, 1), except names with "scale": uniform [0.5, 1.5)
 // Symbolic dims come from `dims` (by dim name, or by "input:axis"), else default_dim(). Every
 // defaulted dim is listed in InputSpec::notes so the user can be told.
@@ -28,6 +30,7 @@ struct InputSpec {
   Shape shape;
   enum class Kind { Normal, TokenIds, Ones, Zeros, Positions, True, Length, Choice, Scale } kind = Kind::Normal;
   int64_t id_range = 0;         // TokenIds: values in [0, id_range); Length: in [1, id_range]
+  int64_t first = 0;            // Positions: the first position (the past's length)
   std::vector<double> choices;  // Choice: seed s takes choices[s % size]
 };
 
@@ -41,11 +44,20 @@ struct InputPlan {
 inline constexpr int64_t kDefaultSequence = 128;
 // The size of a symbolic dim the user did not give: `key` is its name (or "input:axis" when
 // unnamed), `axis` its position. Batch-like dims get 1, sequence-like ones (seq, len, token,
-// position, time, frame) kDefaultSequence, the others 1 on axis 0 and kDefaultSequence elsewhere.
-int64_t default_dim(const std::string& key, size_t axis);
+// position, time, frame) `sequence`, the others 1 on axis 0 and kDefaultSequence elsewhere.
+int64_t default_dim(const std::string& key, size_t axis, int64_t sequence = kDefaultSequence);
 
-// The inputs of `g` listed in `values` (e.g. Session::input_values()).
-InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const std::map<std::string, int64_t>& dims);
+// The default sequence length verification runs a model at, from its weight bytes: each token
+// costs ~2 FLOPs per weight, so kDefaultSequence up to 1 GiB of weights, then fewer tokens as the
+// weights grow (a power of two, at least 16). Phi-1.5 (5.3 GiB) at 128 tokens spent 38 s of a
+// 66 s optimize in 6 runs of 360 GFLOP; the sizes still cover every op and the attention's
+// masks, and --verify-dim / --dim set any other.
+int64_t verification_sequence(uint64_t weight_bytes);
+
+// The inputs of `g` listed in `values` (e.g. Session::input_values()); `sequence` is the default
+// of sequence-like dims.
+InputPlan plan_inputs(const Graph& g, const std::vector<ValueId>& values, const std::map<std::string, int64_t>& dims,
+                      int64_t sequence = kDefaultSequence);
 
 // Tensors for one seed (same seed, same plan: same bytes).
 std::vector<Tensor> make_inputs(const InputPlan& plan, uint64_t seed);
@@ -88,7 +100,7 @@ struct UserInputs {
 class SeedInputs {
  public:
   SeedInputs(const Graph& g, const std::vector<ValueId>& values, std::map<std::string, int64_t> dims,
-             const UserInputs& user);
+             const UserInputs& user, int64_t sequence = kDefaultSequence);
   size_t sets() const { return sets_.size(); }
   // Run `index` (0-based within the run) with generation seed `seed`: input set `index` when
   // there is one, else generated inputs; the inputs given for every seed in both cases.

@@ -4,6 +4,7 @@
   /usr/bin/python3 tools/models/export_zoo.py --small            # CI set, seconds, cached
   /usr/bin/python3 tools/models/export_zoo.py                    # full-size set
   /usr/bin/python3 tools/models/export_zoo.py --tinyllama        # + TinyLlama-1.1B shape (4.4 GB)
+  /usr/bin/python3 tools/models/export_zoo.py --tinyllama-past   # + TinyLlama-1.1B with KV cache (4.4 GB)
   /usr/bin/python3 tools/models/export_zoo.py --phi15 --gemma2b  # + Phi-1.5, Gemma-2B shapes (5.7, 10 GB fp32)
   /usr/bin/python3 tools/models/export_zoo.py --only bert_small,resnet_small_bn --out /tmp/zoo
   /usr/bin/python3 tools/models/export_zoo.py --list
@@ -24,7 +25,8 @@ Models (`--list` prints them with their sets; CI-size configurations are the `--
   bert / roberta   bert_base, roberta_base                        bert_small, roberta_mini
   distilbert       distilbert_base                                distilbert_small
   gpt2 / llama     gpt2, gpt2_lm, gpt2_past, tinyllama_2l,        gpt2_small_cfg, gpt2_small_lm, gpt2_small_past,
-                   tinyllama (--tinyllama)                        llama_small, llama_small_past
+                   tinyllama (--tinyllama), tinyllama_past        llama_small, llama_small_past
+                   (--tinyllama-past)
   phi / gemma      phi15, gemma2b (+ `_past`; --phi15, --gemma2b) phi_small, gemma_small (+ `_past`)
   whisper_encoder  whisper_tiny_enc, whisper_base_enc             whisper_small_enc
   deit             deit_small (distilled: CLS + distillation      deit_mini
@@ -49,6 +51,10 @@ them with torch through ONNX Runtime.
 `_fn` (bert_small_fn, llama_small_fn): the flat twins' weights exported at opset 15 with
 export_modules_as_functions; their layer, attention and MLP modules are model-local functions
 (FunctionProto) the main graph calls.
+
+Full-size decoders (Phi-1.5, Gemma-2B, TinyLlama with past) are exported the lean way
+(attach_parameters: peak RAM ~1.4x the fp32 weights instead of torch's ~2.3x), so their random
+values differ from a plain export of the same seed.
 
 Output: `<out>/<name>.onnx` (TinyLlama, Phi-1.5, Gemma-2B: `<out>/<name>/model.onnx` + one file per
 tensor) and
@@ -241,6 +247,10 @@ def registry() -> list[Spec]:
                       notes="TinyLlama-1.1B layer shapes, 2 of its 22 layers (fits in one file)"))
     specs.append(Spec("tinyllama", "llama", ("tinyllama",), dict(TINYLLAMA), subdir=True,
                       notes="full TinyLlama-1.1B shape, external data (one file per tensor)"))
+    # llama_small_past's mask spelling at full size (5916 nodes); lean, so ~6 GiB RAM instead of ~10
+    specs.append(Spec("tinyllama_past", "llama", ("tinyllama_past",),
+                      dict(TINYLLAMA, use_cache=True, mask="prepare_4d"), subdir=True, extra=lean,
+                      notes="full TinyLlama-1.1B shape with KV cache (optimum layout), external data"))
     specs.append(Spec("whisper_tiny_enc", "whisper_encoder", F,
                       dict(num_mel_bins=80, d_model=384, encoder_layers=4, encoder_attention_heads=6,
                            encoder_ffn_dim=1536, max_source_positions=1500)))
@@ -833,6 +843,8 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="the small CI configurations (default: full-size set)")
     ap.add_argument("--tinyllama", action="store_true", help="also export the full TinyLlama-1.1B shape (4.4 GB)")
+    ap.add_argument("--tinyllama-past", action="store_true", help="also export the full TinyLlama-1.1B shape "
+                    "with KV cache in optimum's layout (4.4 GB, ~7 GiB RAM)")
     ap.add_argument("--phi15", action="store_true", help="also export the full Phi-1.5 shape, with and without "
                     "KV cache (5.7 GB each, ~8 GiB RAM)")
     ap.add_argument("--gemma2b", action="store_true", help="also export the full Gemma-2B shape, with and without "
@@ -855,7 +867,7 @@ def main() -> int:
         todo = [by_name[n] for n in names]
     else:
         wanted = {"small"} if a.small else {"full"}
-        for flag in ("tinyllama", "phi15", "gemma2b"):
+        for flag in ("tinyllama", "tinyllama_past", "phi15", "gemma2b"):
             if getattr(a, flag):
                 wanted.add(flag)
         todo = [s for s in specs if wanted & set(s.sets)]
@@ -895,7 +907,7 @@ def main() -> int:
         if not a.force and old and old.get("stamp") == stamp and (out / spec.file).exists():
             cached.append(spec.name)
             continue
-        need = {"tinyllama": (14, 10), "phi15": (8, 7), "phi15_past": (8, 7), "gemma2b": (15, 11),
+        need = {"tinyllama": (14, 10), "tinyllama_past": (7, 5), "phi15": (8, 7), "phi15_past": (8, 7), "gemma2b": (15, 11),
                 "gemma2b_past": (15, 11)}.get(spec.name)
         if need:
             problem = check_resources(out, need_ram_gb=need[0], need_disk_gb=need[1])
