@@ -34,7 +34,7 @@ struct Reference::Impl {
   // the model's size again, and packing it cost more than a few runs' in-tile packing saves
   // (TinyLlama-1.1B: peak RSS 4.1 GiB -> 0.6 GiB and faster; docs/benchmarks.md, "Measurements that
   // decided the code").
-  static bool stream_weights(const Model& m) { return m.tensors.total_bytes() > (uint64_t{512} << 20); }
+  static bool stream_weights(const Model& m) { return rt::weights_dominate(m); }
   static std::function<void(const rt::VerifyProgress&)> progress_of(const VerifyOptions& o) {
     if (!o.progress) return nullptr;
     return [f = o.progress](const rt::VerifyProgress& p) { f(p.line()); };

@@ -449,6 +449,8 @@ VerifyReport Reference::check(const Model& candidate, double atol, double rtol, 
   return rep;
 }
 
+bool weights_dominate(const Model& m) { return m.tensors.total_bytes() > (uint64_t{512} << 20); }
+
 VerifyReport verify(const Model& reference, const Model& candidate, const VerifyOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   // Models whose weights dominate memory read them in place, as optimize's verification does
@@ -456,8 +458,7 @@ VerifyReport verify(const Model& reference, const Model& candidate, const Verify
   // copies, 8.0 GiB anonymous for 4.1 GiB of weights (390 MiB in place). Seeds stay in parallel:
   // in place, a second seed in flight adds only its activations.
   VerifyOptions o = options;
-  if (std::max(reference.tensors.total_bytes(), candidate.tensors.total_bytes()) > (uint64_t{512} << 20))
-    o.stream_weights = true;
+  if (weights_dominate(reference) || weights_dominate(candidate)) o.stream_weights = true;
   VerifyReport r = Reference(reference, std::move(o)).check(candidate);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

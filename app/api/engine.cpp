@@ -76,6 +76,14 @@ int64_t ort_capped_opset(const Model& m, const passes::TargetProfile& target, in
 OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSettings& s) {
   using namespace onnxforge::passes;
   if (s.seeds < 1 && s.verify) fail("verification needs at least 1 seed (got ", s.seeds, ")");
+  // Options of a check that does not run would be dropped without a word (the CLI's names; Python
+  // says verify_dims= / verify_decode= for the same settings).
+  if (!s.verify && !s.verify_dims.empty())
+    fail_usage(
+        "--verify-dim sizes verification, which --no-verify skips: drop one of them (--dim fixes sizes in "
+        "the output)");
+  if (!s.verify && s.verify_decode > 0)
+    fail_usage("--verify-decode verifies generation after the verification that --no-verify skips: drop one of them");
   auto t0 = Clock::now();
   auto say = [&](const std::string& line) {
     if (s.progress) s.progress(line);

@@ -65,11 +65,6 @@ int list_passes(bool json) {
 int run(const Options& o) {
   if (o.list) return list_passes(o.json);
   if (o.in.empty()) fail_usage("optimize needs an input model and an output (or --list-passes)");
-  // Sizes for a check that does not run would be dropped without a word.
-  if (o.no_verify && !o.verify_dims.empty())
-    fail_usage(
-        "--verify-dim sizes verification, which --no-verify skips: drop one of them (--dim fixes sizes in "
-        "the output)");
   const std::string& out = o.out.required("optimize");
   if (o.force) std::cerr << "note: --force is deprecated; it means --overwrite --write-unverified\n";
   const bool overwrite = o.overwrite || o.force, write_unverified = o.write_unverified || o.force;

@@ -30,4 +30,15 @@ TEST(CliVerifyDim, WithNoVerifyIsAUsageError) {
   EXPECT_EQ(r.code, 0) << r.describe();
 }
 
+// --verify-decode likewise: generation is verified after the verification --no-verify skips.
+TEST(CliVerifyDim, VerifyDecodeWithNoVerifyIsAUsageError) {
+  const fs::path model = zoo_model("llama_small_past");
+  const fs::path out = temp_dir("cli_verify_decode") / "out.onnx";
+  CliResult r = run_cli({"optimize", model.string(), "-o", out.string(), "--no-verify", "--verify-decode", "2"});
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_NE(r.err.find("--verify-decode"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--no-verify"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
