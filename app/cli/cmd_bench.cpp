@@ -97,7 +97,7 @@ Command reg{
       app.add_flag("--vs-nchw", o->vs_nchw, "Likewise for the --vs model (--vs MODEL --vs-nchw: the layout's gain)");
       app.add_flag("--profile", o->profile, "Time every kernel; print the time per op type and the slowest steps");
       app.add_flag("--json", o->json, "Print JSON");
-      return [o] { return run(*o); };
+      return [o] { return on_model(o->model, [&] { return run(*o); }); };
     }};
 
 }  // namespace

@@ -127,7 +127,7 @@ Command reg{"run", "Run a model on generated or given inputs; write outputs as .
               app.add_option("--save-inputs", o->save_inputs, "Folder to write the inputs used (<name>.npy)");
               app.add_flag("--overwrite", o->overwrite, "Replace existing .npy files in --out / --save-inputs");
               app.add_flag("--json", o->json, "Print JSON");
-              return [o] { return run(*o); };
+              return [o] { return on_model(o->model, [&] { return run(*o); }); };
             }};
 
 }  // namespace

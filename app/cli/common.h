@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/model_io.h"
+#include "ir/error.h"
 #include "io/safe_file.h"
 #include "ir/graph.h"
 
@@ -21,6 +22,20 @@ namespace onnxforge::cli {
 struct DimOptions {
   std::vector<std::string> dims, input_shapes;
 };
+// Runs a command on one model file: an error that names no file of its own (a kernel that
+// refuses its inputs, a shape that does not broadcast) is about that model, so `--json` says which
+// file. Usage errors stay about the command line; an error naming its own file (an --inputs file)
+// keeps it.
+template <class F>
+int on_model(const std::string& model, F&& run) {
+  try {
+    return run();
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Usage) throw;
+    throw e.about(model);
+  }
+}
+
 void add_dim_options(CLI::App& app, DimOptions& o, const std::string& what = "");
 
 // Sizes of symbolic dims for the runtime's inputs and the passes: every --dim, plus the named

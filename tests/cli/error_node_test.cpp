@@ -54,7 +54,15 @@ TEST(CliErrorNode, AKernelRefusingItsShapesNamesTheNode) {
   write_model(m, p);
   json e = run_error(p);
   EXPECT_EQ(e["node"], "add0");
+  EXPECT_EQ(e["file"], p.string());  // the model whose node refused
   EXPECT_THAT(e["message"].get<std::string>(), HasSubstr("node 'add0' (Add)"));
+  // bench names the model too; a usage error names no file.
+  CliResult b = run_cli({"bench", p.string(), "--json"});
+  EXPECT_EQ(b.code, 2) << b.describe();
+  EXPECT_EQ(json::parse(b.out)["error"]["file"], p.string());
+  CliResult u = run_cli({"run", p.string(), "--json", "--dim", "nonsense"});
+  EXPECT_EQ(u.code, 2) << u.describe();
+  EXPECT_TRUE(json::parse(u.out)["error"]["file"].is_null()) << u.out;
   // An unnamed node is named by its op and index.
   m.mutable_graph()->mutable_node(0)->clear_name();
   write_model(m, p);
