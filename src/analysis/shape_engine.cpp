@@ -159,6 +159,7 @@ SymDim OpCtx::fresh() { return eng.fresh(); }
 void OpCtx::conflict(std::string message) { eng.conflict(g, n, ValueId{}, std::move(message)); }
 
 void OpCtx::relate(const SymDim& a, const SymDim& b, bool broadcast) { eng.relate(g, n, a, b, broadcast); }
+bool OpCtx::relating() const { return eng.collecting_relations(); }
 
 std::optional<size_t> OpCtx::axis(int64_t a, size_t rank) {
   int64_t r = static_cast<int64_t>(rank);

@@ -71,6 +71,9 @@ class OpCtx {
   void conflict(std::string message);
   // Records that the op needs `a` == `b` (or, `broadcast`, either of them 1): DimRelation.
   void relate(const SymDim& a, const SymDim& b, bool broadcast = true);
+  // Whether relations are being recorded (dim_relations()): an op computes the sides of a costly
+  // relation only then.
+  bool relating() const;
   // Normalizes a possibly negative axis against `rank`; records a conflict when out of range.
   std::optional<size_t> axis(int64_t a, size_t rank);
 
@@ -118,6 +121,7 @@ class Engine {
   void relate(const Graph& g, NodeId n, const SymDim& a, const SymDim& b, bool broadcast);
   // Where relate() records (dim_relations(); nothing when null).
   void collect_relations(std::vector<DimRelation>* out) { relations_ = out; }
+  bool collecting_relations() const { return relations_ != nullptr; }
   std::optional<std::vector<double>> constant_floats(const Graph& g, ValueId v);
   // Type, shape and (small integer tensors) value of a stored tensor.
   VState from_tensor(TensorId t, bool track_value);

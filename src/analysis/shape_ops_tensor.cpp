@@ -137,6 +137,12 @@ void reshape(OpCtx& c) {
       q = SymDim::quotient(x.dims, others);
     }
     out[*infer] = q ? *q : c.fresh();
+  } else if (x.ranked && c.relating()) {
+    // Without a -1 the target must hold x's elements: x [n] -> [2, m] needs n = 2·m.
+    SymDim px = SymDim::constant(1), po = SymDim::constant(1);
+    for (const SymDim& d : x.dims) px = px * d;
+    for (const SymDim& d : out) po = po * d;
+    if (px != po) c.relate(px, po, /*broadcast=*/false);
   }
   c.set(0, t, out);
   if (const auto* v = c.value(0); v && out.size() <= 1) c.set_value(0, *v);

@@ -139,5 +139,31 @@ TEST(DimRelations, GeneratedInputsOfADecoderWithPastRun) {
       Error);
 }
 
+// A Reshape without -1 must keep its input's elements: packed [n] values reshaped to the [2, m]
+// of another input need n = 2·m. The generated sizes satisfy it (n re-derived), the model runs,
+// and sizes given against it are an error naming the Reshape, not a kernel failure later.
+TEST(DimRelations, AReshapeRelatesTheElementCounts) {
+  GraphBuilder b(14);
+  ValueId x = b.input("x", {-1}, DType::Float, {"n"});
+  ValueId y = b.input("y", {2, -1}, DType::Float, {"", "m"});
+  ValueId r = b.node("Reshape", {x, b.node("Shape", {y})}, {}, "unpack");
+  b.output(b.node("Add", {r, y}));
+  bool found = false;
+  for (const DimRelation& rel : dim_relations(b.model())) {
+    const std::string a = rel.a.str(), c = rel.b.str();
+    found = found || (a == "n" && c == "2*m") || (a == "2*m" && c == "n") || (a == "n" && c == "m*2");
+  }
+  EXPECT_TRUE(found);
+  rt::Session s(b.model());
+  rt::InputPlan plan = rt::plan_inputs(b.g(), s.input_values(), {{"m", 5}});
+  ASSERT_EQ(plan.inputs.size(), 2u);
+  EXPECT_EQ(plan.inputs[0].shape, (rt::Shape{10}));
+  EXPECT_EQ(s.run(rt::make_inputs(plan, 0))[0].shape, (rt::Shape{2, 5}));
+  try {
+    rt::plan_inputs(b.g(), s.input_values(), {{"m", 5}, {"n", 7}});
+    ADD_FAILURE() << "contradicting sizes were accepted";
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("unpack"), std::string::npos) << e.what(); }
+}
+
 }  // namespace
 }  // namespace onnxforge
