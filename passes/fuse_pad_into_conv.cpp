@@ -29,7 +29,10 @@ struct Match {
   std::vector<int64_t> pads;  // the reader's new pads attribute
 };
 
-// The Pad's pads over every axis of its input (begin..., end...), when they are constants.
+// The Pad's pads over every axis of its input (begin..., end...), when they are constants. The
+// runtime's pad_into_conv (runtime/ops/conv.cpp, zero_spatial_pads) reads the same parameters with
+// its own code on purpose: verification runs the original through that fusion, so one shared
+// reader's mistake would fold the Pad wrongly here and hide from the check.
 std::optional<std::vector<int64_t>> pad_amounts(const Graph& g, NodeId pad, int64_t opset) {
   if (opset < 11) {
     auto a = g.attr(pad, "pads") || opset >= 2 ? g.attr_ints(pad, "pads") : g.attr_ints(pad, "paddings");

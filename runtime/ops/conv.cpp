@@ -425,6 +425,8 @@ void pad_conv(OpContext& c) {
 
 }  // namespace
 
+// Kept apart from passes/fuse_pad_into_conv.cpp's reader of the same parameters: the original is
+// verified through this fusion, which must not share its reading with the pass under test.
 std::optional<std::vector<int64_t>> zero_spatial_pads(const Graph& g, NodeId pad, int64_t opset) {
   if (!is(g, pad, "Pad") || g.inputs(pad).empty() || g.attr_string(pad, "mode", "constant") != "constant")
     return std::nullopt;
