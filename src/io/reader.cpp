@@ -241,9 +241,12 @@ class Reader {
   // An initializer with the name of a graph input is the input's default value (IR < 4 lists
   // every initializer as an input). One of another element type or shape than the input declares
   // cannot be that default: whether the declaration or the tensor is meant is anyone's guess, so
-  // it is refused (docs/cli.md, "Files onnxforge reads").
+  // it is refused (docs/cli.md, "Files onnxforge reads"). The same holds for a graph output or a
+  // value_info entry naming an initializer: the declaration would replace the tensor's type in
+  // the graph, and a writer that declares IR < 4 initializers as inputs would turn it into a
+  // shadowed input the reader then refuses.
   void check_shadowed_inputs(const Graph& g) const {
-    for (ValueId v : g.graph_inputs()) {
+    for (ValueId v : g.initializers()) {
       TensorId t = g.init_tensor_[v.index()];
       if (!t.valid()) continue;
       const DType dt = model_.tensors.dtype(t);
@@ -264,9 +267,13 @@ class Reader {
               (i ? "," : "") + (shape[i].known() ? std::to_string(shape[i].value) : std::string(str(shape[i].param)));
         declared = " [" + declared + "]";
       }
-      fail(file_.path().string(), ": graph input '", str(g.value_name(v)), "' is declared ", dtype_name(g.dtype(v)),
-           declared, " but the initializer of the same name holds ", dtype_name(dt), " [", tshape,
-           "]; an initializer shadowing an input must match its declared type and shape");
+      const bool input = g.flags_[v.index()] & Graph::kInput;
+      fail(file_.path().string(), ": ", input ? "graph input '" : "initializer '", str(g.value_name(v)),
+           input ? "' is declared " : "' is declared (graph output or value_info) ", dtype_name(g.dtype(v)), declared,
+           input ? " but the initializer of the same name holds " : " but the tensor holds ", dtype_name(dt), " [",
+           tshape, "]; ",
+           input ? "an initializer shadowing an input must match its declared type and shape"
+                 : "a declaration of an initializer must match its type and shape");
     }
   }
 

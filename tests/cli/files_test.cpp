@@ -306,6 +306,22 @@ TEST(Files, DeclarationsThatCannotBeRunAreBadInput) {
   auto shadow = add_model();
   *shadow.mutable_graph()->add_input() = tensor_info("w", kInt64, {3});
   check("shadow", shadow, "initializer of the same name holds float32 [64,64]");
+  // A value_info or graph output naming an initializer with another type: the declaration
+  // replaced the tensor's type in the graph, and an IR 3 model saved again (its initializers
+  // declared as inputs) became one the reader refuses.
+  auto declared = add_model();
+  *declared.mutable_graph()->add_value_info() = tensor_info("w", kInt64, {64, 64});
+  check("value_info", declared, "initializer 'w' is declared (graph output or value_info) int64 [64,64]");
+  declared.set_ir_version(3);
+  check("value_info_ir3", declared, "but the tensor holds float32 [64,64]");
+  auto as_output = add_model();
+  *as_output.mutable_graph()->add_output() = tensor_info("w", kFloat, {64, 3});
+  check("output", as_output, "a declaration of an initializer must match its type and shape");
+  // Declarations that agree, or say less, are accepted.
+  auto agrees = add_model();
+  *agrees.mutable_graph()->add_value_info() = tensor_info("w", kFloat, {64, 64});
+  write_model(agrees, f.at("agrees.onnx"));
+  EXPECT_EQ(run_cli({"run", f.at("agrees.onnx")}).code, 0);
   // The same input declared as the initializer is: a default value, accepted.
   auto same = add_model();
   *same.mutable_graph()->add_input() = tensor_info("w", kFloat, {64, 64});
