@@ -50,10 +50,12 @@ ValueId Edits::ints_constant(std::string_view hint, const std::vector<int64_t>& 
                       std::as_bytes(std::span<const int64_t>(v)));
 }
 
-ValueId Edits::scalar_constant(std::string_view hint, DType t, double x) {
-  std::byte bytes[8];
+namespace {
+
+// `x` as one element of type `t` into `out` (8 bytes): its size, 0 for a type with no scalar.
+size_t encode_scalar(DType t, double x, std::byte* out) {
   size_t n = 0;
-  auto put = [&](const auto v) { std::memcpy(bytes, &v, n = sizeof v); };
+  auto put = [&](const auto v) { std::memcpy(out, &v, n = sizeof v); };
   switch (t) {
     case DType::Float: put(static_cast<float>(x)); break;
     case DType::Double: put(x); break;
@@ -65,25 +67,23 @@ ValueId Edits::scalar_constant(std::string_view hint, DType t, double x) {
     case DType::Int8: put(static_cast<int8_t>(x)); break;
     case DType::Uint8: put(static_cast<uint8_t>(x)); break;
     case DType::Bool: put(static_cast<uint8_t>(x != 0)); break;
-    default: fail("internal: no scalar constant of type ", dtype_name(t));
+    default: break;
   }
+  return n;
+}
+
+}  // namespace
+
+ValueId Edits::scalar_constant(std::string_view hint, DType t, double x) {
+  std::byte bytes[8];
+  const size_t n = encode_scalar(t, x, bytes);
+  if (n == 0) fail("internal: no scalar constant of type ", dtype_name(t));
   return new_constant(hint, t, {}, std::span<const std::byte>(bytes, n));
 }
 
 bool Edits::scalar_type(DType t) {
-  switch (t) {
-    case DType::Float:
-    case DType::Double:
-    case DType::Float16:
-    case DType::BFloat16:
-    case DType::Int64:
-    case DType::Int32:
-    case DType::Int16:
-    case DType::Int8:
-    case DType::Uint8:
-    case DType::Bool: return true;
-    default: return false;
-  }
+  std::byte bytes[8];
+  return encode_scalar(t, 0, bytes) != 0;
 }
 
 ValueId Edits::new_deferred_constant(std::string_view hint, DType t, std::span<const int64_t> dims, uint64_t size,

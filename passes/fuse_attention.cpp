@@ -734,9 +734,9 @@ bool apply(Edits& e, const Match& m) {
     if (*p && e.any_touched(std::span<const NodeId>((*p)->shapes))) return false;
   const std::span<const NodeId> tags(m.nodes);
   Builder b(e, tags);
-  ValueId q = heads::emit(e, m.q.source, m.q.conv, tags);
-  ValueId k = heads::emit(e, m.k.source, m.k.conv, tags);
-  ValueId v = heads::emit(e, m.v.source, m.v.conv, tags);
+  ValueId q = heads::emit(b, m.q.source, m.q.conv);
+  ValueId k = heads::emit(b, m.k.source, m.k.conv);
+  ValueId v = heads::emit(b, m.v.source, m.v.conv);
   std::vector<ValueId> inputs{q, k, v};
   if (!m.mask.empty() && !m.causal) inputs.push_back(mask_input(b, m));
   if (m.past_k) {
@@ -752,7 +752,7 @@ bool apply(Edits& e, const Match& m) {
   if (m.scale) attrs.push_back(NewAttr::Float("scale", *m.scale));
   if (m.causal) attrs.push_back(NewAttr::Int("is_causal", 1));
   if (!m.past_k)
-    return heads::replace_block(e, m.nodes, m.out, "Attention", std::move(inputs), std::move(attrs), m.out_conv,
+    return heads::replace_block(b, m.nodes, m.out, "Attention", std::move(inputs), std::move(attrs), m.out_conv,
                                 "attention");
   // present_key/present_value take over the Concats' outputs (the graph outputs keep their names).
   const ValueId y = b.value("attention"), pk = b.value("present_key"), pv = b.value("present_value");
@@ -763,7 +763,7 @@ bool apply(Edits& e, const Match& m) {
       e.g.set_type(to, e.g.dtype(from), dims);
     }
   b.add("Attention", std::move(inputs), {y, pk, pv}, std::move(attrs));
-  e.replace_uses(m.out, heads::emit(e, y, m.out_conv, tags));
+  e.replace_uses(m.out, heads::emit(b, y, m.out_conv));
   for (const auto* p : {&m.past_k, &m.past_v})
     for (NodeId sh : (*p)->shapes) reshape_shape_reader(b, sh, **p, q, m.rank == 3 ? 1 : 2);
   e.replace_uses(m.past_k->present, pk);

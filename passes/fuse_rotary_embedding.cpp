@@ -549,9 +549,8 @@ void table_caches(Builder& b, const Match& m, ValueId x, std::vector<ValueId>& i
 
 bool apply(Edits& e, const Match& m) {
   if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
-  const std::span<const NodeId> tags(m.nodes);
-  Builder b(e, tags);
-  const ValueId x = heads::emit(e, m.source, m.in_conv, tags);
+  Builder b(e, m.nodes);
+  const ValueId x = heads::emit(b, m.source, m.in_conv);
   std::vector<ValueId> inputs{x};
   if (m.cache == Cache::InGraph)
     in_graph_caches(b, m, x, inputs);
@@ -561,7 +560,7 @@ bool apply(Edits& e, const Match& m) {
   if (m.interleaved) attrs.push_back(NewAttr::Int("interleaved", 1));
   if (m.rot_dim) attrs.push_back(NewAttr::Int("rotary_embedding_dim", m.rot_dim));
   if (m.rank == 3) attrs.push_back(NewAttr::Int("num_heads", m.heads));
-  return heads::replace_block(e, m.nodes, m.out, "RotaryEmbedding", std::move(inputs), std::move(attrs), m.out_conv,
+  return heads::replace_block(b, m.nodes, m.out, "RotaryEmbedding", std::move(inputs), std::move(attrs), m.out_conv,
                               "rotary");
 }
 
