@@ -92,7 +92,8 @@ NodeId Builder::rebuild(std::string_view op, std::vector<ValueId> inputs, std::v
                         std::optional<std::vector<ValueId>> outputs) {
   while (!inputs.empty() && !inputs.back().valid()) inputs.pop_back();
   const Graph& g = e_.g;
-  std::vector<ValueId> outs = outputs ? std::move(*outputs) : std::vector<ValueId>(g.outputs(from_).begin(), g.outputs(from_).end());
+  std::vector<ValueId> outs =
+      outputs ? std::move(*outputs) : std::vector<ValueId>(g.outputs(from_).begin(), g.outputs(from_).end());
   return e_.rebuild(from_, op, std::move(inputs), std::move(outs), std::move(attrs));
 }
 

@@ -93,7 +93,9 @@ class Builder {
                  std::optional<std::vector<ValueId>> outputs = std::nullopt);
 
  private:
-  std::string name(std::string_view hint) const { return prefix_.empty() ? std::string(hint) : prefix_ + "/" + std::string(hint); }
+  std::string name(std::string_view hint) const {
+    return prefix_.empty() ? std::string(hint) : prefix_ + "/" + std::string(hint);
+  }
   Edits& e_;
   std::vector<NodeId> tags_;
   NodeId from_;

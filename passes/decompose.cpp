@@ -1,6 +1,5 @@
 #include "passes/decompose.h"
 
-
 #include "ir/error.h"
 #include "passes/fusion_patterns.h"
 #include "passes/graph_util.h"

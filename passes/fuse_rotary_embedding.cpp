@@ -505,8 +505,7 @@ ValueId half_table(Builder& b, TensorId t, int64_t rows, int64_t width, bool int
 ValueId batch_seq(Builder& b, const Match& m, ValueId x) {
   if (!m.bs.constant.empty()) return b.ints("rope_batch_seq", m.bs.constant);
   if (m.bs.input.valid()) return b.named("rope_batch_seq", "Shape", {m.bs.input});
-  if (m.rank == 3)
-    return b.named("rope_batch_seq", "Shape", {x}, {NewAttr::Int("start", 0), NewAttr::Int("end", 2)});
+  if (m.rank == 3) return b.named("rope_batch_seq", "Shape", {x}, {NewAttr::Int("start", 0), NewAttr::Int("end", 2)});
   const ValueId batch = b.named("rope_batch", "Shape", {x}, {NewAttr::Int("start", 0), NewAttr::Int("end", 1)});
   const ValueId seq = b.named("rope_seq", "Shape", {x}, {NewAttr::Int("start", 2), NewAttr::Int("end", 3)});
   return b.named("rope_batch_seq", "Concat", {batch, seq}, {NewAttr::Int("axis", 0)});
@@ -522,7 +521,8 @@ void in_graph_caches(Builder& b, const Match& m, ValueId x, std::vector<ValueId>
   }
   ValueId c = b.named("rope_cos", "Cos", {f}), s = b.named("rope_sin", "Sin", {f});
   if (m.freqs_cast)
-    for (ValueId* v : {&c, &s}) *v = b.named("rope_cache", "Cast", {*v}, {NewAttr::Int("to", static_cast<int64_t>(m.dtype))});
+    for (ValueId* v : {&c, &s})
+      *v = b.named("rope_cache", "Cast", {*v}, {NewAttr::Int("to", static_cast<int64_t>(m.dtype))});
   inputs.push_back(c);
   inputs.push_back(s);
 }

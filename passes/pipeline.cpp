@@ -108,8 +108,8 @@ nlohmann::json verify_json(const VerifyResult& v) {
 }
 
 std::string first_breaking_pass(const std::filesystem::path& path, const std::vector<PreStep>& steps,
-                                const std::vector<const Pass*>& passes, const RunOptions& options,
-                                const Reference& ref, VerifyResult* failure) {
+                                const std::vector<const Pass*>& passes, const RunOptions& options, const Reference& ref,
+                                VerifyResult* failure) {
   auto model = load_model(path);
   specialise_dims(*model, options.pass.dims);
   AccuracyClass worst = AccuracyClass::Lossless;

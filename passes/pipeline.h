@@ -35,8 +35,8 @@ struct PreStep {
 // checking the reference after each that changed the model. Returns the name of the first whose
 // result fails, or "" when none does alone.
 std::string first_breaking_pass(const std::filesystem::path& path, const std::vector<PreStep>& steps,
-                                const std::vector<const Pass*>& passes, const RunOptions& options,
-                                const Reference& ref, VerifyResult* failure);
+                                const std::vector<const Pass*>& passes, const RunOptions& options, const Reference& ref,
+                                VerifyResult* failure);
 
 // "1M", "512k", "4096" → bytes.
 uint64_t parse_size(const std::string& s);

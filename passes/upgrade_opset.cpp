@@ -177,7 +177,8 @@ struct Adapting {
     return b->scalar(hint, t, x);
   }
   ValueId floats(std::string_view hint, const std::vector<float>& v, bool rank0 = false) {
-    return b->tensor(hint, DType::Float, rank0 ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
+    return b->tensor(hint, DType::Float,
+                     rank0 ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
                      std::vector<double>(v.begin(), v.end()));
   }
   DType dtype_of(ValueId v, std::string_view what) const {
@@ -736,8 +737,8 @@ std::optional<UpgradeReport> upgrade_step(Model& m, std::optional<int64_t> targe
 nlohmann::json upgrade_json(const UpgradeReport& r) {
   nlohmann::json by = nlohmann::json::object();
   for (auto& [k, n] : r.by_adapter) by[k] = n;
-  nlohmann::json j = {{"opset_from", r.from},       {"opset_to", r.to},          {"ir_from", r.ir_from},
-                      {"ir_to", r.ir_to},           {"nodes_adapted", r.adapted}, {"nodes_added", r.added},
+  nlohmann::json j = {{"opset_from", r.from},     {"opset_to", r.to},           {"ir_from", r.ir_from},
+                      {"ir_to", r.ir_to},         {"nodes_adapted", r.adapted}, {"nodes_added", r.added},
                       {"adapters", std::move(by)}};
   if (!r.refused.empty()) {
     j["opset_requested"] = r.requested;

@@ -125,7 +125,8 @@ void load(OptimizeJob& j) {
   j.say("loading " + j.input.string());
   j.out.model = load_model(j.input);
   j.out.strict = j.s.strict;
-  j.ro.pass.dims = resolve_input_dims(j.s.dims, j.s.input_shapes, {j.out.model.get()});  // a dim the inputs lack: an error
+  j.ro.pass.dims =
+      resolve_input_dims(j.s.dims, j.s.input_shapes, {j.out.model.get()});            // a dim the inputs lack: an error
   if (j.s.target_opset) passes::check_target_opset(*j.out.model, *j.s.target_opset);  // a downgrade is bad input
   hier::read_tags(*j.out.model);  // module tags ride along in the graph tables through every pass
   j.load_s = seconds_since(j.t0);

@@ -50,8 +50,7 @@ int run(const Options& o) {
     std::cerr << "note: " << o.input << " is not topologically sorted (ONNX requires it); "
               << (upgrade ? "the upgraded copy is written sorted\n"
                           : "the copy keeps its node order (`optimize` sorts it)\n");
-  if (upgrade && !o.json)
-    std::cerr << passes::upgrade_text(*upgrade) << "\n";
+  if (upgrade && !o.json) std::cerr << passes::upgrade_text(*upgrade) << "\n";
   save.overwrite = rules.overwrite;
   save.inputs = rules.inputs;
   save.keep_node_order = !upgrade;  // a faithful copy; an upgrade may add nodes
