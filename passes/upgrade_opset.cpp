@@ -78,39 +78,15 @@ int64_t min_ir_version(int64_t opset) {
 
 namespace {
 
-// ------------------------------------------------------------------ function opset imports
-// FunctionProto.opset_import (field 9) is kept verbatim (Function::fields): read by the core
-// (ir/inline_functions.h), rewritten here.
-
-void put_varint(std::string& s, uint64_t v) {
-  while (v >= 0x80) {
-    s += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  s += static_cast<char>(v);
-}
+// ------------------------------------------------------------------ opset imports
+// FunctionProto.opset_import (field 9) is kept verbatim (Function::fields): read and written by
+// the core (ir/inline_functions.h: function_imports, set_function_import).
 
 // The default-domain import among a function's verbatim fields: index and version.
 std::optional<std::pair<size_t, int64_t>> function_opset(const Function& f) {
   for (const FunctionImport& imp : function_imports(f))
     if (imp.domain.empty()) return std::pair{imp.field, imp.version};
   return std::nullopt;
-}
-
-void set_function_opset(Function& f, int64_t version) {
-  std::string body;
-  body += static_cast<char>(2u << 3);
-  put_varint(body, static_cast<uint64_t>(version));
-  std::string field;
-  field += static_cast<char>((9u << 3) | 2u);
-  put_varint(field, body.size());
-  field += body;
-  // Interned: the writer copies small verbatim fields from stable memory.
-  std::string_view bytes = str(intern(field));
-  if (auto at = function_opset(f))
-    f.fields[at->first] = bytes;
-  else
-    f.fields.push_back(bytes);
 }
 
 void set_model_opset(Model& m, int64_t version) {
@@ -718,7 +694,7 @@ UpgradeReport upgrade_opset(Model& m, int64_t target) {
     if (Graph& g = m.graph(GraphId(static_cast<uint32_t>(i))); g.is_function_body() && !g.detached())
       rep.added += constants_as_nodes(g);
   for (Function& f : m.functions)
-    if (auto v = function_opset(f); v && v->second < target) set_function_opset(f, target);
+    if (auto v = function_opset(f); v && v->second < target) set_function_import(f, "", target);
   rep.ir_to = std::max(m.ir_version, min_ir_version(target));
   m.ir_version = rep.ir_to;
   return rep;
