@@ -157,7 +157,7 @@ bool apply(Edits& e, const NodeId& n) {
   if (e.touched(n)) return false;
   using decompose::static_dim;
   const Graph& g = e.g;
-  decompose::Chain c(e, n);
+  Builder c(e, n);
   const decompose::AttnShape a = decompose::attn_shape(g, n);
   const bool three_d = a.rank == 3;
   const auto has = [&](size_t i) { return decompose::has_input(g, n, i); };

@@ -31,7 +31,7 @@ std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
 
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.gelu)) return false;
-  decompose::Chain c(e, m.gelu);
+  Builder c(e, m.gelu);
   const bool half = m.type != DType::Float;
   ValueId x = e.g.input(m.gelu, 0);
   if (half) x = c.cast(x, DType::Float);

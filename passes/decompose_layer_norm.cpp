@@ -38,7 +38,7 @@ std::optional<Match> match(const Graph& g, const Uses& u, NodeId n) {
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.ln)) return false;
   const Graph& g = e.g;
-  decompose::Chain c(e, m.ln);
+  Builder c(e, m.ln);
   const bool half = m.type != DType::Float;
   ValueId x = g.input(m.ln, 0);
   if (half) x = c.cast(x, DType::Float);

@@ -32,7 +32,7 @@ std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.rms)) return false;
   const Graph& g = e.g;
-  decompose::Chain c(e, m.rms);
+  Builder c(e, m.rms);
   ValueId x = g.input(m.rms, 0);
   if (m.x_type != DType::Float) x = c.cast(x, DType::Float);
   const ValueId var = c.reduce_mean(c.node("Mul", {x, x}), m.axes);

@@ -81,7 +81,7 @@ namespace {
 bool apply(Edits& e, const NodeId& n) {
   if (e.touched(n)) return false;
   const Graph& g = e.g;
-  decompose::Chain c(e, n);
+  Builder c(e, n);
   const int64_t rank = rank_of(g, g.input(n, 0));
   const bool three_d = rank == 3, interleaved = g.attr_int(n, "interleaved", 0) != 0;
   int64_t half = decompose::static_dim(g, g.input(n, 1), -1);

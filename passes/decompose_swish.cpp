@@ -22,7 +22,7 @@ std::optional<Match> match(const Graph& g, const Uses&, NodeId n) {
 
 bool apply(Edits& e, const Match& m) {
   if (e.touched(m.swish)) return false;
-  decompose::Chain c(e, m.swish);
+  Builder c(e, m.swish);
   const ValueId x = e.g.input(m.swish, 0);
   const float alpha = e.g.attr_float(m.swish, "alpha", 1.0f);
   const ValueId z = alpha == 1.0f ? x : c.node("Mul", {c.scalar("alpha", m.type, alpha), x});

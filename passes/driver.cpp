@@ -85,20 +85,6 @@ bool type_function_body(Graph& g, const Function& f) {
   return true;
 }
 
-// A FunctionProto holds no initializers: the constants the passes made in a function body (a
-// folded value, a fused node's parameter, a Constant node fold_constants turned into one) become
-// Constant nodes there once the passes are done (each round would fold them again).
-void constants_as_nodes(Graph& g) {
-  const std::vector<ValueId> inits = g.initializers();
-  for (ValueId v : inits) {
-    const TensorId t = g.initializer(v);
-    g.remove_initializer(v);
-    const NewAttr value = NewAttr::Tensor("value", t);
-    g.add_node(intern("Constant"), Sym{}, fresh_name(g, "Constant"), {}, std::span<const ValueId>(&v, 1),
-               std::span<const NewAttr>(&value, 1));
-  }
-}
-
 // One round in one graph. Returns whether anything changed.
 ShapeOptions shape_options(const RunOptions& o) {
   ShapeOptions so;

@@ -50,20 +50,40 @@ ValueId Edits::ints_constant(std::string_view hint, const std::vector<int64_t>& 
                       std::as_bytes(std::span<const int64_t>(v)));
 }
 
-ValueId Edits::scalar_constant(std::string_view hint, DType t, double x) {
-  std::byte bytes[8];
+namespace {
+
+// `x` as one element of type `t` into `out` (8 bytes): its size, 0 for a type with no scalar.
+size_t encode_scalar(DType t, double x, std::byte* out) {
   size_t n = 0;
-  auto put = [&](const auto v) { std::memcpy(bytes, &v, n = sizeof v); };
+  auto put = [&](const auto v) { std::memcpy(out, &v, n = sizeof v); };
   switch (t) {
     case DType::Float: put(static_cast<float>(x)); break;
     case DType::Double: put(x); break;
     case DType::Float16: put(float_to_half(static_cast<float>(x))); break;
     case DType::BFloat16: put(float_to_bf16(static_cast<float>(x))); break;
     case DType::Int64: put(static_cast<int64_t>(x)); break;
+    case DType::Int32: put(static_cast<int32_t>(x)); break;
+    case DType::Int16: put(static_cast<int16_t>(x)); break;
+    case DType::Int8: put(static_cast<int8_t>(x)); break;
+    case DType::Uint8: put(static_cast<uint8_t>(x)); break;
     case DType::Bool: put(static_cast<uint8_t>(x != 0)); break;
-    default: fail("internal: no scalar constant of type ", dtype_name(t));
+    default: break;
   }
+  return n;
+}
+
+}  // namespace
+
+ValueId Edits::scalar_constant(std::string_view hint, DType t, double x) {
+  std::byte bytes[8];
+  const size_t n = encode_scalar(t, x, bytes);
+  if (n == 0) fail("internal: no scalar constant of type ", dtype_name(t));
   return new_constant(hint, t, {}, std::span<const std::byte>(bytes, n));
+}
+
+bool Edits::scalar_type(DType t) {
+  std::byte bytes[8];
+  return encode_scalar(t, 0, bytes) != 0;
 }
 
 ValueId Edits::new_deferred_constant(std::string_view hint, DType t, std::span<const int64_t> dims, uint64_t size,
@@ -89,12 +109,23 @@ void Edits::gain(ValueId v) {
 }
 
 NodeId Edits::add_node(std::string_view op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
-                       std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain) {
+                       std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain,
+                       Sym name) {
   delta_->nodes -= 1;
   for (ValueId v : inputs) gain(v);
-  NodeId n = rw_.add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), tags_from, domain);
+  NodeId n = rw_.add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), tags_from, domain, name);
   mark(n);
   return n;
+}
+
+NodeId Edits::rebuild(NodeId n, std::string_view op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                      std::vector<NewAttr> attrs) {
+  const std::vector<MetadataEntry> meta(g.metadata(n).begin(), g.metadata(n).end());
+  kill(n);  // first: the new node may write n's outputs
+  const NodeId tags[] = {n};
+  const NodeId r = add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), tags, {}, g.node_name(n));
+  if (!meta.empty()) g.set_metadata(r, meta);
+  return r;
 }
 
 void Edits::replace_uses(ValueId from, ValueId to) {
@@ -187,6 +218,18 @@ int64_t Edits::commit() {
   gained_.clear();
   other_change_ = false;
   return removed;
+}
+
+size_t constants_as_nodes(Graph& g) {
+  const std::vector<ValueId> inits = g.initializers();
+  for (ValueId v : inits) {
+    const TensorId t = g.initializer(v);
+    g.remove_initializer(v);
+    const NewAttr value = NewAttr::Tensor("value", t);
+    g.add_node(intern("Constant"), Sym{}, fresh_name(g, "Constant"), {}, std::span<const ValueId>(&v, 1),
+               std::span<const NewAttr>(&value, 1));
+  }
+  return inits.size();
 }
 
 }  // namespace onnxforge::passes

@@ -53,18 +53,21 @@ class Edits {
   ValueId new_typed_value(std::string_view hint, DType t, std::span<const int64_t> dims);
   // A new initializer with bytes the store owns.
   ValueId new_constant(std::string_view hint, DType t, std::span<const int64_t> dims, std::span<const std::byte> bytes);
-  // Constants, built one way by every pass: a 1-D int64 of `v` (`rank0`: a scalar, v of one
-  // element), and a one-element value `x` of type `t` (Float, Double, Float16, BFloat16, Int64,
-  // Bool) of rank 0.
+  // Constants, built one way by every pass (passes/builder.h writes through these): a 1-D int64
+  // of `v` (`rank0`: a scalar, v of one element), and a rank-0 value `x` of type `t` (any type
+  // scalar_type accepts; float16/bfloat16 rounded to nearest even from the float32 value, as a
+  // Cast would).
   ValueId ints_constant(std::string_view hint, const std::vector<int64_t>& v, bool rank0 = false);
   ValueId scalar_constant(std::string_view hint, DType t, double x);
+  static bool scalar_type(DType t);
   // A new initializer computed from store tensors only when read (TensorStore::add_deferred).
   ValueId new_deferred_constant(std::string_view hint, DType t, std::span<const int64_t> dims, uint64_t size,
                                 TensorRecipe recipe);
   // A new initializer holding an existing tensor (e.g. a Constant node's value).
   ValueId new_initializer(std::string_view hint, TensorId t);
   NodeId add_node(std::string_view op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
-                  std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain = {});
+                  std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain = {},
+                  Sym name = {});
   void replace_uses(ValueId from, ValueId to);
   void set_input(NodeId n, size_t i, ValueId v);
   void kill(NodeId n);
@@ -86,6 +89,10 @@ class Edits {
     return replace_with(std::span<const NodeId>(group.begin(), group.size()), op, std::move(inputs), std::move(attrs),
                         domain);
   }
+  // Node `n` rebuilt as op(inputs) writing `outputs` (its own or new ones), keeping its name,
+  // metadata and tags; `n` dies. The rewrite of a node whose form changed (the opset upgrade).
+  NodeId rebuild(NodeId n, std::string_view op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                 std::vector<NewAttr> attrs);
   // Node `n` goes away and the readers of its output 0 read `kept` instead. Returns false and
   // does nothing when `n` was touched this round, `kept`'s producer was killed, another output
   // of `n` is read, or `n`'s output is a graph output `kept` cannot take the name of
@@ -111,5 +118,10 @@ class Edits {
   Delta* delta_ = nullptr;
   Delta sink_;
 };
+
+// A FunctionProto holds no initializers: the constants a rewrite made in a function body (a
+// folded value, a fused node's parameter, an upgrade adapter's axes) become Constant nodes there
+// once the rewriting is done (each round of the passes would fold them again). Returns how many.
+size_t constants_as_nodes(Graph& g);
 
 }  // namespace onnxforge::passes

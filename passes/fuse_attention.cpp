@@ -38,6 +38,7 @@
 #include <set>
 
 #include "analysis/shapes.h"
+#include "passes/builder.h"
 #include "passes/edits.h"
 #include "passes/fusion.h"
 #include "passes/graph_util.h"
@@ -672,8 +673,8 @@ Found<Match> match(const Graph& g, const Uses& uses, NodeId softmax, const PassO
 // reader's own start/end, S the query length read from the op's Q input (`q`, its axis `s_axis`),
 // so a mask sized by the present (GPT-2's key_length) does not make the Attention that produces
 // the present read its own output.
-void reshape_shape_reader(Edits& e, NodeId shape, const Match::Past& p, ValueId q, int64_t s_axis,
-                          std::span<const NodeId> tags) {
+void reshape_shape_reader(Builder& b, NodeId shape, const Match::Past& p, ValueId q, int64_t s_axis) {
+  Edits& e = b.edits();
   const Graph& g = e.g;
   int64_t start = g.attr_int(shape, "start", 0), end = g.attr_int(shape, "end", 4);
   if (start < 0) start += 4;
@@ -685,14 +686,46 @@ void reshape_shape_reader(Edits& e, NodeId shape, const Match::Past& p, ValueId 
   std::vector<NewAttr> at;
   if (g.attr(shape, "start")) at.push_back(NewAttr::Int("start", g.attr_int(shape, "start", 0)));
   if (g.attr(shape, "end")) at.push_back(NewAttr::Int("end", g.attr_int(shape, "end", 0)));
-  const ValueId sc = e.new_value("past_shape"), sf = e.new_value("fresh_shape"), part = e.new_value("fresh_len"),
-                sum = e.new_value("present_shape");
-  e.add_node("Shape", {p.cache}, {sc}, at, tags);
-  e.add_node("Shape", {q}, {sf}, {NewAttr::Int("start", s_axis), NewAttr::Int("end", s_axis + 1)}, tags);
-  e.add_node("Mul", {sf, e.ints_constant("key_axis", axis2)}, {part}, {}, tags);
-  e.add_node("Add", {sc, part}, {sum}, {}, tags);
-  e.replace_uses(g.output(shape, 0), sum);
+  const ValueId past = b.named("past_shape", "Shape", {p.cache}, at);
+  const ValueId fresh =
+      b.named("fresh_shape", "Shape", {q}, {NewAttr::Int("start", s_axis), NewAttr::Int("end", s_axis + 1)});
+  const ValueId part = b.named("fresh_len", "Mul", {fresh, b.ints("key_axis", axis2)});
+  e.replace_uses(g.output(shape, 0), b.named("present_shape", "Add", {past, part}));
   e.kill(shape);
+}
+
+// The attn_mask input: the mask pieces (added biases, Where fills) in one float bias, expanded
+// to the query length when the match needs it (m.qlen).
+ValueId mask_input(Builder& b, const Match& m) {
+  ValueId bias;
+  for (const MaskPiece& p : m.mask) {
+    if (p.kind == MaskPiece::Add) {
+      bias = bias.valid() ? b.named("attn_mask", "Add", {bias, p.m}) : p.m;
+      continue;
+    }
+    const ValueId keep = bias.valid() ? bias : b.scalar("attn_zero", m.dtype, 0);
+    bias = p.kind == MaskPiece::WhereKeep ? b.named("attn_mask", "Where", {p.m, keep, p.fill})
+                                          : b.named("attn_mask", "Where", {p.m, p.fill, keep});
+  }
+  if (!m.qlen.needed) return bias;
+  ValueId target;
+  const std::vector<int64_t> ones_before(static_cast<size_t>(m.qlen.rank - 2), 1);
+  if (m.qlen.static_len >= 0) {
+    std::vector<int64_t> t = ones_before;
+    t.push_back(m.qlen.static_len);
+    t.push_back(1);
+    target = b.ints("attn_shape", t);
+  } else {
+    std::vector<NewAttr> at{NewAttr::Int("start", m.qlen.axis)};
+    if (m.qlen.axis != -1) at.push_back(NewAttr::Int("end", m.qlen.axis + 1));
+    const ValueId len = b.named("attn_query_len", "Shape", {m.qlen.from}, at);
+    std::vector<ValueId> parts;
+    if (!ones_before.empty()) parts.push_back(b.ints("attn_shape", ones_before));
+    parts.push_back(len);
+    parts.push_back(b.ints("attn_shape", {1}));
+    target = b.named("attn_mask_shape", "Concat", parts, {NewAttr::Int("axis", 0)});
+  }
+  return b.named("attn_mask_expanded", "Expand", {bias, target});
 }
 
 bool apply(Edits& e, const Match& m) {
@@ -700,55 +733,12 @@ bool apply(Edits& e, const Match& m) {
   for (const auto* p : {&m.past_k, &m.past_v})
     if (*p && e.any_touched(std::span<const NodeId>((*p)->shapes))) return false;
   const std::span<const NodeId> tags(m.nodes);
-  ValueId q = heads::emit(e, m.q.source, m.q.conv, tags);
-  ValueId k = heads::emit(e, m.k.source, m.k.conv, tags);
-  ValueId v = heads::emit(e, m.v.source, m.v.conv, tags);
+  Builder b(e, tags);
+  ValueId q = heads::emit(b, m.q.source, m.q.conv);
+  ValueId k = heads::emit(b, m.k.source, m.k.conv);
+  ValueId v = heads::emit(b, m.v.source, m.v.conv);
   std::vector<ValueId> inputs{q, k, v};
-  if (!m.mask.empty() && !m.causal) {
-    ValueId bias;
-    for (const MaskPiece& p : m.mask) {
-      ValueId out = e.new_value("attn_mask");
-      if (p.kind == MaskPiece::Add) {
-        if (!bias.valid()) {
-          bias = p.m;
-          continue;
-        }
-        e.add_node("Add", {bias, p.m}, {out}, {}, tags);
-      } else {
-        ValueId keep = bias.valid() ? bias : e.scalar_constant("attn_zero", m.dtype, 0);
-        if (p.kind == MaskPiece::WhereKeep)
-          e.add_node("Where", {p.m, keep, p.fill}, {out}, {}, tags);
-        else
-          e.add_node("Where", {p.m, p.fill, keep}, {out}, {}, tags);
-      }
-      bias = out;
-    }
-    if (m.qlen.needed) {
-      ValueId target;
-      const std::vector<int64_t> ones_before(static_cast<size_t>(m.qlen.rank - 2), 1);
-      if (m.qlen.static_len >= 0) {
-        std::vector<int64_t> t = ones_before;
-        t.push_back(m.qlen.static_len);
-        t.push_back(1);
-        target = e.ints_constant("attn_shape", t);
-      } else {
-        ValueId len = e.new_value("attn_query_len");
-        std::vector<NewAttr> at{NewAttr::Int("start", m.qlen.axis)};
-        if (m.qlen.axis != -1) at.push_back(NewAttr::Int("end", m.qlen.axis + 1));
-        e.add_node("Shape", {m.qlen.from}, {len}, at, tags);
-        target = e.new_value("attn_mask_shape");
-        std::vector<ValueId> parts;
-        if (!ones_before.empty()) parts.push_back(e.ints_constant("attn_shape", ones_before));
-        parts.push_back(len);
-        parts.push_back(e.ints_constant("attn_shape", {1}));
-        e.add_node("Concat", parts, {target}, {NewAttr::Int("axis", 0)}, tags);
-      }
-      ValueId expanded = e.new_value("attn_mask_expanded");
-      e.add_node("Expand", {bias, target}, {expanded}, {}, tags);
-      bias = expanded;
-    }
-    inputs.push_back(bias);
-  }
+  if (!m.mask.empty() && !m.causal) inputs.push_back(mask_input(b, m));
   if (m.past_k) {
     if (inputs.size() == 3) inputs.push_back(ValueId{});  // no attn_mask
     inputs.push_back(m.past_k->cache);
@@ -762,20 +752,20 @@ bool apply(Edits& e, const Match& m) {
   if (m.scale) attrs.push_back(NewAttr::Float("scale", *m.scale));
   if (m.causal) attrs.push_back(NewAttr::Int("is_causal", 1));
   if (!m.past_k)
-    return heads::replace_block(e, m.nodes, m.out, "Attention", std::move(inputs), std::move(attrs), m.out_conv,
+    return heads::replace_block(b, m.nodes, m.out, "Attention", std::move(inputs), std::move(attrs), m.out_conv,
                                 "attention");
   // present_key/present_value take over the Concats' outputs (the graph outputs keep their names).
-  const ValueId y = e.new_value("attention"), pk = e.new_value("present_key"), pv = e.new_value("present_value");
+  const ValueId y = b.value("attention"), pk = b.value("present_key"), pv = b.value("present_value");
   // The presents keep the declared type of the values they replace (graph outputs: [.., total_sequence, ..]).
   for (auto [to, from] : {std::pair{pk, m.past_k->present}, std::pair{pv, m.past_v->present}})
     if (e.g.has_shape(from)) {
       const std::vector<Dim> dims(e.g.shape(from).begin(), e.g.shape(from).end());
       e.g.set_type(to, e.g.dtype(from), dims);
     }
-  e.add_node("Attention", std::move(inputs), {y, pk, pv}, std::move(attrs), tags);
-  e.replace_uses(m.out, heads::emit(e, y, m.out_conv, tags));
+  b.add("Attention", std::move(inputs), {y, pk, pv}, std::move(attrs));
+  e.replace_uses(m.out, heads::emit(b, y, m.out_conv));
   for (const auto* p : {&m.past_k, &m.past_v})
-    for (NodeId sh : (*p)->shapes) reshape_shape_reader(e, sh, **p, q, m.rank == 3 ? 1 : 2, tags);
+    for (NodeId sh : (*p)->shapes) reshape_shape_reader(b, sh, **p, q, m.rank == 3 ? 1 : 2);
   e.replace_uses(m.past_k->present, pk);
   e.replace_uses(m.past_v->present, pv);
   const ValueId replaced[] = {m.out, m.past_k->present, m.past_v->present};

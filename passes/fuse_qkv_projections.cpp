@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "passes/builder.h"
 #include "passes/edits.h"
 #include "passes/fusion.h"
 #include "passes/fusion_patterns.h"
@@ -107,28 +108,23 @@ bool apply(Edits& e, const Match& m) {
     }
   };
   ValueId w = e.new_deferred_constant("qkv_weight", m.dtype, wd, static_cast<uint64_t>(k * n * es), std::move(cat));
-  const std::span<const NodeId> tags(m.nodes);
-  ValueId y = e.new_value("qkv");
-  e.add_node("MatMul", {m.x, w}, {y}, {}, tags);
+  Builder b(e, m.nodes);
+  ValueId y = b.named("qkv", "MatMul", {m.x, w});
   const bool bias = m.add[0].valid() || m.add[1].valid() || m.add[2].valid();
   if (bias) {
-    std::vector<std::byte> b(static_cast<size_t>(n * es), std::byte{0});  // +0.0 in every float type
+    std::vector<std::byte> bytes(static_cast<size_t>(n * es), std::byte{0});  // +0.0 in every float type
     int64_t col = 0;
     for (int i = 0; i < 3; ++i) {
       if (m.b[i].valid())
-        std::memcpy(b.data() + col * es, g.model().tensors.bytes(m.b[i]).data(), static_cast<size_t>(m.n[i] * es));
+        std::memcpy(bytes.data() + col * es, g.model().tensors.bytes(m.b[i]).data(), static_cast<size_t>(m.n[i] * es));
       col += m.n[i];
     }
     const int64_t bd[1] = {n};
-    ValueId bv = e.new_constant("qkv_bias", m.dtype, bd, b);
-    ValueId yb = e.new_value("qkv_biased");
-    e.add_node("Add", {y, bv}, {yb}, {}, tags);
-    y = yb;
+    y = b.named("qkv_biased", "Add", {y, b.bytes("qkv_bias", m.dtype, bd, bytes)});
   }
-  const std::vector<int64_t> sizes{m.n[0], m.n[1], m.n[2]};
-  ValueId split = e.ints_constant("qkv_split", sizes);
-  std::vector<ValueId> outs{e.new_value("q"), e.new_value("k"), e.new_value("v")};
-  e.add_node("Split", {y, split}, outs, {NewAttr::Int("axis", -1)}, tags);
+  const ValueId split = b.ints("qkv_split", {m.n[0], m.n[1], m.n[2]});
+  std::vector<ValueId> outs{b.value("q"), b.value("k"), b.value("v")};
+  b.add("Split", {y, split}, outs, {NewAttr::Int("axis", -1)});
   for (int i = 0; i < 3; ++i) {
     NodeId last = m.add[i].valid() ? m.add[i] : m.mm[i];
     e.replace_uses(g.output(last, 0), outs[static_cast<size_t>(i)]);

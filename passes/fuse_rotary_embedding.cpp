@@ -31,6 +31,7 @@
 #include <cstring>
 
 #include "ir/float16.h"
+#include "passes/builder.h"
 #include "passes/edits.h"
 #include "passes/fusion.h"
 #include "passes/fusion_patterns.h"
@@ -484,10 +485,11 @@ void convert_element(const std::byte* src, DType from, std::byte* dst, DType to)
 }
 
 // The half-width copy of a full-width [P, R] float table, in type `to`.
-ValueId half_table(Edits& e, TensorId t, int64_t rows, int64_t width, bool interleaved, DType to,
+ValueId half_table(Builder& b, TensorId t, int64_t rows, int64_t width, bool interleaved, DType to,
                    std::string_view hint) {
-  const DType from = e.g.model().tensors.dtype(t);
-  const std::byte* p = e.g.model().tensors.bytes(t).data();
+  const TensorStore& store = b.edits().g.model().tensors;
+  const DType from = store.dtype(t);
+  const std::byte* p = store.bytes(t).data();
   const size_t fs = static_cast<size_t>(dtype_bits(from) / 8), ts = static_cast<size_t>(dtype_bits(to) / 8);
   const int64_t h = width / 2;
   std::vector<std::byte> out(static_cast<size_t>(rows * h) * ts);
@@ -496,84 +498,69 @@ ValueId half_table(Edits& e, TensorId t, int64_t rows, int64_t width, bool inter
       convert_element(p + static_cast<size_t>(r * width + (interleaved ? 2 * i : i)) * fs, from,
                       out.data() + static_cast<size_t>(r * h + i) * ts, to);
   const int64_t dims[2] = {rows, h};
-  return e.new_constant(hint, to, dims, out);
+  return b.bytes(hint, to, dims, out);
+}
+
+// [B, S] of the rotated input (constant when the match proved it).
+ValueId batch_seq(Builder& b, const Match& m, ValueId x) {
+  if (!m.bs.constant.empty()) return b.ints("rope_batch_seq", m.bs.constant);
+  if (m.bs.input.valid()) return b.named("rope_batch_seq", "Shape", {m.bs.input});
+  if (m.rank == 3) return b.named("rope_batch_seq", "Shape", {x}, {NewAttr::Int("start", 0), NewAttr::Int("end", 2)});
+  const ValueId batch = b.named("rope_batch", "Shape", {x}, {NewAttr::Int("start", 0), NewAttr::Int("end", 1)});
+  const ValueId seq = b.named("rope_seq", "Shape", {x}, {NewAttr::Int("start", 2), NewAttr::Int("end", 3)});
+  return b.named("rope_batch_seq", "Concat", {batch, seq}, {NewAttr::Int("axis", 0)});
+}
+
+// The cos and sin caches computed in the graph from the frequencies it had (Cos/Sin of them).
+void in_graph_caches(Builder& b, const Match& m, ValueId x, std::vector<ValueId>& inputs) {
+  ValueId f = m.freqs;
+  if (m.bs.needed) {
+    const ValueId target = b.named("rope_cache_shape", "Concat", {batch_seq(b, m, x), b.ints("rope_half", {m.half})},
+                                   {NewAttr::Int("axis", 0)});
+    f = b.named("rope_freqs", "Expand", {f, target});
+  }
+  ValueId c = b.named("rope_cos", "Cos", {f}), s = b.named("rope_sin", "Sin", {f});
+  if (m.freqs_cast)
+    for (ValueId* v : {&c, &s})
+      *v = b.named("rope_cache", "Cast", {*v}, {NewAttr::Int("to", static_cast<int64_t>(m.dtype))});
+  inputs.push_back(c);
+  inputs.push_back(s);
+}
+
+// Half-width copies of the constant tables and the position ids that index them.
+void table_caches(Builder& b, const Match& m, ValueId x, std::vector<ValueId>& inputs) {
+  inputs.push_back(half_table(b, m.cos_table, m.rows, m.width, m.interleaved, m.dtype, "rope_cos_cache"));
+  inputs.push_back(half_table(b, m.sin_table, m.rows, m.width, m.interleaved, m.dtype, "rope_sin_cache"));
+  ValueId ids;
+  if (m.position_ids.valid()) {
+    ids = m.position_ids;
+    if (m.ids_cast)
+      ids = b.named("rope_position_ids", "Cast", {ids}, {NewAttr::Int("to", static_cast<int64_t>(DType::Int64))});
+    if (m.ids_rank1) ids = b.named("rope_position_ids", "Unsqueeze", {ids, b.ints("rope_axis", {0})});
+  } else {
+    std::vector<int64_t> pos(static_cast<size_t>(m.seq_static));
+    for (int64_t i = 0; i < m.seq_static; ++i) pos[static_cast<size_t>(i)] = i;
+    const int64_t dims[2] = {1, m.seq_static};
+    ids = b.bytes("rope_position_ids", DType::Int64, dims, to_bytes(pos));
+  }
+  if (m.bs.needed) ids = b.named("rope_position_ids", "Expand", {ids, batch_seq(b, m, x)});
+  inputs.push_back(ids);
 }
 
 bool apply(Edits& e, const Match& m) {
   if (e.any_touched(std::span<const NodeId>(m.nodes))) return false;
-  const std::span<const NodeId> tags(m.nodes);
-  ValueId x = heads::emit(e, m.source, m.in_conv, tags);
-  // [B, S]
-  auto batch_seq = [&]() -> ValueId {
-    if (!m.bs.constant.empty()) return e.ints_constant("rope_batch_seq", m.bs.constant);
-    ValueId out = e.new_value("rope_batch_seq");
-    if (m.bs.input.valid()) {
-      e.add_node("Shape", {m.bs.input}, {out}, {}, tags);
-    } else if (m.rank == 3) {
-      e.add_node("Shape", {x}, {out}, {NewAttr::Int("start", 0), NewAttr::Int("end", 2)}, tags);
-    } else {
-      ValueId b = e.new_value("rope_batch"), s = e.new_value("rope_seq");
-      e.add_node("Shape", {x}, {b}, {NewAttr::Int("start", 0), NewAttr::Int("end", 1)}, tags);
-      e.add_node("Shape", {x}, {s}, {NewAttr::Int("start", 2), NewAttr::Int("end", 3)}, tags);
-      e.add_node("Concat", {b, s}, {out}, {NewAttr::Int("axis", 0)}, tags);
-    }
-    return out;
-  };
+  Builder b(e, m.nodes);
+  const ValueId x = heads::emit(b, m.source, m.in_conv);
   std::vector<ValueId> inputs{x};
-  if (m.cache == Cache::InGraph) {
-    ValueId f = m.freqs;
-    if (m.bs.needed) {
-      ValueId target = e.new_value("rope_cache_shape"), fe = e.new_value("rope_freqs");
-      e.add_node("Concat", {batch_seq(), e.ints_constant("rope_half", {m.half})}, {target}, {NewAttr::Int("axis", 0)},
-                 tags);
-      e.add_node("Expand", {f, target}, {fe}, {}, tags);
-      f = fe;
-    }
-    ValueId c = e.new_value("rope_cos"), s = e.new_value("rope_sin");
-    e.add_node("Cos", {f}, {c}, {}, tags);
-    e.add_node("Sin", {f}, {s}, {}, tags);
-    if (m.freqs_cast)
-      for (ValueId* v : {&c, &s}) {
-        ValueId cast = e.new_value("rope_cache");
-        e.add_node("Cast", {*v}, {cast}, {NewAttr::Int("to", static_cast<int64_t>(m.dtype))}, tags);
-        *v = cast;
-      }
-    inputs.push_back(c);
-    inputs.push_back(s);
-  } else {
-    inputs.push_back(half_table(e, m.cos_table, m.rows, m.width, m.interleaved, m.dtype, "rope_cos_cache"));
-    inputs.push_back(half_table(e, m.sin_table, m.rows, m.width, m.interleaved, m.dtype, "rope_sin_cache"));
-    ValueId ids;
-    if (m.position_ids.valid()) {
-      ids = m.position_ids;
-      if (m.ids_cast) {
-        ValueId c = e.new_value("rope_position_ids");
-        e.add_node("Cast", {ids}, {c}, {NewAttr::Int("to", static_cast<int64_t>(DType::Int64))}, tags);
-        ids = c;
-      }
-      if (m.ids_rank1) {
-        ValueId u = e.new_value("rope_position_ids");
-        e.add_node("Unsqueeze", {ids, e.ints_constant("rope_axis", {0})}, {u}, {}, tags);
-        ids = u;
-      }
-    } else {
-      std::vector<int64_t> pos(static_cast<size_t>(m.seq_static));
-      for (int64_t i = 0; i < m.seq_static; ++i) pos[static_cast<size_t>(i)] = i;
-      const int64_t dims[2] = {1, m.seq_static};
-      ids = e.new_constant("rope_position_ids", DType::Int64, dims, to_bytes(pos));
-    }
-    if (m.bs.needed) {
-      ValueId ex = e.new_value("rope_position_ids");
-      e.add_node("Expand", {ids, batch_seq()}, {ex}, {}, tags);
-      ids = ex;
-    }
-    inputs.push_back(ids);
-  }
+  if (m.cache == Cache::InGraph)
+    in_graph_caches(b, m, x, inputs);
+  else
+    table_caches(b, m, x, inputs);
   std::vector<NewAttr> attrs;
   if (m.interleaved) attrs.push_back(NewAttr::Int("interleaved", 1));
   if (m.rot_dim) attrs.push_back(NewAttr::Int("rotary_embedding_dim", m.rot_dim));
   if (m.rank == 3) attrs.push_back(NewAttr::Int("num_heads", m.heads));
-  return heads::replace_block(e, m.nodes, m.out, "RotaryEmbedding", std::move(inputs), std::move(attrs), m.out_conv,
+  return heads::replace_block(b, m.nodes, m.out, "RotaryEmbedding", std::move(inputs), std::move(attrs), m.out_conv,
                               "rotary");
 }
 

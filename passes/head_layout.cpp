@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis/shapes.h"
+#include "passes/builder.h"
 #include "passes/edits.h"
 #include "passes/graph_util.h"
 
@@ -374,30 +375,22 @@ std::optional<Conversion> plan_conversion(const Layout& src, const Layout& dst, 
   return c;
 }
 
-ValueId emit(Edits& e, ValueId v, const Conversion& c, std::span<const NodeId> tags_from) {
+ValueId emit(Builder& b, ValueId v, const Conversion& c) {
   auto reshape = [&](const std::vector<int64_t>& t) {
-    ValueId shape = e.ints_constant("heads_shape", t);
-    ValueId out = e.new_value("heads_reshaped");
-    e.add_node("Reshape", {v, shape}, {out}, {}, tags_from);
-    v = out;
+    v = b.named("heads_reshaped", "Reshape", {v, b.ints("heads_shape", t)});
   };
   if (c.reshape1) reshape(*c.reshape1);
-  if (!c.perm.empty()) {
-    ValueId out = e.new_value("heads_transposed");
-    e.add_node("Transpose", {v}, {out}, {NewAttr::Ints("perm", c.perm)}, tags_from);
-    v = out;
-  }
+  if (!c.perm.empty()) v = b.named("heads_transposed", "Transpose", {v}, {NewAttr::Ints("perm", c.perm)});
   if (c.reshape2) reshape(*c.reshape2);
   return v;
 }
 
-bool replace_block(Edits& e, std::span<const NodeId> block, ValueId replaced, std::string_view op,
+bool replace_block(Builder& b, std::span<const NodeId> block, ValueId replaced, std::string_view op,
                    std::vector<ValueId> inputs, std::vector<NewAttr> attrs, const Conversion& out_conv,
                    std::string_view hint) {
-  const ValueId y = e.new_value(hint);
-  e.add_node(op, std::move(inputs), {y}, std::move(attrs), block);
-  e.replace_uses(replaced, emit(e, y, out_conv, block));
-  kill_unused(e, block, std::span<const ValueId>(&replaced, 1));
+  const ValueId y = b.named(hint, op, std::move(inputs), std::move(attrs));
+  b.edits().replace_uses(replaced, emit(b, y, out_conv));
+  kill_unused(b.edits(), block, std::span<const ValueId>(&replaced, 1));
   return true;
 }
 

@@ -28,6 +28,7 @@
 #include "ir/uses.h"
 
 namespace onnxforge::passes {
+class Builder;
 class Edits;
 }
 
@@ -96,8 +97,9 @@ struct Conversion {
 };
 using SizeOf = std::function<SymDim(char)>;
 std::optional<Conversion> plan_conversion(const Layout& src, const Layout& dst, const SizeOf& size);
-// Emits the conversion's nodes after `v`; returns the converted value (v when cost 0).
-ValueId emit(Edits& e, ValueId v, const Conversion& c, std::span<const NodeId> tags_from);
+// Emits the conversion's nodes after `v` (with the block's Builder: its tags); returns the
+// converted value (v when cost 0).
+ValueId emit(Builder& b, ValueId v, const Conversion& c);
 
 // Kills the nodes of `block` that nothing outside the block reads (`replaced`'s readers were
 // redirected already). A member still read elsewhere (a head split shared with another reader)
@@ -106,9 +108,9 @@ void kill_unused(Edits& e, std::span<const NodeId> block, std::span<const ValueI
 
 // How a head-layout fusion (attention, rotary) ends: `op`(inputs, attrs) with one new output
 // named `hint`, converted back to the block's layout by `out_conv`; the readers of `replaced`
-// read the result, and the block's nodes nothing else reads go (kill_unused). New nodes carry
+// read the result, and the block's nodes nothing else reads go (kill_unused). `b` writes with
 // the block's tags.
-bool replace_block(Edits& e, std::span<const NodeId> block, ValueId replaced, std::string_view op,
+bool replace_block(Builder& b, std::span<const NodeId> block, ValueId replaced, std::string_view op,
                    std::vector<ValueId> inputs, std::vector<NewAttr> attrs, const Conversion& out_conv,
                    std::string_view hint);
 

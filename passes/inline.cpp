@@ -1,7 +1,6 @@
 #include "passes/inline.h"
 
 #include "ir/rewrite.h"
-#include "passes/edits.h"
 #include "passes/upgrade_opset.h"
 
 namespace onnxforge::passes {
@@ -19,27 +18,5 @@ InlineReport inline_model_functions(Model& m) {
     if (Graph& g = m.graph(GraphId(static_cast<uint32_t>(gi))); !g.detached()) compact(g);
   return r;
 }
-
-namespace {
-
-struct InlineMatch {};
-
-std::vector<InlineMatch> analyze_inline(const Graph& g, const Uses&, const PassOptions&) {
-  if (g.id().index() != 0 || g.model().functions.empty()) return {};
-  return {{}};
-}
-
-bool apply_inline(Edits& e, const InlineMatch&) {
-  if (e.g.model().functions.empty()) return false;
-  inline_model_functions(e.g.model());
-  e.note_change();
-  return true;
-}
-
-}  // namespace
-
-ONNXFORGE_PASS(inline_functions, InlineMatch, AccuracyClass::Lossless, analyze_inline, apply_inline, {},
-               "expands every call of a model-local function (FunctionProto) into its caller and drops the "
-               "functions (optimize --inline-functions)");
 
 }  // namespace onnxforge::passes

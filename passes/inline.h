@@ -10,8 +10,4 @@ namespace onnxforge::passes {
 
 InlineReport inline_model_functions(Model& m);
 
-// The same as a pass (class 0: the expanded model computes the same outputs bit for bit), so
-// that the bisection of a failed verification replays it. Not in the default pipeline.
-const Pass& inline_functions_pass();
-
 }  // namespace onnxforge::passes

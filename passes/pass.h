@@ -53,8 +53,6 @@ struct ShapeReport;
 
 namespace onnxforge::passes {
 
-struct UpgradeReport;  // passes/upgrade_opset.h
-
 // 0: provably lossless (bit-identical outputs); 1: float-bounded (rounding differences only);
 // 2: empirically safe.
 enum class AccuracyClass : int { Lossless = 0, FloatBounded = 1, EmpiricallySafe = 2 };
@@ -71,8 +69,6 @@ struct PassOptions {
   std::map<std::string, int64_t> dims;             // --dim name=N: symbolic dims fixed to a value
   const NodeEvaluator* evaluator = nullptr;        // constant folding; null = no numeric folding
   const onnxforge::ShapeReport* shapes = nullptr;  // the round's shape inference (set by the driver)
-  int64_t target_opset = 0;                        // --target-opset: upgrade_opset raises the model to it (0: keep)
-  UpgradeReport* upgrade_report = nullptr;         // where upgrade_opset says what it did (optional)
 };
 
 class Edits;

@@ -107,23 +107,27 @@ nlohmann::json verify_json(const VerifyResult& v) {
   return j;
 }
 
-int first_breaking_pass(const std::filesystem::path& path, const std::vector<const Pass*>& passes,
-                        const RunOptions& options, const Reference& ref, VerifyResult* failure) {
+std::string first_breaking_pass(const std::filesystem::path& path, const std::vector<PreStep>& steps,
+                                const std::vector<const Pass*>& passes, const RunOptions& options, const Reference& ref,
+                                VerifyResult* failure) {
   auto model = load_model(path);
   specialise_dims(*model, options.pass.dims);
   AccuracyClass worst = AccuracyClass::Lossless;
-  for (size_t i = 0; i < passes.size(); ++i) {
-    const Pass* one[] = {passes[i]};
+  auto fails = [&] {
+    VerifyResult v = ref.check(*model, tolerance_of(worst));
+    if (!v.ok && failure) *failure = v;
+    return !v.ok;
+  };
+  for (const PreStep& s : steps)
+    if (s.run(*model) && fails()) return s.name;
+  for (const Pass* p : passes) {
+    const Pass* one[] = {p};
     RunResult r = run_passes(*model, one, options);
     if (r.passes[0].applied == 0) continue;
-    if (static_cast<int>(passes[i]->accuracy()) > static_cast<int>(worst)) worst = passes[i]->accuracy();
-    VerifyResult v = ref.check(*model, tolerance_of(worst));
-    if (!v.ok) {
-      if (failure) *failure = v;
-      return static_cast<int>(i);
-    }
+    if (static_cast<int>(p->accuracy()) > static_cast<int>(worst)) worst = p->accuracy();
+    if (fails()) return p->name();
   }
-  return -1;
+  return "";
 }
 
 uint64_t parse_size(const std::string& s) {

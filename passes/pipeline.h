@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,19 @@ nlohmann::json stats_json(const RunResult& r);
 std::string growth_note(const RunResult& r);
 nlohmann::json verify_json(const VerifyResult& v);
 
-// Runs `passes` one at a time (each to its fixed point) on a fresh load of `path`, checking the
-// reference after each; returns the index of the first pass whose result fails, or -1.
-int first_breaking_pass(const std::filesystem::path& path, const std::vector<const Pass*>& passes,
-                        const RunOptions& options, const Reference& ref, VerifyResult* failure);
+// A step that runs on the loaded model before the pipeline (the opset upgrade, inlining the
+// local functions), class 0; returns whether it changed the model.
+struct PreStep {
+  std::string name;
+  std::function<bool(Model&)> run;
+};
+
+// On a fresh load of `path`: `steps`, then `passes` one at a time (each to its fixed point),
+// checking the reference after each that changed the model. Returns the name of the first whose
+// result fails, or "" when none does alone.
+std::string first_breaking_pass(const std::filesystem::path& path, const std::vector<PreStep>& steps,
+                                const std::vector<const Pass*>& passes, const RunOptions& options, const Reference& ref,
+                                VerifyResult* failure);
 
 // "1M", "512k", "4096" → bytes.
 uint64_t parse_size(const std::string& s);

@@ -69,11 +69,6 @@ const std::vector<const Pass*>& all_passes() {
   return list;
 }
 
-const std::vector<const Pass*>& pre_passes() {
-  static const std::vector<const Pass*> list = {&upgrade_opset_pass()};
-  return list;
-}
-
 const std::vector<const Pass*>& decomposition_passes() {
   static const std::vector<const Pass*> list = [] {
     std::vector<const Pass*> out;
@@ -95,7 +90,7 @@ const std::vector<const Fusion*>& all_fusions() {
 }
 
 const Pass* find_pass(std::string_view name) {
-  for (const auto* list : {&pre_passes(), &all_passes(), &decomposition_passes()})
+  for (const auto* list : {&all_passes(), &decomposition_passes()})
     for (const Pass* p : *list)
       if (p->name() == name) return p;
   return nullptr;

@@ -25,13 +25,10 @@ const Pass* inverse_of(std::string_view op);
 
 // Every pass, in pipeline order (the order `optimize` runs them by default).
 const std::vector<const Pass*>& all_passes();
-// Passes the driver runs before the pipeline when asked (upgrade_opset with --target-opset);
-// not part of all_passes().
-const std::vector<const Pass*>& pre_passes();
 // The inverse of each fusion (decompose_*): not in the default pipeline; a --target that lacks
 // an op puts its decomposition in front (passes/targets.h), --passes can name one.
 const std::vector<const Pass*>& decomposition_passes();
-const Pass* find_pass(std::string_view name);  // nullptr when unknown (searches the three lists)
+const Pass* find_pass(std::string_view name);  // nullptr when unknown (searches both lists)
 
 // One accessor per pass file.
 const Pass& fold_constants_pass();
@@ -57,7 +54,6 @@ const Pass& fuse_matmul_add_pass();
 const Pass& eliminate_duplicate_constants_pass();
 const Pass& eliminate_dead_nodes_pass();
 const Pass& eliminate_unused_initializers_pass();
-const Pass& upgrade_opset_pass();
 const Pass& decompose_layer_norm_pass();
 const Pass& decompose_rms_norm_pass();
 const Pass& decompose_gelu_pass();

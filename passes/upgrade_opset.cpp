@@ -54,7 +54,8 @@
 #include "ir/error.h"
 #include "ir/float16.h"
 #include "ir/inline_functions.h"
-#include "ir/rewrite.h"
+#include "ir/uses.h"
+#include "passes/builder.h"
 #include "passes/edits.h"
 #include "passes/graph_util.h"
 
@@ -77,39 +78,15 @@ int64_t min_ir_version(int64_t opset) {
 
 namespace {
 
-// ------------------------------------------------------------------ function opset imports
-// FunctionProto.opset_import (field 9) is kept verbatim (Function::fields): read by the core
-// (ir/inline_functions.h), rewritten here.
-
-void put_varint(std::string& s, uint64_t v) {
-  while (v >= 0x80) {
-    s += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  s += static_cast<char>(v);
-}
+// ------------------------------------------------------------------ opset imports
+// FunctionProto.opset_import (field 9) is kept verbatim (Function::fields): read and written by
+// the core (ir/inline_functions.h: function_imports, set_function_import).
 
 // The default-domain import among a function's verbatim fields: index and version.
 std::optional<std::pair<size_t, int64_t>> function_opset(const Function& f) {
   for (const FunctionImport& imp : function_imports(f))
     if (imp.domain.empty()) return std::pair{imp.field, imp.version};
   return std::nullopt;
-}
-
-void set_function_opset(Function& f, int64_t version) {
-  std::string body;
-  body += static_cast<char>(2u << 3);
-  put_varint(body, static_cast<uint64_t>(version));
-  std::string field;
-  field += static_cast<char>((9u << 3) | 2u);
-  put_varint(field, body.size());
-  field += body;
-  // Interned: the writer copies small verbatim fields from stable memory.
-  std::string_view bytes = str(intern(field));
-  if (auto at = function_opset(f))
-    f.fields[at->first] = bytes;
-  else
-    f.fields.push_back(bytes);
 }
 
 void set_model_opset(Model& m, int64_t version) {
@@ -121,18 +98,28 @@ void set_model_opset(Model& m, int64_t version) {
   m.opsets.push_back({Sym{}, version, true});
 }
 
-// ------------------------------------------------------------------ editing one graph
+// ------------------------------------------------------------------ adapting one node
 
-struct Editor {
-  Model& m;
+// The node an adapter looks at (step `step` of one graph) and the Builder it writes with: helper
+// nodes carry the node's tags and values its name; replace() rebuilds it in place.
+struct Adapting {
   Graph& g;
+  Edits& edits;
   UpgradeReport& rep;
   int64_t step = 0;
   NodeId cur{};
   NodeId replaced{};  // what replace() made of `cur` (the next adapter of the step continues on it)
-  bool changed = false;
+  std::optional<Builder> b = {};
 
-  bool function_body() const { return g.is_function_body(); }
+  // Moves to node `n` (invalid: done), counting the helper nodes written for the previous one.
+  void at(NodeId n) {
+    if (b) rep.added += b->added();
+    b.reset();
+    cur = n;
+    replaced = NodeId{};
+    if (n.valid()) b.emplace(edits, n);
+  }
+  Model& model() const { return g.model(); }
   std::string where() const {
     return "node '" + std::string(str(g.node_name(cur))) + "' (" + std::string(str(g.op_type(cur))) + ")";
   }
@@ -160,65 +147,15 @@ struct Editor {
       }
     attrs.push_back(std::move(a));
   }
-
-  ValueId value(std::string_view hint) {
-    return g.add_value(fresh_name(g, std::string(str(g.node_name(cur))) + "/" + std::string(hint)));
-  }
-  // A helper node next to the current one (same module tags).
-  NodeId add(std::string_view op, std::vector<ValueId> ins, std::vector<ValueId> outs,
-             std::vector<NewAttr> attrs = {}) {
-    NodeId n = g.add_node(intern(op), Sym{}, fresh_name(g, std::string(str(g.node_name(cur))) + "/" + std::string(op)),
-                          ins, outs, attrs);
-    g.set_scope(n, g.scope(cur));
-    ++rep.added;
-    changed = true;
-    return n;
-  }
-  ValueId add1(std::string_view op, std::vector<ValueId> ins, std::vector<NewAttr> attrs = {}) {
-    ValueId y = value(op);
-    add(op, std::move(ins), {y}, std::move(attrs));
-    return y;
-  }
-  // A constant: an initializer, or a Constant node in a function body (which has none).
-  ValueId constant(std::string_view hint, DType t, std::vector<int64_t> dims, std::span<const std::byte> bytes) {
-    ValueId v = value(hint);
-    TensorId id = m.tensors.add_owned(g.value_name(v), t, dims, bytes);
-    if (function_body()) {
-      add("Constant", {}, {v}, {NewAttr::Tensor("value", id)});
-      std::vector<Dim> d;
-      for (int64_t x : dims) d.push_back(Dim::of(x));
-      g.set_type(v, t, d);
-    } else {
-      g.set_initializer(v, id);
-    }
-    return v;
-  }
-  ValueId ints(std::string_view hint, const std::vector<int64_t>& v, bool scalar = false) {
-    return constant(hint, DType::Int64,
-                    scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
-                    std::as_bytes(std::span<const int64_t>(v)));
-  }
-  ValueId floats(std::string_view hint, const std::vector<float>& v, bool scalar = false) {
-    return constant(hint, DType::Float,
-                    scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
-                    std::as_bytes(std::span<const float>(v)));
-  }
-  // A scalar of element type `t` holding x (float16/bfloat16 rounded to nearest even from the
-  // float32 value, as a Cast would).
+  // A rank-0 constant of element type `t` (refused, naming the node, for types with no scalar).
   ValueId scalar(std::string_view hint, DType t, double x) {
-    auto one = [&]<class T>(T val) { return constant(hint, t, {}, std::as_bytes(std::span<const T>(&val, 1))); };
-    switch (t) {
-      case DType::Float: return one(static_cast<float>(x));
-      case DType::Double: return one(x);
-      case DType::Int64: return one(static_cast<int64_t>(x));
-      case DType::Int32: return one(static_cast<int32_t>(x));
-      case DType::Int16: return one(static_cast<int16_t>(x));
-      case DType::Int8: return one(static_cast<int8_t>(x));
-      case DType::Uint8: return one(static_cast<uint8_t>(x));
-      case DType::Float16: return one(float_to_half(static_cast<float>(x)));
-      case DType::BFloat16: return one(float_to_bf16(static_cast<float>(x)));
-      default: refuse("cannot make a constant of element type " + std::string(dtype_name(t)));
-    }
+    if (!Edits::scalar_type(t)) refuse("cannot make a constant of element type " + std::string(dtype_name(t)));
+    return b->scalar(hint, t, x);
+  }
+  ValueId floats(std::string_view hint, const std::vector<float>& v, bool rank0 = false) {
+    return b->tensor(hint, DType::Float,
+                     rank0 ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())},
+                     std::vector<double>(v.begin(), v.end()));
   }
   DType dtype_of(ValueId v, std::string_view what) const {
     DType t = v.valid() && g.has_type(v) ? g.dtype(v) : DType::Undefined;
@@ -227,23 +164,14 @@ struct Editor {
     return t;
   }
 
-  // Replaces the current node by `op` with these inputs/attributes (outputs kept, so readers,
-  // types and graph outputs stay as they are); the name, tags and metadata carry over.
+  // Replaces the current node by `op` with these inputs/attributes (outputs kept unless given);
+  // the name, tags and metadata carry over.
   NodeId replace(std::string_view op, std::vector<ValueId> ins, std::vector<NewAttr> attrs,
                  std::optional<std::vector<ValueId>> outs = std::nullopt) {
-    while (!ins.empty() && !ins.back().valid()) ins.pop_back();
-    std::vector<ValueId> o = outs ? *outs : outputs();
-    const std::string key = std::string(str(g.op_type(cur))) + "-" + std::to_string(step);
-    std::vector<MetadataEntry> meta(g.metadata(cur).begin(), g.metadata(cur).end());
-    g.kill_node(cur);
-    NodeId n = g.add_node(intern(op), Sym{}, g.node_name(cur), ins, o, attrs);
-    g.set_scope(n, g.scope(cur));
-    if (!meta.empty()) g.set_metadata(n, meta);
     ++rep.adapted;
-    ++rep.by_adapter[key];
-    changed = true;
-    replaced = n;
-    return n;
+    ++rep.by_adapter[std::string(str(g.op_type(cur))) + "-" + std::to_string(step)];
+    replaced = b->rebuild(op, std::move(ins), std::move(attrs), std::move(outs));
+    return replaced;
   }
   // Same op, attribute `attr` (ints) moved to input `index` (absent attribute: no change).
   void ints_attr_to_input(std::string_view attr, size_t index, bool keep_absent = true) {
@@ -255,16 +183,16 @@ struct Editor {
     std::vector<ValueId> ins = inputs();
     if (ins.size() > index && ins[index].valid()) refuse(std::string(attr) + " is given both as attribute and input");
     ins.resize(std::max(ins.size(), index + 1));
-    ins[index] = ints(attr, {a.begin(), a.end()});
+    ins[index] = b->ints(attr, {a.begin(), a.end()});
     replace(str(g.op_type(cur)), ins, attrs_except({attr}));
   }
 };
 
-using Adapter = void (*)(Editor&);
+using Adapter = void (*)(Adapting&);
 
 // ------------------------------------------------------------------ the adapters
 
-void pad_2(Editor& e) {
+void pad_2(Adapting& e) {
   if (!e.has("paddings")) return;
   auto attrs = e.attrs_except({"paddings"});
   auto p = e.g.attr_ints(e.cur, "paddings");
@@ -272,7 +200,7 @@ void pad_2(Editor& e) {
   e.replace("Pad", e.inputs(), attrs);
 }
 
-void split_2(Editor& e) {
+void split_2(Adapting& e) {
   ValueId s = e.g.input(e.cur, 1);
   if (!s.valid()) return;
   auto v = constant_ints(e.g, s);
@@ -282,7 +210,7 @@ void split_2(Editor& e) {
   e.replace("Split", {e.g.input(e.cur, 0)}, attrs);
 }
 
-void lp_pool_2(Editor& e) {
+void lp_pool_2(Adapting& e) {
   const Attr* a = e.g.attr(e.cur, "p");
   if (!a || a->type != AttrType::Float) return;
   auto attrs = e.attrs_except({"p"});
@@ -290,21 +218,21 @@ void lp_pool_2(Editor& e) {
   e.replace(str(e.g.op_type(e.cur)), e.inputs(), attrs);
 }
 
-void concat_4(Editor& e) {
+void concat_4(Adapting& e) {
   if (e.has("axis")) return;
   auto attrs = e.attrs_except({});
   attrs.push_back(NewAttr::Int("axis", 1));
   e.replace("Concat", e.inputs(), attrs);
 }
 
-void reshape_5(Editor& e) { e.ints_attr_to_input("shape", 1); }
+void reshape_5(Adapting& e) { e.ints_attr_to_input("shape", 1); }
 
-void consumed_inputs_6(Editor& e) {
+void consumed_inputs_6(Adapting& e) {
   if (!e.has("consumed_inputs")) return;
   e.replace(str(e.g.op_type(e.cur)), e.inputs(), e.attrs_except({"consumed_inputs"}));
 }
 
-void cast_6(Editor& e) {
+void cast_6(Adapting& e) {
   const Attr* a = e.g.attr(e.cur, "to");
   if (!a || a->type != AttrType::String) return;
   static constexpr std::pair<std::string_view, int64_t> names[] = {
@@ -322,14 +250,14 @@ void cast_6(Editor& e) {
   e.refuse("unknown Cast target '" + std::string(to) + "'");
 }
 
-void tile_6(Editor& e) {
+void tile_6(Adapting& e) {
   if (e.g.inputs(e.cur).size() > 2)
     e.refuse("Tile-1 (tiles and axis inputs) has no Tile-6 form without the input's rank");
 }
 
 // Add & co. before 7: `broadcast=1` aligns B at `axis` of A (default: at the end). Numpy
 // broadcasting aligns at the end, so a B aligned earlier gets trailing 1-dims (Unsqueeze-1).
-void legacy_broadcast_7(Editor& e) {
+void legacy_broadcast_7(Adapting& e) {
   if (!e.has("broadcast") && !e.has("axis")) return;
   std::vector<ValueId> ins = e.inputs();
   if (e.g.attr_int(e.cur, "broadcast", 0) != 0 && e.has("axis") && ins.size() == 2) {
@@ -343,52 +271,52 @@ void legacy_broadcast_7(Editor& e) {
     if (trailing > 0) {
       std::vector<int64_t> axes;
       for (int64_t i = 0; i < trailing; ++i) axes.push_back(rb + i);
-      ins[1] = e.add1("Unsqueeze", {ins[1]}, {NewAttr::Ints("axes", axes)});
+      ins[1] = e.b->node("Unsqueeze", {ins[1]}, {NewAttr::Ints("axes", axes)});
     }
   }
   e.replace(str(e.g.op_type(e.cur)), ins, e.attrs_except({"broadcast", "axis"}));
 }
 
-void is_test_7(Editor& e) {
+void is_test_7(Adapting& e) {
   if (!e.has("is_test")) return;
   e.replace(str(e.g.op_type(e.cur)), e.inputs(), e.attrs_except({"is_test"}));
 }
 
-void gemm_7(Editor& e) {
+void gemm_7(Adapting& e) {
   if (!e.has("broadcast")) return;
   e.replace("Gemm", e.inputs(), e.attrs_except({"broadcast"}));
 }
 
 // PRelu before 7 took a per-channel slope [C] for x [N, C, ...] (the runtime still reads it so);
 // from 7 the slope broadcasts numpy-style, so it becomes [C, 1, ..., 1].
-void prelu_7(Editor& e) {
+void prelu_7(Adapting& e) {
   ValueId x = e.g.input(e.cur, 0), s = e.g.input(e.cur, 1);
   auto xs = static_shape(e.g, x), ss = static_shape(e.g, s);
   if (!xs || !ss || ss->size() != 1 || xs->size() <= 2 || (*ss)[0] != (*xs)[1] || (*ss)[0] == xs->back()) return;
   std::vector<int64_t> axes;
   for (size_t i = 1; i + 1 < xs->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  ValueId s2 = e.add1("Unsqueeze", {s}, {NewAttr::Ints("axes", axes)});
+  ValueId s2 = e.b->node("Unsqueeze", {s}, {NewAttr::Ints("axes", axes)});
   e.replace("PRelu", {x, s2}, e.attrs_except({}));
 }
 
-void experimental_upsample_7(Editor& e) { e.refuse("Upsample before opset 7 is experimental"); }
+void experimental_upsample_7(Adapting& e) { e.refuse("Upsample before opset 7 is experimental"); }
 
-void batch_norm_9(Editor& e) {
+void batch_norm_9(Adapting& e) {
   if (!e.has("spatial")) return;
   if (e.g.attr_int(e.cur, "spatial", 1) == 0) e.refuse("spatial=0 (per-activation statistics) has no opset-9 form");
   e.replace("BatchNormalization", e.inputs(), e.attrs_except({"spatial"}));
 }
 
-void upsample_9(Editor& e) {
+void upsample_9(Adapting& e) {
   if (!e.has("scales")) return;
   auto s = e.g.attr_floats(e.cur, "scales");
   std::vector<ValueId> ins = {e.g.input(e.cur, 0), e.floats("scales", {s.begin(), s.end()})};
   e.replace("Upsample", ins, e.attrs_except({"scales"}));
 }
 
-void scan_9(Editor& e) { e.refuse("Scan-8 (batched, with sequence_lens) has no automatic Scan-9 form"); }
+void scan_9(Adapting& e) { e.refuse("Scan-8 (batched, with sequence_lens) has no automatic Scan-9 form"); }
 
-void slice_10(Editor& e) {
+void slice_10(Adapting& e) {
   std::vector<ValueId> ins = {e.g.input(e.cur, 0)};
   for (const char* a : {"starts", "ends", "axes"}) {
     if (!e.has(a)) {
@@ -396,36 +324,36 @@ void slice_10(Editor& e) {
       continue;
     }
     auto v = e.g.attr_ints(e.cur, a);
-    ins.push_back(e.ints(a, {v.begin(), v.end()}));
+    ins.push_back(e.b->ints(a, {v.begin(), v.end()}));
   }
   e.replace("Slice", ins, e.attrs_except({"starts", "ends", "axes"}));
 }
 
-void topk_10(Editor& e) {
+void topk_10(Adapting& e) {
   if (!e.has("k")) e.refuse("attribute k is missing");
-  ValueId k = e.ints("k", {e.g.attr_int(e.cur, "k", 0)});
+  ValueId k = e.b->ints("k", {e.g.attr_int(e.cur, "k", 0)});
   e.replace("TopK", {e.g.input(e.cur, 0), k}, e.attrs_except({"k"}));
 }
 
-void upsample_10(Editor& e) {
+void upsample_10(Adapting& e) {
   // Resize-10 is Upsample-9 under a new name (same inputs, mode, asymmetric coordinates).
   e.replace("Resize", e.inputs(), e.attrs_except({}));
 }
 
-void dropout_10(Editor& e) {
+void dropout_10(Adapting& e) {
   ValueId mask = e.g.output(e.cur, 1);
   if (!mask.valid()) return;
   const DType t = e.dtype_of(e.g.input(e.cur, 0), "the input");
   if (t == DType::Bool) return;
-  ValueId b = e.value("mask_bool");
+  ValueId b = e.b->value("mask_bool");
   std::vector<ValueId> outs = e.outputs();
   outs[1] = b;
   std::vector<ValueId> ins = e.inputs();
   e.replace("Dropout", ins, e.attrs_except({}), outs);
-  e.add("Cast", {b}, {mask}, {NewAttr::Int("to", static_cast<int64_t>(t))});
+  e.b->add("Cast", {b}, {mask}, {NewAttr::Int("to", static_cast<int64_t>(t))});
 }
 
-void clip_11(Editor& e) {
+void clip_11(Adapting& e) {
   if (!e.has("min") && !e.has("max")) return;
   const DType t = e.dtype_of(e.g.input(e.cur, 0), "the input");
   std::vector<ValueId> ins = {e.g.input(e.cur, 0), ValueId{}, ValueId{}};
@@ -434,30 +362,30 @@ void clip_11(Editor& e) {
   e.replace("Clip", ins, e.attrs_except({"min", "max"}));
 }
 
-void pad_11(Editor& e) {
+void pad_11(Adapting& e) {
   if (!e.has("pads")) return;
   auto p = e.g.attr_ints(e.cur, "pads");
-  std::vector<ValueId> ins = {e.g.input(e.cur, 0), e.ints("pads", {p.begin(), p.end()})};
+  std::vector<ValueId> ins = {e.g.input(e.cur, 0), e.b->ints("pads", {p.begin(), p.end()})};
   const float value = e.g.attr_float(e.cur, "value", 0.f);
   if (value != 0.f) ins.push_back(e.scalar("value", e.dtype_of(ins[0], "the input"), value));
   e.replace("Pad", ins, e.attrs_except({"pads", "value"}));
 }
 
-void resize_11(Editor& e) {
+void resize_11(Adapting& e) {
   // Resize-10: asymmetric coordinates, nearest rounds down (as Upsample).
   std::vector<ValueId> ins = {e.g.input(e.cur, 0), e.floats("roi", {}), e.g.input(e.cur, 1)};
   auto attrs = e.attrs_except({});
-  Editor::set_attr(attrs, NewAttr::String("coordinate_transformation_mode", "asymmetric"));
+  Adapting::set_attr(attrs, NewAttr::String("coordinate_transformation_mode", "asymmetric"));
   if (e.g.attr_string(e.cur, "mode", "nearest") == "nearest")
-    Editor::set_attr(attrs, NewAttr::String("nearest_mode", "floor"));
+    Adapting::set_attr(attrs, NewAttr::String("nearest_mode", "floor"));
   e.replace("Resize", ins, attrs);
 }
 
-void scatter_11(Editor& e) { e.replace("ScatterElements", e.inputs(), e.attrs_except({})); }
+void scatter_11(Adapting& e) { e.replace("ScatterElements", e.inputs(), e.attrs_except({})); }
 
 // OneHot before 11: an index outside [0, depth) is all off_value; from 11 negative indices count
 // from the back. Negative indices become a value past any depth.
-void one_hot_11(Editor& e) {
+void one_hot_11(Adapting& e) {
   ValueId ind = e.g.input(e.cur, 0);
   if (auto c = constant_values(e.g, ind); c && std::all_of(c->begin(), c->end(), [](double v) { return v >= 0; }))
     return;
@@ -475,21 +403,21 @@ void one_hot_11(Editor& e) {
     case DType::Float16: big = 65504; break;
     default: big = 1e18; break;
   }
-  ValueId neg = e.add1("Less", {ind, e.scalar("zero", t, 0)});
-  ValueId fixed = e.add1("Where", {neg, e.scalar("past_depth", t, big), ind});
+  ValueId neg = e.b->node("Less", {ind, e.scalar("zero", t, 0)});
+  ValueId fixed = e.b->node("Where", {neg, e.scalar("past_depth", t, big), ind});
   std::vector<ValueId> ins = e.inputs();
   ins[0] = fixed;
   e.replace("OneHot", ins, e.attrs_except({}));
 }
 
-void dropout_12(Editor& e) {
+void dropout_12(Adapting& e) {
   if (!e.has("ratio")) return;
   std::vector<ValueId> ins = {e.g.input(e.cur, 0), e.floats("ratio", {e.g.attr_float(e.cur, "ratio", 0.5f)}, true)};
   e.replace("Dropout", ins, e.attrs_except({"ratio"}));
 }
 
 // Softmax/LogSoftmax/Hardmax <= 12: y = reshape(op(flatten(x, axis) over the 2nd dim), shape(x)).
-void softmax_13(Editor& e) {
+void softmax_13(Adapting& e) {
   const std::string op(str(e.g.op_type(e.cur)));
   ValueId x = e.g.input(e.cur, 0);
   const int64_t axis = e.g.attr_int(e.cur, "axis", 1);
@@ -508,26 +436,24 @@ void softmax_13(Editor& e) {
     e.replace(op, {x}, attrs);
     return;
   }
-  ValueId flat = e.add1("Flatten", {x}, {NewAttr::Int("axis", axis)});
-  ValueId y2 = e.value(op);
-  ValueId shape = e.add1("Shape", {x});
+  ValueId flat = e.b->node("Flatten", {x}, {NewAttr::Int("axis", axis)});
+  ValueId y2 = e.b->value(op);
+  ValueId shape = e.b->node("Shape", {x});
   std::vector<ValueId> outs = e.outputs();
   auto attrs = e.attrs_except({"axis"});
   attrs.push_back(NewAttr::Int("axis", -1));
-  const NodeId self = e.cur;
   e.replace(op, {flat}, attrs, std::vector<ValueId>{y2});
-  e.cur = self;
-  e.add("Reshape", {y2, shape}, outs);
+  e.b->add("Reshape", {y2, shape}, outs);
 }
 
-void axes_13(Editor& e) { e.ints_attr_to_input("axes", 1); }
-void split_13(Editor& e) { e.ints_attr_to_input("split", 1); }
+void axes_13(Adapting& e) { e.ints_attr_to_input("axes", 1); }
+void split_13(Adapting& e) { e.ints_attr_to_input("split", 1); }
 
 // tf_half_pixel_for_nn (removed in 13) maps x to t = (x + 0.5) / scale; half_pixel maps it to
 // t - 0.5. Rounding t down is rounding t - 0.5 half up (round_prefer_ceil), and rounding t half
 // down (round_prefer_floor, the default) is ceil(t - 0.5): those two have an exact
 // half_pixel form. The other two roundings of t have none.
-void resize_13(Editor& e) {
+void resize_13(Adapting& e) {
   if (e.g.attr_string(e.cur, "coordinate_transformation_mode", "") != "tf_half_pixel_for_nn") return;
   const std::string_view nearest = e.g.attr_string(e.cur, "nearest_mode", "round_prefer_floor");
   if (e.g.attr_string(e.cur, "mode", "nearest") != "nearest" || (nearest != "floor" && nearest != "round_prefer_floor"))
@@ -541,7 +467,7 @@ void resize_13(Editor& e) {
 
 // BatchNormalization before 14: extra outputs meant training mode (running mean/var, then the
 // saved batch statistics); 14 says training_mode=1 and has no saved statistics.
-void batch_norm_14(Editor& e) {
+void batch_norm_14(Adapting& e) {
   std::vector<ValueId> outs = e.outputs();
   bool training = false;
   for (size_t i = 1; i < outs.size(); ++i) training |= outs[i].valid();
@@ -549,9 +475,8 @@ void batch_norm_14(Editor& e) {
     if (outs.size() > 1) e.replace("BatchNormalization", e.inputs(), e.attrs_except({}), std::vector<ValueId>{outs[0]});
     return;
   }
-  Uses uses(e.g);
   for (size_t i = 3; i < outs.size(); ++i)
-    if (outs[i].valid() && uses.used(outs[i]))
+    if (outs[i].valid() && e.edits.uses.used(outs[i]))
       e.refuse("its saved_mean/saved_var outputs are read; BatchNormalization-14 has none");
   outs.resize(std::min<size_t>(outs.size(), 3));
   auto attrs = e.attrs_except({});
@@ -559,21 +484,21 @@ void batch_norm_14(Editor& e) {
   e.replace("BatchNormalization", e.inputs(), attrs, outs);
 }
 
-void roi_align_16(Editor& e) {
+void roi_align_16(Adapting& e) {
   if (e.has("coordinate_transformation_mode")) return;
   auto attrs = e.attrs_except({});
   attrs.push_back(NewAttr::String("coordinate_transformation_mode", "output_half_pixel"));
   e.replace("RoiAlign", e.inputs(), attrs);
 }
 
-void split_18(Editor& e) {
+void split_18(Adapting& e) {
   if (e.g.input(e.cur, 1).valid() || e.has("num_outputs")) return;
   auto attrs = e.attrs_except({});
   attrs.push_back(NewAttr::Int("num_outputs", static_cast<int64_t>(e.g.outputs(e.cur).size())));
   e.replace("Split", e.inputs(), attrs);
 }
 
-void grid_sample_20(Editor& e) {
+void grid_sample_20(Adapting& e) {
   std::string_view mode = e.g.attr_string(e.cur, "mode", "");
   if (mode != "bilinear" && mode != "bicubic") return;
   auto attrs = e.attrs_except({"mode"});
@@ -581,16 +506,16 @@ void grid_sample_20(Editor& e) {
   e.replace("GridSample", e.inputs(), attrs);
 }
 
-void dft_20(Editor& e) {
+void dft_20(Adapting& e) {
   // DFT-17's axis attribute (default 1) became input 2 (default -2): always given explicitly.
   std::vector<ValueId> ins = e.inputs();
   ins.resize(std::max<size_t>(ins.size(), 3));
-  ins[2] = e.ints("axis", {e.g.attr_int(e.cur, "axis", 1)}, true);
+  ins[2] = e.b->ints("axis", {e.g.attr_int(e.cur, "axis", 1)}, true);
   e.replace("DFT", ins, e.attrs_except({"axis"}));
 }
 
 // GroupNormalization-18's scale and bias have one value per group; 21's one per channel.
-void group_norm_21(Editor& e) {
+void group_norm_21(Adapting& e) {
   const int64_t G = e.g.attr_int(e.cur, "num_groups", 0);
   if (G <= 0) e.refuse("num_groups is missing");
   ValueId x = e.g.input(e.cur, 0);
@@ -603,27 +528,28 @@ void group_norm_21(Editor& e) {
   for (size_t k = 1; k <= 2 && k < ins.size(); ++k) {
     const ValueId p = ins[k];
     const TensorId t = constant_tensor(e.g, p);
-    if (t.valid() && e.m.tensors.element_count(t) != static_cast<uint64_t>(G)) continue;  // per channel already
+    if (t.valid() && e.model().tensors.element_count(t) != static_cast<uint64_t>(G)) continue;  // per channel already
     if (t.valid() && C) {
       // Constant: each group's value repeated for its C/G channels.
-      const auto bytes = e.m.tensors.bytes(t);
+      const auto bytes = e.model().tensors.bytes(t);
       const size_t es = bytes.size() / static_cast<size_t>(G);
       std::vector<std::byte> out(static_cast<size_t>(*C) * es);
       for (int64_t ch = 0; ch < *C; ++ch)
         std::memcpy(out.data() + static_cast<size_t>(ch) * es, bytes.data() + static_cast<size_t>(ch / (*C / G)) * es,
                     es);
-      ins[k] = e.constant(k == 1 ? "scale" : "bias", e.m.tensors.dtype(t), {*C}, out);
+      const int64_t dims[1] = {*C};
+      ins[k] = e.b->bytes(k == 1 ? "scale" : "bias", e.model().tensors.dtype(t), dims, out);
       continue;
     }
     // Otherwise: Reshape to [G, 1], Expand to [G, C/G] (C read from Shape(x)), Reshape to [C].
     if (!group_shape.valid()) {
-      ValueId c = e.add1("Shape", {x}, {NewAttr::Int("start", 1), NewAttr::Int("end", 2)});
-      ValueId per = e.add1("Div", {c, e.ints("groups", {G})});
-      group_shape = e.add1("Concat", {e.ints("groups", {G}), per}, {NewAttr::Int("axis", 0)});
+      ValueId c = e.b->node("Shape", {x}, {NewAttr::Int("start", 1), NewAttr::Int("end", 2)});
+      ValueId per = e.b->node("Div", {c, e.b->ints("groups", {G})});
+      group_shape = e.b->node("Concat", {e.b->ints("groups", {G}), per}, {NewAttr::Int("axis", 0)});
     }
-    ValueId col = e.add1("Reshape", {p, e.ints("column", {G, 1})});
-    ValueId wide = e.add1("Expand", {col, group_shape});
-    ins[k] = e.add1("Reshape", {wide, e.ints("flat", {-1})});
+    ValueId col = e.b->node("Reshape", {p, e.b->ints("column", {G, 1})});
+    ValueId wide = e.b->node("Expand", {col, group_shape});
+    ins[k] = e.b->node("Reshape", {wide, e.b->ints("flat", {-1})});
   }
   e.replace("GroupNormalization", ins, e.attrs_except({}));
 }
@@ -690,24 +616,28 @@ const std::vector<AdapterRow>& adapters() {
 }
 
 // Step k in one graph; returns whether it changed anything.
-bool step_graph(Model& m, Graph& g, int64_t k, UpgradeReport& rep) {
-  Editor e{m, g, rep, k};
+bool step_graph(Graph& g, int64_t k, UpgradeReport& rep) {
   std::vector<const AdapterRow*> rows;
   for (const AdapterRow& r : adapters())
     if (r.version == k) rows.push_back(&r);
   if (rows.empty()) return false;
+  const Uses uses(g);
+  const PassOptions options;
+  Edits edits(g, uses, options);
+  Adapting e{g, edits, rep, k};
   for (NodeId n : g.nodes()) {
-    if (!g.alive(n) || !(g.domain(n).empty() || str(g.domain(n)) == "ai.onnx")) continue;
+    if (!(g.domain(n).empty() || str(g.domain(n)) == "ai.onnx")) continue;
     for (const AdapterRow* r : rows) {
       if (r->op != "*" && r->op != str(g.op_type(n))) continue;
-      e.cur = n;
-      e.replaced = NodeId{};
+      e.at(n);
       r->fn(e);
       if (e.replaced.valid()) n = e.replaced;  // later adapters of this step see the new node
     }
   }
-  if (e.changed) compact(g);
-  return e.changed;
+  e.at(NodeId{});  // counts the last node's helpers
+  if (edits.empty()) return false;
+  edits.commit();
+  return true;
 }
 
 // The default-domain opset a graph starts from: its function's own import, else the model's.
@@ -752,7 +682,7 @@ UpgradeReport upgrade_opset(Model& m, int64_t target) {
       for (size_t i = 0; i < m.graph_count(); ++i) {
         Graph& g = m.graph(GraphId(static_cast<uint32_t>(i)));
         if (g.detached() || start[i] >= k) continue;
-        changed |= step_graph(m, g, k, rep);
+        changed |= step_graph(g, k, rep);
       }
       // The nodes are now in step k's form: say so before inferring shapes for the next step.
       if (k > rep.from) set_model_opset(m, k);
@@ -760,38 +690,43 @@ UpgradeReport upgrade_opset(Model& m, int64_t target) {
     }
   }
   set_model_opset(m, target);
+  for (size_t i = 0; i < m.graph_count(); ++i)  // the adapters' constants, in bodies that hold no initializers
+    if (Graph& g = m.graph(GraphId(static_cast<uint32_t>(i))); g.is_function_body() && !g.detached())
+      rep.added += constants_as_nodes(g);
   for (Function& f : m.functions)
-    if (auto v = function_opset(f); v && v->second < target) set_function_opset(f, target);
+    if (auto v = function_opset(f); v && v->second < target) set_function_import(f, "", target);
   rep.ir_to = std::max(m.ir_version, min_ir_version(target));
   m.ir_version = rep.ir_to;
   return rep;
 }
 
-namespace {
-
-struct UpgradeMatch {
-  int64_t target;
-};
-
-std::vector<UpgradeMatch> analyze_upgrade(const Graph& g, const Uses&, const PassOptions& o) {
-  if (g.parent().valid() || g.is_function_body() || o.target_opset <= g.model().opset("")) return {};
-  return {{o.target_opset}};
+std::optional<UpgradeReport> upgrade_step(Model& m, std::optional<int64_t> target, const OpsetCap& cap) {
+  if (!target) return std::nullopt;
+  check_target_opset(m, *target);
+  const int64_t to = std::max(std::min(*target, cap.opset), m.opset(""));
+  UpgradeReport r = upgrade_opset(m, to);
+  r.requested = *target;
+  if (to < *target) r.refused = cap.why;
+  return r;
 }
 
-// The whole model at once (every graph's nodes, the opset imports, the IR version): the
-// subgraphs and functions must move with the main graph.
-bool apply_upgrade(Edits& e, const UpgradeMatch& m) {
-  if (e.g.model().opset("") >= m.target) return false;
-  UpgradeReport r = upgrade_opset(e.g.model(), m.target);
-  if (e.options.upgrade_report) *e.options.upgrade_report = r;
-  e.note_change();
-  return true;
+nlohmann::json upgrade_json(const UpgradeReport& r) {
+  nlohmann::json by = nlohmann::json::object();
+  for (auto& [k, n] : r.by_adapter) by[k] = n;
+  nlohmann::json j = {{"opset_from", r.from},     {"opset_to", r.to},           {"ir_from", r.ir_from},
+                      {"ir_to", r.ir_to},         {"nodes_adapted", r.adapted}, {"nodes_added", r.added},
+                      {"adapters", std::move(by)}};
+  if (!r.refused.empty()) {
+    j["opset_requested"] = r.requested;
+    j["refused"] = r.refused;
+  }
+  return j;
 }
 
-}  // namespace
-
-ONNXFORGE_PASS(upgrade_opset, UpgradeMatch, AccuracyClass::Lossless, analyze_upgrade, apply_upgrade, {},
-               "raises the default-domain opset to --target-opset, adapting every op whose signature or meaning "
-               "changes on the way (bit-identical outputs)");
+std::string upgrade_text(const UpgradeReport& r) {
+  return "opset " + std::to_string(r.from) + " -> " + std::to_string(r.to) + ", IR " + std::to_string(r.ir_from) +
+         " -> " + std::to_string(r.ir_to) + " (" + std::to_string(r.adapted) + " nodes adapted, " +
+         std::to_string(r.added) + " added)";
+}
 
 }  // namespace onnxforge::passes

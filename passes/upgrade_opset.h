@@ -7,10 +7,12 @@
 // test_upgrade_opset.cpp, and every backend-suite model the runtime passes, upgraded to 23).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "ir/graph.h"
-#include "passes/pass.h"
 
 namespace onnxforge::passes {
 
@@ -24,6 +26,8 @@ inline constexpr int64_t kMinTargetOpset = 7;
 int64_t min_ir_version(int64_t opset);
 
 struct UpgradeReport {
+  int64_t requested = 0;                     // the opset asked for (--target-opset)
+  std::string refused;                       // why `to` stops below `requested` ("" when it does not)
   int64_t from = 0, to = 0;                  // default-domain opset of the model
   int64_t ir_from = 0, ir_to = 0;            // IR version
   size_t adapted = 0;                        // nodes rewritten (an adapter changed them)
@@ -39,8 +43,22 @@ void check_target_opset(const Model& m, int64_t target);
 // BatchNormalization with spatial=0, Resize's tf_half_pixel_for_nn, ...): nothing is written then.
 UpgradeReport upgrade_opset(Model& m, int64_t target);
 
-// The same as a pass (class 0) for the driver: runs when PassOptions::target_opset is above the
-// model's opset. Not in the default pipeline (registry.h: pre_passes()).
-const Pass& upgrade_opset_pass();
+// The highest opset a deployment target loads, and why (passes/ort_ops.h for ONNX Runtime):
+// the step stops there and says so in its report.
+struct OpsetCap {
+  int64_t opset = kMaxRuntimeOpset;
+  std::string why;
+};
+
+// The opset upgrade as the step before the pipeline (optimize, convert, and the fresh loads a
+// bisection replays): the model raised to min(target, cap.opset), never below its own opset.
+// Without a target nothing happens and there is no report. Throws as upgrade_opset does, and
+// check_target_opset's errors for a target outside the range or below the model's opset.
+std::optional<UpgradeReport> upgrade_step(Model& m, std::optional<int64_t> target, const OpsetCap& cap = {});
+
+// What `optimize --json` and `convert --json` print under "upgrade", and the line they print:
+// "opset 14 -> 23, IR 7 -> 11 (12 nodes adapted, 3 added)".
+nlohmann::json upgrade_json(const UpgradeReport& r);
+std::string upgrade_text(const UpgradeReport& r);
 
 }  // namespace onnxforge::passes

@@ -49,159 +49,170 @@ std::vector<std::string> current_pass_names(std::vector<std::string> names, std:
 
 namespace {
 
-// The opset to upgrade to: for target ort, no higher than the highest at which ONNX Runtime 1.30
-// has a kernel for every op of the model (a note says why); for generic, the target itself, with
-// a note when ORT would lack an op there.
-int64_t ort_capped_opset(const Model& m, const passes::TargetProfile& target, int64_t wanted,
-                         std::vector<std::string>& notes) {
+// The cap on the opset upgrade: for target ort, the highest opset at which ONNX Runtime 1.30 has
+// a kernel for every op of the model (a note says why); for generic none, with a note when ORT
+// would lack an op at the opset asked for.
+passes::OpsetCap ort_opset_cap(const Model& m, const passes::TargetProfile& target, int64_t wanted,
+                               std::vector<std::string>& notes) {
   const int64_t from = m.opset("");
-  if (wanted <= from) return wanted;
+  if (wanted <= from) return {};
   const std::vector<std::string> missing = passes::ort_missing(m, wanted);
-  if (missing.empty() || (target.name != "ort" && target.name != "generic")) return wanted;
+  if (missing.empty() || (target.name != "ort" && target.name != "generic")) return {};
   const int64_t cap = passes::ort_highest_loadable_opset(m, from, wanted);
   if (target.name == "generic") {
     notes.push_back("opset " + std::to_string(wanted) + " takes " + missing[0] +
                     " to a version ONNX Runtime 1.30 has no kernel for" +
                     (cap >= from ? "; --target ort would stop at opset " + std::to_string(cap) : std::string()));
-    return wanted;
+    return {};
   }
   const int64_t to = std::max(cap, from);
   notes.push_back("--target ort: upgrading to opset " + std::to_string(to) + ", not " + std::to_string(wanted) +
                   ": ONNX Runtime 1.30 has no kernel for " + missing[0]);
-  return to;
+  return {to, "ONNX Runtime 1.30 has no kernel for " + missing[0]};
 }
 
-}  // namespace
+// One `optimize` as named steps: load, reference, prepare (upgrade, inline), pipeline, report,
+// verify. The steps share this state; the outcome collects what they return.
+struct OptimizeJob {
+  const std::filesystem::path& input;
+  const OptimizeSettings& s;
+  OptimizeOutcome& out;
+  Clock::time_point t0 = Clock::now();
+  passes::RunOptions ro = {};
+  const passes::TargetProfile* target = nullptr;
+  passes::TargetPlan plan = {};
+  std::unique_ptr<passes::Reference> ref = {};
+  bool verify = false;
+  std::vector<passes::PreStep> steps = {};  // before the pipeline; the bisection replays them
+  double load_s = 0, ref_s = 0, passes_s = 0, verify_s = 0;
 
-OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSettings& s) {
-  using namespace onnxforge::passes;
+  void say(const std::string& line) const {
+    if (s.progress) s.progress(line);
+  }
+};
+
+// Options of a check that does not run would be dropped without a word (the CLI's names; Python
+// says verify_dims= / verify_decode= for the same settings).
+void check_settings(const OptimizeSettings& s) {
   if (s.seeds < 1 && s.verify) fail("verification needs at least 1 seed (got ", s.seeds, ")");
-  // Options of a check that does not run would be dropped without a word (the CLI's names; Python
-  // says verify_dims= / verify_decode= for the same settings).
   if (!s.verify && !s.verify_dims.empty())
     fail_usage(
         "--verify-dim sizes verification, which --no-verify skips: drop one of them (--dim fixes sizes in "
         "the output)");
   if (!s.verify && s.verify_decode > 0)
     fail_usage("--verify-decode verifies generation after the verification that --no-verify skips: drop one of them");
-  auto t0 = Clock::now();
-  auto say = [&](const std::string& line) {
-    if (s.progress) s.progress(line);
-  };
-  if (!s.output.empty()) check_output(s.output, WriteRules(s.overwrite).protect(input));  // before any work
-  RunOptions ro;
-  ro.pass.evaluator = runtime_evaluator();
-  if (s.fold_size) ro.pass.fold_size = *s.fold_size;
-  ro.progress = s.progress;
+}
+
+// The passes and the target's plan, and the output checked: bad usage before any work.
+void plan(OptimizeJob& j) {
+  using namespace passes;
+  const OptimizeSettings& s = j.s;
+  if (!s.output.empty()) check_output(s.output, WriteRules(s.overwrite).protect(j.input));
+  j.ro.pass.evaluator = runtime_evaluator();
+  if (s.fold_size) j.ro.pass.fold_size = *s.fold_size;
+  j.ro.progress = s.progress;
   // --passes none: load, optional upgrade, verify, write, with no rewrite (as `zoo run --passes none`).
   const bool no_pass = std::find(s.passes.begin(), s.passes.end(), "none") != s.passes.end();
   if (no_pass && s.passes.size() > 1) fail_usage("--passes none cannot be combined with pass names");
-  std::vector<const Pass*> passes =
+  const std::vector<const Pass*> passes =
       no_pass ? std::vector<const Pass*>{} : select_passes(current_pass_names(s.passes), current_pass_names(s.skip));
-  const TargetProfile& target = target_profile(s.target);  // bad usage before any work
-  if (s.target_opset) check_target_max_opset(target, *s.target_opset);
-  const TargetPlan plan = plan_for_target(passes, target);
-  passes = plan.passes;
+  j.target = &target_profile(s.target);
+  if (s.target_opset) check_target_max_opset(*j.target, *s.target_opset);
+  j.plan = plan_for_target(passes, *j.target);
+}
 
-  OptimizeOutcome out;
-  say("loading " + input.string());
-  out.model = load_model(input);
-  out.strict = s.strict;
-  ro.pass.dims = resolve_input_dims(s.dims, s.input_shapes, {out.model.get()});  // a dim the inputs lack is an error
-  if (s.target_opset) check_target_opset(*out.model, *s.target_opset);  // before any work: a downgrade is bad input
-  hier::read_tags(*out.model);  // module tags ride along in the graph tables through every pass
-  double load_s = seconds_since(t0);
-  std::unique_ptr<Reference> ref;
-  double ref_s = 0;
-  bool verify = s.verify;
-  if (verify) {
-    if (!runtime_available()) fail("verification needs the runtime, which this build lacks; use --no-verify");
-    say("running the original model for verification");
-    auto t = Clock::now();
-    auto original = load_model(input);                             // a separate copy: the reference never sees a pass
-    resolve_input_dims(s.dims, s.input_shapes, {original.get()});  // the same input shapes on the reference
-    std::map<std::string, int64_t> verify_dims = ro.pass.dims;
-    std::map<std::string, int64_t> checked;
-    try {
-      checked = resolve_input_dims(s.verify_dims, {}, {original.get()});
-    } catch (const Error& e) {  // the same rule as --dim, said of the option the user gave
-      std::string m = e.what();
-      if (m.starts_with("--dim ")) m = "--verify-dim " + m.substr(6);
-      throw e.reworded(m);
-    }
-    for (const auto& [name, size] : checked) {
-      auto [it, fresh] = verify_dims.emplace(name, size);
-      if (!fresh && it->second != size)
-        fail_usage("--verify-dim ", name, "=", size, " contradicts --dim ", name, "=", it->second);
-    }
-    try {
-      ref = std::make_unique<Reference>(
-          *original, VerifyOptions{s.seeds, verify_dims, s.verify_budget, s.progress, s.inputs, s.input_values});
-    } catch (const Error& e) {
-      // A bad --inputs file or value is the user's input, reported as it is.
-      if (e.kind() == Error::Kind::Usage || !e.file().empty()) throw;
-      throw e
-          .reworded("cannot verify: running the original model failed: " + std::string(e.what()) +
-                    " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)")
-          .about(input.string());
-    }
-    ref_s = seconds_since(t);
-    out.notes = ref->notes();
-    if (ref->over_budget()) {
-      out.over_budget = true;
-      verify = false;
-      ref.reset();
-      if (!s.continue_over_budget) {
-        out.report = {{"input", input.string()}, {"over_budget", true}, {"notes", out.notes}};
-        return out;
-      }
-    }
-  }
-  specialise_dims(*out.model, ro.pass.dims);
-  auto tp = Clock::now();
-  // The architecture family (audit's fingerprint) is reported but selects no passes: the passes
-  // a family would skip cost under 0.2 ms of pipelines of 30-160 ms (docs/benchmarks.md), and
-  // skipping them would add a way to change the result (a hybrid misread as a CNN).
-  infer_shapes(*out.model);
-  const Fingerprint fp = fingerprint(*out.model);
-  nlohmann::json family = {
-      {"name", family_name(fp.family)}, {"reason", fp.reason}, {"passes_skipped", nlohmann::json::array()}};
-  // target_opset: the upgrade runs first, on its own (class 0), so the pipeline's passes see the
-  // new opset; the bisection below replays it first too.
-  UpgradeReport upgrade;
-  std::vector<const Pass*> bisect = passes;
-  std::optional<int64_t> target_opset = s.target_opset;
-  if (target_opset) target_opset = ort_capped_opset(*out.model, target, *target_opset, out.notes);
-  if (target_opset) {
-    say("upgrading to opset " + std::to_string(*target_opset));
-    RunOptions uo = ro;
-    uo.pass.target_opset = *target_opset;
-    uo.pass.upgrade_report = &upgrade;
-    run_passes(*out.model, pre_passes(), uo);
-    if (upgrade.to == 0) {  // already at the target: nothing ran
-      upgrade.from = upgrade.to = out.model->opset("");
-      upgrade.ir_from = upgrade.ir_to = out.model->ir_version;
-    }
-    bisect.insert(bisect.begin(), &upgrade_opset_pass());
-    ro.pass.target_opset = *target_opset;  // for the bisection's fresh loads
-  }
-  InlineReport inlined;
-  if (s.inline_functions) {
-    say("expanding local functions");
-    inlined = inline_model_functions(*out.model);
-    bisect.insert(bisect.begin() + (target_opset ? 1 : 0), &inline_functions_pass());
-  }
-  out.run = run_passes(*out.model, passes, ro);
-  double passes_s = seconds_since(tp);
+void load(OptimizeJob& j) {
+  j.say("loading " + j.input.string());
+  j.out.model = load_model(j.input);
+  j.out.strict = j.s.strict;
+  j.ro.pass.dims =
+      resolve_input_dims(j.s.dims, j.s.input_shapes, {j.out.model.get()});            // a dim the inputs lack: an error
+  if (j.s.target_opset) passes::check_target_opset(*j.out.model, *j.s.target_opset);  // a downgrade is bad input
+  hier::read_tags(*j.out.model);  // module tags ride along in the graph tables through every pass
+  j.load_s = seconds_since(j.t0);
+}
 
-  out.report = stats_json(out.run);
-  if (std::string grew = growth_note(out.run); !grew.empty()) out.notes.push_back(std::move(grew));
-  out.report["input"] = input.string();
+// The original model's runs on a separate load (the reference never sees a pass). Returns false
+// when one seed does not fit the budget and the caller asked to stop there.
+bool reference(OptimizeJob& j) {
+  using namespace passes;
+  const OptimizeSettings& s = j.s;
+  j.verify = s.verify;
+  if (!j.verify) return true;
+  if (!runtime_available()) fail("verification needs the runtime, which this build lacks; use --no-verify");
+  j.say("running the original model for verification");
+  auto t = Clock::now();
+  auto original = load_model(j.input);
+  resolve_input_dims(s.dims, s.input_shapes, {original.get()});  // the same input shapes on the reference
+  std::map<std::string, int64_t> verify_dims = j.ro.pass.dims;
+  std::map<std::string, int64_t> checked;
+  try {
+    checked = resolve_input_dims(s.verify_dims, {}, {original.get()});
+  } catch (const Error& e) {  // the same rule as --dim, said of the option the user gave
+    std::string m = e.what();
+    if (m.starts_with("--dim ")) m = "--verify-dim " + m.substr(6);
+    throw e.reworded(m);
+  }
+  for (const auto& [name, size] : checked) {
+    auto [it, fresh] = verify_dims.emplace(name, size);
+    if (!fresh && it->second != size)
+      fail_usage("--verify-dim ", name, "=", size, " contradicts --dim ", name, "=", it->second);
+  }
+  try {
+    j.ref = std::make_unique<Reference>(
+        *original, VerifyOptions{s.seeds, verify_dims, s.verify_budget, s.progress, s.inputs, s.input_values});
+  } catch (const Error& e) {
+    // A bad --inputs file or value is the user's input, reported as it is.
+    if (e.kind() == Error::Kind::Usage || !e.file().empty()) throw;
+    throw e
+        .reworded("cannot verify: running the original model failed: " + std::string(e.what()) +
+                  " (give the sizes it runs at with --verify-dim NAME=N, or skip verification with --no-verify)")
+        .about(j.input.string());
+  }
+  j.ref_s = seconds_since(t);
+  j.out.notes = j.ref->notes();
+  if (!j.ref->over_budget()) return true;
+  j.out.over_budget = true;
+  j.verify = false;
+  j.ref.reset();
+  if (s.continue_over_budget) return true;
+  j.out.report = {{"input", j.input.string()}, {"over_budget", true}, {"notes", j.out.notes}};
+  return false;
+}
+
+// The steps before the pipeline, class 0: the opset upgrade (so the pipeline's passes see the new
+// opset) and the expansion of local functions; the bisection of a failed check replays them.
+void prepare(OptimizeJob& j, InlineReport& inlined) {
+  using namespace passes;
+  if (j.s.target_opset) {
+    const OpsetCap cap = ort_opset_cap(*j.out.model, *j.target, *j.s.target_opset, j.out.notes);
+    const std::optional<int64_t> target = j.s.target_opset;
+    j.say("upgrading to opset " + std::to_string(std::max(std::min(*target, cap.opset), j.out.model->opset(""))));
+    j.out.upgrade = upgrade_step(*j.out.model, target, cap);
+    j.steps.push_back({"upgrade_opset", [target, cap](Model& m) { return upgrade_step(m, target, cap).has_value(); }});
+  }
+  if (j.s.inline_functions) {
+    j.say("expanding local functions");
+    inlined = inline_model_functions(*j.out.model);
+    j.steps.push_back({"inline_functions", [](Model& m) {
+                         const bool any = !m.functions.empty();
+                         inline_model_functions(m);
+                         return any;
+                       }});
+  }
+}
+
+// The report of the pipeline's result against the target: what it lacks and the model still
+// holds, what ORT cannot load, and (without an upgrade) what an upgrade would unlock.
+void report_target(OptimizeJob& j) {
+  using namespace passes;
+  OptimizeOutcome& out = j.out;
+  const TargetProfile& target = *j.target;
   out.report["target"] = {{"name", target.name},
                           {"max_opset", target.max_opset},
-                          {"fusions_dropped", plan.dropped},
-                          {"decompositions", plan.decompositions},
-                          {"no_decomposition", plan.no_decomposition}};
+                          {"fusions_dropped", j.plan.dropped},
+                          {"decompositions", j.plan.decompositions},
+                          {"no_decomposition", j.plan.no_decomposition}};
   // What the target lacks and the model still holds, with the reason (a decomposition that
   // refused the node's form): said, never silently shipped.
   const std::vector<std::string> left = left_for_target(*out.model, target);
@@ -215,67 +226,102 @@ OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSetti
     out.report["target"]["note"] = "the model is at opset " + std::to_string(opset) + ", above what target '" +
                                    target.name + "' accepts (" + std::to_string(target.max_opset) +
                                    "); onnxforge never downgrades";
-  if (!s.target_opset) {
+  if (!j.s.target_opset) {
     // The census of the result: blocks still unfused because the model's opset lacks their op,
     // counted only for ops the target accepts at an opset it takes.
     infer_shapes(*out.model);
     std::vector<CensusRow> rows;
-    for (CensusRow& r : fusion_census(*out.model, ro.pass))
+    for (CensusRow& r : fusion_census(*out.model, j.ro.pass))
       if (target.accepts(r.op) && r.min_opset <= target.max_opset) rows.push_back(std::move(r));
     out.hint = upgrade_hint(rows);
   }
   out.report["hint"] = out.hint;
-  if (s.inline_functions)
+}
+
+// specialise_dims, the architecture family, the prepared model through the pipeline, the report.
+void run_pipeline(OptimizeJob& j) {
+  using namespace passes;
+  OptimizeOutcome& out = j.out;
+  specialise_dims(*out.model, j.ro.pass.dims);
+  auto tp = Clock::now();
+  // The architecture family (audit's fingerprint) is reported but selects no passes: the passes
+  // a family would skip cost under 0.2 ms of pipelines of 30-160 ms (docs/benchmarks.md), and
+  // skipping them would add a way to change the result (a hybrid misread as a CNN).
+  infer_shapes(*out.model);
+  const Fingerprint fp = fingerprint(*out.model);
+  nlohmann::json family = {
+      {"name", family_name(fp.family)}, {"reason", fp.reason}, {"passes_skipped", nlohmann::json::array()}};
+  InlineReport inlined;
+  prepare(j, inlined);
+  out.run = run_passes(*out.model, j.plan.passes, j.ro);
+  j.passes_s = seconds_since(tp);
+
+  out.report = stats_json(out.run);
+  if (std::string grew = growth_note(out.run); !grew.empty()) out.notes.push_back(std::move(grew));
+  out.report["input"] = j.input.string();
+  report_target(j);
+  if (j.s.inline_functions)
     out.report["inline_functions"] = {
         {"calls", inlined.calls}, {"nodes_added", inlined.nodes}, {"functions_dropped", inlined.dropped}};
   out.report["family"] = std::move(family);
-  if (s.target_opset) {
-    nlohmann::json by = nlohmann::json::object();
-    for (auto& [k, n] : upgrade.by_adapter) by[k] = n;
-    out.report["upgrade"] = {{"opset_from", upgrade.from},
-                             {"opset_to", upgrade.to},
-                             {"ir_from", upgrade.ir_from},
-                             {"ir_to", upgrade.ir_to},
-                             {"nodes_adapted", upgrade.adapted},
-                             {"nodes_added", upgrade.added},
-                             {"adapters", by}};
-  }
+  if (out.upgrade) out.report["upgrade"] = upgrade_json(*out.upgrade);
   if (!out.notes.empty()) out.report["notes"] = out.notes;
   if (out.over_budget) out.report["over_budget"] = true;
-  double verify_s = 0;
-  if (verify) {
-    say("verifying");
-    auto t = Clock::now();
-    out.verified = true;
-    out.seeds = ref->seeds();
-    out.verification = ref->check(*out.model, tolerance_of(out.run.worst));
-    verify_s = seconds_since(t);
-    out.report["verification"] = verify_json(out.verification);
-    out.report["verification"]["seeds"] = ref->seeds();
-    if (out.verification.ok && s.verify_decode > 0) {
-      say("verifying generation: a prefill and " + std::to_string(s.verify_decode) + " decode steps");
-      const Tolerance tol = tolerance_of(out.run.worst);
-      auto original = load_model(input);
-      rt::DecodeReport d = rt::verify_decode(
-          *original, *out.model, {.steps = s.verify_decode, .atol = tol.abs, .rtol = tol.rel, .dims = ro.pass.dims});
-      out.report["verification"]["decode"] = d.to_json();
-      out.decode = d.to_text();
-      if (!d.pass) {
-        out.verification.ok = false;
-        out.verification.error = d.to_text();
-      }
-    }
-    if (!out.verification.ok) {
-      say("verification failed; finding the first pass that breaks the model");
-      VerifyResult first;
-      int k = first_breaking_pass(input, bisect, ro, *ref, &first);
-      out.breaking_pass =
-          k >= 0 ? bisect[static_cast<size_t>(k)]->name() : "the combination of passes (no single pass alone)";
-      out.report["breaking_pass"] = out.breaking_pass;
+}
+
+// The result against the reference (and generation, when asked); on a failure, the first step
+// or pass that breaks the model alone.
+void verify(OptimizeJob& j) {
+  using namespace passes;
+  if (!j.verify) return;
+  OptimizeOutcome& out = j.out;
+  const OptimizeSettings& s = j.s;
+  j.say("verifying");
+  auto t = Clock::now();
+  out.verified = true;
+  out.seeds = j.ref->seeds();
+  out.verification = j.ref->check(*out.model, tolerance_of(out.run.worst));
+  j.verify_s = seconds_since(t);
+  out.report["verification"] = verify_json(out.verification);
+  out.report["verification"]["seeds"] = j.ref->seeds();
+  if (out.verification.ok && s.verify_decode > 0) {
+    j.say("verifying generation: a prefill and " + std::to_string(s.verify_decode) + " decode steps");
+    const Tolerance tol = tolerance_of(out.run.worst);
+    auto original = load_model(j.input);
+    rt::DecodeReport d = rt::verify_decode(
+        *original, *out.model, {.steps = s.verify_decode, .atol = tol.abs, .rtol = tol.rel, .dims = j.ro.pass.dims});
+    out.report["verification"]["decode"] = d.to_json();
+    out.decode = d.to_text();
+    if (!d.pass) {
+      out.verification.ok = false;
+      out.verification.error = d.to_text();
     }
   }
-  out.report["seconds"] = {
-      {"load", load_s}, {"reference", ref_s}, {"passes", passes_s}, {"verify", verify_s}, {"total", seconds_since(t0)}};
+  if (!out.verification.ok) {
+    j.say("verification failed; finding the first pass that breaks the model");
+    VerifyResult first;
+    const std::string name = first_breaking_pass(j.input, j.steps, j.plan.passes, j.ro, *j.ref, &first);
+    out.breaking_pass = name.empty() ? "the combination of passes (no single pass alone)" : name;
+    out.report["breaking_pass"] = out.breaking_pass;
+  }
+}
+
+}  // namespace
+
+OptimizeOutcome optimize(const std::filesystem::path& input, const OptimizeSettings& s) {
+  check_settings(s);
+  OptimizeOutcome out;
+  OptimizeJob j{input, s, out};
+  plan(j);
+  load(j);
+  if (!reference(j)) return out;
+  run_pipeline(j);
+  verify(j);
+  out.report["seconds"] = {{"load", j.load_s},
+                           {"reference", j.ref_s},
+                           {"passes", j.passes_s},
+                           {"verify", j.verify_s},
+                           {"total", seconds_since(j.t0)}};
   return out;
 }
 

@@ -21,6 +21,7 @@
 #include "hierarchy/extract.h"
 #include "io/model_io.h"
 #include "passes/driver.h"
+#include "passes/upgrade_opset.h"
 #include "passes/verification.h"
 #include "runtime/inputs.h"
 
@@ -80,6 +81,9 @@ struct OptimizeOutcome {
   // Without target_opset: what an upgrade would unlock for the target, one line ("25
   // LayerNormalization and 12 Gelu blocks can be fused with --target-opset 20"), or empty.
   std::string hint;
+  // With target_opset: what the upgrade step did (upgraded, adapted, and why it stopped below
+  // the opset asked for), as report["upgrade"] says it.
+  std::optional<passes::UpgradeReport> upgrade;
   // What `optimize --json` prints: stats_json + "input", "target", "hint", "verification",
   // "breaking_pass" and "seconds" (load, reference, passes, verify; write_optimized adds save, total, "output",
   // "saved").

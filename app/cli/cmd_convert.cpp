@@ -2,7 +2,8 @@
 //                  [--target-opset N]
 // A faithful copy: the nodes keep the file's order (even when it is not topologically sorted,
 // which is reported), fields onnxforge does not model are written back byte for byte. With
-// --target-opset the model is upgraded (a pass runs), and written in topological order.
+// --target-opset the model is upgraded (the same step as optimize's, passes/upgrade_opset.h),
+// and written in topological order.
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -25,7 +26,7 @@ struct Options {
   std::optional<uint64_t> external_min;
   bool external = false, embed = false, overwrite = false, force = false, json = false;
   std::string external_file;
-  int64_t target_opset = 0;
+  std::optional<int64_t> target_opset;
 };
 
 int run(const Options& o) {
@@ -44,18 +45,15 @@ int run(const Options& o) {
   auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(o.input);
   const bool sorted = nodes_topologically_sorted(*model);
-  std::optional<passes::UpgradeReport> upgrade;
-  if (o.target_opset) upgrade = passes::upgrade_opset(*model, o.target_opset);
+  const std::optional<passes::UpgradeReport> upgrade = passes::upgrade_step(*model, o.target_opset);
   if (!sorted && !o.json)
     std::cerr << "note: " << o.input << " is not topologically sorted (ONNX requires it); "
               << (upgrade ? "the upgraded copy is written sorted\n"
                           : "the copy keeps its node order (`optimize` sorts it)\n");
-  if (upgrade && !o.json)
-    std::cerr << "opset " << upgrade->from << " -> " << upgrade->to << ", IR " << upgrade->ir_from << " -> "
-              << upgrade->ir_to << " (" << upgrade->adapted << " nodes adapted, " << upgrade->added << " added)\n";
+  if (upgrade && !o.json) std::cerr << passes::upgrade_text(*upgrade) << "\n";
   save.overwrite = rules.overwrite;
   save.inputs = rules.inputs;
-  save.keep_node_order = !upgrade;  // a faithful copy; an upgrade is a pass and may add nodes
+  save.keep_node_order = !upgrade;  // a faithful copy; an upgrade may add nodes
   if (o.embed) save.placement = WeightPlacement::Embed;
   if (o.external) {
     save.placement = WeightPlacement::External;
@@ -73,10 +71,7 @@ int run(const Options& o) {
                         {"tensors_reencoded", s.tensors_reencoded},
                         {"topologically_sorted", sorted},
                         {"seconds", sec}};
-    if (upgrade)
-      j["upgrade"] = {{"opset_from", upgrade->from},       {"opset_to", upgrade->to},
-                      {"ir_from", upgrade->ir_from},       {"ir_to", upgrade->ir_to},
-                      {"nodes_adapted", upgrade->adapted}, {"nodes_added", upgrade->added}};
+    if (upgrade) j["upgrade"] = passes::upgrade_json(*upgrade);
     std::cout << j.dump(2) << "\n";
     return 0;
   }

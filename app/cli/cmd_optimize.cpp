@@ -36,7 +36,7 @@ struct Options {
        json = false, strip_hierarchy = false, inline_functions = false;
   int seeds = 3, threads = 0;
   double verify_budget = 0;
-  int64_t target_opset = 0;
+  std::optional<int64_t> target_opset;
   std::string target = "generic";
 };
 
@@ -103,7 +103,7 @@ int run(const Options& o) {
   settings.seeds = o.seeds;
   settings.verify_budget = o.verify_budget;
   settings.continue_over_budget = write_unverified;
-  if (o.target_opset) settings.target_opset = o.target_opset;
+  settings.target_opset = o.target_opset;
   settings.target = o.target;
   settings.inline_functions = o.inline_functions;
   if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
@@ -181,12 +181,7 @@ int run(const Options& o) {
             << human_bytes(static_cast<uint64_t>(s.before.bytes)) << " -> "
             << human_bytes(static_cast<uint64_t>(s.after.bytes)) << " (" << s.rounds << " rounds, passes "
             << human_seconds(passes_s) << ", total " << human_seconds(total_s) << ")\n";
-  if (report.contains("upgrade")) {
-    const nlohmann::json& u = report["upgrade"];
-    std::cout << "  upgrade_opset: opset " << u["opset_from"] << " -> " << u["opset_to"] << ", IR " << u["ir_from"]
-              << " -> " << u["ir_to"] << " (" << u["nodes_adapted"] << " nodes adapted, " << u["nodes_added"]
-              << " added)\n";
-  }
+  if (r.upgrade) std::cout << "  upgrade_opset: " << passes::upgrade_text(*r.upgrade) << "\n";
   for (const PassStats& p : s.passes)
     if (p.applied) {
       const int64_t bytes = -p.removed.bytes;

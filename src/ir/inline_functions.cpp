@@ -419,6 +419,40 @@ std::vector<FunctionImport> function_imports(const Function& f) {
 }
 
 namespace {
+void put_varint(std::string& s, uint64_t v) {
+  while (v >= 0x80) {
+    s += static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  s += static_cast<char>(v);
+}
+}  // namespace
+
+void set_function_import(Function& f, std::string_view domain, int64_t version) {
+  if (domain == "ai.onnx") domain = "";
+  std::string body;  // OperatorSetIdProto: domain (1, omitted for the default), version (2)
+  if (!domain.empty()) {
+    body += static_cast<char>((1u << 3) | 2u);
+    put_varint(body, domain.size());
+    body += domain;
+  }
+  body += static_cast<char>(2u << 3);
+  put_varint(body, static_cast<uint64_t>(version));
+  std::string field;  // FunctionProto.opset_import (9)
+  field += static_cast<char>((9u << 3) | 2u);
+  put_varint(field, body.size());
+  field += body;
+  // Interned: the writer copies small verbatim fields from stable memory.
+  const std::string_view bytes = str(intern(field));
+  for (const FunctionImport& imp : function_imports(f))
+    if (imp.domain == domain) {
+      f.fields[imp.field] = bytes;
+      return;
+    }
+  f.fields.push_back(bytes);
+}
+
+namespace {
 bool calls(const Graph& g, NodeId n, const Function& f) {
   // Interned names compare as integers; the domains' "" / "ai.onnx" spelling only when they differ.
   return g.op_type(n) == f.name && g.overload(n) == f.overload &&

@@ -33,6 +33,9 @@ struct FunctionImport {
   size_t field = 0;
 };
 std::vector<FunctionImport> function_imports(const Function& f);
+// Sets the function's import of `domain` ("" or "ai.onnx": the default domain) to `version`,
+// replacing the field that held it or adding one (the opset upgrade raises function bodies).
+void set_function_import(Function& f, std::string_view domain, int64_t version);
 
 // The local function node `n` of `g` calls, or nullptr (an operator).
 const Function* called_function(const Model& m, const Graph& g, NodeId n);

@@ -42,11 +42,13 @@ ValueId Rewrite::new_initializer(std::string_view hint, TensorId t) {
 }
 
 NodeId Rewrite::add_node(std::string_view op_type, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
-                         std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain) {
+                         std::vector<NewAttr> attrs, std::span<const NodeId> tags_from, std::string_view domain,
+                         Sym name) {
   for (ValueId v : outputs)
     if (v.valid() && g_.producer(v).valid() && !killed(g_.producer(v)))
       fail("internal: add_node(", op_type, ") would give value '", str(g_.value_name(v)), "' a second producer");
-  NodeId n = g_.add_node(intern(op_type), intern(domain), fresh_name(g_, op_type), inputs, outputs, attrs);
+  NodeId n = g_.add_node(intern(op_type), intern(domain), name.empty() ? fresh_name(g_, op_type) : name, inputs,
+                         outputs, attrs);
   if (!tags_from.empty()) {
     std::vector<uint32_t> sets;
     for (NodeId t : tags_from) sets.push_back(g_.scope(t));
@@ -152,7 +154,7 @@ void Rewrite::check_no_dangling_reads() const {
   Uses uses(g_);
   for (NodeId n : kills_) {
     for (ValueId v : g_.outputs(n)) {
-      if (!v.valid()) continue;
+      if (!v.valid() || g_.producer(v) != n) continue;  // another node of the batch writes it now
       for (const Use& u : uses.of(v))
         if (!killed(u.node))
           fail("internal: rewrite removes node '", str(g_.node_name(n)), "' (", str(g_.op_type(n)), ") but node '",

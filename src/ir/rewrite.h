@@ -37,10 +37,12 @@ class Rewrite {
   ValueId new_value(std::string_view hint);
   // A new initializer holding tensor `t` (named after `hint`).
   ValueId new_initializer(std::string_view hint, TensorId t);
-  // A new node. Its hierarchy tags are the union of `tags_from`'s tags.
+  // A new node. Its hierarchy tags are the union of `tags_from`'s tags; its name is `name`, or
+  // fresh after its op type when empty. An output may be one whose producer this batch kills (a
+  // node rebuilt in place keeps its outputs).
   NodeId add_node(std::string_view op_type, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
-                  std::vector<NewAttr> attrs = {}, std::span<const NodeId> tags_from = {},
-                  std::string_view domain = {});
+                  std::vector<NewAttr> attrs = {}, std::span<const NodeId> tags_from = {}, std::string_view domain = {},
+                  Sym name = {});
   // Every reader of `from` (nodes, subgraph captures, graph outputs) reads `to` instead —
   // including nodes added later in this batch. Applied at commit.
   void replace_uses(ValueId from, ValueId to);

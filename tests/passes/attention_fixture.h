@@ -13,18 +13,15 @@
 #include "passes/driver.h"
 #include "passes/evaluator.h"
 #include "passes/registry.h"
+#include "passes/upgrade_opset.h"
 #include "tests/common/models.h"
 
 namespace onnxforge::test {
 
-// A zoo model (opset 14) raised to opset 23 by the upgrade pass (`--target-opset 23`).
+// A zoo model (opset 14) raised to opset 23 by the upgrade step (`--target-opset 23`).
 inline std::unique_ptr<Model> zoo_at_23(const std::string& name) {
   auto m = load_model(zoo_model(name));
-  passes::RunOptions o;
-  o.pass.target_opset = 23;
-  const passes::Pass* up = passes::find_pass("upgrade_opset");
-  EXPECT_NE(up, nullptr);
-  if (up) passes::run_passes(*m, std::span<const passes::Pass* const>(&up, 1), o);
+  passes::upgrade_step(*m, 23);
   EXPECT_EQ(m->opset(""), 23);
   return m;
 }

@@ -566,26 +566,82 @@ TEST(UpgradeOpset, IrVersionIsWrittenAndReadBack) {
   EXPECT_EQ(passes::min_ir_version(17), 8);
 }
 
-// Through the driver (class 0, not in the default pipeline), as optimize runs it.
-TEST(UpgradeOpset, RunsAsAPassThroughTheDriver) {
-  EXPECT_EQ(passes::find_pass("upgrade_opset"), &passes::upgrade_opset_pass());
-  EXPECT_EQ(std::count(passes::all_passes().begin(), passes::all_passes().end(), &passes::upgrade_opset_pass()), 0);
-  EXPECT_EQ(passes::upgrade_opset_pass().accuracy(), passes::AccuracyClass::Lossless);
+// ------------------------------------------------------------------ the step before the pipeline
+
+// A Softmax-12 over axis 1 of [2, 3, 4]: three helper nodes at 13 (Flatten, Shape, Reshape).
+std::unique_ptr<Model> softmax12() {
   GraphBuilder b(12);
   ValueId x = b.input("x", {2, 3, 4});
   b.output(b.node("Softmax", {x}));
-  passes::RunOptions o;
-  o.pass.target_opset = 23;
-  passes::UpgradeReport rep;
-  o.pass.upgrade_report = &rep;
-  const passes::Pass* list[] = {&passes::upgrade_opset_pass()};
-  auto r = passes::run_passes(*b.m, list, o);
-  EXPECT_EQ(b.m->opset(""), 23);
-  EXPECT_EQ(r.passes[0].applied, 1u);
-  EXPECT_EQ(rep.from, 12);
-  EXPECT_EQ(rep.by_adapter["Softmax-13"], 1u);
-  auto again = passes::run_passes(*b.m, list, o);
-  EXPECT_EQ(again.passes[0].applied, 0u) << "already at the target";
+  return std::move(b.m);
+}
+
+TEST(UpgradeStep, NothingAndNoReportWithoutATarget) {
+  auto m = softmax12();
+  const int64_t ir = m->ir_version;
+  EXPECT_FALSE(passes::upgrade_step(*m, std::nullopt).has_value());
+  EXPECT_EQ(m->opset(""), 12);
+  EXPECT_EQ(m->ir_version, ir);
+  EXPECT_EQ(m->main().node_count(), 1u);
+}
+
+TEST(UpgradeStep, ReportsWhatItUpgradedAndAdapted) {
+  auto m = softmax12();
+  const NodeId before = only(m->main(), "Softmax");
+  const std::string name(str(m->main().node_name(before)));
+  const std::optional<passes::UpgradeReport> r = passes::upgrade_step(*m, 23);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(m->opset(""), 23);
+  EXPECT_EQ(r->requested, 23);
+  EXPECT_EQ(r->from, 12);
+  EXPECT_EQ(r->to, 23);
+  EXPECT_EQ(r->ir_to, 11);
+  EXPECT_EQ(r->adapted, 1u);
+  EXPECT_EQ(r->added, 3u) << "Flatten, Shape, Reshape";
+  EXPECT_EQ(r->by_adapter.at("Softmax-13"), 1u);
+  EXPECT_TRUE(r->refused.empty());
+  EXPECT_EQ(str(m->main().node_name(only(m->main(), "Softmax"))), name) << "an adapted node keeps its name";
+  const nlohmann::json j = passes::upgrade_json(*r);
+  EXPECT_EQ(j["opset_from"], 12);
+  EXPECT_EQ(j["opset_to"], 23);
+  EXPECT_EQ(j["nodes_adapted"], 1);
+  EXPECT_EQ(j["nodes_added"], 3);
+  EXPECT_EQ(j["adapters"]["Softmax-13"], 1);
+  EXPECT_FALSE(j.contains("refused")) << "said only when the step stopped short";
+  EXPECT_EQ(passes::upgrade_text(*r),
+            "opset 12 -> 23, IR " + std::to_string(r->ir_from) + " -> 11 (1 nodes adapted, 3 added)");
+}
+
+TEST(UpgradeStep, StopsAtTheTargetsCapAndSaysWhy) {
+  auto m = softmax12();
+  const auto r = passes::upgrade_step(*m, 23, {.opset = 17, .why = "the deployment lacks an op at 18"});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(m->opset(""), 17);
+  EXPECT_EQ(r->to, 17);
+  EXPECT_EQ(r->requested, 23);
+  EXPECT_EQ(r->refused, "the deployment lacks an op at 18");
+  const nlohmann::json j = passes::upgrade_json(*r);
+  EXPECT_EQ(j["opset_requested"], 23);
+  EXPECT_EQ(j["refused"], "the deployment lacks an op at 18");
+  // A cap below the model's own opset: no downgrade, the model stays where it is.
+  auto n = softmax12();
+  const auto s = passes::upgrade_step(*n, 23, {.opset = 9, .why = "too old"});
+  EXPECT_EQ(n->opset(""), 12);
+  EXPECT_EQ(s->to, 12);
+  EXPECT_EQ(s->refused, "too old");
+}
+
+TEST(UpgradeStep, RefusesBadTargetsBeforeAnyChange) {
+  auto m = softmax12();
+  for (int64_t bad : {int64_t{0}, int64_t{6}, passes::kMaxRuntimeOpset + 1}) {
+    try {
+      passes::upgrade_step(*m, bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) { EXPECT_EQ(e.kind(), Error::Kind::Usage) << bad << ": " << e.what(); }
+  }
+  EXPECT_THROW(passes::upgrade_step(*m, 11), Error) << "a downgrade";
+  EXPECT_EQ(m->opset(""), 12);
+  EXPECT_EQ(m->main().node_count(), 1u);
 }
 
 // ------------------------------------------------------------------ the CLI
@@ -626,6 +682,20 @@ TEST(UpgradeOpset, OptimizeAndConvertFlags) {
                "' --target-opset 30 > /dev/null 2>&1"),
             2);
   EXPECT_FALSE(fs::exists(dir / "far.onnx"));
+  // One type from the option to the step: 0 is an opset like any other (out of range), not "unset".
+  EXPECT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "zero.onnx").string() +
+               "' --target-opset 0 --no-verify > /dev/null 2>&1"),
+            2);
+  EXPECT_FALSE(fs::exists(dir / "zero.onnx"));
+  // convert says what the same step did, in the same JSON.
+  ASSERT_EQ(sh(bin + " convert '" + in.string() + "' -o '" + (dir / "conv.onnx").string() +
+               "' --target-opset 23 --overwrite --json > '" + (dir / "c.json").string() + "' 2> /dev/null"),
+            0);
+  std::ifstream cj(dir / "c.json");
+  const auto converted = nlohmann::json::parse(cj);
+  EXPECT_EQ(converted["upgrade"]["opset_to"], 23);
+  EXPECT_EQ(converted["upgrade"]["nodes_adapted"], report["upgrade"]["nodes_adapted"]);
+  EXPECT_EQ(converted["upgrade"]["adapters"], report["upgrade"]["adapters"]);
 }
 
 // ------------------------------------------------------------------ the backend suites

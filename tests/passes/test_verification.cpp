@@ -56,9 +56,20 @@ TEST(Verification, FirstBreakingPassIsNamed) {
   passes::run_passes(*model, list, ro);
   EXPECT_FALSE(ref.check(*model, passes::tolerance_of(passes::AccuracyClass::Lossless)).ok);
   passes::VerifyResult failure;
-  EXPECT_EQ(passes::first_breaking_pass(dir / "m.onnx", list, ro, ref, &failure), 1);
+  EXPECT_EQ(passes::first_breaking_pass(dir / "m.onnx", {}, list, ro, ref, &failure), "broken_relu");
   EXPECT_FALSE(failure.ok);
   EXPECT_GT(failure.max_diff, 0.0);
+  // The steps before the pipeline are replayed first and named when one alone breaks the model;
+  // one that changed nothing is not checked.
+  auto run_broken = [&ro](Model& m) {
+    const passes::Pass* one[] = {&broken};
+    return passes::run_passes(m, one, ro).passes[0].applied > 0;
+  };
+  const std::vector<passes::PreStep> steps = {{"quiet_step", [](Model&) { return false; }},
+                                              {"broken_step", run_broken}};
+  const std::vector<const passes::Pass*> lossless = {passes::find_pass("eliminate_identity_ops")};
+  EXPECT_EQ(passes::first_breaking_pass(dir / "m.onnx", steps, lossless, ro, ref, &failure), "broken_step");
+  EXPECT_EQ(passes::first_breaking_pass(dir / "m.onnx", {steps[0]}, lossless, ro, ref, &failure), "");
 }
 
 // A dead Reshape reading a conv's output keeps that value NCHW in the fast runtime; without it the
