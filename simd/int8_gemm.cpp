@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "simd/detail/int8_store.h"
 #include "simd/detail/scratch.h"
 #include "simd/parallel.h"
 
@@ -322,33 +323,6 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
   }
 }
 
-// store_segments' conversions: int32 + b, times mu, rounded half to even, + z, clamped to
-// [lo, hi] as int32 (requantization); float(v) * mu (+ bias), max(lo, .), min(hi, .)
-// (dequantization with Relu / Clip). The masked forms with every lane set: the unmasked ones
-// pass an undefined source that GCC 12 reports as maybe-uninitialized.
-__attribute__((target("avx512f"))) inline __m512i requant16(__m512i v, __m512i b, __m512 mu, __m512 z, __m512 lo,
-                                                            __m512 hi) {
-  constexpr __mmask16 all = 0xFFFF;
-  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_add_epi32(v, b));
-  f = _mm512_mask_mul_ps(f, all, f, mu);
-  f = _mm512_mask_roundscale_ps(f, all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  f = _mm512_mask_add_ps(f, all, f, z);
-  f = _mm512_mask_max_ps(f, all, f, lo);
-  f = _mm512_mask_min_ps(f, all, f, hi);
-  return _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, f);
-}
-
-__attribute__((target("avx512f"))) inline __m512 dequant16(__m512i v, __m512 mu, bool has_bias, __m512 bias,
-                                                           bool has_lo, __m512 lo, bool has_hi, __m512 hi) {
-  constexpr __mmask16 all = 0xFFFF;
-  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, v);
-  f = _mm512_mask_mul_ps(f, all, f, mu);
-  if (has_bias) f = _mm512_mask_add_ps(f, all, f, bias);
-  if (has_lo) f = _mm512_mask_max_ps(f, all, lo, f);
-  if (has_hi) f = _mm512_mask_min_ps(f, all, hi, f);
-  return f;
-}
-
 // The 32 sums of output channel m (columns in v0 lanes 0-15, v1 lanes 16-31) to the output with
 // its epilogue (Conv8Output), each segment by masked stores whose lane c lands at at + c - j:
 // the masked-off lanes are never accessed. Per lane the same IEEE steps in the same order as
@@ -375,7 +349,7 @@ __attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Con
     const __m512 z = _mm512_set1_ps(o.q8_zero), lo = _mm512_set1_ps(o.q8_signed ? -128.f : 0.f),
                  hi = _mm512_set1_ps(o.q8_signed ? 127.f : 255.f);
     const __m512i b = _mm512_set1_epi32(o.acc_bias ? o.acc_bias[m] : 0);
-    const __m512i q0 = requant16(v0, b, mu, z, lo, hi), q1 = requant16(v1, b, mu, z, lo, hi);
+    const __m512i q0 = detail::requant16(v0, b, mu, z, lo, hi), q1 = detail::requant16(v1, b, mu, z, lo, hi);
     const auto row = reinterpret_cast<std::uintptr_t>(o.q8);
     for (std::size_t s = 0; s < nseg; ++s) {
       auto* p = reinterpret_cast<void*>(row + base(segs[s], 1));
@@ -394,8 +368,8 @@ __attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Con
   const bool relu = o.act.op == UnaryOp::Relu, clip = o.act.op == UnaryOp::Clip;
   const __m512 bias = _mm512_set1_ps(o.bias ? o.bias[o.bias_count > 1 ? m : 0] : 0.f),
                lo = _mm512_set1_ps(relu ? 0.f : o.act.alpha), hi = _mm512_set1_ps(o.act.beta);
-  const __m512 f0 = dequant16(v0, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
-  const __m512 f1 = dequant16(v1, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
+  const __m512 f0 = detail::dequant16(v0, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
+  const __m512 f1 = detail::dequant16(v1, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
   const auto row = reinterpret_cast<std::uintptr_t>(o.f32);
   for (std::size_t s = 0; s < nseg; ++s) {
     const auto p = reinterpret_cast<float*>(row + base(segs[s], 4));
