@@ -254,32 +254,54 @@ RunFn kernel_for(Int8Kernel k) {
 
 // ---- the int16 phase planes ----
 
-// dst[j] = x_row[first + j * stride] - zx for j < n, 0 where the column is outside [0, W) (the
-// zero point). Eight at a time for strides 1 and 2 (SSE4.1, the baseline).
-void phase_row16(std::int16_t* dst, std::size_t n, const std::uint8_t* row, std::size_t W, std::ptrdiff_t first,
-                 std::size_t stride, bool x_signed, std::int16_t zx) {
-  const auto s = static_cast<std::ptrdiff_t>(stride), w = static_cast<std::ptrdiff_t>(W),
-             sn = static_cast<std::ptrdiff_t>(n);
-  const std::ptrdiff_t lo = std::min(sn, first >= 0 ? 0 : (-first + s - 1) / s);
-  const std::ptrdiff_t hi = std::clamp<std::ptrdiff_t>(w - first <= 0 ? 0 : (w - first + s - 1) / s, lo, sn);
-  std::fill(dst, dst + lo, std::int16_t{0});
-  std::fill(dst + hi, dst + sn, std::int16_t{0});
-  if (hi <= lo) return;
-  const std::uint8_t* src = row + first + lo * s;
+// Eight zero int16 at p, or n of them when n > 8.
+inline void zero16(std::int16_t* p, std::size_t n) {
+  if (n <= 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_setzero_si128());
+  else
+    std::fill_n(p, n, std::int16_t{0});
+}
+
+// A phase row's columns: j < n reads input column first + j * stride; [lo, hi) of them are inside
+// the input row of W (the same for every row of a phase: computed once, not per row).
+struct PhaseCols {
+  std::size_t n, stride;
+  std::ptrdiff_t first, lo, hi;
+  PhaseCols(std::size_t n_, std::size_t W, std::ptrdiff_t first_, std::size_t stride_)
+      : n(n_), stride(stride_), first(first_) {
+    const auto s = static_cast<std::ptrdiff_t>(stride), w = static_cast<std::ptrdiff_t>(W),
+               sn = static_cast<std::ptrdiff_t>(n);
+    lo = std::min(sn, first >= 0 ? 0 : (-first + s - 1) / s);
+    hi = std::clamp<std::ptrdiff_t>(w - first <= 0 ? 0 : (w - first + s - 1) / s, lo, sn);
+  }
+};
+
+// dst[j] = row[first + j * stride] - zx for j < n, 0 outside [lo, hi) (the zero point), eight at
+// a time for strides 1 and 2 (SSE4.1, the baseline). Writes up to 8 elements past dst + n (the
+// caller writes what lies there later, or never reads it as a kept position's input) and reads x
+// below x_end only: per row, exact-length stores and copies were half of a 7x7 plane's time.
+void phase_row16(std::int16_t* dst, const PhaseCols& pc, const std::uint8_t* row, bool x_signed, std::int16_t zx,
+                 const std::uint8_t* x_end) {
+  const std::ptrdiff_t lo = pc.lo, hi = pc.hi, sn = static_cast<std::ptrdiff_t>(pc.n);
+  const std::size_t stride = pc.stride;
+  if (hi <= lo) {
+    zero16(dst, pc.n);
+    return;
+  }
+  zero16(dst, static_cast<std::size_t>(lo));  // the data below overwrites what passes lo
+  const std::uint8_t* src = row + pc.first + lo * static_cast<std::ptrdiff_t>(stride);
   const auto cnt = static_cast<std::size_t>(hi - lo);
   std::int16_t* d = dst + lo;
   const __m128i z = _mm_set1_epi16(zx);
   std::size_t j = 0;
   if (stride == 1) {
-    for (; j + 8 <= cnt; j += 8) {
+    for (; j < cnt && src + j + 8 <= x_end; j += 8) {
       const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + j));
       const __m128i v = x_signed ? _mm_cvtepi8_epi16(b) : _mm_cvtepu8_epi16(b);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_sub_epi16(v, z));
     }
   } else if (stride == 2) {
-    // Bytes left in the row from src: 2 * j + 16 <= avail keeps the load inside it.
-    const auto avail = static_cast<std::size_t>(w - (first + lo * s));
-    for (; j + 8 <= cnt && 2 * j + 16 <= avail; j += 8) {
+    for (; j < cnt && src + 2 * j + 16 <= x_end; j += 8) {
       const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * j));
       const __m128i v = x_signed ? _mm_srai_epi16(_mm_slli_epi16(b, 8), 8) : _mm_and_si128(b, _mm_set1_epi16(0xFF));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j), _mm_sub_epi16(v, z));
@@ -289,6 +311,7 @@ void phase_row16(std::int16_t* dst, std::size_t n, const std::uint8_t* row, std:
     const std::uint8_t b = src[j * stride];
     d[j] = static_cast<std::int16_t>((x_signed ? static_cast<std::int8_t>(b) : b) - zx);
   }
+  zero16(dst + hi, static_cast<std::size_t>(sn - hi));  // after the data: over its overrun
 }
 
 // The geometry of one call: the phases some tap reads, their extents, the tap cells.
@@ -350,30 +373,52 @@ Layout layout(const Conv8Shape& s) {
   return L;
 }
 
-// Channel c's phase planes (int16, x - zx) into plane[0, L.data), zeros after it.
+// Channel c's phase planes (int16, x - zx) into plane[0, L.data), rows in order (each row's
+// overrun lands where a later row is written, or in the 32 elements after the data); x_end: the
+// end of x.
 void build_plane(const Conv8Shape& s, const Layout& L, const std::uint8_t* xc, bool x_signed, std::int16_t zx,
-                 std::int16_t* plane) {
+                 const std::uint8_t* x_end, std::int16_t* plane) {
   const std::size_t D = s.in[0], H = s.in[1], W = s.in[2];
   std::int16_t* dst = plane;
   for (std::size_t a : L.residues[0])
     for (std::size_t b : L.residues[1])
-      for (std::size_t e : L.residues[2])
+      for (std::size_t e : L.residues[2]) {
+        const PhaseCols pc(L.ext[2], W, static_cast<std::ptrdiff_t>(e) - static_cast<std::ptrdiff_t>(s.pad_begin[2]),
+                           s.stride[2]);
         for (std::size_t d = 0; d < L.ext[0]; ++d) {
           const auto id = static_cast<std::ptrdiff_t>(d * s.stride[0] + a) - static_cast<std::ptrdiff_t>(s.pad_begin[0]);
           for (std::size_t r = 0; r < L.ext[1]; ++r, dst += L.ext[2]) {
             const auto ih =
                 static_cast<std::ptrdiff_t>(r * s.stride[1] + b) - static_cast<std::ptrdiff_t>(s.pad_begin[1]);
             if (id < 0 || id >= static_cast<std::ptrdiff_t>(D) || ih < 0 || ih >= static_cast<std::ptrdiff_t>(H)) {
-              std::fill_n(dst, L.ext[2], std::int16_t{0});
+              for (std::size_t j = 0; j < L.ext[2]; j += 8)
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm_setzero_si128());
               continue;
             }
-            const std::uint8_t* row = xc + (static_cast<std::size_t>(id) * H + static_cast<std::size_t>(ih)) * W;
-            phase_row16(dst, L.ext[2], row, W,
-                        static_cast<std::ptrdiff_t>(e) - static_cast<std::ptrdiff_t>(s.pad_begin[2]), s.stride[2],
-                        x_signed, zx);
+            phase_row16(dst, pc, xc + (static_cast<std::size_t>(id) * H + static_cast<std::size_t>(ih)) * W, x_signed,
+                        zx, x_end);
           }
         }
-  std::fill(plane + L.data, plane + L.plane, std::int16_t{0});
+      }
+}
+
+// The kept positions of a channel (rows of O[2] elements of elem bytes in buf, ext[2] apart) to
+// its plane of the output, rows in order: a row whose 16-byte rounding stays inside the channel's
+// plane is copied in 16-byte steps (the next rows overwrite the excess), the others by memcpy.
+void copy_rows(const Layout& L, const std::uint8_t* buf, std::uint8_t* dst, std::size_t elem) {
+  const std::size_t bytes = L.O[2] * elem, rows = L.O[0] * L.O[1], rounded = (bytes + 15) / 16 * 16;
+  for (std::size_t sl = 0, i = 0; sl < L.O[0]; ++sl)
+    for (std::size_t r = 0; r < L.O[1]; ++r, ++i) {
+      const std::uint8_t* src = buf + (sl * L.ext[1] + r) * L.ext[2] * elem;
+      std::uint8_t* d = dst + i * bytes;
+      if (rounded <= 64 && i * bytes + rounded <= rows * bytes) {
+        for (std::size_t b = 0; b < rounded; b += 16)
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + b),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + b)));
+      } else {
+        std::memcpy(d, src, bytes);
+      }
+    }
 }
 
 void check_shape(const Conv8Shape& s) {
@@ -394,9 +439,12 @@ void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, 
   const bool scalar = run == run_scalar;
   const std::size_t elem = out.q8 ? 1 : 4, in_sp = s.in[0] * s.in[1] * s.in[2];
   const std::size_t ncell = L.off.size();
+  const std::uint8_t* x_end = x + s.C * in_sp;
+  auto* y = static_cast<std::uint8_t*>(out.q8 ? out.q8 : out.i32 ? static_cast<void*>(out.i32) : out.f32);
   // Per thread: the plane (int16), the channel's output positions (elem bytes each; the scalar
   // kernel's int32 sums), its cell weights.
-  const std::size_t plane_bytes = (L.plane * 2 + 63) / 64 * 64, buf_bytes = (L.Qr * 4 + 63) / 64 * 64;
+  // (buf: 64 bytes more for copy_rows' 16-byte steps.)
+  const std::size_t plane_bytes = (L.plane * 2 + 63) / 64 * 64, buf_bytes = (L.Qr * 4 + 127) / 64 * 64;
   const std::size_t scratch_floats = (plane_bytes + buf_bytes * (scalar ? 2 : 1) + ncell * 4) / 4 + 16;
   auto channels = [&](std::size_t c0, std::size_t c1) {
     detail::Scratch scratch(scratch_floats);
@@ -405,8 +453,11 @@ void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, 
     void* buf = base + plane_bytes;
     auto* acc = reinterpret_cast<std::int32_t*>(base + plane_bytes + buf_bytes);
     auto* wcell = reinterpret_cast<std::int32_t*>(base + plane_bytes + buf_bytes * (scalar ? 2 : 1));
+    // After the data: read for discarded positions only, zero so that no read is of
+    // uninitialized memory (build_plane's overrun writes finite values there).
+    std::fill(plane + L.data, plane + L.plane, std::int16_t{0});
     for (std::size_t c = c0; c < c1; ++c) {
-      build_plane(s, L, x + c * in_sp, x_signed, static_cast<std::int16_t>(zx), plane);
+      build_plane(s, L, x + c * in_sp, x_signed, static_cast<std::int16_t>(zx), x_end, plane);
       const std::int32_t* wc = w + c * L.taps;
       for (std::size_t i = 0; i < ncell; ++i) {
         const auto [a, b] = L.cell_taps[i];
@@ -414,14 +465,7 @@ void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, 
         wcell[i] = static_cast<std::int32_t>(lo | static_cast<std::uint32_t>(hi) << 16);
       }
       run(ChannelRun{plane, L.off.data(), wcell, ncell, L.Q, buf, acc, channel_store(out, c)});
-      // The kept positions (rows of the output) to the channel's plane of the output.
-      auto* dst = static_cast<std::uint8_t*>(out.q8 ? out.q8 : out.i32 ? static_cast<void*>(out.i32) : out.f32) +
-                  c * out.ld * elem;
-      const auto* src = static_cast<const std::uint8_t*>(buf);
-      for (std::size_t sl = 0; sl < L.O[0]; ++sl)
-        for (std::size_t r = 0; r < L.O[1]; ++r)
-          std::memcpy(dst + ((sl * L.O[1] + r) * L.O[2]) * elem, src + ((sl * L.ext[1] + r) * L.ext[2]) * elem,
-                      L.O[2] * elem);
+      copy_rows(L, static_cast<const std::uint8_t*>(buf), y + c * out.ld * elem, elem);
     }
   };
   // About 2^15 multiply-adds per chunk at least: a helper's wake-up costs more than a small plane.

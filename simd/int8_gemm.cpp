@@ -522,18 +522,10 @@ namespace {
 // to even (roundps), + zero, clamped as QuantizeLinear clamps (max then min, NaN to the bottom),
 // packed with saturation (exact: the value is already in range). SSE: the tile is in L1, and
 // the four-lane steps are the ones store_row's requantization takes per channel.
-// bias: nullptr, or int32 values added to the sums first (wrapping, as paddd does): n of them, or
-// one for every column when !bias_per_col.
+// bias: nullptr, or n int32 values added to the sums first (wrapping, as paddd does).
 template <class Q>
 void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float* mult, bool per_col, float zero,
-                    const std::int32_t* bias, bool bias_per_col = true) {
-  if (bias && !bias_per_col) {  // one value: through a broadcast block
-    alignas(16) std::int32_t b[64];
-    std::fill_n(b, 64, bias[0]);
-    for (std::size_t j = 0; j < n; j += 64)
-      requantize_row(src + j, dst + j, std::min<std::size_t>(64, n - j), per_col ? mult + j : mult, per_col, zero, b);
-    return;
-  }
+                    const std::int32_t* bias) {
   const __m128 z = _mm_set1_ps(zero), lo = _mm_set1_ps(q_lo<Q>()), hi = _mm_set1_ps(q_hi<Q>());
   const __m128 mu1 = _mm_set1_ps(mult[0]);
   for (std::size_t j = 0; j < n; j += 4) {
@@ -564,13 +556,6 @@ void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float*
 
 }  // namespace
 
-void requantize_q8(const std::int32_t* acc, std::size_t n, std::int32_t bias, float mult, float zero, void* y,
-                   bool y_signed) {
-  if (y_signed)
-    requantize_row(acc, static_cast<std::int8_t*>(y), n, &mult, false, zero, &bias, false);
-  else
-    requantize_row(acc, static_cast<std::uint8_t*>(y), n, &mult, false, zero, &bias, false);
-}
 
 namespace {
 
