@@ -543,13 +543,7 @@ void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float*
     const __m128 mu = per_col ? _mm_loadu_ps(m4) : mu1;
     __m128i acc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s4));
     if (b4) acc = _mm_add_epi32(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b4)));
-    __m128 v = _mm_cvtepi32_ps(acc);
-    v = _mm_round_ps(_mm_mul_ps(v, mu), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm_min_ps(_mm_max_ps(_mm_add_ps(v, z), lo), hi);
-    __m128i q = _mm_cvtps_epi32(v);
-    q = _mm_packs_epi32(q, q);
-    q = std::is_signed_v<Q> ? _mm_packs_epi16(q, q) : _mm_packus_epi16(q, q);
-    const std::int32_t w = _mm_cvtsi128_si32(q);
+    const std::int32_t w = detail::requant4_bytes(acc, mu, z, lo, hi, std::is_signed_v<Q>);
     std::memcpy(dst + j, &w, std::min<std::size_t>(4, n - j));
   }
 }
@@ -834,13 +828,8 @@ void store_row(const Conv8Output& o, std::size_t m, const std::int32_t* src, std
       alignas(16) std::int32_t tail[4] = {};
       const std::int32_t* s4 = src + j;
       if (j + 4 > n) s4 = static_cast<const std::int32_t*>(std::memcpy(tail, src + j, (n - j) * 4));
-      __m128 v = _mm_cvtepi32_ps(_mm_add_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s4)), vb));
-      v = _mm_round_ps(_mm_mul_ps(v, vmu), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      v = _mm_min_ps(_mm_max_ps(_mm_add_ps(v, z), lo), hi);
-      __m128i q = _mm_cvtps_epi32(v);
-      q = _mm_packs_epi32(q, q);
-      q = o.q8_signed ? _mm_packs_epi16(q, q) : _mm_packus_epi16(q, q);
-      const std::int32_t w = _mm_cvtsi128_si32(q);
+      const std::int32_t w = detail::requant4_bytes(
+          _mm_add_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s4)), vb), vmu, z, lo, hi, o.q8_signed);
       std::memcpy(dst + j, &w, std::min<std::size_t>(4, n - j));
     }
     return;

@@ -6,10 +6,24 @@
 //     lo, as QuantizeLinear), converted back to int32 (in [lo, hi]: exact);
 //   dequantization: float(v) * mu (+ bias), then max(lo, .) and min(hi, .) (simd::unary's Relu /
 //     Clip operand order, so NaN and -0 come out as the standalone ops give them).
-// These carry target attributes and run only after the caller's CPU check.
+// The AVX2 and AVX-512 forms carry target attributes and run only after the caller's CPU check;
+// the four-lane one is SSE4.1, the baseline.
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace onnxforge::simd::detail {
+
+// Four int32 sums (any bias already added) requantized, packed with saturation (exact: already in
+// range) into the low 4 bytes, int8 when is_signed else uint8.
+inline std::int32_t requant4_bytes(__m128i v, __m128 mu, __m128 z, __m128 lo, __m128 hi, bool is_signed) {
+  __m128 f = _mm_round_ps(_mm_mul_ps(_mm_cvtepi32_ps(v), mu), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  f = _mm_min_ps(_mm_max_ps(_mm_add_ps(f, z), lo), hi);
+  __m128i q = _mm_cvtps_epi32(f);
+  q = _mm_packs_epi32(q, q);
+  q = is_signed ? _mm_packs_epi16(q, q) : _mm_packus_epi16(q, q);
+  return _mm_cvtsi128_si32(q);
+}
 
 // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
 // reports as maybe-uninitialized outside an AVX-512 translation unit.
