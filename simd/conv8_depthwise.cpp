@@ -146,8 +146,8 @@ __attribute__((target("avx2"))) inline __m256i ld(const std::int16_t* s) {
 
 __attribute__((target("avx2"))) void run_avx2(const ChannelRun& r) {
   const ChannelStore& st = r.st;
-  const Consts256 k{_mm256_set1_ps(st.mu),   _mm256_set1_ps(st.zero), _mm256_set1_ps(st.lo),
-                    _mm256_set1_ps(st.hi),   _mm256_set1_ps(st.bias), _mm256_set1_epi32(st.acc_bias)};
+  const Consts256 k{_mm256_set1_ps(st.mu), _mm256_set1_ps(st.zero), _mm256_set1_ps(st.lo),
+                    _mm256_set1_ps(st.hi), _mm256_set1_ps(st.bias), _mm256_set1_epi32(st.acc_bias)};
   const std::int16_t* p = r.plane;
   std::size_t q = 0;
   // Two blocks of 16 per step: four independent accumulators (a lone pair waits on the
@@ -206,8 +206,7 @@ __attribute__((target("avx512f,avx512bw"))) inline void store16_avx512(const Cha
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void store32_avx512(const ChannelStore& st,
                                                                                   const Consts512& k, __m512i e,
-                                                                                  __m512i o, void* buf,
-                                                                                  std::size_t q) {
+                                                                                  __m512i o, void* buf, std::size_t q) {
   store16_avx512(st, k, _mm512_permutex2var_epi32(e, k.ilo, o), buf, q);
   store16_avx512(st, k, _mm512_permutex2var_epi32(e, k.ihi, o), buf, q + 16);
 }
@@ -346,8 +345,7 @@ Layout layout(const Conv8Shape& s) {
   L.vol = L.ext[0] * L.ext[1] * L.ext[2];
   L.data = L.residues[0].size() * L.residues[1].size() * L.residues[2].size() * L.vol;
   auto phase_index = [&](std::size_t i, std::size_t r) {
-    return static_cast<std::size_t>(std::find(L.residues[i].begin(), L.residues[i].end(), r) -
-                                    L.residues[i].begin());
+    return static_cast<std::size_t>(std::find(L.residues[i].begin(), L.residues[i].end(), r) - L.residues[i].begin());
   };
   // Tap (kd, kh, kw) reads its phase at (o + k * dil / stride) per dimension: plane[q + off].
   L.taps = s.kernel[0] * s.kernel[1] * s.kernel[2];
@@ -356,10 +354,10 @@ Layout layout(const Conv8Shape& s) {
     for (std::size_t kh = 0; kh < s.kernel[1]; ++kh)
       for (std::size_t kw = 0; kw < s.kernel[2]; ++kw, ++t) {
         const std::size_t td = kd * s.dilation[0], th = kh * s.dilation[1], tw = kw * s.dilation[2];
-        const std::size_t ph = (phase_index(0, td % s.stride[0]) * L.residues[1].size() +
-                                phase_index(1, th % s.stride[1])) *
-                                   L.residues[2].size() +
-                               phase_index(2, tw % s.stride[2]);
+        const std::size_t ph =
+            (phase_index(0, td % s.stride[0]) * L.residues[1].size() + phase_index(1, th % s.stride[1])) *
+                L.residues[2].size() +
+            phase_index(2, tw % s.stride[2]);
         by_off.push_back(
             {ph * L.vol + (td / s.stride[0] * L.ext[1] + th / s.stride[1]) * L.ext[2] + tw / s.stride[2], t});
       }
@@ -393,7 +391,8 @@ void build_plane(const Conv8Shape& s, const Layout& L, const std::uint8_t* xc, b
         const PhaseCols pc(L.ext[2], W, static_cast<std::ptrdiff_t>(e) - static_cast<std::ptrdiff_t>(s.pad_begin[2]),
                            s.stride[2]);
         for (std::size_t d = 0; d < L.ext[0]; ++d) {
-          const auto id = static_cast<std::ptrdiff_t>(d * s.stride[0] + a) - static_cast<std::ptrdiff_t>(s.pad_begin[0]);
+          const auto id =
+              static_cast<std::ptrdiff_t>(d * s.stride[0] + a) - static_cast<std::ptrdiff_t>(s.pad_begin[0]);
           for (std::size_t r = 0; r < L.ext[1]; ++r, dst += L.ext[2]) {
             const auto ih =
                 static_cast<std::ptrdiff_t>(r * s.stride[1] + b) - static_cast<std::ptrdiff_t>(s.pad_begin[1]);
@@ -436,8 +435,8 @@ void check_shape(const Conv8Shape& s) {
 
 }  // namespace
 
-void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx,
-                     const std::int32_t* w, const Conv8Output& out, bool parallel) {
+void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const std::int32_t* w,
+                     const Conv8Output& out, bool parallel) {
   check_shape(s);
   if (!out.i32 && !out.f32 && !out.q8) throw std::invalid_argument("conv8_depthwise: no output");
   if (s.C == 0 || s.out(0) == 0 || s.out(1) == 0 || s.out(2) == 0) return;

@@ -30,8 +30,8 @@ namespace onnxforge::simd {
 // x: [C][D][H][W] (missing leading dims 1), int8 when x_signed else uint8, zero point zx (in x's
 // range); w: [C][KD * KH * KW], the weights minus their zero points, each in int16 range.
 // parallel: split the channels over threads (simd/parallel.h).
-void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx,
-                     const std::int32_t* w, const Conv8Output& out, bool parallel = true);
+void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, std::int32_t zx, const std::int32_t* w,
+                     const Conv8Output& out, bool parallel = true);
 
 // The same sums by int64 loops over the unpadded input, truncated to int32 (tests, and the
 // spec's meaning): acc [C][OD * OH * OW].

@@ -550,7 +550,6 @@ void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float*
 
 }  // namespace
 
-
 namespace {
 
 // The kernels over packed A (m_panels panels, rowsum per row) and packed B; with rq, each tile

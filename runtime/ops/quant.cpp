@@ -759,8 +759,8 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
   };
   // One group's shape (a depthwise conv's: every channel).
   const bool depthwise = cr.Mg == 1 && cr.Cg == 1;
-  const simd::Conv8Shape shape{static_cast<size_t>(depthwise ? cr.C : cr.Cg), u3(I), u3(KS), u3(PB), u3(PE), u3(DL),
-                               u3(ST)};
+  const simd::Conv8Shape shape{
+      static_cast<size_t>(depthwise ? cr.C : cr.Cg), u3(I), u3(KS), u3(PB), u3(PE), u3(DL), u3(ST)};
   PackedWeights local;
   const PackedWeights* const from_plan = packed;  // the plan's state, before `local` may stand in
   if (!depthwise) {
@@ -899,16 +899,14 @@ void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult,
   Q* yp = y.ptr<Q>();
   const int32_t* b = bias ? bias->ptr<int32_t>() : nullptr;
   const bool per_channel = mult.size() > 1;
-  conv_int8(
-      c, kQLinearConv, packed_state(c), cr,
-      [&](int64_t n, int64_t gi) {
-        simd::Conv8Output o;
-        o.q8 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
-        o.q8_signed = std::is_signed_v<Q>, o.q8_zero = zp;
-        o.mult = per_channel ? mult.data() + gi * cr.Mg : mult.data(), o.mult_count = per_channel ? mult.size() : 1;
-        if (b) o.acc_bias = b + gi * cr.Mg;
-        return o;
-      });
+  conv_int8(c, kQLinearConv, packed_state(c), cr, [&](int64_t n, int64_t gi) {
+    simd::Conv8Output o;
+    o.q8 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+    o.q8_signed = std::is_signed_v<Q>, o.q8_zero = zp;
+    o.mult = per_channel ? mult.data() + gi * cr.Mg : mult.data(), o.mult_count = per_channel ? mult.size() : 1;
+    if (b) o.acc_bias = b + gi * cr.Mg;
+    return o;
+  });
 }
 
 void qlinear_conv(OpContext& c) {

@@ -28,7 +28,9 @@ struct DwCase {
   Dims in, kernel, pad_begin, pad_end, dilation, stride;
 };
 
-std::string dims(const Dims& d) { return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]); }
+std::string dims(const Dims& d) {
+  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+}
 
 std::string describe(const DwCase& c) {
   return "C=" + std::to_string(c.C) + " in " + dims(c.in) + " k " + dims(c.kernel) + " stride " + dims(c.stride) +
@@ -101,7 +103,8 @@ std::vector<std::int64_t> reference(const DwCase& c, const DwData& d) {
                   inside &= i[a] >= 0 && i[a] < static_cast<std::int64_t>(c.in[a]);
                 }
                 const std::uint8_t wb = d.w[ch * taps + (kd * c.kernel[1] + kh) * c.kernel[2] + kw];
-                const std::int64_t wv = (d.w_signed ? static_cast<std::int8_t>(wb) : wb) - d.zw[d.zw.size() > 1 ? ch : 0];
+                const std::int64_t wv =
+                    (d.w_signed ? static_cast<std::int8_t>(wb) : wb) - d.zw[d.zw.size() > 1 ? ch : 0];
                 std::int64_t xv = d.zx;
                 if (inside) {
                   const std::uint8_t xb =
