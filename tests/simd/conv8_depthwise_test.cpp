@@ -136,11 +136,11 @@ class Conv8Depthwise : public SimdTest {};
 
 // Runs the three stores of one case and compares each with the definition. parallel: the
 // threaded split over channels; 7 after every channel's plane (ld past the plane) must stay.
-struct Ratios {
+struct Reached {
   std::size_t saturated_low = 0, saturated_high = 0, ties = 0;
 };
 
-void check(const DwCase& c, const DwData& d, bool per_channel_mult, bool parallel, Ratios& seen,
+void check(const DwCase& c, const DwData& d, bool per_channel_mult, bool parallel, Reached& seen,
            const std::string& tag) {
   const Conv8Shape s = shape_of(c);
   const std::size_t P = s.out(0) * s.out(1) * s.out(2), ld = P + 3;
@@ -254,7 +254,7 @@ const std::vector<DwCase>& cases() {
 
 TEST_P(Conv8Depthwise, ExactAgainstTheDefinition) {
   std::mt19937 rng(27);
-  Ratios seen;
+  Reached seen;
   std::size_t n = 0;
   for (const DwCase& c : cases())
     for (bool xs : {false, true})
@@ -276,7 +276,7 @@ TEST_P(Conv8Depthwise, ExactAgainstTheDefinition) {
 // at both ends.
 TEST_P(Conv8Depthwise, ExtremeValuesSaturate) {
   std::mt19937 rng(3);
-  Ratios seen;
+  Reached seen;
   for (const DwCase& c : {DwCase{3, {1, 9, 40}, {1, 7, 7}, {0, 3, 3}, {0, 3, 3}, {1, 1, 1}, {1, 1, 1}},
                           DwCase{3, {1, 9, 40}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 2, 2}}})
     for (bool xs : {false, true})
@@ -294,7 +294,7 @@ TEST_P(Conv8Depthwise, ExtremeValuesSaturate) {
 // stride 2 (the plane far larger than a vector block).
 TEST_P(Conv8Depthwise, ThreadedMobileNetShapes) {
   std::mt19937 rng(9);
-  Ratios seen;
+  Reached seen;
   for (const DwCase& c : {DwCase{144, {1, 56, 56}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}},
                           DwCase{96, {1, 112, 112}, {1, 3, 3}, {0, 0, 0}, {0, 1, 1}, {1, 1, 1}, {1, 2, 2}}}) {
     const DwData d = make_data(c, false, true, true, 2, 0, rng);
