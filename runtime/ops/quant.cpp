@@ -21,6 +21,7 @@
 #include "simd/int8_gemm.h"
 #include "simd/isa.h"
 #include "simd/parallel.h"
+#include "simd/transpose.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -670,11 +671,18 @@ void conv_int8_gemm(const ConvRun& cr, const Tensor& w, const std::vector<int32_
   const auto pad = static_cast<uint8_t>(xzv);  // x's zero point as x's byte (int8: two's complement)
   std::vector<uint8_t> patches(P * K), yt(P * Mg);
   const int64_t taps = KS[0] * KS[1] * KS[2];
+  const bool pointwise = taps == 1 && cr.P == cr.in_sp && PB == std::array<int64_t, 3>{} &&
+                         ST == std::array<int64_t, 3>{1, 1, 1};
   for (int64_t n = 0; n < cr.N; ++n)
     for (int64_t gi = 0; gi < cr.group; ++gi) {
       const uint8_t* xg = xb + (n * cr.C + gi * cr.Cg) * cr.in_sp;
       // patches[q][(c * taps + t)] for output position q = (od, oh, ow) and tap t = (kd, kh, kw).
-      for (int64_t od = 0, q = 0; od < O[0]; ++od)
+      // A pointwise conv's (one tap, every position its own input column) are x transposed:
+      // tiled, where the gather below reads one byte per channel row (MobileNetV2's 7x7 1x1
+      // convs spent as much on it as on their GEMM).
+      if (pointwise)
+        simd::transpose(1, std::array<int64_t, 2>{cr.Cg, cr.P}, xg, std::array<int64_t, 2>{1, 0}, patches.data());
+      for (int64_t od = 0, q = 0; od < O[0] && !pointwise; ++od)
         for (int64_t oh = 0; oh < O[1]; ++oh)
           for (int64_t ow = 0; ow < O[2]; ++ow, ++q) {
             uint8_t* row = patches.data() + static_cast<size_t>(q) * K;
@@ -696,9 +704,8 @@ void conv_int8_gemm(const ConvRun& cr, const Tensor& w, const std::vector<int32_
       rq.y = yt.data(), rq.ldy = Mg, rq.y_signed = o.q8_signed, rq.zero = o.q8_zero;
       rq.mult = o.mult, rq.mult_count = o.mult_count > 1 ? Mg : 1, rq.acc_bias = o.acc_bias;
       simd::gemm8_requantize(P, patches.data(), K, x_signed, xzv, (*b)[static_cast<size_t>(gi)], rq);
-      auto* y = static_cast<uint8_t*>(o.q8);
-      for (size_t m = 0; m < Mg; ++m)
-        for (size_t q = 0; q < P; ++q) y[m * o.ld + q] = yt[q * Mg + m];
+      // y[m][q] = yt[q][m] (the group's channels are contiguous planes: o.ld == P).
+      simd::transpose(1, std::array<int64_t, 2>{cr.P, cr.Mg}, yt.data(), std::array<int64_t, 2>{1, 0}, o.q8);
     }
 }
 
