@@ -322,11 +322,20 @@ struct PackedWeights {
   mutable std::vector<uint8_t> w_bytes;
 };
 
-// Zero points as int32 (nullptr when absent).
+// Zero points as int32 (empty when absent). 8-bit ones through typed pointers: they are read on
+// every run, and per element through get_i64 a per-channel conv's 960 took 4 us (MobileNetV2
+// QOperator: 2% of its time with the multipliers below).
 std::vector<int32_t> zero_points(const Tensor* zp) {
   std::vector<int32_t> v;
-  if (zp)
-    for (int64_t i = 0; i < zp->numel(); ++i) v.push_back(static_cast<int32_t>(zp->get_i64(i)));
+  if (!zp) return v;
+  const auto n = static_cast<size_t>(zp->numel());
+  v.resize(n);
+  if (zp->dtype == DType::Uint8)
+    std::copy_n(zp->ptr<uint8_t>(), n, v.begin());
+  else if (zp->dtype == DType::Int8)
+    std::copy_n(zp->ptr<int8_t>(), n, v.begin());
+  else
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(zp->get_i64(static_cast<int64_t>(i)));
   return v;
 }
 
@@ -474,9 +483,12 @@ std::vector<float> multipliers(const OpContext& c, const Tensor& as, const Tenso
   if (as.numel() != 1) c.error("a_scale must be a scalar");
   if (bs.numel() != 1 && bs.numel() != n) c.error("b_scale must have 1 or N elements");
   std::vector<float> m(static_cast<size_t>(bs.numel()));
+  const auto a = static_cast<float>(as.get_f64(0));
+  const float y = ys ? static_cast<float>(ys->get_f64(0)) : 1.f;
+  auto b = [&](int64_t i) { return bs.dtype == DType::Float ? bs.ptr<float>()[i] : static_cast<float>(bs.get_f64(i)); };
   for (int64_t i = 0; i < bs.numel(); ++i) {
-    m[static_cast<size_t>(i)] = static_cast<float>(as.get_f64(0)) * static_cast<float>(bs.get_f64(i));
-    if (ys) m[static_cast<size_t>(i)] /= static_cast<float>(ys->get_f64(0));
+    m[static_cast<size_t>(i)] = a * b(i);
+    if (ys) m[static_cast<size_t>(i)] /= y;
   }
   return m;
 }
