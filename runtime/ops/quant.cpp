@@ -724,9 +724,9 @@ void conv_int8_gemm(const ConvRun& cr, const Tensor& w, const std::vector<int32_
 // The int32 convolution. Every conv but a depthwise one runs on simd::conv8_nd per image and
 // group, writing where direct(n, gi) says (a Conv8Output: int32, dequantized float or
 // requantized 8-bit, stored from the kernel); a depthwise conv runs on simd::conv8_depthwise,
-// writing every channel where direct(n, 0) says. The gathering path strided and 3-D convs took before (im2col
-// chunks into gemm8 and an int32 tile per chunk) is gone: at stride 2 the phase split of
-// conv8_nd is one pass over the input, where the gathering copied it K / C times.
+// writing every channel where direct(n, 0) says. The gathering path strided and 3-D convs took
+// before (im2col chunks into gemm8 and an int32 tile per chunk) is gone: at stride 2 the phase
+// split of conv8_nd is one pass over the input, where the gathering copied it K / C times.
 // xq: x is float, quantized to uint8 as it is packed (a fused DynamicQuantizeLinear).
 template <class Direct>
 void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Direct&& direct,
