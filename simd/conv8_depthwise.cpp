@@ -58,7 +58,7 @@ struct ChannelRun {
   const std::int32_t* wcell;
   std::size_t ncell, Q;
   void* buf;
-  std::int32_t* acc;  // scalar kernel: Q int32
+  std::int32_t* acc;  // the scalar kernel's sums: round_up(Q, 4) int32
   ChannelStore st;
 };
 
@@ -68,7 +68,7 @@ constexpr std::size_t kBlock = 32;
 
 // The stores: requantization four at a time by the SSE steps conv8's store_row takes, the others
 // one loop per kind (vectorized by the compiler). Per element the steps of the vector kernels'
-// stores. acc holds round_up(n, 4) values (the excess is computed and not stored).
+// stores. acc holds round_up(n, 4) values; the excess lands in buf's slack, never copied out.
 void store_scalar(const ChannelStore& st, const std::int32_t* acc, std::size_t n, void* buf) {
   switch (st.kind) {
     case StoreKind::I32: std::memcpy(buf, acc, n * 4); return;
