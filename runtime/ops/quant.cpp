@@ -683,8 +683,8 @@ void conv_int8_gemm(const ConvRun& cr, const Tensor& w, const std::vector<int32_
   const auto pad = static_cast<uint8_t>(xzv);  // x's zero point as x's byte (int8: two's complement)
   std::vector<uint8_t> patches(P * K), yt(P * Mg);
   const int64_t taps = KS[0] * KS[1] * KS[2];
-  const bool pointwise = taps == 1 && cr.P == cr.in_sp && PB == std::array<int64_t, 3>{} &&
-                         ST == std::array<int64_t, 3>{1, 1, 1};
+  const bool pointwise =
+      taps == 1 && cr.P == cr.in_sp && PB == std::array<int64_t, 3>{} && ST == std::array<int64_t, 3>{1, 1, 1};
   for (int64_t n = 0; n < cr.N; ++n)
     for (int64_t gi = 0; gi < cr.group; ++gi) {
       const uint8_t* xg = xb + (n * cr.C + gi * cr.Cg) * cr.in_sp;

@@ -276,7 +276,7 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
       {{1, 4, 30}, {4, 1, 5}, {1}, {2}, {4, 4}, 4},                       // depthwise 1-D, dilated
       {{2, 6, 17, 19}, {6, 1, 5, 5}, {2, 2}, {1, 1}, {2, 1, 1, 2}, 6},    // depthwise 5x5 stride 2, two images
       {{1, 3, 4, 6, 7}, {3, 1, 3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 3},  // depthwise 3-D
-      {{2, 16, 5, 7}, {20, 16, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},      // GEMM, pointwise: transposed patches
+      {{2, 16, 5, 7}, {20, 16, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // GEMM, pointwise: transposed patches
   };
   size_t ties = 0, saturated = 0;
   at_every_isa([&] {
@@ -526,9 +526,10 @@ size_t run_dequant(const DequantCase& dc) {
   std::normal_distribution<float> nd(0.f, 2.f);
   GraphBuilder g(13);
   const std::vector<int64_t> xs = dc.conv ? std::vector<int64_t>{1, 5, 13, 11} : std::vector<int64_t>{2, 7, 37};
-  const std::vector<int64_t> ws = !dc.conv       ? std::vector<int64_t>{37, 19}
-                                  : dc.depthwise ? std::vector<int64_t>{5, 1, 3, 3}
-                                                 : std::vector<int64_t>{9, 5, dc.pointwise ? 1 : 3, dc.pointwise ? 1 : 3};
+  const std::vector<int64_t> ws = !dc.conv ? std::vector<int64_t>{37, 19}
+                                  : dc.depthwise
+                                      ? std::vector<int64_t>{5, 1, 3, 3}
+                                      : std::vector<int64_t>{9, 5, dc.pointwise ? 1 : 3, dc.pointwise ? 1 : 3};
   const int64_t cols = dc.conv ? ws[0] : ws[1];
   const DType wt = dc.uint8_w ? DType::Uint8 : DType::Int8;
   int64_t nw = 1, nx = 1, ns = 1;
