@@ -260,6 +260,11 @@ RunFn kernel_for(Int8Kernel k) {
 
 // ---- the int16 phase planes ----
 
+bool cpu_has_vbmi2() noexcept {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vbmi2");
+}
+
 // Eight zero int16 at p, or n of them when n > 8.
 inline void zero16(std::int16_t* p, std::size_t n) {
   if (n <= 8)
@@ -330,6 +335,15 @@ struct Layout {
   std::vector<std::size_t> off;   // per cell
   std::vector<std::array<std::size_t, 2>> cell_taps;  // per cell: tap a, tap b (== taps: none)
   std::size_t taps = 0;
+  // Stride 1, one depth slice, no depth padding: the input rows land in plane rows
+  // [top, top + H) with their pad columns at fixed places, so build_plane_expand can write them
+  // 64 elements at a time; expand[k]: which of chunk k's 64 elements come from the input.
+  bool dense = false;
+  std::size_t top = 0, bottom = 0;  // where the input rows start and end
+  std::vector<std::uint64_t> expand;
+  // One output depth slice of short rows: compress[k] marks which of positions [64k, 64k + 64)
+  // are kept (column < O[2]), for copy_rows_compress.
+  std::vector<std::uint64_t> compress;
 };
 
 Layout layout(const Conv8Shape& s) {
@@ -374,7 +388,27 @@ Layout layout(const Conv8Shape& s) {
   L.Q = ((L.O[0] - 1) * L.ext[1] + L.O[1] - 1) * L.ext[2] + L.O[2];
   L.Qr = (L.Q + kBlock - 1) / kBlock * kBlock;
   // A block's loads reach Qr + off (its odd load of 32 int16 at the last block's start + 1).
-  L.plane = std::max(L.data, L.Qr + L.off.back() + 1) + 32;
+  // (64: build_plane_expand's last chunk and the kernels' last block may pass the data.)
+  L.plane = std::max(L.data, L.Qr + L.off.back() + 1) + 64;
+  // Rows of at most 64: one vpexpandb costs about what eight rows' worth of the row build does
+  // (one-node QLinearConvs, min of 300 runs: 960x7x7 0.082 -> 0.053 ms, 384x14x14 0.061 -> 0.041,
+  // 144x56x56 0.178 -> 0.153, but 32x112x112 0.152 -> 0.185).
+  L.dense = s.stride == std::array<std::size_t, 3>{1, 1, 1} && s.in[0] == 1 && s.pad_begin[0] == 0 &&
+            s.pad_end[0] == 0 && s.in[2] <= 64;
+  // (Rows of at most 64 again: on 112-column rows the compresses cost more than the row copies.)
+  if (L.O[0] == 1 && L.O[2] <= 64) {
+    L.compress.assign((L.Q + 63) / 64, 0);
+    for (std::size_t q = 0; q < L.Q; ++q)
+      if (q % L.ext[2] < L.O[2]) L.compress[q / 64] |= std::uint64_t{1} << (q % 64);
+  }
+  if (L.dense) {
+    L.top = s.pad_begin[1] * L.ext[2];
+    const std::size_t R = s.in[1] * L.ext[2], pl = s.pad_begin[2], W = s.in[2];
+    L.bottom = L.top + R;
+    L.expand.assign((R + 63) / 64, 0);
+    for (std::size_t e = 0; e < R; ++e)
+      if (e % L.ext[2] >= pl && e % L.ext[2] < pl + W) L.expand[e / 64] |= std::uint64_t{1} << (e % 64);
+  }
   return L;
 }
 
@@ -427,6 +461,50 @@ void copy_rows(const Layout& L, const std::uint8_t* buf, std::uint8_t* dst, std:
     }
 }
 
+// build_plane for a dense layout (Layout::dense) with AVX512-VBMI2: vpexpandb places the input's
+// bytes (read in order, popcount(mask) per chunk, never past the channel) at the chunk's data
+// columns and x's zero point at its pad columns, then the chunk is widened and offset like phase_row16's. One expand per
+// 64 plane elements where the rows cost a dozen instructions each (a 7x7 plane: a third of the
+// conv's time). Writes up to 63 elements past the data (into the plane's slack).
+__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) void build_plane_expand(const Layout& L,
+                                                                                const std::uint8_t* xc,
+                                                                                bool x_signed, std::int16_t zx,
+                                                                                std::int16_t* plane) {
+  const __m512i zero = _mm512_setzero_si512(), z = _mm512_set1_epi16(zx);
+  const __m512i fill = _mm512_set1_epi8(static_cast<char>(zx));
+  for (std::size_t i = 0; i < L.top; i += 32) _mm512_storeu_si512(plane + i, zero);
+  std::int16_t* d = plane + L.top;
+  const std::uint8_t* src = xc;
+  for (std::size_t k = 0; k < L.expand.size(); ++k, d += 64) {
+    const __m512i b = _mm512_mask_expandloadu_epi8(fill, L.expand[k], src);
+    src += __builtin_popcountll(L.expand[k]);
+    // (Masked extracts with every lane set: the unmasked forms trip GCC 12's maybe-uninitialized.)
+    const __m256i b0 = _mm512_mask_extracti64x4_epi64(_mm256_setzero_si256(), 0xF, b, 0),
+                  b1 = _mm512_mask_extracti64x4_epi64(_mm256_setzero_si256(), 0xF, b, 1);
+    const __m512i v0 = x_signed ? _mm512_cvtepi8_epi16(b0) : _mm512_cvtepu8_epi16(b0);
+    const __m512i v1 = x_signed ? _mm512_cvtepi8_epi16(b1) : _mm512_cvtepu8_epi16(b1);
+    _mm512_storeu_si512(d, _mm512_sub_epi16(v0, z));
+    _mm512_storeu_si512(d + 32, _mm512_sub_epi16(v1, z));
+  }
+  // The bottom pad rows, after the last chunk's overrun.
+  for (std::size_t i = L.bottom; i < L.data; i += 32) _mm512_storeu_si512(plane + i, zero);
+}
+
+// copy_rows for 8-bit outputs of one depth slice with AVX512-VBMI2: vpcompressb packs each 64
+// positions' kept bytes (the rows in order are the output's plane) and a masked store writes
+// them, no per-row copy. (Into a register, then stored: vpcompressb's memory form took 3x the
+// whole conv's time on this AMD core.)
+__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) void copy_rows_compress(const Layout& L,
+                                                                                const std::uint8_t* buf,
+                                                                                std::uint8_t* dst) {
+  for (std::size_t k = 0; k < L.compress.size(); ++k) {
+    const __m512i v = _mm512_maskz_compress_epi8(L.compress[k], _mm512_loadu_si512(buf + 64 * k));
+    const int n = __builtin_popcountll(L.compress[k]);
+    _mm512_mask_storeu_epi8(dst, n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1, v);
+    dst += n;
+  }
+}
+
 void check_shape(const Conv8Shape& s) {
   for (std::size_t i = 0; i < 3; ++i)
     if (s.in[i] == 0 || s.kernel[i] == 0 || s.stride[i] == 0 || s.dilation[i] == 0)
@@ -441,7 +519,10 @@ void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, 
   if (!out.i32 && !out.f32 && !out.q8) throw std::invalid_argument("conv8_depthwise: no output");
   if (s.C == 0 || s.out(0) == 0 || s.out(1) == 0 || s.out(2) == 0) return;
   const Layout L = layout(s);
-  const RunFn run = kernel_for(active_int8_kernel());
+  const Int8Kernel kernel = active_int8_kernel();
+  const RunFn run = kernel_for(kernel);
+  const bool vbmi2 = kernel == Int8Kernel::Vnni && cpu_has_vbmi2();
+  const bool expand = L.dense && vbmi2, compress = !L.compress.empty() && out.q8 && vbmi2;
   const bool scalar = run == run_scalar;
   const std::size_t elem = out.q8 ? 1 : 4, in_sp = s.in[0] * s.in[1] * s.in[2];
   const std::size_t ncell = L.off.size();
@@ -463,7 +544,10 @@ void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, 
     // uninitialized memory (build_plane's overrun writes finite values there).
     std::fill(plane + L.data, plane + L.plane, std::int16_t{0});
     for (std::size_t c = c0; c < c1; ++c) {
-      build_plane(s, L, x + c * in_sp, x_signed, static_cast<std::int16_t>(zx), x_end, plane);
+      if (expand)
+        build_plane_expand(L, x + c * in_sp, x_signed, static_cast<std::int16_t>(zx), plane);
+      else
+        build_plane(s, L, x + c * in_sp, x_signed, static_cast<std::int16_t>(zx), x_end, plane);
       const std::int32_t* wc = w + c * L.taps;
       for (std::size_t i = 0; i < ncell; ++i) {
         const auto [a, b] = L.cell_taps[i];
@@ -471,7 +555,10 @@ void conv8_depthwise(const Conv8Shape& s, const std::uint8_t* x, bool x_signed, 
         wcell[i] = static_cast<std::int32_t>(lo | static_cast<std::uint32_t>(hi) << 16);
       }
       run(ChannelRun{plane, L.off.data(), wcell, ncell, L.Q, buf, acc, channel_store(out, c)});
-      copy_rows(L, static_cast<const std::uint8_t*>(buf), y + c * out.ld * elem, elem);
+      if (compress)
+        copy_rows_compress(L, static_cast<const std::uint8_t*>(buf), y + c * out.ld);
+      else
+        copy_rows(L, static_cast<const std::uint8_t*>(buf), y + c * out.ld * elem, elem);
     }
   };
   // About 2^15 multiply-adds per chunk at least: a helper's wake-up costs more than a small plane.
