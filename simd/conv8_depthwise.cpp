@@ -463,9 +463,9 @@ void copy_rows(const Layout& L, const std::uint8_t* buf, std::uint8_t* dst, std:
 
 // build_plane for a dense layout (Layout::dense) with AVX512-VBMI2: vpexpandb places the input's
 // bytes (read in order, popcount(mask) per chunk, never past the channel) at the chunk's data
-// columns and x's zero point at its pad columns, then the chunk is widened and offset like phase_row16's. One expand per
-// 64 plane elements where the rows cost a dozen instructions each (a 7x7 plane: a third of the
-// conv's time). Writes up to 63 elements past the data (into the plane's slack).
+// columns and x's zero point at its pad columns, then the chunk is widened and offset as in
+// phase_row16. One expand per 64 plane elements where each row took a dozen instructions (a 7x7
+// plane: a third of the conv's time). Writes up to 63 elements past the data (the slack).
 __attribute__((target("avx512f,avx512bw,avx512vbmi2"))) void build_plane_expand(const Layout& L,
                                                                                 const std::uint8_t* xc,
                                                                                 bool x_signed, std::int16_t zx,
