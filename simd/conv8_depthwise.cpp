@@ -466,8 +466,7 @@ void copy_rows(const Layout& L, const std::uint8_t* buf, std::uint8_t* dst, std:
 // columns and x's zero point at its pad columns, then the chunk is widened and offset as in
 // phase_row16. One expand per 64 plane elements where each row took a dozen instructions (a 7x7
 // plane: a third of the conv's time). Writes up to 63 elements past the data (the slack).
-__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) void build_plane_expand(const Layout& L,
-                                                                                const std::uint8_t* xc,
+__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) void build_plane_expand(const Layout& L, const std::uint8_t* xc,
                                                                                 bool x_signed, std::int16_t zx,
                                                                                 std::int16_t* plane) {
   const __m512i zero = _mm512_setzero_si512(), z = _mm512_set1_epi16(zx);
