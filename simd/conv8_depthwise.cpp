@@ -390,9 +390,9 @@ Layout layout(const Conv8Shape& s) {
   // A block's loads reach Qr + off (its odd load of 32 int16 at the last block's start + 1).
   // (64: build_plane_expand's last chunk and the kernels' last block may pass the data.)
   L.plane = std::max(L.data, L.Qr + L.off.back() + 1) + 64;
-  // Rows of at most 64: one vpexpandb costs about what eight rows' worth of the row build does
-  // (one-node QLinearConvs, min of 300 runs: 960x7x7 0.082 -> 0.053 ms, 384x14x14 0.061 -> 0.041,
-  // 144x56x56 0.178 -> 0.153, but 32x112x112 0.152 -> 0.185).
+  // Input rows of at most 64 columns: there the row build's per-row work dominates (one-node
+  // QLinearConvs, min of 300 runs: 960x7x7 0.082 -> 0.053 ms, 384x14x14 0.061 -> 0.041,
+  // 144x56x56 0.178 -> 0.153); on 112 columns the expands were slower (0.152 -> 0.185).
   L.dense = s.stride == std::array<std::size_t, 3>{1, 1, 1} && s.in[0] == 1 && s.pad_begin[0] == 0 &&
             s.pad_end[0] == 0 && s.in[2] <= 64;
   // (Rows of at most 64 again: on 112-column rows the compresses cost more than the row copies.)
@@ -413,8 +413,8 @@ Layout layout(const Conv8Shape& s) {
 }
 
 // Channel c's phase planes (int16, x - zx) into plane[0, L.data), rows in order (each row's
-// overrun lands where a later row is written, or in the 32 elements after the data); x_end: the
-// end of x.
+// overrun lands where a later row is written, or in the slack after the data); x_end: the end
+// of x.
 void build_plane(const Conv8Shape& s, const Layout& L, const std::uint8_t* xc, bool x_signed, std::int16_t zx,
                  const std::uint8_t* x_end, std::int16_t* plane) {
   const std::size_t D = s.in[0], H = s.in[1], W = s.in[2];
