@@ -21,6 +21,8 @@
 //
 // Kernels, by the active int8 kernel (simd/int8_gemm.h's active_int8_kernel()): avx512-vnni
 // (64 positions per step), avx2-vpmaddwd (32), scalar (the twin, the same arithmetic in C++).
+// With avx512-vnni on a CPU with AVX512-VBMI2, planes of rows up to 64 columns are built by
+// vpexpandb and short 8-bit output rows packed by vpcompressb (the same bytes).
 #include <cstdint>
 
 #include "simd/int8_gemm.h"
