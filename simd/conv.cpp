@@ -364,8 +364,7 @@ void conv_gemm(const ConvParams& p, const Geometry& g, const float* x, const flo
 // The depthwise loop over planes: each input plane is loaded into a zero-padded float plane
 // (load(x plane, padded column offset) writes one row's values as floats), each output plane
 // is computed by depthwise_plane into out(n, m) with the activation `act`, then done(n, m).
-// Float input: load copies, out is y's plane. 8-bit input (conv_depthwise_8bit): load converts
-// x - zx, out is a per-thread plane handed to the caller's sink.
+// load copies; out is y's plane, or a per-thread plane (extra_floats) when a residual is added.
 template <class Src, class Load, class Out, class Done>
 void depthwise_planes(const ConvParams& p, const Geometry& g, const Src* x, const float* w, const float* bias,
                       const Unary& act, std::size_t extra_floats, Load&& load, Out&& out_plane, Done&& done) {
@@ -634,28 +633,6 @@ void conv_packed(const ConvParams& p, const float* x, const ConvPackedWeights& w
       gemm_packed(true, N, 1.f, a, N, w.groups[static_cast<std::size_t>(grp)], 0.f, tmp.data(), M, ep);
       transpose_out(kt, tmp.data(), N, M, y + (n * p.out_channels + grp * Mg) * g.out_sp, accumulate, act);
     }
-}
-
-void conv_depthwise_8bit(const ConvParams& p, const std::uint8_t* x, bool x_signed, std::int32_t zx, const float* w,
-                         DepthwisePlaneSink sink, void* ctx) {
-  validate(p);
-  if (p.rank > 2 || p.group != p.in_channels || p.out_channels != p.in_channels)
-    throw std::invalid_argument("conv_depthwise_8bit: not a 1-D/2-D depthwise conv with one output per channel");
-  const Geometry g = geometry(p);
-  if (p.batch == 0 || p.out_channels == 0 || g.out_sp == 0) return;
-  const float z = static_cast<float>(zx);
-  auto load = [&](float* to, const std::uint8_t* from, std::int64_t count, std::int64_t step) {
-    if (x_signed) {
-      const auto* s = reinterpret_cast<const std::int8_t*>(from);
-      for (std::int64_t q = 0; q < count; ++q) to[q] = static_cast<float>(s[q * step]) - z;
-    } else {
-      for (std::int64_t q = 0; q < count; ++q) to[q] = static_cast<float>(from[q * step]) - z;
-    }
-  };
-  depthwise_planes(
-      p, g, x, w, nullptr, Unary{}, static_cast<std::size_t>(g.out_sp), load,
-      [](std::int64_t, std::int64_t, float* extra) { return extra; },
-      [&](std::int64_t n, std::int64_t m, const float* sums) { sink(ctx, n, m, sums); });
 }
 
 void conv(const ConvParams& p, const float* x, const float* w, const float* bias, float* y, const Unary& act,

@@ -57,18 +57,6 @@ struct ConvParams {
 void conv(const ConvParams& p, const float* x, const float* w, const float* bias, float* y, const Unary& act = {},
           bool accumulate = false);
 
-// A depthwise conv (group == C == M, 1-D/2-D) of 8-bit input x (int8 when x_signed, else uint8)
-// with zero point zx, on the float depthwise kernel: each plane is loaded as float(x) - zx (the
-// padding is 0, i.e. the zero point), w holds the integer weights minus their zero points as
-// floats, and sink(ctx, n, m, sums) gets output plane (n, m) (out_spatial floats, from the
-// thread that computed it, valid during the call). Every product is an integer of magnitude
-// <= 255 * 255, so with at most 256 taps each partial sum is an integer below 2^24, exact in
-// float32 in any order: the sums are the int32 conv's. Throws std::invalid_argument for another
-// shape.
-using DepthwisePlaneSink = void (*)(void* ctx, std::int64_t n, std::int64_t m, const float* sums);
-void conv_depthwise_8bit(const ConvParams& p, const std::uint8_t* x, bool x_signed, std::int32_t zx, const float* w,
-                         DepthwisePlaneSink sink, void* ctx);
-
 // Weights packed once for conv_packed(): per group g, W_g^T (K = C/group * kernel size rows,
 // M/group columns) in the GEMM's packed-B layout.
 // For convs routed to the direct 3x3 kernel (conv_prefers_direct), `direct` holds the weights

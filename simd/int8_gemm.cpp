@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "simd/detail/int8_store.h"
 #include "simd/detail/scratch.h"
 #include "simd/parallel.h"
 
@@ -322,33 +323,6 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
   }
 }
 
-// store_segments' conversions: int32 + b, times mu, rounded half to even, + z, clamped to
-// [lo, hi] as int32 (requantization); float(v) * mu (+ bias), max(lo, .), min(hi, .)
-// (dequantization with Relu / Clip). The masked forms with every lane set: the unmasked ones
-// pass an undefined source that GCC 12 reports as maybe-uninitialized.
-__attribute__((target("avx512f"))) inline __m512i requant16(__m512i v, __m512i b, __m512 mu, __m512 z, __m512 lo,
-                                                            __m512 hi) {
-  constexpr __mmask16 all = 0xFFFF;
-  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_add_epi32(v, b));
-  f = _mm512_mask_mul_ps(f, all, f, mu);
-  f = _mm512_mask_roundscale_ps(f, all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  f = _mm512_mask_add_ps(f, all, f, z);
-  f = _mm512_mask_max_ps(f, all, f, lo);
-  f = _mm512_mask_min_ps(f, all, f, hi);
-  return _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, f);
-}
-
-__attribute__((target("avx512f"))) inline __m512 dequant16(__m512i v, __m512 mu, bool has_bias, __m512 bias,
-                                                           bool has_lo, __m512 lo, bool has_hi, __m512 hi) {
-  constexpr __mmask16 all = 0xFFFF;
-  __m512 f = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, v);
-  f = _mm512_mask_mul_ps(f, all, f, mu);
-  if (has_bias) f = _mm512_mask_add_ps(f, all, f, bias);
-  if (has_lo) f = _mm512_mask_max_ps(f, all, lo, f);
-  if (has_hi) f = _mm512_mask_min_ps(f, all, hi, f);
-  return f;
-}
-
 // The 32 sums of output channel m (columns in v0 lanes 0-15, v1 lanes 16-31) to the output with
 // its epilogue (Conv8Output), each segment by masked stores whose lane c lands at at + c - j:
 // the masked-off lanes are never accessed. Per lane the same IEEE steps in the same order as
@@ -375,7 +349,7 @@ __attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Con
     const __m512 z = _mm512_set1_ps(o.q8_zero), lo = _mm512_set1_ps(o.q8_signed ? -128.f : 0.f),
                  hi = _mm512_set1_ps(o.q8_signed ? 127.f : 255.f);
     const __m512i b = _mm512_set1_epi32(o.acc_bias ? o.acc_bias[m] : 0);
-    const __m512i q0 = requant16(v0, b, mu, z, lo, hi), q1 = requant16(v1, b, mu, z, lo, hi);
+    const __m512i q0 = detail::requant16(v0, b, mu, z, lo, hi), q1 = detail::requant16(v1, b, mu, z, lo, hi);
     const auto row = reinterpret_cast<std::uintptr_t>(o.q8);
     for (std::size_t s = 0; s < nseg; ++s) {
       auto* p = reinterpret_cast<void*>(row + base(segs[s], 1));
@@ -394,8 +368,8 @@ __attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Con
   const bool relu = o.act.op == UnaryOp::Relu, clip = o.act.op == UnaryOp::Clip;
   const __m512 bias = _mm512_set1_ps(o.bias ? o.bias[o.bias_count > 1 ? m : 0] : 0.f),
                lo = _mm512_set1_ps(relu ? 0.f : o.act.alpha), hi = _mm512_set1_ps(o.act.beta);
-  const __m512 f0 = dequant16(v0, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
-  const __m512 f1 = dequant16(v1, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
+  const __m512 f0 = detail::dequant16(v0, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
+  const __m512 f1 = detail::dequant16(v1, mu, o.bias != nullptr, bias, relu || clip, lo, clip, hi);
   const auto row = reinterpret_cast<std::uintptr_t>(o.f32);
   for (std::size_t s = 0; s < nseg; ++s) {
     const auto p = reinterpret_cast<float*>(row + base(segs[s], 4));
@@ -548,18 +522,10 @@ namespace {
 // to even (roundps), + zero, clamped as QuantizeLinear clamps (max then min, NaN to the bottom),
 // packed with saturation (exact: the value is already in range). SSE: the tile is in L1, and
 // the four-lane steps are the ones store_row's requantization takes per channel.
-// bias: nullptr, or int32 values added to the sums first (wrapping, as paddd does): n of them, or
-// one for every column when !bias_per_col.
+// bias: nullptr, or n int32 values added to the sums first (wrapping, as paddd does).
 template <class Q>
 void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float* mult, bool per_col, float zero,
-                    const std::int32_t* bias, bool bias_per_col = true) {
-  if (bias && !bias_per_col) {  // one value: through a broadcast block
-    alignas(16) std::int32_t b[64];
-    std::fill_n(b, 64, bias[0]);
-    for (std::size_t j = 0; j < n; j += 64)
-      requantize_row(src + j, dst + j, std::min<std::size_t>(64, n - j), per_col ? mult + j : mult, per_col, zero, b);
-    return;
-  }
+                    const std::int32_t* bias) {
   const __m128 z = _mm_set1_ps(zero), lo = _mm_set1_ps(q_lo<Q>()), hi = _mm_set1_ps(q_hi<Q>());
   const __m128 mu1 = _mm_set1_ps(mult[0]);
   for (std::size_t j = 0; j < n; j += 4) {
@@ -577,26 +543,12 @@ void requantize_row(const std::int32_t* src, Q* dst, std::size_t n, const float*
     const __m128 mu = per_col ? _mm_loadu_ps(m4) : mu1;
     __m128i acc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s4));
     if (b4) acc = _mm_add_epi32(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b4)));
-    __m128 v = _mm_cvtepi32_ps(acc);
-    v = _mm_round_ps(_mm_mul_ps(v, mu), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm_min_ps(_mm_max_ps(_mm_add_ps(v, z), lo), hi);
-    __m128i q = _mm_cvtps_epi32(v);
-    q = _mm_packs_epi32(q, q);
-    q = std::is_signed_v<Q> ? _mm_packs_epi16(q, q) : _mm_packus_epi16(q, q);
-    const std::int32_t w = _mm_cvtsi128_si32(q);
+    const std::int32_t w = detail::requant4_bytes(acc, mu, z, lo, hi, std::is_signed_v<Q>);
     std::memcpy(dst + j, &w, std::min<std::size_t>(4, n - j));
   }
 }
 
 }  // namespace
-
-void requantize_q8(const std::int32_t* acc, std::size_t n, std::int32_t bias, float mult, float zero, void* y,
-                   bool y_signed) {
-  if (y_signed)
-    requantize_row(acc, static_cast<std::int8_t*>(y), n, &mult, false, zero, &bias, false);
-  else
-    requantize_row(acc, static_cast<std::uint8_t*>(y), n, &mult, false, zero, &bias, false);
-}
 
 namespace {
 
@@ -875,13 +827,8 @@ void store_row(const Conv8Output& o, std::size_t m, const std::int32_t* src, std
       alignas(16) std::int32_t tail[4] = {};
       const std::int32_t* s4 = src + j;
       if (j + 4 > n) s4 = static_cast<const std::int32_t*>(std::memcpy(tail, src + j, (n - j) * 4));
-      __m128 v = _mm_cvtepi32_ps(_mm_add_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s4)), vb));
-      v = _mm_round_ps(_mm_mul_ps(v, vmu), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      v = _mm_min_ps(_mm_max_ps(_mm_add_ps(v, z), lo), hi);
-      __m128i q = _mm_cvtps_epi32(v);
-      q = _mm_packs_epi32(q, q);
-      q = o.q8_signed ? _mm_packs_epi16(q, q) : _mm_packus_epi16(q, q);
-      const std::int32_t w = _mm_cvtsi128_si32(q);
+      const std::int32_t w = detail::requant4_bytes(
+          _mm_add_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s4)), vb), vmu, z, lo, hi, o.q8_signed);
       std::memcpy(dst + j, &w, std::min<std::size_t>(4, n - j));
     }
     return;

@@ -180,12 +180,6 @@ struct Gemm8Requant {
 void gemm8_requantize(std::size_t M, const void* A, std::size_t lda, bool a_signed, std::int32_t za, const PackedB8& B,
                       const Gemm8Requant& out, bool parallel = true);
 
-// One output channel's int32 sums requantized by the same store: y[i] = saturate(round_half_even(
-// float(acc[i] + bias) * mult) + zero), uint8, or int8 when y_signed (QLinearConv's depthwise
-// rows; per element with branches on the saturation this was a third of MobileNetV2 QOperator).
-void requantize_q8(const std::int32_t* acc, std::size_t n, std::int32_t bias, float mult, float zero, void* y,
-                   bool y_signed);
-
 // ---- quantization of float input ---------------------------------------------------------
 //
 // QuantizeLinear's and DynamicQuantizeLinear's float -> 8-bit step, one definition for the ops

@@ -17,10 +17,11 @@
 
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
-#include "simd/conv.h"
+#include "simd/conv8_depthwise.h"
 #include "simd/int8_gemm.h"
 #include "simd/isa.h"
 #include "simd/parallel.h"
+#include "simd/transpose.h"
 
 namespace onnxforge::rt {
 namespace {
@@ -321,11 +322,20 @@ struct PackedWeights {
   mutable std::vector<uint8_t> w_bytes;
 };
 
-// Zero points as int32 (nullptr when absent).
+// Zero points as int32 (empty when absent). 8-bit ones through typed pointers: they are read on
+// every run, and per element through get_i64 a per-channel conv's 960 took 4 us (MobileNetV2
+// QOperator: 2% of its time with the multipliers below).
 std::vector<int32_t> zero_points(const Tensor* zp) {
   std::vector<int32_t> v;
-  if (zp)
-    for (int64_t i = 0; i < zp->numel(); ++i) v.push_back(static_cast<int32_t>(zp->get_i64(i)));
+  if (!zp) return v;
+  const auto n = static_cast<size_t>(zp->numel());
+  v.resize(n);
+  if (zp->dtype == DType::Uint8)
+    std::copy_n(zp->ptr<uint8_t>(), n, v.begin());
+  else if (zp->dtype == DType::Int8)
+    std::copy_n(zp->ptr<int8_t>(), n, v.begin());
+  else
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(zp->get_i64(static_cast<int64_t>(i)));
   return v;
 }
 
@@ -473,9 +483,12 @@ std::vector<float> multipliers(const OpContext& c, const Tensor& as, const Tenso
   if (as.numel() != 1) c.error("a_scale must be a scalar");
   if (bs.numel() != 1 && bs.numel() != n) c.error("b_scale must have 1 or N elements");
   std::vector<float> m(static_cast<size_t>(bs.numel()));
+  const auto a = static_cast<float>(as.get_f64(0));
+  const float y = ys ? static_cast<float>(ys->get_f64(0)) : 1.f;
+  auto b = [&](int64_t i) { return bs.dtype == DType::Float ? bs.ptr<float>()[i] : static_cast<float>(bs.get_f64(i)); };
   for (int64_t i = 0; i < bs.numel(); ++i) {
-    m[static_cast<size_t>(i)] = static_cast<float>(as.get_f64(0)) * static_cast<float>(bs.get_f64(i));
-    if (ys) m[static_cast<size_t>(i)] /= static_cast<float>(ys->get_f64(0));
+    m[static_cast<size_t>(i)] = a * b(i);
+    if (ys) m[static_cast<size_t>(i)] /= y;
   }
   return m;
 }
@@ -670,11 +683,18 @@ void conv_int8_gemm(const ConvRun& cr, const Tensor& w, const std::vector<int32_
   const auto pad = static_cast<uint8_t>(xzv);  // x's zero point as x's byte (int8: two's complement)
   std::vector<uint8_t> patches(P * K), yt(P * Mg);
   const int64_t taps = KS[0] * KS[1] * KS[2];
+  const bool pointwise =
+      taps == 1 && cr.P == cr.in_sp && PB == std::array<int64_t, 3>{} && ST == std::array<int64_t, 3>{1, 1, 1};
   for (int64_t n = 0; n < cr.N; ++n)
     for (int64_t gi = 0; gi < cr.group; ++gi) {
       const uint8_t* xg = xb + (n * cr.C + gi * cr.Cg) * cr.in_sp;
       // patches[q][(c * taps + t)] for output position q = (od, oh, ow) and tap t = (kd, kh, kw).
-      for (int64_t od = 0, q = 0; od < O[0]; ++od)
+      // A pointwise conv's (one tap, every position its own input column) are x transposed:
+      // tiled, where the gather below reads one byte per channel row (MobileNetV2's 7x7 1x1
+      // convs spent as much on it as on their GEMM).
+      if (pointwise)
+        simd::transpose(1, std::array<int64_t, 2>{cr.Cg, cr.P}, xg, std::array<int64_t, 2>{1, 0}, patches.data());
+      for (int64_t od = 0, q = 0; od < O[0] && !pointwise; ++od)
         for (int64_t oh = 0; oh < O[1]; ++oh)
           for (int64_t ow = 0; ow < O[2]; ++ow, ++q) {
             uint8_t* row = patches.data() + static_cast<size_t>(q) * K;
@@ -696,21 +716,20 @@ void conv_int8_gemm(const ConvRun& cr, const Tensor& w, const std::vector<int32_
       rq.y = yt.data(), rq.ldy = Mg, rq.y_signed = o.q8_signed, rq.zero = o.q8_zero;
       rq.mult = o.mult, rq.mult_count = o.mult_count > 1 ? Mg : 1, rq.acc_bias = o.acc_bias;
       simd::gemm8_requantize(P, patches.data(), K, x_signed, xzv, (*b)[static_cast<size_t>(gi)], rq);
-      auto* y = static_cast<uint8_t*>(o.q8);
-      for (size_t m = 0; m < Mg; ++m)
-        for (size_t q = 0; q < P; ++q) y[m * o.ld + q] = yt[q * Mg + m];
+      // y[m][q] = yt[q][m] (the group's channels are contiguous planes: o.ld == P).
+      simd::transpose(1, std::array<int64_t, 2>{cr.P, cr.Mg}, yt.data(), std::array<int64_t, 2>{1, 0}, o.q8);
     }
 }
 
 // The int32 convolution. Every conv but a depthwise one runs on simd::conv8_nd per image and
 // group, writing where direct(n, gi) says (a Conv8Output: int32, dequantized float or
-// requantized 8-bit, stored from the kernel); a depthwise conv gives emit(n, channel, p0, rows,
-// acc) its int32 sums row by row. The gathering path strided and 3-D convs took before (im2col
-// chunks into gemm8 and an int32 tile per chunk) is gone: at stride 2 the phase split of
-// conv8_nd is one pass over the input, where the gathering copied it K / C times.
+// requantized 8-bit, stored from the kernel); a depthwise conv runs on simd::conv8_depthwise,
+// writing every channel where direct(n, 0) says. The gathering path strided and 3-D convs took
+// before (im2col chunks into gemm8 and an int32 tile per chunk) is gone: at stride 2 the phase
+// split of conv8_nd is one pass over the input, where the gathering copied it K / C times.
 // xq: x is float, quantized to uint8 as it is packed (a fused DynamicQuantizeLinear).
-template <class Emit, class Direct>
-void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Emit&& emit, Direct&& direct,
+template <class Direct>
+void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, ConvRun& cr, Direct&& direct,
                std::optional<InputQuant> xq = std::nullopt) {
   const Tensor& x = c.input(s.x);
   const Tensor& w = c.input(s.w);
@@ -754,9 +773,15 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
   };
   const auto I = dim3(g.in, 1), O = dim3(cr.out, 1), KS = dim3(g.kernel, 1), ST = dim3(g.stride, 1),
              DL = dim3(g.dilation, 1), PB = dim3(g.pad_begin, 0), PE = dim3(g.pad_end, 0);
+  auto u3 = [](const std::array<int64_t, 3>& a) {
+    return std::array<size_t, 3>{static_cast<size_t>(a[0]), static_cast<size_t>(a[1]), static_cast<size_t>(a[2])};
+  };
+  // One group's shape (a depthwise conv's: every channel).
+  const bool depthwise = cr.Mg == 1 && cr.Cg == 1;
+  const simd::Conv8Shape shape{
+      static_cast<size_t>(depthwise ? cr.C : cr.Cg), u3(I), u3(KS), u3(PB), u3(PE), u3(DL), u3(ST)};
   PackedWeights local;
   const PackedWeights* const from_plan = packed;  // the plan's state, before `local` may stand in
-  const bool depthwise = cr.Mg == 1 && cr.Cg == 1;
   if (!depthwise) {
     if (!packed || packed->direct.empty()) {
       for (int64_t gi = 0; gi < cr.group; ++gi)
@@ -767,10 +792,6 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
                                              wz.size() > 1 ? static_cast<size_t>(cr.Mg) : wz.size()));
       packed = &local;
     }
-    auto u3 = [](const std::array<int64_t, 3>& a) {
-      return std::array<size_t, 3>{static_cast<size_t>(a[0]), static_cast<size_t>(a[1]), static_cast<size_t>(a[2])};
-    };
-    const simd::Conv8Shape shape{static_cast<size_t>(cr.Cg), u3(I), u3(KS), u3(PB), u3(PE), u3(DL), u3(ST)};
     if (!xq && cr.P < kConvGemmPositions && direct(0, 0).q8) {
       conv_int8_gemm(cr, w, wz, from_plan, x_signed, xzv, xb, I, O, KS, ST, DL, PB, direct);
       return;
@@ -786,7 +807,7 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
       }
     return;
   }
-  // A depthwise conv reads each element a few times from its row loop: x quantized once first.
+  // A depthwise conv reads each element a few times: x quantized once first.
   std::vector<uint8_t> x_q;
   if (xq) {
     x_q.resize(static_cast<size_t>(x.numel()));
@@ -799,78 +820,11 @@ void conv_int8(const OpContext& c, ConvSlots s, const PackedWeights* packed, Con
     local.depthwise = depthwise_weights(w, wz);
     packed = &local;
   }
-  const int64_t K = cr.K, C = cr.C, in_sp = cr.in_sp, ID = I[0], IH = I[1], IW = I[2];
-  // 1-D/2-D with at most 256 taps: on simd's float depthwise kernel, exactly (conv_depthwise_8bit:
-  // integer products below 2^24 in any order), plane by plane in cache. MobileNetV2 QOperator's
-  // depthwise convs took 70 of its 84 ms on the row loop below (144 x 56 x 56, 3x3: 10.4 ms).
-  if (g.rank <= 2 && K <= 256 && cr.group > 1) {
-    std::vector<float> wf(packed->depthwise.begin(), packed->depthwise.end());
-    simd::ConvParams p;
-    p.rank = g.rank, p.batch = cr.N, p.in_channels = C, p.out_channels = cr.M, p.group = cr.group;
-    p.in = g.in, p.kernel = g.kernel, p.stride = g.stride, p.dilation = g.dilation;
-    p.pad_begin = g.pad_begin, p.pad_end = g.pad_end;
-    auto plane = [&](int64_t n, int64_t m, const float* sums) {
-      thread_local std::vector<int32_t> acc;
-      acc.resize(static_cast<size_t>(cr.P));
-      for (int64_t q = 0; q < cr.P; ++q) acc[static_cast<size_t>(q)] = static_cast<int32_t>(sums[q]);
-      emit(n, m, 0, cr.P, acc.data());
-    };
-    using Plane = decltype(plane);
-    simd::conv_depthwise_8bit(
-        p, xb, x_signed, xzv, wf.data(),
-        [](void* ctx, int64_t n, int64_t m, const float* sums) { (*static_cast<Plane*>(ctx))(n, m, sums); }, &plane);
-    return;
-  }
-  // One channel per item, taps from a table: a GEMM with one column would waste 31 of the 32
-  // lanes of every tile (MobileNetV2's depthwise convs, 2.2x ONNX Runtime's time that way).
-  // Row by row: for each tap, the output columns whose input column is inside the image form
-  // one range, accumulated with a tight (at stride 1, vectorized) loop; outside the range the
-  // input is the zero point, which contributes 0.
-  auto row_taps = [&](auto type_tag, const uint8_t* xc_raw, const int32_t* wt, int64_t od, int64_t oh, int32_t* acc) {
-    using X = decltype(type_tag);
-    const X* xc = reinterpret_cast<const X*>(xc_raw);
-    std::fill_n(acc, O[2], 0);
-    int64_t k = 0;
-    for (int64_t kd = 0; kd < KS[0]; ++kd) {
-      const int64_t id = od * ST[0] + kd * DL[0] - PB[0];
-      for (int64_t kh = 0; kh < KS[1]; ++kh) {
-        const int64_t ih = oh * ST[1] + kh * DL[1] - PB[1];
-        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-          k += KS[2];
-          continue;
-        }
-        const X* row = xc + (id * IH + ih) * IW;
-        for (int64_t kw = 0; kw < KS[2]; ++kw, ++k) {
-          const int64_t off = kw * DL[2] - PB[2];  // iw = ow * stride + off
-          const int64_t lo = off >= 0 ? 0 : (-off + ST[2] - 1) / ST[2];
-          const int64_t hi = std::min<int64_t>(O[2], IW - off <= 0 ? 0 : (IW - off + ST[2] - 1) / ST[2]);
-          const int32_t wv = wt[k];
-          if (ST[2] == 1) {
-            const X* src = row + off;
-            for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += (static_cast<int32_t>(src[ow]) - xzv) * wv;
-          } else {
-            for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += (static_cast<int32_t>(row[ow * ST[2] + off]) - xzv) * wv;
-          }
-        }
-      }
-    }
-  };
-  simd::parallel_chunks(static_cast<size_t>(cr.N * cr.group), 1, [&](size_t i0, size_t i1) {
-    std::vector<int32_t> acc(static_cast<size_t>(O[2]));
-    for (size_t item = i0; item < i1; ++item) {
-      const int64_t n = static_cast<int64_t>(item) / cr.group, ch = static_cast<int64_t>(item) % cr.group;
-      const uint8_t* xc = xb + (n * C + ch) * in_sp;
-      const int32_t* wt = packed->depthwise.data() + ch * K;
-      for (int64_t od = 0; od < O[0]; ++od)
-        for (int64_t oh = 0; oh < O[1]; ++oh) {
-          if (x_signed)
-            row_taps(int8_t{}, xc, wt, od, oh, acc.data());
-          else
-            row_taps(uint8_t{}, xc, wt, od, oh, acc.data());
-          emit(n, ch, (od * O[1] + oh) * O[2], O[2], acc.data());
-        }
-    }
-  });
+  // simd::conv8_depthwise: int16 tap pairs into int32, stored as direct(n, 0) says for every
+  // channel (group gi's output starts at channel gi). On the float depthwise kernel with the rows
+  // requantized afterwards, MobileNetV2 QOperator's 17 depthwise convs took 18 of its 30 ms.
+  for (int64_t n = 0; n < cr.N; ++n)
+    simd::conv8_depthwise(shape, xb + n * cr.C * cr.in_sp, x_signed, xzv, packed->depthwise.data(), direct(n, 0));
 }
 
 // [N, M, output spatial...] of a conv with input x and weight w.
@@ -890,9 +844,6 @@ void conv_integer_body(OpContext& c, bool quantizing) {
   int32_t* yp = y->ptr<int32_t>();
   conv_int8(
       c, kConvInteger, packed_state(c), cr,
-      [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
-        std::copy_n(acc, rows, yp + (n * cr.M + ch) * cr.P + p0);
-      },
       [&](int64_t n, int64_t gi) {
         simd::Conv8Output o;
         o.i32 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
@@ -914,7 +865,7 @@ std::shared_ptr<const void> prepare_conv_integer(const Graph& g, NodeId n, std::
 // y = float(acc) * float(s0 * s1) (+ bias), the graph's roundings in its order, written once as
 // float. Unfused, the int32 tensor is written, read by Cast, written as float, read and written
 // again by Mul, Add and Relu. Relu and Clip run in the store (simd::Conv8Output, bit for bit
-// simd::unary's); another fused activation (or any after a depthwise conv) runs over the output.
+// simd::unary's); another fused activation runs over the output.
 void conv_integer_to_float_body(OpContext& c, bool quantizing) {
   ConvRun cr;
   const Tensor& w = c.input(1);
@@ -940,13 +891,6 @@ void conv_integer_to_float_body(OpContext& c, bool quantizing) {
   bool stored_act = false;
   conv_int8(
       c, kConvInteger, packed_state(c), cr,
-      [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
-        const auto oc = static_cast<size_t>(ch);
-        float* dst = yp + (n * cr.M + ch) * cr.P + p0;
-        for (int64_t r = 0; r < rows; ++r) dst[r] = static_cast<float>(acc[r]) * mult[oc];
-        if (bias)
-          for (int64_t r = 0; r < rows; ++r) dst[r] += bv[oc];
-      },
       [&](int64_t n, int64_t gi) {
         simd::Conv8Output o;
         o.f32 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
@@ -967,28 +911,21 @@ std::shared_ptr<const void> prepare_qlinear_conv(const Graph& g, NodeId n, std::
 
 // QLinearConv: conv8 requantizes in its store (simd::Conv8Output::q8: the int32 sums plus the
 // bias, times the multiplier, rounded half to even, plus y's zero point, saturated), so no int32
-// tensor is written and read back; a depthwise conv requantizes its rows the same way here.
+// tensor is written and read back; so does simd::conv8_depthwise for a depthwise conv.
 template <class Q>
 void qlinear_conv_typed(OpContext& c, Tensor& y, const std::vector<float>& mult, const Tensor* bias, float zp) {
   ConvRun cr;
   Q* yp = y.ptr<Q>();
   const int32_t* b = bias ? bias->ptr<int32_t>() : nullptr;
   const bool per_channel = mult.size() > 1;
-  conv_int8(
-      c, kQLinearConv, packed_state(c), cr,
-      [&](int64_t n, int64_t ch, int64_t p0, int64_t rows, const int32_t* acc) {
-        simd::requantize_q8(acc, static_cast<size_t>(rows), b ? b[ch] : 0,
-                            mult[per_channel ? static_cast<size_t>(ch) : 0], zp, yp + (n * cr.M + ch) * cr.P + p0,
-                            std::is_signed_v<Q>);
-      },
-      [&](int64_t n, int64_t gi) {
-        simd::Conv8Output o;
-        o.q8 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
-        o.q8_signed = std::is_signed_v<Q>, o.q8_zero = zp;
-        o.mult = per_channel ? mult.data() + gi * cr.Mg : mult.data(), o.mult_count = per_channel ? mult.size() : 1;
-        if (b) o.acc_bias = b + gi * cr.Mg;
-        return o;
-      });
+  conv_int8(c, kQLinearConv, packed_state(c), cr, [&](int64_t n, int64_t gi) {
+    simd::Conv8Output o;
+    o.q8 = yp + (n * cr.M + gi * cr.Mg) * cr.P, o.ld = static_cast<size_t>(cr.P);
+    o.q8_signed = std::is_signed_v<Q>, o.q8_zero = zp;
+    o.mult = per_channel ? mult.data() + gi * cr.Mg : mult.data(), o.mult_count = per_channel ? mult.size() : 1;
+    if (b) o.acc_bias = b + gi * cr.Mg;
+    return o;
+  });
 }
 
 void qlinear_conv(OpContext& c) {

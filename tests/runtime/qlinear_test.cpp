@@ -170,6 +170,38 @@ TEST(QLinearOps, AddAndMulWithBroadcasting) {
     }
 }
 
+// Same shapes (the residual adds of MobileNetV2 QOperator, computed block by block without float
+// tensors): the same bytes as the QDQ graph and the reference, over more than one 1024-element
+// block, every type pairing.
+TEST(QLinearOps, AddAndMulOfSameShapesInBlocks) {
+  std::mt19937 rng(7);
+  for (const auto& p : kTypes)
+    for (int mul = 0; mul < 2; ++mul) {
+      const Q qa = p[0], qb = p[1], qc = mul ? Q{p[2].type, 0.3f, p[2].zp} : p[2];
+      const rt::Shape s{1, 24, 9, 11};  // 2376 elements: two full blocks and a partial one
+      Built b{with_contrib(), GraphBuilder(13), {}};
+      const rt::Tensor ta = random_q(qa.type, s, rng), tb = random_q(qb.type, s, rng);
+      b.feeds = {{"a", ta}, {"b", tb}};
+      for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
+        ValueId a = m->input("a", {1, 24, 9, 11}, qa.type), bb = m->input("b", {1, 24, 9, 11}, qb.type);
+        if (m == &b.contrib) {
+          m->outputs({contrib(*m, mul ? "QLinearMul" : "QLinearAdd",
+                              {a, scale_of(*m, "a", qa), zp_of(*m, "a", qa), bb, scale_of(*m, "b", qb),
+                               zp_of(*m, "b", qb), scale_of(*m, "c", qc), zp_of(*m, "c", qc)})});
+        } else {
+          m->outputs({qz(*m, m->node(mul ? "Mul" : "Add", {dq(*m, a, "a", qa), dq(*m, bb, "b", qb)}), "c", qc)});
+        }
+      }
+      const auto va = ints(ta), vb = ints(tb);
+      std::vector<int32_t> ref;
+      for (size_t i = 0; i < va.size(); ++i) {
+        const float x = dequantize_ref(va[i], qa), y = dequantize_ref(vb[i], qb);
+        ref.push_back(quantize_ref(mul ? x * y : x + y, qc));
+      }
+      check(b, ref, std::string(mul ? "mul_same_" : "add_same_") + (qa.type == DType::Uint8 ? "u8" : "s8"));
+    }
+}
+
 TEST(QLinearOps, SigmoidAndLeakyReluOverEveryInputValue) {
   for (const auto& p : kTypes)
     for (int leaky = 0; leaky < 2; ++leaky) {

@@ -255,11 +255,12 @@ TEST(QuantOps, QLinearConvRequantizesWithBiasAndPerChannelScales) {
 }
 
 // QLinearConv on every conv path (stride 2, 1-D, 3-D, groups, depthwise, dilation, padding;
-// conv8 on larger maps, the GEMM over patches below 64 output positions, depthwise on the float
-// kernel or, past 256 taps, the row loop), int8 and uint8 x / w / y, per-channel and per-tensor
-// scales, with and without bias: the requantization happens in conv8's or gemm8's store, so each
-// is checked against the spec's formula on the int64 reference sums. w_scale 0.5 / x_scale 1 / y_scale 1 makes every
-// odd sum an exact tie (half to even), and the zero points near the range's ends make both ends saturate.
+// conv8 on larger maps, the GEMM over patches below 64 output positions (a pointwise conv's
+// patches by transpose), depthwise on simd::conv8_depthwise), int8 and uint8 x / w / y,
+// per-channel and per-tensor scales, with and without bias: the requantization happens in the
+// kernels' stores, so each is checked against the spec's formula on the int64 reference sums.
+// w_scale 0.5 / x_scale 1 / y_scale 1 makes every odd sum an exact tie (half to even), and the
+// zero points near the range's ends make both ends saturate.
 TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
   const std::vector<ConvCase> cases = {
       {{1, 5, 11, 13}, {9, 5, 3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
@@ -271,8 +272,11 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
       {{1, 5, 21, 23}, {9, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},       // conv8: 483 positions
       {{2, 4, 6, 6}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2},      // GEMM, groups, two images
       {{1, 3, 2, 2}, {70, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},        // GEMM: 4 positions, 70 channels
-      {{1, 3, 20, 20}, {3, 1, 17, 17}, {1, 1}, {1, 1}, {8, 8, 8, 8}, 3},  // depthwise, 289 taps: row loop
+      {{1, 3, 20, 20}, {3, 1, 17, 17}, {1, 1}, {1, 1}, {8, 8, 8, 8}, 3},  // depthwise, 289 taps
       {{1, 4, 30}, {4, 1, 5}, {1}, {2}, {4, 4}, 4},                       // depthwise 1-D, dilated
+      {{2, 6, 17, 19}, {6, 1, 5, 5}, {2, 2}, {1, 1}, {2, 1, 1, 2}, 6},    // depthwise 5x5 stride 2, two images
+      {{1, 3, 4, 6, 7}, {3, 1, 3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 3},  // depthwise 3-D
+      {{2, 16, 5, 7}, {20, 16, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // GEMM, pointwise: transposed patches
   };
   size_t ties = 0, saturated = 0;
   at_every_isa([&] {
@@ -513,6 +517,7 @@ struct DequantCase {
   std::string act = "";
   int64_t stride = 1;      // conv strides (2: conv8_nd's stride phases)
   bool pointwise = false;  // 1x1 conv, no padding
+  bool depthwise = false;  // group = C = M = 5 (simd::conv8_depthwise, the store's Relu / Clip)
 };
 
 // Runs the graph fused and unfused; returns fused_count of the fused session and checks the
@@ -521,8 +526,10 @@ size_t run_dequant(const DequantCase& dc) {
   std::normal_distribution<float> nd(0.f, 2.f);
   GraphBuilder g(13);
   const std::vector<int64_t> xs = dc.conv ? std::vector<int64_t>{1, 5, 13, 11} : std::vector<int64_t>{2, 7, 37};
-  const std::vector<int64_t> ws =
-      dc.conv ? std::vector<int64_t>{9, 5, dc.pointwise ? 1 : 3, dc.pointwise ? 1 : 3} : std::vector<int64_t>{37, 19};
+  const std::vector<int64_t> ws = !dc.conv ? std::vector<int64_t>{37, 19}
+                                  : dc.depthwise
+                                      ? std::vector<int64_t>{5, 1, 3, 3}
+                                      : std::vector<int64_t>{9, 5, dc.pointwise ? 1 : 3, dc.pointwise ? 1 : 3};
   const int64_t cols = dc.conv ? ws[0] : ws[1];
   const DType wt = dc.uint8_w ? DType::Uint8 : DType::Int8;
   int64_t nw = 1, nx = 1, ns = 1;
@@ -542,6 +549,7 @@ size_t run_dequant(const DequantCase& dc) {
   if (dc.conv && !dc.pointwise)
     attrs = {NewAttr::Ints("pads", {2, 2, 2, 2}), NewAttr::Ints("dilations", {2, 2}),
              NewAttr::Ints("strides", {dc.stride, dc.stride})};
+  if (dc.depthwise) attrs.push_back(NewAttr::Int("group", 5));
   ValueId acc = g.node(dc.conv ? "ConvInteger" : "MatMulInteger", {q[0], W, q[2], WZ}, attrs);
   ValueId f = g.node("Cast", {acc}, {NewAttr::Int("to", dc.cast_to)});
   ValueId s = g.node("Mul", {q[1], WS});
@@ -608,8 +616,8 @@ TEST(QuantOps, IntegerDequantizeFusionMatchesTheGraph) {
 // The epilogue after the dequantize: a per-channel (per-column) bias Add, as an initializer or
 // a Reshape of one (ISNet's quantize_dynamic twin), on either side of the Add, then Relu / Clip
 // (in the conv's store) or Sigmoid (over the output): bit for bit the graph's Cast -> Mul -> Add
-// -> activation, on the stride-1 (1x1) and the strided (stride 2, phase split) conv paths and the
-// MatMul, at every ISA level. The fused count is the nodes absorbed.
+// -> activation, on the stride-1 (1x1) and the strided (stride 2, phase split) conv paths, the
+// depthwise one and the MatMul, at every ISA level. The fused count is the nodes absorbed.
 TEST(QuantOps, IntegerDequantizeFusionTakesBiasAndActivation) {
   at_every_isa([&] {
     for (bool u8 : {true, false})
@@ -630,6 +638,14 @@ TEST(QuantOps, IntegerDequantizeFusionTakesBiasAndActivation) {
     DequantCase pw{true, false, true, 1, {}};
     pw.pointwise = true, pw.bias_shape = {9, 1, 1}, pw.act = "Relu";
     EXPECT_EQ(run_dequant(pw), 5u);
+    for (bool u8 : {true, false})
+      for (int64_t stride : {1, 2}) {
+        DequantCase dw{true, true, u8, 1, {5, 1, 1}};
+        dw.depthwise = true, dw.stride = stride, dw.bias_shape = {5, 1, 1}, dw.act = "Relu";
+        EXPECT_EQ(run_dequant(dw), 5u);
+        dw.act = "Clip", dw.bias_first = true;
+        EXPECT_EQ(run_dequant(dw), 5u);
+      }
     for (bool u8 : {true, false}) {
       DequantCase m{false, true, u8, 1, {19}};
       m.bias_shape = {19};

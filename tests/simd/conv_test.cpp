@@ -138,57 +138,6 @@ TEST_P(Conv, Depthwise) {
   run(conv2d(1, 6, 12, 6, 16, 23, 5, 5, 4, 2, {0, 3, 2, 0}), Unary::none(), true, seed++);  // stride 4, dilation 2
 }
 
-// conv_depthwise_8bit (QLinearConv/ConvInteger depthwise): the float sums equal the int64
-// reference exactly, uint8 and int8 input, strides, dilations, uneven pads, a batch, 1-D, and the
-// bound itself (256 taps of 255 * 255, the largest sum the exactness argument allows).
-TEST_P(Conv, Depthwise8BitSumsAreExact) {
-  std::mt19937 rng(77);
-  auto check = [&](ConvParams p, bool x_signed, bool extreme) {
-    std::int64_t in_sp = 1, k_sp = 1;
-    for (int i = 0; i < p.rank; ++i) in_sp *= p.in[i], k_sp *= p.kernel[i];
-    std::uniform_int_distribution<int> byte(0, 255), wv(-255, 255);
-    std::vector<std::uint8_t> x(static_cast<std::size_t>(p.batch * p.in_channels * in_sp));
-    for (auto& v : x) v = extreme ? (x_signed ? 0x80 : 255) : static_cast<std::uint8_t>(byte(rng));
-    const std::int32_t zx = extreme ? (x_signed ? 127 : 0) : (x_signed ? byte(rng) - 128 : byte(rng));
-    std::vector<float> w(static_cast<std::size_t>(p.out_channels * k_sp));
-    for (auto& v : w) v = static_cast<float>(extreme ? 255 : wv(rng));
-    const std::int64_t P = p.out_spatial();
-    std::vector<float> got(static_cast<std::size_t>(p.batch * p.out_channels * P), -1.f);
-    struct Ctx {
-      std::vector<float>* got;
-      std::int64_t M, P;
-    } ctx{&got, p.out_channels, P};
-    conv_depthwise_8bit(
-        p, x.data(), x_signed, zx, w.data(),
-        [](void* c, std::int64_t n, std::int64_t m, const float* sums) {
-          auto* k = static_cast<Ctx*>(c);
-          std::copy_n(sums, k->P, k->got->data() + (n * k->M + m) * k->P);
-        },
-        &ctx);
-    // The reference in int64 on the same data (outside the input: the zero point, i.e. 0).
-    std::vector<float> xf(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i)
-      xf[i] = static_cast<float>((x_signed ? static_cast<std::int8_t>(x[i]) : x[i]) - zx);
-    std::vector<float> want(got.size());
-    ref::conv(p, xf.data(), w.data(), nullptr, want.data());  // double sums of integers: exact
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "at " << i;
-    if (extreme) { EXPECT_EQ(std::fabs(got[0]), 256.f * 255.f * 255.f); }
-  };
-  for (bool x_signed : {false, true}) {
-    check(conv2d(2, 6, 6, 6, 13, 17, 3, 3, 2, 1, {1, 0, 2, 1}), x_signed, false);
-    check(conv2d(1, 5, 5, 5, 20, 9, 5, 3, 1, 2, {2, 2, 2, 2}), x_signed, false);
-    check(conv2d(1, 3, 3, 3, 11, 12, 3, 3, 3, 1, {1, 1, 1, 1}), x_signed, false);
-    check(conv2d(1, 2, 2, 2, 16, 16, 16, 16, 1, 1, {0, 0, 0, 0}), x_signed, true);
-  }
-  ConvParams one;  // 1-D
-  one.rank = 1, one.batch = 1, one.in_channels = one.out_channels = one.group = 4;
-  one.in[0] = 30, one.kernel[0] = 5, one.dilation[0] = 2, one.pad_begin[0] = 4, one.pad_end[0] = 3;
-  check(one, false, false);
-  EXPECT_THROW(conv_depthwise_8bit(conv2d(1, 4, 8, 4, 5, 5, 3, 3, 1, 1, {1, 1, 1, 1}), nullptr, false, 0, nullptr,
-                                   nullptr, nullptr),
-               std::invalid_argument);  // two outputs per channel
-}
-
 TEST_P(Conv, Epilogues) {
   unsigned seed = 400;
   for (const Unary& act : {Unary::relu(), Unary::of(UnaryOp::Gelu), Unary::of(UnaryOp::Sigmoid), Unary::hard_swish(),
