@@ -6,6 +6,7 @@
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -125,14 +126,21 @@ TEST(Parallel, NestedRegionsCoverEverything) {
 }
 
 TEST(Parallel, TheFirstExceptionReachesTheCallerAndLaterItemsAreSkipped) {
-  std::atomic<int> ran{0};
-  EXPECT_THROW(parallel_each(10000, true,
-                             [&](std::size_t i) {
-                               ran.fetch_add(1);
-                               if (i == 3) throw std::runtime_error("item 3");
-                             }),
-               std::runtime_error);
-  EXPECT_LT(ran.load(), 10000);
+  // Whether items are skipped depends on timing: a thread preempted between the throw and its
+  // capture lets the other run every remaining item (seen once under load on 2 cores). So the
+  // exception must reach the caller every time, and skipping must show in at least one of 20 runs.
+  int fewest = 10000;
+  for (int attempt = 0; attempt < 20 && fewest == 10000; ++attempt) {
+    std::atomic<int> ran{0};
+    EXPECT_THROW(parallel_each(10000, true,
+                               [&](std::size_t i) {
+                                 ran.fetch_add(1);
+                                 if (i == 3) throw std::runtime_error("item 3");
+                               }),
+                 std::runtime_error);
+    fewest = std::min(fewest, ran.load());
+  }
+  EXPECT_LT(fewest, 10000);
   // The machinery is still usable afterwards.
   EXPECT_EQ(run_chunks(5000, 100), std::vector<int>(5000, 1));
 }
