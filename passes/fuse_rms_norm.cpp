@@ -37,21 +37,17 @@ bool centered(const Graph& g, ValueId x) {
 }
 
 Found<NormMatch> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptions&) {
-  const NodeId sq = g.producer(g.input(reduce, 0));
-  ValueId x;
-  if (is(g, sq, "Pow"))
-    x = g.input(sq, 0);
-  else if (is(g, sq, "Mul") && g.input(sq, 0) == g.input(sq, 1))
-    x = g.input(sq, 0);
-  else
-    return {};
+  const Step square = prev(g, g.input(reduce, 0), squared());
+  if (!square) return {};
+  const NodeId sq = square.node;
+  const ValueId x = square.in;
   auto tail = match_inv_rms(g, u, g.output(reduce, 0), x);
   if (!tail || centered(g, x)) return {};
 
   NormMatch r{.op = "RMSNormalization"};
   r.nodes = {sq, reduce, tail->add, tail->sqrt, tail->scale};
   if (tail->recip.valid()) r.nodes.push_back(tail->recip);
-  Found<float> eps = inv_rms_constants(g, sq, *tail, x);
+  Found<float> eps = inv_rms_constants(g, square, *tail, x);
   if (!eps) return Miss{eps.why()};
   r.eps = *eps;
   Found<int64_t> k = trailing_axes(g, std::span<const NodeId>(&reduce, 1), x);

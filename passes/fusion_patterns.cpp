@@ -95,35 +95,27 @@ int64_t trailing_count(const std::vector<int64_t>& neg) {
 }
 
 std::optional<InvRms> match_inv_rms(const Graph& g, const Uses& u, ValueId v, ValueId num) {
-  InvRms m;
-  m.add = reader_op(g, u, v, "Add");
-  if (!m.add.valid()) return std::nullopt;
-  m.eps = other_input(g, m.add, v);
-  m.sqrt = reader_op(g, u, g.output(m.add, 0), "Sqrt");
-  if (!m.sqrt.valid()) return std::nullopt;
-  ValueId s = g.output(m.sqrt, 0);
-  // Div(num, s)
-  m.scale =
-      reader_if(g, u, s, [&](NodeId n) { return g.is_op(n, "Div") && g.input(n, 0) == num && g.input(n, 1) == s; });
-  if (m.scale.valid()) {
-    m.normalized = g.output(m.scale, 0);
-    return m;
+  const Step add = next(g, u, v, {Link::either("Add", Operand::any())});
+  const Step sqrt = add ? next(g, u, add.out, {Link::unary("Sqrt")}) : Step{};
+  if (!sqrt) return std::nullopt;
+  InvRms m{.add = add.node, .sqrt = sqrt.node, .eps = add.other};
+  // Div(num, s), else Reciprocal(s) or Div(1, s) and then Mul(num, ·).
+  Step scale = next(g, u, sqrt.out, {Link::second("Div", Operand::is_value(num))});
+  if (!scale) {
+    const Step recip = next(g, u, sqrt.out, {Link::unary("Reciprocal"), Link::second("Div", Operand::other())});
+    if (!recip) return std::nullopt;
+    m.recip = recip.node;
+    m.one = recip.other;
+    scale = next(g, u, recip.out, {Link::either("Mul", Operand::is_value(num))});
+    if (!scale) return std::nullopt;
   }
-  // Reciprocal(s) or Div(1, s), then Mul(num, ·)
-  m.recip = reader_if(g, u, s, [&](NodeId n) {
-    return g.is_op(n, "Reciprocal") || (g.is_op(n, "Div") && g.input(n, 1) == s && g.input(n, 0) != s);
-  });
-  if (!m.recip.valid()) return std::nullopt;
-  if (g.is_op(m.recip, "Div")) m.one = g.input(m.recip, 0);
-  ValueId r = g.output(m.recip, 0);
-  m.scale = reader_if(g, u, r, [&](NodeId n) { return g.is_op(n, "Mul") && other_input(g, n, r) == num; });
-  if (!m.scale.valid()) return std::nullopt;
-  m.normalized = g.output(m.scale, 0);
+  m.scale = scale.node;
+  m.normalized = scale.out;
   return m;
 }
 
-Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail, ValueId x) {
-  if (is(g, square, "Pow") && !scalar_near(g, g.input(square, 1), 2.0)) return Miss{"constants differ"};
+Found<float> inv_rms_constants(const Graph& g, const Step& square, const InvRms& tail, ValueId x) {
+  if (!square.ok) return Miss{"constants differ"};  // Pow's exponent (squared())
   if (tail.one.valid() && !scalar_near(g, tail.one, 1.0)) return Miss{"constants differ"};
   auto eps = scalar(g, tail.eps);
   if (!eps || !std::isfinite(*eps)) return Miss{"epsilon not constant"};

@@ -776,6 +776,18 @@ TEST(FuseGelu, NearMissesAndOpsetGate) {
     b.output(b.node("Mul", {b.node("Mul", {y, a}), f32s(b, "half", 0.5f)}));
     EXPECT_EQ(census(*b.m, "fuse_gelu").found, 0);
   }
+  {  // x²·y is not x³: a link reads the chain's value (this fused, and failed verification, before)
+    GraphBuilder b(20);
+    ValueId x = b.input("x", {4, 8}), y = b.input("y", {4, 8});
+    ValueId cube = b.node("Mul", {b.node("Mul", {x, x}), y});
+    ValueId inner = b.node("Add", {x, b.node("Mul", {cube, f32s(b, "kappa", 0.044715f)})});
+    ValueId t = b.node("Tanh", {b.node("Mul", {inner, f32s(b, "beta", 0.7978845608f)})});
+    ValueId a = b.node("Add", {t, f32s(b, "one", 1)});
+    b.output(b.node("Mul", {b.node("Mul", {f32s(b, "half", 0.5f), x}), a}));
+    EXPECT_EQ(census(*b.m, "fuse_gelu").found, 0);
+    optimize(*b.m, {"fuse_gelu"});
+    EXPECT_EQ(count_op(b.g(), "Gelu"), 0u);
+  }
   {  // opset 19: after an upgrade only
     GraphBuilder b(19);
     b.output(gelu_erf(b, b.input("x", {4, 8}), 0, "g"));
