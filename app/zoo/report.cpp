@@ -251,10 +251,13 @@ double run_spread(const nlohmann::json& models) {
       for (size_t j = i + 1; j < l.size(); ++j) diffs.push_back(std::abs(l[i] - l[j]));
   }
   if (models_with_runs < 3) return 0;
-  std::sort(diffs.begin(), diffs.end());
-  const size_t n = diffs.size();
-  const double med = n % 2 ? diffs[n / 2] : 0.5 * (diffs[n / 2 - 1] + diffs[n / 2]);
-  return med / (0.6745 * std::sqrt(2.0));
+  return median(std::move(diffs)) / (0.6745 * std::sqrt(2.0));
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vector<double>& base_logs, double sigma,
@@ -263,11 +266,6 @@ LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vect
   if (now_logs.empty() || base_logs.empty()) return v;
   // The median of the runs' log ratios: one run disturbed end to end (a log ratio of -1.48 beside
   // +0.12 for the same model under two busy loops) does not move it.
-  auto median = [](std::vector<double> l) {
-    std::sort(l.begin(), l.end());
-    const size_t n = l.size();
-    return n % 2 ? l[n / 2] : 0.5 * (l[n / 2 - 1] + l[n / 2]);
-  };
   const double mn = median(now_logs), mb = median(base_logs), d = mn - mb;
   // The model's own run-to-run spread when its runs disagree more than the zoo's typical model
   // (mobilenet_v3_small under two busy loops: runs 2.76x apart): the median absolute deviation
