@@ -32,7 +32,8 @@ constexpr double kKappa = 0.044715;
 // v = x³ (Pow(x, 3), Mul(x, Mul(x, x)), Mul(Mul(x, x), x)): the nodes, else empty.
 std::vector<NodeId> cube_of(const Graph& g, ValueId v, ValueId x, bool& ok) {
   if (!x.valid()) return {};
-  const Step c = fits(g, g.producer(v), x, {Link::first("Pow", Operand::any(3.0)), Link::either("Mul", Operand::any())});
+  const Step c =
+      fits(g, g.producer(v), x, {Link::first("Pow", Operand::any(3.0)), Link::either("Mul", Operand::any())});
   if (!c) return {};
   ok = c.ok;
   if (c.alt == 0) return {c.node};

@@ -47,9 +47,10 @@ int64_t trailing_count(const std::vector<int64_t>& neg);
 // The tail both norms end in: v → Add(eps) → Sqrt → Div(num, ·) | Mul(num, Reciprocal(·)) |
 // Mul(num, Div(1, ·)). Operands of Add and Mul in either order.
 struct InvRms {
-  NodeId add{}, sqrt{}, recip{}, scale{};  // recip: Reciprocal or Div(1, ·) (invalid for Div(num, s)); scale: Div or Mul
-  ValueId eps{}, one{};                // the epsilon operand; the 1 of Div(1, ·) when present
-  ValueId normalized{};              // the output of `scale`
+  NodeId add{}, sqrt{}, recip{},
+      scale{};           // recip: Reciprocal or Div(1, ·) (invalid for Div(num, s)); scale: Div or Mul
+  ValueId eps{}, one{};  // the epsilon operand; the 1 of Div(1, ·) when present
+  ValueId normalized{};  // the output of `scale`
 };
 std::optional<InvRms> match_inv_rms(const Graph& g, const Uses& u, ValueId v, ValueId num);
 

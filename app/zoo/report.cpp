@@ -103,21 +103,45 @@ void write_text(const fs::path& p, const std::string& text) {
 
 }  // namespace
 
-nlohmann::json summarize(const fs::path& outdir) {
-  fs::path dir = outdir / "results";
-  if (!fs::is_directory(dir))
-    fail("zoo report: '", outdir.string(), "' has no results/ folder; is it the -o OUTDIR of a `zoo run`?");
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+namespace {
+
+using Points = std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>;
+
+// Attribution: cumulative (in pipeline order) and isolated (alone on the original) Δnodes per pass
+// of one model's `attribute` step `a`, and the share of eliminations and fusions in its reduction.
+void add_attribution(nlohmann::json& m, const nlohmann::json& a, double nodes_before,
+                     std::set<std::string>& pass_names) {
+  nlohmann::json pa = nlohmann::json::object();
+  double elim = 0, fus = 0;
+  for (const auto& [p, v] : a["cumulative"].items()) {
+    pass_names.insert(p);
+    pa[p] = {{"cumulative_d_nodes", v.value("d_nodes", 0)},
+             {"cumulative_d_bytes", v.value("d_bytes", 0)},
+             {"seconds", v.value("seconds", 0.0)}};
+    if (a.contains("isolated") && a["isolated"].contains(p)) {
+      pa[p]["isolated_d_nodes"] = a["isolated"][p].value("d_nodes", 0);
+      pa[p]["isolated_d_bytes"] = a["isolated"][p].value("d_bytes", 0);
+    }
+    std::string kind = pass_kind(p);
+    if (kind == "elimination") elim -= v.value("d_nodes", 0);
+    if (kind == "fusion") fus -= v.value("d_nodes", 0);
+  }
+  m["passes"] = pa;
+  if (nodes_before > 0) {
+    m["elimination_reduction_pct"] = 100.0 * elim / nodes_before;
+    m["fusion_reduction_pct"] = 100.0 * fus / nodes_before;
+  }
+}
+
+// What the report gathers over the result files: a row per model, the counts, and the points of the
+// reduction-vs-speed-up fits per family and per kind of pass.
+struct Gathered {
   nlohmann::json models = nlohmann::json::array();
-  std::set<std::string> pass_names, machines;
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_family;
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_kind;
+  std::set<std::string> pass_names, machines, option_keys;
+  Points by_family, by_kind;
   int ok = 0, failed = 0;
-  std::set<std::string> option_keys;
-  auto add_result = [&](const fs::path& f, const nlohmann::json& r) {
+
+  nlohmann::json row(const fs::path& f, const nlohmann::json& r) {
     if (!r.is_object() || !r.contains("status") || !r["status"].is_string() ||
         (r.contains("summary") && !r["summary"].is_object()))
       throw not_a_result(f, "expected an object with \"status\" and \"summary\", found " + std::string(r.type_name()));
@@ -157,37 +181,18 @@ nlohmann::json summarize(const fs::path& outdir) {
       m["speedup"] = 1.0 / num(s, "latency_ratio");
       m["latency_improvement_pct"] = 100.0 * (1.0 - num(s, "latency_ratio"));
     }
-    // Attribution: cumulative (in pipeline order) and isolated (alone on the original) Δnodes.
-    if (r.contains("steps") && r["steps"].contains("attribute")) {
-      const auto& a = r["steps"]["attribute"]["models"][0];
-      nlohmann::json pa = nlohmann::json::object();
-      double elim = 0, fus = 0;
-      for (const auto& [p, v] : a["cumulative"].items()) {
-        pass_names.insert(p);
-        pa[p] = {{"cumulative_d_nodes", v.value("d_nodes", 0)},
-                 {"cumulative_d_bytes", v.value("d_bytes", 0)},
-                 {"seconds", v.value("seconds", 0.0)}};
-        if (a.contains("isolated") && a["isolated"].contains(p)) {
-          pa[p]["isolated_d_nodes"] = a["isolated"][p].value("d_nodes", 0);
-          pa[p]["isolated_d_bytes"] = a["isolated"][p].value("d_bytes", 0);
-        }
-        std::string kind = pass_kind(p);
-        if (kind == "elimination") elim -= v.value("d_nodes", 0);
-        if (kind == "fusion") fus -= v.value("d_nodes", 0);
-      }
-      m["passes"] = pa;
-      if (nb > 0) {
-        m["elimination_reduction_pct"] = 100.0 * elim / nb;
-        m["fusion_reduction_pct"] = 100.0 * fus / nb;
-      }
-    }
+    if (r.contains("steps") && r["steps"].contains("attribute"))
+      add_attribution(m, r["steps"]["attribute"]["models"][0], nb, pass_names);
+    return m;
+  }
+
+  void add(const fs::path& f, const nlohmann::json& r) {
+    nlohmann::json m = row(f, r);
     if (m["status"] == "ok" && m.contains("node_reduction_pct") && m.contains("latency_improvement_pct")) {
-      auto& fam = by_family[m["family"].get<std::string>()];
-      fam.first.push_back(m["node_reduction_pct"]);
-      fam.second.push_back(m["latency_improvement_pct"]);
-      auto& all = by_family["all"];
-      all.first.push_back(m["node_reduction_pct"]);
-      all.second.push_back(m["latency_improvement_pct"]);
+      for (const std::string& fam : {m["family"].get<std::string>(), std::string("all")}) {
+        by_family[fam].first.push_back(m["node_reduction_pct"]);
+        by_family[fam].second.push_back(m["latency_improvement_pct"]);
+      }
       for (const char* kind : {"elimination", "fusion"}) {
         std::string key = std::string(kind) + "_reduction_pct";
         if (m.contains(key)) {
@@ -197,7 +202,20 @@ nlohmann::json summarize(const fs::path& outdir) {
       }
     }
     models.push_back(std::move(m));
-  };
+  }
+};
+
+}  // namespace
+
+nlohmann::json summarize(const fs::path& outdir) {
+  fs::path dir = outdir / "results";
+  if (!fs::is_directory(dir))
+    fail("zoo report: '", outdir.string(), "' has no results/ folder; is it the -o OUTDIR of a `zoo run`?");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  Gathered g;
   for (const fs::path& f : files) {
     nlohmann::json r;
     try {
@@ -208,18 +226,21 @@ nlohmann::json summarize(const fs::path& outdir) {
                   Error::Kind::Input, f.string());
     }
     try {
-      add_result(f, r);
+      g.add(f, r);
     } catch (const nlohmann::json::exception& e) {  // a field of the wrong type, deeper down
       throw not_a_result(f, e.what());
     }
   }
-  std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
+  std::sort(g.models.begin(), g.models.end(), [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
   nlohmann::json fits = {{"family", nlohmann::json::object()}, {"pass_kind", nlohmann::json::object()}};
-  for (const auto& [fam, xy] : by_family) fits["family"][fam] = fit_json(xy.first, xy.second);
-  for (const auto& [kind, xy] : by_kind) fits["pass_kind"][kind] = fit_json(xy.first, xy.second);
-  nlohmann::json out = {{"format", 1},          {"outdir", fs::absolute(outdir).string()},
-                        {"models", models},     {"counts", {{"models", ok + failed}, {"ok", ok}, {"failed", failed}}},
-                        {"passes", pass_names}, {"machines", machines},
+  for (const auto& [fam, xy] : g.by_family) fits["family"][fam] = fit_json(xy.first, xy.second);
+  for (const auto& [kind, xy] : g.by_kind) fits["pass_kind"][kind] = fit_json(xy.first, xy.second);
+  nlohmann::json out = {{"format", 1},
+                        {"outdir", fs::absolute(outdir).string()},
+                        {"models", g.models},
+                        {"counts", {{"models", g.ok + g.failed}, {"ok", g.ok}, {"failed", g.failed}}},
+                        {"passes", g.pass_names},
+                        {"machines", g.machines},
                         {"fits", fits}};
   const double sigma = run_spread(out["models"]);
   if (sigma > 0) {
@@ -227,8 +248,8 @@ nlohmann::json summarize(const fs::path& outdir) {
     for (const auto& m : out["models"]) n += m.contains("latency_log_ratios") && m["latency_log_ratios"].size() >= 2;
     out["latency_spread"] = {{"sigma", sigma}, {"models", n}};
   }
-  if (option_keys.size() > 1)
-    out["warnings"] = {"the results were made with " + std::to_string(option_keys.size()) +
+  if (g.option_keys.size() > 1)
+    out["warnings"] = {"the results were made with " + std::to_string(g.option_keys.size()) +
                        " different option sets (mixed runs in one OUTDIR)"};
   return out;
 }

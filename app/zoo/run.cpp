@@ -592,17 +592,21 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-// The result's identity: the model, the options and machine it was run with, its input file's key.
+// A result's identity: the model, and the options and machine it was run with.
+nlohmann::json result_identity(const Context& c, const ModelEntry& m) {
+  return {{"format", 1},
+          {"id", m.id},
+          {"name", m.name},
+          {"path", m.path.string()},
+          {"rel", m.rel},
+          {"options", c.options},
+          {"options_key", c.options_key},
+          {"machine", c.machine}};
+}
+
+// A result before its steps: its identity, its input file's key, no step yet.
 nlohmann::json result_header(const Context& c, const ModelEntry& m) {
-  nlohmann::json r;
-  r["format"] = 1;
-  r["id"] = m.id;
-  r["name"] = m.name;
-  r["path"] = m.path.string();
-  r["rel"] = m.rel;
-  r["options"] = c.options;
-  r["options_key"] = c.options_key;
-  r["machine"] = c.machine;
+  nlohmann::json r = result_identity(c, m);
   r["input"] = input_key(m, true);
   if (!m.dims.empty()) r["dims"] = m.dims;
   if (!m.input_args.empty()) r["inputs"] = m.input_args;
@@ -810,8 +814,8 @@ bool bench_steps(ModelRun& run) {
   const RunOptions& o = run.c.o;
   nlohmann::json& r = run.r;
   const int runs = std::max(1, o.bench_runs);
-  std::vector<std::string> b = {"bench",  run.m.path.string(), "--vs", run.optimized.string(), "--json", "--threads",
-                                std::to_string(run.c.threads)};
+  std::vector<std::string> b = {"bench",     run.m.path.string(),          "--vs", run.optimized.string(), "--json",
+                                "--threads", std::to_string(run.c.threads)};
   if (o.bench_iters > 0)
     b.insert(b.end(), {"--iters", std::to_string(o.bench_iters)});
   else
@@ -959,18 +963,9 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   return std::move(run.r);
 }
 
-}  // namespace
-
-int run(const RunOptions& o) {
-  if (o.inputs.empty()) fail("zoo run: give at least one INPUT (a folder, a model or a manifest)");
-  if (o.outdir.empty()) fail("zoo run: give the output folder with -o OUTDIR");
-  if (o.jobs < 1) fail("zoo run: --jobs must be at least 1");
-  if (!fs::exists(o.exe)) fail("zoo run: cannot find the onnxforge binary at '", o.exe.string(), "'");
-  std::vector<ModelEntry> all = discover(o.inputs, o.set);
-  if (all.empty()) fail("zoo run: no .onnx models in ", join(o.inputs));
-  Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard, o.shard_count);
-  std::vector<ModelEntry> models = select_shard(all, shard);
-
+// What every model's run shares: the threads, the options that change a result (and their key),
+// the machine, the folders.
+Context make_context(const RunOptions& o) {
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   Context c{o, o.threads > 0 ? o.threads : std::max(1, cores / o.jobs), {}, {}, {}, {}, {}, {}};
   // Everything that changes a result; --resume redoes a model when any of it differs.
@@ -998,6 +993,65 @@ int run(const RunOptions& o) {
   // whose next step then could not create its output file).
   c.scratch = make_scratch(o.outdir / "tmp");
   if (o.keep_models) fs::create_directories(c.models);
+  return c;
+}
+
+// A finished model's progress line (r: its result; null when --resume found it up to date).
+std::string progress_line(const ModelEntry& m, const nlohmann::json* r, int n, size_t total) {
+  std::ostringstream line;
+  line << "[" << n << "/" << total << "] " << m.name << ": ";
+  if (!r) {
+    line << "up to date (--resume)";
+  } else if ((*r)["status"] == "ok") {
+    const auto& s = (*r)["summary"];
+    // The report's conventions: speed-up = before/after latency, 3 significant digits.
+    auto sig = [](double v, int digits) {
+      std::ostringstream os;
+      os << std::setprecision(digits) << v;
+      return os.str();
+    };
+    line << "ok, nodes " << s.value("nodes_before", 0) << " -> " << s.value("nodes_after", 0);
+    if (s.contains("max_diff"))
+      line << ", max_diff " << (s["max_diff"].get<double>() == 0 ? "0 (exact)" : sig(s["max_diff"].get<double>(), 2));
+    if (s.contains("latency_ratio") && s["latency_ratio"].get<double>() > 0)
+      line << ", speed-up " << sig(1.0 / s["latency_ratio"].get<double>(), 3) << "x";
+    if (s.contains("remeasured")) line << " (re-measured)";
+    if (s.contains("ours_vs_ort") && s["ours_vs_ort"].get<double>() > 0)
+      line << ", speed-up vs ORT " << sig(1.0 / s["ours_vs_ort"].get<double>(), 3) << "x";
+    else if (s.contains("ort_error"))
+      line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
+    line << " (" << std::fixed << std::setprecision(1) << (*r)["seconds"]["total"].get<double>() << " s)";
+  } else {
+    std::string e = (*r).value("error", "");
+    if (e.size() > 160) e = e.substr(0, 160) + "...";
+    line << "FAILED: " << e;
+  }
+  return line.str();
+}
+
+// A model's result, or the failure of our own trouble (stat, fork) with this model only.
+nlohmann::json model_result(const Context& c, const ModelEntry& m) {
+  try {
+    return process_model(c, m);
+  } catch (const std::exception& e) {
+    nlohmann::json r = result_identity(c, m);
+    r.update({{"status", "failed"}, {"failure", "error"}, {"error", e.what()}, {"summary", nlohmann::json::object()}});
+    return r;
+  }
+}
+
+}  // namespace
+
+int run(const RunOptions& o) {
+  if (o.inputs.empty()) fail("zoo run: give at least one INPUT (a folder, a model or a manifest)");
+  if (o.outdir.empty()) fail("zoo run: give the output folder with -o OUTDIR");
+  if (o.jobs < 1) fail("zoo run: --jobs must be at least 1");
+  if (!fs::exists(o.exe)) fail("zoo run: cannot find the onnxforge binary at '", o.exe.string(), "'");
+  std::vector<ModelEntry> all = discover(o.inputs, o.set);
+  if (all.empty()) fail("zoo run: no .onnx models in ", join(o.inputs));
+  Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard, o.shard_count);
+  std::vector<ModelEntry> models = select_shard(all, shard);
+  const Context c = make_context(o);
 
   const char* pause_env = std::getenv("ONNXFORGE_ZOO_TEST_PAUSE_MS");
   const long pause_ms = pause_env ? std::atol(pause_env) : 0;
@@ -1005,45 +1059,18 @@ int run(const RunOptions& o) {
   std::atomic<int> done{0}, failed{0}, skipped{0};
   std::mutex io;
   auto t0 = Clock::now();
-  auto progress = [&](const ModelEntry& m, const nlohmann::json* r, bool was_skipped) {
+  auto progress = [&](const ModelEntry& m, const nlohmann::json* r) {
     std::lock_guard<std::mutex> lock(io);
     int n = ++done;
     double el = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::ostringstream line;
-    line << "[" << n << "/" << models.size() << "] " << m.name << ": ";
-    if (was_skipped)
-      line << "up to date (--resume)";
-    else if ((*r)["status"] == "ok") {
-      const auto& s = (*r)["summary"];
-      // The report's conventions: speed-up = before/after latency, 3 significant digits.
-      auto sig = [](double v, int digits) {
-        std::ostringstream os;
-        os << std::setprecision(digits) << v;
-        return os.str();
-      };
-      line << "ok, nodes " << s.value("nodes_before", 0) << " -> " << s.value("nodes_after", 0);
-      if (s.contains("max_diff"))
-        line << ", max_diff " << (s["max_diff"].get<double>() == 0 ? "0 (exact)" : sig(s["max_diff"].get<double>(), 2));
-      if (s.contains("latency_ratio") && s["latency_ratio"].get<double>() > 0)
-        line << ", speed-up " << sig(1.0 / s["latency_ratio"].get<double>(), 3) << "x";
-      if (s.contains("remeasured")) line << " (re-measured)";
-      if (s.contains("ours_vs_ort") && s["ours_vs_ort"].get<double>() > 0)
-        line << ", speed-up vs ORT " << sig(1.0 / s["ours_vs_ort"].get<double>(), 3) << "x";
-      else if (s.contains("ort_error"))
-        line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
-      line << " (" << std::fixed << std::setprecision(1) << (*r)["seconds"]["total"].get<double>() << " s)";
-    } else {
-      std::string e = (*r).value("error", "");
-      if (e.size() > 160) e = e.substr(0, 160) + "...";
-      line << "FAILED: " << e;
-    }
+    const std::string line = progress_line(m, r, n, models.size());
     if (o.tty) {
       // A finished model's line stays; the progress line under it is redrawn.
-      std::cerr << "\r\033[K" << line.str() << "\n"
+      std::cerr << "\r\033[K" << line << "\n"
                 << "zoo: " << n << "/" << models.size() << " done, " << failed.load() << " failed, " << std::fixed
                 << std::setprecision(0) << el << " s" << std::flush;
     } else {
-      std::cerr << line.str() << "\n";
+      std::cerr << line << "\n";
     }
   };
 
@@ -1063,29 +1090,13 @@ int run(const RunOptions& o) {
         ++skipped;
         nlohmann::json old = nlohmann::json::parse(std::ifstream(result));
         if (old.value("status", "") != "ok") ++failed;
-        progress(m, nullptr, true);
+        progress(m, nullptr);
         continue;
       }
-      nlohmann::json r;
-      try {
-        r = process_model(c, m);
-      } catch (const std::exception& e) {  // our own trouble (stat, fork): this model only
-        r = {{"format", 1},
-             {"id", m.id},
-             {"name", m.name},
-             {"path", m.path.string()},
-             {"rel", m.rel},
-             {"options", c.options},
-             {"options_key", c.options_key},
-             {"machine", c.machine},
-             {"status", "failed"},
-             {"failure", "error"},
-             {"error", e.what()},
-             {"summary", nlohmann::json::object()}};
-      }
+      const nlohmann::json r = model_result(c, m);
       if (r["status"] != "ok") ++failed;
       write_atomic(result, r.dump(1) + "\n");
-      progress(m, &r, false);
+      progress(m, &r);
     }
   };
   std::vector<std::thread> pool;

@@ -198,7 +198,7 @@ TEST(Chain, DividedByTakesDivAndMulByTheReciprocalInEitherOrder) {
   ValueId d = b.node("Div", {x, b.f32("two", {}, {2})});
   ValueId m = b.node("Mul", {b.f32("half", {}, {0.5f}), x});
   ValueId off = b.node("Mul", {x, b.f32("four", {1}, {0.4f})});
-  ValueId inv = b.node("Div", {b.f32("two2", {}, {2}), x});  // 2 / x: the chain sits at the divisor
+  ValueId inv = b.node("Div", {b.f32("two2", {}, {2}), x});          // 2 / x: the chain sits at the divisor
   ValueId wide = b.node("Mul", {x, b.f32("v", {2}, {0.5f, 0.5f})});  // not one element
   for (ValueId v : {d, m, off, inv, wide}) b.output(v);
   const Graph& g = b.g();
