@@ -496,105 +496,125 @@ constexpr const char* kPageScript = R"js(
 
   // Passes x models heatmap: cumulative Δnodes (removed nodes positive), one rectangle per cell,
   // on category axes so that every pass and every model has its label.
-  const passes = S.passes;
-  const withPasses = ok.filter(m => m.passes);
-  const names = withPasses.map(m => m.name);
-  let maxRemoved = 1;
-  const cells = [];
-  withPasses.forEach(m => passes.forEach(p => {
-    const v = m.passes[p] ? -m.passes[p].cumulative_d_nodes : 0;
-    maxRemoved = Math.max(maxRemoved, Math.abs(v));
-    cells.push({x: p, y: m.name, v: v, iso: m.passes[p] ? -(m.passes[p].isolated_d_nodes || 0) : 0});
-  }));
-  el('heatmap').parentNode.style.height = Math.max(220, 22 * withPasses.length + 200) + 'px';
-  chart('heatmap', {type: 'scatter', data: {datasets: [{label: 'nodes removed (cumulative)', data: cells,
-      pointStyle: 'rect', radius: 9, hoverRadius: 10,
-      backgroundColor: cells.map(c => c.v === 0 ? '#f4f4f4' : c.v > 0 ? `rgba(33,102,172,${0.15 + 0.85 * c.v / maxRemoved})` : `rgba(178,24,43,${0.15 + 0.85 * -c.v / maxRemoved})`)}]},
-    options: {maintainAspectRatio: false, plugins: {legend: {display: false}, tooltip: {callbacks: {label: c =>
-        `${c.raw.y} / ${c.raw.x}: ${c.raw.v} nodes removed (alone: ${c.raw.iso})`}}},
-      scales: {x: {type: 'category', labels: passes, offset: true, title: {display: true, text: 'pass (pipeline order)'},
-                   ticks: {autoSkip: false, maxRotation: 60, minRotation: 60}},
-               y: {type: 'category', labels: names, offset: true, title: {display: true, text: 'model'}, ticks: {autoSkip: false}}}}});
+  function heatmap() {
+    const passes = S.passes;
+    const withPasses = ok.filter(m => m.passes);
+    const names = withPasses.map(m => m.name);
+    let maxRemoved = 1;
+    const cells = [];
+    withPasses.forEach(m => passes.forEach(p => {
+      const v = m.passes[p] ? -m.passes[p].cumulative_d_nodes : 0;
+      maxRemoved = Math.max(maxRemoved, Math.abs(v));
+      cells.push({x: p, y: m.name, v: v, iso: m.passes[p] ? -(m.passes[p].isolated_d_nodes || 0) : 0});
+    }));
+    el('heatmap').parentNode.style.height = Math.max(220, 22 * withPasses.length + 200) + 'px';
+    chart('heatmap', {type: 'scatter', data: {datasets: [{label: 'nodes removed (cumulative)', data: cells,
+        pointStyle: 'rect', radius: 9, hoverRadius: 10,
+        backgroundColor: cells.map(c => c.v === 0 ? '#f4f4f4' : c.v > 0 ? `rgba(33,102,172,${0.15 + 0.85 * c.v / maxRemoved})` : `rgba(178,24,43,${0.15 + 0.85 * -c.v / maxRemoved})`)}]},
+      options: {maintainAspectRatio: false, plugins: {legend: {display: false}, tooltip: {callbacks: {label: c =>
+          `${c.raw.y} / ${c.raw.x}: ${c.raw.v} nodes removed (alone: ${c.raw.iso})`}}},
+        scales: {x: {type: 'category', labels: passes, offset: true, title: {display: true, text: 'pass (pipeline order)'},
+                     ticks: {autoSkip: false, maxRotation: 60, minRotation: 60}},
+                 y: {type: 'category', labels: names, offset: true, title: {display: true, text: 'model'}, ticks: {autoSkip: false}}}}});
+  }
 
   // Latency before/after (onnxforge runtime, same process, alternating runs).
-  const lat = ok.filter(m => m.latency_before_ms !== undefined);
-  el('latency').parentNode.style.height = Math.max(200, 24 * lat.length + 80) + 'px';
-  chart('latency', {type: 'bar', data: {labels: lat.map(m => m.name), datasets: [
-      {label: 'before (ms)', data: lat.map(m => m.latency_before_ms), backgroundColor: '#bab0ac'},
-      {label: 'after (ms)', data: lat.map(m => m.latency_after_ms), backgroundColor: '#4e79a7'}]},
-    options: {indexAxis: 'y', maintainAspectRatio: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'median ms (log)'},
-      ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? sig(v) : ''; }}}}}});
-  const tb = el('latency-table');
-  lat.forEach(m => row(tb, [m.name, m.family, sig(m.latency_before_ms), sig(m.latency_after_ms), times(m.speedup),
-      m.cpu_ratio === undefined ? '' : times(1 / m.cpu_ratio), sig(m.ort_before_ms), sig(m.ort_after_ms),
-      m.speedup_vs_ort === undefined ? (m.ort_error ? 'ORT: ' + m.ort_error : '') : times(m.speedup_vs_ort)]));
+  function latency() {
+    const lat = ok.filter(m => m.latency_before_ms !== undefined);
+    el('latency').parentNode.style.height = Math.max(200, 24 * lat.length + 80) + 'px';
+    chart('latency', {type: 'bar', data: {labels: lat.map(m => m.name), datasets: [
+        {label: 'before (ms)', data: lat.map(m => m.latency_before_ms), backgroundColor: '#bab0ac'},
+        {label: 'after (ms)', data: lat.map(m => m.latency_after_ms), backgroundColor: '#4e79a7'}]},
+      options: {indexAxis: 'y', maintainAspectRatio: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'median ms (log)'},
+        ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? sig(v) : ''; }}}}}});
+    const tb = el('latency-table');
+    lat.forEach(m => row(tb, [m.name, m.family, sig(m.latency_before_ms), sig(m.latency_after_ms), times(m.speedup),
+        m.cpu_ratio === undefined ? '' : times(1 / m.cpu_ratio), sig(m.ort_before_ms), sig(m.ort_after_ms),
+        m.speedup_vs_ort === undefined ? (m.ort_error ? 'ORT: ' + m.ort_error : '') : times(m.speedup_vs_ort)]));
+  }
 
   // Node reduction % vs latency improvement %, by family; a least-squares line only where the
   // fit has enough points (S.fits.*.enough), n and r always in the legend and the table.
-  const sets = [];
-  families.forEach(f => {
-    const pts = ok.filter(m => m.family === f && m.node_reduction_pct !== undefined && m.latency_improvement_pct !== undefined)
-                  .map(m => ({x: m.node_reduction_pct, y: m.latency_improvement_pct, name: m.name}));
-    const fit = S.fits.family[f];
-    const label = fit ? `${f} (n = ${fit.n}, r = ${fit.r.toFixed(2)}${fit.enough ? '' : ', too few points for a line'})` : `${f} (n = ${pts.length})`;
-    sets.push({label: label, data: pts, backgroundColor: famColor(f), borderColor: famColor(f)});
-    if (fit && fit.enough && pts.length) {
-      const xs = pts.map(p => p.x), lo = Math.min(...xs), hi = Math.max(...xs);
-      sets.push({label: `${f} fit`, type: 'line', data: [{x: lo, y: fit.intercept + fit.slope * lo}, {x: hi, y: fit.intercept + fit.slope * hi}],
-                 borderColor: famColor(f), borderDash: [6, 4], pointRadius: 0, fill: false});
-    }
-  });
-  chart('nodes-vs-latency', {type: 'scatter', data: {datasets: sets}, options: {
-    plugins: {tooltip: {callbacks: {label: c => c.raw.name ? `${c.raw.name}: ${c.raw.x.toFixed(1)}% nodes, ${c.raw.y.toFixed(1)}% latency` : ''}},
-              legend: {labels: {filter: i => !i.text.endsWith(' fit')}}},
-    scales: {x: {title: {display: true, text: 'node reduction %'}}, y: {title: {display: true, text: 'latency improvement %'}}}}});
-  const ft = el('fit-table');
-  for (const g of ['family', 'pass_kind']) for (const [k, f] of Object.entries(S.fits[g]))
-    row(ft, [g === 'family' ? k : k + ' passes', f.n, f.enough ? sig(f.slope) : '—', f.enough ? sig(f.intercept) : '—', f.r.toFixed(2),
-             f.enough ? '' : `too few points (a line needs ${S.fit_min_points} models and 3 distinct x)`]);
+  function nodesVsLatency() {
+    const sets = [];
+    families.forEach(f => {
+      const pts = ok.filter(m => m.family === f && m.node_reduction_pct !== undefined && m.latency_improvement_pct !== undefined)
+                    .map(m => ({x: m.node_reduction_pct, y: m.latency_improvement_pct, name: m.name}));
+      const fit = S.fits.family[f];
+      const label = fit ? `${f} (n = ${fit.n}, r = ${fit.r.toFixed(2)}${fit.enough ? '' : ', too few points for a line'})` : `${f} (n = ${pts.length})`;
+      sets.push({label: label, data: pts, backgroundColor: famColor(f), borderColor: famColor(f)});
+      if (fit && fit.enough && pts.length) {
+        const xs = pts.map(p => p.x), lo = Math.min(...xs), hi = Math.max(...xs);
+        sets.push({label: `${f} fit`, type: 'line', data: [{x: lo, y: fit.intercept + fit.slope * lo}, {x: hi, y: fit.intercept + fit.slope * hi}],
+                   borderColor: famColor(f), borderDash: [6, 4], pointRadius: 0, fill: false});
+      }
+    });
+    chart('nodes-vs-latency', {type: 'scatter', data: {datasets: sets}, options: {
+      plugins: {tooltip: {callbacks: {label: c => c.raw.name ? `${c.raw.name}: ${c.raw.x.toFixed(1)}% nodes, ${c.raw.y.toFixed(1)}% latency` : ''}},
+                legend: {labels: {filter: i => !i.text.endsWith(' fit')}}},
+      scales: {x: {title: {display: true, text: 'node reduction %'}}, y: {title: {display: true, text: 'latency improvement %'}}}}});
+    const ft = el('fit-table');
+    for (const g of ['family', 'pass_kind']) for (const [k, f] of Object.entries(S.fits[g]))
+      row(ft, [g === 'family' ? k : k + ' passes', f.n, f.enough ? sig(f.slope) : '—', f.enough ? sig(f.intercept) : '—', f.r.toFixed(2),
+               f.enough ? '' : `too few points (a line needs ${S.fit_min_points} models and 3 distinct x)`]);
+  }
 
   // max_diff per model, coloured by the worst accuracy class; exact models are named, not drawn.
-  const md = ok.filter(m => m.max_diff !== undefined);
-  const exact = md.filter(m => m.max_diff === 0), inexact = md.filter(m => m.max_diff > 0);
-  const classColor = c => ['#59a14f', '#4e79a7', '#f28e2b', '#e15759'][Math.min(3, c || 0)];
-  el('maxdiff-summary').textContent = !md.length ? 'no verified model' : !inexact.length ? `all exact: max_diff 0 on all ${md.length} models`
-      : exact.length ? `${exact.length} of ${md.length} exact (max_diff 0): ${exact.map(m => m.name).join(', ')}; the others below`
-      : `no model exact; max_diff below`;
-  el('maxdiff').parentNode.hidden = !inexact.length;
-  if (inexact.length) {
-    el('maxdiff').parentNode.style.height = Math.max(200, 22 * inexact.length + 80) + 'px';
-    chart('maxdiff', {type: 'bar', data: {labels: inexact.map(m => m.name), datasets: [{label: 'max_diff',
-        data: inexact.map(m => m.max_diff), backgroundColor: inexact.map(m => classColor(m.worst_accuracy_class))}]},
-      options: {indexAxis: 'y', maintainAspectRatio: false, plugins: {legend: {display: false},
-          tooltip: {callbacks: {label: c => `max_diff ${diff(inexact[c.dataIndex].max_diff)} (accuracy class ${inexact[c.dataIndex].worst_accuracy_class})`}}},
-        scales: {x: {type: 'logarithmic', title: {display: true, text: 'max_diff (log)'},
-          ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? '1e' + Math.round(d) : ''; }}}}}});
+  function maxDiff() {
+    const md = ok.filter(m => m.max_diff !== undefined);
+    const exact = md.filter(m => m.max_diff === 0), inexact = md.filter(m => m.max_diff > 0);
+    const classColor = c => ['#59a14f', '#4e79a7', '#f28e2b', '#e15759'][Math.min(3, c || 0)];
+    el('maxdiff-summary').textContent = !md.length ? 'no verified model' : !inexact.length ? `all exact: max_diff 0 on all ${md.length} models`
+        : exact.length ? `${exact.length} of ${md.length} exact (max_diff 0): ${exact.map(m => m.name).join(', ')}; the others below`
+        : `no model exact; max_diff below`;
+    el('maxdiff').parentNode.hidden = !inexact.length;
+    if (inexact.length) {
+      el('maxdiff').parentNode.style.height = Math.max(200, 22 * inexact.length + 80) + 'px';
+      chart('maxdiff', {type: 'bar', data: {labels: inexact.map(m => m.name), datasets: [{label: 'max_diff',
+          data: inexact.map(m => m.max_diff), backgroundColor: inexact.map(m => classColor(m.worst_accuracy_class))}]},
+        options: {indexAxis: 'y', maintainAspectRatio: false, plugins: {legend: {display: false},
+            tooltip: {callbacks: {label: c => `max_diff ${diff(inexact[c.dataIndex].max_diff)} (accuracy class ${inexact[c.dataIndex].worst_accuracy_class})`}}},
+          scales: {x: {type: 'logarithmic', title: {display: true, text: 'max_diff (log)'},
+            ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? '1e' + Math.round(d) : ''; }}}}}});
+    }
   }
 
   // Failed models with what did succeed (inspect and audit run first and usually do).
-  const fl = el('failures');
-  S.models.filter(m => m.status !== 'ok').forEach(m => row(fl, [m.name, m.family || '', m.nodes_before === undefined ? '' : m.nodes_before,
-      (m.steps_ok || []).join(', '), m.failed_step || '', m.failure || '', m.error || '']));
-  if (S.regressions) {
-    const rg = el('regressions');
-    el('gate').hidden = false;
-    S.regressions.forEach(x => row(rg, [x.name, x.check, x.baseline, x.now]));
-    el('gate-verdict').textContent = (S.regressions.length ? `${S.regressions.length} regression(s) against the baseline` : 'no regressions against the baseline') +
-        (S.gate ? ` (latency: ${S.gate.rule})` : '');
+  function failures() {
+    const fl = el('failures');
+    S.models.filter(m => m.status !== 'ok').forEach(m => row(fl, [m.name, m.family || '', m.nodes_before === undefined ? '' : m.nodes_before,
+        (m.steps_ok || []).join(', '), m.failed_step || '', m.failure || '', m.error || '']));
+    if (S.regressions) {
+      const rg = el('regressions');
+      el('gate').hidden = false;
+      S.regressions.forEach(x => row(rg, [x.name, x.check, x.baseline, x.now]));
+      el('gate-verdict').textContent = (S.regressions.length ? `${S.regressions.length} regression(s) against the baseline` : 'no regressions against the baseline') +
+          (S.gate ? ` (latency: ${S.gate.rule})` : '');
+    }
   }
+
   // What was drawn, for a headless browser to read back: each chart's axis labels as Chart.js
   // laid them out, and the charts' data counts.
-  const drawn = {};
-  charts.forEach(c => {
-    const axes = {};
-    for (const [id, s] of Object.entries(c.scales)) axes[id] = s.ticks.map(t => String(t.label));
-    drawn[c.canvas.id] = {axes: axes, datasets: c.data.datasets.map(d => d.label)};
-  });
-  el('drawn').textContent = JSON.stringify(drawn);
-  document.body.dataset.charts = charts.length;
-  document.body.dataset.chartsWithData = charts.filter(c => c.data.datasets.some(d => d.data.length > 0)).length;
-  document.body.dataset.points = charts.reduce((n, c) => n + c.data.datasets.reduce((k, d) => k + d.data.length, 0), 0);
-  document.body.dataset.ready = 'yes';
+  function readBack() {
+    const drawn = {};
+    charts.forEach(c => {
+      const axes = {};
+      for (const [id, s] of Object.entries(c.scales)) axes[id] = s.ticks.map(t => String(t.label));
+      drawn[c.canvas.id] = {axes: axes, datasets: c.data.datasets.map(d => d.label)};
+    });
+    el('drawn').textContent = JSON.stringify(drawn);
+    document.body.dataset.charts = charts.length;
+    document.body.dataset.chartsWithData = charts.filter(c => c.data.datasets.some(d => d.data.length > 0)).length;
+    document.body.dataset.points = charts.reduce((n, c) => n + c.data.datasets.reduce((k, d) => k + d.data.length, 0), 0);
+    document.body.dataset.ready = 'yes';
+  }
+
+  heatmap();
+  latency();
+  nodesVsLatency();
+  maxDiff();
+  failures();
+  readBack();
 })();
 )js";
 
