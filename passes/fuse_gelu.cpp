@@ -32,23 +32,22 @@ constexpr double kKappa = 0.044715;
 // v = x³ (Pow(x, 3), Mul(x, Mul(x, x)), Mul(Mul(x, x), x)): the nodes, else empty.
 std::vector<NodeId> cube_of(const Graph& g, ValueId v, ValueId x, bool& ok) {
   if (!x.valid()) return {};
-  const Step c =
-      fits(g, g.producer(v), x, {Link::first("Pow", Operand::any(3.0)), Link::either("Mul", Operand::any())});
+  const Hop c = fits(g, g.producer(v), x, {Link::first("Pow", Operand::any(3.0)), Link::either("Mul", Operand::any())});
   if (!c) return {};
   ok = c.ok;
   if (c.alt == 0) return {c.node};
-  const Step sq = fits(g, g.producer(c.other), x, {Link::either("Mul", Operand::same())});
+  const Hop sq = fits(g, g.producer(c.other), x, {Link::either("Mul", Operand::same())});
   return sq ? std::vector<NodeId>{c.node, sq.node} : std::vector<NodeId>{};
 }
 
 // Tanh's input √(2/π)·(x + 0.044715·x³): x, or invalid.
 ValueId tanh_input(const Graph& g, ValueId z, std::vector<NodeId>& nodes, bool& ok) {
-  const Step outer = prev(g, z, {Link::either("Mul", Operand::scalar(kSqrt2OverPi))});
+  const Hop outer = prev(g, z, {Link::either("Mul", Operand::scalar(kSqrt2OverPi))});
   const NodeId add = outer ? producer_op(g, outer.in, "Add") : NodeId{};
   if (!add.valid()) return {};
   for (size_t i = 0; i < 2; ++i) {
     const ValueId base = g.input(add, i);
-    const Step kmul = prev(g, g.input(add, 1 - i), {Link::either("Mul", Operand::scalar(kKappa))});
+    const Hop kmul = prev(g, g.input(add, 1 - i), {Link::either("Mul", Operand::scalar(kKappa))});
     bool exp_ok = false;
     auto cube = kmul ? cube_of(g, kmul.in, base, exp_ok) : std::vector<NodeId>{};
     if (cube.empty()) continue;
@@ -68,7 +67,7 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const
   bool ok = false;
   if (tanh) {
     r.x = tanh_input(g, z, r.nodes, ok);
-  } else if (const Step in = prev(g, z, divided_by(kSqrt2))) {  // x/√2 or x·(1/√2)
+  } else if (const Hop in = prev(g, z, divided_by(kSqrt2))) {  // x/√2 or x·(1/√2)
     r.x = in.in;
     ok = in.ok;
     r.nodes.push_back(in.node);
@@ -76,15 +75,15 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const
   if (!r.x.valid()) return {};
   const ValueId x = r.x;
   r.nodes.push_back(anchor);
-  const Step plus = next(g, u, t, {Link::either("Add", Operand::scalar(1.0))});  // 1 + t
+  const Hop plus = next(g, u, t, {Link::either("Add", Operand::scalar(1.0))});  // 1 + t
   if (!plus) return {};
   ok = ok && plus.ok;
   r.nodes.push_back(plus.node);
   const ValueId a = plus.out;
   // x · ½ · a in its three associations; the ½ is Mul by 0.5 or Div by 2.
-  const Step mul = next(g, u, a, {Link::either("Mul", Operand::any())});
+  const Hop mul = next(g, u, a, {Link::either("Mul", Operand::any())});
   if (!mul) return {};
-  Step half;
+  Hop half;
   if (mul.other == x) {  // (x · a) · ½
     half = next(g, u, mul.out, divided_by(2));
     r.nodes.insert(r.nodes.end(), {mul.node, half.node});
@@ -93,7 +92,7 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const
     r.nodes.insert(r.nodes.end(), {half.node, mul.node});
     r.out = mul.out;
   } else if ((half = fits(g, mul.node, a, divided_by(2)))) {  // x · (a · ½)
-    const Step last = next(g, u, mul.out, {Link::either("Mul", Operand::is_value(x))});
+    const Hop last = next(g, u, mul.out, {Link::either("Mul", Operand::is_value(x))});
     if (!last) return {};
     r.nodes.insert(r.nodes.end(), {mul.node, last.node});
     r.out = last.out;

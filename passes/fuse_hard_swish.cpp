@@ -23,15 +23,15 @@ using namespace pattern;
 
 // The reader of `v` that multiplies it by `x` (either order), and the one that divides it by 6
 // (Div(v, 6) or Mul(v, 1/6)).
-Step times(const Graph& g, const Uses& u, ValueId v, ValueId x) {
+Hop times(const Graph& g, const Uses& u, ValueId v, ValueId x) {
   return next(g, u, v, {Link::either("Mul", Operand::is_value(x))});
 }
-Step sixth(const Graph& g, const Uses& u, ValueId v) { return next(g, u, v, divided_by(6, Operand::Fit::Value)); }
+Hop sixth(const Graph& g, const Uses& u, ValueId v) { return next(g, u, v, divided_by(6, Operand::Fit::Value)); }
 
 // x · HardSigmoid(x) with HardSwish's slope and offset.
 Found<ActivationMatch> from_hard_sigmoid(const Graph& g, const Uses& u, NodeId hs) {
   const ValueId x = g.input(hs, 0);
-  const Step mul = times(g, u, g.output(hs, 0), x);
+  const Hop mul = times(g, u, g.output(hs, 0), x);
   if (!mul) return {};  // x · HardSigmoid(y): a gate, not an h-swish
   const double alpha = g.attr_float(hs, "alpha", 0.2f), beta = g.attr_float(hs, "beta", 0.5f);
   if (std::abs(alpha - 1.0 / 6) > rounding(DType::Float) || beta != 0.5) return Miss{"HardSigmoid slope is not 1/6"};
@@ -40,16 +40,16 @@ Found<ActivationMatch> from_hard_sigmoid(const Graph& g, const Uses& u, NodeId h
 
 // Clip(x + 3, 0, 6) · x / 6 in any of its arrangements.
 Found<ActivationMatch> from_relu6(const Graph& g, const Uses& u, NodeId clip) {
-  const Step add = prev(g, g.input(clip, 0), {Link::either("Add", Operand::scalar(3, Operand::Fit::Value))});
+  const Hop add = prev(g, g.input(clip, 0), {Link::either("Add", Operand::scalar(3, Operand::Fit::Value))});
   if (!add || !add.in.valid()) return {};
   const ValueId x = add.in, c = g.output(clip, 0);
   ActivationMatch r{.op = "HardSwish", .x = x};
-  if (Step mul = times(g, u, c, x)) {  // (x · c) / 6
-    const Step div = sixth(g, u, mul.out);
+  if (Hop mul = times(g, u, c, x)) {  // (x · c) / 6
+    const Hop div = sixth(g, u, mul.out);
     if (!div) return {};
     r.nodes = {add.node, clip, mul.node, div.node};
     r.out = div.out;
-  } else if (Step div = sixth(g, u, c)) {  // x · (c / 6)
+  } else if (Hop div = sixth(g, u, c)) {  // x · (c / 6)
     mul = times(g, u, div.out, x);
     if (!mul) return {};
     r.nodes = {add.node, clip, div.node, mul.node};

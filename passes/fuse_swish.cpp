@@ -19,15 +19,15 @@ using namespace pattern;
 Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&) {
   const ValueId z = g.input(sig, 0), s = g.output(sig, 0);
   auto times = [&](ValueId x) { return next(g, u, s, {Link::either("Mul", Operand::is_value(x))}); };
-  const Step pre = prev(g, z, {Link::either("Mul", Operand::constant())});
-  if (const Step mul = pre ? times(pre.in) : Step{}) {  // x · Sigmoid(α · x)
+  const Hop pre = prev(g, z, {Link::either("Mul", Operand::constant())});
+  if (const Hop mul = pre ? times(pre.in) : Hop{}) {  // x · Sigmoid(α · x)
     auto alpha = scalar(g, pre.other);
     if (!alpha) return Miss{"alpha not a scalar"};
     ActivationMatch r{.op = "Swish", .nodes = {pre.node, sig, mul.node}, .x = pre.in, .out = mul.out};
     if (const auto a = static_cast<float>(*alpha); a != 1.0f) r.attrs.push_back(NewAttr::Float("alpha", a));
     return finish_activation(g, u, std::move(r));
   }
-  const Step mul = times(z);  // x · Sigmoid(x)
+  const Hop mul = times(z);  // x · Sigmoid(x)
   if (!mul) return {};
   return finish_activation(g, u, {.op = "Swish", .nodes = {sig, mul.node}, .x = z, .out = mul.out});
 }

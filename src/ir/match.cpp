@@ -448,10 +448,10 @@ bool admits(const Graph& g, const Operand& want, ValueId o, ValueId v, bool& ok)
 }
 
 // `n` as `link` with the chain's value at input `slot` (`v` invalid: whatever is there).
-Step fits_at(const Graph& g, NodeId n, ValueId v, const Link& link, size_t slot) {
+Hop fits_at(const Graph& g, NodeId n, ValueId v, const Link& link, size_t slot) {
   const ValueId in = g.input(n, slot);
   if (v.valid() && in != v) return {};
-  Step s{.node = n, .in = in, .out = g.output(n, 0)};
+  Hop s{.node = n, .in = in, .out = g.output(n, 0)};
   if (link.other.is != Operand::Is::Nothing) s.other = g.input(n, 1 - slot);
   if (!admits(g, link.other, s.other, in, s.ok)) return {};
   return s;
@@ -459,11 +459,11 @@ Step fits_at(const Graph& g, NodeId n, ValueId v, const Link& link, size_t slot)
 
 }  // namespace
 
-Step fits(const Graph& g, NodeId n, ValueId v, std::span<const Link> links) {
+Hop fits(const Graph& g, NodeId n, ValueId v, std::span<const Link> links) {
   for (size_t i = 0; i < links.size(); ++i) {
     const Link& link = links[i];
     if (!is(g, n, link.op)) continue;
-    Step s = fits_at(g, n, v, link, link.slot == 1 ? 1 : 0);
+    Hop s = fits_at(g, n, v, link, link.slot == 1 ? 1 : 0);
     if (!s && link.slot < 0) s = fits_at(g, n, v, link, 1);
     if (s) {
       s.alt = static_cast<int>(i);
@@ -473,25 +473,25 @@ Step fits(const Graph& g, NodeId n, ValueId v, std::span<const Link> links) {
   return {};
 }
 
-Step next(const Graph& g, const Uses& u, ValueId v, std::span<const Link> links) {
+Hop next(const Graph& g, const Uses& u, ValueId v, std::span<const Link> links) {
   if (!v.valid()) return {};
   for (const Use& use : u.of(v))
     if (use.slot != Use::kImplicit && g.alive(use.node))
-      if (Step s = fits(g, use.node, v, links)) return s;
+      if (Hop s = fits(g, use.node, v, links)) return s;
   return {};
 }
 
-Step prev(const Graph& g, ValueId v, std::span<const Link> links) {
-  return v.valid() ? fits(g, g.producer(v), {}, links) : Step{};
+Hop prev(const Graph& g, ValueId v, std::span<const Link> links) {
+  return v.valid() ? fits(g, g.producer(v), {}, links) : Hop{};
 }
 
-Step fits(const Graph& g, NodeId n, ValueId v, std::initializer_list<Link> links) {
+Hop fits(const Graph& g, NodeId n, ValueId v, std::initializer_list<Link> links) {
   return fits(g, n, v, std::span<const Link>(links.begin(), links.size()));
 }
-Step next(const Graph& g, const Uses& u, ValueId v, std::initializer_list<Link> links) {
+Hop next(const Graph& g, const Uses& u, ValueId v, std::initializer_list<Link> links) {
   return next(g, u, v, std::span<const Link>(links.begin(), links.size()));
 }
-Step prev(const Graph& g, ValueId v, std::initializer_list<Link> links) {
+Hop prev(const Graph& g, ValueId v, std::initializer_list<Link> links) {
   return prev(g, v, std::span<const Link>(links.begin(), links.size()));
 }
 

@@ -189,7 +189,7 @@ TEST(Match, MatchIfReturnsTheFirstFailedCheck) {
   EXPECT_FALSE(match_pair(g, uses, g.producer(r2)));
 }
 
-// ---- chains (Link / Step): alternatives, which one fit, shape apart from value, and never a node
+// ---- chains (Link / Hop): alternatives, which one fit, shape apart from value, and never a node
 // that does not read the chain's value.
 
 TEST(Chain, DividedByTakesDivAndMulByTheReciprocalInEitherOrder) {
@@ -204,19 +204,19 @@ TEST(Chain, DividedByTakesDivAndMulByTheReciprocalInEitherOrder) {
   const Graph& g = b.g();
   Uses u(g);
 
-  const Step sd = fits(g, g.producer(d), x, divided_by(2));
+  const Hop sd = fits(g, g.producer(d), x, divided_by(2));
   ASSERT_TRUE(sd);
   EXPECT_EQ(sd.alt, 0);
   EXPECT_TRUE(sd.ok);
   EXPECT_EQ(sd.in, x);
   EXPECT_EQ(sd.out, d);
-  const Step sm = prev(g, m, divided_by(2));  // the chain's value found by the link
+  const Hop sm = prev(g, m, divided_by(2));  // the chain's value found by the link
   ASSERT_TRUE(sm);
   EXPECT_EQ(sm.alt, 1);
   EXPECT_EQ(sm.in, x);
   EXPECT_TRUE(sm.ok);
   // The shape fits, the value does not: ok false, or no fit when the value is required.
-  const Step so = fits(g, g.producer(off), x, divided_by(2));
+  const Hop so = fits(g, g.producer(off), x, divided_by(2));
   ASSERT_TRUE(so);
   EXPECT_FALSE(so.ok);
   EXPECT_FALSE(fits(g, g.producer(off), x, divided_by(2, Operand::Fit::Value)));
@@ -225,9 +225,9 @@ TEST(Chain, DividedByTakesDivAndMulByTheReciprocalInEitherOrder) {
   EXPECT_FALSE(fits(g, g.producer(wide), x, divided_by(2)));
 
   // next(): the first reader that fits (x's readers in order: d, m, off, inv, wide).
-  const Step first = next(g, u, x, {Link::first("Div", Operand::scalar()), Link::either("Mul", Operand::scalar())});
+  const Hop first = next(g, u, x, {Link::first("Div", Operand::scalar()), Link::either("Mul", Operand::scalar())});
   EXPECT_EQ(first.node, g.producer(d));
-  const Step mul = next(g, u, x, {Link::either("Mul", Operand::scalar(0.4))});
+  const Hop mul = next(g, u, x, {Link::either("Mul", Operand::scalar(0.4))});
   EXPECT_EQ(mul.node, g.producer(m));  // the shape fits first; its value is the caller's Miss
   EXPECT_FALSE(mul.ok);
   EXPECT_EQ(next(g, u, x, {Link::either("Mul", Operand::scalar(0.4, Operand::Fit::Value))}).node, g.producer(off));
@@ -250,10 +250,10 @@ TEST(Chain, SquaredAndOperandsThatNameValues) {
 
   EXPECT_TRUE(prev(g, p2, squared()).ok);
   EXPECT_FALSE(prev(g, p3, squared()).ok);
-  const Step se = prev(g, pe, squared());
+  const Hop se = prev(g, pe, squared());
   ASSERT_TRUE(se);
   EXPECT_FALSE(se.ok);
-  const Step sx = prev(g, xx, squared());
+  const Hop sx = prev(g, xx, squared());
   ASSERT_TRUE(sx);
   EXPECT_EQ(sx.alt, 1);
   EXPECT_EQ(sx.in, x);
@@ -264,7 +264,7 @@ TEST(Chain, SquaredAndOperandsThatNameValues) {
   EXPECT_FALSE(fits(g, g.producer(xx), y, {Link::either("Mul", Operand::any())}));
   // Reciprocal(s) or Div(·, s) with another dividend: Div(s, s) is 1, not 1/s.
   const Link recip[] = {Link::unary("Reciprocal"), Link::second("Div", Operand::other())};
-  const Step sr = next(g, u, xx, recip);
+  const Hop sr = next(g, u, xx, recip);
   ASSERT_TRUE(sr);
   EXPECT_EQ(sr.node, g.producer(r));
   EXPECT_EQ(sr.alt, 0);
