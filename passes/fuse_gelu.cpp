@@ -23,6 +23,11 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) Gelu(approximate=tanh); constants matched by "
+    "value";
+
 using namespace pattern;
 
 constexpr double kSqrt2 = 1.4142135623730951;
@@ -105,9 +110,6 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_gelu, ActivationMatch, match, apply_activation, .op = "Gelu", .min_opset = 20,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"},
-                 .summary =
-                     "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) Gelu(approximate=tanh); "
-                     "constants matched by value");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

@@ -19,6 +19,9 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary = "x·HardSigmoid(x) (alpha 1/6) and x·Clip(x + 3, 0, 6)/6 become HardSwish";
+
 using namespace pattern;
 
 // The reader of `v` that multiplies it by `x` (either order), and the one that divides it by 6
@@ -71,7 +74,6 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId n, const Pass
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_hard_swish, ActivationMatch, match, apply_activation, .op = "HardSwish", .min_opset = 14,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"HardSigmoid", "Clip"},
-                 .summary = "x·HardSigmoid(x) (alpha 1/6) and x·Clip(x + 3, 0, 6)/6 become HardSwish");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"HardSigmoid", "Clip"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

@@ -14,6 +14,9 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary = "x·Sigmoid(x) becomes Swish, x·Sigmoid(α·x) Swish(alpha=α)";
+
 using namespace pattern;
 
 Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&) {
@@ -35,7 +38,6 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId sig, const Pa
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_swish, ActivationMatch, match, apply_activation, .op = "Swish", .min_opset = 24,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"},
-                 .summary = "x·Sigmoid(x) becomes Swish, x·Sigmoid(α·x) Swish(alpha=α)");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

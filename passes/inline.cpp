@@ -22,6 +22,11 @@ InlineReport inline_model_functions(Model& m) {
 
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "expands every call of a model-local function (FunctionProto) into its caller and drops the functions "
+    "(optimize --inline-functions)";
+
 struct InlineMatch {};
 
 std::vector<InlineMatch> analyze_inline(const Graph& g, const Uses&, const PassOptions&) {
@@ -38,8 +43,6 @@ bool apply_inline(Edits& e, const InlineMatch&) {
 
 }  // namespace
 
-ONNXFORGE_PASS(inline_functions, InlineMatch, AccuracyClass::Lossless, analyze_inline, apply_inline, {},
-               "expands every call of a model-local function (FunctionProto) into its caller and drops the "
-               "functions (optimize --inline-functions)");
+ONNXFORGE_PASS(inline_functions, InlineMatch, AccuracyClass::Lossless, analyze_inline, apply_inline, {}, kSummary);
 
 }  // namespace onnxforge::passes
