@@ -10,6 +10,10 @@
 #include "passes/registry.h"
 
 namespace onnxforge::passes {
+
+// A census row as audit's JSON prints it: its fields by their names.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CensusRow, fusion, op, min_opset, found, fusable_here, fusable_after_upgrade, missed)
+
 namespace {
 
 constexpr uint64_t kSmallConstant = 64u << 10;
@@ -63,19 +67,6 @@ std::vector<const Pass*> exposing_passes() {
   return out;
 }
 
-nlohmann::json census_json(const std::vector<CensusRow>& rows) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : rows)
-    out.push_back({{"fusion", r.fusion},
-                   {"op", r.op},
-                   {"min_opset", r.min_opset},
-                   {"found", r.found},
-                   {"fusable_here", r.fusable_here},
-                   {"fusable_after_upgrade", r.fusable_after_upgrade},
-                   {"missed", r.missed}});
-  return out;
-}
-
 }  // namespace
 
 nlohmann::json AuditResult::to_json() const {
@@ -85,7 +76,7 @@ nlohmann::json AuditResult::to_json() const {
           {"nodes_simplified", nodes_simplified},
           {"forensics", forensics.to_json()},
           {"fingerprint", fingerprint.to_json()},
-          {"census", census_json(census)},
+          {"census", census},
           {"upgrade_hint", upgrade_hint(census)},
           {"seconds", seconds}};
 }

@@ -9,6 +9,9 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary = "remove nodes whose outputs reach no graph output";
+
 struct Match {
   NodeId node;
 };
@@ -54,7 +57,6 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(eliminate_dead_nodes, Match, AccuracyClass::Lossless, analyze, apply, {},
-               "remove nodes whose outputs reach no graph output");
+ONNXFORGE_PASS(eliminate_dead_nodes, Match, AccuracyClass::Lossless, analyze, apply, {}, kSummary);
 
 }  // namespace onnxforge::passes

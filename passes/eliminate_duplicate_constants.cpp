@@ -17,6 +17,9 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary = "merge identical initializers/Constants by content hash, and identical nodes (CSE)";
+
 struct Match {
   NodeId dup_node;  // a node to merge into `keep_node` (CSE or Constant), or invalid
   NodeId keep_node;
@@ -182,7 +185,6 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(eliminate_duplicate_constants, Match, AccuracyClass::Lossless, analyze, apply, {},
-               "merge identical initializers/Constants by content hash, and identical nodes (CSE)");
+ONNXFORGE_PASS(eliminate_duplicate_constants, Match, AccuracyClass::Lossless, analyze, apply, {}, kSummary);
 
 }  // namespace onnxforge::passes

@@ -7,6 +7,9 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary = "remove initializers nothing reads (and inputs shadowing them, IR < 4)";
+
 struct Match {
   ValueId value;
 };
@@ -30,7 +33,6 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(eliminate_unused_initializers, Match, AccuracyClass::Lossless, analyze, apply, {},
-               "remove initializers nothing reads (and inputs shadowing them, IR < 4)");
+ONNXFORGE_PASS(eliminate_unused_initializers, Match, AccuracyClass::Lossless, analyze, apply, {}, kSummary);
 
 }  // namespace onnxforge::passes

@@ -48,6 +48,11 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 (3-D or 4-D, grouped-query, "
+    "attn_mask or a proven is_causal)";
+
 using heads::Layout;
 using heads::Sizes;
 using heads::Step;
@@ -778,9 +783,6 @@ bool apply(Edits& e, const Match& m) {
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_attention, Match, match, apply, .op = "Attention", .min_opset = 23,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Softmax"},
-                 .summary =
-                     "MatMul/scale/mask/Softmax/MatMul with the head split and merge → Attention-23 (3-D or 4-D, "
-                     "grouped-query, attn_mask or a proven is_causal)");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Softmax"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

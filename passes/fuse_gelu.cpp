@@ -23,87 +23,45 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) Gelu(approximate=tanh); constants matched by "
+    "value";
+
 using namespace pattern;
 
 constexpr double kSqrt2 = 1.4142135623730951;
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kKappa = 0.044715;
 
-// Mul(v, c) or Mul(c, v) with c a one-element constant: c, else invalid.
-ValueId scalar_operand(const Graph& g, NodeId mul) {
-  if (!is(g, mul, "Mul")) return {};
-  for (size_t i = 0; i < 2; ++i)
-    if (scalar(g, g.input(mul, i))) return g.input(mul, i);
-  return {};
+// v = x³ (Pow(x, 3), Mul(x, Mul(x, x)), Mul(Mul(x, x), x)): the nodes, else empty.
+std::vector<NodeId> cube_of(const Graph& g, ValueId v, ValueId x, bool& ok) {
+  if (!x.valid()) return {};
+  const Hop c = fits(g, g.producer(v), x, {Link::first("Pow", Operand::any(3.0)), Link::either("Mul", Operand::any())});
+  if (!c) return {};
+  ok = c.ok;
+  if (c.alt == 0) return {c.node};
+  const Hop sq = fits(g, g.producer(c.other), x, {Link::either("Mul", Operand::same())});
+  return sq ? std::vector<NodeId>{c.node, sq.node} : std::vector<NodeId>{};
 }
 
-// v = x³ (Pow(x, 3), Mul(x, Mul(x, x)), Mul(Mul(x, x), x)) with base x: the nodes, else empty.
-std::vector<NodeId> cube_of(const Graph& g, ValueId v, ValueId x, bool& exponent_ok) {
-  NodeId n = g.producer(v);
-  if (is(g, n, "Pow") && g.input(n, 0) == x) {
-    exponent_ok = scalar_near(g, g.input(n, 1), 3.0);
-    return {n};
-  }
-  if (!is(g, n, "Mul")) return {};
-  ValueId sq = other_input(g, n, x);
-  NodeId m = g.producer(sq);
-  if (sq.valid() && is(g, m, "Mul") && g.input(m, 0) == x && g.input(m, 1) == x) {
-    exponent_ok = true;
-    return {n, m};
-  }
-  return {};
-}
-
-// Erf's input x/√2: (x, nodes, constant ok) or nothing.
-bool erf_input(const Graph& g, ValueId z, ValueId& x, std::vector<NodeId>& nodes, bool& ok) {
-  NodeId p = g.producer(z);
-  if (is(g, p, "Div") && scalar(g, g.input(p, 1))) {
-    x = g.input(p, 0);
-    ok = scalar_near(g, g.input(p, 1), kSqrt2);
-  } else if (ValueId c = scalar_operand(g, p); c.valid()) {
-    x = other_input(g, p, c);
-    ok = scalar_near(g, c, 1 / kSqrt2);
-  } else {
-    return false;
-  }
-  nodes.push_back(p);
-  return x.valid();
-}
-
-// Tanh's input √(2/π)·(x + 0.044715·x³).
-bool tanh_input(const Graph& g, ValueId z, ValueId& x, std::vector<NodeId>& nodes, bool& ok) {
-  NodeId outer = g.producer(z);
-  ValueId beta = scalar_operand(g, outer);
-  if (!beta.valid()) return false;
-  NodeId add = g.producer(other_input(g, outer, beta));
-  if (!is(g, add, "Add")) return false;
+// Tanh's input √(2/π)·(x + 0.044715·x³): x, or invalid.
+ValueId tanh_input(const Graph& g, ValueId z, std::vector<NodeId>& nodes, bool& ok) {
+  const Hop outer = prev(g, z, {Link::either("Mul", Operand::scalar(kSqrt2OverPi))});
+  const NodeId add = outer ? producer_op(g, outer.in, "Add") : NodeId{};
+  if (!add.valid()) return {};
   for (size_t i = 0; i < 2; ++i) {
-    ValueId base = g.input(add, i), k = g.input(add, 1 - i);
-    NodeId kmul = g.producer(k);
-    ValueId kappa = scalar_operand(g, kmul);
-    if (!kappa.valid()) continue;
+    const ValueId base = g.input(add, i);
+    const Hop kmul = prev(g, g.input(add, 1 - i), {Link::either("Mul", Operand::scalar(kKappa))});
     bool exp_ok = false;
-    auto cube = cube_of(g, other_input(g, kmul, kappa), base, exp_ok);
+    auto cube = kmul ? cube_of(g, kmul.in, base, exp_ok) : std::vector<NodeId>{};
     if (cube.empty()) continue;
-    x = base;
-    ok = exp_ok && scalar_near(g, beta, kSqrt2OverPi) && scalar_near(g, kappa, kKappa);
-    nodes.insert(nodes.end(), {outer, add, kmul});
+    ok = exp_ok && outer.ok && kmul.ok;
+    nodes.insert(nodes.end(), {outer.node, add, kmul.node});
     nodes.insert(nodes.end(), cube.begin(), cube.end());
-    return true;
+    return base;
   }
-  return false;
-}
-
-// ½ applied by `n` to `v`: Mul(v, 0.5) / Mul(0.5, v) / Div(v, 2). Sets ok when the constant is right.
-bool halves(const Graph& g, NodeId n, ValueId v, bool& ok) {
-  if (is(g, n, "Div") && g.input(n, 0) == v && scalar(g, g.input(n, 1))) {
-    ok = scalar_near(g, g.input(n, 1), 2.0);
-    return true;
-  }
-  ValueId c = scalar_operand(g, n);
-  if (!c.valid() || other_input(g, n, c) != v) return false;
-  ok = scalar_near(g, c, 0.5);
-  return true;
+  return {};
 }
 
 Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const PassOptions&) {
@@ -112,50 +70,46 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId anchor, const
   if (tanh) r.attrs.push_back(NewAttr::String("approximate", "tanh"));
   const ValueId z = g.input(anchor, 0), t = g.output(anchor, 0);
   bool ok = false;
-  if (!(tanh ? tanh_input(g, z, r.x, r.nodes, ok) : erf_input(g, z, r.x, r.nodes, ok))) return {};
+  if (tanh) {
+    r.x = tanh_input(g, z, r.nodes, ok);
+  } else if (const Hop in = prev(g, z, divided_by(kSqrt2))) {  // x/√2 or x·(1/√2)
+    r.x = in.in;
+    ok = in.ok;
+    r.nodes.push_back(in.node);
+  }
+  if (!r.x.valid()) return {};
   const ValueId x = r.x;
   r.nodes.push_back(anchor);
-  // 1 + t
-  const NodeId plus = reader_if(g, u, t, [&](NodeId n) {
-    ValueId c = other_input(g, n, t);
-    return g.is_op(n, "Add") && c != t && scalar(g, c);
-  });
-  if (!plus.valid()) return {};
-  ok = ok && scalar_near(g, other_input(g, plus, t), 1.0);
-  r.nodes.push_back(plus);
-  const ValueId a = g.output(plus, 0);
-  // x · ½ · a in its three associations.
-  const NodeId mul = reader_op(g, u, a, "Mul");
-  if (!mul.valid()) return {};
-  const ValueId o = other_input(g, mul, a);
-  const ValueId p = g.output(mul, 0);
-  bool half_ok = false;
-  if (o == x) {  // (x · a) · ½
-    NodeId h = reader_if(g, u, p, [&](NodeId n) { return halves(g, n, p, half_ok); });
-    if (!h.valid()) return {};
-    r.nodes.insert(r.nodes.end(), {mul, h});
-    r.out = g.output(h, 0);
-  } else if (NodeId hx = g.producer(o); hx.valid() && halves(g, hx, x, half_ok)) {  // (x · ½) · a
-    r.nodes.insert(r.nodes.end(), {hx, mul});
-    r.out = p;
-  } else if (halves(g, mul, a, half_ok)) {  // x · (a · ½)
-    NodeId last = reader_if(g, u, p, [&](NodeId n) { return g.is_op(n, "Mul") && other_input(g, n, p) == x; });
-    if (!last.valid()) return {};
-    r.nodes.insert(r.nodes.end(), {mul, last});
-    r.out = g.output(last, 0);
-  } else {
-    return {};
+  const Hop plus = next(g, u, t, {Link::either("Add", Operand::scalar(1.0))});  // 1 + t
+  if (!plus) return {};
+  ok = ok && plus.ok;
+  r.nodes.push_back(plus.node);
+  const ValueId a = plus.out;
+  // x · ½ · a in its three associations; the ½ is Mul by 0.5 or Div by 2.
+  const Hop mul = next(g, u, a, {Link::either("Mul", Operand::any())});
+  if (!mul) return {};
+  Hop half;
+  if (mul.other == x) {  // (x · a) · ½
+    half = next(g, u, mul.out, divided_by(2));
+    r.nodes.insert(r.nodes.end(), {mul.node, half.node});
+    r.out = half.out;
+  } else if ((half = fits(g, g.producer(mul.other), x, divided_by(2)))) {  // (x · ½) · a
+    r.nodes.insert(r.nodes.end(), {half.node, mul.node});
+    r.out = mul.out;
+  } else if ((half = fits(g, mul.node, a, divided_by(2)))) {  // x · (a · ½)
+    const Hop last = next(g, u, mul.out, {Link::either("Mul", Operand::is_value(x))});
+    if (!last) return {};
+    r.nodes.insert(r.nodes.end(), {mul.node, last.node});
+    r.out = last.out;
   }
-  if (!ok || !half_ok) return Miss{"constants differ"};
+  if (!half) return {};
+  if (!ok || !half.ok) return Miss{"constants differ"};
   return finish_activation(g, u, std::move(r));
 }
 
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_gelu, ActivationMatch, match, apply_activation, .op = "Gelu", .min_opset = 20,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"},
-                 .summary =
-                     "x·½·(1+erf(x/√2)) becomes Gelu, ½x(1+tanh(√(2/π)(x+0.044715x³))) Gelu(approximate=tanh); "
-                     "constants matched by value");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Erf", "Tanh"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

@@ -19,51 +19,44 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary = "x·HardSigmoid(x) (alpha 1/6) and x·Clip(x + 3, 0, 6)/6 become HardSwish";
+
 using namespace pattern;
 
-// The node reading `v` that multiplies it by `x` (Mul(v, x) in either order), or invalid.
-NodeId times(const Graph& g, const Uses& u, ValueId v, ValueId x) {
-  return reader_if(g, u, v, [&](NodeId n) { return g.is_op(n, "Mul") && other_input(g, n, v) == x; });
+// The reader of `v` that multiplies it by `x` (either order), and the one that divides it by 6
+// (Div(v, 6) or Mul(v, 1/6)).
+Hop times(const Graph& g, const Uses& u, ValueId v, ValueId x) {
+  return next(g, u, v, {Link::either("Mul", Operand::is_value(x))});
 }
-
-// The node reading `v` that divides it by 6 (Div(v, 6) or Mul(v, 1/6)), or invalid.
-NodeId sixth(const Graph& g, const Uses& u, ValueId v) {
-  return reader_if(g, u, v, [&](NodeId n) {
-    if (g.is_op(n, "Div")) return g.input(n, 0) == v && scalar_near(g, g.input(n, 1), 6);
-    return g.is_op(n, "Mul") && scalar_near(g, other_input(g, n, v), 1.0 / 6);
-  });
-}
+Hop sixth(const Graph& g, const Uses& u, ValueId v) { return next(g, u, v, divided_by(6, Operand::Fit::Value)); }
 
 // x · HardSigmoid(x) with HardSwish's slope and offset.
 Found<ActivationMatch> from_hard_sigmoid(const Graph& g, const Uses& u, NodeId hs) {
   const ValueId x = g.input(hs, 0);
-  const NodeId mul = times(g, u, g.output(hs, 0), x);
-  if (!mul.valid()) return {};  // x · HardSigmoid(y): a gate, not an h-swish
+  const Hop mul = times(g, u, g.output(hs, 0), x);
+  if (!mul) return {};  // x · HardSigmoid(y): a gate, not an h-swish
   const double alpha = g.attr_float(hs, "alpha", 0.2f), beta = g.attr_float(hs, "beta", 0.5f);
   if (std::abs(alpha - 1.0 / 6) > rounding(DType::Float) || beta != 0.5) return Miss{"HardSigmoid slope is not 1/6"};
-  return finish_activation(g, u, {.op = "HardSwish", .nodes = {hs, mul}, .x = x, .out = g.output(mul, 0)});
+  return finish_activation(g, u, {.op = "HardSwish", .nodes = {hs, mul.node}, .x = x, .out = mul.out});
 }
 
 // Clip(x + 3, 0, 6) · x / 6 in any of its arrangements.
 Found<ActivationMatch> from_relu6(const Graph& g, const Uses& u, NodeId clip) {
-  const NodeId add = producer_op(g, g.input(clip, 0), "Add");
-  if (!add.valid()) return {};
-  ValueId x;
-  for (size_t i = 0; i < 2 && !x.valid(); ++i)
-    if (scalar_near(g, g.input(add, 1 - i), 3)) x = g.input(add, i);
-  if (!x.valid()) return {};
-  const ValueId c = g.output(clip, 0);
+  const Hop add = prev(g, g.input(clip, 0), {Link::either("Add", Operand::scalar(3, Operand::Fit::Value))});
+  if (!add || !add.in.valid()) return {};
+  const ValueId x = add.in, c = g.output(clip, 0);
   ActivationMatch r{.op = "HardSwish", .x = x};
-  if (NodeId mul = times(g, u, c, x); mul.valid()) {  // (x · c) / 6
-    const NodeId div = sixth(g, u, g.output(mul, 0));
-    if (!div.valid()) return {};
-    r.nodes = {add, clip, mul, div};
-    r.out = g.output(div, 0);
-  } else if (NodeId div = sixth(g, u, c); div.valid()) {  // x · (c / 6)
-    mul = times(g, u, g.output(div, 0), x);
-    if (!mul.valid()) return {};
-    r.nodes = {add, clip, div, mul};
-    r.out = g.output(mul, 0);
+  if (Hop mul = times(g, u, c, x)) {  // (x · c) / 6
+    const Hop div = sixth(g, u, mul.out);
+    if (!div) return {};
+    r.nodes = {add.node, clip, mul.node, div.node};
+    r.out = div.out;
+  } else if (Hop div = sixth(g, u, c)) {  // x · (c / 6)
+    mul = times(g, u, div.out, x);
+    if (!mul) return {};
+    r.nodes = {add.node, clip, div.node, mul.node};
+    r.out = mul.out;
   } else {
     return {};
   }
@@ -81,7 +74,6 @@ Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId n, const Pass
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_hard_swish, ActivationMatch, match, apply_activation, .op = "HardSwish", .min_opset = 14,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"HardSigmoid", "Clip"},
-                 .summary = "x·HardSigmoid(x) (alpha 1/6) and x·Clip(x + 3, 0, 6)/6 become HardSwish");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"HardSigmoid", "Clip"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

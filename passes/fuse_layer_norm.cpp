@@ -31,63 +31,37 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (+ scale, bias) over the trailing axes becomes LayerNormalization "
+    "(float16 with Casts: stash_type=1)";
+
 using namespace pattern;
 
 Found<NormMatch> match(const Graph& g, const Uses& u, NodeId mean, const PassOptions&) {
   const ValueId x = g.input(mean, 0), m = g.output(mean, 0);
-  const NodeId sub =
-      reader_if(g, u, m, [&](NodeId n) { return g.is_op(n, "Sub") && g.input(n, 0) == x && g.input(n, 1) == m; });
-  if (!sub.valid()) return {};
-  const ValueId d = g.output(sub, 0);
-  const NodeId sq = reader_if(g, u, d, [&](NodeId n) {
-    return (g.is_op(n, "Pow") && g.input(n, 0) == d) || (g.is_op(n, "Mul") && g.input(n, 0) == d && g.input(n, 1) == d);
-  });
-  if (!sq.valid()) return {};
-  const NodeId var = reader_op(g, u, g.output(sq, 0), "ReduceMean");
-  if (!var.valid()) return {};
-  auto tail = match_inv_rms(g, u, g.output(var, 0), d);
+  const Hop sub = next(g, u, m, {Link::second("Sub", Operand::is_value(x))});  // d = x - m
+  const Hop square = sub ? next(g, u, sub.out, squared()) : Hop{};
+  const Hop var = square ? next(g, u, square.out, {Link::unary("ReduceMean")}) : Hop{};
+  if (!var) return {};
+  const ValueId d = sub.out;
+  const NodeId sq = square.node;
+  auto tail = match_inv_rms(g, u, var.out, d);
   if (!tail) return {};
 
   // A LayerNorm block from here on: what fails is a Miss.
-  NormMatch r{.op = "LayerNormalization"};
-  r.nodes = {mean, sub, sq, var, tail->add, tail->sqrt, tail->scale};
-  if (tail->recip.valid()) r.nodes.push_back(tail->recip);
-  Found<float> eps = inv_rms_constants(g, sq, *tail, x);
-  if (!eps) return Miss{eps.why()};
-  r.eps = *eps;
-  const NodeId reduces[] = {mean, var};
-  Found<int64_t> k = trailing_axes(g, reduces, x);
-  if (!k) return Miss{k.why()};
-  if (const char* why = private_values(g, u, r.nodes, tail->normalized)) return Miss{why};
-
-  r.type = dtype_of(g, x);
-  r.x = x;
-  ValueId n = tail->normalized;
-  // float16/bfloat16 X cast up for the statistics and the normalized value cast back: stash_type=1.
-  const NodeId up = producer_op(g, x, "Cast");
-  const DType t0 = up.valid() ? dtype_of(g, g.input(up, 0)) : DType::Undefined;
-  if (r.type == DType::Float && is_half(t0)) {
-    const NodeId down = reader_op(g, u, n, "Cast");
-    const NodeId readers[] = {mean, sub};
-    if (down.valid() && u.single(n) && g.attr_int(down, "to", 0) == static_cast<int64_t>(t0) &&
-        read_only_by(g, u, x, readers)) {
-      r.stash = true;
-      r.type = t0;
-      r.x = g.input(up, 0);
-      r.nodes.push_back(up);
-      r.nodes.push_back(down);
-      n = g.output(down, 0);
-    }
-  }
+  NormMatch r{.op = "LayerNormalization", .nodes = {mean, sub.node, sq, var.node}};
+  const NodeId reduces[] = {mean, var.node};
+  const Found<int64_t> k = norm_checks(g, u, r, square, *tail, reduces, x);
+  if (!k) return k.failure();
+  const NodeId readers[] = {mean, sub.node};
+  const ValueId n = stash_casts(g, u, r, tail->normalized, readers);
   return finish_norm(g, u, std::move(r), x, *k, n, /*with_bias=*/true);
 }
 
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_layer_norm, NormMatch, match, apply_norm, .op = "LayerNormalization", .min_opset = 17,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
-                 .summary =
-                     "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div (+ scale, bias) over the trailing axes becomes "
-                     "LayerNormalization (float16 with Casts: stash_type=1)");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

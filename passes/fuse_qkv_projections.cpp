@@ -25,6 +25,11 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "three MatMuls of one input with constant weights (+ bias Adds) → one MatMul on the concatenated weights (+ one "
+    "Add) + Split";
+
 struct Match {
   ValueId x;
   NodeId mm[3], add[3];  // add invalid: no bias
@@ -137,9 +142,6 @@ bool apply(Edits& e, const Match& m) {
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_qkv_projections, Match, match, apply, .op = "MatMul", .min_opset = 13,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"MatMul"},
-                 .summary =
-                     "three MatMuls of one input with constant weights (+ bias Adds) → one MatMul on the concatenated "
-                     "weights (+ one Add) + Split");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"MatMul"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

@@ -28,6 +28,11 @@ namespace {
 
 using namespace pattern;
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "Pow/ReduceMean/Add/Sqrt/Div or Reciprocal (+ scale, Gemma's 1 + w) over the trailing axes becomes "
+    "RMSNormalization (float16 with Casts: stash_type=1)";
+
 // x = Sub(X, ReduceMean(X)): the block is a LayerNorm's variance.
 bool centered(const Graph& g, ValueId x) {
   NodeId sub = producer_op(g, x, "Sub");
@@ -37,49 +42,26 @@ bool centered(const Graph& g, ValueId x) {
 }
 
 Found<NormMatch> match(const Graph& g, const Uses& u, NodeId reduce, const PassOptions&) {
-  const NodeId sq = g.producer(g.input(reduce, 0));
-  ValueId x;
-  if (is(g, sq, "Pow"))
-    x = g.input(sq, 0);
-  else if (is(g, sq, "Mul") && g.input(sq, 0) == g.input(sq, 1))
-    x = g.input(sq, 0);
-  else
-    return {};
+  const Hop square = prev(g, g.input(reduce, 0), squared());
+  if (!square) return {};
+  const NodeId sq = square.node;
+  const ValueId x = square.in;
   auto tail = match_inv_rms(g, u, g.output(reduce, 0), x);
   if (!tail || centered(g, x)) return {};
 
-  NormMatch r{.op = "RMSNormalization"};
-  r.nodes = {sq, reduce, tail->add, tail->sqrt, tail->scale};
-  if (tail->recip.valid()) r.nodes.push_back(tail->recip);
-  Found<float> eps = inv_rms_constants(g, sq, *tail, x);
-  if (!eps) return Miss{eps.why()};
-  r.eps = *eps;
-  Found<int64_t> k = trailing_axes(g, std::span<const NodeId>(&reduce, 1), x);
-  if (!k) return Miss{k.why()};
-  if (const char* why = private_values(g, u, r.nodes, tail->normalized)) return Miss{why};
-
-  r.type = dtype_of(g, x);
-  r.x = x;
+  NormMatch r{.op = "RMSNormalization", .nodes = {sq, reduce}};
+  const Found<int64_t> k = norm_checks(g, u, r, square, *tail, std::span<const NodeId>(&reduce, 1), x);
+  if (!k) return k.failure();
   ValueId n = tail->normalized;
   const NodeId square_and_scale[] = {sq, tail->scale};
   // A Cast in front whose output only the block reads: to the same type it is a no-op the op
   // absorbs; from float16/bfloat16 to float it is the stash when the normalized value is cast back.
-  if (NodeId up = producer_op(g, x, "Cast"); up.valid() && read_only_by(g, u, x, square_and_scale)) {
-    const ValueId x0 = g.input(up, 0);
-    const DType t0 = dtype_of(g, x0);
-    const NodeId down = only_reader(g, u, n, "Cast");
-    if (t0 == r.type) {
-      r.x = x0;
-      r.nodes.push_back(up);
-    } else if (r.type == DType::Float && is_half(t0) && down.valid() &&
-               g.attr_int(down, "to", 0) == static_cast<int64_t>(t0)) {
-      r.x = x0;
-      r.type = t0;
-      r.stash = true;
-      r.nodes.push_back(up);
-      r.nodes.push_back(down);
-      n = g.output(down, 0);
-    }
+  const NodeId up = producer_op(g, x, "Cast");
+  if (up.valid() && dtype_of(g, g.input(up, 0)) == r.type && read_only_by(g, u, x, square_and_scale)) {
+    r.x = g.input(up, 0);
+    r.nodes.push_back(up);
+  } else {
+    n = stash_casts(g, u, r, n, square_and_scale);
   }
   // A Cast back to the same type after the normalization (float32 Llama: Cast(float) of float).
   if (NodeId down = only_reader(g, u, n, "Cast");
@@ -93,9 +75,6 @@ Found<NormMatch> match(const Graph& g, const Uses& u, NodeId reduce, const PassO
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_rms_norm, NormMatch, match, apply_norm, .op = "RMSNormalization", .min_opset = 23,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"},
-                 .summary =
-                     "Pow/ReduceMean/Add/Sqrt/Div or Reciprocal (+ scale, Gemma's 1 + w) over the trailing axes "
-                     "becomes RMSNormalization (float16 with Casts: stash_type=1)");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"ReduceMean"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

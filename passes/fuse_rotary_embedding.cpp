@@ -42,6 +42,11 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 with half-width caches proven from "
+    "the full-width ones";
+
 using heads::Layout;
 using heads::Sizes;
 using heads::Step;
@@ -567,9 +572,6 @@ bool apply(Edits& e, const Match& m) {
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_rotary_embedding, Match, match, apply, .op = "RotaryEmbedding", .min_opset = 23,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Neg"},
-                 .summary =
-                     "x*cos + rotate_half(x)*sin (also interleaved, partial) → RotaryEmbedding-23 with half-width "
-                     "caches proven from the full-width ones");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Neg"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

@@ -14,43 +14,30 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary = "x·Sigmoid(x) becomes Swish, x·Sigmoid(α·x) Swish(alpha=α)";
+
 using namespace pattern;
 
 Found<ActivationMatch> match(const Graph& g, const Uses& u, NodeId sig, const PassOptions&) {
   const ValueId z = g.input(sig, 0), s = g.output(sig, 0);
-  auto times = [&](ValueId x) {
-    return reader_if(g, u, s, [&](NodeId n) { return g.is_op(n, "Mul") && other_input(g, n, s) == x; });
-  };
-  ActivationMatch r{.op = "Swish"};
-  // x · Sigmoid(α · x)
-  if (NodeId pre = producer_op(g, z, "Mul"); pre.valid()) {
-    for (size_t i = 0; i < 2 && r.nodes.empty(); ++i) {
-      const ValueId c = g.input(pre, i), x = g.input(pre, 1 - i);
-      if (!constant_tensor(g, c).valid()) continue;
-      NodeId mul = times(x);
-      if (!mul.valid()) continue;
-      auto alpha = scalar(g, c);
-      if (!alpha) return Miss{"alpha not a scalar"};
-      r.nodes = {pre, sig, mul};
-      r.x = x;
-      if (const auto a = static_cast<float>(*alpha); a != 1.0f) r.attrs.push_back(NewAttr::Float("alpha", a));
-      r.out = g.output(mul, 0);
-    }
+  auto times = [&](ValueId x) { return next(g, u, s, {Link::either("Mul", Operand::is_value(x))}); };
+  const Hop pre = prev(g, z, {Link::either("Mul", Operand::constant())});
+  if (const Hop mul = pre ? times(pre.in) : Hop{}) {  // x · Sigmoid(α · x)
+    auto alpha = scalar(g, pre.other);
+    if (!alpha) return Miss{"alpha not a scalar"};
+    ActivationMatch r{.op = "Swish", .nodes = {pre.node, sig, mul.node}, .x = pre.in, .out = mul.out};
+    if (const auto a = static_cast<float>(*alpha); a != 1.0f) r.attrs.push_back(NewAttr::Float("alpha", a));
+    return finish_activation(g, u, std::move(r));
   }
-  if (r.nodes.empty()) {  // x · Sigmoid(x)
-    NodeId mul = times(z);
-    if (!mul.valid()) return {};
-    r.nodes = {sig, mul};
-    r.x = z;
-    r.out = g.output(mul, 0);
-  }
-  return finish_activation(g, u, std::move(r));
+  const Hop mul = times(z);  // x · Sigmoid(x)
+  if (!mul) return {};
+  return finish_activation(g, u, {.op = "Swish", .nodes = {sig, mul.node}, .x = z, .out = mul.out});
 }
 
 }  // namespace
 
 ONNXFORGE_FUSION(fuse_swish, ActivationMatch, match, apply_activation, .op = "Swish", .min_opset = 24,
-                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"},
-                 .summary = "x·Sigmoid(x) becomes Swish, x·Sigmoid(α·x) Swish(alpha=α)");
+                 .accuracy = AccuracyClass::FloatBounded, .anchors = {"Sigmoid"}, .summary = kSummary);
 
 }  // namespace onnxforge::passes

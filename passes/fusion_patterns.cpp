@@ -95,35 +95,27 @@ int64_t trailing_count(const std::vector<int64_t>& neg) {
 }
 
 std::optional<InvRms> match_inv_rms(const Graph& g, const Uses& u, ValueId v, ValueId num) {
-  InvRms m;
-  m.add = reader_op(g, u, v, "Add");
-  if (!m.add.valid()) return std::nullopt;
-  m.eps = other_input(g, m.add, v);
-  m.sqrt = reader_op(g, u, g.output(m.add, 0), "Sqrt");
-  if (!m.sqrt.valid()) return std::nullopt;
-  ValueId s = g.output(m.sqrt, 0);
-  // Div(num, s)
-  m.scale =
-      reader_if(g, u, s, [&](NodeId n) { return g.is_op(n, "Div") && g.input(n, 0) == num && g.input(n, 1) == s; });
-  if (m.scale.valid()) {
-    m.normalized = g.output(m.scale, 0);
-    return m;
+  const Hop add = next(g, u, v, {Link::either("Add", Operand::any())});
+  const Hop sqrt = add ? next(g, u, add.out, {Link::unary("Sqrt")}) : Hop{};
+  if (!sqrt) return std::nullopt;
+  InvRms m{.add = add.node, .sqrt = sqrt.node, .eps = add.other};
+  // Div(num, s), else Reciprocal(s) or Div(1, s) and then Mul(num, ·).
+  Hop scale = next(g, u, sqrt.out, {Link::second("Div", Operand::is_value(num))});
+  if (!scale) {
+    const Hop recip = next(g, u, sqrt.out, {Link::unary("Reciprocal"), Link::second("Div", Operand::other())});
+    if (!recip) return std::nullopt;
+    m.recip = recip.node;
+    m.one = recip.other;
+    scale = next(g, u, recip.out, {Link::either("Mul", Operand::is_value(num))});
+    if (!scale) return std::nullopt;
   }
-  // Reciprocal(s) or Div(1, s), then Mul(num, ·)
-  m.recip = reader_if(g, u, s, [&](NodeId n) {
-    return g.is_op(n, "Reciprocal") || (g.is_op(n, "Div") && g.input(n, 1) == s && g.input(n, 0) != s);
-  });
-  if (!m.recip.valid()) return std::nullopt;
-  if (g.is_op(m.recip, "Div")) m.one = g.input(m.recip, 0);
-  ValueId r = g.output(m.recip, 0);
-  m.scale = reader_if(g, u, r, [&](NodeId n) { return g.is_op(n, "Mul") && other_input(g, n, r) == num; });
-  if (!m.scale.valid()) return std::nullopt;
-  m.normalized = g.output(m.scale, 0);
+  m.scale = scale.node;
+  m.normalized = scale.out;
   return m;
 }
 
-Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail, ValueId x) {
-  if (is(g, square, "Pow") && !scalar_near(g, g.input(square, 1), 2.0)) return Miss{"constants differ"};
+Found<float> inv_rms_constants(const Graph& g, const Hop& square, const InvRms& tail, ValueId x) {
+  if (!square.ok) return Miss{"constants differ"};  // Pow's exponent (squared())
   if (tail.one.valid() && !scalar_near(g, tail.one, 1.0)) return Miss{"constants differ"};
   auto eps = scalar(g, tail.eps);
   if (!eps || !std::isfinite(*eps)) return Miss{"epsilon not constant"};
@@ -147,6 +139,35 @@ Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, Va
   const int64_t k = first ? trailing_count(*first) : 0;
   if (k == 0) return Miss{"axes not trailing"};
   return k;
+}
+
+Found<int64_t> norm_checks(const Graph& g, const Uses& u, NormMatch& r, const Hop& square, const InvRms& tail,
+                           std::span<const NodeId> reduces, ValueId x) {
+  r.nodes.insert(r.nodes.end(), {tail.add, tail.sqrt, tail.scale});
+  if (tail.recip.valid()) r.nodes.push_back(tail.recip);
+  Found<float> eps = inv_rms_constants(g, square, tail, x);
+  if (!eps) return eps.failure();
+  r.eps = *eps;
+  Found<int64_t> k = trailing_axes(g, reduces, x);
+  if (!k) return k;
+  if (const char* why = private_values(g, u, r.nodes, tail.normalized)) return Miss{why};
+  r.type = dtype_of(g, x);
+  r.x = x;
+  return k;
+}
+
+ValueId stash_casts(const Graph& g, const Uses& u, NormMatch& r, ValueId n, std::span<const NodeId> readers) {
+  const NodeId up = producer_op(g, r.x, "Cast");
+  const DType t0 = up.valid() ? dtype_of(g, g.input(up, 0)) : DType::Undefined;
+  if (r.type != DType::Float || !is_half(t0)) return n;
+  const NodeId down = only_reader(g, u, n, "Cast");
+  if (!down.valid() || g.attr_int(down, "to", 0) != static_cast<int64_t>(t0) || !read_only_by(g, u, r.x, readers))
+    return n;
+  r.stash = true;
+  r.type = t0;
+  r.x = g.input(up, 0);
+  r.nodes.insert(r.nodes.end(), {up, down});
+  return g.output(down, 0);
 }
 
 Found<NormMatch> finish_norm(const Graph& g, const Uses& u, NormMatch r, ValueId x, int64_t k, ValueId n,

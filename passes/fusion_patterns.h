@@ -47,9 +47,10 @@ int64_t trailing_count(const std::vector<int64_t>& neg);
 // The tail both norms end in: v → Add(eps) → Sqrt → Div(num, ·) | Mul(num, Reciprocal(·)) |
 // Mul(num, Div(1, ·)). Operands of Add and Mul in either order.
 struct InvRms {
-  NodeId add, sqrt, recip, scale;  // recip: Reciprocal or Div(1, ·) (invalid for Div(num, s)); scale: Div or Mul
-  ValueId eps, one;                // the epsilon operand; the 1 of Div(1, ·) when present
-  ValueId normalized;              // the output of `scale`
+  NodeId add{}, sqrt{}, recip{},
+      scale{};           // recip: Reciprocal or Div(1, ·) (invalid for Div(num, s)); scale: Div or Mul
+  ValueId eps{}, one{};  // the epsilon operand; the 1 of Div(1, ·) when present
+  ValueId normalized{};  // the output of `scale`
 };
 std::optional<InvRms> match_inv_rms(const Graph& g, const Uses& u, ValueId v, ValueId num);
 
@@ -80,12 +81,22 @@ struct NormMatch {      // every member initialized: a matcher starts from {.op 
   float eps = 0;
   bool stash = false;  // float16/bfloat16 X, statistics in float: stash_type=1
 };
-// The constants of square → ReduceMean → InvRms: exponent 2 (Pow), the 1 of Div(1, ·), and a
+// The constants of square (squared()) → ReduceMean → InvRms: exponent 2 (Pow), the 1 of Div(1, ·), and a
 // one-element constant epsilon that does not broadcast `x`. Epsilon, or the Miss.
-Found<float> inv_rms_constants(const Graph& g, NodeId square, const InvRms& tail, ValueId x);
+Found<float> inv_rms_constants(const Graph& g, const Hop& square, const InvRms& tail, ValueId x);
 // The ReduceMeans of a norm reduce the same constant axes, keepdims, and those are the trailing
 // ones of `x`: how many (k), or the Miss.
 Found<int64_t> trailing_axes(const Graph& g, std::span<const NodeId> reduces, ValueId x);
+// The checks both norm matchers make once their chain is found, each failure a Miss: the constants
+// (inv_rms_constants), the reduced axes (trailing_axes), no intermediate read outside the block.
+// Adds the tail's nodes to `r` and sets its epsilon, X = x and X's type; returns k (the trailing
+// axes of x that are normalized).
+Found<int64_t> norm_checks(const Graph& g, const Uses& u, NormMatch& r, const Hop& square, const InvRms& tail,
+                           std::span<const NodeId> reduces, ValueId x);
+// float16/bfloat16 X cast up to float for the statistics (the Cast read only by `readers`) and the
+// normalized value `n` cast back to X's type: the op takes X with stash_type=1 and both Casts.
+// Returns the block's value after the Cast back, or `n` when the Casts are not such a pair.
+ValueId stash_casts(const Graph& g, const Uses& u, NormMatch& r, ValueId n, std::span<const NodeId> readers);
 // How a LayerNorm and an RMSNorm matcher end, once the statistics and the stash Casts are taken:
 // the type checks (Miss when the op cannot take it), the normalized dims (the trailing `k` of the
 // block's input `x`), the scale (and, `with_bias`, the bias) absorbed after the normalized value

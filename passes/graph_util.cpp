@@ -48,6 +48,15 @@ std::optional<std::vector<NewAttr>> copy_attrs(const Graph& g, NodeId n) {
   return out;
 }
 
+namespace {
+
+template <class S>
+bool same(S p, S q) {
+  return std::equal(p.begin(), p.end(), q.begin(), q.end());
+}
+
+}  // namespace
+
 bool same_attrs(const Graph& g, NodeId x, NodeId y) {
   auto ax = g.attrs(x), ay = g.attrs(y);
   if (ax.size() != ay.size()) return false;
@@ -64,21 +73,17 @@ bool same_attrs(const Graph& g, NodeId x, NodeId y) {
       case AttrType::String:
         if (a.s != b->s) return false;
         break;
-      case AttrType::Ints: {
-        auto p = g.ints(a), q = g.ints(*b);
-        if (!std::equal(p.begin(), p.end(), q.begin(), q.end())) return false;
+      case AttrType::Ints:
+        if (!same(g.ints(a), g.ints(*b))) return false;
         break;
-      }
       case AttrType::Floats: {
         auto p = g.floats(a), q = g.floats(*b);
         if (p.size() != q.size() || (!p.empty() && std::memcmp(p.data(), q.data(), p.size() * 4) != 0)) return false;
         break;
       }
-      case AttrType::Strings: {
-        auto p = g.strings(a), q = g.strings(*b);
-        if (!std::equal(p.begin(), p.end(), q.begin(), q.end())) return false;
+      case AttrType::Strings:
+        if (!same(g.strings(a), g.strings(*b))) return false;
         break;
-      }
       case AttrType::Tensor: {
         const TensorStore& ts = g.model().tensors;
         if (a.tensor == b->tensor) break;

@@ -60,32 +60,31 @@ const Pass* inverse_of(std::string_view op) {
   return nullptr;
 }
 
+namespace {
+
+// The rows' `field` where set, in pipeline order.
+template <class T>
+std::vector<const T*> from_rows(const T* Rule::*field) {
+  std::vector<const T*> out;
+  for (const Rule& r : rules())
+    if (r.*field) out.push_back(r.*field);
+  return out;
+}
+
+}  // namespace
+
 const std::vector<const Pass*>& all_passes() {
-  static const std::vector<const Pass*> list = [] {
-    std::vector<const Pass*> out;
-    for (const Rule& r : rules()) out.push_back(r.pass);
-    return out;
-  }();
+  static const std::vector<const Pass*> list = from_rows(&Rule::pass);
   return list;
 }
 
 const std::vector<const Pass*>& decomposition_passes() {
-  static const std::vector<const Pass*> list = [] {
-    std::vector<const Pass*> out;
-    for (const Rule& r : rules())
-      if (r.inverse) out.push_back(r.inverse);
-    return out;
-  }();
+  static const std::vector<const Pass*> list = from_rows(&Rule::inverse);
   return list;
 }
 
 const std::vector<const Fusion*>& all_fusions() {
-  static const std::vector<const Fusion*> list = [] {
-    std::vector<const Fusion*> out;
-    for (const Rule& r : rules())
-      if (r.fusion) out.push_back(r.fusion);
-    return out;
-  }();
+  static const std::vector<const Fusion*> list = from_rows(&Rule::fusion);
   return list;
 }
 

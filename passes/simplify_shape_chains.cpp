@@ -26,6 +26,11 @@
 namespace onnxforge::passes {
 namespace {
 
+// What --list-passes says of this pass.
+constexpr const char* kSummary =
+    "shape-engine values: known chains → constants; Reshape targets with 0/-1, Expand targets with 1, Slice ends "
+    "INT64_MAX for dynamic dims; equal chains merged";
+
 // What one input of a reader becomes: a new constant, or an equal value computed earlier.
 struct NewInput {
   uint32_t slot = 0;
@@ -288,8 +293,6 @@ bool apply(Edits& e, const Match& m) {
 
 }  // namespace
 
-ONNXFORGE_PASS(simplify_shape_chains, Match, AccuracyClass::Lossless, analyze, apply, {},
-               "shape-engine values: known chains → constants; Reshape targets with 0/-1, Expand targets with 1, Slice "
-               "ends INT64_MAX for dynamic dims; equal chains merged");
+ONNXFORGE_PASS(simplify_shape_chains, Match, AccuracyClass::Lossless, analyze, apply, {}, kSummary);
 
 }  // namespace onnxforge::passes

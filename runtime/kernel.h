@@ -165,6 +165,8 @@ class Registry {
  public:
   static Registry& get();  // every built-in kernel registered
   void add(std::string_view domain, std::string_view op, KernelDef def);
+  // Default-domain ops of one kind: each op's kernel is `def` with the op's own run function.
+  void add_each(KernelDef def, std::span<const std::pair<const char*, KernelFn>> ops);
   const KernelDef* find(std::string_view domain, std::string_view op) const;
   std::vector<std::string> ops() const;  // "domain::Op" (default domain: "Op")
 

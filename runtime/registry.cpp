@@ -48,6 +48,13 @@ void Registry::add(std::string_view domain, std::string_view op, KernelDef def) 
   std::sort(table_.begin(), table_.end(), [](auto& a, auto& b) { return a.first < b.first; });
 }
 
+void Registry::add_each(KernelDef def, std::span<const std::pair<const char*, KernelFn>> ops) {
+  for (auto [op, run] : ops) {
+    def.run = run;
+    add("", op, def);
+  }
+}
+
 const KernelDef* Registry::find(std::string_view domain, std::string_view op) const {
   std::string k = key(domain, op);
   auto it =

@@ -103,21 +103,45 @@ void write_text(const fs::path& p, const std::string& text) {
 
 }  // namespace
 
-nlohmann::json summarize(const fs::path& outdir) {
-  fs::path dir = outdir / "results";
-  if (!fs::is_directory(dir))
-    fail("zoo report: '", outdir.string(), "' has no results/ folder; is it the -o OUTDIR of a `zoo run`?");
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+namespace {
+
+using Points = std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>;
+
+// Attribution: cumulative (in pipeline order) and isolated (alone on the original) Δnodes per pass
+// of one model's `attribute` step `a`, and the share of eliminations and fusions in its reduction.
+void add_attribution(nlohmann::json& m, const nlohmann::json& a, double nodes_before,
+                     std::set<std::string>& pass_names) {
+  nlohmann::json pa = nlohmann::json::object();
+  double elim = 0, fus = 0;
+  for (const auto& [p, v] : a["cumulative"].items()) {
+    pass_names.insert(p);
+    pa[p] = {{"cumulative_d_nodes", v.value("d_nodes", 0)},
+             {"cumulative_d_bytes", v.value("d_bytes", 0)},
+             {"seconds", v.value("seconds", 0.0)}};
+    if (a.contains("isolated") && a["isolated"].contains(p)) {
+      pa[p]["isolated_d_nodes"] = a["isolated"][p].value("d_nodes", 0);
+      pa[p]["isolated_d_bytes"] = a["isolated"][p].value("d_bytes", 0);
+    }
+    std::string kind = pass_kind(p);
+    if (kind == "elimination") elim -= v.value("d_nodes", 0);
+    if (kind == "fusion") fus -= v.value("d_nodes", 0);
+  }
+  m["passes"] = pa;
+  if (nodes_before > 0) {
+    m["elimination_reduction_pct"] = 100.0 * elim / nodes_before;
+    m["fusion_reduction_pct"] = 100.0 * fus / nodes_before;
+  }
+}
+
+// What the report gathers over the result files: a row per model, the counts, and the points of the
+// reduction-vs-speed-up fits per family and per kind of pass.
+struct Gathered {
   nlohmann::json models = nlohmann::json::array();
-  std::set<std::string> pass_names, machines;
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_family;
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_kind;
+  std::set<std::string> pass_names, machines, option_keys;
+  Points by_family, by_kind;
   int ok = 0, failed = 0;
-  std::set<std::string> option_keys;
-  auto add_result = [&](const fs::path& f, const nlohmann::json& r) {
+
+  nlohmann::json row(const fs::path& f, const nlohmann::json& r) {
     if (!r.is_object() || !r.contains("status") || !r["status"].is_string() ||
         (r.contains("summary") && !r["summary"].is_object()))
       throw not_a_result(f, "expected an object with \"status\" and \"summary\", found " + std::string(r.type_name()));
@@ -157,37 +181,18 @@ nlohmann::json summarize(const fs::path& outdir) {
       m["speedup"] = 1.0 / num(s, "latency_ratio");
       m["latency_improvement_pct"] = 100.0 * (1.0 - num(s, "latency_ratio"));
     }
-    // Attribution: cumulative (in pipeline order) and isolated (alone on the original) Δnodes.
-    if (r.contains("steps") && r["steps"].contains("attribute")) {
-      const auto& a = r["steps"]["attribute"]["models"][0];
-      nlohmann::json pa = nlohmann::json::object();
-      double elim = 0, fus = 0;
-      for (const auto& [p, v] : a["cumulative"].items()) {
-        pass_names.insert(p);
-        pa[p] = {{"cumulative_d_nodes", v.value("d_nodes", 0)},
-                 {"cumulative_d_bytes", v.value("d_bytes", 0)},
-                 {"seconds", v.value("seconds", 0.0)}};
-        if (a.contains("isolated") && a["isolated"].contains(p)) {
-          pa[p]["isolated_d_nodes"] = a["isolated"][p].value("d_nodes", 0);
-          pa[p]["isolated_d_bytes"] = a["isolated"][p].value("d_bytes", 0);
-        }
-        std::string kind = pass_kind(p);
-        if (kind == "elimination") elim -= v.value("d_nodes", 0);
-        if (kind == "fusion") fus -= v.value("d_nodes", 0);
-      }
-      m["passes"] = pa;
-      if (nb > 0) {
-        m["elimination_reduction_pct"] = 100.0 * elim / nb;
-        m["fusion_reduction_pct"] = 100.0 * fus / nb;
-      }
-    }
+    if (r.contains("steps") && r["steps"].contains("attribute"))
+      add_attribution(m, r["steps"]["attribute"]["models"][0], nb, pass_names);
+    return m;
+  }
+
+  void add(const fs::path& f, const nlohmann::json& r) {
+    nlohmann::json m = row(f, r);
     if (m["status"] == "ok" && m.contains("node_reduction_pct") && m.contains("latency_improvement_pct")) {
-      auto& fam = by_family[m["family"].get<std::string>()];
-      fam.first.push_back(m["node_reduction_pct"]);
-      fam.second.push_back(m["latency_improvement_pct"]);
-      auto& all = by_family["all"];
-      all.first.push_back(m["node_reduction_pct"]);
-      all.second.push_back(m["latency_improvement_pct"]);
+      for (const std::string& fam : {m["family"].get<std::string>(), std::string("all")}) {
+        by_family[fam].first.push_back(m["node_reduction_pct"]);
+        by_family[fam].second.push_back(m["latency_improvement_pct"]);
+      }
       for (const char* kind : {"elimination", "fusion"}) {
         std::string key = std::string(kind) + "_reduction_pct";
         if (m.contains(key)) {
@@ -197,7 +202,20 @@ nlohmann::json summarize(const fs::path& outdir) {
       }
     }
     models.push_back(std::move(m));
-  };
+  }
+};
+
+}  // namespace
+
+nlohmann::json summarize(const fs::path& outdir) {
+  fs::path dir = outdir / "results";
+  if (!fs::is_directory(dir))
+    fail("zoo report: '", outdir.string(), "' has no results/ folder; is it the -o OUTDIR of a `zoo run`?");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  Gathered g;
   for (const fs::path& f : files) {
     nlohmann::json r;
     try {
@@ -208,18 +226,21 @@ nlohmann::json summarize(const fs::path& outdir) {
                   Error::Kind::Input, f.string());
     }
     try {
-      add_result(f, r);
+      g.add(f, r);
     } catch (const nlohmann::json::exception& e) {  // a field of the wrong type, deeper down
       throw not_a_result(f, e.what());
     }
   }
-  std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
+  std::sort(g.models.begin(), g.models.end(), [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
   nlohmann::json fits = {{"family", nlohmann::json::object()}, {"pass_kind", nlohmann::json::object()}};
-  for (const auto& [fam, xy] : by_family) fits["family"][fam] = fit_json(xy.first, xy.second);
-  for (const auto& [kind, xy] : by_kind) fits["pass_kind"][kind] = fit_json(xy.first, xy.second);
-  nlohmann::json out = {{"format", 1},          {"outdir", fs::absolute(outdir).string()},
-                        {"models", models},     {"counts", {{"models", ok + failed}, {"ok", ok}, {"failed", failed}}},
-                        {"passes", pass_names}, {"machines", machines},
+  for (const auto& [fam, xy] : g.by_family) fits["family"][fam] = fit_json(xy.first, xy.second);
+  for (const auto& [kind, xy] : g.by_kind) fits["pass_kind"][kind] = fit_json(xy.first, xy.second);
+  nlohmann::json out = {{"format", 1},
+                        {"outdir", fs::absolute(outdir).string()},
+                        {"models", g.models},
+                        {"counts", {{"models", g.ok + g.failed}, {"ok", g.ok}, {"failed", g.failed}}},
+                        {"passes", g.pass_names},
+                        {"machines", g.machines},
                         {"fits", fits}};
   const double sigma = run_spread(out["models"]);
   if (sigma > 0) {
@@ -227,8 +248,8 @@ nlohmann::json summarize(const fs::path& outdir) {
     for (const auto& m : out["models"]) n += m.contains("latency_log_ratios") && m["latency_log_ratios"].size() >= 2;
     out["latency_spread"] = {{"sigma", sigma}, {"models", n}};
   }
-  if (option_keys.size() > 1)
-    out["warnings"] = {"the results were made with " + std::to_string(option_keys.size()) +
+  if (g.option_keys.size() > 1)
+    out["warnings"] = {"the results were made with " + std::to_string(g.option_keys.size()) +
                        " different option sets (mixed runs in one OUTDIR)"};
   return out;
 }
@@ -251,10 +272,13 @@ double run_spread(const nlohmann::json& models) {
       for (size_t j = i + 1; j < l.size(); ++j) diffs.push_back(std::abs(l[i] - l[j]));
   }
   if (models_with_runs < 3) return 0;
-  std::sort(diffs.begin(), diffs.end());
-  const size_t n = diffs.size();
-  const double med = n % 2 ? diffs[n / 2] : 0.5 * (diffs[n / 2 - 1] + diffs[n / 2]);
-  return med / (0.6745 * std::sqrt(2.0));
+  return median(std::move(diffs)) / (0.6745 * std::sqrt(2.0));
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vector<double>& base_logs, double sigma,
@@ -263,11 +287,6 @@ LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vect
   if (now_logs.empty() || base_logs.empty()) return v;
   // The median of the runs' log ratios: one run disturbed end to end (a log ratio of -1.48 beside
   // +0.12 for the same model under two busy loops) does not move it.
-  auto median = [](std::vector<double> l) {
-    std::sort(l.begin(), l.end());
-    const size_t n = l.size();
-    return n % 2 ? l[n / 2] : 0.5 * (l[n / 2 - 1] + l[n / 2]);
-  };
   const double mn = median(now_logs), mb = median(base_logs), d = mn - mb;
   // The model's own run-to-run spread when its runs disagree more than the zoo's typical model
   // (mobilenet_v3_small under two busy loops: runs 2.76x apart): the median absolute deviation
@@ -477,105 +496,125 @@ constexpr const char* kPageScript = R"js(
 
   // Passes x models heatmap: cumulative Δnodes (removed nodes positive), one rectangle per cell,
   // on category axes so that every pass and every model has its label.
-  const passes = S.passes;
-  const withPasses = ok.filter(m => m.passes);
-  const names = withPasses.map(m => m.name);
-  let maxRemoved = 1;
-  const cells = [];
-  withPasses.forEach(m => passes.forEach(p => {
-    const v = m.passes[p] ? -m.passes[p].cumulative_d_nodes : 0;
-    maxRemoved = Math.max(maxRemoved, Math.abs(v));
-    cells.push({x: p, y: m.name, v: v, iso: m.passes[p] ? -(m.passes[p].isolated_d_nodes || 0) : 0});
-  }));
-  el('heatmap').parentNode.style.height = Math.max(220, 22 * withPasses.length + 200) + 'px';
-  chart('heatmap', {type: 'scatter', data: {datasets: [{label: 'nodes removed (cumulative)', data: cells,
-      pointStyle: 'rect', radius: 9, hoverRadius: 10,
-      backgroundColor: cells.map(c => c.v === 0 ? '#f4f4f4' : c.v > 0 ? `rgba(33,102,172,${0.15 + 0.85 * c.v / maxRemoved})` : `rgba(178,24,43,${0.15 + 0.85 * -c.v / maxRemoved})`)}]},
-    options: {maintainAspectRatio: false, plugins: {legend: {display: false}, tooltip: {callbacks: {label: c =>
-        `${c.raw.y} / ${c.raw.x}: ${c.raw.v} nodes removed (alone: ${c.raw.iso})`}}},
-      scales: {x: {type: 'category', labels: passes, offset: true, title: {display: true, text: 'pass (pipeline order)'},
-                   ticks: {autoSkip: false, maxRotation: 60, minRotation: 60}},
-               y: {type: 'category', labels: names, offset: true, title: {display: true, text: 'model'}, ticks: {autoSkip: false}}}}});
+  function heatmap() {
+    const passes = S.passes;
+    const withPasses = ok.filter(m => m.passes);
+    const names = withPasses.map(m => m.name);
+    let maxRemoved = 1;
+    const cells = [];
+    withPasses.forEach(m => passes.forEach(p => {
+      const v = m.passes[p] ? -m.passes[p].cumulative_d_nodes : 0;
+      maxRemoved = Math.max(maxRemoved, Math.abs(v));
+      cells.push({x: p, y: m.name, v: v, iso: m.passes[p] ? -(m.passes[p].isolated_d_nodes || 0) : 0});
+    }));
+    el('heatmap').parentNode.style.height = Math.max(220, 22 * withPasses.length + 200) + 'px';
+    chart('heatmap', {type: 'scatter', data: {datasets: [{label: 'nodes removed (cumulative)', data: cells,
+        pointStyle: 'rect', radius: 9, hoverRadius: 10,
+        backgroundColor: cells.map(c => c.v === 0 ? '#f4f4f4' : c.v > 0 ? `rgba(33,102,172,${0.15 + 0.85 * c.v / maxRemoved})` : `rgba(178,24,43,${0.15 + 0.85 * -c.v / maxRemoved})`)}]},
+      options: {maintainAspectRatio: false, plugins: {legend: {display: false}, tooltip: {callbacks: {label: c =>
+          `${c.raw.y} / ${c.raw.x}: ${c.raw.v} nodes removed (alone: ${c.raw.iso})`}}},
+        scales: {x: {type: 'category', labels: passes, offset: true, title: {display: true, text: 'pass (pipeline order)'},
+                     ticks: {autoSkip: false, maxRotation: 60, minRotation: 60}},
+                 y: {type: 'category', labels: names, offset: true, title: {display: true, text: 'model'}, ticks: {autoSkip: false}}}}});
+  }
 
   // Latency before/after (onnxforge runtime, same process, alternating runs).
-  const lat = ok.filter(m => m.latency_before_ms !== undefined);
-  el('latency').parentNode.style.height = Math.max(200, 24 * lat.length + 80) + 'px';
-  chart('latency', {type: 'bar', data: {labels: lat.map(m => m.name), datasets: [
-      {label: 'before (ms)', data: lat.map(m => m.latency_before_ms), backgroundColor: '#bab0ac'},
-      {label: 'after (ms)', data: lat.map(m => m.latency_after_ms), backgroundColor: '#4e79a7'}]},
-    options: {indexAxis: 'y', maintainAspectRatio: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'median ms (log)'},
-      ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? sig(v) : ''; }}}}}});
-  const tb = el('latency-table');
-  lat.forEach(m => row(tb, [m.name, m.family, sig(m.latency_before_ms), sig(m.latency_after_ms), times(m.speedup),
-      m.cpu_ratio === undefined ? '' : times(1 / m.cpu_ratio), sig(m.ort_before_ms), sig(m.ort_after_ms),
-      m.speedup_vs_ort === undefined ? (m.ort_error ? 'ORT: ' + m.ort_error : '') : times(m.speedup_vs_ort)]));
+  function latency() {
+    const lat = ok.filter(m => m.latency_before_ms !== undefined);
+    el('latency').parentNode.style.height = Math.max(200, 24 * lat.length + 80) + 'px';
+    chart('latency', {type: 'bar', data: {labels: lat.map(m => m.name), datasets: [
+        {label: 'before (ms)', data: lat.map(m => m.latency_before_ms), backgroundColor: '#bab0ac'},
+        {label: 'after (ms)', data: lat.map(m => m.latency_after_ms), backgroundColor: '#4e79a7'}]},
+      options: {indexAxis: 'y', maintainAspectRatio: false, scales: {x: {type: 'logarithmic', title: {display: true, text: 'median ms (log)'},
+        ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? sig(v) : ''; }}}}}});
+    const tb = el('latency-table');
+    lat.forEach(m => row(tb, [m.name, m.family, sig(m.latency_before_ms), sig(m.latency_after_ms), times(m.speedup),
+        m.cpu_ratio === undefined ? '' : times(1 / m.cpu_ratio), sig(m.ort_before_ms), sig(m.ort_after_ms),
+        m.speedup_vs_ort === undefined ? (m.ort_error ? 'ORT: ' + m.ort_error : '') : times(m.speedup_vs_ort)]));
+  }
 
   // Node reduction % vs latency improvement %, by family; a least-squares line only where the
   // fit has enough points (S.fits.*.enough), n and r always in the legend and the table.
-  const sets = [];
-  families.forEach(f => {
-    const pts = ok.filter(m => m.family === f && m.node_reduction_pct !== undefined && m.latency_improvement_pct !== undefined)
-                  .map(m => ({x: m.node_reduction_pct, y: m.latency_improvement_pct, name: m.name}));
-    const fit = S.fits.family[f];
-    const label = fit ? `${f} (n = ${fit.n}, r = ${fit.r.toFixed(2)}${fit.enough ? '' : ', too few points for a line'})` : `${f} (n = ${pts.length})`;
-    sets.push({label: label, data: pts, backgroundColor: famColor(f), borderColor: famColor(f)});
-    if (fit && fit.enough && pts.length) {
-      const xs = pts.map(p => p.x), lo = Math.min(...xs), hi = Math.max(...xs);
-      sets.push({label: `${f} fit`, type: 'line', data: [{x: lo, y: fit.intercept + fit.slope * lo}, {x: hi, y: fit.intercept + fit.slope * hi}],
-                 borderColor: famColor(f), borderDash: [6, 4], pointRadius: 0, fill: false});
-    }
-  });
-  chart('nodes-vs-latency', {type: 'scatter', data: {datasets: sets}, options: {
-    plugins: {tooltip: {callbacks: {label: c => c.raw.name ? `${c.raw.name}: ${c.raw.x.toFixed(1)}% nodes, ${c.raw.y.toFixed(1)}% latency` : ''}},
-              legend: {labels: {filter: i => !i.text.endsWith(' fit')}}},
-    scales: {x: {title: {display: true, text: 'node reduction %'}}, y: {title: {display: true, text: 'latency improvement %'}}}}});
-  const ft = el('fit-table');
-  for (const g of ['family', 'pass_kind']) for (const [k, f] of Object.entries(S.fits[g]))
-    row(ft, [g === 'family' ? k : k + ' passes', f.n, f.enough ? sig(f.slope) : '—', f.enough ? sig(f.intercept) : '—', f.r.toFixed(2),
-             f.enough ? '' : `too few points (a line needs ${S.fit_min_points} models and 3 distinct x)`]);
+  function nodesVsLatency() {
+    const sets = [];
+    families.forEach(f => {
+      const pts = ok.filter(m => m.family === f && m.node_reduction_pct !== undefined && m.latency_improvement_pct !== undefined)
+                    .map(m => ({x: m.node_reduction_pct, y: m.latency_improvement_pct, name: m.name}));
+      const fit = S.fits.family[f];
+      const label = fit ? `${f} (n = ${fit.n}, r = ${fit.r.toFixed(2)}${fit.enough ? '' : ', too few points for a line'})` : `${f} (n = ${pts.length})`;
+      sets.push({label: label, data: pts, backgroundColor: famColor(f), borderColor: famColor(f)});
+      if (fit && fit.enough && pts.length) {
+        const xs = pts.map(p => p.x), lo = Math.min(...xs), hi = Math.max(...xs);
+        sets.push({label: `${f} fit`, type: 'line', data: [{x: lo, y: fit.intercept + fit.slope * lo}, {x: hi, y: fit.intercept + fit.slope * hi}],
+                   borderColor: famColor(f), borderDash: [6, 4], pointRadius: 0, fill: false});
+      }
+    });
+    chart('nodes-vs-latency', {type: 'scatter', data: {datasets: sets}, options: {
+      plugins: {tooltip: {callbacks: {label: c => c.raw.name ? `${c.raw.name}: ${c.raw.x.toFixed(1)}% nodes, ${c.raw.y.toFixed(1)}% latency` : ''}},
+                legend: {labels: {filter: i => !i.text.endsWith(' fit')}}},
+      scales: {x: {title: {display: true, text: 'node reduction %'}}, y: {title: {display: true, text: 'latency improvement %'}}}}});
+    const ft = el('fit-table');
+    for (const g of ['family', 'pass_kind']) for (const [k, f] of Object.entries(S.fits[g]))
+      row(ft, [g === 'family' ? k : k + ' passes', f.n, f.enough ? sig(f.slope) : '—', f.enough ? sig(f.intercept) : '—', f.r.toFixed(2),
+               f.enough ? '' : `too few points (a line needs ${S.fit_min_points} models and 3 distinct x)`]);
+  }
 
   // max_diff per model, coloured by the worst accuracy class; exact models are named, not drawn.
-  const md = ok.filter(m => m.max_diff !== undefined);
-  const exact = md.filter(m => m.max_diff === 0), inexact = md.filter(m => m.max_diff > 0);
-  const classColor = c => ['#59a14f', '#4e79a7', '#f28e2b', '#e15759'][Math.min(3, c || 0)];
-  el('maxdiff-summary').textContent = !md.length ? 'no verified model' : !inexact.length ? `all exact: max_diff 0 on all ${md.length} models`
-      : exact.length ? `${exact.length} of ${md.length} exact (max_diff 0): ${exact.map(m => m.name).join(', ')}; the others below`
-      : `no model exact; max_diff below`;
-  el('maxdiff').parentNode.hidden = !inexact.length;
-  if (inexact.length) {
-    el('maxdiff').parentNode.style.height = Math.max(200, 22 * inexact.length + 80) + 'px';
-    chart('maxdiff', {type: 'bar', data: {labels: inexact.map(m => m.name), datasets: [{label: 'max_diff',
-        data: inexact.map(m => m.max_diff), backgroundColor: inexact.map(m => classColor(m.worst_accuracy_class))}]},
-      options: {indexAxis: 'y', maintainAspectRatio: false, plugins: {legend: {display: false},
-          tooltip: {callbacks: {label: c => `max_diff ${diff(inexact[c.dataIndex].max_diff)} (accuracy class ${inexact[c.dataIndex].worst_accuracy_class})`}}},
-        scales: {x: {type: 'logarithmic', title: {display: true, text: 'max_diff (log)'},
-          ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? '1e' + Math.round(d) : ''; }}}}}});
+  function maxDiff() {
+    const md = ok.filter(m => m.max_diff !== undefined);
+    const exact = md.filter(m => m.max_diff === 0), inexact = md.filter(m => m.max_diff > 0);
+    const classColor = c => ['#59a14f', '#4e79a7', '#f28e2b', '#e15759'][Math.min(3, c || 0)];
+    el('maxdiff-summary').textContent = !md.length ? 'no verified model' : !inexact.length ? `all exact: max_diff 0 on all ${md.length} models`
+        : exact.length ? `${exact.length} of ${md.length} exact (max_diff 0): ${exact.map(m => m.name).join(', ')}; the others below`
+        : `no model exact; max_diff below`;
+    el('maxdiff').parentNode.hidden = !inexact.length;
+    if (inexact.length) {
+      el('maxdiff').parentNode.style.height = Math.max(200, 22 * inexact.length + 80) + 'px';
+      chart('maxdiff', {type: 'bar', data: {labels: inexact.map(m => m.name), datasets: [{label: 'max_diff',
+          data: inexact.map(m => m.max_diff), backgroundColor: inexact.map(m => classColor(m.worst_accuracy_class))}]},
+        options: {indexAxis: 'y', maintainAspectRatio: false, plugins: {legend: {display: false},
+            tooltip: {callbacks: {label: c => `max_diff ${diff(inexact[c.dataIndex].max_diff)} (accuracy class ${inexact[c.dataIndex].worst_accuracy_class})`}}},
+          scales: {x: {type: 'logarithmic', title: {display: true, text: 'max_diff (log)'},
+            ticks: {callback: v => { const d = Math.log10(v); return Math.abs(d - Math.round(d)) < 1e-9 ? '1e' + Math.round(d) : ''; }}}}}});
+    }
   }
 
   // Failed models with what did succeed (inspect and audit run first and usually do).
-  const fl = el('failures');
-  S.models.filter(m => m.status !== 'ok').forEach(m => row(fl, [m.name, m.family || '', m.nodes_before === undefined ? '' : m.nodes_before,
-      (m.steps_ok || []).join(', '), m.failed_step || '', m.failure || '', m.error || '']));
-  if (S.regressions) {
-    const rg = el('regressions');
-    el('gate').hidden = false;
-    S.regressions.forEach(x => row(rg, [x.name, x.check, x.baseline, x.now]));
-    el('gate-verdict').textContent = (S.regressions.length ? `${S.regressions.length} regression(s) against the baseline` : 'no regressions against the baseline') +
-        (S.gate ? ` (latency: ${S.gate.rule})` : '');
+  function failures() {
+    const fl = el('failures');
+    S.models.filter(m => m.status !== 'ok').forEach(m => row(fl, [m.name, m.family || '', m.nodes_before === undefined ? '' : m.nodes_before,
+        (m.steps_ok || []).join(', '), m.failed_step || '', m.failure || '', m.error || '']));
+    if (S.regressions) {
+      const rg = el('regressions');
+      el('gate').hidden = false;
+      S.regressions.forEach(x => row(rg, [x.name, x.check, x.baseline, x.now]));
+      el('gate-verdict').textContent = (S.regressions.length ? `${S.regressions.length} regression(s) against the baseline` : 'no regressions against the baseline') +
+          (S.gate ? ` (latency: ${S.gate.rule})` : '');
+    }
   }
+
   // What was drawn, for a headless browser to read back: each chart's axis labels as Chart.js
   // laid them out, and the charts' data counts.
-  const drawn = {};
-  charts.forEach(c => {
-    const axes = {};
-    for (const [id, s] of Object.entries(c.scales)) axes[id] = s.ticks.map(t => String(t.label));
-    drawn[c.canvas.id] = {axes: axes, datasets: c.data.datasets.map(d => d.label)};
-  });
-  el('drawn').textContent = JSON.stringify(drawn);
-  document.body.dataset.charts = charts.length;
-  document.body.dataset.chartsWithData = charts.filter(c => c.data.datasets.some(d => d.data.length > 0)).length;
-  document.body.dataset.points = charts.reduce((n, c) => n + c.data.datasets.reduce((k, d) => k + d.data.length, 0), 0);
-  document.body.dataset.ready = 'yes';
+  function readBack() {
+    const drawn = {};
+    charts.forEach(c => {
+      const axes = {};
+      for (const [id, s] of Object.entries(c.scales)) axes[id] = s.ticks.map(t => String(t.label));
+      drawn[c.canvas.id] = {axes: axes, datasets: c.data.datasets.map(d => d.label)};
+    });
+    el('drawn').textContent = JSON.stringify(drawn);
+    document.body.dataset.charts = charts.length;
+    document.body.dataset.chartsWithData = charts.filter(c => c.data.datasets.some(d => d.data.length > 0)).length;
+    document.body.dataset.points = charts.reduce((n, c) => n + c.data.datasets.reduce((k, d) => k + d.data.length, 0), 0);
+    document.body.dataset.ready = 'yes';
+  }
+
+  heatmap();
+  latency();
+  nodesVsLatency();
+  maxDiff();
+  failures();
+  readBack();
 })();
 )js";
 

@@ -592,18 +592,112 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// A result's identity: the model, and the options and machine it was run with.
+nlohmann::json result_identity(const Context& c, const ModelEntry& m) {
+  return {{"format", 1},
+          {"id", m.id},
+          {"name", m.name},
+          {"path", m.path.string()},
+          {"rel", m.rel},
+          {"options", c.options},
+          {"options_key", c.options_key},
+          {"machine", c.machine}};
+}
+
+// A result before its steps: its identity, its input file's key, no step yet.
+nlohmann::json result_header(const Context& c, const ModelEntry& m) {
+  nlohmann::json r = result_identity(c, m);
+  r["input"] = input_key(m, true);
+  if (!m.dims.empty()) r["dims"] = m.dims;
+  if (!m.input_args.empty()) r["inputs"] = m.input_args;
+  r["steps"] = nlohmann::json::object();
+  r["seconds"] = nlohmann::json::object();
+  r["peak_rss_kb"] = nlohmann::json::object();
+  r["status"] = "ok";
+  return r;
+}
+
+// One model's run: its result `r` and what its steps share (the deadline, the scratch files, the
+// --dim arguments).
+struct ModelRun {
+  const Context& c;
+  const ModelEntry& m;
+  nlohmann::json r;
+  double timeout;
+  Clock::time_point t0 = Clock::now(), deadline;
+  fs::path scratch, optimized;  // c.scratch is this process's own folder
+  std::vector<std::string> dims;
+
+  ModelRun(const Context& c_, const ModelEntry& m_)
+      : c(c_),
+        m(m_),
+        r(result_header(c_, m_)),
+        timeout(m_.timeout > 0 ? m_.timeout : c_.o.timeout),
+        deadline(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout))),
+        scratch(c_.scratch / m_.id),
+        optimized(scratch.string() + ".opt.onnx"),
+        dims(dim_args(m_, c_.o)) {}
+
+  ChildResult child(const std::vector<std::string>& args, const std::string& tag) const {
+    return run_child(args, fs::path(scratch.string() + "." + tag), deadline, timeout > 0, c.o.max_rss_mb * 1024);
+  }
+
+  // Marks the result failed at `step` (`failure`: the summary's class of failure).
+  void failed(const std::string& step, const std::string& failure, const std::string& error) {
+    r["status"] = "failed";
+    r["failed_step"] = step;
+    r["failure"] = failure;
+    r["error"] = error;
+  }
+
+  // Runs one step of onnxforge; false (with the result marked failed) when it did not succeed.
+  // verdict_exit: exit code 1 is optimize's "verification failed" (with --write-unverified the
+  // model and the JSON report are still written); the summary marks it as a verification failure.
+  bool step(const std::string& name, std::vector<std::string> args, bool parse_json, bool verdict_exit = false) {
+    args.insert(args.begin(), c.o.exe.string());
+    ChildResult cr = child(args, name);
+    r["seconds"][name] = cr.seconds;
+    r["peak_rss_kb"][name] = cr.peak_rss_kb;
+    std::string why;
+    if (cr.timed_out)
+      why = "timed out after " + std::to_string(timeout) + " s (--timeout)";
+    else if (cr.over_rss)
+      why = "killed: resident memory above --max-rss " + std::to_string(c.o.max_rss_mb) + " MB";
+    else if (!cr.start_error.empty())
+      why = "the step did not start: " + cr.start_error;
+    else if (cr.signal)
+      why = std::string("crashed: signal ") + std::to_string(cr.signal) + " (" + strsignal(cr.signal) + ")";
+    else if (cr.exit_code != 0 && !(verdict_exit && cr.exit_code == 1))
+      why = "exit code " + std::to_string(cr.exit_code);
+    if (parse_json && why.empty()) {
+      try {
+        r["steps"][name] = nlohmann::json::parse(cr.out);
+      } catch (const std::exception& e) { why = std::string("printed no JSON: ") + e.what(); }
+    }
+    if (why.empty()) return true;
+    failed(name,
+           cr.timed_out  ? "timeout"
+           : cr.over_rss ? "memory"
+           : cr.signal   ? "crash"
+                         : "error",
+           name + ": " + why + (cr.err.empty() ? "" : ": " + last_lines(cr.err)));
+    return false;
+  }
+};
+
 // --ort: ONNX Runtime times the original and the optimized model on the inputs onnxforge
 // generates (`run --save-inputs`, so both runtimes see the same tensors), in rounds alternating
 // original / optimized so that a busy minute hits both; the best round median of each is kept.
 // ORT refusing the *original* (an op or opset it lacks) is recorded, not a failure of the model;
 // ORT refusing the optimized model while it runs the original is: onnxforge wrote something the
 // most common runtime cannot load.
-bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const fs::path& optimized,
-                 const fs::path& scratch, const std::vector<std::string>& dims, Clock::time_point deadline,
-                 bool has_deadline) {
+bool ort_latency(ModelRun& run) {
+  const Context& c = run.c;
+  const ModelEntry& m = run.m;
   const RunOptions& o = c.o;
+  nlohmann::json& r = run.r;
   constexpr int kRounds = 2;
-  const fs::path inputs = scratch.string() + ".inputs";
+  const fs::path inputs = run.scratch.string() + ".inputs";
   nlohmann::json ort = {{"rounds", kRounds}, {"threads", c.threads}};
   auto finish = [&](bool ok) {
     std::error_code ec;
@@ -611,15 +705,14 @@ bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const
     r["ort"] = ort;
     return ok;
   };
-  auto child = [&](std::vector<std::string> args, const std::string& tag) {
-    ChildResult cr =
-        run_child(args, fs::path(scratch.string() + "." + tag), deadline, has_deadline, o.max_rss_mb * 1024);
+  auto child = [&](const std::vector<std::string>& args, const std::string& tag) {
+    ChildResult cr = run.child(args, tag);
     r["seconds"][tag] = r["seconds"].value(tag, 0.0) + cr.seconds;
     r["peak_rss_kb"][tag] = std::max<int64_t>(r["peak_rss_kb"].value(tag, int64_t(0)), cr.peak_rss_kb);
     return cr;
   };
   std::vector<std::string> save = {o.exe.string(), "run", m.path.string(), "--save-inputs", inputs.string(), "--json"};
-  save.insert(save.end(), dims.begin(), dims.end());
+  save.insert(save.end(), run.dims.begin(), run.dims.end());
   ChildResult sv = child(save, "ort_inputs");
   if (sv.exit_code != 0) {
     ort["error"] = "could not write the inputs: " + (sv.start_error.empty() ? last_lines(sv.err, 300) : sv.start_error);
@@ -629,7 +722,7 @@ bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const
   for (int round = 0; round < kRounds; ++round)
     for (bool opt : {false, true}) {
       std::vector<std::string> a = {o.node.string(), o.ort_js.string(),
-                                    "bench",         (opt ? optimized : m.path).string(),
+                                    "bench",         (opt ? run.optimized : m.path).string(),
                                     "--inputs",      inputs.string(),
                                     "--threads",     std::to_string(c.threads),
                                     "--warmup",      "2"};
@@ -664,10 +757,7 @@ bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const
           return finish(true);
         }
         ort["error"] = "ONNX Runtime runs the original but not the optimized model: " + why;
-        r["status"] = "failed";
-        r["failed_step"] = "ort";
-        r["failure"] = "ort";
-        r["error"] = "ort: " + ort["error"].get<std::string>();
+        run.failed("ort", "ort", "ort: " + ort["error"].get<std::string>());
         return finish(false);
       }
       (opt ? after : before).push_back(median);
@@ -680,217 +770,157 @@ bool ort_latency(const Context& c, const ModelEntry& m, nlohmann::json& r, const
   return finish(true);
 }
 
-nlohmann::json process_model(const Context& c, const ModelEntry& m) {
-  const RunOptions& o = c.o;
-  nlohmann::json r;
-  r["format"] = 1;
-  r["id"] = m.id;
-  r["name"] = m.name;
-  r["path"] = m.path.string();
-  r["rel"] = m.rel;
-  r["options"] = c.options;
-  r["options_key"] = c.options_key;
-  r["machine"] = c.machine;
-  r["input"] = input_key(m, true);
-  if (!m.dims.empty()) r["dims"] = m.dims;
-  if (!m.input_args.empty()) r["inputs"] = m.input_args;
-  r["steps"] = nlohmann::json::object();
-  r["seconds"] = nlohmann::json::object();
-  r["peak_rss_kb"] = nlohmann::json::object();
-  r["status"] = "ok";
-  double timeout = m.timeout > 0 ? m.timeout : o.timeout;
-  auto t0 = Clock::now();
-  Clock::time_point deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
-  const std::string exe = o.exe.string(), threads = std::to_string(c.threads);
-  fs::path scratch = c.scratch / m.id;  // c.scratch is this process's own folder
-  fs::path optimized = scratch.string() + ".opt.onnx";
-  std::vector<std::string> dims = dim_args(m, o);
-
-  // Runs one step; false (with the result marked failed) when it did not succeed.
-  // verdict_exit: exit code 1 is optimize's "verification failed" (with --write-unverified the
-  // model and the JSON report are still written); the summary marks it as a verification failure.
-  auto step = [&](const std::string& name, std::vector<std::string> args, bool parse_json, bool verdict_exit = false) {
-    args.insert(args.begin(), exe);
-    ChildResult cr =
-        run_child(args, fs::path(scratch.string() + "." + name), deadline, timeout > 0, o.max_rss_mb * 1024);
-    r["seconds"][name] = cr.seconds;
-    r["peak_rss_kb"][name] = cr.peak_rss_kb;
-    std::string why;
-    if (cr.timed_out)
-      why = "timed out after " + std::to_string(timeout) + " s (--timeout)";
-    else if (cr.over_rss)
-      why = "killed: resident memory above --max-rss " + std::to_string(o.max_rss_mb) + " MB";
-    else if (!cr.start_error.empty())
-      why = "the step did not start: " + cr.start_error;
-    else if (cr.signal)
-      why = std::string("crashed: signal ") + std::to_string(cr.signal) + " (" + strsignal(cr.signal) + ")";
-    else if (cr.exit_code != 0 && !(verdict_exit && cr.exit_code == 1))
-      why = "exit code " + std::to_string(cr.exit_code);
-    if (parse_json && why.empty()) {
-      try {
-        r["steps"][name] = nlohmann::json::parse(cr.out);
-      } catch (const std::exception& e) { why = std::string("printed no JSON: ") + e.what(); }
-    }
-    if (why.empty()) return true;
-    r["status"] = "failed";
-    r["failed_step"] = name;
-    r["error"] = name + ": " + why + (cr.err.empty() ? "" : ": " + last_lines(cr.err));
-    if (cr.timed_out)
-      r["failure"] = "timeout";
-    else if (cr.over_rss)
-      r["failure"] = "memory";
-    else if (cr.signal)
-      r["failure"] = "crash";
-    else
-      r["failure"] = "error";
-    return false;
-  };
-
-  std::vector<std::string> opt = {"optimize",
-                                  m.path.string(),
-                                  "-o",
-                                  optimized.string(),
-                                  "--json",
-                                  "--overwrite",
-                                  "--write-unverified",
-                                  "--threads",
-                                  threads,
-                                  "--verify-seeds",
-                                  std::to_string(o.seeds)};
+std::vector<std::string> optimize_args(const ModelRun& run) {
+  const RunOptions& o = run.c.o;
+  std::vector<std::string> a = {"optimize",
+                                run.m.path.string(),
+                                "-o",
+                                run.optimized.string(),
+                                "--json",
+                                "--overwrite",
+                                "--write-unverified",
+                                "--threads",
+                                std::to_string(run.c.threads),
+                                "--verify-seeds",
+                                std::to_string(o.seeds)};
   std::vector<std::string> skip = o.skip;
-  skip.insert(skip.end(), m.skip.begin(), m.skip.end());
-  if (!o.passes.empty()) opt.insert(opt.end(), {"--passes", join(o.passes)});
-  if (!skip.empty()) opt.insert(opt.end(), {"--skip", join(skip)});
-  if (o.target_opset) opt.insert(opt.end(), {"--target-opset", std::to_string(o.target_opset)});
-  opt.insert(opt.end(), dims.begin(), dims.end());
-  opt.insert(opt.end(), m.input_args.begin(), m.input_args.end());
+  skip.insert(skip.end(), run.m.skip.begin(), run.m.skip.end());
+  if (!o.passes.empty()) a.insert(a.end(), {"--passes", join(o.passes)});
+  if (!skip.empty()) a.insert(a.end(), {"--skip", join(skip)});
+  if (o.target_opset) a.insert(a.end(), {"--target-opset", std::to_string(o.target_opset)});
+  a.insert(a.end(), run.dims.begin(), run.dims.end());
+  a.insert(a.end(), run.m.input_args.begin(), run.m.input_args.end());
+  return a;
+}
 
-  bool ok = step("inspect", {"inspect", "--json", m.path.string()}, true) &&
-            step("audit", {"audit", "--json", m.path.string()}, true) && step("optimize", opt, true, true);
-  if (ok && o.attribute) {
-    std::vector<std::string> a = {"attribute", "--json", m.path.string(), "--verify-seeds", "1"};
-    a.insert(a.end(), dims.begin(), dims.end());
-    ok = step("attribute", a, true);
-  }
-  if (ok && o.bench) {
-    // --bench-runs separate processes share the bench time; each alternates the two models run by
-    // run and reports their paired ratio. The runs' spread is the run-to-run noise of the gate.
-    const int runs = std::max(1, o.bench_runs);
-    std::vector<std::string> b = {"bench", m.path.string(), "--vs", optimized.string(), "--json", "--threads", threads};
-    if (o.bench_iters > 0)
-      b.insert(b.end(), {"--iters", std::to_string(o.bench_iters)});
-    else
-      b.insert(b.end(), {"--min-time", std::to_string(o.bench_min_time / runs)});
-    b.insert(b.end(), dims.begin(), dims.end());
-    b.insert(b.end(), m.input_args.begin(), m.input_args.end());
-    nlohmann::json all = nlohmann::json::array();
-    double bench_s = 0;
-    auto bench_runs = [&](int n) {
-      for (int k = 0; k < n && ok; ++k) {
-        ok = step("bench", b, true);
-        bench_s += r["seconds"]["bench"].get<double>();
-        if (!ok) break;
-        nlohmann::json& j = r["steps"]["bench"];
-        j.erase("profile");  // the per-kernel profile is not asked for; keep the result small
-        j.erase("steps_profile");
-        all.push_back(j);
-      }
-    };
-    bench_runs(runs);
-    // With a baseline, a model the gate would flag is measured again now, while its optimized
-    // model exists: a noisy neighbour rarely hits the same model twice, a real slowdown repeats.
-    if (ok && o.baseline.is_object()) {
-      double sigma = o.baseline.contains("latency_spread") ? o.baseline["latency_spread"].value("sigma", 0.0) : 0.0;
-      for (const auto& bm : o.baseline.value("models", nlohmann::json::array()))
-        if (sigma > 0 && bm.is_object() && bm.value("id", "") == m.id && bm.contains("latency_log_ratios")) {
-          std::vector<double> now;
-          for (const auto& j : all)
-            if (j.contains("paired") && j["paired"].is_object()) now.push_back(j["paired"]["log_ratio"]);
-          LatencyVerdict v =
-              latency_gate(now, bm["latency_log_ratios"].get<std::vector<double>>(), sigma, o.max_slowdown);
-          if (v.regressed) {
-            r["remeasured"] = {{"first_ratio", v.ratio}, {"threshold", v.threshold}};
-            bench_runs(runs);
-          }
-        }
+// With a baseline, whether the gate would flag the bench runs `all` of model `id`.
+std::optional<LatencyVerdict> would_flag(const RunOptions& o, const std::string& id, const nlohmann::json& all) {
+  if (!o.baseline.is_object()) return std::nullopt;
+  double sigma = o.baseline.contains("latency_spread") ? o.baseline["latency_spread"].value("sigma", 0.0) : 0.0;
+  for (const auto& bm : o.baseline.value("models", nlohmann::json::array()))
+    if (sigma > 0 && bm.is_object() && bm.value("id", "") == id && bm.contains("latency_log_ratios")) {
+      std::vector<double> now;
+      for (const auto& j : all)
+        if (j.contains("paired") && j["paired"].is_object()) now.push_back(j["paired"]["log_ratio"]);
+      LatencyVerdict v = latency_gate(now, bm["latency_log_ratios"].get<std::vector<double>>(), sigma, o.max_slowdown);
+      if (v.regressed) return v;
     }
-    r["seconds"]["bench"] = bench_s;
-    if (ok) {
-      r["steps"]["bench"] = all[0];
-      r["steps"]["bench"]["runs"] = all;
-    }
-  }
-  if (ok && !o.ort_js.empty()) ok = ort_latency(c, m, r, optimized, scratch, dims, deadline, timeout > 0);
-  r["seconds"]["total"] = std::chrono::duration<double>(Clock::now() - t0).count();
+  return std::nullopt;
+}
 
-  // The figures the report and the gate read, in one place.
+// --bench-runs separate processes share the bench time; each alternates the two models run by run
+// and reports their paired ratio. The runs' spread is the run-to-run noise of the gate.
+bool bench_steps(ModelRun& run) {
+  const RunOptions& o = run.c.o;
+  nlohmann::json& r = run.r;
+  const int runs = std::max(1, o.bench_runs);
+  std::vector<std::string> b = {"bench",     run.m.path.string(),          "--vs", run.optimized.string(), "--json",
+                                "--threads", std::to_string(run.c.threads)};
+  if (o.bench_iters > 0)
+    b.insert(b.end(), {"--iters", std::to_string(o.bench_iters)});
+  else
+    b.insert(b.end(), {"--min-time", std::to_string(o.bench_min_time / runs)});
+  b.insert(b.end(), run.dims.begin(), run.dims.end());
+  b.insert(b.end(), run.m.input_args.begin(), run.m.input_args.end());
+  nlohmann::json all = nlohmann::json::array();
+  double bench_s = 0;
+  bool ok = true;
+  auto bench_runs = [&](int n) {
+    for (int k = 0; k < n && ok; ++k) {
+      ok = run.step("bench", b, true);
+      bench_s += r["seconds"]["bench"].get<double>();
+      if (!ok) break;
+      nlohmann::json& j = r["steps"]["bench"];
+      j.erase("profile");  // the per-kernel profile is not asked for; keep the result small
+      j.erase("steps_profile");
+      all.push_back(j);
+    }
+  };
+  bench_runs(runs);
+  // A model the gate would flag is measured again now, while its optimized model exists: a noisy
+  // neighbour rarely hits the same model twice, a real slowdown repeats.
+  if (ok)
+    if (auto v = would_flag(o, run.m.id, all)) {
+      r["remeasured"] = {{"first_ratio", v->ratio}, {"threshold", v->threshold}};
+      bench_runs(runs);
+    }
+  r["seconds"]["bench"] = bench_s;
+  if (ok) {
+    r["steps"]["bench"] = all[0];
+    r["steps"]["bench"]["runs"] = all;
+  }
+  return ok;
+}
+
+// The summary's figures of the optimize step; a model that failed verification is failed here.
+void optimize_figures(nlohmann::json& s, ModelRun& run) {
+  const nlohmann::json& op = run.r["steps"]["optimize"];
+  s["nodes_before"] = op["before"]["nodes"];
+  s["nodes_after"] = op["after"]["nodes"];
+  s["bytes_before"] = op["before"]["initializer_bytes"];
+  s["bytes_after"] = op["after"]["initializer_bytes"];
+  s["worst_accuracy_class"] = op.value("worst_accuracy_class", 0);
+  s["optimize_seconds"] = op["seconds"].value("total", 0.0);
+  if (op.contains("verification")) {
+    s["verified"] = op["verification"].value("ok", false);
+    s["max_diff"] = op["verification"].value("max_diff", 0.0);
+    s["max_diff_class"] = max_diff_class(s["max_diff"].get<double>());
+  } else {
+    s["verified"] = false;
+  }
+  if (!s["verified"].get<bool>() && run.r["status"] == "ok")
+    run.failed("optimize", "verification", "optimize: the optimized model failed verification");
+}
+
+// The summary's latency figures of the bench runs.
+void bench_figures(nlohmann::json& s, const nlohmann::json& b) {
+  const nlohmann::json runs = b.contains("runs") ? b["runs"] : nlohmann::json::array({b});
+  std::vector<double> before, after, min_before, min_after, logs, cpu_before, cpu_after, cpu_logs;
+  for (const auto& j : runs) {
+    before.push_back(j["median_ms"]);
+    after.push_back(j["vs"]["median_ms"]);
+    min_before.push_back(j["min_ms"]);
+    min_after.push_back(j["vs"]["min_ms"]);
+    if (j.contains("paired") && j["paired"].is_object()) logs.push_back(j["paired"]["log_ratio"]);
+    if (j.contains("cpu_paired") && j["cpu_paired"].is_object()) {
+      cpu_logs.push_back(j["cpu_paired"]["log_ratio"]);
+      cpu_before.push_back(j["cpu_median_ms"]);
+      cpu_after.push_back(j["vs"]["cpu_median_ms"]);
+    }
+  }
+  // Medians over the bench runs: one disturbed run does not move them.
+  s["latency_before_ms"] = median(before);
+  s["latency_after_ms"] = median(after);
+  // The gated figure: the paired after/before ratio (the median over the runs), and each run's
+  // log ratio, whose spread the baseline records.
+  s["latency_ratio"] = logs.empty() ? median(after) / std::max(1e-12, median(before)) : std::exp(median(logs));
+  if (!logs.empty()) s["latency_log_ratios"] = logs;
+  // The ratio of the fastest runs too: on a saturated machine the medians of a short bench moved
+  // by up to 7x between identical runs (distilbert_small: median 18.6 vs 2.3 ms, min 2.51 vs
+  // 2.20 ms), the minima by under 2%.
+  double mb = *std::min_element(min_before.begin(), min_before.end()),
+         ma = *std::min_element(min_after.begin(), min_after.end());
+  if (mb > 0) s["latency_min_ratio"] = ma / mb;
+  // CPU time (all threads) beside wall time: a wall-time change with the same CPU time is the
+  // machine (waiting for cores), not the model.
+  if (!cpu_logs.empty()) {
+    s["cpu_before_ms"] = median(cpu_before);
+    s["cpu_after_ms"] = median(cpu_after);
+    s["cpu_ratio"] = std::exp(median(cpu_logs));
+  }
+}
+
+// The figures the report and the gate read, in one place.
+nlohmann::json result_summary(ModelRun& run) {
+  const nlohmann::json& r = run.r;
   nlohmann::json s = nlohmann::json::object();
   const nlohmann::json& st = r["steps"];
   if (st.contains("audit") && st["audit"].is_array() && !st["audit"].empty())
     s["family"] = st["audit"][0]["fingerprint"].value("family", "unknown");
   if (st.contains("inspect")) s["nodes_before"] = st["inspect"].value("nodes_total", st["inspect"].value("nodes", 0));
-  if (st.contains("optimize")) {
-    const nlohmann::json& op = st["optimize"];
-    s["nodes_before"] = op["before"]["nodes"];
-    s["nodes_after"] = op["after"]["nodes"];
-    s["bytes_before"] = op["before"]["initializer_bytes"];
-    s["bytes_after"] = op["after"]["initializer_bytes"];
-    s["worst_accuracy_class"] = op.value("worst_accuracy_class", 0);
-    s["optimize_seconds"] = op["seconds"].value("total", 0.0);
-    if (op.contains("verification")) {
-      s["verified"] = op["verification"].value("ok", false);
-      s["max_diff"] = op["verification"].value("max_diff", 0.0);
-      s["max_diff_class"] = max_diff_class(s["max_diff"].get<double>());
-    } else {
-      s["verified"] = false;
-    }
-    if (!s["verified"].get<bool>() && r["status"] == "ok") {
-      r["status"] = "failed";
-      r["failed_step"] = "optimize";
-      r["failure"] = "verification";
-      r["error"] = "optimize: the optimized model failed verification";
-    }
-  }
+  if (st.contains("optimize")) optimize_figures(s, run);
   if (st.contains("bench")) {
-    const nlohmann::json& b = st["bench"];
-    const nlohmann::json runs = b.contains("runs") ? b["runs"] : nlohmann::json::array({b});
-    std::vector<double> before, after, min_before, min_after, logs, cpu_before, cpu_after, cpu_logs;
-    for (const auto& j : runs) {
-      before.push_back(j["median_ms"]);
-      after.push_back(j["vs"]["median_ms"]);
-      min_before.push_back(j["min_ms"]);
-      min_after.push_back(j["vs"]["min_ms"]);
-      if (j.contains("paired") && j["paired"].is_object()) logs.push_back(j["paired"]["log_ratio"]);
-      if (j.contains("cpu_paired") && j["cpu_paired"].is_object()) {
-        cpu_logs.push_back(j["cpu_paired"]["log_ratio"]);
-        cpu_before.push_back(j["cpu_median_ms"]);
-        cpu_after.push_back(j["vs"]["cpu_median_ms"]);
-      }
-    }
-    auto median = [](std::vector<double> v) {  // over the bench runs: one disturbed run does not move it
-      std::sort(v.begin(), v.end());
-      const size_t n = v.size();
-      return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    };
-    s["latency_before_ms"] = median(before);
-    s["latency_after_ms"] = median(after);
-    // The gated figure: the paired after/before ratio (the median over the runs), and each run's
-    // log ratio, whose spread the baseline records.
-    s["latency_ratio"] = logs.empty() ? median(after) / std::max(1e-12, median(before)) : std::exp(median(logs));
-    if (!logs.empty()) s["latency_log_ratios"] = logs;
-    // The ratio of the fastest runs too: on a saturated machine the medians of a short bench moved
-    // by up to 7x between identical runs (distilbert_small: median 18.6 vs 2.3 ms, min 2.51 vs
-    // 2.20 ms), the minima by under 2%.
-    double mb = *std::min_element(min_before.begin(), min_before.end()),
-           ma = *std::min_element(min_after.begin(), min_after.end());
-    if (mb > 0) s["latency_min_ratio"] = ma / mb;
-    // CPU time (all threads) beside wall time: a wall-time change with the same CPU time is the
-    // machine (waiting for cores), not the model.
-    if (!cpu_logs.empty()) {
-      s["cpu_before_ms"] = median(cpu_before);
-      s["cpu_after_ms"] = median(cpu_after);
-      s["cpu_ratio"] = std::exp(median(cpu_logs));
-    }
+    bench_figures(s, st["bench"]);
     if (r.contains("remeasured")) s["remeasured"] = true;
   }
   if (r.contains("ort") && r["ort"].contains("before_ms")) {
@@ -908,26 +938,34 @@ nlohmann::json process_model(const Context& c, const ModelEntry& m) {
   s["peak_rss_kb"] = 0;
   for (const auto& [k, v] : r["peak_rss_kb"].items())
     s["peak_rss_kb"] = std::max(s["peak_rss_kb"].get<int64_t>(), v.get<int64_t>());
-  r["summary"] = s;
-
-  if (o.keep_models && fs::exists(optimized)) fs::rename(optimized, c.models / (m.id + ".onnx"));
-  std::error_code ec;
-  fs::remove(optimized, ec);
-  return r;
+  return s;
 }
 
-}  // namespace
+nlohmann::json process_model(const Context& c, const ModelEntry& m) {
+  ModelRun run(c, m);
+  const std::string model = m.path.string();
+  bool ok = run.step("inspect", {"inspect", "--json", model}, true) &&
+            run.step("audit", {"audit", "--json", model}, true) &&
+            run.step("optimize", optimize_args(run), true, /*verdict_exit=*/true);
+  if (ok && c.o.attribute) {
+    std::vector<std::string> a = {"attribute", "--json", model, "--verify-seeds", "1"};
+    a.insert(a.end(), run.dims.begin(), run.dims.end());
+    ok = run.step("attribute", a, true);
+  }
+  if (ok && c.o.bench) ok = bench_steps(run);
+  if (ok && !c.o.ort_js.empty()) ok = ort_latency(run);
+  run.r["seconds"]["total"] = std::chrono::duration<double>(Clock::now() - run.t0).count();
+  run.r["summary"] = result_summary(run);
 
-int run(const RunOptions& o) {
-  if (o.inputs.empty()) fail("zoo run: give at least one INPUT (a folder, a model or a manifest)");
-  if (o.outdir.empty()) fail("zoo run: give the output folder with -o OUTDIR");
-  if (o.jobs < 1) fail("zoo run: --jobs must be at least 1");
-  if (!fs::exists(o.exe)) fail("zoo run: cannot find the onnxforge binary at '", o.exe.string(), "'");
-  std::vector<ModelEntry> all = discover(o.inputs, o.set);
-  if (all.empty()) fail("zoo run: no .onnx models in ", join(o.inputs));
-  Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard, o.shard_count);
-  std::vector<ModelEntry> models = select_shard(all, shard);
+  if (c.o.keep_models && fs::exists(run.optimized)) fs::rename(run.optimized, c.models / (m.id + ".onnx"));
+  std::error_code ec;
+  fs::remove(run.optimized, ec);
+  return std::move(run.r);
+}
 
+// What every model's run shares: the threads, the options that change a result (and their key),
+// the machine, the folders.
+Context make_context(const RunOptions& o) {
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   Context c{o, o.threads > 0 ? o.threads : std::max(1, cores / o.jobs), {}, {}, {}, {}, {}, {}};
   // Everything that changes a result; --resume redoes a model when any of it differs.
@@ -955,6 +993,65 @@ int run(const RunOptions& o) {
   // whose next step then could not create its output file).
   c.scratch = make_scratch(o.outdir / "tmp");
   if (o.keep_models) fs::create_directories(c.models);
+  return c;
+}
+
+// A finished model's progress line (r: its result; null when --resume found it up to date).
+std::string progress_line(const ModelEntry& m, const nlohmann::json* r, int n, size_t total) {
+  std::ostringstream line;
+  line << "[" << n << "/" << total << "] " << m.name << ": ";
+  if (!r) {
+    line << "up to date (--resume)";
+  } else if ((*r)["status"] == "ok") {
+    const auto& s = (*r)["summary"];
+    // The report's conventions: speed-up = before/after latency, 3 significant digits.
+    auto sig = [](double v, int digits) {
+      std::ostringstream os;
+      os << std::setprecision(digits) << v;
+      return os.str();
+    };
+    line << "ok, nodes " << s.value("nodes_before", 0) << " -> " << s.value("nodes_after", 0);
+    if (s.contains("max_diff"))
+      line << ", max_diff " << (s["max_diff"].get<double>() == 0 ? "0 (exact)" : sig(s["max_diff"].get<double>(), 2));
+    if (s.contains("latency_ratio") && s["latency_ratio"].get<double>() > 0)
+      line << ", speed-up " << sig(1.0 / s["latency_ratio"].get<double>(), 3) << "x";
+    if (s.contains("remeasured")) line << " (re-measured)";
+    if (s.contains("ours_vs_ort") && s["ours_vs_ort"].get<double>() > 0)
+      line << ", speed-up vs ORT " << sig(1.0 / s["ours_vs_ort"].get<double>(), 3) << "x";
+    else if (s.contains("ort_error"))
+      line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
+    line << " (" << std::fixed << std::setprecision(1) << (*r)["seconds"]["total"].get<double>() << " s)";
+  } else {
+    std::string e = (*r).value("error", "");
+    if (e.size() > 160) e = e.substr(0, 160) + "...";
+    line << "FAILED: " << e;
+  }
+  return line.str();
+}
+
+// A model's result, or the failure of our own trouble (stat, fork) with this model only.
+nlohmann::json model_result(const Context& c, const ModelEntry& m) {
+  try {
+    return process_model(c, m);
+  } catch (const std::exception& e) {
+    nlohmann::json r = result_identity(c, m);
+    r.update({{"status", "failed"}, {"failure", "error"}, {"error", e.what()}, {"summary", nlohmann::json::object()}});
+    return r;
+  }
+}
+
+}  // namespace
+
+int run(const RunOptions& o) {
+  if (o.inputs.empty()) fail("zoo run: give at least one INPUT (a folder, a model or a manifest)");
+  if (o.outdir.empty()) fail("zoo run: give the output folder with -o OUTDIR");
+  if (o.jobs < 1) fail("zoo run: --jobs must be at least 1");
+  if (!fs::exists(o.exe)) fail("zoo run: cannot find the onnxforge binary at '", o.exe.string(), "'");
+  std::vector<ModelEntry> all = discover(o.inputs, o.set);
+  if (all.empty()) fail("zoo run: no .onnx models in ", join(o.inputs));
+  Shard shard = o.shard.empty() ? Shard{} : parse_shard(o.shard, o.shard_count);
+  std::vector<ModelEntry> models = select_shard(all, shard);
+  const Context c = make_context(o);
 
   const char* pause_env = std::getenv("ONNXFORGE_ZOO_TEST_PAUSE_MS");
   const long pause_ms = pause_env ? std::atol(pause_env) : 0;
@@ -962,45 +1059,18 @@ int run(const RunOptions& o) {
   std::atomic<int> done{0}, failed{0}, skipped{0};
   std::mutex io;
   auto t0 = Clock::now();
-  auto progress = [&](const ModelEntry& m, const nlohmann::json* r, bool was_skipped) {
+  auto progress = [&](const ModelEntry& m, const nlohmann::json* r) {
     std::lock_guard<std::mutex> lock(io);
     int n = ++done;
     double el = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::ostringstream line;
-    line << "[" << n << "/" << models.size() << "] " << m.name << ": ";
-    if (was_skipped)
-      line << "up to date (--resume)";
-    else if ((*r)["status"] == "ok") {
-      const auto& s = (*r)["summary"];
-      // The report's conventions: speed-up = before/after latency, 3 significant digits.
-      auto sig = [](double v, int digits) {
-        std::ostringstream os;
-        os << std::setprecision(digits) << v;
-        return os.str();
-      };
-      line << "ok, nodes " << s.value("nodes_before", 0) << " -> " << s.value("nodes_after", 0);
-      if (s.contains("max_diff"))
-        line << ", max_diff " << (s["max_diff"].get<double>() == 0 ? "0 (exact)" : sig(s["max_diff"].get<double>(), 2));
-      if (s.contains("latency_ratio") && s["latency_ratio"].get<double>() > 0)
-        line << ", speed-up " << sig(1.0 / s["latency_ratio"].get<double>(), 3) << "x";
-      if (s.contains("remeasured")) line << " (re-measured)";
-      if (s.contains("ours_vs_ort") && s["ours_vs_ort"].get<double>() > 0)
-        line << ", speed-up vs ORT " << sig(1.0 / s["ours_vs_ort"].get<double>(), 3) << "x";
-      else if (s.contains("ort_error"))
-        line << ", ORT: " << s["ort_error"].get<std::string>().substr(0, 80);
-      line << " (" << std::fixed << std::setprecision(1) << (*r)["seconds"]["total"].get<double>() << " s)";
-    } else {
-      std::string e = (*r).value("error", "");
-      if (e.size() > 160) e = e.substr(0, 160) + "...";
-      line << "FAILED: " << e;
-    }
+    const std::string line = progress_line(m, r, n, models.size());
     if (o.tty) {
       // A finished model's line stays; the progress line under it is redrawn.
-      std::cerr << "\r\033[K" << line.str() << "\n"
+      std::cerr << "\r\033[K" << line << "\n"
                 << "zoo: " << n << "/" << models.size() << " done, " << failed.load() << " failed, " << std::fixed
                 << std::setprecision(0) << el << " s" << std::flush;
     } else {
-      std::cerr << line.str() << "\n";
+      std::cerr << line << "\n";
     }
   };
 
@@ -1020,29 +1090,13 @@ int run(const RunOptions& o) {
         ++skipped;
         nlohmann::json old = nlohmann::json::parse(std::ifstream(result));
         if (old.value("status", "") != "ok") ++failed;
-        progress(m, nullptr, true);
+        progress(m, nullptr);
         continue;
       }
-      nlohmann::json r;
-      try {
-        r = process_model(c, m);
-      } catch (const std::exception& e) {  // our own trouble (stat, fork): this model only
-        r = {{"format", 1},
-             {"id", m.id},
-             {"name", m.name},
-             {"path", m.path.string()},
-             {"rel", m.rel},
-             {"options", c.options},
-             {"options_key", c.options_key},
-             {"machine", c.machine},
-             {"status", "failed"},
-             {"failure", "error"},
-             {"error", e.what()},
-             {"summary", nlohmann::json::object()}};
-      }
+      const nlohmann::json r = model_result(c, m);
       if (r["status"] != "ok") ++failed;
       write_atomic(result, r.dump(1) + "\n");
-      progress(m, &r, false);
+      progress(m, &r);
     }
   };
   std::vector<std::thread> pool;

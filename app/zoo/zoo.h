@@ -121,6 +121,8 @@ LatencyVerdict latency_gate(const std::vector<double>& now_logs, const std::vect
 // Robust pooled run-to-run sigma of the log ratios (the median of the differences between two
 // runs of a model, over all models with >= 2 runs; 0 with fewer than 3 such models).
 double run_spread(const nlohmann::json& models);
+// The median of `v` (the mean of the middle two for an even count), 0 for none.
+double median(std::vector<double> v);
 
 struct ReportOptions {
   fs::path outdir;

@@ -69,9 +69,8 @@ void binary_into(const OpContext& c, BinaryOp op, const Tensor& a, const Tensor&
       const T* pa = a.ptr<T>();
       const T* pb = b.ptr<T>();
       T* py = y.ptr<T>();
-      for_each_broadcast<2>(
-          y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
-          [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = scalar_binary(op, pa[o[0]], pb[o[1]]); });
+      for_each_broadcast_pair(a.shape, b.shape, y.shape,
+                              [&](int64_t i, int64_t ia, int64_t ib) { py[i] = scalar_binary(op, pa[ia], pb[ib]); });
     }
   });
 }
@@ -157,17 +156,15 @@ void compare_kernel(OpContext& c) {
     }
   }
   if (a.dtype == DType::Int64 || a.dtype == DType::Uint64) {  // exact for large integers
-    for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
-                          [&](int64_t i, const std::array<int64_t, 2>& o) {
-                            int64_t x = a.get_i64(o[0]), z = b.get_i64(o[1]);
-                            py[i] = scalar_compare<OP>(x < z ? -1 : x > z ? 1 : 0, 0);
-                          });
+    for_each_broadcast_pair(a.shape, b.shape, y.shape, [&](int64_t i, int64_t ia, int64_t ib) {
+      int64_t x = a.get_i64(ia), z = b.get_i64(ib);
+      py[i] = scalar_compare<OP>(x < z ? -1 : x > z ? 1 : 0, 0);
+    });
     return;
   }
-  for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
-                        [&](int64_t i, const std::array<int64_t, 2>& o) {
-                          py[i] = scalar_compare<OP>(a.get_f64(o[0]), b.get_f64(o[1]));
-                        });
+  for_each_broadcast_pair(a.shape, b.shape, y.shape, [&](int64_t i, int64_t ia, int64_t ib) {
+    py[i] = scalar_compare<OP>(a.get_f64(ia), b.get_f64(ib));
+  });
 }
 
 enum class Logic { And, Or, Xor };
@@ -180,11 +177,10 @@ void logic_kernel(OpContext& c) {
   const auto* pa = a.ptr<uint8_t>();
   const auto* pb = b.ptr<uint8_t>();
   auto* py = y.ptr<uint8_t>();
-  for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
-                        [&](int64_t i, const std::array<int64_t, 2>& o) {
-                          bool x = pa[o[0]], z = pb[o[1]];
-                          py[i] = L == Logic::And ? (x && z) : L == Logic::Or ? (x || z) : (x != z);
-                        });
+  for_each_broadcast_pair(a.shape, b.shape, y.shape, [&](int64_t i, int64_t ia, int64_t ib) {
+    bool x = pa[ia], z = pb[ib];
+    py[i] = L == Logic::And ? (x && z) : L == Logic::Or ? (x || z) : (x != z);
+  });
 }
 
 void where_kernel(OpContext& c) {
@@ -240,14 +236,13 @@ void prelu_kernel(OpContext& c) {
     const T* px = x.ptr<T>();
     const T* ps = s.ptr<T>();
     T* py = y.ptr<T>();
-    for_each_broadcast<2>(y.shape, {bcast_strides(x.shape, y.shape), bcast_strides(slope_shape, y.shape)},
-                          [&](int64_t i, const std::array<int64_t, 2>& o) {
-                            T z = px[o[0]];
-                            if constexpr (std::is_same_v<T, bool>)
-                              py[i] = z;
-                            else
-                              py[i] = z < 0 ? wrap_mul(z, ps[o[1]]) : z;  // int32/int64 wrap as Mul does (no UB)
-                          });
+    for_each_broadcast_pair(x.shape, slope_shape, y.shape, [&](int64_t i, int64_t ia, int64_t ib) {
+      T z = px[ia];
+      if constexpr (std::is_same_v<T, bool>)
+        py[i] = z;
+      else
+        py[i] = z < 0 ? wrap_mul(z, ps[ib]) : z;  // int32/int64 wrap as Mul does (no UB)
+    });
   });
 }
 
@@ -262,26 +257,25 @@ void mod_kernel(OpContext& c) {
     const T* pa = a.ptr<T>();
     const T* pb = b.ptr<T>();
     T* py = y.ptr<T>();
-    for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
-                          [&](int64_t i, const std::array<int64_t, 2>& o) {
-                            T x = pa[o[0]], z = pb[o[1]];
-                            if constexpr (std::is_floating_point_v<T>) {
-                              T r = std::fmod(x, z);
-                              if (!fmod && r != 0 && ((r < 0) != (z < 0))) r += z;
-                              py[i] = r;
-                            } else if constexpr (std::is_same_v<T, bool>) {
-                              py[i] = x;
-                            } else {
-                              // x % -1 is 0, and INT_MIN % -1 traps (SIGFPE) on x86.
-                              if (z == 0 || (std::is_signed_v<T> && z == static_cast<T>(-1))) {
-                                py[i] = 0;
-                                return;
-                              }
-                              T r = static_cast<T>(x % z);
-                              if (!fmod && r != 0 && ((r < 0) != (z < 0))) r = static_cast<T>(r + z);
-                              py[i] = r;
-                            }
-                          });
+    for_each_broadcast_pair(a.shape, b.shape, y.shape, [&](int64_t i, int64_t ia, int64_t ib) {
+      T x = pa[ia], z = pb[ib];
+      if constexpr (std::is_floating_point_v<T>) {
+        T r = std::fmod(x, z);
+        if (!fmod && r != 0 && ((r < 0) != (z < 0))) r += z;
+        py[i] = r;
+      } else if constexpr (std::is_same_v<T, bool>) {
+        py[i] = x;
+      } else {
+        // x % -1 is 0, and INT_MIN % -1 traps (SIGFPE) on x86.
+        if (z == 0 || (std::is_signed_v<T> && z == static_cast<T>(-1))) {
+          py[i] = 0;
+          return;
+        }
+        T r = static_cast<T>(x % z);
+        if (!fmod && r != 0 && ((r < 0) != (z < 0))) r = static_cast<T>(r + z);
+        py[i] = r;
+      }
+    });
   });
 }
 

@@ -109,6 +109,15 @@ inline std::vector<int64_t> axes_of(const OpContext& c, size_t index, std::strin
   return axes;
 }
 
+// A shape around `axis`: the product of the dims before it, its length, the product of those after.
+struct AroundAxis {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline AroundAxis around_axis(const Shape& s, int64_t axis) {
+  const auto a = static_cast<size_t>(axis);
+  return {numel(std::span(s).first(a)), s[a], numel(std::span(s).subspan(a + 1))};
+}
+
 inline Shape broadcast_shapes(const OpContext& c, const Shape& a, const Shape& b) {
   size_t r = std::max(a.size(), b.size());
   Shape out(r);
@@ -166,6 +175,23 @@ void for_each_broadcast(const Shape& out, const std::array<std::vector<int64_t>,
       idx[d] = 0;
     }
   }
+}
+
+// Steps the multi-index `idx` to the next element of `shape` in row-major order (back to zeros
+// after the last); idx has shape's rank.
+inline void next_index(std::vector<int64_t>& idx, std::span<const int64_t> shape) {
+  for (size_t d = idx.size(); d-- > 0;) {
+    if (++idx[d] < shape[d]) return;
+    idx[d] = 0;
+  }
+}
+
+// f(i, ia, ib) for every element i of y (shape `out`) = a op b broadcast: the elements of a and b it
+// reads.
+template <class F>
+void for_each_broadcast_pair(const Shape& a, const Shape& b, const Shape& out, F&& f) {
+  for_each_broadcast<2>(out, {bcast_strides(a, out), bcast_strides(b, out)},
+                        [&](int64_t i, const std::array<int64_t, 2>& o) { f(i, o[0], o[1]); });
 }
 
 }  // namespace onnxforge::rt

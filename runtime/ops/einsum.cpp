@@ -352,10 +352,7 @@ void einsum_generic(OpContext& c, const Equation& e) {
       p *= c.input(i).get_f64(off);
     }
     acc[static_cast<size_t>(flat / inner)] += p;
-    for (size_t d = all.size(); d-- > 0;) {
-      if (++idx[d] < full[d]) break;
-      idx[d] = 0;
-    }
+    next_index(idx, full);
   }
   Tensor tmp = Tensor::view(DType::Double, yshape, acc.data());
   cast_into(tmp, y);

@@ -19,10 +19,8 @@ void gather(OpContext& c) {
   ys.insert(ys.end(), ind.shape.begin(), ind.shape.end());
   ys.insert(ys.end(), x.shape.begin() + axis + 1, x.shape.end());
   Tensor& y = c.output(0, x.dtype, ys);
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
-  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
-  const int64_t dim = x.shape[static_cast<size_t>(axis)], n = ind.numel();
+  const auto [outer, dim, inner] = around_axis(x.shape, axis);
+  const int64_t n = ind.numel();
   const size_t es = dtype_size(x.dtype), chunk = static_cast<size_t>(inner) * es;
   std::vector<int64_t> idx = ints_of(ind);
   for (auto& i : idx) i = fix_index(c, i, dim);
@@ -62,10 +60,7 @@ void gather_elements(OpContext& c) {
     for (size_t d = 0; d < r; ++d)
       off += (static_cast<int64_t>(d) == axis ? fix_index(c, ind.get_i64(i), x.shape[d]) : idx[d]) * xs[d];
     std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(off) * es, es);
-    for (size_t d = r; d-- > 0;) {
-      if (++idx[d] < ind.shape[d]) break;
-      idx[d] = 0;
-    }
+    next_index(idx, ind.shape);
   }
 }
 
@@ -169,10 +164,7 @@ void scatter_elements(OpContext& c) {
       for (size_t d = 0; d < r; ++d)
         off += (static_cast<int64_t>(d) == axis ? fix_index(c, ind.get_i64(i), x.shape[d]) : idx[d]) * xs[d];
       reduce_into(y.ptr<T>()[off], upd.ptr<T>()[i], red);
-      for (size_t d = r; d-- > 0;) {
-        if (++idx[d] < ind.shape[d]) break;
-        idx[d] = 0;
-      }
+      next_index(idx, ind.shape);
     }
   });
 }
@@ -212,14 +204,11 @@ void one_hot(OpContext& c) {
 }  // namespace
 
 void register_gather(Registry& r) {
-  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{{"Gather", gather},
-                                                                                {"GatherElements", gather_elements},
-                                                                                {"GatherND", gather_nd},
-                                                                                {"ScatterND", scatter_nd},
-                                                                                {"ScatterElements", scatter_elements},
-                                                                                {"Scatter", scatter_elements},
-                                                                                {"OneHot", one_hot}})
-    r.add("", name, {.run = f, .float_compute = false});
+  const std::pair<const char*, KernelFn> ops[] = {
+      {"Gather", gather},        {"GatherElements", gather_elements},   {"GatherND", gather_nd},
+      {"ScatterND", scatter_nd}, {"ScatterElements", scatter_elements}, {"Scatter", scatter_elements},
+      {"OneHot", one_hot}};
+  r.add_each({.float_compute = false}, ops);
 }
 
 }  // namespace onnxforge::rt

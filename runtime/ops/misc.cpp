@@ -16,11 +16,10 @@ void bit_shift(OpContext& c) {
   dispatch_type(a.dtype, [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
-      for_each_broadcast<2>(y.shape, {bcast_strides(a.shape, y.shape), bcast_strides(b.shape, y.shape)},
-                            [&](int64_t i, const std::array<int64_t, 2>& o) {
-                              T x = a.ptr<T>()[o[0]], s = b.ptr<T>()[o[1]];
-                              y.ptr<T>()[i] = s >= sizeof(T) * 8 ? T{0} : static_cast<T>(left ? x << s : x >> s);
-                            });
+      for_each_broadcast_pair(a.shape, b.shape, y.shape, [&](int64_t i, int64_t ia, int64_t ib) {
+        T x = a.ptr<T>()[ia], s = b.ptr<T>()[ib];
+        y.ptr<T>()[i] = s >= sizeof(T) * 8 ? T{0} : static_cast<T>(left ? x << s : x >> s);
+      });
     } else {
       c.error("BitShift needs unsigned integers");
     }
@@ -48,10 +47,8 @@ void compress(OpContext& c) {
   Shape ys = x.shape;
   ys[static_cast<size_t>(axis)] = static_cast<int64_t>(keep.size());
   Tensor& y = c.output(0, x.dtype, ys);
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
-  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
-  const int64_t n = x.shape[static_cast<size_t>(axis)], k = static_cast<int64_t>(keep.size());
+  const auto [outer, n, inner] = around_axis(x.shape, axis);
+  const int64_t k = static_cast<int64_t>(keep.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < k; ++j)
       std::memcpy(y.data + static_cast<size_t>((o * k + j) * inner) * es,
@@ -83,10 +80,7 @@ void reverse_sequence(OpContext& c) {
     int64_t src = i;
     if (t < len) src += (len - 1 - 2 * t) * st[static_cast<size_t>(ta)];
     std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(src) * es, es);
-    for (size_t d = idx.size(); d-- > 0;) {
-      if (++idx[d] < x.shape[d]) break;
-      idx[d] = 0;
-    }
+    next_index(idx, x.shape);
   }
 }
 

@@ -278,10 +278,7 @@ void tile(OpContext& c) {
     int64_t off = 0;
     for (size_t d = 0; d < r; ++d) off += (idx[d] % x.shape[d]) * cs[d];
     std::memcpy(y.data + static_cast<size_t>(i) * es, x.data + static_cast<size_t>(off) * es, es);
-    for (size_t d = r; d-- > 0;) {
-      if (++idx[d] < ys[d]) break;
-      idx[d] = 0;
-    }
+    next_index(idx, ys);
   }
 }
 
@@ -452,14 +449,14 @@ void space_to_depth(OpContext& c) {
 }  // namespace
 
 void register_movement(Registry& r) {
-  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{{"Transpose", transpose},
-                                                                                {"Split", split},
-                                                                                {"Slice", slice},
-                                                                                {"Tile", tile},
-                                                                                {"Trilu", trilu},
-                                                                                {"DepthToSpace", depth_to_space},
-                                                                                {"SpaceToDepth", space_to_depth}})
-    r.add("", name, {.run = f, .float_compute = false});
+  const std::pair<const char*, KernelFn> ops[] = {{"Transpose", transpose},
+                                                  {"Split", split},
+                                                  {"Slice", slice},
+                                                  {"Tile", tile},
+                                                  {"Trilu", trilu},
+                                                  {"DepthToSpace", depth_to_space},
+                                                  {"SpaceToDepth", space_to_depth}};
+  r.add_each({.float_compute = false}, ops);
   r.add("", "Pad", {.run = pad, .float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = pad_takes_nhwc});
   r.add("", "Concat",
         {.run = concat,

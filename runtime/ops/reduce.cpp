@@ -98,10 +98,7 @@ void arg_reduce(OpContext& c) {
   else
     ys.erase(ys.begin() + axis);
   Tensor& y = c.output(0, DType::Int64, ys);
-  int64_t outer = 1, inner = 1;
-  const int64_t n = x.shape[static_cast<size_t>(axis)];
-  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
-  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  const auto [outer, n, inner] = around_axis(x.shape, axis);
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);
     const T* X = x.ptr<T>();
@@ -123,15 +120,12 @@ void topk(OpContext& c) {
   if (c.opset >= 10 && c.input(1).numel() != 1) c.error("K must hold one value, got " + shape_str(c.input(1).shape));
   const int64_t k = c.opset < 10 ? c.attr_i("k", 1) : ints_of(c.input(1))[0];
   const bool largest = c.attr_i("largest", 1);
-  const int64_t n = x.shape[static_cast<size_t>(axis)];
+  const auto [outer, n, inner] = around_axis(x.shape, axis);
   if (k < 0 || k > n) c.error("k = " + std::to_string(k) + " is out of range");
   Shape ys = x.shape;
   ys[static_cast<size_t>(axis)] = k;
   Tensor& vals = c.output(0, x.dtype, ys);
   Tensor& idx = c.output(1, DType::Int64, ys);
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
-  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
   if (x.numel() == 0) return;  // nothing to sort (the axis may be huge next to a zero dim)
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);
@@ -162,10 +156,7 @@ void cumsum(OpContext& c) {
   const int64_t axis = norm_axis(c, c.input(1).get_i64(0), x.rank());
   const bool excl = c.attr_i("exclusive", 0), rev = c.attr_i("reverse", 0);
   Tensor& y = c.output(0, x.dtype, x.shape);
-  int64_t outer = 1, inner = 1;
-  const int64_t n = x.shape[static_cast<size_t>(axis)];
-  for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
-  for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape[static_cast<size_t>(i)];
+  const auto [outer, n, inner] = around_axis(x.shape, axis);
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);
     for (int64_t o = 0; o < outer; ++o)

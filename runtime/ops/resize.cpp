@@ -319,10 +319,7 @@ void resize_loop(OpContext& c, const Tensor& x, const Shape& ys,
       }
     }
     outv[static_cast<size_t>(i)] = static_cast<float>(acc);
-    for (size_t d = static_cast<size_t>(r); d-- > 0;) {
-      if (++idx[d] < ys[d]) break;
-      idx[d] = 0;
-    }
+    next_index(idx, ys);
   }
   Tensor tmp = Tensor::view(DType::Float, ys, outv.data());
   if (x.dtype != DType::Float && x.dtype != DType::Double) {

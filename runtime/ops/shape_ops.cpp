@@ -274,24 +274,16 @@ void non_zero(OpContext& c) {
 }  // namespace
 
 void register_shape_ops(Registry& r) {
-  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{{"Reshape", reshape},
-                                                                                {"Flatten", flatten},
-                                                                                {"Squeeze", squeeze},
-                                                                                {"Unsqueeze", unsqueeze},
-                                                                                {"Identity", identity},
-                                                                                {"Dropout", dropout},
-                                                                                {"Expand", expand},
-                                                                                {"ConstantOfShape", constant_of_shape},
-                                                                                {"Constant", constant},
-                                                                                {"Range", range},
-                                                                                {"EyeLike", eye_like},
-                                                                                {"NonZero", non_zero}})
-    r.add("", name, {.run = f, .float_compute = false});
+  const std::pair<const char*, KernelFn> ops[] = {
+      {"Reshape", reshape},   {"Flatten", flatten}, {"Squeeze", squeeze},  {"Unsqueeze", unsqueeze},
+      {"Identity", identity}, {"Dropout", dropout}, {"Expand", expand},    {"ConstantOfShape", constant_of_shape},
+      {"Constant", constant}, {"Range", range},     {"EyeLike", eye_like}, {"NonZero", non_zero}};
+  r.add_each({.float_compute = false}, ops);
   // Shape and Size read the logical shape only, the same in either layout: they take a
   // channels-last input as it is (ISNet reads the shape of every decoder level's activations
   // for its Resize sizes; as NCHW-only readers they kept all of them plain).
-  for (auto [name, f] : std::initializer_list<std::pair<const char*, KernelFn>>{{"Shape", shape}, {"Size", size}})
-    r.add("", name, {.run = f, .float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = reads_shape_only});
+  const std::pair<const char*, KernelFn> shape_readers[] = {{"Shape", shape}, {"Size", size}};
+  r.add_each({.float_compute = false, .layout = LayoutUse::Aware, .takes_nhwc = reads_shape_only}, shape_readers);
 }
 
 }  // namespace onnxforge::rt

@@ -494,32 +494,18 @@ class Reader {
     }
     check_attribute_payload(g, n, a, payload);
     if (a.type == AttrType::Undefined && payload) a.type = infer_attr_type(a, ints, floats, strings, tensors, graphs);
+    // A list attribute's items go to the graph's pool of that kind; the attribute keeps the range.
+    auto append = [&](auto& pool, const auto& items) {
+      a.list_begin = static_cast<uint32_t>(pool.size());
+      a.list_count = static_cast<uint32_t>(items.size());
+      pool.insert(pool.end(), items.begin(), items.end());
+    };
     switch (a.type) {
-      case AttrType::Ints:
-        a.list_begin = static_cast<uint32_t>(g.ints_.size());
-        a.list_count = static_cast<uint32_t>(ints.size());
-        g.ints_.insert(g.ints_.end(), ints.begin(), ints.end());
-        break;
-      case AttrType::Floats:
-        a.list_begin = static_cast<uint32_t>(g.floats_.size());
-        a.list_count = static_cast<uint32_t>(floats.size());
-        g.floats_.insert(g.floats_.end(), floats.begin(), floats.end());
-        break;
-      case AttrType::Strings:
-        a.list_begin = static_cast<uint32_t>(g.strings_.size());
-        a.list_count = static_cast<uint32_t>(strings.size());
-        g.strings_.insert(g.strings_.end(), strings.begin(), strings.end());
-        break;
-      case AttrType::Tensors:
-        a.list_begin = static_cast<uint32_t>(g.tensor_list_.size());
-        a.list_count = static_cast<uint32_t>(tensors.size());
-        g.tensor_list_.insert(g.tensor_list_.end(), tensors.begin(), tensors.end());
-        break;
-      case AttrType::Graphs:
-        a.list_begin = static_cast<uint32_t>(g.graph_list_.size());
-        a.list_count = static_cast<uint32_t>(graphs.size());
-        g.graph_list_.insert(g.graph_list_.end(), graphs.begin(), graphs.end());
-        break;
+      case AttrType::Ints: append(g.ints_, ints); break;
+      case AttrType::Floats: append(g.floats_, floats); break;
+      case AttrType::Strings: append(g.strings_, strings); break;
+      case AttrType::Tensors: append(g.tensor_list_, tensors); break;
+      case AttrType::Graphs: append(g.graph_list_, graphs); break;
       default: break;
     }
     a.extra_begin = static_cast<uint32_t>(g.extra_.size());

@@ -417,4 +417,88 @@ ClipBounds clip_bounds(const Graph& g, NodeId clip) {
   return b;
 }
 
+// ---------------------------------------------------------------- chains
+
+namespace {
+
+// Whether `o` (the operand that is not the chain's value `v`) is what `want` asks; sets `ok`.
+bool admits(const Graph& g, const Operand& want, ValueId o, ValueId v, bool& ok) {
+  using Is = Operand::Is;
+  switch (want.is) {
+    case Is::Nothing:
+    case Is::Anything: break;
+    case Is::NotChain:
+      if (o == v) return false;
+      break;
+    case Is::Chain:
+      if (o != v) return false;
+      break;
+    case Is::Value:
+      if (o != want.value) return false;
+      break;
+    case Is::Constant:
+      if (!constant_tensor(g, o).valid()) return false;
+      break;
+    case Is::Scalar:
+      if (!scalar(g, o)) return false;
+      break;
+  }
+  ok = !want.check || scalar_near(g, o, want.expect);
+  return ok || want.fit == Operand::Fit::Shape;
+}
+
+// `n` as `link` with the chain's value at input `slot` (`v` invalid: whatever is there).
+Hop fits_at(const Graph& g, NodeId n, ValueId v, const Link& link, size_t slot) {
+  const ValueId in = g.input(n, slot);
+  if (v.valid() && in != v) return {};
+  Hop s{.node = n, .in = in, .out = g.output(n, 0)};
+  if (link.other.is != Operand::Is::Nothing) s.other = g.input(n, 1 - slot);
+  if (!admits(g, link.other, s.other, in, s.ok)) return {};
+  return s;
+}
+
+}  // namespace
+
+Hop fits(const Graph& g, NodeId n, ValueId v, std::span<const Link> links) {
+  for (size_t i = 0; i < links.size(); ++i) {
+    const Link& link = links[i];
+    if (!is(g, n, link.op)) continue;
+    Hop s = fits_at(g, n, v, link, link.slot == 1 ? 1 : 0);
+    if (!s && link.slot < 0) s = fits_at(g, n, v, link, 1);
+    if (s) {
+      s.alt = static_cast<int>(i);
+      return s;
+    }
+  }
+  return {};
+}
+
+Hop next(const Graph& g, const Uses& u, ValueId v, std::span<const Link> links) {
+  if (!v.valid()) return {};
+  for (const Use& use : u.of(v))
+    if (use.slot != Use::kImplicit && g.alive(use.node))
+      if (Hop s = fits(g, use.node, v, links)) return s;
+  return {};
+}
+
+Hop prev(const Graph& g, ValueId v, std::span<const Link> links) {
+  return v.valid() ? fits(g, g.producer(v), {}, links) : Hop{};
+}
+
+Hop fits(const Graph& g, NodeId n, ValueId v, std::initializer_list<Link> links) {
+  return fits(g, n, v, std::span<const Link>(links.begin(), links.size()));
+}
+Hop next(const Graph& g, const Uses& u, ValueId v, std::initializer_list<Link> links) {
+  return next(g, u, v, std::span<const Link>(links.begin(), links.size()));
+}
+Hop prev(const Graph& g, ValueId v, std::initializer_list<Link> links) {
+  return prev(g, v, std::span<const Link>(links.begin(), links.size()));
+}
+
+std::array<Link, 2> divided_by(double c, Operand::Fit fit) {
+  return {Link::first("Div", Operand::scalar(c, fit)), Link::either("Mul", Operand::scalar(1 / c, fit))};
+}
+
+std::array<Link, 2> squared() { return {Link::first("Pow", Operand::any(2.0)), Link::either("Mul", Operand::same())}; }
+
 }  // namespace onnxforge

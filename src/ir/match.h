@@ -10,6 +10,7 @@
 //
 // Everything here is read-only and safe to call concurrently on one graph. `Uses` is the
 // consumer index (ir/uses.h) of the graph as the caller last built it.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -168,6 +169,84 @@ struct SliceParams {
   std::vector<int64_t> axes, steps;
 };
 std::optional<SliceParams> slice_params(const Graph& g, NodeId s);
+
+// ---- chains: a linear chain with alternatives, onnxscript's `OrValue` idea in three functions. A
+// Link is one node of a chain: an op reading the chain's value, with a condition on its other
+// operand; fits()/next()/prev() take the first of several links that fits and say which. The
+// spellings exporters vary between are named once (divided_by, squared):
+//
+//   Hop h = next(g, u, p, divided_by(2));  // the reader of p: Div(p, 2) | Mul(p, ½) | Mul(½, p)
+//   Hop s = prev(g, v, squared());         // v = Pow(x, 2) | Mul(x, x); s.in is x
+//   if (!h || !s) return {};                // not a block of this kind
+//   MATCH_IF(h.ok && s.ok, "constants differ");
+//
+// Shape and value are two outcomes: a hop whose op or operands do not fit is invalid (the
+// caller's `return {}`), a constant that has the shape but not the value leaves `ok` false (the
+// caller's Miss, which the census counts). A link never fits a node that does not read the
+// chain's value.
+
+// What a binary link asks of the operand that is not the chain's value.
+struct Operand {
+  enum class Is : uint8_t { Nothing, Anything, NotChain, Chain, Value, Constant, Scalar };
+  enum class Fit : uint8_t { Shape, Value };  // a wrong constant: ok = false, or no fit
+  Is is = Is::Nothing;
+  ValueId value{};
+  double expect = 0;
+  bool check = false;  // Hop::ok compares the operand with `expect` (scalar_near)
+  Fit fit = Fit::Shape;
+
+  // Anything (an absent input too); with `expect`, Hop::ok says whether it is a one-element
+  // constant near it (Pow's exponent, which a wrong value makes a Miss, not a non-match).
+  static Operand any() { return {.is = Is::Anything}; }
+  static Operand any(double expect) { return {.is = Is::Anything, .expect = expect, .check = true}; }
+  static Operand other() { return {.is = Is::NotChain}; }  // any value but the chain's
+  static Operand same() { return {.is = Is::Chain}; }      // the chain's value again: Mul(x, x)
+  static Operand is_value(ValueId v) { return {.is = Is::Value, .value = v}; }
+  static Operand constant() { return {.is = Is::Constant}; }  // any constant tensor
+  // A one-element constant; with `expect`, near it within its type's rounding (Hop::ok), or with
+  // Fit::Value the link fits only then.
+  static Operand scalar() { return {.is = Is::Scalar}; }
+  static Operand scalar(double expect, Fit fit = Fit::Shape) {
+    return {.is = Is::Scalar, .expect = expect, .check = true, .fit = fit};
+  }
+};
+
+struct Link {
+  std::string_view op;
+  Operand other{};
+  int8_t slot = 0;  // the chain value's input: 0 or 1, or -1 for either (Add, Mul)
+
+  static Link unary(std::string_view op) { return {op, {}, 0}; }
+  static Link either(std::string_view op, Operand o) { return {op, o, -1}; }  // commutative
+  static Link first(std::string_view op, Operand o) { return {op, o, 0}; }    // op(chain, o)
+  static Link second(std::string_view op, Operand o) { return {op, o, 1}; }   // op(o, chain)
+};
+
+// One hop along a chain: the node a link found, the chain's value it reads (`in`), its other operand and output 0,
+// which link of the alternatives fit (`alt`), and whether a checked constant has its value (`ok`).
+struct Hop {
+  NodeId node{};
+  ValueId in{}, other{}, out{};
+  int alt = -1;
+  bool ok = true;
+  explicit operator bool() const { return node.valid(); }
+};
+
+// `n` as one of `links` reading `v` (invalid `v`: whichever input the link puts the chain in; a
+// commutative link tries the chain at input 0 first).
+Hop fits(const Graph& g, NodeId n, ValueId v, std::span<const Link> links);
+Hop fits(const Graph& g, NodeId n, ValueId v, std::initializer_list<Link> links);
+// The first reader of `v` (explicit input, alive) that fits one of `links`.
+Hop next(const Graph& g, const Uses& u, ValueId v, std::span<const Link> links);
+Hop next(const Graph& g, const Uses& u, ValueId v, std::initializer_list<Link> links);
+// The producer of `v` when it fits one of `links`; `in` is the chain's value before it.
+Hop prev(const Graph& g, ValueId v, std::span<const Link> links);
+Hop prev(const Graph& g, ValueId v, std::initializer_list<Link> links);
+
+// v / c as exporters write it: Div(v, c) or Mul by 1/c in either order (alt 0: the Div).
+std::array<Link, 2> divided_by(double c, Operand::Fit fit = Operand::Fit::Shape);
+// v² as Pow(v, 2) (the exponent checked: Hop::ok) or Mul(v, v) (alt 1).
+std::array<Link, 2> squared();
 
 // A matcher's outcome: the match, or the first check that failed (a fusion reports what it did not
 // fuse and why: docs/architecture.md, "Fusions report what they did not fuse"). MATCH_IF returns a

@@ -12,17 +12,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
-TEST(CliVerifyDim, WithNoVerifyIsAUsageError) {
-  const fs::path model = zoo_model("llama_small_past");
-  const fs::path out = temp_dir("cli_verify_dim") / "out.onnx";
-  CliResult r = run_cli({"optimize", model.string(), "-o", out.string(), "--no-verify", "--verify-dim", "sequence=1"});
+// A check that runs after verification, asked for with --no-verify: one usage error naming both
+// options, and nothing written.
+void expect_usage_error_with_no_verify(const fs::path& model, const fs::path& out, const std::string& flag,
+                                       const std::string& value) {
+  CliResult r = run_cli({"optimize", model.string(), "-o", out.string(), "--no-verify", flag, value});
   EXPECT_EQ(r.code, 2) << r.describe();
-  EXPECT_NE(r.err.find("--verify-dim"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--no-verify"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("error:"), r.err.rfind("error:")) << r.err;  // one error
   EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(CliVerifyDim, WithNoVerifyIsAUsageError) {
+  const fs::path model = zoo_model("llama_small_past");
+  const fs::path out = temp_dir("cli_verify_dim") / "out.onnx";
+  expect_usage_error_with_no_verify(model, out, "--verify-dim", "sequence=1");
   // Either alone works: --no-verify writes the model, --verify-dim verifies at that size.
-  r = run_cli({"optimize", model.string(), "-o", out.string(), "--no-verify"});
+  CliResult r = run_cli({"optimize", model.string(), "-o", out.string(), "--no-verify"});
   EXPECT_EQ(r.code, 0) << r.describe();
   EXPECT_TRUE(fs::exists(out));
   r = run_cli({"optimize", model.string(), "-o", out.string(), "--overwrite", "--verify-dim", "sequence=1",
@@ -32,13 +39,8 @@ TEST(CliVerifyDim, WithNoVerifyIsAUsageError) {
 
 // --verify-decode likewise: generation is verified after the verification --no-verify skips.
 TEST(CliVerifyDim, VerifyDecodeWithNoVerifyIsAUsageError) {
-  const fs::path model = zoo_model("llama_small_past");
-  const fs::path out = temp_dir("cli_verify_decode") / "out.onnx";
-  CliResult r = run_cli({"optimize", model.string(), "-o", out.string(), "--no-verify", "--verify-decode", "2"});
-  EXPECT_EQ(r.code, 2) << r.describe();
-  EXPECT_NE(r.err.find("--verify-decode"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--no-verify"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(out));
+  expect_usage_error_with_no_verify(zoo_model("llama_small_past"), temp_dir("cli_verify_decode") / "out.onnx",
+                                    "--verify-decode", "2");
 }
 
 }  // namespace

@@ -83,6 +83,24 @@ class GraphBuilder {
                const std::string& name = {}) {
     return node_n(op, std::move(ins), std::move(attrs), 1, name)[0];
   }
+  // An If node in the main graph reading `cond`, its output a new value named `out_name`, and its
+  // two branch bodies, empty: the caller captures, adds nodes and sets the bodies' outputs.
+  struct If {
+    NodeId node;
+    ValueId out;
+    Graph& then_body;
+    Graph& else_body;
+  };
+  If add_if(ValueId cond, const std::string& out_name) {
+    Graph& main = g();
+    const GraphId then_id(static_cast<uint32_t>(m->graph_count())), else_id(then_id.index() + 1);
+    const ValueId out = main.add_value(intern(out_name));
+    const NodeId n = main.add_node(
+        intern("If"), Sym{}, intern("if"), std::vector<ValueId>{cond}, std::vector<ValueId>{out},
+        std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
+    Graph& then_body = m->graph(m->add_graph(main.id(), n));
+    return {n, out, then_body, m->graph(m->add_graph(main.id(), n))};
+  }
   // Appends v to the graph outputs. An untyped value gets type t (the writer and the passes
   // want typed outputs); DType::Undefined leaves it untyped (the runtime takes the kernel's).
   void output(ValueId v, DType t = DType::Float) {

@@ -188,3 +188,90 @@ TEST(Match, MatchIfReturnsTheFirstFailedCheck) {
   EXPECT_EQ(match_pair(g, uses, g.producer(r2)).why(), "Relu read more than once");
   EXPECT_FALSE(match_pair(g, uses, g.producer(r2)));
 }
+
+// ---- chains (Link / Hop): alternatives, which one fit, shape apart from value, and never a node
+// that does not read the chain's value.
+
+TEST(Chain, DividedByTakesDivAndMulByTheReciprocalInEitherOrder) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {4});
+  ValueId d = b.node("Div", {x, b.f32("two", {}, {2})});
+  ValueId m = b.node("Mul", {b.f32("half", {}, {0.5f}), x});
+  ValueId off = b.node("Mul", {x, b.f32("four", {1}, {0.4f})});
+  ValueId inv = b.node("Div", {b.f32("two2", {}, {2}), x});          // 2 / x: the chain sits at the divisor
+  ValueId wide = b.node("Mul", {x, b.f32("v", {2}, {0.5f, 0.5f})});  // not one element
+  for (ValueId v : {d, m, off, inv, wide}) b.output(v);
+  const Graph& g = b.g();
+  Uses u(g);
+
+  const Hop sd = fits(g, g.producer(d), x, divided_by(2));
+  ASSERT_TRUE(sd);
+  EXPECT_EQ(sd.alt, 0);
+  EXPECT_TRUE(sd.ok);
+  EXPECT_EQ(sd.in, x);
+  EXPECT_EQ(sd.out, d);
+  const Hop sm = prev(g, m, divided_by(2));  // the chain's value found by the link
+  ASSERT_TRUE(sm);
+  EXPECT_EQ(sm.alt, 1);
+  EXPECT_EQ(sm.in, x);
+  EXPECT_TRUE(sm.ok);
+  // The shape fits, the value does not: ok false, or no fit when the value is required.
+  const Hop so = fits(g, g.producer(off), x, divided_by(2));
+  ASSERT_TRUE(so);
+  EXPECT_FALSE(so.ok);
+  EXPECT_FALSE(fits(g, g.producer(off), x, divided_by(2, Operand::Fit::Value)));
+  EXPECT_TRUE(fits(g, g.producer(m), x, divided_by(2, Operand::Fit::Value)));
+  EXPECT_FALSE(fits(g, g.producer(inv), x, divided_by(2)));
+  EXPECT_FALSE(fits(g, g.producer(wide), x, divided_by(2)));
+
+  // next(): the first reader that fits (x's readers in order: d, m, off, inv, wide).
+  const Hop first = next(g, u, x, {Link::first("Div", Operand::scalar()), Link::either("Mul", Operand::scalar())});
+  EXPECT_EQ(first.node, g.producer(d));
+  const Hop mul = next(g, u, x, {Link::either("Mul", Operand::scalar(0.4))});
+  EXPECT_EQ(mul.node, g.producer(m));  // the shape fits first; its value is the caller's Miss
+  EXPECT_FALSE(mul.ok);
+  EXPECT_EQ(next(g, u, x, {Link::either("Mul", Operand::scalar(0.4, Operand::Fit::Value))}).node, g.producer(off));
+  EXPECT_FALSE(next(g, u, x, {Link::unary("Sqrt")}));
+}
+
+TEST(Chain, SquaredAndOperandsThatNameValues) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {4}), y = b.input("y", {4});
+  ValueId p2 = b.node("Pow", {x, b.f32("e2", {}, {2})});
+  ValueId p3 = b.node("Pow", {x, b.f32("e3", {}, {3})});
+  ValueId pe = b.node("Pow", {x, y});  // a computed exponent: the shape of a square, never its value
+  ValueId xx = b.node("Mul", {x, x});
+  ValueId xy = b.node("Mul", {x, y});
+  ValueId r = b.node("Reciprocal", {xx});
+  ValueId q = b.node("Div", {xx, xx});
+  for (ValueId v : {p2, p3, pe, xy, r, q}) b.output(v);
+  const Graph& g = b.g();
+  Uses u(g);
+
+  EXPECT_TRUE(prev(g, p2, squared()).ok);
+  EXPECT_FALSE(prev(g, p3, squared()).ok);
+  const Hop se = prev(g, pe, squared());
+  ASSERT_TRUE(se);
+  EXPECT_FALSE(se.ok);
+  const Hop sx = prev(g, xx, squared());
+  ASSERT_TRUE(sx);
+  EXPECT_EQ(sx.alt, 1);
+  EXPECT_EQ(sx.in, x);
+  EXPECT_FALSE(prev(g, xy, squared()));
+  // A link never fits a node that does not read the chain's value.
+  EXPECT_FALSE(fits(g, g.producer(xy), y, {Link::either("Mul", Operand::is_value(y))}));
+  EXPECT_TRUE(fits(g, g.producer(xy), y, {Link::either("Mul", Operand::is_value(x))}));
+  EXPECT_FALSE(fits(g, g.producer(xx), y, {Link::either("Mul", Operand::any())}));
+  // Reciprocal(s) or Div(·, s) with another dividend: Div(s, s) is 1, not 1/s.
+  const Link recip[] = {Link::unary("Reciprocal"), Link::second("Div", Operand::other())};
+  const Hop sr = next(g, u, xx, recip);
+  ASSERT_TRUE(sr);
+  EXPECT_EQ(sr.node, g.producer(r));
+  EXPECT_EQ(sr.alt, 0);
+  EXPECT_FALSE(sr.other.valid());
+  EXPECT_FALSE(fits(g, g.producer(q), xx, recip));
+  // A graph input has no producer; an invalid value has neither producer nor readers.
+  EXPECT_FALSE(prev(g, x, squared()));
+  EXPECT_FALSE(prev(g, ValueId{}, squared()));
+  EXPECT_FALSE(next(g, u, ValueId{}, squared()));
+}

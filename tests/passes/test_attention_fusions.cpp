@@ -653,12 +653,6 @@ TEST(AttentionZoo, EveryBlockFusedAndOutputsAgree) {
   }
 }
 
-}  // namespace
-}  // namespace onnxforge::test
-
-namespace onnxforge::test {
-namespace {
-
 // ---- QKV projections -------------------------------------------------------------------------
 
 // x [B, S, 8] → three projections (widths 8, 4, 4: GQA-like), biases as given, in type `t`

@@ -170,12 +170,6 @@ TEST(AttentionWithPast, ANoCacheModelIsNamedNotADecoderWithACache) {
   } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("past_key_values"), std::string::npos) << e.what(); }
 }
 
-}  // namespace
-}  // namespace onnxforge::test
-
-namespace onnxforge::test {
-namespace {
-
 // Every zoo LLM verifies at a decode shape, sequence 1 (a one-row MatMul whose same-shape residual
 // is also a bias row once failed: "MatMul output overlaps its bias").
 TEST(AttentionWithPast, EveryZooLlmVerifiesAtSequenceOne) {
@@ -192,12 +186,6 @@ TEST(AttentionWithPast, EveryZooLlmVerifiesAtSequenceOne) {
     EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
   }
 }
-
-}  // namespace
-}  // namespace onnxforge::test
-
-namespace onnxforge::test {
-namespace {
 
 // The audit's census counts every attention block of a cache export as found and fusable here
 // (none missed), and its rotary blocks, as it does for the exports without a cache.

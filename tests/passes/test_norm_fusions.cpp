@@ -370,13 +370,10 @@ TEST(FuseLayerNorm, SubgraphBodies) {
       ValueId d = b.node("Sub", {x, outer_mean});
       ValueId v = reduce_mean(b, b.node("Pow", {d, f32s(b, "two", 2)}), {-1});
       b.output(b.node("Div", {d, b.node("Sqrt", {b.node("Add", {v, f32s(b, "eps", 1e-5f)})})}));
-      GraphId then_id(static_cast<uint32_t>(b.m->graph_count())), else_id(then_id.index() + 1);
-      ValueId out = g.add_value(intern("branch_out"));
-      NodeId if_node = g.add_node(
-          intern("If"), Sym{}, intern("if"), std::vector<ValueId>{cond}, std::vector<ValueId>{out},
-          std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
+      const GraphBuilder::If branch = b.add_if(cond, "branch_out");
+      const ValueId out = branch.out;
       // then: a whole LayerNorm on the captured x.
-      Graph& tg = b.m->graph(b.m->add_graph(g.id(), if_node));
+      Graph& tg = branch.then_body;
       ValueId xt = tg.add_capture(g.value_name(x), x);
       auto body_const = [&](Graph& body, const std::string& name, std::vector<int64_t> dims, std::vector<float> data) {
         ValueId c = body.add_value(intern(name));
@@ -404,7 +401,7 @@ TEST(FuseLayerNorm, SubgraphBodies) {
                                        body_const(tg, "tb", {8}, noise(8, 8))})});
       tg.set_dtype(tg.graph_outputs()[0], DType::Float);
       // else: reads the outer mean (or just negates x).
-      Graph& eg = b.m->graph(b.m->add_graph(g.id(), if_node));
+      Graph& eg = branch.else_body;
       ValueId xe =
           eg.add_capture(capture_mean ? g.value_name(outer_mean) : g.value_name(x), capture_mean ? outer_mean : x);
       eg.set_graph_outputs({body_node(eg, "Neg", {xe})});
@@ -775,6 +772,18 @@ TEST(FuseGelu, NearMissesAndOpsetGate) {
     ValueId a = b.node("Add", {b.node("Erf", {b.node("Div", {x, f32s(b, "s2", 1.4142135f)})}), f32s(b, "one", 1)});
     b.output(b.node("Mul", {b.node("Mul", {y, a}), f32s(b, "half", 0.5f)}));
     EXPECT_EQ(census(*b.m, "fuse_gelu").found, 0);
+  }
+  {  // x²·y is not x³: a link reads the chain's value (this fused, and failed verification, before)
+    GraphBuilder b(20);
+    ValueId x = b.input("x", {4, 8}), y = b.input("y", {4, 8});
+    ValueId cube = b.node("Mul", {b.node("Mul", {x, x}), y});
+    ValueId inner = b.node("Add", {x, b.node("Mul", {cube, f32s(b, "kappa", 0.044715f)})});
+    ValueId t = b.node("Tanh", {b.node("Mul", {inner, f32s(b, "beta", 0.7978845608f)})});
+    ValueId a = b.node("Add", {t, f32s(b, "one", 1)});
+    b.output(b.node("Mul", {b.node("Mul", {f32s(b, "half", 0.5f), x}), a}));
+    EXPECT_EQ(census(*b.m, "fuse_gelu").found, 0);
+    optimize(*b.m, {"fuse_gelu"});
+    EXPECT_EQ(count_op(b.g(), "Gelu"), 0u);
   }
   {  // opset 19: after an upgrade only
     GraphBuilder b(19);

@@ -228,12 +228,8 @@ TEST(ShapeChainsEngine, SubgraphCaptureKeepsTheChainAndBodyChainsFold) {
     ValueId s = b.node("Shape", {x});
     ValueId t = cat(b, {dim_of(b, s, 0), dim_of(b, s, 1), vec(b, {4}), vec(b, {8})}, "t");
     b.output(b.node("Reshape", {x, t}, {}, "main_split"));
-    GraphId then_id(static_cast<uint32_t>(b.m->graph_count())), else_id(then_id.index() + 1);
-    ValueId out = g.add_value(intern("branch_out"));
-    NodeId if_node = g.add_node(
-        intern("If"), Sym{}, intern("if"), std::vector<ValueId>{cond}, std::vector<ValueId>{out},
-        std::vector<NewAttr>{NewAttr::Graph("then_branch", then_id), NewAttr::Graph("else_branch", else_id)});
-    Graph& then_g = b.m->graph(b.m->add_graph(g.id(), if_node));
+    const GraphBuilder::If branch = b.add_if(cond, "branch_out");
+    Graph& then_g = branch.then_body;
     ValueId xt = then_g.add_capture(g.value_name(x), x);
     ValueId sh = body_node(then_g, "Shape", {xt}, "then_shape");
     ValueId axes = body_i64(*b.m, then_g, "then_axes", {0});
@@ -247,12 +243,12 @@ TEST(ShapeChainsEngine, SubgraphCaptureKeepsTheChainAndBodyChainsFold) {
     ValueId then_t = body_node(then_g, "Concat", parts, "then_t");
     then_g.set_graph_outputs({body_node(then_g, "Reshape", {xt, then_t}, "then_split")});
     then_g.set_dtype(then_g.graph_outputs()[0], DType::Float);
-    Graph& else_g = b.m->graph(b.m->add_graph(g.id(), if_node));
+    Graph& else_g = branch.else_body;
     ValueId xe = else_g.add_capture(g.value_name(x), x), te = else_g.add_capture(g.value_name(t), t);
     else_g.set_graph_outputs(
         {body_node(else_g, "Neg", {body_node(else_g, "Reshape", {xe, te}, "else_split")}, "else_neg")});
     else_g.set_dtype(else_g.graph_outputs()[0], DType::Float);
-    b.output(out);
+    b.output(branch.out);
     return std::move(b.m);
   };
   auto m = optimize_at_dims(make);

@@ -104,12 +104,6 @@ TEST(Verification, LosslessPassesStayExactWhenTheyChangeTheRuntimeLayout) {
   EXPECT_TRUE(v.ok) << "max_diff " << v.max_diff << " " << v.error;
 }
 
-}  // namespace
-}  // namespace onnxforge::test
-
-namespace onnxforge::test {
-namespace {
-
 // The magnitude floor (runtime/verify.h kMagnitudeFloor): an element is judged against its
 // output's scale as well as its own. Off by 0.016 at 4 in an output whose largest value is 640
 // is float rounding of 640-sized operands and passes; off by 0.05 there does not.

@@ -841,12 +841,13 @@ TEST(ZooRun, OrtRefusingOnlyTheOptimizedModelFailsIt) {
     return d / "ort.js";
   };
   const std::string model = test::zoo_model("bert_small").string();
-  const std::string opts = " --bench-iters 3 --no-attribute";
-  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "a").string() + opts +
-                   " --ort=" + fake("opt", "m.includes('.opt.')").string(),
-               dir / "a.log"),
-            1)
-      << slurp(dir / "a.log");
+  // A zoo run into dir/OUT with the stand-in peer `peer`: its exit code (the log kept for a failure).
+  auto run = [&](const std::string& out, const fs::path& peer) {
+    return sh(kExe + " zoo run " + model + " -o " + (dir / out).string() +
+                  " --bench-iters 3 --no-attribute --ort=" + peer.string(),
+              dir / (out + ".log"));
+  };
+  ASSERT_EQ(run("a", fake("opt", "m.includes('.opt.')")), 1) << slurp(dir / "a.log");
   json a = load(dir / "a/results/bert_small.json");
   EXPECT_EQ(a["status"], "failed");
   EXPECT_EQ(a["failure"], "ort");
@@ -854,20 +855,12 @@ TEST(ZooRun, OrtRefusingOnlyTheOptimizedModelFailsIt) {
             std::string::npos)
       << a["error"];
 
-  ASSERT_EQ(sh(kExe + " zoo run " + model + " -o " + (dir / "b").string() + opts +
-                   " --ort=" + fake("orig", "!m.includes('.opt.')").string(),
-               dir / "b.log"),
-            0)
-      << slurp(dir / "b.log");
+  ASSERT_EQ(run("b", fake("orig", "!m.includes('.opt.')")), 0) << slurp(dir / "b.log");
   json b = load(dir / "b/results/bert_small.json");
   EXPECT_EQ(b["status"], "ok");
   EXPECT_NE(b["summary"]["ort_error"].get<std::string>().find("on the original: no kernel for Foo"), std::string::npos);
 
-  ASSERT_EQ(
-      sh(kExe + " zoo run " + model + " -o " + (dir / "c").string() + opts + " --ort=" + fake("none", "false").string(),
-         dir / "c.log"),
-      0)
-      << slurp(dir / "c.log");
+  ASSERT_EQ(run("c", fake("none", "false")), 0) << slurp(dir / "c.log");
   json c = load(dir / "c/results/bert_small.json");
   EXPECT_DOUBLE_EQ(c["summary"]["ort_before_ms"].get<double>(), 4);
   EXPECT_DOUBLE_EQ(c["summary"]["ort_after_ms"].get<double>(), 2);
