@@ -8,44 +8,57 @@
 namespace onnxforge::simd::detail::ONNXFORGE_ISA_NS {
 namespace {
 
-// Four keys per pass: four independent FMA chains, and each query vector loaded once for them.
+// Lane i = the sum of a[i]'s lanes, for kW vectors. xsimd 8.1's AVX-512 haddp puts the sums in
+// the wrong lanes: there, each vector is folded to 256 bits and two AVX transposing reductions
+// of 8 run.
+#if defined(ONNXFORGE_SIMD_ISA_AVX512)
+inline __m256 sum_lanes8(const __m256* v) {
+  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+inline V sum_lanes(const V* a) {
+  __m256 h[kW];
+  for (std::size_t i = 0; i < kW; ++i)
+    h[i] = _mm256_add_ps(_mm512_castps512_ps256(a[i]), _mm512_extractf32x8_ps(a[i], 1));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(sum_lanes8(h)), sum_lanes8(h + 8), 1);
+}
+#else
+inline V sum_lanes(const V* a) { return xsimd::haddp(a); }
+#endif
+
+// kW keys per pass, one accumulator each (independent FMA chains; each query vector is loaded
+// once for all of them), reduced together into one vector of scores.
+template <bool Full>
+inline void score_keys(const float* qr, const float* k, std::size_t ldk, std::size_t keys, std::size_t d, float scale,
+                       float* out) {
+  const std::size_t body = d / kW * kW, tail = d - body;
+  V acc[kW];
+  for (std::size_t i = 0; i < kW; ++i) acc[i] = V(0.f);
+  for (std::size_t e = 0; e < body; e += kW) {
+    const V x = V::load_unaligned(qr + e);
+    for (std::size_t i = 0; i < kW; ++i)
+      if (Full || i < keys) acc[i] = vfma(x, V::load_unaligned(k + i * ldk + e), acc[i]);
+  }
+  if (tail != 0) {
+    const V x = load_partial(qr + body, tail);
+    for (std::size_t i = 0; i < kW; ++i)
+      if (Full || i < keys) acc[i] = vfma(x, load_partial(k + i * ldk + body, tail), acc[i]);
+  }
+  const V sums = sum_lanes(acc) * V(scale);
+  if (Full) {
+    sums.store_unaligned(out);
+  } else {
+    store_partial(sums, out, keys);
+  }
+}
+
 void scores(std::size_t rows, const float* const* q, std::size_t n, std::size_t d, const float* k, std::size_t ldk,
             float scale, float* s, std::size_t lds) {
-  const std::size_t body = d / kW * kW, tail = d - body;
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* qr = q[r];
-    float* sr = s + r * lds;
     std::size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-      const float* k0 = k + j * ldk;
-      const float *k1 = k0 + ldk, *k2 = k1 + ldk, *k3 = k2 + ldk;
-      V a0(0.f), a1(0.f), a2(0.f), a3(0.f);
-      for (std::size_t e = 0; e < body; e += kW) {
-        const V x = V::load_unaligned(qr + e);
-        a0 = vfma(x, V::load_unaligned(k0 + e), a0);
-        a1 = vfma(x, V::load_unaligned(k1 + e), a1);
-        a2 = vfma(x, V::load_unaligned(k2 + e), a2);
-        a3 = vfma(x, V::load_unaligned(k3 + e), a3);
-      }
-      if (tail != 0) {
-        const V x = load_partial(qr + body, tail);
-        a0 = vfma(x, load_partial(k0 + body, tail), a0);
-        a1 = vfma(x, load_partial(k1 + body, tail), a1);
-        a2 = vfma(x, load_partial(k2 + body, tail), a2);
-        a3 = vfma(x, load_partial(k3 + body, tail), a3);
-      }
-      sr[j] = scale * xsimd::hadd(a0);
-      sr[j + 1] = scale * xsimd::hadd(a1);
-      sr[j + 2] = scale * xsimd::hadd(a2);
-      sr[j + 3] = scale * xsimd::hadd(a3);
-    }
-    for (; j < n; ++j) {
-      const float* kj = k + j * ldk;
-      V a(0.f);
-      for (std::size_t e = 0; e < body; e += kW) a = vfma(V::load_unaligned(qr + e), V::load_unaligned(kj + e), a);
-      if (tail != 0) a = vfma(load_partial(qr + body, tail), load_partial(kj + body, tail), a);
-      sr[j] = scale * xsimd::hadd(a);
-    }
+    for (; j + kW <= n; j += kW) score_keys<true>(q[r], k + j * ldk, ldk, kW, d, scale, s + r * lds + j);
+    if (j < n) score_keys<false>(q[r], k + j * ldk, ldk, n - j, d, scale, s + r * lds + j);
   }
 }
 
