@@ -30,8 +30,8 @@ void attention_exp(std::size_t rows, std::size_t n, float* s, std::size_t lds, f
   kernels().exp(rows, n, s, lds, max, sum);
 }
 
-void attention_values(std::size_t rows, std::size_t n, std::size_t dv, const float* p, std::size_t ldp,
-                      const float* v, std::size_t ldv, float* const* acc) {
+void attention_values(std::size_t rows, std::size_t n, std::size_t dv, const float* p, std::size_t ldp, const float* v,
+                      std::size_t ldv, float* const* acc) {
   kernels().values(rows, n, dv, p, ldp, v, ldv, acc);
 }
 

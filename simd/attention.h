@@ -16,8 +16,8 @@ void attention_scores(std::size_t rows, const float* const* q, std::size_t n, st
 void attention_exp(std::size_t rows, std::size_t n, float* s, std::size_t lds, float* max, float* sum);
 
 // acc[r][e] += sum_j p[r * ldp + j] * v[j * ldv + e] for r < rows, e < dv, j < n.
-void attention_values(std::size_t rows, std::size_t n, std::size_t dv, const float* p, std::size_t ldp,
-                      const float* v, std::size_t ldv, float* const* acc);
+void attention_values(std::size_t rows, std::size_t n, std::size_t dv, const float* p, std::size_t ldp, const float* v,
+                      std::size_t ldv, float* const* acc);
 
 // One query row's result from its blocks' partials: block c has max m[c], sum l[c] and the
 // unnormalized output acc + c * ld_acc (dv elements). y = sum_c exp(m[c] - M) acc_c /

@@ -220,7 +220,7 @@ void attention_in_place(const AttnDims& d, const float* qp, const float* kp, con
     const int64_t bkv = t / blocks, b = bkv / d.Hkv, kvh = bkv % d.Hkv;
     const int64_t j0 = (t % blocks) * blk, j1 = std::min(d.T, j0 + blk), n = j1 - j0;
     const int64_t np = std::clamp<int64_t>(d.P - j0, 0, n);  // keys of the block in the past
-    const int64_t jn = j0 + np - d.P;                          // first new key of the block
+    const int64_t jn = j0 + np - d.P;                        // first new key of the block
     const float* pk_rows = pkp ? pkp + (bkv * d.P + j0) * d.D : nullptr;
     const float* pv_rows = pvp ? pvp + (bkv * d.P + j0) * dv : nullptr;
     const float* k_rows = n > np ? kp + d.k_row(b, kvh, jn) : nullptr;
@@ -254,8 +254,8 @@ void attention_in_place(const AttnDims& d, const float* qp, const float* kp, con
     const auto ur = static_cast<size_t>(R), un = static_cast<size_t>(n), ud = static_cast<size_t>(d.D);
     if (np) simd::attention_scores(ur, q.data(), static_cast<size_t>(np), ud, pk_rows, ud, scale, s.data(), un);
     if (n > np)
-      simd::attention_scores(ur, q.data(), static_cast<size_t>(n - np), ud, k_rows, static_cast<size_t>(d.ldk()),
-                             scale, s.data() + np, un);
+      simd::attention_scores(ur, q.data(), static_cast<size_t>(n - np), ud, k_rows, static_cast<size_t>(d.ldk()), scale,
+                             s.data() + np, un);
     if (softcap > 0.f) {
       for (float& x : s) x /= softcap;
       simd::vmath::tanh(s.data(), s.data(), s.size());
@@ -370,8 +370,7 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
   // Without a past cache, 4-D K/V rows are contiguous per head already (head_k/head_v above).
   if (!pk && !d.three_d) ldk = d.D, ldv = d.Dv;
   float* qk_out = nullptr;
-  if (want_qk)
-    qk_out = c.output(3, DType::Float, Shape{d.B, d.Hq, d.Sq, d.T}).ptr<float>();
+  if (want_qk) qk_out = c.output(3, DType::Float, Shape{d.B, d.Hq, d.Sq, d.T}).ptr<float>();
   if (y.numel() == 0 && !qk_out) return;
 
   // K packed transposed ([D, T]) and V ([T, Dv]) once per (batch, KV head).

@@ -7,8 +7,8 @@
 namespace onnxforge::simd::detail {
 
 struct AttentionKernels {
-  void (*scores)(std::size_t rows, const float* const* q, std::size_t n, std::size_t d, const float* k,
-                 std::size_t ldk, float scale, float* s, std::size_t lds) = nullptr;
+  void (*scores)(std::size_t rows, const float* const* q, std::size_t n, std::size_t d, const float* k, std::size_t ldk,
+                 float scale, float* s, std::size_t lds) = nullptr;
   void (*exp)(std::size_t rows, std::size_t n, float* s, std::size_t lds, float* max, float* sum) = nullptr;
   void (*values)(std::size_t rows, std::size_t n, std::size_t dv, const float* p, std::size_t ldp, const float* v,
                  std::size_t ldv, float* const* acc) = nullptr;
