@@ -234,15 +234,8 @@ void compute_region(const KernelTable& kt, const GemmProblem& p, const PanelView
   const std::size_t threads = parallel ? static_cast<std::size_t>(max_threads()) : 1;
   std::size_t tm = 0, tn = 0;
   const auto nr = static_cast<std::size_t>(kt.gemm.nr);
-  std::size_t max_cols = gemm_tile_cols(static_cast<std::size_t>(kt.gemm.kc), nr);
-  // One or two rows (a GEMV: an LLM's decode step) stream B once and wait on memory: tiles of
-  // whole wide-kernel spans, about 4 per thread, so that a thread the OS preempts inside a tile
-  // holds back a small share of the product (2048 columns were 3 tiles of 720 on 2 threads).
-  if (threads > 1 && p.M <= 2 && !p.trans_a) {
-    const std::size_t span = static_cast<std::size_t>(direct_kernels(kt.isa).wide_panels) * nr;
-    max_cols = std::min(max_cols, round_up(ceil_div(width, 4 * threads), span));
-  }
-  choose_tiles(p.M, width, static_cast<std::size_t>(kt.gemm.mr), nr, threads, tm, tn, max_cols);
+  choose_tiles(p.M, width, static_cast<std::size_t>(kt.gemm.mr), nr, threads, tm, tn,
+               gemm_tile_cols(static_cast<std::size_t>(kt.gemm.kc), nr));
   const std::size_t mt = ceil_div(p.M, tm), nt = ceil_div(width, tn);
   parallel_each(mt * nt, parallel, [&](std::size_t t) {
     const std::size_t i0 = (t % mt) * tm, jj = j0 + (t / mt) * tn;
