@@ -7,6 +7,9 @@
 #
 #   perf/decode_vs_ort.sh BUILD_DIR MODEL [PAST...]       (default pasts: 127 1023)
 #   THREADS=2 ROUNDS=5 ITERS=20 perf/decode_vs_ort.sh build model.onnx 127
+# OLD=BINARY adds another onnxforge binary (a build before a change) to every round, with the
+# median of the paired per-round ratios ours/old: an A/B in the same conditions. The load average
+# is printed with each past.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 vs_ort_setup "${1:?BUILD_DIR}"
@@ -47,16 +50,24 @@ if [ -x "$stream" ]; then
        /usr/bin/python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"]; print(b[0]["bytes_per_second"])')
 fi
 
-printf "%-8s %12s %12s %8s %14s %10s\n" past "onnxforge ms" "ORT ms" ratio "bound ms" "ours/bound"
+OLD=${OLD:-}
+printf "%-8s %12s %12s %8s %14s %10s" past "onnxforge ms" "ORT ms" ratio "bound ms" "ours/bound"
+[ -n "$OLD" ] && printf " %10s %9s" "old ms" "ours/old"
+printf "  %s\n" load
 for P in "${PASTS[@]}"; do
   T=$((P + 1))
   dims=(--dim batch=1 --dim sequence=1 --dim "past_sequence=$P" --dim "total_sequence=$T")
   rm -rf "$TMP/in"
   "$BIN" run "$MODEL" "${dims[@]}" --save-inputs "$TMP/in" --json > /dev/null
-  ours=(); theirs=()
+  ours=(); theirs=(); old=(); pairs=()
   for r in $(seq "$ROUNDS"); do
     ours+=("$("$BIN" bench "$MODEL" "${dims[@]}" --threads "$THREADS" --iters "$ITERS" --warmup 3 --json |
               /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
+    if [ -n "$OLD" ]; then
+      old+=("$("$OLD" bench "$MODEL" "${dims[@]}" --threads "$THREADS" --iters "$ITERS" --warmup 3 --json |
+               /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
+      pairs+=("$(/usr/bin/python3 -c "print(${ours[-1]} / ${old[-1]})")")
+    fi
     theirs+=("$($ORT bench "$MODEL" --inputs "$TMP/in" --threads "$THREADS" --iters "$ITERS" --warmup 3 |
                 /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
   done
@@ -66,6 +77,8 @@ for P in "${PASTS[@]}"; do
     bound=$(/usr/bin/python3 -c "print(round($weights / $bw * 1e3, 2))")
     vs=$(/usr/bin/python3 -c "print(round($a / ($weights / $bw * 1e3), 2))")
   fi
-  printf "%-8s %12s %12s %8.2f %14s %10s\n" "$P" "$a" "$b" "$(/usr/bin/python3 -c "print($a / $b)")" "$bound" "$vs"
+  printf "%-8s %12s %12s %8.2f %14s %10s" "$P" "$a" "$b" "$(/usr/bin/python3 -c "print($a / $b)")" "$bound" "$vs"
+  [ -n "$OLD" ] && printf " %10s %9s" "$(median "${old[@]}")" "$(median "${pairs[@]}")"
+  printf "  %s\n" "$(cut -d' ' -f1-3 /proc/loadavg)"
 done
 echo "weights read per token: $((weights / 1048576)) MiB; read bandwidth (all threads): ${bw:-not measured (build perf/bench_stream)} B/s; load: $(cut -d' ' -f1-3 /proc/loadavg)"

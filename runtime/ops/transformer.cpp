@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "runtime/ops/common.h"
+#include "simd/attention.h"
 #include "simd/gemm.h"
 #include "simd/norm.h"
 #include "simd/parallel.h"
@@ -156,6 +157,134 @@ void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t width, float*
   for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * width, src + r * ld, static_cast<size_t>(width) * 4);
 }
 
+// The per-row limits and masks of the scores of keys [j0, j0 + n) for query rows r = g * Sq + i
+// (query head kvh * group + g, position i): keys at or beyond the row's limit and keys the mask
+// excludes become -inf. False when every row's limit is at or before j0 (nothing visible).
+struct RowMasking {
+  const AttnDims& d;
+  const MaskView& mv;
+  const std::vector<int64_t>& valid;
+  bool causal;
+  int64_t limit(int64_t b, int64_t i) const {
+    const int64_t offset = valid.empty() ? d.P : valid[static_cast<size_t>(b)] - d.Sq;
+    int64_t lim = causal ? std::clamp<int64_t>(i + offset + 1, 0, d.T) : d.T;
+    if (!valid.empty()) lim = std::min(lim, valid[static_cast<size_t>(b)]);
+    if (mv.t) lim = std::min(lim, mv.len);
+    return lim;
+  }
+  bool apply(int64_t b, int64_t kvh, int64_t group, int64_t j0, int64_t n, float* s) const {
+    bool any = false;
+    for (int64_t g = 0; g < group; ++g)
+      for (int64_t i = 0; i < d.Sq; ++i) {
+        float* row = s + (g * d.Sq + i) * n;
+        const int64_t end = std::clamp<int64_t>(limit(b, i) - j0, 0, n);
+        any = any || end > 0;
+        if (mv.t && mv.boolean && end > 0) {
+          const uint8_t* m = mv.values().ptr<uint8_t>() + mv.row(b, kvh * group + g, i) + j0;
+          for (int64_t j = 0; j < end; ++j) row[j] = m[j] ? row[j] : kNegInf;
+        } else if (mv.t && end > 0) {
+          const float* m = mv.values().ptr<float>() + mv.row(b, kvh * group + g, i) + j0;
+          for (int64_t j = 0; j < end; ++j) row[j] += m[j];
+        }
+        std::fill(row + end, row + n, kNegInf);
+      }
+    return any;
+  }
+};
+
+// Attention for a few query rows (decode steps) over K and V read in place, flash-decoding
+// style: the keys are cut into blocks, one task per (batch, KV head, block) computes the scores
+// of the KV head's whole query group (GQA: each K/V row is read once for all its query heads),
+// their exps against the block's max and the weighted V rows, and copies its rows of the past
+// and the new keys into present_key/value (the only write of the cache); then each query row
+// merges its blocks' partial sums. Many small tasks on a shared counter: a thread the OS
+// preempts delays one block, not half of the heads (a static split of 2 threads lost half the
+// attention to each preemption).
+void attention_in_place(const AttnDims& d, const float* qp, const float* kp, const float* vp, const float* pkp,
+                        const float* pvp, const RowMasking& masking, float scale, float softcap, float* yp,
+                        float* present_k, float* present_v) {
+  const int64_t group = d.Hq / d.Hkv, R = group * d.Sq, kvheads = d.B * d.Hkv;
+  // About 16 blocks per thread over all KV heads, 32 keys at least (a block's scores and V rows
+  // stay in L1).
+  const int64_t threads = simd::max_threads();
+  int64_t blk = (d.T * kvheads + 16 * threads - 1) / (16 * threads);
+  blk = std::clamp<int64_t>((blk + 15) / 16 * 16, 32, 1024);
+  const int64_t blocks = std::max<int64_t>((d.T + blk - 1) / blk, 1);
+  const int64_t dv = d.Dv;
+  std::vector<float> part_m(static_cast<size_t>(kvheads * blocks * R)), part_l(part_m.size());
+  std::vector<float> part_acc(part_m.size() * static_cast<size_t>(dv));
+  const int64_t tasks = kvheads * blocks;
+  simd::parallel_each(static_cast<size_t>(tasks), true, [&](size_t task) {
+    simd::SerialScope serial;
+    const auto t = static_cast<int64_t>(task);
+    const int64_t bkv = t / blocks, b = bkv / d.Hkv, kvh = bkv % d.Hkv;
+    const int64_t j0 = (t % blocks) * blk, j1 = std::min(d.T, j0 + blk), n = j1 - j0;
+    const int64_t np = std::clamp<int64_t>(d.P - j0, 0, n);  // keys of the block in the past
+    const int64_t jn = j0 + np - d.P;                        // first new key of the block
+    const float* pk_rows = pkp ? pkp + (bkv * d.P + j0) * d.D : nullptr;
+    const float* pv_rows = pvp ? pvp + (bkv * d.P + j0) * dv : nullptr;
+    const float* k_rows = n > np ? kp + d.k_row(b, kvh, jn) : nullptr;
+    const float* v_rows = n > np ? vp + d.v_row(b, kvh, jn) : nullptr;
+    if (present_k) {
+      float* dst = present_k + (bkv * d.T + j0) * d.D;
+      if (np) std::memcpy(dst, pk_rows, static_cast<size_t>(np * d.D) * 4);
+      if (n > np) copy_rows(k_rows, d.ldk(), n - np, d.D, dst + np * d.D);
+    }
+    if (present_v) {
+      float* dst = present_v + (bkv * d.T + j0) * dv;
+      if (np) std::memcpy(dst, pv_rows, static_cast<size_t>(np * dv) * 4);
+      if (n > np) copy_rows(v_rows, d.ldv(), n - np, dv, dst + np * dv);
+    }
+    float* m = part_m.data() + t * R;
+    float* l = part_l.data() + t * R;
+    float* acc = part_acc.data() + t * R * dv;
+    std::fill(acc, acc + R * dv, 0.f);
+    if (n == 0 || dv == 0) {
+      std::fill(m, m + R, kNegInf);
+      return;
+    }
+    std::vector<const float*> q(static_cast<size_t>(R));
+    std::vector<float*> a(static_cast<size_t>(R));
+    for (int64_t g = 0; g < group; ++g)
+      for (int64_t i = 0; i < d.Sq; ++i) {
+        q[static_cast<size_t>(g * d.Sq + i)] = qp + d.q_row(b, kvh * group + g, i);
+        a[static_cast<size_t>(g * d.Sq + i)] = acc + (g * d.Sq + i) * dv;
+      }
+    std::vector<float> s(static_cast<size_t>(R * n));
+    const auto ur = static_cast<size_t>(R), un = static_cast<size_t>(n), ud = static_cast<size_t>(d.D);
+    if (np) simd::attention_scores(ur, q.data(), static_cast<size_t>(np), ud, pk_rows, ud, scale, s.data(), un);
+    if (n > np)
+      simd::attention_scores(ur, q.data(), static_cast<size_t>(n - np), ud, k_rows, static_cast<size_t>(d.ldk()), scale,
+                             s.data() + np, un);
+    if (softcap > 0.f) {
+      for (float& x : s) x /= softcap;
+      simd::vmath::tanh(s.data(), s.data(), s.size());
+      for (float& x : s) x *= softcap;
+    }
+    if (!masking.apply(b, kvh, group, j0, n, s.data())) {
+      std::fill(m, m + R, kNegInf);
+      return;
+    }
+    simd::attention_exp(ur, un, s.data(), un, m, l);
+    if (np)
+      simd::attention_values(ur, static_cast<size_t>(np), static_cast<size_t>(dv), s.data(), un, pv_rows,
+                             static_cast<size_t>(dv), a.data());
+    if (n > np)
+      simd::attention_values(ur, static_cast<size_t>(n - np), static_cast<size_t>(dv), s.data() + np, un, v_rows,
+                             static_cast<size_t>(d.ldv()), a.data());
+  });
+  if (dv == 0) return;
+  for (int64_t bkv = 0; bkv < kvheads; ++bkv) {
+    const int64_t b = bkv / d.Hkv, kvh = bkv % d.Hkv;
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t first = bkv * blocks * R + r;
+      simd::merge_partials(static_cast<size_t>(blocks), part_m.data() + first, part_l.data() + first,
+                           static_cast<size_t>(R), part_acc.data() + first * dv, static_cast<size_t>(R * dv),
+                           static_cast<size_t>(dv), yp + d.y_row(b, kvh * group + r / d.Sq, r % d.Sq));
+    }
+  }
+}
+
 // Attention on Q, K, V given as tensors (shapes as the op's inputs); `ld`, when set, are the
 // 3-D row strides of Q, K and V (column ranges of one wider tensor: split_attention()).
 void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor& v, const int64_t* ld = nullptr) {
@@ -188,6 +317,20 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
   if (qk_mode < 0 || qk_mode > 3) c.error("qk_matmul_output_mode must be 0..3, got " + std::to_string(qk_mode));
 
   Tensor& y = c.output(0, DType::Float, d.three_d ? Shape{d.B, d.Sq, d.Hq * d.Dv} : Shape{d.B, d.Hq, d.Sq, d.Dv});
+  const bool want_pk = c.output_count() > 1 && c.has_output(1), want_pv = c.output_count() > 2 && c.has_output(2);
+  const bool want_qk = c.output_count() > 3 && c.has_output(3);
+  // Up to this many query rows per head, attention reads K and V in place (decode steps); above,
+  // GEMMs over packed K and V pay off.
+  constexpr int64_t kInPlaceMaxRows = 4;
+  if (d.Sq <= kInPlaceMaxRows && !want_qk) {
+    const Shape ks{d.B, d.Hkv, d.T, d.D}, vs{d.B, d.Hkv, d.T, d.Dv};
+    float* present_k = want_pk ? c.output(1, DType::Float, ks).ptr<float>() : nullptr;
+    float* present_v = want_pv ? c.output(2, DType::Float, vs).ptr<float>() : nullptr;
+    attention_in_place(d, q.ptr<float>(), k.ptr<float>(), v.ptr<float>(), pk ? pk->ptr<float>() : nullptr,
+                       pv ? pv->ptr<float>() : nullptr, RowMasking{d, mv, valid, causal}, scale, softcap,
+                       y.ptr<float>(), present_k, present_v);
+    return;
+  }
   // present_key/value: (B, Hkv, T, D). With a past cache, K and V are read from them (one
   // contiguous block per head); a temporary stands in when the graph does not ask for them.
   Tensor present_k, present_v;
@@ -200,7 +343,6 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
   auto head_v = [&](int64_t b, int64_t h) {
     return vbase + (pk || !d.three_d ? (b * d.Hkv + h) * d.T * d.Dv : d.v_row(b, h, 0));
   };
-  const bool want_pk = c.output_count() > 1 && c.has_output(1), want_pv = c.output_count() > 2 && c.has_output(2);
   if (pk || want_pk || want_pv) {
     const Shape ks{d.B, d.Hkv, d.T, d.D}, vs{d.B, d.Hkv, d.T, d.Dv};
     present_k = want_pk ? c.output(1, DType::Float, ks) : (pk ? Tensor::alloc(DType::Float, ks) : Tensor{});
@@ -228,8 +370,7 @@ void run_attention(OpContext& c, const Tensor& q, const Tensor& k, const Tensor&
   // Without a past cache, 4-D K/V rows are contiguous per head already (head_k/head_v above).
   if (!pk && !d.three_d) ldk = d.D, ldv = d.Dv;
   float* qk_out = nullptr;
-  if (c.output_count() > 3 && c.has_output(3))
-    qk_out = c.output(3, DType::Float, Shape{d.B, d.Hq, d.Sq, d.T}).ptr<float>();
+  if (want_qk) qk_out = c.output(3, DType::Float, Shape{d.B, d.Hq, d.Sq, d.T}).ptr<float>();
   if (y.numel() == 0 && !qk_out) return;
 
   // K packed transposed ([D, T]) and V ([T, Dv]) once per (batch, KV head).

@@ -10,6 +10,7 @@
 #include "analysis/shapes.h"
 #include "io/model_io.h"
 #include "runtime/runtime.h"
+#include "simd/isa.h"
 #include "tests/common/models.h"
 #include "tests/runtime/tensors.h"
 #include "tests/runtime/ort_run.h"
@@ -48,6 +49,8 @@ struct AttnCase {
   int dead_row = -1;                // query row whose mask is all false / -inf (for every b, h)
   int qk_mode = -1;                 // -1: no qk_matmul_output
   bool nonpad = false;              // Attention-24 nonpad_kv_seqlen: batch b has T - 1 - b valid keys
+  int64_t pad_keys = 0;             // mask: batch 1's first pad_keys keys are masked for every row (left padding)
+  bool lowest = false;              // float mask: masked keys get the lowest float, not -inf (HF's finfo.min)
   int64_t valid(int64_t b) const { return T() - 1 - b; }
   std::string str() const {
     std::string s = (three_d ? "3d" : "4d") + std::string(" Hq") + std::to_string(Hq) + " Hkv" + std::to_string(Hkv) +
@@ -55,7 +58,9 @@ struct AttnCase {
                     (causal ? " causal" : "") + " scale" + std::to_string(scale) + " softcap" +
                     std::to_string(softcap) + " mask" + std::to_string(mask) + "[";
     for (int64_t d : mask_shape) s += std::to_string(d) + ",";
-    return s + "] dead" + std::to_string(dead_row) + " qk" + std::to_string(qk_mode) + (nonpad ? " nonpad" : "");
+    return s + "] dead" + std::to_string(dead_row) + " qk" + std::to_string(qk_mode) + (nonpad ? " nonpad" : "") +
+           " D" + std::to_string(D) + " Dv" + std::to_string(Dv) + " pad" + std::to_string(pad_keys) +
+           (lowest ? " lowest" : "");
   }
   int64_t T() const { return P + Skv; }
 };
@@ -86,8 +91,14 @@ AttnData make_data(const AttnCase& c, uint32_t seed) {
       // about a third masked, key 0 always visible except in the dead row
       bool keep = (gen() % 3 != 0) || i % static_cast<size_t>(last) == 0;
       if (row == c.dead_row) keep = false;
+      // Left padding: the mask's batch dim is 1 (every batch) or B (batch 1 only).
+      const int64_t batch = c.mask_shape.size() == 4 && c.mask_shape[0] == c.B
+                                ? static_cast<int64_t>(i) / (numel(c.mask_shape) / c.B)
+                                : 1;
+      if (c.pad_keys && batch == 1 && static_cast<int64_t>(i % static_cast<size_t>(last)) < c.pad_keys) keep = false;
       d.maskb[i] = keep;
-      d.maskf[i] = keep ? static_cast<float>(gen() % 7) * 0.25f - 0.5f : -std::numeric_limits<float>::infinity();
+      const float off = c.lowest ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity();
+      d.maskf[i] = keep ? static_cast<float>(gen() % 7) * 0.25f - 0.5f : off;
     }
   }
   return d;
@@ -300,6 +311,48 @@ TEST(Attention23, MatchesScalarReference) {
               }
             }
   EXPECT_GT(cases, 1000);
+}
+
+// Few query rows (decode steps, short chunks) run split over key blocks with K and V read in
+// place and partial softmax sums merged: past lengths 0, 1, 7 and 1023 (many blocks), odd head
+// sizes, MHA and GQA 2:1 / 4:1 / 8:1, 3-D and 4-D, causal, bool and additive masks (finite
+// lowest-float ones too), left padding that masks whole blocks, softcap; present exact.
+TEST(Attention23, DecodeSplitOverKeyBlocks) {
+  struct Shape3 {
+    int64_t D, Dv;
+  };
+  const Shape3 sizes[] = {{64, 64}, {13, 7}, {17, 33}};
+  const std::pair<int64_t, int64_t> heads[] = {{4, 4}, {4, 2}, {8, 2}, {8, 1}};
+  uint32_t seed = 900;
+  int cases = 0;
+  // Every kernel level the CPU has (the long past at the best one only).
+  const std::vector<simd::Isa> isas = simd::available_isas();
+  const simd::Isa best = simd::active_isa_level();
+  for (simd::Isa isa : isas) {
+    ASSERT_TRUE(simd::set_isa(isa));
+    SCOPED_TRACE(simd::isa_name(isa));
+    for (int64_t P : {0, 1, 7, 1023})
+      for (int64_t sq : {1, 3})
+        for (auto [hq, hkv] : heads)
+          for (const Shape3& sz : sizes)
+            for (int variant = 0; variant < 4; ++variant) {
+              AttnCase c;
+              c.Hq = hq, c.Hkv = hkv, c.Sq = sq, c.Skv = sq, c.P = P, c.D = sz.D, c.Dv = sz.Dv;
+              c.three_d = variant % 2 == 1;
+              c.causal = variant >= 2;
+              // The long past on the common shapes, at the best level.
+              if (P == 1023 && (sz.D != 64 || variant == 1 || isa != best)) continue;
+              if (variant == 1) c.softcap = 2.f;
+              c.mask = variant == 0 ? 2 : variant == 2 ? 1 : 0;
+              c.lowest = sq == 1 && variant == 0;
+              if (c.mask) c.mask_shape = {c.B, 1, c.Sq, c.T()};
+              if (c.mask && P >= 7) c.pad_keys = P * 3 / 4;  // batch 1 sees only its last quarter
+              check_case(c, ++seed);
+              ++cases;
+            }
+  }
+  simd::set_isa(best);
+  EXPECT_GT(cases, 200);
 }
 
 // qk_matmul_output in every mode, with softcap, a mask and causal masking all active.
@@ -714,6 +767,10 @@ TEST(TransformerOpsVsOrt, Attention) {
   go(dead, "dead_row");
   dead.mask = 2;
   go(dead, "dead_row_float");
+  AttnCase decode;  // a decode step: GQA 4:1 over a long past with an additive padding mask
+  decode.Hq = 8, decode.Hkv = 2, decode.Sq = decode.Skv = 1, decode.P = 1023, decode.D = decode.Dv = 64;
+  decode.mask = 2, decode.mask_shape = {decode.B, 1, 1, decode.T()}, decode.pad_keys = 100;
+  go(decode, "decode_gqa_past_1023");
   AttnCase padded;  // Attention-24: an external cache with per-batch valid lengths, causal
   padded.nonpad = true, padded.causal = true, padded.Sq = 2, padded.Skv = 6, padded.Hkv = 2;
   go(padded, "nonpad_causal");
