@@ -110,6 +110,8 @@ inline std::vector<int64_t> axes_of(const OpContext& c, size_t index, std::strin
 }
 
 // A shape around `axis`: the product of the dims before it, its length, the product of those after.
+// Callers copy the fields into locals rather than a structured binding, which clang 14 (the fuzz
+// build) cannot capture in a lambda.
 struct AroundAxis {
   int64_t outer = 1, n = 1, inner = 1;
 };

@@ -19,7 +19,8 @@ void gather(OpContext& c) {
   ys.insert(ys.end(), ind.shape.begin(), ind.shape.end());
   ys.insert(ys.end(), x.shape.begin() + axis + 1, x.shape.end());
   Tensor& y = c.output(0, x.dtype, ys);
-  const auto [outer, dim, inner] = around_axis(x.shape, axis);
+  const AroundAxis around = around_axis(x.shape, axis);
+  const int64_t outer = around.outer, dim = around.n, inner = around.inner;
   const int64_t n = ind.numel();
   const size_t es = dtype_size(x.dtype), chunk = static_cast<size_t>(inner) * es;
   std::vector<int64_t> idx = ints_of(ind);

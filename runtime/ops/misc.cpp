@@ -47,7 +47,8 @@ void compress(OpContext& c) {
   Shape ys = x.shape;
   ys[static_cast<size_t>(axis)] = static_cast<int64_t>(keep.size());
   Tensor& y = c.output(0, x.dtype, ys);
-  const auto [outer, n, inner] = around_axis(x.shape, axis);
+  const AroundAxis around = around_axis(x.shape, axis);
+  const int64_t outer = around.outer, n = around.n, inner = around.inner;
   const int64_t k = static_cast<int64_t>(keep.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < k; ++j)

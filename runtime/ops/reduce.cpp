@@ -98,7 +98,8 @@ void arg_reduce(OpContext& c) {
   else
     ys.erase(ys.begin() + axis);
   Tensor& y = c.output(0, DType::Int64, ys);
-  const auto [outer, n, inner] = around_axis(x.shape, axis);
+  const AroundAxis around = around_axis(x.shape, axis);
+  const int64_t outer = around.outer, n = around.n, inner = around.inner;
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);
     const T* X = x.ptr<T>();
@@ -120,7 +121,8 @@ void topk(OpContext& c) {
   if (c.opset >= 10 && c.input(1).numel() != 1) c.error("K must hold one value, got " + shape_str(c.input(1).shape));
   const int64_t k = c.opset < 10 ? c.attr_i("k", 1) : ints_of(c.input(1))[0];
   const bool largest = c.attr_i("largest", 1);
-  const auto [outer, n, inner] = around_axis(x.shape, axis);
+  const AroundAxis around = around_axis(x.shape, axis);
+  const int64_t outer = around.outer, n = around.n, inner = around.inner;
   if (k < 0 || k > n) c.error("k = " + std::to_string(k) + " is out of range");
   Shape ys = x.shape;
   ys[static_cast<size_t>(axis)] = k;
@@ -156,7 +158,8 @@ void cumsum(OpContext& c) {
   const int64_t axis = norm_axis(c, c.input(1).get_i64(0), x.rank());
   const bool excl = c.attr_i("exclusive", 0), rev = c.attr_i("reverse", 0);
   Tensor& y = c.output(0, x.dtype, x.shape);
-  const auto [outer, n, inner] = around_axis(x.shape, axis);
+  const AroundAxis around = around_axis(x.shape, axis);
+  const int64_t outer = around.outer, n = around.n, inner = around.inner;
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);
     for (int64_t o = 0; o < outer; ++o)
