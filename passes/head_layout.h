@@ -30,7 +30,7 @@
 namespace onnxforge::passes {
 class Builder;
 class Edits;
-}
+}  // namespace onnxforge::passes
 
 namespace onnxforge::passes::heads {
 
