@@ -8,6 +8,7 @@
 #include <tbb/global_control.h>
 
 #include <iostream>
+#include <optional>
 
 #include "api/engine.h"
 #include "cli/command.h"
@@ -62,28 +63,9 @@ int list_passes(bool json) {
   return 0;
 }
 
-int run(const Options& o) {
-  if (o.list) return list_passes(o.json);
-  if (o.in.empty()) fail_usage("optimize needs an input model and an output (or --list-passes)");
-  const std::string& out = o.out.required("optimize");
-  if (o.force) std::cerr << "note: --force is deprecated; it means --overwrite --write-unverified\n";
-  const bool overwrite = o.overwrite || o.force, write_unverified = o.write_unverified || o.force;
-  // The output set (io/safe_file.h): the model and the --report, never onto the input.
-  const WriteRules rules = output_rules(overwrite, {o.in});
-  {
-    std::vector<std::filesystem::path> set{out};
-    std::vector<std::string> what{"output"};
-    if (!o.report.empty()) set.push_back(o.report), what.push_back("--report");
-    check_outputs(set, what, rules);
-  }
-  std::unique_ptr<tbb::global_control> threads;
-  if (o.threads > 0)
-    threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
-  bool tty = stderr_is_tty();
-  auto clear = [&] {
-    if (tty) std::cerr << "\r\033[K";
-  };
-
+// The engine's settings from the command line (--force's meanings resolved by the caller).
+api::OptimizeSettings settings_of(const Options& o, const std::string& out, bool overwrite, bool write_unverified,
+                                  bool tty) {
   api::OptimizeSettings settings;
   std::vector<std::string> notes;
   settings.passes = api::current_pass_names(o.passes, &notes);
@@ -107,16 +89,13 @@ int run(const Options& o) {
   settings.target = o.target;
   settings.inline_functions = o.inline_functions;
   if (tty) settings.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
-  api::OptimizeOutcome r;
-  try {
-    r = api::optimize(o.in, settings);
-  } catch (const Error&) {
-    if (tty) std::cerr << "\n";
-    throw;
-  }
-  r.report["output"] = out;
-  if (tty && !r.notes.empty()) std::cerr << "\r\033[K";
-  for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
+  return settings;
+}
+
+// What the engine's verdict means for the output: the exit code when nothing is to be written
+// (over budget, --target ort, --strict, a failed check), after saying why; nullopt to write.
+std::optional<int> refuse_unless_written(const Options& o, const api::OptimizeOutcome& r, const WriteRules& rules,
+                                         bool write_unverified, bool tty) {
   if (r.over_budget) {
     if (!write_unverified) {
       if (!o.report.empty()) write_file_atomically(o.report, r.report.dump(2) + "\n", rules);
@@ -158,22 +137,12 @@ int run(const Options& o) {
     }
     std::cerr << "--write-unverified: writing the model although it failed verification\n";
   }
-  if (tty)
-    std::cerr << "\r\033[K"
-              << "writing " << out << std::flush;
-  SaveOptions save;
-  save.overwrite = overwrite;
-  save.inputs = rules.inputs;
-  api::write_optimized(r, out, o.strip_hierarchy, save);
-  clear();
+  return std::nullopt;
+}
+
+// The text summary: sizes, the upgrade, each pass that applied, and the verification.
+void print_summary(const Options& o, const std::string& out, const api::OptimizeOutcome& r) {
   const nlohmann::json& report = r.report;
-  if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n", rules);
-  if (o.json) {
-    std::cout << report.dump(2) << "\n";
-    return r.ok() || r.over_budget
-               ? 0
-               : 1;  // written with --write-unverified, but the check said no (over budget: unchecked)
-  }
   const RunResult& s = r.run;
   const double passes_s = report["seconds"]["passes"].get<double>(), total_s = report["seconds"]["total"].get<double>();
   std::cout << o.in << " -> " << out << ": nodes " << s.before.nodes << " -> " << s.after.nodes << ", initializers "
@@ -200,6 +169,59 @@ int run(const Options& o) {
   if (!r.verified)
     std::cout << (o.no_verify ? "not verified (--no-verify)\n" : "not verified (over --verify-budget)\n");
   if (!r.hint.empty()) std::cout << r.hint << "\n";
+}
+
+int run(const Options& o) {
+  if (o.list) return list_passes(o.json);
+  if (o.in.empty()) fail_usage("optimize needs an input model and an output (or --list-passes)");
+  const std::string& out = o.out.required("optimize");
+  if (o.force) std::cerr << "note: --force is deprecated; it means --overwrite --write-unverified\n";
+  const bool overwrite = o.overwrite || o.force, write_unverified = o.write_unverified || o.force;
+  // The output set (io/safe_file.h): the model and the --report, never onto the input.
+  const WriteRules rules = output_rules(overwrite, {o.in});
+  {
+    std::vector<std::filesystem::path> set{out};
+    std::vector<std::string> what{"output"};
+    if (!o.report.empty()) set.push_back(o.report), what.push_back("--report");
+    check_outputs(set, what, rules);
+  }
+  std::unique_ptr<tbb::global_control> threads;
+  if (o.threads > 0)
+    threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
+  bool tty = stderr_is_tty();
+  auto clear = [&] {
+    if (tty) std::cerr << "\r\033[K";
+  };
+
+  api::OptimizeSettings settings = settings_of(o, out, overwrite, write_unverified, tty);
+  api::OptimizeOutcome r;
+  try {
+    r = api::optimize(o.in, settings);
+  } catch (const Error&) {
+    if (tty) std::cerr << "\n";
+    throw;
+  }
+  r.report["output"] = out;
+  if (tty && !r.notes.empty()) std::cerr << "\r\033[K";
+  for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
+  if (auto refused = refuse_unless_written(o, r, rules, write_unverified, tty)) return *refused;
+  if (tty)
+    std::cerr << "\r\033[K"
+              << "writing " << out << std::flush;
+  SaveOptions save;
+  save.overwrite = overwrite;
+  save.inputs = rules.inputs;
+  api::write_optimized(r, out, o.strip_hierarchy, save);
+  clear();
+  const nlohmann::json& report = r.report;
+  if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n", rules);
+  if (o.json) {
+    std::cout << report.dump(2) << "\n";
+    return r.ok() || r.over_budget
+               ? 0
+               : 1;  // written with --write-unverified, but the check said no (over budget: unchecked)
+  }
+  print_summary(o, out, r);
   return r.ok() || r.over_budget ? 0 : 1;
 }
 
