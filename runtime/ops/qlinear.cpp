@@ -18,6 +18,7 @@
 #include "runtime/ops/common.h"
 #include "simd/int8_gemm.h"
 #include "simd/nhwc.h"
+#include "simd/parallel.h"
 #include "simd/unary.h"
 
 namespace onnxforge::rt {
@@ -134,19 +135,26 @@ void qlinear_binary(OpContext& c) {
     // back (QLinearAdd: 5% of MobileNetV2 QOperator's time, as much in the allocations and
     // copies as in the arithmetic). The float op is one IEEE add or multiply per element, as
     // the registry's Add / Mul: the same bits.
+    // Blocks are independent, so they are split across threads: ResNet's residual add of
+    // 64x56x56 took 0.19 ms on one thread, the largest non-conv step at 2 threads.
     Tensor& y = c.output(0, q, a.shape);
     constexpr size_t kBlock = 1024;
-    alignas(64) float fa[kBlock], fb[kBlock];
     const auto* ab = a.ptr<uint8_t>();
     const auto* bb = b.ptr<uint8_t>();
     auto* yb = y.ptr<uint8_t>();
-    for (size_t i = 0, n = static_cast<size_t>(a.numel()); i < n; i += kBlock) {
-      const size_t m = std::min(kBlock, n - i);
-      dequantize_8bit(a.dtype, ab + i, fa, m, pa.scale, pa.zp);
-      dequantize_8bit(b.dtype, bb + i, fb, m, pb.scale, pb.zp);
-      for (size_t j = 0; j < m; ++j) fa[j] = kMul ? fa[j] * fb[j] : fa[j] + fb[j];
-      quantize_floats(fa, q, yb + i, m, pc.scale, pc.zp);
-    }
+    const size_t n = static_cast<size_t>(a.numel());
+    const DType out_type = q;  // not the structured bindings: clang 14 cannot capture those
+    const QParam pout = pc;
+    simd::parallel_chunks((n + kBlock - 1) / kBlock, 16, [&](size_t b0, size_t b1) {
+      alignas(64) float fa[kBlock], fb[kBlock];
+      for (size_t i = b0 * kBlock, end = std::min(n, b1 * kBlock); i < end; i += kBlock) {
+        const size_t m = std::min(kBlock, end - i);
+        dequantize_8bit(a.dtype, ab + i, fa, m, pa.scale, pa.zp);
+        dequantize_8bit(b.dtype, bb + i, fb, m, pb.scale, pb.zp);
+        for (size_t j = 0; j < m; ++j) fa[j] = kMul ? fa[j] * fb[j] : fa[j] + fb[j];
+        quantize_floats(fa, out_type, yb + i, m, pout.scale, pout.zp);
+      }
+    });
     return;
   }
   const Tensor fa = dequantized(a, pa), fb = dequantized(b, pb);
