@@ -137,26 +137,34 @@ const Q kTypes[][3] = {
 
 }  // namespace
 
+// QLinearAdd / QLinearMul of a and b (contrib) beside its QDQ spelling, on random inputs.
+Built binary_pair(const Q& qa, const Q& qb, const Q& qc, bool mul, const rt::Shape& sa, const rt::Shape& sb,
+                  std::mt19937& rng) {
+  Built b{with_contrib(), GraphBuilder(13), {}};
+  const rt::Tensor ta = random_q(qa.type, sa, rng), tb = random_q(qb.type, sb, rng);
+  b.feeds = {{"a", ta}, {"b", tb}};
+  const std::vector<int64_t> da(sa.begin(), sa.end()), db(sb.begin(), sb.end());
+  for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
+    ValueId a = m->input("a", da, qa.type), bb = m->input("b", db, qb.type);
+    if (m == &b.contrib) {
+      m->outputs({contrib(*m, mul ? "QLinearMul" : "QLinearAdd",
+                          {a, scale_of(*m, "a", qa), zp_of(*m, "a", qa), bb, scale_of(*m, "b", qb), zp_of(*m, "b", qb),
+                           scale_of(*m, "c", qc), zp_of(*m, "c", qc)})});
+    } else {
+      m->outputs({qz(*m, m->node(mul ? "Mul" : "Add", {dq(*m, a, "a", qa), dq(*m, bb, "b", qb)}), "c", qc)});
+    }
+  }
+  return b;
+}
+
 TEST(QLinearOps, AddAndMulWithBroadcasting) {
   std::mt19937 rng(1);
   for (const auto& p : kTypes)
     for (int mul = 0; mul < 2; ++mul) {
       const Q qa = p[0], qb = p[1], qc = mul ? Q{p[2].type, 0.3f, p[2].zp} : p[2];
-      const rt::Shape sa{2, 3, 4, 5}, sb{3, 1, 5};  // b broadcasts over batch and axis 2
-      Built b{with_contrib(), GraphBuilder(13), {}};
-      const rt::Tensor ta = random_q(qa.type, sa, rng), tb = random_q(qb.type, sb, rng);
-      b.feeds = {{"a", ta}, {"b", tb}};
-      for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
-        ValueId a = m->input("a", {2, 3, 4, 5}, qa.type), bb = m->input("b", {3, 1, 5}, qb.type);
-        if (m == &b.contrib) {
-          m->outputs({contrib(*m, mul ? "QLinearMul" : "QLinearAdd",
-                              {a, scale_of(*m, "a", qa), zp_of(*m, "a", qa), bb, scale_of(*m, "b", qb),
-                               zp_of(*m, "b", qb), scale_of(*m, "c", qc), zp_of(*m, "c", qc)})});
-        } else {
-          m->outputs({qz(*m, m->node(mul ? "Mul" : "Add", {dq(*m, a, "a", qa), dq(*m, bb, "b", qb)}), "c", qc)});
-        }
-      }
-      const auto va = ints(ta), vb = ints(tb);
+      // b broadcasts over batch and axis 2
+      Built b = binary_pair(qa, qb, qc, mul, {2, 3, 4, 5}, {3, 1, 5}, rng);
+      const auto va = ints(b.feeds[0].second), vb = ints(b.feeds[1].second);
       std::vector<int32_t> ref;
       for (int64_t n = 0; n < 2; ++n)
         for (int64_t c = 0; c < 3; ++c)
@@ -172,34 +180,25 @@ TEST(QLinearOps, AddAndMulWithBroadcasting) {
 
 // Same shapes (the residual adds of MobileNetV2 QOperator, computed block by block without float
 // tensors): the same bytes as the QDQ graph and the reference, over more than one 1024-element
-// block, every type pairing.
+// block, every type pairing; and a ResNet-sized one whose blocks are split across threads (16
+// blocks per chunk: 36 blocks make three chunks).
 TEST(QLinearOps, AddAndMulOfSameShapesInBlocks) {
   std::mt19937 rng(7);
-  for (const auto& p : kTypes)
-    for (int mul = 0; mul < 2; ++mul) {
-      const Q qa = p[0], qb = p[1], qc = mul ? Q{p[2].type, 0.3f, p[2].zp} : p[2];
-      const rt::Shape s{1, 24, 9, 11};  // 2376 elements: two full blocks and a partial one
-      Built b{with_contrib(), GraphBuilder(13), {}};
-      const rt::Tensor ta = random_q(qa.type, s, rng), tb = random_q(qb.type, s, rng);
-      b.feeds = {{"a", ta}, {"b", tb}};
-      for (GraphBuilder* m : {&b.contrib, &b.qdq}) {
-        ValueId a = m->input("a", {1, 24, 9, 11}, qa.type), bb = m->input("b", {1, 24, 9, 11}, qb.type);
-        if (m == &b.contrib) {
-          m->outputs({contrib(*m, mul ? "QLinearMul" : "QLinearAdd",
-                              {a, scale_of(*m, "a", qa), zp_of(*m, "a", qa), bb, scale_of(*m, "b", qb),
-                               zp_of(*m, "b", qb), scale_of(*m, "c", qc), zp_of(*m, "c", qc)})});
-        } else {
-          m->outputs({qz(*m, m->node(mul ? "Mul" : "Add", {dq(*m, a, "a", qa), dq(*m, bb, "b", qb)}), "c", qc)});
+  for (const rt::Shape& s : {rt::Shape{1, 24, 9, 11}, rt::Shape{1, 64, 24, 24}})  // 2376 and 36864 elements
+    for (const auto& p : kTypes)
+      for (int mul = 0; mul < 2; ++mul) {
+        const Q qa = p[0], qb = p[1], qc = mul ? Q{p[2].type, 0.3f, p[2].zp} : p[2];
+        Built b = binary_pair(qa, qb, qc, mul, s, s, rng);
+        const auto va = ints(b.feeds[0].second), vb = ints(b.feeds[1].second);
+        std::vector<int32_t> ref;
+        for (size_t i = 0; i < va.size(); ++i) {
+          const float x = dequantize_ref(va[i], qa), y = dequantize_ref(vb[i], qb);
+          ref.push_back(quantize_ref(mul ? x * y : x + y, qc));
         }
+        check(b, ref,
+              std::string(mul ? "mul_same_" : "add_same_") + (qa.type == DType::Uint8 ? "u8_" : "s8_") +
+                  std::to_string(va.size()));
       }
-      const auto va = ints(ta), vb = ints(tb);
-      std::vector<int32_t> ref;
-      for (size_t i = 0; i < va.size(); ++i) {
-        const float x = dequantize_ref(va[i], qa), y = dequantize_ref(vb[i], qb);
-        ref.push_back(quantize_ref(mul ? x * y : x + y, qc));
-      }
-      check(b, ref, std::string(mul ? "mul_same_" : "add_same_") + (qa.type == DType::Uint8 ? "u8" : "s8"));
-    }
 }
 
 TEST(QLinearOps, SigmoidAndLeakyReluOverEveryInputValue) {
