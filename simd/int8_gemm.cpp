@@ -897,107 +897,138 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
   const std::size_t block =
       std::clamp<std::size_t>((std::size_t{256} << 10) / std::max<std::size_t>(x_panel_bytes, 1), 1, 64);
   const std::size_t n_blocks = (q_panels + block - 1) / block;
-  // Few blocks (a small plane: ResNet's 28x28 at K = 512 has 5) leave threads idle or uneven, so
-  // the channel panels are split too; each split packs the block's patches again (K * 32 bytes
-  // per panel against K * 32 * M / splits multiply-adds).
   // Below 2^18 multiply-adds (gemm8's threshold) waking a helper costs more than it saves.
   const std::size_t threads = parallel && M * K * Q >= (1u << 18) ? static_cast<std::size_t>(max_threads()) : 1;
-  const std::size_t m_splits =
-      threads > 1 && n_blocks < 4 * threads ? std::min(m_panels, (4 * threads + n_blocks - 1) / n_blocks) : 1;
+  // Few blocks (a small plane: ResNet's 24x24 at K = 576 has 1) leave threads idle or uneven, so
+  // the channel panels are split too. Then every patch panel is packed once, by all threads, into
+  // one shared buffer before any channel split runs (two regions): re-packing the block per
+  // split made ResNet's 3x3 convs slower at 2 threads than at 1 (128 -> 128, stride 2, on 24x24:
+  // 0.234 -> 0.492 ms; the packing is a sixth of the 1-thread time, and 8 splits did it 8 times).
+  const bool shared = threads > 1 && n_blocks < 4 * threads;
+  const std::size_t m_splits = shared ? std::min(m_panels, (8 * threads + n_blocks - 1) / n_blocks) : 1;
   const std::size_t m_per_split = (m_panels + m_splits - 1) / m_splits;
-  auto run = [&](std::size_t i0, std::size_t i1) {
-    // Per thread: the block's patch panels, their column sums and segments, and the int32 tile.
-    detail::Scratch scratch((block * (x_panel_bytes + 2 * g.nr * 4) + g.mr * g.nr * 4) / 4 + 16);
-    auto* xp_all = reinterpret_cast<std::uint8_t*>(scratch.data());
-    auto* colsum_all = reinterpret_cast<std::int32_t*>(xp_all + block * x_panel_bytes);
-    std::int32_t* colterm_all = colsum_all + block * g.nr;  // zw_uniform: -zw' * colsum
-    std::int32_t* tile = colterm_all + block * g.nr;
-    std::vector<Seg> segs(block * g.nr);
-    std::vector<std::size_t> nseg(block);
-    std::size_t packed_block = SIZE_MAX;
-    for (std::size_t item = i0; item < i1; ++item) {
-      const std::size_t bi = item / m_splits, ms = item % m_splits;
-      const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
-      for (std::size_t qp = qp0; qp < qp1 && packed_block != bi; ++qp) {
-        const std::size_t u = qp - qp0;
-        std::uint8_t* xp = xp_all + u * x_panel_bytes;
-        std::int32_t* colsum = colsum_all + u * g.nr;
-        const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
-        std::fill_n(colsum, g.nr, 0);
-        std::size_t c0 = 0;
-        if (valid == g.nr && vnni)
-          c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
-        else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2)
-          c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
-        pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
-        if (zw_uniform)
-          for (std::size_t j = 0; j < g.nr; ++j)
-            colterm_all[u * g.nr + j] = static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(zwp[0]) *
-                                                                           static_cast<std::uint32_t>(colsum[j]));
-        // The panel's runs of kept positions (Conv8Positions).
-        Seg* sg = segs.data() + u * g.nr;
-        std::size_t ns = 0;
-        for (std::size_t j = 0; j < valid;) {
-          const std::size_t q = q0 + j, row = q / pos.row_len, col = q % pos.row_len;
-          const std::size_t slice = row / pos.plane_rows, r = row % pos.plane_rows;
-          if (r >= pos.out_h) {
-            j += (pos.plane_rows - r) * pos.row_len - col;
-            continue;
-          }
-          if (col >= pos.out_w) {
-            j += pos.row_len - col;
-            continue;
-          }
-          const std::size_t n = std::min(pos.out_w - col, valid - j), at = (slice * pos.out_h + r) * pos.out_w + col;
-          // A run that continues the previous one in the output (a row of an unpadded input
-          // followed by the next row) extends it: one segment per panel for 1x1 convs.
-          if (ns && sg[ns - 1].j + sg[ns - 1].n == j && sg[ns - 1].at + sg[ns - 1].n == at)
-            sg[ns - 1].n += n;
-          else
-            sg[ns++] = {j, n, at, 0};
-          j += n;
-        }
-        for (std::size_t i = 0; i < ns; ++i)
-          sg[i].lanes = static_cast<std::uint32_t>(((sg[i].n >= 32 ? ~0ull : (1ull << sg[i].n) - 1) << sg[i].j));
-        nseg[u] = ns;
+  // The packed patch panels of `slots` panels: bytes, column sums, column terms, segments.
+  struct Panels {
+    Panels(std::size_t slots, std::size_t panel_bytes, std::size_t nr)
+        : scratch((slots * (panel_bytes + 2 * nr * 4)) / 4 + 16),
+          xp(reinterpret_cast<std::uint8_t*>(scratch.data())),
+          colsum(reinterpret_cast<std::int32_t*>(xp + slots * panel_bytes)),
+          colterm(colsum + slots * nr),
+          segs(slots * nr),
+          nseg(slots) {}
+    detail::Scratch scratch;
+    std::uint8_t* xp;
+    std::int32_t* colsum;
+    std::int32_t* colterm;  // zw_uniform: -zw' * colsum
+    std::vector<Seg> segs;
+    std::vector<std::size_t> nseg;
+  };
+  // Patch panel qp into slot u of pn.
+  auto pack_panel = [&](std::size_t qp, Panels& pn, std::size_t u) {
+    std::uint8_t* xp = pn.xp + u * x_panel_bytes;
+    std::int32_t* colsum = pn.colsum + u * g.nr;
+    const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
+    std::fill_n(colsum, g.nr, 0);
+    std::size_t c0 = 0;
+    if (valid == g.nr && vnni)
+      c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
+    else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2)
+      c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
+    pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
+    if (zw_uniform)
+      for (std::size_t j = 0; j < g.nr; ++j)
+        pn.colterm[u * g.nr + j] =
+            static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(zwp[0]) * static_cast<std::uint32_t>(colsum[j]));
+    // The panel's runs of kept positions (Conv8Positions).
+    Seg* sg = pn.segs.data() + u * g.nr;
+    std::size_t ns = 0;
+    for (std::size_t j = 0; j < valid;) {
+      const std::size_t q = q0 + j, row = q / pos.row_len, col = q % pos.row_len;
+      const std::size_t slice = row / pos.plane_rows, r = row % pos.plane_rows;
+      if (r >= pos.out_h) {
+        j += (pos.plane_rows - r) * pos.row_len - col;
+        continue;
       }
-      packed_block = bi;
-      const std::size_t mp0 = ms * m_per_split, mp1 = std::min(m_panels, mp0 + m_per_split);
-      for (std::size_t mp = mp0; mp < mp1; ++mp) {
-        const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
-        for (std::size_t u = 0; u < qp1 - qp0; ++u) {
-          const Seg* sg = segs.data() + u * g.nr;
-          // VNNI stores from the kernel's registers, the others through the int32 tile. The
-          // tile path on VNNI took 22% of a 64 -> 256 1x1 conv's time (perf).
-          const bool in_regs = vnni;
-          const Tile t{kg,
-                       w_pack + mp * w_panel_bytes,
-                       xp_all + u * x_panel_bytes,
-                       tile,
-                       g.nr,
-                       rows,
-                       g.nr,
-                       zw_uniform ? colterm_all + u * g.nr : kZeros,
-                       zw_zero || zw_uniform ? nullptr : colsum_all + u * g.nr,
-                       zwp + m0,
-                       rowterm.data() + m0,
-                       in_regs ? &out : nullptr,
-                       m0,
-                       sg,
-                       nseg[u]};
-          uk(t);
-          if (in_regs) continue;
-          for (std::size_t i = 0; i < rows; ++i)
-            for (std::size_t s = 0; s < nseg[u]; ++s)
-              store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
-        }
+      if (col >= pos.out_w) {
+        j += pos.row_len - col;
+        continue;
+      }
+      const std::size_t n = std::min(pos.out_w - col, valid - j), at = (slice * pos.out_h + r) * pos.out_w + col;
+      // A run that continues the previous one in the output (a row of an unpadded input
+      // followed by the next row) extends it: one segment per panel for 1x1 convs.
+      if (ns && sg[ns - 1].j + sg[ns - 1].n == j && sg[ns - 1].at + sg[ns - 1].n == at)
+        sg[ns - 1].n += n;
+      else
+        sg[ns++] = {j, n, at, 0};
+      j += n;
+    }
+    for (std::size_t i = 0; i < ns; ++i)
+      sg[i].lanes = static_cast<std::uint32_t>(((sg[i].n >= 32 ? ~0ull : (1ull << sg[i].n) - 1) << sg[i].j));
+    pn.nseg[u] = ns;
+  };
+  // Channel panels [mp0, mp1) over the patch panels [qp0, qp1) held in pn's slots from u0.
+  auto compute = [&](std::size_t mp0, std::size_t mp1, std::size_t qp0, std::size_t qp1, const Panels& pn,
+                     std::size_t u0, std::int32_t* tile) {
+    for (std::size_t mp = mp0; mp < mp1; ++mp) {
+      const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
+      for (std::size_t u = u0; u < u0 + (qp1 - qp0); ++u) {
+        const Seg* sg = pn.segs.data() + u * g.nr;
+        // VNNI stores from the kernel's registers, the others through the int32 tile. The
+        // tile path on VNNI took 22% of a 64 -> 256 1x1 conv's time (perf).
+        const bool in_regs = vnni;
+        const Tile t{kg,
+                     w_pack + mp * w_panel_bytes,
+                     pn.xp + u * x_panel_bytes,
+                     tile,
+                     g.nr,
+                     rows,
+                     g.nr,
+                     zw_uniform ? pn.colterm + u * g.nr : kZeros,
+                     zw_zero || zw_uniform ? nullptr : pn.colsum + u * g.nr,
+                     zwp + m0,
+                     rowterm.data() + m0,
+                     in_regs ? &out : nullptr,
+                     m0,
+                     sg,
+                     pn.nseg[u]};
+        uk(t);
+        if (in_regs) continue;
+        for (std::size_t i = 0; i < rows; ++i)
+          for (std::size_t s = 0; s < pn.nseg[u]; ++s)
+            store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
       }
     }
   };
+  if (shared) {
+    Panels pn(q_panels, x_panel_bytes, g.nr);
+    parallel_chunks(q_panels, 1, [&](std::size_t p0, std::size_t p1) {
+      for (std::size_t qp = p0; qp < p1; ++qp) pack_panel(qp, pn, qp);
+    });
+    parallel_chunks(n_blocks * m_splits, 1, [&](std::size_t i0, std::size_t i1) {
+      alignas(64) std::int32_t tile[8 * 32];
+      for (std::size_t item = i0; item < i1; ++item) {
+        const std::size_t bi = item / m_splits, ms = item % m_splits;
+        const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
+        const std::size_t mp0 = ms * m_per_split, mp1 = std::min(m_panels, mp0 + m_per_split);
+        compute(mp0, mp1, qp0, qp1, pn, qp0, tile);
+      }
+    });
+    return;
+  }
+  // One block at a time per thread, packed by the thread that computes it.
+  auto run = [&](std::size_t b0, std::size_t b1) {
+    Panels pn(block, x_panel_bytes, g.nr);
+    alignas(64) std::int32_t tile[8 * 32];
+    for (std::size_t bi = b0; bi < b1; ++bi) {
+      const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
+      for (std::size_t qp = qp0; qp < qp1; ++qp) pack_panel(qp, pn, qp - qp0);
+      compute(0, m_panels, qp0, qp1, pn, 0, tile);
+    }
+  };
   if (threads > 1)
-    parallel_chunks(n_blocks * m_splits, 1, run);
+    parallel_chunks(n_blocks, 1, run);
   else
-    run(0, n_blocks * m_splits);
+    run(0, n_blocks);
 }
 
 }  // namespace

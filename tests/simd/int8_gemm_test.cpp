@@ -310,8 +310,12 @@ TEST_F(Int8GemmTest, Conv8ExactAtEveryIsaLevel) {
             c.x_signed = xs, c.w_signed = ws, c.per_channel = (fill + i) % 2 == 0, c.fill = fill;
             check_conv(c, rng);
           }
-    // Threaded, many panels, K = 576 (ResNet's 64-channel 3x3), at stride 1 and 2; a small plane
-    // with many channels (one block of positions: the channel panels split over threads).
+    // Threaded, many panels, K = 576 (ResNet's 64-channel 3x3), at stride 1 and 2 (two blocks of
+    // positions: the patches packed once into a shared buffer, then the channel panels split over
+    // threads); a small plane with many channels (one block); a large plane at K = 72 (ten blocks,
+    // each packed by the thread that runs it).
+    check_conv({8, 8, {1, 160, 128}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, false, true, 0}, rng,
+               true);
     check_conv({64, 24, {1, 20, 28}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},
                rng, true);
     check_conv({64, 24, {1, 41, 57}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 2, 2}, true, true, true, 0}, rng,
