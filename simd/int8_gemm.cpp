@@ -277,6 +277,10 @@ void ukernel_scalar(const Tile& t) {
 #define ONNXFORGE_I8_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define ONNXFORGE_I8_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
+// R: the tile's rows that are computed (t.rows <= R; the panel still holds MR rows): a GEMM of
+// few rows (QLinearConv's small maps as patches x W^T: ResNet's 3x3 outputs, 9 rows) multiplies
+// only those, where the full tile did 16 rows for 9.
+template <std::size_t R>
 __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
 #define DECL(i) __m256i c##i##0 = _mm256_setzero_si256(), c##i##1 = _mm256_setzero_si256();
   ONNXFORGE_I8_ROWS6(DECL)
@@ -287,7 +291,7 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
     const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
 #define STEP(i)                                                     \
-  {                                                                 \
+  if constexpr ((i) < R) {                                          \
     std::int32_t cell;                                              \
     std::memcpy(&cell, a + (i)*4, 4);                               \
     const __m256i av = _mm256_set1_epi32(cell);                     \
@@ -305,7 +309,7 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
     zb1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.colfac + 8));
   }
   const __m256i acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  for (std::size_t i = 0; i < t.rows; ++i) {
+  for (std::size_t i = 0; i < std::min(R, t.rows); ++i) {
     const __m256i rs = _mm256_set1_epi32(t.colfac ? t.rowfac[i] : 0);
     const __m256i rt = _mm256_set1_epi32(t.rowterm ? t.rowterm[i] : 0);
     __m256i v0 = _mm256_sub_epi32(_mm256_add_epi32(_mm256_add_epi32(acc[i][0], ct0), rt), _mm256_mullo_epi32(zb0, rs));
@@ -378,7 +382,7 @@ __attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Con
   }
 }
 
-template <bool kSwap>
+template <bool kSwap, std::size_t R>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const Tile& t) {
 #define DECL(i) __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = _mm512_setzero_si512();
   ONNXFORGE_I8_ROWS8(DECL)
@@ -389,7 +393,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
     const __m512i b0 = _mm512_loadu_si512(b);
     const __m512i b1 = _mm512_loadu_si512(b + 64);
 #define STEP(i)                                       \
-  {                                                   \
+  if constexpr ((i) < R) {                            \
     std::int32_t cell;                                \
     std::memcpy(&cell, a + (i)*4, 4);                 \
     const __m512i av = _mm512_set1_epi32(cell);       \
@@ -415,7 +419,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
   const __mmask16 m1 = static_cast<__mmask16>(t.cols >= 32 ? 0xFFFF : t.cols <= 16 ? 0 : (1u << (t.cols - 16)) - 1);
   const __m512i acc[8][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                              {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
-  for (std::size_t i = 0; i < t.rows; ++i) {
+  for (std::size_t i = 0; i < std::min(R, t.rows); ++i) {
     const __m512i rs = _mm512_set1_epi32(t.colfac ? t.rowfac[i] : 0);
     const __m512i rt = _mm512_set1_epi32(t.rowterm ? t.rowterm[i] : 0);
     __m512i v0 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][0], ct0), rt), _mm512_mullo_epi32(zb0, rs));
@@ -433,12 +437,19 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
 #undef ONNXFORGE_I8_ROWS8
 
 using UKernel = void (*)(const Tile&);
-// swap: conv8's operand roles (ukernel_scalar). The AVX2 kernel's vpmaddwd is symmetric: the
-// packers widen each side with its own signedness.
-UKernel ukernel(Int8Kernel k, bool swap = false) {
+// The kernel for a tile of `rows` rows (1 to MR). swap: conv8's operand roles (ukernel_scalar).
+// The AVX2 kernel's vpmaddwd is symmetric: the packers widen each side with its own signedness.
+UKernel ukernel(Int8Kernel k, bool swap, std::size_t rows) {
+  static constexpr UKernel vnni[2][8] = {
+      {ukernel_vnni<false, 1>, ukernel_vnni<false, 2>, ukernel_vnni<false, 3>, ukernel_vnni<false, 4>,
+       ukernel_vnni<false, 5>, ukernel_vnni<false, 6>, ukernel_vnni<false, 7>, ukernel_vnni<false, 8>},
+      {ukernel_vnni<true, 1>, ukernel_vnni<true, 2>, ukernel_vnni<true, 3>, ukernel_vnni<true, 4>,
+       ukernel_vnni<true, 5>, ukernel_vnni<true, 6>, ukernel_vnni<true, 7>, ukernel_vnni<true, 8>}};
+  static constexpr UKernel avx2[6] = {ukernel_avx2<1>, ukernel_avx2<2>, ukernel_avx2<3>,
+                                      ukernel_avx2<4>, ukernel_avx2<5>, ukernel_avx2<6>};
   switch (k) {
-    case Int8Kernel::Vnni: return swap ? ukernel_vnni<true> : ukernel_vnni<false>;
-    case Int8Kernel::Avx2: return ukernel_avx2;
+    case Int8Kernel::Vnni: return vnni[swap][std::clamp<std::size_t>(rows, 1, 8) - 1];
+    case Int8Kernel::Avx2: return avx2[std::clamp<std::size_t>(rows, 1, 6) - 1];
     case Int8Kernel::Scalar: break;
   }
   return swap ? ukernel_scalar<true> : ukernel_scalar<false>;
@@ -568,7 +579,6 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
   for (std::size_t n = 0; n < n_pad; ++n)
     colterm[n] = static_cast<std::int32_t>(static_cast<std::uint32_t>(K) * zap * static_cast<std::uint32_t>(zbp[n]) -
                                            zap * static_cast<std::uint32_t>(colsum[n]));
-  const UKernel uk = ukernel(B.kernel());
   const std::uint8_t* b_pack = Int8Access::panels(B);
   const bool zb_zero = Int8Access::zb_zero(B);
   // Items: one N panel x a block of M panels; the block keeps a B panel in L1/L2 over its rows.
@@ -596,7 +606,7 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
                0,
                nullptr,
                0};
-        uk(t);
+        ukernel(B.kernel(), false, rows)(t);
         if (!rq) continue;
         const bool per_col = rq->mult_count > 1;
         const float* mu = rq->mult + (per_col ? n0 : 0);
@@ -882,7 +892,6 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
   // per column, added as the tile's colterm, instead of a vpmulld per tile row (6% of a
   // 64 -> 256 1x1 conv, perf).
   const bool zw_uniform = !zw_zero && std::all_of(zwp, zwp + M, [&](std::int32_t z) { return z == zwp[0]; });
-  const UKernel uk = ukernel(w.kernel(), true);
   const bool vnni = w.kernel() == Int8Kernel::Vnni;
   const std::uint8_t* w_pack = Int8Access::panels(w);
   const std::size_t w_panel_bytes = kg * g.mr * 4, x_panel_bytes = kg * g.nr * 4;
@@ -971,6 +980,7 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
                      std::size_t u0, std::int32_t* tile) {
     for (std::size_t mp = mp0; mp < mp1; ++mp) {
       const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
+      const UKernel uk = ukernel(w.kernel(), true, rows);
       for (std::size_t u = u0; u < u0 + (qp1 - qp0); ++u) {
         const Seg* sg = pn.segs.data() + u * g.nr;
         // VNNI stores from the kernel's registers, the others through the int32 tile. The

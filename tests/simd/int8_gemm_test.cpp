@@ -77,6 +77,17 @@ TEST_F(Int8GemmTest, ExactAtEveryIsaLevel) {
   EXPECT_GE(levels, 1);
 }
 
+// Every row count of the last tile (the kernels are instantiated per count of rows computed: 1
+// to 8 on VNNI, 1 to 6 on AVX2), at every ISA level.
+TEST_F(Int8GemmTest, ExactForEveryTileRowCount) {
+  std::mt19937 rng(27);
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (std::size_t M = 1; M <= 17; ++M)
+      for (bool as : {false, true}) check({M, 40, 37, as, !as, M % 2 == 0, M % 3 == 0, 0}, rng);
+  }
+}
+
 // Large enough for the threaded split (M * N * K >= 2^18) and for K beyond int16 pair sums.
 TEST_F(Int8GemmTest, ExactThreadedLargeK) {
   std::mt19937 rng(5);
