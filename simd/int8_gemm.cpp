@@ -135,6 +135,95 @@ void quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, 
 void quantize_span(const float* x, std::int8_t* y, std::size_t n, float scale, float zero) {
   quantize_any(x, y, n, scale, zero);
 }
+namespace {
+
+// The scalar twin (and every level's tail): the float steps of DequantizeLinear, the op and
+// saturate_round, one element at a time.
+void qlinear_binary_scalar(const QLinearBinary& p, const std::uint8_t* a, const std::uint8_t* b, std::uint8_t* y,
+                           std::size_t n) {
+  auto value = [](std::uint8_t v, bool is_signed) {
+    return is_signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(v)) : static_cast<std::int32_t>(v);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const float fa = static_cast<float>(value(a[i], p.a_signed) - p.za) * p.sa;
+    const float fb = static_cast<float>(value(b[i], p.b_signed) - p.zb) * p.sb;
+    const float v = (p.mul ? fa * fb : fa + fb) / p.sy;
+    y[i] = p.y_signed ? static_cast<std::uint8_t>(saturate_round<std::int8_t>(v, p.zy))
+                      : saturate_round<std::uint8_t>(v, p.zy);
+  }
+}
+
+// 16 lanes: widened, the zero point subtracted as int32, converted, multiplied; the op; then
+// quantize_span_avx512's steps. A block at a time through float buffers (dequantize, add,
+// quantize: three passes) took 9.5% of ResNet QOperator at 1 thread (perf; its four residual adds).
+__attribute__((target("avx512f,avx512bw"))) void qlinear_binary_avx512(const QLinearBinary& p, const std::uint8_t* a,
+                                                                       const std::uint8_t* b, std::uint8_t* y,
+                                                                       std::size_t n) {
+  constexpr __mmask16 all = 0xFFFF;
+  const __m512i za = _mm512_set1_epi32(p.za), zb = _mm512_set1_epi32(p.zb);
+  const __m512 sa = _mm512_set1_ps(p.sa), sb = _mm512_set1_ps(p.sb), sy = _mm512_set1_ps(p.sy),
+               zy = _mm512_set1_ps(p.zy), lo = _mm512_set1_ps(p.y_signed ? -128.f : 0.f),
+               hi = _mm512_set1_ps(p.y_signed ? 127.f : 255.f);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    // (Not a lambda: a lambda does not take the function's target.)
+    const __m128i a8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)),
+                  b8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    const __m512i ai = p.a_signed ? _mm512_maskz_cvtepi8_epi32(all, a8) : _mm512_maskz_cvtepu8_epi32(all, a8),
+                  bi = p.b_signed ? _mm512_maskz_cvtepi8_epi32(all, b8) : _mm512_maskz_cvtepu8_epi32(all, b8);
+    const __m512 fa = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_sub_epi32(ai, za)), sa);
+    const __m512 fb = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_sub_epi32(bi, zb)), sb);
+    const __m512 d = _mm512_div_ps(p.mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb), sy);
+    __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_add_ps(v, zy);
+    v = _mm512_mask_max_ps(v, all, v, lo);
+    v = _mm512_mask_min_ps(v, all, v, hi);
+    const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
+    const __m128i out = p.y_signed ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
+                                   : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), out);
+  }
+  qlinear_binary_scalar(p, a + i, b + i, y + i, n - i);
+}
+
+// 8 lanes, the same steps as quantize_span_avx2.
+__attribute__((target("avx2"))) void qlinear_binary_avx2(const QLinearBinary& p, const std::uint8_t* a,
+                                                         const std::uint8_t* b, std::uint8_t* y, std::size_t n) {
+  const __m256i za = _mm256_set1_epi32(p.za), zb = _mm256_set1_epi32(p.zb);
+  const __m256 sa = _mm256_set1_ps(p.sa), sb = _mm256_set1_ps(p.sb), sy = _mm256_set1_ps(p.sy),
+               zy = _mm256_set1_ps(p.zy), lo = _mm256_set1_ps(p.y_signed ? -128.f : 0.f),
+               hi = _mm256_set1_ps(p.y_signed ? 127.f : 255.f);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i a8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i)),
+                  b8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i));
+    const __m256i ai = p.a_signed ? _mm256_cvtepi8_epi32(a8) : _mm256_cvtepu8_epi32(a8),
+                  bi = p.b_signed ? _mm256_cvtepi8_epi32(b8) : _mm256_cvtepu8_epi32(b8);
+    const __m256 fa = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(ai, za)), sa);
+    const __m256 fb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(bi, zb)), sb);
+    __m256 v = _mm256_round_ps(_mm256_div_ps(p.mul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb), sy),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, zy), lo), hi);
+    const __m256i q = _mm256_cvtps_epi32(v);
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    w = p.y_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), w);
+  }
+  qlinear_binary_scalar(p, a + i, b + i, y + i, n - i);
+}
+
+}  // namespace
+
+void qlinear_binary_span(const QLinearBinary& p, const std::uint8_t* a, const std::uint8_t* b, std::uint8_t* y,
+                         std::size_t n) {
+  switch (active_isa_level()) {
+    case Isa::Avx512: return qlinear_binary_avx512(p, a, b, y, n);
+    case Isa::Avx2: return qlinear_binary_avx2(p, a, b, y, n);
+    case Isa::Sse: break;
+  }
+  qlinear_binary_scalar(p, a, b, y, n);
+}
+
 void dynamic_quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, std::uint8_t zero) {
   if (scale == 0)
     std::memset(y, zero, n);

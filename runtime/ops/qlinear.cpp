@@ -130,11 +130,10 @@ void qlinear_binary(OpContext& c) {
   const QParam pa = qparam(c, 1, 2, a.dtype, "A"), pb = qparam(c, 4, 5, b.dtype, "B");
   const auto [q, pc] = out_params(c, 6, 7, a.dtype, "C");
   if (a.shape == b.shape && !a.nhwc && !b.nhwc) {
-    // Same shapes (MobileNetV2's residual adds): the same three steps per block of elements in
-    // L1, where the dequantized inputs and the float sum were three tensors written and read
-    // back (QLinearAdd: 5% of MobileNetV2 QOperator's time, as much in the allocations and
-    // copies as in the arithmetic). The float op is one IEEE add or multiply per element, as
-    // the registry's Add / Mul: the same bits.
+    // Same shapes (the residual adds): dequantize, the op and quantize per element in registers
+    // (simd::qlinear_binary_span), where the dequantized inputs and the float sum were three
+    // tensors written and read back (QLinearAdd: 5% of MobileNetV2 QOperator's time). The float
+    // op is one IEEE add or multiply per element, as the registry's Add / Mul: the same bits.
     // Blocks are independent, so they are split across threads: ResNet's residual add of
     // 64x56x56 took 0.19 ms on one thread, the largest non-conv step at 2 threads.
     Tensor& y = c.output(0, q, a.shape);
@@ -143,17 +142,14 @@ void qlinear_binary(OpContext& c) {
     const auto* bb = b.ptr<uint8_t>();
     auto* yb = y.ptr<uint8_t>();
     const size_t n = static_cast<size_t>(a.numel());
-    const DType out_type = q;  // not the structured bindings: clang 14 cannot capture those
-    const QParam pout = pc;
+    simd::QLinearBinary p;
+    p.mul = kMul != 0, p.a_signed = a.dtype == DType::Int8, p.b_signed = b.dtype == DType::Int8;
+    p.y_signed = q == DType::Int8;
+    p.sa = pa.scale, p.sb = pb.scale, p.sy = pc.scale, p.za = pa.zp, p.zb = pb.zp;
+    p.zy = static_cast<float>(pc.zp);
     simd::parallel_chunks((n + kBlock - 1) / kBlock, 16, [&](size_t b0, size_t b1) {
-      alignas(64) float fa[kBlock], fb[kBlock];
-      for (size_t i = b0 * kBlock, end = std::min(n, b1 * kBlock); i < end; i += kBlock) {
-        const size_t m = std::min(kBlock, end - i);
-        dequantize_8bit(a.dtype, ab + i, fa, m, pa.scale, pa.zp);
-        dequantize_8bit(b.dtype, bb + i, fb, m, pb.scale, pb.zp);
-        for (size_t j = 0; j < m; ++j) fa[j] = kMul ? fa[j] * fb[j] : fa[j] + fb[j];
-        quantize_floats(fa, out_type, yb + i, m, pout.scale, pout.zp);
-      }
+      const size_t i = b0 * kBlock, end = std::min(n, b1 * kBlock);
+      simd::qlinear_binary_span(p, ab + i, bb + i, yb + i, end - i);
     });
     return;
   }
