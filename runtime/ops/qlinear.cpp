@@ -195,6 +195,42 @@ void qlinear_pool(OpContext& c) {
   const auto [x, px, q, py] = unary_operands(c);
   if (x.rank() < 3) c.error("the input needs a batch, a channel and a spatial axis");
   const bool cl = channels_last(c, x);
+  const int64_t N = x.shape[0], C = cl ? x.shape[3] : x.shape[1];
+  const int64_t sp = N * C != 0 ? x.numel() / (N * C) : 0;
+  if (kGlobal && !x.nhwc && sp > 0 && sp <= (int64_t{1} << 22)) {
+    // Each plane's mean straight from the bytes. Every term float(x - zx) * sx is a float whose
+    // exponent lies within 8 of sx's, so a double holds any sum of up to 2^22 of them exactly
+    // (31 + 22 bits): the sum does not depend on the order, and four lanes give the double the
+    // float GlobalAveragePool sums one element at a time. Through a float tensor and the float
+    // pool, MobileNetV2's 1280x7x7 pool took 0.17 ms against ONNX Runtime's 0.017.
+    std::array<double, 256> term{};
+    for (int v = 0; v < 256; ++v) {
+      const auto b = static_cast<uint8_t>(v);
+      float f = 0;
+      dequantize_8bit(x.dtype, &b, &f, 1, px.scale, px.zp);
+      term[static_cast<size_t>(v)] = f;
+    }
+    Shape ys = cl ? Shape{N, 1, 1, C} : Shape(x.shape.begin(), x.shape.begin() + 2);
+    if (!cl) ys.resize(x.shape.size(), 1);
+    std::vector<float> mean(static_cast<size_t>(N * C));
+    const auto* xb = x.ptr<uint8_t>();
+    const int64_t step = cl ? C : 1;  // between a plane's elements
+    simd::parallel_chunks(mean.size(), std::max<size_t>(1, 65536 / static_cast<size_t>(sp)), [&](size_t p0, size_t p1) {
+      for (size_t pl = p0; pl < p1; ++pl) {
+        const int64_t n = static_cast<int64_t>(pl) / C, ch = static_cast<int64_t>(pl) % C;
+        const uint8_t* src = xb + (cl ? n * sp * C + ch : static_cast<int64_t>(pl) * sp);
+        double acc[4] = {};
+        int64_t i = 0;
+        for (; i + 4 <= sp; i += 4)
+          for (int64_t l = 0; l < 4; ++l) acc[l] += term[src[(i + l) * step]];
+        for (; i < sp; ++i) acc[0] += term[src[i * step]];
+        mean[pl] = static_cast<float>((acc[0] + acc[1] + (acc[2] + acc[3])) / static_cast<double>(sp));
+      }
+    });
+    Tensor& y = c.output(0, q, ys);
+    quantize_floats(mean.data(), q, y.data, mean.size(), py.scale, py.zp);
+    return;
+  }
   Tensor fx = dequantized(x, px);
   if (cl) {  // through NCHW, so that the window sums add in the order of the QDQ spelling's pool
     const Shape& s = x.shape;
