@@ -820,7 +820,9 @@ void gemm8_body(std::size_t M, const void* A, std::size_t lda, bool a_signed, st
       pack_a_panel(ws.g, ws.kg, K, rows_q.data(), K, false, 0, rows, ws.panel(p), ws.rowsum + m0);
     }
   };
-  if (par)
+  // A few panels (QLinearConv's small maps as a GEMM: 36 positions, 5 panels) are packed by the
+  // caller: a region of its own costs a hand-off for a split of 4 and 1 panels.
+  if (par && ws.m_panels >= 16)
     parallel_chunks(ws.m_panels, 4, pack);
   else
     pack(0, ws.m_panels);
