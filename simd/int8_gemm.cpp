@@ -74,6 +74,30 @@ void quantize_span_sse(const float* x, Q* y, std::size_t n, float scale, float z
   for (; i < n; ++i) y[i] = saturate_round<Q>(x[i] / scale, zp);
 }
 
+// quantize_span's steps after the division, on 8 and 16 lanes of x / scale: round to nearest
+// even, + zero, clamp in the SSE form's operand order, convert (exact) and narrow to bytes.
+__attribute__((target("avx2"))) inline __m128i quantize8_bytes(__m256 d, __m256 z, __m256 lo, __m256 hi,
+                                                               bool is_signed) {
+  __m256 v = _mm256_round_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
+  const __m256i q = _mm256_cvtps_epi32(v);
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  return is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+}
+__attribute__((target("avx512f,avx512bw"))) inline __m128i quantize16_bytes(__m512 d, __m512 z, __m512 lo, __m512 hi,
+                                                                            bool is_signed) {
+  // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
+  // reports as maybe-uninitialized outside an AVX-512 translation unit.
+  constexpr __mmask16 all = 0xFFFF;
+  __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm512_add_ps(v, z);
+  v = _mm512_mask_max_ps(v, all, v, lo);
+  v = _mm512_mask_min_ps(v, all, v, hi);
+  const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
+  return is_signed ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
+                   : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
+}
+
 // The same steps 8 and 16 wide (the division is what bounds it: DynamicQuantizeLinear of one
 // ISNet activation, 64x256x256, took 11.8 ms on the SSE form). Each lane computes exactly what
 // the SSE form computes (IEEE division, round to nearest even, clamp in the same operand order,
@@ -83,14 +107,9 @@ __attribute__((target("avx2"))) void quantize_span_avx2(const float* x, Q* y, st
   const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), lo = _mm256_set1_ps(q_lo<Q>()),
                hi = _mm256_set1_ps(q_hi<Q>());
   std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
-    const __m256i q = _mm256_cvtps_epi32(v);
-    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    w = std::is_signed_v<Q> ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), w);
-  }
+  for (; i + 8 <= n; i += 8)
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i),
+                     quantize8_bytes(_mm256_div_ps(_mm256_loadu_ps(x + i), s), z, lo, hi, std::is_signed_v<Q>));
   quantize_span_sse(x + i, y + i, n - i, scale, zp);
 }
 
@@ -99,21 +118,10 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_span_avx512(const floa
                                                                       float zp) {
   const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), lo = _mm512_set1_ps(q_lo<Q>()),
                hi = _mm512_set1_ps(q_hi<Q>());
-  // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
-  // reports as maybe-uninitialized outside an AVX-512 translation unit.
-  constexpr __mmask16 all = 0xFFFF;
   std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 d = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
-    __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_add_ps(v, z);
-    v = _mm512_mask_max_ps(v, all, v, lo);
-    v = _mm512_mask_min_ps(v, all, v, hi);
-    const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
-    const __m128i b = std::is_signed_v<Q> ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
-                                          : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
-  }
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     quantize16_bytes(_mm512_div_ps(_mm512_loadu_ps(x + i), s), z, lo, hi, std::is_signed_v<Q>));
   quantize_span_sse(x + i, y + i, n - i, scale, zp);
 }
 
@@ -174,14 +182,7 @@ __attribute__((target("avx512f,avx512bw"))) void qlinear_binary_avx512(const QLi
     const __m512 fa = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_sub_epi32(ai, za)), sa);
     const __m512 fb = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_sub_epi32(bi, zb)), sb);
     const __m512 d = _mm512_div_ps(p.mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb), sy);
-    __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_add_ps(v, zy);
-    v = _mm512_mask_max_ps(v, all, v, lo);
-    v = _mm512_mask_min_ps(v, all, v, hi);
-    const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
-    const __m128i out = p.y_signed ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
-                                   : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), out);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), quantize16_bytes(d, zy, lo, hi, p.y_signed));
   }
   qlinear_binary_scalar(p, a + i, b + i, y + i, n - i);
 }
@@ -201,13 +202,8 @@ __attribute__((target("avx2"))) void qlinear_binary_avx2(const QLinearBinary& p,
                   bi = p.b_signed ? _mm256_cvtepi8_epi32(b8) : _mm256_cvtepu8_epi32(b8);
     const __m256 fa = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(ai, za)), sa);
     const __m256 fb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(bi, zb)), sb);
-    __m256 v = _mm256_round_ps(_mm256_div_ps(p.mul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb), sy),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, zy), lo), hi);
-    const __m256i q = _mm256_cvtps_epi32(v);
-    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    w = p.y_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), w);
+    const __m256 d = _mm256_div_ps(p.mul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb), sy);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), quantize8_bytes(d, zy, lo, hi, p.y_signed));
   }
   qlinear_binary_scalar(p, a + i, b + i, y + i, n - i);
 }
