@@ -1045,7 +1045,8 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
   // one shared buffer before any channel split runs (two regions): re-packing the block per
   // split made ResNet's 3x3 convs slower at 2 threads than at 1 (128 -> 128, stride 2, on 24x24:
   // 0.234 -> 0.492 ms; the packing is a sixth of the 1-thread time, and 8 splits did it 8 times).
-  const bool shared = threads > 1 && n_blocks < 4 * threads;
+  // (At most 16 blocks, 4 MiB of patches, however many threads.)
+  const bool shared = threads > 1 && n_blocks < 4 * threads && n_blocks <= 16;
   const std::size_t m_splits = shared ? std::min(m_panels, (8 * threads + n_blocks - 1) / n_blocks) : 1;
   const std::size_t m_per_split = (m_panels + m_splits - 1) / m_splits;
   // The packed patch panels of `slots` panels: bytes, column sums, column terms, segments.
