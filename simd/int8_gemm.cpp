@@ -74,6 +74,30 @@ void quantize_span_sse(const float* x, Q* y, std::size_t n, float scale, float z
   for (; i < n; ++i) y[i] = saturate_round<Q>(x[i] / scale, zp);
 }
 
+// quantize_span's steps after the division, on 8 and 16 lanes of x / scale: round to nearest
+// even, + zero, clamp in the SSE form's operand order, convert (exact) and narrow to bytes.
+__attribute__((target("avx2"))) inline __m128i quantize8_bytes(__m256 d, __m256 z, __m256 lo, __m256 hi,
+                                                               bool is_signed) {
+  __m256 v = _mm256_round_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
+  const __m256i q = _mm256_cvtps_epi32(v);
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  return is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+}
+__attribute__((target("avx512f,avx512bw"))) inline __m128i quantize16_bytes(__m512 d, __m512 z, __m512 lo, __m512 hi,
+                                                                            bool is_signed) {
+  // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
+  // reports as maybe-uninitialized outside an AVX-512 translation unit.
+  constexpr __mmask16 all = 0xFFFF;
+  __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm512_add_ps(v, z);
+  v = _mm512_mask_max_ps(v, all, v, lo);
+  v = _mm512_mask_min_ps(v, all, v, hi);
+  const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
+  return is_signed ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
+                   : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
+}
+
 // The same steps 8 and 16 wide (the division is what bounds it: DynamicQuantizeLinear of one
 // ISNet activation, 64x256x256, took 11.8 ms on the SSE form). Each lane computes exactly what
 // the SSE form computes (IEEE division, round to nearest even, clamp in the same operand order,
@@ -83,14 +107,9 @@ __attribute__((target("avx2"))) void quantize_span_avx2(const float* x, Q* y, st
   const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), lo = _mm256_set1_ps(q_lo<Q>()),
                hi = _mm256_set1_ps(q_hi<Q>());
   std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
-    const __m256i q = _mm256_cvtps_epi32(v);
-    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    w = std::is_signed_v<Q> ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), w);
-  }
+  for (; i + 8 <= n; i += 8)
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i),
+                     quantize8_bytes(_mm256_div_ps(_mm256_loadu_ps(x + i), s), z, lo, hi, std::is_signed_v<Q>));
   quantize_span_sse(x + i, y + i, n - i, scale, zp);
 }
 
@@ -99,21 +118,10 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_span_avx512(const floa
                                                                       float zp) {
   const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), lo = _mm512_set1_ps(q_lo<Q>()),
                hi = _mm512_set1_ps(q_hi<Q>());
-  // The masked forms with every lane set: the unmasked ones pass an undefined source that GCC 12
-  // reports as maybe-uninitialized outside an AVX-512 translation unit.
-  constexpr __mmask16 all = 0xFFFF;
   std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 d = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
-    __m512 v = _mm512_mask_roundscale_ps(d, all, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_add_ps(v, z);
-    v = _mm512_mask_max_ps(v, all, v, lo);
-    v = _mm512_mask_min_ps(v, all, v, hi);
-    const __m512i q = _mm512_mask_cvtps_epi32(_mm512_setzero_si512(), all, v);
-    const __m128i b = std::is_signed_v<Q> ? _mm512_mask_cvtsepi32_epi8(_mm_setzero_si128(), all, q)
-                                          : _mm512_mask_cvtusepi32_epi8(_mm_setzero_si128(), all, q);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
-  }
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     quantize16_bytes(_mm512_div_ps(_mm512_loadu_ps(x + i), s), z, lo, hi, std::is_signed_v<Q>));
   quantize_span_sse(x + i, y + i, n - i, scale, zp);
 }
 
@@ -135,6 +143,83 @@ void quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, 
 void quantize_span(const float* x, std::int8_t* y, std::size_t n, float scale, float zero) {
   quantize_any(x, y, n, scale, zero);
 }
+namespace {
+
+// The scalar twin (and every level's tail): the float steps of DequantizeLinear, the op and
+// saturate_round, one element at a time.
+void qlinear_binary_scalar(const QLinearBinary& p, const std::uint8_t* a, const std::uint8_t* b, std::uint8_t* y,
+                           std::size_t n) {
+  auto value = [](std::uint8_t v, bool is_signed) {
+    return is_signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(v)) : static_cast<std::int32_t>(v);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const float fa = static_cast<float>(value(a[i], p.a_signed) - p.za) * p.sa;
+    const float fb = static_cast<float>(value(b[i], p.b_signed) - p.zb) * p.sb;
+    const float v = (p.mul ? fa * fb : fa + fb) / p.sy;
+    y[i] = p.y_signed ? static_cast<std::uint8_t>(saturate_round<std::int8_t>(v, p.zy))
+                      : saturate_round<std::uint8_t>(v, p.zy);
+  }
+}
+
+// 16 lanes: widened, the zero point subtracted as int32, converted, multiplied; the op; then
+// quantize_span_avx512's steps. A block at a time through float buffers (dequantize, add,
+// quantize: three passes) took 9.5% of ResNet QOperator at 1 thread (perf; its four residual adds).
+__attribute__((target("avx512f,avx512bw"))) void qlinear_binary_avx512(const QLinearBinary& p, const std::uint8_t* a,
+                                                                       const std::uint8_t* b, std::uint8_t* y,
+                                                                       std::size_t n) {
+  constexpr __mmask16 all = 0xFFFF;
+  const __m512i za = _mm512_set1_epi32(p.za), zb = _mm512_set1_epi32(p.zb);
+  const __m512 sa = _mm512_set1_ps(p.sa), sb = _mm512_set1_ps(p.sb), sy = _mm512_set1_ps(p.sy),
+               zy = _mm512_set1_ps(p.zy), lo = _mm512_set1_ps(p.y_signed ? -128.f : 0.f),
+               hi = _mm512_set1_ps(p.y_signed ? 127.f : 255.f);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    // (Not a lambda: a lambda does not take the function's target.)
+    const __m128i a8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)),
+                  b8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    const __m512i ai = p.a_signed ? _mm512_maskz_cvtepi8_epi32(all, a8) : _mm512_maskz_cvtepu8_epi32(all, a8),
+                  bi = p.b_signed ? _mm512_maskz_cvtepi8_epi32(all, b8) : _mm512_maskz_cvtepu8_epi32(all, b8);
+    const __m512 fa = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_sub_epi32(ai, za)), sa);
+    const __m512 fb = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), all, _mm512_sub_epi32(bi, zb)), sb);
+    const __m512 d = _mm512_div_ps(p.mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb), sy);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), quantize16_bytes(d, zy, lo, hi, p.y_signed));
+  }
+  qlinear_binary_scalar(p, a + i, b + i, y + i, n - i);
+}
+
+// 8 lanes, the same steps as quantize_span_avx2.
+__attribute__((target("avx2"))) void qlinear_binary_avx2(const QLinearBinary& p, const std::uint8_t* a,
+                                                         const std::uint8_t* b, std::uint8_t* y, std::size_t n) {
+  const __m256i za = _mm256_set1_epi32(p.za), zb = _mm256_set1_epi32(p.zb);
+  const __m256 sa = _mm256_set1_ps(p.sa), sb = _mm256_set1_ps(p.sb), sy = _mm256_set1_ps(p.sy),
+               zy = _mm256_set1_ps(p.zy), lo = _mm256_set1_ps(p.y_signed ? -128.f : 0.f),
+               hi = _mm256_set1_ps(p.y_signed ? 127.f : 255.f);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i a8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i)),
+                  b8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i));
+    const __m256i ai = p.a_signed ? _mm256_cvtepi8_epi32(a8) : _mm256_cvtepu8_epi32(a8),
+                  bi = p.b_signed ? _mm256_cvtepi8_epi32(b8) : _mm256_cvtepu8_epi32(b8);
+    const __m256 fa = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(ai, za)), sa);
+    const __m256 fb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(bi, zb)), sb);
+    const __m256 d = _mm256_div_ps(p.mul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb), sy);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), quantize8_bytes(d, zy, lo, hi, p.y_signed));
+  }
+  qlinear_binary_scalar(p, a + i, b + i, y + i, n - i);
+}
+
+}  // namespace
+
+void qlinear_binary_span(const QLinearBinary& p, const std::uint8_t* a, const std::uint8_t* b, std::uint8_t* y,
+                         std::size_t n) {
+  switch (active_isa_level()) {
+    case Isa::Avx512: return qlinear_binary_avx512(p, a, b, y, n);
+    case Isa::Avx2: return qlinear_binary_avx2(p, a, b, y, n);
+    case Isa::Sse: break;
+  }
+  qlinear_binary_scalar(p, a, b, y, n);
+}
+
 void dynamic_quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, std::uint8_t zero) {
   if (scale == 0)
     std::memset(y, zero, n);
@@ -236,6 +321,10 @@ struct Tile {
   std::size_t m0;
   const struct Seg* segs;
   std::size_t nseg;
+  // gemm8_requantize on VNNI: when set, row i is requantized from the registers into rq's row
+  // m0 + i, columns n0 onwards (c is not written).
+  const Gemm8Requant* rq;
+  std::size_t n0;
 };
 
 // A run of a conv8 tile's columns that lands contiguously in the output: columns [j, j + n) at
@@ -277,6 +366,10 @@ void ukernel_scalar(const Tile& t) {
 #define ONNXFORGE_I8_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define ONNXFORGE_I8_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
+// R: the tile's rows that are computed (t.rows <= R; the panel still holds MR rows): a GEMM of
+// few rows (QLinearConv's small maps as patches x W^T: ResNet's 3x3 outputs, 9 rows) multiplies
+// only those, where the full tile did 16 rows for 9.
+template <std::size_t R>
 __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
 #define DECL(i) __m256i c##i##0 = _mm256_setzero_si256(), c##i##1 = _mm256_setzero_si256();
   ONNXFORGE_I8_ROWS6(DECL)
@@ -287,7 +380,7 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
     const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
 #define STEP(i)                                                     \
-  {                                                                 \
+  if constexpr ((i) < R) {                                          \
     std::int32_t cell;                                              \
     std::memcpy(&cell, a + (i)*4, 4);                               \
     const __m256i av = _mm256_set1_epi32(cell);                     \
@@ -305,7 +398,7 @@ __attribute__((target("avx2"))) void ukernel_avx2(const Tile& t) {
     zb1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.colfac + 8));
   }
   const __m256i acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  for (std::size_t i = 0; i < t.rows; ++i) {
+  for (std::size_t i = 0; i < std::min(R, t.rows); ++i) {
     const __m256i rs = _mm256_set1_epi32(t.colfac ? t.rowfac[i] : 0);
     const __m256i rt = _mm256_set1_epi32(t.rowterm ? t.rowterm[i] : 0);
     __m256i v0 = _mm256_sub_epi32(_mm256_add_epi32(_mm256_add_epi32(acc[i][0], ct0), rt), _mm256_mullo_epi32(zb0, rs));
@@ -378,7 +471,7 @@ __attribute__((target("avx512f,avx512bw"))) inline void store_segments(const Con
   }
 }
 
-template <bool kSwap>
+template <bool kSwap, std::size_t R>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const Tile& t) {
 #define DECL(i) __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = _mm512_setzero_si512();
   ONNXFORGE_I8_ROWS8(DECL)
@@ -389,7 +482,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
     const __m512i b0 = _mm512_loadu_si512(b);
     const __m512i b1 = _mm512_loadu_si512(b + 64);
 #define STEP(i)                                       \
-  {                                                   \
+  if constexpr ((i) < R) {                            \
     std::int32_t cell;                                \
     std::memcpy(&cell, a + (i)*4, 4);                 \
     const __m512i av = _mm512_set1_epi32(cell);       \
@@ -415,13 +508,48 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
   const __mmask16 m1 = static_cast<__mmask16>(t.cols >= 32 ? 0xFFFF : t.cols <= 16 ? 0 : (1u << (t.cols - 16)) - 1);
   const __m512i acc[8][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                              {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
-  for (std::size_t i = 0; i < t.rows; ++i) {
+  // gemm8_requantize: the columns' multipliers and int32 biases (lanes past the tile zero), with
+  // the steps and operand order of requantize_row's SSE, so the bytes do not depend on the kernel.
+  // Through the int32 tile and four lanes at a time, the store took a quarter of ResNet's
+  // 512 -> 1024 strided 1x1 QLinearConv on 6x6 outputs (perf).
+  const Gemm8Requant* rq = kSwap ? nullptr : t.rq;
+  __m512 qmu0 = _mm512_setzero_ps(), qmu1 = qmu0, qz = qmu0, qlo = qmu0, qhi = qmu0;
+  __m512i qb0 = _mm512_setzero_si512(), qb1 = qb0;
+  if (rq) {
+    if (rq->mult_count > 1) {
+      qmu0 = _mm512_maskz_loadu_ps(m0, rq->mult + t.n0);
+      qmu1 = _mm512_maskz_loadu_ps(m1, rq->mult + t.n0 + 16);
+    } else {
+      qmu0 = qmu1 = _mm512_set1_ps(rq->mult[0]);
+    }
+    if (rq->acc_bias) {
+      qb0 = _mm512_maskz_loadu_epi32(m0, rq->acc_bias + t.n0);
+      qb1 = _mm512_maskz_loadu_epi32(m1, rq->acc_bias + t.n0 + 16);
+    }
+    qz = _mm512_set1_ps(rq->zero);
+    qlo = _mm512_set1_ps(rq->y_signed ? -128.f : 0.f);
+    qhi = _mm512_set1_ps(rq->y_signed ? 127.f : 255.f);
+  }
+  for (std::size_t i = 0; i < std::min(R, t.rows); ++i) {
     const __m512i rs = _mm512_set1_epi32(t.colfac ? t.rowfac[i] : 0);
     const __m512i rt = _mm512_set1_epi32(t.rowterm ? t.rowterm[i] : 0);
     __m512i v0 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][0], ct0), rt), _mm512_mullo_epi32(zb0, rs));
     __m512i v1 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[i][1], ct1), rt), _mm512_mullo_epi32(zb1, rs));
     if (t.out) {
       store_segments(*t.out, t.m0 + i, t.segs, t.nseg, v0, v1);
+      continue;
+    }
+    if (rq) {
+      const __m512i q0 = detail::requant16(v0, qb0, qmu0, qz, qlo, qhi),
+                    q1 = detail::requant16(v1, qb1, qmu1, qz, qlo, qhi);
+      const auto at = reinterpret_cast<std::uintptr_t>(rq->y) + (t.m0 + i) * rq->ldy + t.n0;
+      if (rq->y_signed) {
+        _mm512_mask_cvtsepi32_storeu_epi8(reinterpret_cast<void*>(at), m0, q0);
+        _mm512_mask_cvtsepi32_storeu_epi8(reinterpret_cast<void*>(at + 16), m1, q1);
+      } else {
+        _mm512_mask_cvtusepi32_storeu_epi8(reinterpret_cast<void*>(at), m0, q0);
+        _mm512_mask_cvtusepi32_storeu_epi8(reinterpret_cast<void*>(at + 16), m1, q1);
+      }
       continue;
     }
     std::int32_t* c = t.c + i * t.ldc;
@@ -433,12 +561,19 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void ukernel_vnni(const T
 #undef ONNXFORGE_I8_ROWS8
 
 using UKernel = void (*)(const Tile&);
-// swap: conv8's operand roles (ukernel_scalar). The AVX2 kernel's vpmaddwd is symmetric: the
-// packers widen each side with its own signedness.
-UKernel ukernel(Int8Kernel k, bool swap = false) {
+// The kernel for a tile of `rows` rows (1 to MR). swap: conv8's operand roles (ukernel_scalar).
+// The AVX2 kernel's vpmaddwd is symmetric: the packers widen each side with its own signedness.
+UKernel ukernel(Int8Kernel k, bool swap, std::size_t rows) {
+  static constexpr UKernel vnni[2][8] = {
+      {ukernel_vnni<false, 1>, ukernel_vnni<false, 2>, ukernel_vnni<false, 3>, ukernel_vnni<false, 4>,
+       ukernel_vnni<false, 5>, ukernel_vnni<false, 6>, ukernel_vnni<false, 7>, ukernel_vnni<false, 8>},
+      {ukernel_vnni<true, 1>, ukernel_vnni<true, 2>, ukernel_vnni<true, 3>, ukernel_vnni<true, 4>,
+       ukernel_vnni<true, 5>, ukernel_vnni<true, 6>, ukernel_vnni<true, 7>, ukernel_vnni<true, 8>}};
+  static constexpr UKernel avx2[6] = {ukernel_avx2<1>, ukernel_avx2<2>, ukernel_avx2<3>,
+                                      ukernel_avx2<4>, ukernel_avx2<5>, ukernel_avx2<6>};
   switch (k) {
-    case Int8Kernel::Vnni: return swap ? ukernel_vnni<true> : ukernel_vnni<false>;
-    case Int8Kernel::Avx2: return ukernel_avx2;
+    case Int8Kernel::Vnni: return vnni[swap][std::clamp<std::size_t>(rows, 1, 8) - 1];
+    case Int8Kernel::Avx2: return avx2[std::clamp<std::size_t>(rows, 1, 6) - 1];
     case Int8Kernel::Scalar: break;
   }
   return swap ? ukernel_scalar<true> : ukernel_scalar<false>;
@@ -568,9 +703,9 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
   for (std::size_t n = 0; n < n_pad; ++n)
     colterm[n] = static_cast<std::int32_t>(static_cast<std::uint32_t>(K) * zap * static_cast<std::uint32_t>(zbp[n]) -
                                            zap * static_cast<std::uint32_t>(colsum[n]));
-  const UKernel uk = ukernel(B.kernel());
   const std::uint8_t* b_pack = Int8Access::panels(B);
   const bool zb_zero = Int8Access::zb_zero(B);
+  const bool vnni = B.kernel() == Int8Kernel::Vnni;  // requantizes from the registers
   // Items: one N panel x a block of M panels; the block keeps a B panel in L1/L2 over its rows.
   const std::size_t m_block = std::max<std::size_t>(1, std::min<std::size_t>(m_panels, 16));
   const std::size_t m_blocks = (m_panels + m_block - 1) / m_block;
@@ -593,11 +728,13 @@ void run_tiles(std::size_t M, const std::uint8_t* a_pack, const std::int32_t* ro
                rowsum + m0,
                nullptr,
                nullptr,
-               0,
+               m0,
                nullptr,
-               0};
-        uk(t);
-        if (!rq) continue;
+               0,
+               vnni ? rq : nullptr,
+               n0};
+        ukernel(B.kernel(), false, rows)(t);
+        if (!rq || vnni) continue;
         const bool per_col = rq->mult_count > 1;
         const float* mu = rq->mult + (per_col ? n0 : 0);
         const std::int32_t* bias = rq->acc_bias ? rq->acc_bias + n0 : nullptr;
@@ -679,7 +816,9 @@ void gemm8_body(std::size_t M, const void* A, std::size_t lda, bool a_signed, st
       pack_a_panel(ws.g, ws.kg, K, rows_q.data(), K, false, 0, rows, ws.panel(p), ws.rowsum + m0);
     }
   };
-  if (par)
+  // A few panels (QLinearConv's small maps as a GEMM: 36 positions, 5 panels) are packed by the
+  // caller: a region of its own costs a hand-off for a split of 4 and 1 panels.
+  if (par && ws.m_panels >= 16)
     parallel_chunks(ws.m_panels, 4, pack);
   else
     pack(0, ws.m_panels);
@@ -744,21 +883,24 @@ void pack_x_generic(const Geometry& g, std::size_t kg, std::size_t K, std::size_
   }
 }
 
-// A full VNNI panel (32 positions): per 4 k, four 32-byte rows interleaved into 128 bytes of
-// cells (byte then word unpacks, which work per 128-bit lane, then lane permutes), the column
-// sums by vpdpbusd against ones (exact: u8 x 1 into int32).
+// A VNNI panel (32 positions, the first `valid` of them read, the rest zero): per 4 k, four
+// 32-byte rows (masked loads: nothing past the last position is read) interleaved into 128 bytes
+// of cells (byte then word unpacks, which work per 128-bit lane, then lane permutes), the column
+// sums by vpdpbusd against ones (exact: u8 x 1 into int32). Packing a plane's last, partial panel
+// element by element took 14% of ResNet's 128 -> 128 3x3 stride-2 conv on 24x24 (perf).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) std::size_t pack_x_vnni(
-    std::size_t K, const std::uint8_t* x, const std::size_t* off, std::uint8_t flip, std::size_t q0, std::uint8_t* dst,
-    std::int32_t* colsum) {
-  const __m256i fl = _mm256_set1_epi8(static_cast<char>(flip)), ones = _mm256_set1_epi8(1);
+    std::size_t K, const std::uint8_t* x, const std::size_t* off, std::uint8_t flip, std::size_t q0, std::size_t valid,
+    std::uint8_t* dst, std::int32_t* colsum) {
+  const auto lanes = static_cast<__mmask32>(valid >= 32 ? ~0u : (1u << valid) - 1);
+  const __m256i fl = _mm256_maskz_set1_epi8(lanes, static_cast<char>(flip)), ones = _mm256_set1_epi8(1);
   __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
   const std::size_t full = K / 4;
   for (std::size_t c = 0; c < full; ++c, dst += 128) {
     const std::size_t* o = off + 4 * c;
-    const __m256i r0 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + o[0] + q0)), fl);
-    const __m256i r1 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + o[1] + q0)), fl);
-    const __m256i r2 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + o[2] + q0)), fl);
-    const __m256i r3 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + o[3] + q0)), fl);
+    const __m256i r0 = _mm256_xor_si256(_mm256_maskz_loadu_epi8(lanes, x + o[0] + q0), fl);
+    const __m256i r1 = _mm256_xor_si256(_mm256_maskz_loadu_epi8(lanes, x + o[1] + q0), fl);
+    const __m256i r2 = _mm256_xor_si256(_mm256_maskz_loadu_epi8(lanes, x + o[2] + q0), fl);
+    const __m256i r3 = _mm256_xor_si256(_mm256_maskz_loadu_epi8(lanes, x + o[3] + q0), fl);
     const __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
     const __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
     // Positions per lane: a = [0-3 | 16-19], b = [4-7 | 20-23], cc = [8-11 | 24-27], d = [12-15 | 28-31].
@@ -882,7 +1024,6 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
   // per column, added as the tile's colterm, instead of a vpmulld per tile row (6% of a
   // 64 -> 256 1x1 conv, perf).
   const bool zw_uniform = !zw_zero && std::all_of(zwp, zwp + M, [&](std::int32_t z) { return z == zwp[0]; });
-  const UKernel uk = ukernel(w.kernel(), true);
   const bool vnni = w.kernel() == Int8Kernel::Vnni;
   const std::uint8_t* w_pack = Int8Access::panels(w);
   const std::size_t w_panel_bytes = kg * g.mr * 4, x_panel_bytes = kg * g.nr * 4;
@@ -897,107 +1038,142 @@ void conv8_body(const Conv8Positions& pos, const std::uint8_t* x, const std::siz
   const std::size_t block =
       std::clamp<std::size_t>((std::size_t{256} << 10) / std::max<std::size_t>(x_panel_bytes, 1), 1, 64);
   const std::size_t n_blocks = (q_panels + block - 1) / block;
-  // Few blocks (a small plane: ResNet's 28x28 at K = 512 has 5) leave threads idle or uneven, so
-  // the channel panels are split too; each split packs the block's patches again (K * 32 bytes
-  // per panel against K * 32 * M / splits multiply-adds).
   // Below 2^18 multiply-adds (gemm8's threshold) waking a helper costs more than it saves.
   const std::size_t threads = parallel && M * K * Q >= (1u << 18) ? static_cast<std::size_t>(max_threads()) : 1;
-  const std::size_t m_splits =
-      threads > 1 && n_blocks < 4 * threads ? std::min(m_panels, (4 * threads + n_blocks - 1) / n_blocks) : 1;
+  // Few blocks (a small plane: ResNet's 24x24 at K = 576 has 1) leave threads idle or uneven, so
+  // the channel panels are split too. Then every patch panel is packed once, by all threads, into
+  // one shared buffer before any channel split runs (two regions): re-packing the block per
+  // split made ResNet's 3x3 convs slower at 2 threads than at 1 (128 -> 128, stride 2, on 24x24:
+  // 0.234 -> 0.492 ms; the packing is a sixth of the 1-thread time, and 8 splits did it 8 times).
+  // (At most 16 blocks, 4 MiB of patches, however many threads.)
+  const bool shared = threads > 1 && n_blocks < 4 * threads && n_blocks <= 16;
+  const std::size_t m_splits = shared ? std::min(m_panels, (8 * threads + n_blocks - 1) / n_blocks) : 1;
   const std::size_t m_per_split = (m_panels + m_splits - 1) / m_splits;
-  auto run = [&](std::size_t i0, std::size_t i1) {
-    // Per thread: the block's patch panels, their column sums and segments, and the int32 tile.
-    detail::Scratch scratch((block * (x_panel_bytes + 2 * g.nr * 4) + g.mr * g.nr * 4) / 4 + 16);
-    auto* xp_all = reinterpret_cast<std::uint8_t*>(scratch.data());
-    auto* colsum_all = reinterpret_cast<std::int32_t*>(xp_all + block * x_panel_bytes);
-    std::int32_t* colterm_all = colsum_all + block * g.nr;  // zw_uniform: -zw' * colsum
-    std::int32_t* tile = colterm_all + block * g.nr;
-    std::vector<Seg> segs(block * g.nr);
-    std::vector<std::size_t> nseg(block);
-    std::size_t packed_block = SIZE_MAX;
-    for (std::size_t item = i0; item < i1; ++item) {
-      const std::size_t bi = item / m_splits, ms = item % m_splits;
-      const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
-      for (std::size_t qp = qp0; qp < qp1 && packed_block != bi; ++qp) {
-        const std::size_t u = qp - qp0;
-        std::uint8_t* xp = xp_all + u * x_panel_bytes;
-        std::int32_t* colsum = colsum_all + u * g.nr;
-        const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
-        std::fill_n(colsum, g.nr, 0);
-        std::size_t c0 = 0;
-        if (valid == g.nr && vnni)
-          c0 = pack_x_vnni(K, x, off, flip, q0, xp, colsum);
-        else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2)
-          c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
-        pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
-        if (zw_uniform)
-          for (std::size_t j = 0; j < g.nr; ++j)
-            colterm_all[u * g.nr + j] = static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(zwp[0]) *
-                                                                           static_cast<std::uint32_t>(colsum[j]));
-        // The panel's runs of kept positions (Conv8Positions).
-        Seg* sg = segs.data() + u * g.nr;
-        std::size_t ns = 0;
-        for (std::size_t j = 0; j < valid;) {
-          const std::size_t q = q0 + j, row = q / pos.row_len, col = q % pos.row_len;
-          const std::size_t slice = row / pos.plane_rows, r = row % pos.plane_rows;
-          if (r >= pos.out_h) {
-            j += (pos.plane_rows - r) * pos.row_len - col;
-            continue;
-          }
-          if (col >= pos.out_w) {
-            j += pos.row_len - col;
-            continue;
-          }
-          const std::size_t n = std::min(pos.out_w - col, valid - j), at = (slice * pos.out_h + r) * pos.out_w + col;
-          // A run that continues the previous one in the output (a row of an unpadded input
-          // followed by the next row) extends it: one segment per panel for 1x1 convs.
-          if (ns && sg[ns - 1].j + sg[ns - 1].n == j && sg[ns - 1].at + sg[ns - 1].n == at)
-            sg[ns - 1].n += n;
-          else
-            sg[ns++] = {j, n, at, 0};
-          j += n;
-        }
-        for (std::size_t i = 0; i < ns; ++i)
-          sg[i].lanes = static_cast<std::uint32_t>(((sg[i].n >= 32 ? ~0ull : (1ull << sg[i].n) - 1) << sg[i].j));
-        nseg[u] = ns;
+  // The packed patch panels of `slots` panels: bytes, column sums, column terms, segments.
+  struct Panels {
+    Panels(std::size_t slots, std::size_t panel_bytes, std::size_t nr)
+        : scratch((slots * (panel_bytes + 2 * nr * 4)) / 4 + 16),
+          xp(reinterpret_cast<std::uint8_t*>(scratch.data())),
+          colsum(reinterpret_cast<std::int32_t*>(xp + slots * panel_bytes)),
+          colterm(colsum + slots * nr),
+          segs(slots * nr),
+          nseg(slots) {}
+    detail::Scratch scratch;
+    std::uint8_t* xp;
+    std::int32_t* colsum;
+    std::int32_t* colterm;  // zw_uniform: -zw' * colsum
+    std::vector<Seg> segs;
+    std::vector<std::size_t> nseg;
+  };
+  // Patch panel qp into slot u of pn.
+  auto pack_panel = [&](std::size_t qp, Panels& pn, std::size_t u) {
+    std::uint8_t* xp = pn.xp + u * x_panel_bytes;
+    std::int32_t* colsum = pn.colsum + u * g.nr;
+    const std::size_t q0 = qp * g.nr, valid = std::min(g.nr, Q - q0);
+    std::fill_n(colsum, g.nr, 0);
+    std::size_t c0 = 0;
+    if (vnni)
+      c0 = pack_x_vnni(K, x, off, flip, q0, valid, xp, colsum);
+    else if (valid == g.nr && w.kernel() == Int8Kernel::Avx2)
+      c0 = pack_x_avx2(K, x, off, flip, q0, xp, colsum);
+    pack_x_generic(g, kg, K, c0, x, off, flip, q0, valid, xp, colsum);
+    if (zw_uniform)
+      for (std::size_t j = 0; j < g.nr; ++j)
+        pn.colterm[u * g.nr + j] =
+            static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(zwp[0]) * static_cast<std::uint32_t>(colsum[j]));
+    // The panel's runs of kept positions (Conv8Positions).
+    Seg* sg = pn.segs.data() + u * g.nr;
+    std::size_t ns = 0;
+    for (std::size_t j = 0; j < valid;) {
+      const std::size_t q = q0 + j, row = q / pos.row_len, col = q % pos.row_len;
+      const std::size_t slice = row / pos.plane_rows, r = row % pos.plane_rows;
+      if (r >= pos.out_h) {
+        j += (pos.plane_rows - r) * pos.row_len - col;
+        continue;
       }
-      packed_block = bi;
-      const std::size_t mp0 = ms * m_per_split, mp1 = std::min(m_panels, mp0 + m_per_split);
-      for (std::size_t mp = mp0; mp < mp1; ++mp) {
-        const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
-        for (std::size_t u = 0; u < qp1 - qp0; ++u) {
-          const Seg* sg = segs.data() + u * g.nr;
-          // VNNI stores from the kernel's registers, the others through the int32 tile. The
-          // tile path on VNNI took 22% of a 64 -> 256 1x1 conv's time (perf).
-          const bool in_regs = vnni;
-          const Tile t{kg,
-                       w_pack + mp * w_panel_bytes,
-                       xp_all + u * x_panel_bytes,
-                       tile,
-                       g.nr,
-                       rows,
-                       g.nr,
-                       zw_uniform ? colterm_all + u * g.nr : kZeros,
-                       zw_zero || zw_uniform ? nullptr : colsum_all + u * g.nr,
-                       zwp + m0,
-                       rowterm.data() + m0,
-                       in_regs ? &out : nullptr,
-                       m0,
-                       sg,
-                       nseg[u]};
-          uk(t);
-          if (in_regs) continue;
-          for (std::size_t i = 0; i < rows; ++i)
-            for (std::size_t s = 0; s < nseg[u]; ++s)
-              store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
-        }
+      if (col >= pos.out_w) {
+        j += pos.row_len - col;
+        continue;
+      }
+      const std::size_t n = std::min(pos.out_w - col, valid - j), at = (slice * pos.out_h + r) * pos.out_w + col;
+      // A run that continues the previous one in the output (a row of an unpadded input
+      // followed by the next row) extends it: one segment per panel for 1x1 convs.
+      if (ns && sg[ns - 1].j + sg[ns - 1].n == j && sg[ns - 1].at + sg[ns - 1].n == at)
+        sg[ns - 1].n += n;
+      else
+        sg[ns++] = {j, n, at, 0};
+      j += n;
+    }
+    for (std::size_t i = 0; i < ns; ++i)
+      sg[i].lanes = static_cast<std::uint32_t>(((sg[i].n >= 32 ? ~0ull : (1ull << sg[i].n) - 1) << sg[i].j));
+    pn.nseg[u] = ns;
+  };
+  // Channel panels [mp0, mp1) over the patch panels [qp0, qp1) held in pn's slots from u0.
+  auto compute = [&](std::size_t mp0, std::size_t mp1, std::size_t qp0, std::size_t qp1, const Panels& pn,
+                     std::size_t u0, std::int32_t* tile) {
+    for (std::size_t mp = mp0; mp < mp1; ++mp) {
+      const std::size_t m0 = mp * g.mr, rows = std::min(g.mr, M - m0);
+      const UKernel uk = ukernel(w.kernel(), true, rows);
+      for (std::size_t u = u0; u < u0 + (qp1 - qp0); ++u) {
+        const Seg* sg = pn.segs.data() + u * g.nr;
+        // VNNI stores from the kernel's registers, the others through the int32 tile. The
+        // tile path on VNNI took 22% of a 64 -> 256 1x1 conv's time (perf).
+        const bool in_regs = vnni;
+        const Tile t{kg,
+                     w_pack + mp * w_panel_bytes,
+                     pn.xp + u * x_panel_bytes,
+                     tile,
+                     g.nr,
+                     rows,
+                     g.nr,
+                     zw_uniform ? pn.colterm + u * g.nr : kZeros,
+                     zw_zero || zw_uniform ? nullptr : pn.colsum + u * g.nr,
+                     zwp + m0,
+                     rowterm.data() + m0,
+                     in_regs ? &out : nullptr,
+                     m0,
+                     sg,
+                     pn.nseg[u],
+                     nullptr,
+                     0};
+        uk(t);
+        if (in_regs) continue;
+        for (std::size_t i = 0; i < rows; ++i)
+          for (std::size_t s = 0; s < pn.nseg[u]; ++s)
+            store_row(out, m0 + i, tile + i * g.nr + sg[s].j, sg[s].n, sg[s].at);
       }
     }
   };
+  if (shared) {
+    Panels pn(q_panels, x_panel_bytes, g.nr);
+    parallel_chunks(q_panels, 1, [&](std::size_t p0, std::size_t p1) {
+      for (std::size_t qp = p0; qp < p1; ++qp) pack_panel(qp, pn, qp);
+    });
+    parallel_chunks(n_blocks * m_splits, 1, [&](std::size_t i0, std::size_t i1) {
+      alignas(64) std::int32_t tile[8 * 32];
+      for (std::size_t item = i0; item < i1; ++item) {
+        const std::size_t bi = item / m_splits, ms = item % m_splits;
+        const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
+        const std::size_t mp0 = ms * m_per_split, mp1 = std::min(m_panels, mp0 + m_per_split);
+        compute(mp0, mp1, qp0, qp1, pn, qp0, tile);
+      }
+    });
+    return;
+  }
+  // One block at a time per thread, packed by the thread that computes it.
+  auto run = [&](std::size_t b0, std::size_t b1) {
+    Panels pn(block, x_panel_bytes, g.nr);
+    alignas(64) std::int32_t tile[8 * 32];
+    for (std::size_t bi = b0; bi < b1; ++bi) {
+      const std::size_t qp0 = bi * block, qp1 = std::min(q_panels, qp0 + block);
+      for (std::size_t qp = qp0; qp < qp1; ++qp) pack_panel(qp, pn, qp - qp0);
+      compute(0, m_panels, qp0, qp1, pn, 0, tile);
+    }
+  };
   if (threads > 1)
-    parallel_chunks(n_blocks * m_splits, 1, run);
+    parallel_chunks(n_blocks, 1, run);
   else
-    run(0, n_blocks * m_splits);
+    run(0, n_blocks);
 }
 
 }  // namespace
@@ -1043,6 +1219,68 @@ void phase_row(std::uint8_t* dst, std::size_t n, const std::uint8_t* row, std::s
   for (; j < cnt; ++j) d[j] = src[j * stride];
 }
 
+// phase_row for stride 1 or 2 with AVX-512BW: per 64 input bytes one masked load (the columns
+// outside the row read as the pad: nothing outside it is touched), the even bytes of a stride-2
+// chunk by vpmovwb, one masked store. phase_row's memsets, copies and scalar stride-2 loop on
+// short rows (ResNet's 24-wide maps: 13 outputs a row) took a third of its 128 -> 128 3x3
+// stride-2 conv (perf).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void phase_row_avx512(std::uint8_t* dst, std::size_t n,
+                                                                           const std::uint8_t* row, std::size_t W,
+                                                                           std::ptrdiff_t first, std::size_t stride,
+                                                                           std::uint8_t pad) {
+  const __m512i pv = _mm512_set1_epi8(static_cast<char>(pad));
+  const std::size_t per = 64 / stride;  // outputs per chunk
+  const auto w = static_cast<std::ptrdiff_t>(W);
+  for (std::size_t j0 = 0; j0 < n; j0 += per) {
+    const std::size_t cnt = std::min(per, n - j0);
+    // Lane i holds input column c0 + i; the lanes read are those inside [0, W).
+    const std::ptrdiff_t c0 = first + static_cast<std::ptrdiff_t>(stride * j0);
+    const std::ptrdiff_t lo = std::clamp<std::ptrdiff_t>(-c0, 0, 64);
+    const std::ptrdiff_t hi = std::clamp<std::ptrdiff_t>(w - c0, lo, static_cast<std::ptrdiff_t>(stride * cnt));
+    const std::uint64_t below_hi = hi >= 64 ? ~0ull : (1ull << hi) - 1, below_lo = lo >= 64 ? ~0ull : (1ull << lo) - 1;
+    const __m512i v = _mm512_mask_loadu_epi8(
+        pv, static_cast<__mmask64>(below_hi & ~below_lo),
+        reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(row) + static_cast<std::uintptr_t>(c0)));
+    if (stride == 1)
+      _mm512_mask_storeu_epi8(dst + j0, static_cast<__mmask64>(cnt >= 64 ? ~0ull : (1ull << cnt) - 1), v);
+    else
+      _mm256_mask_storeu_epi8(dst + j0, static_cast<__mmask32>(cnt >= 32 ? ~0u : (1u << cnt) - 1),
+                              _mm512_maskz_cvtepi16_epi8(~__mmask32{0}, v));
+  }
+}
+
+// Every phase of one channel of a 2-D conv whose column stride is 2, both column phases read and
+// padded rows at most 64 bytes: each input row loaded once (masked: the pad columns read as the
+// pad, nothing outside the row touched), its even and odd bytes split by vpmovwb into the two
+// column phases' rows; rows outside the input are the pad. Phase (row residue row_res[i], column
+// residue e) is phase 2 * i + e, each ext1 rows of ext2 bytes, as conv8_nd_body lays them out.
+// Row by row through phase_row_avx512 the split still took 30% of ResNet's 128 -> 128 3x3
+// stride-2 conv on 24x24 (perf).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void phases_s2_avx512(
+    std::uint8_t* dst, const std::uint8_t* xc, std::size_t H, std::size_t W, std::size_t pad_top, std::size_t pad_left,
+    std::size_t sh, const std::vector<std::size_t>& row_res, std::size_t ext1, std::size_t ext2, std::uint8_t pad) {
+  const __m512i pv = _mm512_set1_epi8(static_cast<char>(pad));
+  const std::uint64_t below_end = pad_left + W >= 64 ? ~0ull : (1ull << (pad_left + W)) - 1;
+  const auto in = static_cast<__mmask64>(below_end & ~((1ull << pad_left) - 1));
+  const auto out = static_cast<__mmask32>(ext2 >= 32 ? ~0u : (1u << ext2) - 1);
+  const std::size_t vol = ext1 * ext2;
+  for (std::size_t bi = 0; bi < row_res.size(); ++bi) {
+    std::uint8_t* d0 = dst + 2 * bi * vol;
+    std::uint8_t* d1 = d0 + vol;
+    for (std::size_t r = 0; r < ext1; ++r) {
+      const auto ih = static_cast<std::ptrdiff_t>(r * sh + row_res[bi]) - static_cast<std::ptrdiff_t>(pad_top);
+      __m512i v = pv;
+      if (ih >= 0 && ih < static_cast<std::ptrdiff_t>(H))
+        v = _mm512_mask_loadu_epi8(
+            pv, in,
+            reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(xc + static_cast<std::size_t>(ih) * W) -
+                                          pad_left));
+      _mm256_mask_storeu_epi8(d0 + r * ext2, out, _mm512_maskz_cvtepi16_epi8(~__mmask32{0}, v));
+      _mm256_mask_storeu_epi8(d1 + r * ext2, out, _mm512_maskz_cvtepi16_epi8(~__mmask32{0}, _mm512_srli_epi16(v, 8)));
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -1076,6 +1314,12 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
     auto* buf = reinterpret_cast<std::uint8_t*>(scratch->data());
     const auto pad = static_cast<std::uint8_t>(zx);
     const std::size_t D = s.in[0], H = s.in[1], W = s.in[2], plane = D * H * W;
+    // The VNNI kernel implies AVX-512BW (cpu_has_vnni); the other levels keep phase_row.
+    const bool row_avx512 = w.kernel() == Int8Kernel::Vnni && s.stride[2] <= 2;
+    // 2-D, column stride 2 with both column phases read, padded rows of at most 64 bytes
+    // (ResNet's stride-2 3x3 convs on small maps): every input row split once (phases_s2_avx512).
+    const bool rows_s2 = row_avx512 && s.in[0] == 1 && s.kernel[0] == 1 && s.stride[0] == 1 && s.pad_begin[0] == 0 &&
+                         s.pad_end[0] == 0 && s.stride[2] == 2 && residues[2].size() == 2 && 2 * ext[2] <= 64;
     auto fill = [&](std::size_t c0, std::size_t c1) {
       // fx: each channel quantized into this buffer (in L2 for the phase pass that follows).
       std::vector<std::uint8_t> cq(fx ? plane : 0);
@@ -1086,6 +1330,11 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
           dynamic_quantize_span(fx + c * plane, cq.data(), plane, fscale, pad);
         else
           xc = x + c * plane;
+        if (rows_s2) {
+          phases_s2_avx512(dst, xc, H, W, s.pad_begin[1], s.pad_begin[2], s.stride[1], residues[1], ext[1], ext[2],
+                           pad);
+          continue;
+        }
         for (std::size_t a : residues[0])
           for (std::size_t b : residues[1])
             for (std::size_t e : residues[2]) {
@@ -1101,9 +1350,12 @@ void conv8_nd_body(const Conv8Shape& s, const std::uint8_t* x, const float* fx, 
                     continue;
                   }
                   const std::uint8_t* row = xc + (static_cast<std::size_t>(id) * H + static_cast<std::size_t>(ih)) * W;
-                  phase_row(dst, ext[2], row, W,
-                            static_cast<std::ptrdiff_t>(e) - static_cast<std::ptrdiff_t>(s.pad_begin[2]), s.stride[2],
-                            pad);
+                  const std::ptrdiff_t first =
+                      static_cast<std::ptrdiff_t>(e) - static_cast<std::ptrdiff_t>(s.pad_begin[2]);
+                  if (row_avx512)
+                    phase_row_avx512(dst, ext[2], row, W, first, s.stride[2], pad);
+                  else
+                    phase_row(dst, ext[2], row, W, first, s.stride[2], pad);
                 }
               }
             }

@@ -209,6 +209,21 @@ inline Q saturate_round(float v, float zp) {
 
 void quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, float zero);
 void quantize_span(const float* x, std::int8_t* y, std::size_t n, float scale, float zero);
+// QLinearAdd / QLinearMul of equal shapes, element by element, in registers:
+//   y = quantize(float(a - za) * sa OP float(b - zb) * sb, sy, zy)
+// with OP + or * (mul), each operand dequantized as DequantizeLinear (int32 difference, then one
+// float multiply) and the result quantized as quantize_span: the bytes of dequantize, the float
+// op, quantize_span, at every ISA level.
+struct QLinearBinary {
+  bool mul = false;
+  bool a_signed = false, b_signed = false, y_signed = false;
+  float sa = 1, sb = 1, sy = 1;
+  std::int32_t za = 0, zb = 0;
+  float zy = 0;
+};
+void qlinear_binary_span(const QLinearBinary& p, const std::uint8_t* a, const std::uint8_t* b, std::uint8_t* y,
+                         std::size_t n);
+
 // DynamicQuantizeLinear's uint8 output for its (scale, zero): scale 0 (an all-zero or all-NaN
 // input) gives the zero point everywhere, else quantize_span.
 void dynamic_quantize_span(const float* x, std::uint8_t* y, std::size_t n, float scale, std::uint8_t zero);

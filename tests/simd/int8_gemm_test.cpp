@@ -77,6 +77,17 @@ TEST_F(Int8GemmTest, ExactAtEveryIsaLevel) {
   EXPECT_GE(levels, 1);
 }
 
+// Every row count of the last tile (the kernels are instantiated per count of rows computed: 1
+// to 8 on VNNI, 1 to 6 on AVX2), at every ISA level.
+TEST_F(Int8GemmTest, ExactForEveryTileRowCount) {
+  std::mt19937 rng(27);
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (std::size_t M = 1; M <= 17; ++M)
+      for (bool as : {false, true}) check({M, 40, 37, as, !as, M % 2 == 0, M % 3 == 0, 0}, rng);
+  }
+}
+
 // Large enough for the threaded split (M * N * K >= 2^18) and for K beyond int16 pair sums.
 TEST_F(Int8GemmTest, ExactThreadedLargeK) {
   std::mt19937 rng(5);
@@ -310,8 +321,12 @@ TEST_F(Int8GemmTest, Conv8ExactAtEveryIsaLevel) {
             c.x_signed = xs, c.w_signed = ws, c.per_channel = (fill + i) % 2 == 0, c.fill = fill;
             check_conv(c, rng);
           }
-    // Threaded, many panels, K = 576 (ResNet's 64-channel 3x3), at stride 1 and 2; a small plane
-    // with many channels (one block of positions: the channel panels split over threads).
+    // Threaded, many panels, K = 576 (ResNet's 64-channel 3x3), at stride 1 and 2 (two blocks of
+    // positions: the patches packed once into a shared buffer, then the channel panels split over
+    // threads); a small plane with many channels (one block); a large plane at K = 72 (ten blocks,
+    // each packed by the thread that runs it).
+    check_conv({8, 8, {1, 160, 128}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, true, false, true, 0}, rng,
+               true);
     check_conv({64, 24, {1, 20, 28}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, false, false, false, 0},
                rng, true);
     check_conv({64, 24, {1, 41, 57}, {1, 3, 3}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 2, 2}, true, true, true, 0}, rng,
@@ -521,6 +536,51 @@ TEST_F(Int8GemmTest, Gemm8RequantizeExactAtEveryIsaLevel) {
                 for (std::size_t n = sh.N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], 0xA5) << "wrote past row " << m;
               }
             }
+  }
+  EXPECT_GT(ties, 0u);
+  EXPECT_GT(saturated, 0u);
+}
+
+// QLinearAdd / QLinearMul in registers (qlinear_binary_span) against the spec's float steps
+// written out here (DequantizeLinear of each input, the IEEE op, QuantizeLinear: x / scale rounded
+// half to even, + zero, saturated), at every ISA level: every signedness, both ops, scales that
+// make exact ties (0.5 / 1) and saturate at both ends, lengths that leave every tail.
+TEST_F(Int8GemmTest, QLinearBinarySpanEqualsTheSpecAtEveryIsaLevel) {
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::size_t ties = 0, saturated = 0;
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (const bool mul : {false, true})
+      for (int signs = 0; signs < 8; ++signs)
+        for (const float sy : {1.f, 0.0173f, 0.25f})
+          for (const std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{1037}}) {
+            QLinearBinary p;
+            p.mul = mul, p.a_signed = signs & 1, p.b_signed = signs & 2, p.y_signed = signs & 4;
+            p.sa = 0.5f, p.sb = mul ? 0.031f : 1.f, p.sy = sy;
+            p.za = p.a_signed ? byte(rng) - 128 : byte(rng), p.zb = p.b_signed ? byte(rng) - 128 : byte(rng);
+            p.zy = p.y_signed ? -3.f : 120.f;
+            std::vector<std::uint8_t> a(n), b(n), y(n + 1, 0xA5);
+            for (auto& v : a) v = static_cast<std::uint8_t>(byte(rng));
+            for (auto& v : b) v = static_cast<std::uint8_t>(byte(rng));
+            qlinear_binary_span(p, a.data(), b.data(), y.data(), n);
+            auto val = [](std::uint8_t v, bool s) {
+              return s ? static_cast<int>(static_cast<std::int8_t>(v)) : int{v};
+            };
+            for (std::size_t i = 0; i < n; ++i) {
+              volatile float fa = static_cast<float>(val(a[i], p.a_signed) - p.za) * p.sa;
+              volatile float fb = static_cast<float>(val(b[i], p.b_signed) - p.zb) * p.sb;
+              volatile float f = mul ? fa * fb : fa + fb;
+              volatile float d = f / p.sy;
+              ties += std::fabs(d - std::trunc(d)) == 0.5f;
+              const double lo = p.y_signed ? -128 : 0, hi = p.y_signed ? 127 : 255;
+              const double v = std::clamp(std::nearbyint(static_cast<double>(d)) + p.zy, lo, hi);
+              saturated += v == lo || v == hi;
+              ASSERT_EQ(val(y[i], p.y_signed), static_cast<int>(v))
+                  << isa_name(isa) << " mul=" << mul << " signs=" << signs << " sy=" << sy << " n=" << n << " at " << i;
+            }
+            ASSERT_EQ(y[n], 0xA5) << isa_name(isa) << " wrote past the end";
+          }
   }
   EXPECT_GT(ties, 0u);
   EXPECT_GT(saturated, 0u);
