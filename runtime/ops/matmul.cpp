@@ -313,7 +313,8 @@ void gemm(OpContext& c) {
         for (int64_t n = 0; n < N; ++n) {
           T acc{};
           for (int64_t k = 0; k < K; ++k)
-            acc = wrap_add(acc, wrap_mul(a.ptr<T>()[ta ? k * M + m : m * K + k], b.ptr<T>()[tb ? n * K + k : k * N + n]));
+            acc =
+                wrap_add(acc, wrap_mul(a.ptr<T>()[ta ? k * M + m : m * K + k], b.ptr<T>()[tb ? n * K + k : k * N + n]));
           double r = alpha * static_cast<double>(acc);
           if (cc) {
             auto st = bcast_strides(cc->shape, {M, N});

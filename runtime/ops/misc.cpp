@@ -201,11 +201,13 @@ void non_max_suppression(OpContext& c) {
 }  // namespace
 
 void register_misc(Registry& r) {
-  const std::pair<const char*, KernelFn> ops[] = {
-      {"NonMaxSuppression", non_max_suppression}, {"BitShift", bit_shift},      {"Compress", compress},
-      {"ReverseSequence", reverse_sequence},      {"HannWindow", window<0>},    {"HammingWindow", window<1>},
-      {"BlackmanWindow", window<2>}};
-  r.add_each({.float_compute = false}, ops);
+  r.add("", "NonMaxSuppression", {.run = non_max_suppression, .float_compute = false});
+  r.add("", "BitShift", {.run = bit_shift, .float_compute = false});
+  r.add("", "Compress", {.run = compress, .float_compute = false});
+  r.add("", "ReverseSequence", {.run = reverse_sequence, .float_compute = false});
+  r.add("", "HannWindow", {.run = window<0>, .float_compute = false});
+  r.add("", "HammingWindow", {.run = window<1>, .float_compute = false});
+  r.add("", "BlackmanWindow", {.run = window<2>, .float_compute = false});
   r.add("", "Det", {.run = det});
 }
 

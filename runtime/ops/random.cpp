@@ -136,10 +136,12 @@ void multinomial(OpContext& c) {
 void register_random(Registry& r) {
   // float_compute off: the kernels read only the input's shape and dtype (Bernoulli and
   // Multinomial read values through get_f64) and write the requested type themselves.
-  const std::pair<const char*, KernelFn> ops[] = {
-      {"RandomNormal", random_normal}, {"RandomUniform", random_uniform}, {"RandomNormalLike", random_normal_like},
-      {"RandomUniformLike", random_uniform_like}, {"Bernoulli", bernoulli}, {"Multinomial", multinomial}};
-  r.add_each({.float_compute = false}, ops);
+  r.add("", "RandomNormal", {.run = random_normal, .float_compute = false});
+  r.add("", "RandomUniform", {.run = random_uniform, .float_compute = false});
+  r.add("", "RandomNormalLike", {.run = random_normal_like, .float_compute = false});
+  r.add("", "RandomUniformLike", {.run = random_uniform_like, .float_compute = false});
+  r.add("", "Bernoulli", {.run = bernoulli, .float_compute = false});
+  r.add("", "Multinomial", {.run = multinomial, .float_compute = false});
 }
 
 }  // namespace onnxforge::rt

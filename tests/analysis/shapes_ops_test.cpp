@@ -31,7 +31,12 @@ TEST(ShapeOps, BertReshapeChainResolvesSymbolically) {
   attr_ints(b.node("Transpose", {"r"}, {"t"}), "perm", {0, 2, 1, 3});
   b.output("t");
   auto r = run(b);
-  expect_types(r, {{"s", "int64[3]"}, {"q", "int64[]"}, {"uq", "int64[1]"}, {"target", "int64[4]"}, {"r", "float32[batch, seq, 12, 64]"}, {"t", "float32[batch, 12, seq, 64]"}});
+  expect_types(r, {{"s", "int64[3]"},
+                   {"q", "int64[]"},
+                   {"uq", "int64[1]"},
+                   {"target", "int64[4]"},
+                   {"r", "float32[batch, seq, 12, 64]"},
+                   {"t", "float32[batch, 12, seq, 64]"}});
   ASSERT_TRUE(r.value("target"));
   EXPECT_EQ(to_string(*r.value("target")), "[batch, seq, 12, 64]");
   EXPECT_EQ(to_string(*r.value("q")), "[seq]");
@@ -51,7 +56,11 @@ TEST(ShapeOps, ReshapeZeroMinusOneAndAllowZero) {
   b.ints("s5", {0, 3});
   attr_i(b.node("Reshape", {"e", "s5"}, {"f"}), "allowzero", 1);
   auto r = run(b);
-  expect_types(r, {{"a", "float32[batch, seq, 12, 64]"}, {"b", "float32[batch*seq, 768]"}, {"c", "float32[batch*seq, 768]"}, {"d", "float32[batch*seq*768]"}, {"f", "float32[0, 3]"}});
+  expect_types(r, {{"a", "float32[batch, seq, 12, 64]"},
+                   {"b", "float32[batch*seq, 768]"},
+                   {"c", "float32[batch*seq, 768]"},
+                   {"d", "float32[batch*seq*768]"},
+                   {"f", "float32[0, 3]"}});
 }
 
 TEST(ShapeOps, MatMulGemmEinsum) {
@@ -68,7 +77,14 @@ TEST(ShapeOps, MatMulGemmEinsum) {
   attr_s(b.node("Einsum", {"m"}, {"et"}), "equation", "ij->ji");
   attr_s(b.node("Einsum", {"q", "k"}, {"ee"}), "equation", "...qd,...dk");
   auto r = run(b);
-  expect_types(r, {{"qk", "float32[batch, 12, seq, seq]"}, {"qw", "float32[batch, 12, seq, 10]"}, {"qv", "float32[batch, 12, seq]"}, {"vw", "float32[10]"}, {"gm", "float32[seq, 10]"}, {"es", "float32[batch, 12, seq, seq]"}, {"et", "float32[64, seq]"}, {"ee", "float32[batch, 12, seq, seq]"}});
+  expect_types(r, {{"qk", "float32[batch, 12, seq, seq]"},
+                   {"qw", "float32[batch, 12, seq, 10]"},
+                   {"qv", "float32[batch, 12, seq]"},
+                   {"vw", "float32[10]"},
+                   {"gm", "float32[seq, 10]"},
+                   {"es", "float32[batch, 12, seq, seq]"},
+                   {"et", "float32[64, seq]"},
+                   {"ee", "float32[batch, 12, seq, seq]"}});
 }
 
 TEST(ShapeOps, ConvPoolSymbolicOutputSizes) {
@@ -98,7 +114,12 @@ TEST(ShapeOps, ConvPoolSymbolicOutputSizes) {
   auto r = run(b);
   EXPECT_EQ(r["c"], "float32[N, 16, (H+1)/2, (W+1)/2]");
   // ceil((h-3)/2)+1 = floor(h/2)
-  expect_types(r, {{"p", "float32[N, 16, ((H+1)/2)/2, ((W+1)/2)/2]"}, {"pi", "int64[N, 16, ((H+1)/2)/2, ((W+1)/2)/2]"}, {"sp", "float32[N, 3, (H+1)/2, (W+1)/2]"}, {"ct", "float32[N, 8, ((H+1)/2)*2, ((W+1)/2)*2]"}, {"gp", "float32[N, 16, 1, 1]"}, {"c2", "float32[1, 16, 110, 110]"}});
+  expect_types(r, {{"p", "float32[N, 16, ((H+1)/2)/2, ((W+1)/2)/2]"},
+                   {"pi", "int64[N, 16, ((H+1)/2)/2, ((W+1)/2)/2]"},
+                   {"sp", "float32[N, 3, (H+1)/2, (W+1)/2]"},
+                   {"ct", "float32[N, 8, ((H+1)/2)*2, ((W+1)/2)*2]"},
+                   {"gp", "float32[N, 16, 1, 1]"},
+                   {"c2", "float32[1, 16, 110, 110]"}});
 }
 
 TEST(ShapeOps, BroadcastingComparisonsWhere) {
@@ -113,7 +134,12 @@ TEST(ShapeOps, BroadcastingComparisonsWhere) {
   b.input("u", F, "?,4");
   b.node("Add", {"u", "u"}, {"uu"});
   auto r = run(b);
-  expect_types(r, {{"ac", "float32[batch, seq, 768]"}, {"ed", "float32[batch, 1, seq]"}, {"eq", "bool[batch, seq, 768]"}, {"wh", "float32[batch, seq, 768]"}, {"sum", "float32[batch, seq, 768]"}, {"ne", "bool[batch, seq, 768]"}});
+  expect_types(r, {{"ac", "float32[batch, seq, 768]"},
+                   {"ed", "float32[batch, 1, seq]"},
+                   {"eq", "bool[batch, seq, 768]"},
+                   {"wh", "float32[batch, seq, 768]"},
+                   {"sum", "float32[batch, seq, 768]"},
+                   {"ne", "bool[batch, seq, 768]"}});
   // An unknown input dim becomes a fresh symbol that still propagates.
   EXPECT_EQ(r["uu"], "float32[unk__0, 4]");
   EXPECT_EQ(r.report.fresh_symbols, 1u);
@@ -138,7 +164,13 @@ TEST(ShapeOps, ShapeValuesFeedExpandRangeConstantOfShapeSliceTile) {
   b.node("Div", {"q", "one"}, {"qd"});
   attr_i(b.node("Cast", {"s"}, {"sc"}), "to", I64);
   auto r = run(b);
-  expect_types(r, {{"pos", "int64[seq]"}, {"ones", "float32[batch, seq, 768]"}, {"ey", "float32[batch, seq, 768]"}, {"sl", "float32[batch, seq-1, 768]"}, {"sl2", "float32[batch, seq, 768]"}, {"sl3", "float32[batch, seq-1, 768]"}, {"ti", "float32[batch, seq*2, 768]"}});
+  expect_types(r, {{"pos", "int64[seq]"},
+                   {"ones", "float32[batch, seq, 768]"},
+                   {"ey", "float32[batch, seq, 768]"},
+                   {"sl", "float32[batch, seq-1, 768]"},
+                   {"sl2", "float32[batch, seq, 768]"},
+                   {"sl3", "float32[batch, seq-1, 768]"},
+                   {"ti", "float32[batch, seq*2, 768]"}});
   EXPECT_EQ(to_string(*r.value("sz")), "[batch*seq*768]");
   EXPECT_EQ(to_string(*r.value("bq")), "[batch*seq]");
   EXPECT_EQ(to_string(*r.value("qd")), "[seq]");
@@ -163,7 +195,15 @@ TEST(ShapeOps, ConcatSplitSqueezeUnsqueezeFlattenTransposePad) {
   b.ints("pads", {0, 1, 0, 0, 2, 0});
   b.node("Pad", {"x", "pads"}, {"pd"});
   auto r = run(b);
-  expect_types(r, {{"kv", "float32[batch, past+seq, 768]"}, {"s1", "float32[batch, seq, 512]"}, {"t2", "float32[batch, seq, 256]"}, {"un", "float32[batch, 1, seq, 1, 768]"}, {"sq", "float32[batch, seq, 768]"}, {"fl", "float32[batch, seq*768]"}, {"fl0", "float32[1, batch*seq*768]"}, {"tr", "float32[768, seq, batch]"}, {"pd", "float32[batch, seq+3, 768]"}});
+  expect_types(r, {{"kv", "float32[batch, past+seq, 768]"},
+                   {"s1", "float32[batch, seq, 512]"},
+                   {"t2", "float32[batch, seq, 256]"},
+                   {"un", "float32[batch, 1, seq, 1, 768]"},
+                   {"sq", "float32[batch, seq, 768]"},
+                   {"fl", "float32[batch, seq*768]"},
+                   {"fl0", "float32[1, batch*seq*768]"},
+                   {"tr", "float32[768, seq, batch]"},
+                   {"pd", "float32[batch, seq+3, 768]"}});
 }
 
 TEST(ShapeOps, GatherFamilyReductionsTopKResize) {
@@ -186,7 +226,16 @@ TEST(ShapeOps, GatherFamilyReductionsTopKResize) {
   b.ints("sizes", {1, 3, 32, 32});
   b.node("Resize", {"img", "", "", "sizes"}, {"rz2"});
   auto r = run(b);
-  expect_types(r, {{"g", "float32[batch, seq, 64]"}, {"ge", "float32[batch, seq]"}, {"gn", "float32[batch, seq, 64]"}, {"rs", "float32[batch, 1, 64]"}, {"rm", "float32[batch, seq]"}, {"am", "int64[batch, seq, 1]"}, {"tv", "float32[batch, seq, 5]"}, {"ti", "int64[batch, seq, 5]"}, {"rz", "float32[N, 3, H*2, W*2]"}, {"rz2", "float32[1, 3, 32, 32]"}});
+  expect_types(r, {{"g", "float32[batch, seq, 64]"},
+                   {"ge", "float32[batch, seq]"},
+                   {"gn", "float32[batch, seq, 64]"},
+                   {"rs", "float32[batch, 1, 64]"},
+                   {"rm", "float32[batch, seq]"},
+                   {"am", "int64[batch, seq, 1]"},
+                   {"tv", "float32[batch, seq, 5]"},
+                   {"ti", "int64[batch, seq, 5]"},
+                   {"rz", "float32[N, 3, H*2, W*2]"},
+                   {"rz2", "float32[1, 3, 32, 32]"}});
 }
 
 TEST(ShapeOps, NormalizationDropoutCastQuantize) {
@@ -203,7 +252,17 @@ TEST(ShapeOps, NormalizationDropoutCastQuantize) {
   b.node("DequantizeLinear", {"qx", "scale"}, {"dq"});
   b.node("DynamicQuantizeLinear", {"x"}, {"dy", "dys", "dyz"});
   auto r = run(b);
-  expect_types(r, {{"ln", "float32[batch, seq, 64]"}, {"mean", "float32[batch, seq, 1]"}, {"dr", "float32[batch, seq, 64]"}, {"mask", "bool[batch, seq, 64]"}, {"h", "float16[batch, seq, 64]"}, {"cl", "bool[batch, seq, 64]"}, {"sm", "float32[batch, seq, 64]"}, {"ge", "float32[batch, seq, 64]"}, {"qx", "uint8[batch, seq, 64]"}, {"dq", "float32[batch, seq, 64]"}, {"dys", "float32[]"}});
+  expect_types(r, {{"ln", "float32[batch, seq, 64]"},
+                   {"mean", "float32[batch, seq, 1]"},
+                   {"dr", "float32[batch, seq, 64]"},
+                   {"mask", "bool[batch, seq, 64]"},
+                   {"h", "float16[batch, seq, 64]"},
+                   {"cl", "bool[batch, seq, 64]"},
+                   {"sm", "float32[batch, seq, 64]"},
+                   {"ge", "float32[batch, seq, 64]"},
+                   {"qx", "uint8[batch, seq, 64]"},
+                   {"dq", "float32[batch, seq, 64]"},
+                   {"dys", "float32[]"}});
 }
 
 TEST(ShapeOps, IfMergesBranchesLoopStacksScanOutputs) {
@@ -230,7 +289,11 @@ TEST(ShapeOps, IfMergesBranchesLoopStacksScanOutputs) {
   body.node("ReduceSum", {"acc_out", "ax"}, {"row_out"});
   body.output("c_out").output("acc_out").output("row_out");
   auto r = run(b);
-  expect_types(r, {{"then_out", "float32[batch, seq, 4, 192]"}, {"br", "float32[batch, seq, unk__0, unk__1]"}, {"acc", "float32[batch, 768]"}, {"acc_out", "float32[batch, 768]"}, {"rows", "float32[seq, batch, 1]"}});
+  expect_types(r, {{"then_out", "float32[batch, seq, 4, 192]"},
+                   {"br", "float32[batch, seq, unk__0, unk__1]"},
+                   {"acc", "float32[batch, 768]"},
+                   {"acc_out", "float32[batch, 768]"},
+                   {"rows", "float32[seq, batch, 1]"}});
 }
 
 TEST(ShapeOps, SpecialisationFixesNamedDims) {

@@ -119,7 +119,8 @@ TEST(Rewrite, SubgraphCapturesFollowReplacements) {
     a->set_type(onnx::AttributeProto::GRAPH);
     auto* body = a->mutable_g();
     body->set_name(branch);
-    *body->add_node() = make_node("Identity", {std::string(branch) == "then_branch" ? "a" : "x"}, {std::string(branch) + "_out"});
+    *body->add_node() =
+        make_node("Identity", {std::string(branch) == "then_branch" ? "a" : "x"}, {std::string(branch) + "_out"});
     add_value_info(body->add_output(), std::string(branch) + "_out", onnx::TensorProto::FLOAT, {1, 4});
   }
   write_model(m, dir / "if.onnx");

@@ -662,21 +662,16 @@ TEST(UpgradeOpset, OptimizeAndConvertFlags) {
   EXPECT_GT(report["upgrade"]["nodes_adapted"].get<int>(), 0);
   EXPECT_TRUE(report["verification"]["ok"].get<bool>());
 
-  ASSERT_EQ(cli("convert", "conv.onnx", "--target-opset 18 2> /dev/null"),
-            0);
+  ASSERT_EQ(cli("convert", "conv.onnx", "--target-opset 18 2> /dev/null"), 0);
   EXPECT_EQ(load_model(dir / "conv.onnx")->opset(""), 18);
   // A downgrade and an opset the runtime does not implement: exit 2, nothing written.
-  EXPECT_EQ(cli("convert", "down.onnx", "--target-opset 12 2> /dev/null"),
-            2);
+  EXPECT_EQ(cli("convert", "down.onnx", "--target-opset 12 2> /dev/null"), 2);
   EXPECT_FALSE(fs::exists(dir / "down.onnx"));
-  EXPECT_EQ(cli("optimize", "down.onnx", "--target-opset 12 > /dev/null 2>&1"),
-            2);
-  EXPECT_EQ(cli("optimize", "far.onnx", "--target-opset 30 > /dev/null 2>&1"),
-            2);
+  EXPECT_EQ(cli("optimize", "down.onnx", "--target-opset 12 > /dev/null 2>&1"), 2);
+  EXPECT_EQ(cli("optimize", "far.onnx", "--target-opset 30 > /dev/null 2>&1"), 2);
   EXPECT_FALSE(fs::exists(dir / "far.onnx"));
   // One type from the option to the step: 0 is an opset like any other (out of range), not "unset".
-  EXPECT_EQ(cli("optimize", "zero.onnx", "--target-opset 0 --no-verify > /dev/null 2>&1"),
-            2);
+  EXPECT_EQ(cli("optimize", "zero.onnx", "--target-opset 0 --no-verify > /dev/null 2>&1"), 2);
   EXPECT_FALSE(fs::exists(dir / "zero.onnx"));
   // convert says what the same step did, in the same JSON.
   ASSERT_EQ(cli("convert", "conv.onnx",
