@@ -367,6 +367,11 @@ class Model {
   uint32_t union_tags(std::span<const uint32_t> sets);
   size_t tag_set_count() const { return tag_sets_.size(); }
 
+  // The number fresh_name (ir/rewrite.h) tries next. Per model, not per process: the names a
+  // rewrite invents depend on this model's history only, so optimizing the same file twice in one
+  // process (the Python module, the zoo runner) writes the same bytes. A clone continues from here.
+  uint64_t next_fresh_name = 0;
+
   // Where the model was read from (empty for models built in memory).
   std::filesystem::path path;
   // Mappings that tensor bytes and verbatim fields point into; kept alive with the model.
