@@ -1,7 +1,7 @@
 // The names a rewrite invents (ir/rewrite.h: fresh_name) come from the model's own counter: one
 // process optimizing the same file again, after other models, writes the same bytes (the Python
-// module and the zoo runner do many models in one process); a clone goes on from its original's
-// counter, so its names never collide with those the original already handed out.
+// module does many models in one process, from one thread or several); a clone goes on from its
+// original's counter, so its names never collide with those the original already handed out.
 #include <gtest/gtest.h>
 
 #include <fstream>
