@@ -369,7 +369,8 @@ class Model {
 
   // The number fresh_name (ir/rewrite.h) tries next. Per model, not per process: the names a
   // rewrite invents depend on this model's history only, so optimizing the same file twice in one
-  // process (the Python module, the zoo runner) writes the same bytes. A clone continues from here.
+  // process (the Python module, from one thread or several) writes the same bytes. A clone
+  // continues from here.
   uint64_t next_fresh_name = 0;
 
   // Where the model was read from (empty for models built in memory).
