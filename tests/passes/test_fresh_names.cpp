@@ -45,8 +45,8 @@ size_t invented_names(const fs::path& p) {
 
 TEST(FreshNames, TheSameModelOptimizedAgainInOneProcessIsTheSameFile) {
   const fs::path dir = temp_dir("fresh_names");
-  for (auto [model, opset] : {std::pair<const char*, std::optional<int64_t>>{"bert_small", std::nullopt},
-                              {"llama_small", 23}}) {
+  for (auto [model, opset] :
+       {std::pair<const char*, std::optional<int64_t>>{"bert_small", std::nullopt}, {"llama_small", 23}}) {
     SCOPED_TRACE(model);
     const fs::path first = optimized(model, opset, dir / "first.onnx");
     optimized("gpt2_small_cfg", 23, dir / "between.onnx");  // other rewrites in the same process
