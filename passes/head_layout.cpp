@@ -158,6 +158,22 @@ std::optional<Repeat> kv_repeat(const Graph& g, NodeId r, const Layout& l) {
   return Repeat{x, r, ex, un, E[2].value()};
 }
 
+// The layout across Transpose `n`: its output's from its input's `l` (`forward`), or its input's
+// from its output's; nullopt when the perm is not one of `l`'s rank.
+std::optional<Layout> through_transpose(const Graph& g, NodeId n, const Layout& l, bool forward) {
+  auto p = transpose_perm(g, n);
+  if (!p || !valid_perm(*p, l.size())) return std::nullopt;
+  Layout out(l.size());
+  for (size_t i = 0; i < p->size(); ++i) {
+    const auto j = static_cast<size_t>((*p)[i]);
+    if (forward)
+      out[i] = l[j];
+    else
+      out[j] = l[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 bool resolved(const std::optional<std::vector<SymDim>>& dims) {
@@ -182,13 +198,10 @@ std::vector<Step> walk_back(const Graph& g, ValueId v, const Layout& start, Size
     next.nodes = {n};
     const bool had_split = sizes.has('b') && sizes.has('h');
     if (is(g, n, "Transpose")) {
-      auto p = transpose_perm(g, n);
-      if (!p || !valid_perm(*p, cur.layout.size())) break;
-      const std::vector<int64_t>& perm = *p;
-      Layout in(cur.layout.size());
-      for (size_t i = 0; i < perm.size(); ++i) in[static_cast<size_t>(perm[i])] = cur.layout[i];
+      auto in = through_transpose(g, n, cur.layout, /*forward=*/false);
+      if (!in) break;
       next.value = g.input(n, 0);
-      next.layout = in;
+      next.layout = std::move(*in);
     } else if (auto rep = o.kv_repeat ? kv_repeat(g, n, cur.layout) : std::nullopt) {
       next.value = rep->x;
       next.repeat = cur.repeat * rep->n;
@@ -265,12 +278,9 @@ std::vector<Step> walk_forward(const Graph& g, const Uses& uses, ValueId v, cons
     next.value = g.output(n, 0);
     const bool had_split = sizes.has('b') && sizes.has('h');
     if (is(g, n, "Transpose")) {
-      auto p = transpose_perm(g, n);
-      if (!p || !valid_perm(*p, cur.layout.size())) break;
-      const std::vector<int64_t>& perm = *p;
-      Layout out(cur.layout.size());
-      for (size_t i = 0; i < perm.size(); ++i) out[i] = cur.layout[static_cast<size_t>(perm[i])];
-      next.layout = out;
+      auto out = through_transpose(g, n, cur.layout, /*forward=*/true);
+      if (!out) break;
+      next.layout = std::move(*out);
     } else if (reshape_like(g, n)) {
       auto d = dims_of(g, next.value);
       if (!d) {

@@ -4,9 +4,9 @@ their values and nodes: exit 0 and "equal", or exit 1 and the first difference.
 
   tools/structural_diff.py A.onnx B.onnx
 
-onnxforge names the values it creates from one process-wide counter (ir/rewrite.h: fresh_name),
-so moving code that creates values renames them; this check proves a refactor left the output
-unchanged in everything else. It reads the files with the onnx package (independent of
+onnxforge numbers the values it creates in the order it creates them (ir/rewrite.h: fresh_name,
+one counter per model), so moving code that creates values renames them; this check proves a
+refactor left the output unchanged in everything else. It reads the files with the onnx package (independent of
 onnxforge's reader) and compares, modulo value and node names:
   - the model header (IR version, opset imports, producer, metadata), and each local function;
   - per graph, every node as a Merkle hash of its op, domain, attributes (tensors by dtype, dims

@@ -61,17 +61,13 @@ void binary_into(const OpContext& c, BinaryOp op, const Tensor& a, const Tensor&
     case DType::Int64: simd::binary(op, a.shape, a.ptr<int64_t>(), b.shape, b.ptr<int64_t>(), y.ptr<int64_t>()); return;
     default: break;
   }
-  dispatch_type(a.dtype, [&](auto v) {
+  dispatch_arithmetic(c, a.dtype, "bool operands are not supported", [&](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>)
-      c.error("bool operands are not supported");
-    else {
-      const T* pa = a.ptr<T>();
-      const T* pb = b.ptr<T>();
-      T* py = y.ptr<T>();
-      for_each_broadcast_pair(a.shape, b.shape, y.shape,
-                              [&](int64_t i, int64_t ia, int64_t ib) { py[i] = scalar_binary(op, pa[ia], pb[ib]); });
-    }
+    const T* pa = a.ptr<T>();
+    const T* pb = b.ptr<T>();
+    T* py = y.ptr<T>();
+    for_each_broadcast_pair(a.shape, b.shape, y.shape,
+                            [&](int64_t i, int64_t ia, int64_t ib) { py[i] = scalar_binary(op, pa[ia], pb[ib]); });
   });
 }
 

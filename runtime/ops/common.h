@@ -73,6 +73,17 @@ T wrap_mul(T a, T b) {
     return static_cast<T>(a * b);
   }
 }
+// dispatch_type for the arithmetic kernels' generic paths: f(T{}) for every numeric type; a bool
+// tensor is refused with `bool_error` (they have no arithmetic on bool).
+template <class F>
+void dispatch_arithmetic(const OpContext& c, DType t, const char* bool_error, F&& f) {
+  dispatch_type(t, [&](auto v) {
+    if constexpr (std::is_same_v<decltype(v), bool>)
+      c.error(bool_error);
+    else
+      f(v);
+  });
+}
 // An integer tensor's elements (int32/int64/...), e.g. shapes, axes, pads (a hostile model's
 // floats saturate: Tensor::get_i64).
 inline std::vector<int64_t> ints_of(const Tensor& t) {

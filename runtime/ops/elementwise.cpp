@@ -73,28 +73,24 @@ void apply(OpContext& c, const Unary& u) {
     simd::unary(u, x.ptr<float>(), y.ptr<float>(), static_cast<size_t>(n));
     return;
   }
-  dispatch_type(x.dtype, [&](auto v) {
+  dispatch_arithmetic(c, x.dtype, "bool input is not supported", [&](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>)
-      c.error("bool input is not supported");
-    else {
-      const T* a = x.ptr<T>();
-      T* b = y.ptr<T>();
-      for (int64_t i = 0; i < n; ++i) {
-        if constexpr (std::is_integral_v<T>) {
-          // Negation wraps (as ONNX Runtime: -INT_MIN is INT_MIN) instead of overflowing.
-          using U = std::make_unsigned_t<T>;
-          if (u.op == UnaryOp::Abs)
-            b[i] = a[i] < 0 ? static_cast<T>(U{0} - static_cast<U>(a[i])) : a[i];
-          else if (u.op == UnaryOp::Neg)
-            b[i] = static_cast<T>(U{0} - static_cast<U>(a[i]));
-          else if (u.op == UnaryOp::Relu)
-            b[i] = a[i] < 0 ? T{0} : a[i];
-          else
-            b[i] = from_double<T>(scalar(u, static_cast<double>(a[i])));
-        } else {
-          b[i] = static_cast<T>(scalar(u, static_cast<double>(a[i])));
-        }
+    const T* a = x.ptr<T>();
+    T* b = y.ptr<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_integral_v<T>) {
+        // Negation wraps (as ONNX Runtime: -INT_MIN is INT_MIN) instead of overflowing.
+        using U = std::make_unsigned_t<T>;
+        if (u.op == UnaryOp::Abs)
+          b[i] = a[i] < 0 ? static_cast<T>(U{0} - static_cast<U>(a[i])) : a[i];
+        else if (u.op == UnaryOp::Neg)
+          b[i] = static_cast<T>(U{0} - static_cast<U>(a[i]));
+        else if (u.op == UnaryOp::Relu)
+          b[i] = a[i] < 0 ? T{0} : a[i];
+        else
+          b[i] = from_double<T>(scalar(u, static_cast<double>(a[i])));
+      } else {
+        b[i] = static_cast<T>(scalar(u, static_cast<double>(a[i])));
       }
     }
   });

@@ -195,13 +195,8 @@ void matmul_into(OpContext& c, const Tensor& a, const Tensor& b, Tensor& y, cons
     simd::matmul(a.shape, a.ptr<float>(), b.shape, b.ptr<float>(), y.ptr<float>(), ep);
     return;
   }
-  dispatch_type(a.dtype, [&](auto v) {
-    using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>)
-      c.error("bool operands are not supported");
-    else
-      matmul_generic<T>(a, b, y);
-  });
+  dispatch_arithmetic(c, a.dtype, "bool operands are not supported",
+                      [&](auto v) { matmul_generic<decltype(v)>(a, b, y); });
 }
 
 // MatMul with a fused Add (KernelDef::residual_input = 2) and then the fused activation:
@@ -263,17 +258,13 @@ void matmul_residual(OpContext& c, const Shape& ys) {
       simd::unary(c.fused_act, y.ptr<float>(), y.ptr<float>(), static_cast<size_t>(y.numel()));
     return;
   }
-  dispatch_type(a.dtype, [&](auto v) {
+  dispatch_arithmetic(c, a.dtype, "bool operands are not supported", [&](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, bool>) {
-      c.error("bool operands are not supported");
-    } else {
-      const T* p0 = tmp.ptr<T>();
-      const T* p1 = pr->ptr<T>();
-      T* py = y.ptr<T>();
-      for_each_broadcast<2>(y.shape, {bcast_strides(tmp.shape, y.shape), bcast_strides(pr->shape, y.shape)},
-                            [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = wrap_add(p0[o[0]], p1[o[1]]); });
-    }
+    const T* p0 = tmp.ptr<T>();
+    const T* p1 = pr->ptr<T>();
+    T* py = y.ptr<T>();
+    for_each_broadcast<2>(y.shape, {bcast_strides(tmp.shape, y.shape), bcast_strides(pr->shape, y.shape)},
+                          [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = wrap_add(p0[o[0]], p1[o[1]]); });
   });
   apply_act(c, y);
 }
@@ -316,25 +307,21 @@ void gemm(OpContext& c) {
             "]");
   Tensor& y = c.output(0, a.dtype, {M, N});
   if (a.dtype != DType::Float) {
-    dispatch_type(a.dtype, [&](auto v) {
+    dispatch_arithmetic(c, a.dtype, "bool operands are not supported", [&](auto v) {
       using T = decltype(v);
-      if constexpr (std::is_same_v<T, bool>)
-        c.error("bool operands are not supported");
-      else {
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            T acc{};
-            for (int64_t k = 0; k < K; ++k)
-              acc = wrap_add(acc,
-                             wrap_mul(a.ptr<T>()[ta ? k * M + m : m * K + k], b.ptr<T>()[tb ? n * K + k : k * N + n]));
-            double r = alpha * static_cast<double>(acc);
-            if (cc) {
-              auto st = bcast_strides(cc->shape, {M, N});
-              r += beta * cc->get_f64(m * st[0] + n * st[1]);
-            }
-            y.ptr<T>()[m * N + n] = from_double<T>(r);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          T acc{};
+          for (int64_t k = 0; k < K; ++k)
+            acc =
+                wrap_add(acc, wrap_mul(a.ptr<T>()[ta ? k * M + m : m * K + k], b.ptr<T>()[tb ? n * K + k : k * N + n]));
+          double r = alpha * static_cast<double>(acc);
+          if (cc) {
+            auto st = bcast_strides(cc->shape, {M, N});
+            r += beta * cc->get_f64(m * st[0] + n * st[1]);
           }
-      }
+          y.ptr<T>()[m * N + n] = from_double<T>(r);
+        }
     });
     apply_act(c, y);
     return;

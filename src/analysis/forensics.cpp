@@ -263,23 +263,13 @@ bool bookkeeping(const Graph& g, NodeId n) {
 
 }  // namespace
 
-nlohmann::json Forensics::to_json() const {
-  return {{"shape_chains", shape_chains},
-          {"consecutive_reshapes", consecutive_reshapes},
-          {"consecutive_transposes", consecutive_transposes},
-          {"cast_chains", cast_chains},
-          {"noop_transposes", noop_transposes},
-          {"noop_reshapes", noop_reshapes},
-          {"noop_expands", noop_expands},
-          {"matmul3d_add", matmul3d_add},
-          {"attention_blocks", attention_blocks},
-          {"qkv_pattern", qkv_pattern},
-          {"attention_scale", attention_scale},
-          {"constant_subgraph_nodes", constant_subgraph_nodes},
-          {"layer_norm_decomposed", layer_norm_decomposed},
-          {"layer_norm_ops", layer_norm_ops},
-          {"expand_into_broadcast", expand_into_broadcast}};
-}
+// The JSON keys are the field names (nlohmann's objects sort them, as the list written out did).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Forensics, shape_chains, consecutive_reshapes, consecutive_transposes, cast_chains,
+                                   noop_transposes, noop_reshapes, noop_expands, matmul3d_add, attention_blocks,
+                                   qkv_pattern, attention_scale, constant_subgraph_nodes, layer_norm_decomposed,
+                                   layer_norm_ops, expand_into_broadcast)
+
+nlohmann::json Forensics::to_json() const { return *this; }
 
 Forensics forensics(const Model& m) {
   Forensics f;

@@ -80,7 +80,7 @@ enum class NoTagReason : uint8_t {
 std::string_view reason_name(NoTagReason r);
 
 struct ReadOptions {
-  std::filesystem::path sidecar;  // --hierarchy FILE
+  std::filesystem::path sidecar = {};  // --hierarchy FILE
   bool use_metadata = true;       // read exporter / dynamo metadata
   bool use_names = true;          // read TorchScript scope names
   bool apply_rules = true;        // tag the rest by rule

@@ -629,6 +629,22 @@ class Reader {
     }
   }
 
+  // f(sub) for each field-1 submessage of `c` (the one field of TypeProto and TensorShapeProto
+  // that is modelled); any other field is kept verbatim and makes the type not plain.
+  template <class F>
+  void each_field_1(Cursor& c, bool& plain, F&& f) {
+    while (c.next()) {
+      if (c.field() != 1) {
+        plain = false;
+        c.verbatim();
+        continue;
+      }
+      auto [at, len] = c.span();
+      Cursor sub(file_, at, at + len);
+      f(sub);
+    }
+  }
+
   // TypeProto. Plain tensor types (elem_type + dims with value/param) are modelled; anything else
   // (sequences, maps, optionals, sparse, denotations) is also kept verbatim in type_raw.
   // Returns false for a TypeProto that declares no element type (empty, or a tensor_type
@@ -637,14 +653,7 @@ class Reader {
   bool read_type(Declaration& d, uint64_t at, uint64_t len) {
     Cursor c(file_, at, at + len);
     bool plain = true, elem_type = false;
-    while (c.next()) {
-      if (c.field() != 1) {
-        plain = false;
-        c.verbatim();
-        continue;
-      }
-      auto [tat, tlen] = c.span();
-      Cursor t(file_, tat, tat + tlen);
+    each_field_1(c, plain, [&](Cursor& t) {  // TypeProto.tensor_type
       while (t.next()) {
         if (t.field() == 1) {
           int64_t et = t.int64();
@@ -657,14 +666,7 @@ class Reader {
           d.has_shape = true;
           auto [sat, slen] = t.span();
           Cursor s(file_, sat, sat + slen);
-          while (s.next()) {
-            if (s.field() != 1) {
-              plain = false;
-              s.verbatim();
-              continue;
-            }
-            auto [dat, dlen] = s.span();
-            Cursor dc(file_, dat, dat + dlen);
+          each_field_1(s, plain, [&](Cursor& dc) {  // TensorShapeProto.dim
             Dim dim;
             while (dc.next()) {
               if (dc.field() == 1)
@@ -678,13 +680,13 @@ class Reader {
             }
             if (dim.value < -1) plain = false;
             d.dims.push_back(dim);
-          }
+          });
         } else {
           plain = false;
           t.verbatim();
         }
       }
-    }
+    });
     if (plain && !elem_type) {
       if (!d.has_shape) return false;
       plain = false;  // a shape without an element type: modelled, and written back verbatim

@@ -337,6 +337,7 @@ std::unique_ptr<Model> Model::clone() const {
   m->functions = functions;
   m->extra_fields = extra_fields;
   m->tensors.share(tensors);
+  m->next_fresh_name = next_fresh_name;
   m->path = path;
   m->files = files;  // verbatim fields and tensor bytes point into these
   m->graphs_.clear();

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/tensor.h"
@@ -76,53 +77,28 @@ struct NewAttr {
   TensorId tensor;
   GraphId graph;
 
-  static NewAttr Int(std::string n, int64_t v) {
-    NewAttr a;
-    a.name = std::move(n);
-    a.type = AttrType::Int;
-    a.i = v;
-    return a;
-  }
-  static NewAttr Float(std::string n, float v) {
-    NewAttr a;
-    a.name = std::move(n);
-    a.type = AttrType::Float;
-    a.f = v;
-    return a;
-  }
+  static NewAttr Int(std::string n, int64_t v) { return with<&NewAttr::i>(std::move(n), AttrType::Int, v); }
+  static NewAttr Float(std::string n, float v) { return with<&NewAttr::f>(std::move(n), AttrType::Float, v); }
   static NewAttr String(std::string n, std::string v) {
-    NewAttr a;
-    a.name = std::move(n);
-    a.type = AttrType::String;
-    a.s = std::move(v);
-    return a;
+    return with<&NewAttr::s>(std::move(n), AttrType::String, std::move(v));
   }
   static NewAttr Ints(std::string n, std::vector<int64_t> v) {
-    NewAttr a;
-    a.name = std::move(n);
-    a.type = AttrType::Ints;
-    a.ints = std::move(v);
-    return a;
+    return with<&NewAttr::ints>(std::move(n), AttrType::Ints, std::move(v));
   }
   static NewAttr Floats(std::string n, std::vector<float> v) {
-    NewAttr a;
-    a.name = std::move(n);
-    a.type = AttrType::Floats;
-    a.floats = std::move(v);
-    return a;
+    return with<&NewAttr::floats>(std::move(n), AttrType::Floats, std::move(v));
   }
-  static NewAttr Tensor(std::string n, TensorId t) {
+  static NewAttr Tensor(std::string n, TensorId t) { return with<&NewAttr::tensor>(std::move(n), AttrType::Tensor, t); }
+  static NewAttr Graph(std::string n, GraphId g) { return with<&NewAttr::graph>(std::move(n), AttrType::Graph, g); }
+
+ private:
+  // One factory for the family: the name, the type and the one payload field it sets.
+  template <auto Field, class V>
+  static NewAttr with(std::string n, AttrType t, V&& v) {
     NewAttr a;
     a.name = std::move(n);
-    a.type = AttrType::Tensor;
-    a.tensor = t;
-    return a;
-  }
-  static NewAttr Graph(std::string n, GraphId g) {
-    NewAttr a;
-    a.name = std::move(n);
-    a.type = AttrType::Graph;
-    a.graph = g;
+    a.type = t;
+    a.*Field = std::forward<V>(v);
     return a;
   }
 };
@@ -390,6 +366,12 @@ class Model {
   std::span<const Sym> tags(uint32_t set) const { return tag_sets_[set]; }
   uint32_t union_tags(std::span<const uint32_t> sets);
   size_t tag_set_count() const { return tag_sets_.size(); }
+
+  // The number fresh_name (ir/rewrite.h) tries next. Per model, not per process: the names a
+  // rewrite invents depend on this model's history only, so optimizing the same file twice in one
+  // process (the Python module, from one thread or several) writes the same bytes. A clone
+  // continues from here.
+  uint64_t next_fresh_name = 0;
 
   // Where the model was read from (empty for models built in memory).
   std::filesystem::path path;

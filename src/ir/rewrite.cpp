@@ -1,7 +1,6 @@
 #include "ir/rewrite.h"
 
 #include <algorithm>
-#include <atomic>
 #include <string>
 
 #include "ir/error.h"
@@ -21,7 +20,7 @@ bool name_taken(const Model& m, const Graph& g, Sym name) {
 }  // namespace
 
 Sym fresh_name(const Graph& g, std::string_view hint) {
-  static std::atomic<uint64_t> counter{0};
+  uint64_t& counter = g.model().next_fresh_name;
   std::string base(hint.empty() ? std::string_view("onnxforge") : hint);
   for (;;) {
     std::string candidate = base + "__" + std::to_string(counter++);

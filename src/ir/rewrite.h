@@ -74,7 +74,9 @@ class Rewrite {
 // (also in child subgraphs that point into `g`). Called by Rewrite::commit.
 void compact(Graph& g);
 
-// A fresh value name based on `hint`, unused in `g` and in its enclosing graphs.
+// A fresh value name based on `hint`, unused in `g` and in its enclosing graphs: `hint__k`, k from
+// the model's own counter (Model::next_fresh_name), so the same model rewritten the same way gets
+// the same names whatever else the process did.
 Sym fresh_name(const Graph& g, std::string_view hint);
 
 }  // namespace onnxforge

@@ -1,6 +1,7 @@
 #pragma once
 // Hand-built ONNX graphs for the shape-inference tests: a thin layer over onnx's protobuf
 // classes, written to a temporary file and loaded with the engine's reader.
+#include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -185,6 +186,11 @@ struct Inferred {
   }
 };
 
+// Expects each named value's type text, a table of {name, type} rows (a failure names the value).
+inline void expect_types(const Inferred& r, std::initializer_list<std::pair<const char*, const char*>> want) {
+  for (const auto& [name, type] : want) EXPECT_EQ(r[name], type) << name;
+}
+
 inline Inferred run(ModelProtoBuilder& b, const ShapeOptions& o = {}) {
   Inferred r;
   r.model = b.load();
@@ -211,6 +217,21 @@ inline std::vector<std::pair<std::string, int64_t>> specialise_dims(const Model&
   const DimSolution sol = solve_dims(rel, start, {});
   for (auto& [name, value] : out) o.dims[name] = value = sol.values.at(name);
   return out;
+}
+
+// A zoo model as the reference runs see it: loaded, its named input dims specialised
+// (specialise_dims) in `options`, and those dims as "name=value" items for the scripts' arguments.
+struct SpecialisedModel {
+  std::unique_ptr<Model> model;
+  ShapeOptions options;
+  std::vector<std::string> dims;
+};
+
+inline SpecialisedModel load_specialised(const std::filesystem::path& path) {
+  SpecialisedModel s{load_model(path), {}, {}};
+  for (const auto& [name, value] : specialise_dims(*s.model, s.options))
+    s.dims.push_back(name + "=" + std::to_string(value));
+  return s;
 }
 
 }  // namespace onnxforge::test

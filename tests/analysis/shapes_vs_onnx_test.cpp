@@ -215,16 +215,14 @@ TEST(ShapesVsOnnx, ZooModelsSpecialised) {
   Counts total;
   for (const auto& path : test::zoo_models()) {
     SCOPED_TRACE(path.filename().string());
-    auto model = load_model(path);
-    ShapeOptions o;
+    test::SpecialisedModel s = test::load_specialised(path);
     std::string fix;
-    for (const auto& [name, value] : test::specialise_dims(*model, o))
-      fix += (fix.empty() ? "" : ",") + name + "=" + std::to_string(value);
+    for (const std::string& d : s.dims) fix += (fix.empty() ? "" : ",") + d;
     json ref = reference({path}, false, "zoo_fix", fix);
     const json& r = ref[path.string()];
     ASSERT_TRUE(r.contains("values")) << "onnx failed: " << r.dump();
-    ShapeReport rep = infer_shapes(*model, o);
-    Counts c = compare_model(*model, r["values"]);
+    ShapeReport rep = infer_shapes(*s.model, s.options);
+    Counts c = compare_model(*s.model, r["values"]);
     total.add(c);
     std::cout << "[zoo " << fix << "] " << path.stem().string() << ": " << c.str() << "\n";
     for (const auto& e : c.examples) std::cout << "    " << e << "\n";

@@ -35,11 +35,10 @@ TEST(ShapesVsRuntime, ZooModelsMatchOrtShapes) {
   size_t total = 0, exact = 0, symbolic = 0, wrong = 0;
   for (const auto& path : test::zoo_models()) {
     SCOPED_TRACE(path.filename().string());
-    auto model = load_model(path);
-    ShapeOptions o;
+    test::SpecialisedModel s = test::load_specialised(path);
+    std::unique_ptr<Model>& model = s.model;
     std::string dims;
-    for (const auto& [name, value] : test::specialise_dims(*model, o))
-      dims += " --dim " + name + "=" + std::to_string(value);
+    for (const std::string& d : s.dims) dims += " --dim " + d;
     auto dir = test::temp_dir("ort_shapes");
     json ref = json::parse(run_capture("/usr/bin/python3 " ONNXFORGE_SOURCE_DIR "/tests/analysis/ort_shapes.py '" +
                                        path.string() + "' " + dir.string() + dims));
@@ -48,8 +47,8 @@ TEST(ShapesVsRuntime, ZooModelsMatchOrtShapes) {
     auto sym_model = load_model(path);
     infer_shapes(*sym_model);
     std::unordered_map<Sym, int64_t> at;
-    for (auto& [k, v] : o.dims) at[intern(k)] = v;
-    infer_shapes(*model, o);
+    for (auto& [k, v] : s.options.dims) at[intern(k)] = v;
+    infer_shapes(*model, s.options);
     const Graph& g = model->main();
     const Graph& gs = sym_model->main();
     size_t m_exact = 0, m_sym = 0, m_wrong = 0;

@@ -99,16 +99,6 @@ onnx::ModelProto make_model(const std::vector<onnx::NodeProto>& nodes, const std
   return m;
 }
 
-onnx::NodeProto make_node(const std::string& op, const std::vector<std::string>& inputs,
-                          const std::vector<std::string>& outputs, const std::string& name) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_name(name);
-  for (const auto& i : inputs) n.add_input(i);
-  for (const auto& o : outputs) n.add_output(o);
-  return n;
-}
-
 onnx::ValueInfoProto tensor_info(const std::string& name, int elem_type, const std::vector<int64_t>& dims,
                                  const std::vector<std::pair<int, std::string>>& params) {
   onnx::ValueInfoProto vi;

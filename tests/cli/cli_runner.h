@@ -29,8 +29,6 @@ onnx::ModelProto make_model(const std::vector<onnx::NodeProto>& nodes, const std
                             const std::vector<onnx::ValueInfoProto>& outputs,
                             const std::vector<onnx::TensorProto>& initializers = {}, int opset = 13,
                             int ir_version = 8);
-onnx::NodeProto make_node(const std::string& op, const std::vector<std::string>& inputs,
-                          const std::vector<std::string>& outputs, const std::string& name);
 // A tensor value info; dims < 0 are unnamed symbolic dims, `params` names dims by index.
 onnx::ValueInfoProto tensor_info(const std::string& name, int elem_type, const std::vector<int64_t>& dims,
                                  const std::vector<std::pair<int, std::string>>& params = {});

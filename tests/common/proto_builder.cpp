@@ -16,6 +16,16 @@ void add_value_info(onnx::ValueInfoProto* vi, const std::string& name, int elem_
   for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
 }
 
+onnx::NodeProto make_node(const std::string& op, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs, const std::string& name) {
+  onnx::NodeProto n;
+  n.set_op_type(op);
+  if (!name.empty()) n.set_name(name);
+  for (const auto& i : inputs) n.add_input(i);
+  for (const auto& o : outputs) n.add_output(o);
+  return n;
+}
+
 onnx::ModelProto tiny_model() {
   onnx::ModelProto m;
   m.set_ir_version(8);
@@ -25,11 +35,7 @@ onnx::ModelProto tiny_model() {
   op->set_version(13);
   auto* g = m.mutable_graph();
   g->set_name("tiny");
-  auto* n = g->add_node();
-  n->set_op_type("Relu");
-  n->set_name("relu");
-  n->add_input("x");
-  n->add_output("y");
+  *g->add_node() = make_node("Relu", {"x"}, {"y"}, "relu");
   add_value_info(g->add_input(), "x", onnx::TensorProto::FLOAT, {1, 4});
   add_value_info(g->add_output(), "y", onnx::TensorProto::FLOAT, {1, 4});
   return m;

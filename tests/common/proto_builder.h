@@ -11,6 +11,10 @@ namespace onnxforge::test {
 
 // x[1,4] float -> Relu -> y, opset 13.
 onnx::ModelProto tiny_model();
+// op(inputs) -> outputs, named `name` (empty: no name), for a GraphProto's or FunctionProto's
+// add_node(): `*g->add_node() = make_node("Neg", {"a"}, {"b"}, "neg");`.
+onnx::NodeProto make_node(const std::string& op, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs, const std::string& name = "");
 void add_value_info(onnx::ValueInfoProto* vi, const std::string& name, int elem_type, const std::vector<int64_t>& dims);
 onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims,
                                const std::vector<float>& values);

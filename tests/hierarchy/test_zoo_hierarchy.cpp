@@ -52,9 +52,7 @@ TEST(ZooHierarchy, TorchScriptNamesGiveRealModulePaths) {
     for (auto it = manifest["models"][name]["modules"].begin(); it != manifest["models"][name]["modules"].end(); ++it)
       real.insert(it.key());
     auto model = load_model(path);
-    ReadOptions names_only;
-    names_only.apply_rules = false;
-    read_tags(*model, names_only);
+    read_tags(*model, {.apply_rules = false});  // what the export wrote, no rule tags
     Recovery r = recover(*model, real);
     double frac = r.nodes ? double(r.recovered) / double(r.nodes) : 1.0;
     std::cout << "[ zoo ] " << name << ": " << r.recovered << "/" << r.nodes << " non-constant nodes (" << 100.0 * frac
@@ -74,13 +72,8 @@ TEST(ZooHierarchy, NamesAgreeWithTheExporterNodeByNode) {
     ASSERT_FALSE(path.empty()) << "tools.export failed for " << zoo;
     auto exact = load_model(path);
     auto named = load_model(path);
-    ReadOptions meta_only, names_only;
-    meta_only.use_names = false;
-    meta_only.apply_rules = false;
-    names_only.use_metadata = false;
-    names_only.apply_rules = false;
-    TagReport re = read_tags(*exact, meta_only);
-    read_tags(*named, names_only);
+    TagReport re = read_tags(*exact, {.use_names = false, .apply_rules = false});
+    read_tags(*named, {.use_metadata = false, .apply_rules = false});
     uint64_t scoped = 0, same = 0;
     const Graph& ge = exact->main();
     const Graph& gn = named->main();
@@ -108,9 +101,7 @@ TEST(ZooHierarchy, SharedModuleObjectsAreNamedByTheirCallPath) {
     if (it.value() == "Conv") conv_blocks.insert(it.key());
   ASSERT_GT(conv_blocks.size(), 50u);  // YOLOv8n: 57
   auto model = load_model(test::zoo_model("yolov8n_mini"));
-  ReadOptions names_only;
-  names_only.apply_rules = false;
-  read_tags(*model, names_only);
+  read_tags(*model, {.apply_rules = false});  // what the export wrote, no rule tags
   const Graph& g = model->main();
   std::set<std::string> acts;
   for (NodeId n : g.nodes()) {
@@ -147,13 +138,8 @@ TEST(ZooHierarchy, SidecarGivesTheSameTagsAsTheMetadata) {
   ASSERT_TRUE(std::filesystem::exists(sidecar));
   auto from_meta = load_model(path);
   auto from_sidecar = load_model(path);
-  ReadOptions meta, side;
-  meta.use_names = false;
-  side.use_metadata = false;
-  side.use_names = false;
-  side.sidecar = sidecar;
-  read_tags(*from_meta, meta);
-  TagReport rep = read_tags(*from_sidecar, side);
+  read_tags(*from_meta, {.use_names = false});
+  TagReport rep = read_tags(*from_sidecar, {.sidecar = sidecar, .use_metadata = false, .use_names = false});
   const Graph& a = from_meta->main();
   const Graph& b = from_sidecar->main();
   for (NodeId n : a.nodes()) {

@@ -1,11 +1,11 @@
 // Bad input gets a clear onnxforge::Error naming the file and the problem, never a crash.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/text_format.h>
 
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <functional>
 #include <random>
 
 #include "io/model_io.h"
@@ -37,13 +37,20 @@ std::string error_for_model(const onnx::ModelProto& m, const std::string& tag) {
   return error_for_bytes(m.SerializeAsString(), tag);
 }
 
+// An initializer `name` of `type` and `dims` added to `m`, its data left to the test.
+onnx::TensorProto* add_initializer(onnx::ModelProto& m, const std::string& name, int type,
+                                   std::initializer_list<int64_t> dims) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  for (int64_t d : dims) t->add_dims(d);
+  return t;
+}
+
 // A model whose initializer `w` (4 floats) lives in an external file described by `entries`.
 onnx::ModelProto external_model(const std::vector<std::pair<std::string, std::string>>& entries) {
   auto m = tiny_model();
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name("w");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(4);
+  auto* t = add_initializer(m, "w", onnx::TensorProto::FLOAT, {4});
   t->set_data_location(onnx::TensorProto::EXTERNAL);
   for (auto& [k, v] : entries) {
     auto* e = t->add_external_data();
@@ -217,21 +224,13 @@ TEST(BadInput, Cycle) {
   auto m = tiny_model();
   auto* g = m.mutable_graph();
   g->mutable_node(0)->set_input(0, "b");  // relu: b -> y
-  auto* n = g->add_node();                // neg: y -> b
-  n->set_op_type("Neg");
-  n->set_name("neg");
-  n->add_input("y");
-  n->add_output("b");
+  *g->add_node() = make_node("Neg", {"y"}, {"b"}, "neg");  // neg: y -> b
   EXPECT_THAT(error_for_model(m, "cycle"), HasSubstr("cycle"));
 }
 
 TEST(BadInput, TwoProducers) {
   auto m = tiny_model();
-  auto* n = m.mutable_graph()->add_node();
-  n->set_op_type("Neg");
-  n->set_name("neg");
-  n->add_input("x");
-  n->add_output("y");
+  *m.mutable_graph()->add_node() = make_node("Neg", {"x"}, {"y"}, "neg");
   std::string e = error_for_model(m, "twoprod");
   EXPECT_THAT(e, HasSubstr("two producers"));
   EXPECT_THAT(e, HasSubstr("neg"));
@@ -263,66 +262,40 @@ TEST(BadInput, FailedSaveLeavesNoFile) {
 
 namespace {
 
-onnx::ModelProto with_attribute(const std::function<void(onnx::AttributeProto*)>& fill, const std::string& op = "If") {
+// tiny_model plus an `op` node whose one attribute is `attribute` in protobuf text format (the
+// malformed ones a writer could produce: a type without its payload, the payload of another).
+onnx::ModelProto with_attribute(const std::string& attribute, const std::string& op = "If") {
   auto m = tiny_model();
   auto* n = m.mutable_graph()->add_node();
-  n->set_op_type(op);
-  n->set_name("node0");
-  n->add_input("x");
-  n->add_output("z");
-  fill(n->add_attribute());
+  *n = make_node(op, {"x"}, {"z"}, "node0");
+  if (!google::protobuf::TextFormat::ParseFromString(attribute, n->add_attribute()))
+    ADD_FAILURE() << "not an AttributeProto: " << attribute;
   return m;
 }
 
 }  // namespace
 
 TEST(BadInput, AttributeDeclaredGraphHoldingNone) {
-  auto m = with_attribute([](onnx::AttributeProto* a) {
-    a->set_name("then_branch");
-    a->set_type(onnx::AttributeProto::GRAPH);
-  });
+  auto m = with_attribute("name: 'then_branch' type: GRAPH");
   std::string e = error_for_model(m, "attr_graph");
   EXPECT_THAT(e, HasSubstr("node 1 'node0' (If): attribute 'then_branch' is declared GRAPH but holds no graph"));
   EXPECT_THAT(e, HasSubstr("model.onnx"));
 }
 
 TEST(BadInput, AttributeDeclaredTensorHoldingNone) {
-  auto m = with_attribute(
-      [](onnx::AttributeProto* a) {
-        a->set_name("value");
-        a->set_type(onnx::AttributeProto::TENSOR);
-      },
-      "Constant");
+  auto m = with_attribute("name: 'value' type: TENSOR", "Constant");
   EXPECT_THAT(error_for_model(m, "attr_tensor"), HasSubstr("is declared TENSOR but holds no tensor"));
 }
 
 TEST(BadInput, AttributePayloadOfAnotherType) {
-  auto m = with_attribute(
-      [](onnx::AttributeProto* a) {
-        a->set_name("alpha");
-        a->set_type(onnx::AttributeProto::INT);
-        a->add_floats(1.f);
-      },
-      "LeakyRelu");
+  auto m = with_attribute("name: 'alpha' type: INT floats: 1", "LeakyRelu");
   EXPECT_THAT(error_for_model(m, "attr_other"), HasSubstr("is declared i (INT) but holds floats (FLOATS)"));
-  auto m2 = with_attribute(
-      [](onnx::AttributeProto* a) {  // IR < 3: no type, two payloads
-        a->set_name("alpha");
-        a->set_f(1.f);
-        a->set_i(2);
-      },
-      "LeakyRelu");
+  auto m2 = with_attribute("name: 'alpha' f: 1 i: 2", "LeakyRelu");  // IR < 3: no type, two payloads
   EXPECT_THAT(error_for_model(m2, "attr_two"), HasSubstr("has no type and holds several values"));
 }
 
 TEST(BadInput, TypedAccessorRefusesAnotherType) {
-  auto m = with_attribute(
-      [](onnx::AttributeProto* a) {
-        a->set_name("strides");
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(2);
-      },
-      "Conv");
+  auto m = with_attribute("name: 'strides' type: INT i: 2", "Conv");
   fs::path dir = temp_dir("accessor");
   write_model(m, dir / "model.onnx");
   auto model = load_model(dir / "model.onnx");
@@ -342,10 +315,7 @@ TEST(BadInput, TypedAccessorRefusesAnotherType) {
 
 TEST(BadInput, DataFieldMustHoldTheTensorsType) {
   auto m = tiny_model();
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name("c");
-  t->set_data_type(onnx::TensorProto::COMPLEX128);
-  t->add_dims(2);
+  auto* t = add_initializer(m, "c", onnx::TensorProto::COMPLEX128, {2});
   for (int64_t v : {1, 2, 3, 4}) t->add_int64_data(v);  // a 16-byte over-read per element before
   EXPECT_THAT(error_for_model(m, "complex"), HasSubstr("of type complex128 stores its data in int64_data"));
   t->clear_int64_data();
@@ -365,10 +335,7 @@ TEST(BadInput, DataFieldMustHoldTheTensorsType) {
 TEST(BadInput, RawDataWithTheWrongWireType) {
   // TensorProto field 9 (raw_data) as a varint: the reader took the 8 bytes before the field.
   auto m = tiny_model();
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name("w");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(2);
+  auto* t = add_initializer(m, "w", onnx::TensorProto::FLOAT, {2});
   t->mutable_unknown_fields()->AddVarint(9, 7);
   EXPECT_THAT(error_for_model(m, "rawvarint"), HasSubstr("wire type"));
 }
@@ -445,12 +412,7 @@ TEST(BadInput, UnknownElementTypeInAValueInfoIsKeptVerbatim) {
 
 TEST(BadInput, EmptyPackedFloatAttribute) {
   // fuzz_reader: an empty packed `floats` field reached memcpy with a null destination (UBSan).
-  auto m = with_attribute(
-      [](onnx::AttributeProto* a) {
-        a->set_name("scales");
-        a->set_type(onnx::AttributeProto::FLOATS);
-      },
-      "Upsample");
+  auto m = with_attribute("name: 'scales' type: FLOATS", "Upsample");
   m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->mutable_unknown_fields()->AddLengthDelimited(7, "");
   fs::path dir = temp_dir("emptyfloats");
   write_model(m, dir / "model.onnx");

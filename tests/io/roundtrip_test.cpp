@@ -105,10 +105,7 @@ TEST(RoundTrip, KeepsFieldsOnnx112DoesNotKnow) {
   fn->set_domain("custom");
   fn->add_input("a");
   fn->add_output("b");
-  auto* fnode = fn->add_node();
-  fnode->set_op_type("Neg");
-  fnode->add_input("a");
-  fnode->add_output("b");
+  *fn->add_node() = make_node("Neg", {"a"}, {"b"});
   add_unknown_bytes(fn, 13, "ov");                        // FunctionProto.overload
   add_unknown_bytes(fn, 14, string_entry("fn", "meta"));  // FunctionProto.metadata_props
   auto* ti = m.add_training_info();

@@ -21,16 +21,8 @@ std::unique_ptr<Model> chain_model(const fs::path& dir) {
   auto m = tiny_model();
   auto* g = m.mutable_graph();
   g->mutable_node(0)->set_output(0, "a");
-  auto* neg = g->add_node();
-  neg->set_op_type("Neg");
-  neg->set_name("neg");
-  neg->add_input("a");
-  neg->add_output("b");
-  auto* id = g->add_node();
-  id->set_op_type("Identity");
-  id->set_name("id");
-  id->add_input("b");
-  id->add_output("y");
+  *g->add_node() = make_node("Neg", {"a"}, {"b"}, "neg");
+  *g->add_node() = make_node("Identity", {"b"}, {"y"}, "id");
   write_model(m, dir / "chain.onnx");
   return load_model(dir / "chain.onnx");
 }
@@ -117,27 +109,18 @@ TEST(Rewrite, SubgraphCapturesFollowReplacements) {
   auto m = tiny_model();
   auto* g = m.mutable_graph();
   g->clear_node();
-  auto* neg = g->add_node();
-  neg->set_op_type("Neg");
-  neg->set_name("neg");
-  neg->add_input("x");
-  neg->add_output("a");
+  *g->add_node() = make_node("Neg", {"x"}, {"a"}, "neg");
   add_value_info(g->add_input(), "cond", onnx::TensorProto::BOOL, {});
   auto* n = g->add_node();
-  n->set_op_type("If");
-  n->set_name("if");
-  n->add_input("cond");
-  n->add_output("y");
+  *n = make_node("If", {"cond"}, {"y"}, "if");
   for (const char* branch : {"then_branch", "else_branch"}) {
     auto* a = n->add_attribute();
     a->set_name(branch);
     a->set_type(onnx::AttributeProto::GRAPH);
     auto* body = a->mutable_g();
     body->set_name(branch);
-    auto* id = body->add_node();
-    id->set_op_type("Identity");
-    id->add_input(std::string(branch) == "then_branch" ? "a" : "x");
-    id->add_output(std::string(branch) + "_out");
+    *body->add_node() =
+        make_node("Identity", {std::string(branch) == "then_branch" ? "a" : "x"}, {std::string(branch) + "_out"});
     add_value_info(body->add_output(), std::string(branch) + "_out", onnx::TensorProto::FLOAT, {1, 4});
   }
   write_model(m, dir / "if.onnx");

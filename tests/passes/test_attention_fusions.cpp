@@ -172,6 +172,19 @@ std::unique_ptr<Model> fuse(const MakeModel& make) {
   return m;
 }
 
+// The toy block after the pipeline, with its first Attention node (invalid when none was fused).
+struct Fused {
+  std::unique_ptr<Model> model;
+  NodeId attention;
+  const Graph& g() const { return model->main(); }
+};
+
+Fused fused(const Spec& s) {
+  auto m = fuse(toy(s));
+  NodeId a = first(m->main(), "Attention");
+  return {std::move(m), a};
+}
+
 const passes::CensusRow& attention_census(Model& m) {
   static std::vector<passes::CensusRow> rows;
   rows = census_after_cleanups(m, {"fuse_attention", "fuse_rotary_embedding"});
@@ -200,39 +213,28 @@ TEST(FuseAttention, BertSpellingBecomesOne3DAttentionWithAQueryLengthMask) {
 TEST(FuseAttention, EveryScaleSpellingIsOneScale) {
   for (auto sc : {Spec::DivScores, Spec::MulScores, Spec::QOnly, Spec::SqrtBoth}) {
     SCOPED_TRACE(int(sc));
-    Spec s;
-    s.scale = sc;
-    auto m = fuse(toy(s));
-    NodeId a = first(m->main(), "Attention");
-    ASSERT_TRUE(a.valid());
-    EXPECT_EQ(m->main().attr(a, "scale"), nullptr);
-    EXPECT_EQ(count_op(m->main(), "Mul"), 0u);
+    Fused f = fused({.scale = sc});
+    ASSERT_TRUE(f.attention.valid());
+    EXPECT_EQ(f.g().attr(f.attention, "scale"), nullptr);
+    EXPECT_EQ(count_op(f.g(), "Mul"), 0u);
   }
-  Spec s;
-  s.scale = Spec::Wrong;  // 1/3 is not 1/sqrt(4): kept as the attribute
-  auto m = fuse(toy(s));
-  NodeId a = first(m->main(), "Attention");
-  ASSERT_TRUE(a.valid());
-  EXPECT_FLOAT_EQ(m->main().attr_float(a, "scale", 0), 1.f / 3.f);
+  Fused f = fused({.scale = Spec::Wrong});  // 1/3 is not 1/sqrt(4): kept as the attribute
+  ASSERT_TRUE(f.attention.valid());
+  EXPECT_FLOAT_EQ(f.g().attr_float(f.attention, "scale", 0), 1.f / 3.f);
 }
 
 TEST(FuseAttention, ProvablyCausalTableBecomesIsCausal) {
-  Spec s;
-  s.mask = Spec::Causal;
-  auto m = fuse(toy(s));
-  NodeId a = first(m->main(), "Attention");
-  ASSERT_TRUE(a.valid());
-  EXPECT_EQ(m->main().attr_int(a, "is_causal", 0), 1);
-  EXPECT_EQ(m->main().inputs(a).size(), 3u);  // no attn_mask
-  EXPECT_EQ(count_op(m->main(), "Where"), 0u);
+  Fused f = fused({.mask = Spec::Causal});
+  ASSERT_TRUE(f.attention.valid());
+  EXPECT_EQ(f.g().attr_int(f.attention, "is_causal", 0), 1);
+  EXPECT_EQ(f.g().inputs(f.attention).size(), 3u);  // no attn_mask
+  EXPECT_EQ(count_op(f.g(), "Where"), 0u);
 }
 
 TEST(FuseAttention, CausalWithPaddingKeepsTheCombinedMask) {
-  Spec s;
-  s.mask = Spec::CausalAndPadding;
-  auto m = fuse(toy(s));
-  const Graph& g = m->main();
-  NodeId a = first(g, "Attention");
+  Fused f = fused({.mask = Spec::CausalAndPadding});
+  const Graph& g = f.g();
+  NodeId a = f.attention;
   ASSERT_TRUE(a.valid());
   EXPECT_EQ(g.attr(a, "is_causal"), nullptr);
   ASSERT_EQ(g.inputs(a).size(), 4u);
@@ -243,13 +245,9 @@ TEST(FuseAttention, CausalWithPaddingKeepsTheCombinedMask) {
 }
 
 TEST(FuseAttention, GroupedQueryRepeatIsDroppedAndRotaryFused) {
-  Spec s;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.rope = true;
-  auto m = fuse(toy(s));
-  const Graph& g = m->main();
-  NodeId a = first(g, "Attention");
+  Fused f = fused({.heads = 4, .kv_heads = 2, .rope = true});
+  const Graph& g = f.g();
+  NodeId a = f.attention;
   ASSERT_TRUE(a.valid());
   EXPECT_EQ(g.attr_int(a, "q_num_heads", 0), 4);
   EXPECT_EQ(g.attr_int(a, "kv_num_heads", 0), 2);
@@ -269,13 +267,10 @@ TEST(FuseAttention, GroupedQueryRepeatIsDroppedAndRotaryFused) {
 TEST(FuseAttention, PaddingMaskIsNotCausal) {
   for (auto mk : {Spec::WherePadding, Spec::CausalShifted}) {
     SCOPED_TRACE(int(mk));
-    Spec s;
-    s.mask = mk;
-    auto m = fuse(toy(s));
-    NodeId a = first(m->main(), "Attention");
-    ASSERT_TRUE(a.valid());
-    EXPECT_EQ(m->main().attr(a, "is_causal"), nullptr);
-    EXPECT_EQ(m->main().inputs(a).size(), 4u);
+    Fused f = fused({.mask = mk});
+    ASSERT_TRUE(f.attention.valid());
+    EXPECT_EQ(f.g().attr(f.attention, "is_causal"), nullptr);
+    EXPECT_EQ(f.g().inputs(f.attention).size(), 4u);
   }
 }
 

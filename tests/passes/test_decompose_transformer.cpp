@@ -236,14 +236,13 @@ TEST(DecomposeAttention, EveryAttributeCombinationMatchesTheKernel) {
           for (bool scale : {false, true})
             for (bool softcap : {false, true})
               for (bool past : {false, true}) {
-                Attn a;
-                a.rank = rank;
-                a.hkv = hkv;
-                a.mask = mask;
-                a.causal = causal;
-                a.scale = scale;
-                a.softcap = softcap;
-                a.past = past;
+                const Attn a{.rank = rank,
+                             .hkv = hkv,
+                             .mask = mask,
+                             .causal = causal,
+                             .scale = scale,
+                             .softcap = softcap,
+                             .past = past};
                 SCOPED_TRACE(describe(a));
                 auto m = decomposes([&] { return attn_model(a); }, "Attention", "decompose_attention", &worst);
                 forms_match_opset(*m);
@@ -254,13 +253,7 @@ TEST(DecomposeAttention, EveryAttributeCombinationMatchesTheKernel) {
 
 TEST(DecomposeAttention, QkMatmulOutputModes) {
   for (int mode : {0, 1, 2, 3}) {
-    Attn a;
-    a.rank = 3;
-    a.hkv = 2;
-    a.mask = Mask::Bool;
-    a.causal = true;
-    a.softcap = true;
-    a.qk_mode = mode;
+    const Attn a{.rank = 3, .hkv = 2, .mask = Mask::Bool, .causal = true, .softcap = true, .qk_mode = mode};
     SCOPED_TRACE(describe(a));
     decomposes([&] { return attn_model(a); }, "Attention", "decompose_attention");
   }
@@ -298,13 +291,7 @@ TEST(DecomposeAttention, NonpadKvSeqlen) {
     for (bool causal : {false, true})
       for (Mask mask : {Mask::None, Mask::Bool})
         for (std::vector<int64_t> lens : {std::vector<int64_t>{5, 2}, std::vector<int64_t>{0, 4}}) {
-          Attn a;
-          a.rank = rank;
-          a.hkv = 2;
-          a.causal = causal;
-          a.mask = mask;
-          a.opset = 24;
-          a.nonpad = lens;
+          const Attn a{.rank = rank, .hkv = 2, .mask = mask, .causal = causal, .opset = 24, .nonpad = lens};
           const auto make = [&] { return attn_model(a); };
           SCOPED_TRACE(describe(a) + " nonpad " + std::to_string(lens[0]) + "," + std::to_string(lens[1]));
           auto m = decomposes(make, "Attention", "decompose_attention");

@@ -47,17 +47,22 @@ TEST(Transposes, InnerTransposeWithOtherReadersStays) {
   EXPECT_EQ(count_op(b.g(), "Transpose"), 1u);
 }
 
-TEST(CleanupAttention, ConsecutiveReshapesCompose) {
-  auto make = [] {
+// Relu(Reshape(Reshape(x[2,3,4], inner), outer)) through fuse_consecutive_reshapes, checked.
+std::unique_ptr<Model> reshape_pair(std::vector<int64_t> inner, std::vector<int64_t> outer) {
+  auto make = [&] {
     GraphBuilder b;
     ValueId x = b.input("x", {2, 3, 4});
-    ValueId r1 = b.node("Reshape", {x, b.i64("s1", {6, 4})});
-    ValueId r2 = b.node("Reshape", {r1, b.i64("s2", {2, 12})});
+    ValueId r1 = b.node("Reshape", {x, b.i64("s1", inner)});
+    ValueId r2 = b.node("Reshape", {r1, b.i64("s2", outer)});
     b.output(b.node("Relu", {r2}));
     return std::move(b.m);
   };
-  auto m =
-      optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  return optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"},
+                            passes::AccuracyClass::Lossless);
+}
+
+TEST(CleanupAttention, ConsecutiveReshapesCompose) {
+  auto m = reshape_pair({6, 4}, {2, 12});
   EXPECT_EQ(count_op(m->main(), "Reshape"), 1u);
 }
 
@@ -65,16 +70,7 @@ TEST(CleanupAttention, ConsecutiveReshapesCompose) {
 // *intermediate* (6 → [6,2,2]); composing the target as written would copy x's dim 0 (2 →
 // [2,2,6]). The 0 is resolved to the inner target's 6 instead.
 TEST(CleanupAttention, ComposesAZeroAsTheDimItCopies) {
-  auto make = [] {
-    GraphBuilder b;
-    ValueId x = b.input("x", {2, 3, 4});
-    ValueId r1 = b.node("Reshape", {x, b.i64("s1", {6, 4})});
-    ValueId r2 = b.node("Reshape", {r1, b.i64("s2", {0, 2, -1})});
-    b.output(b.node("Relu", {r2}));
-    return std::move(b.m);
-  };
-  auto m =
-      optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  auto m = reshape_pair({6, 4}, {0, 2, -1});
   ASSERT_EQ(count_op(m->main(), "Reshape"), 1u);
   const Graph& g = m->main();
   for (NodeId n : g.nodes())
@@ -87,16 +83,7 @@ TEST(CleanupAttention, ComposesAZeroAsTheDimItCopies) {
 // Where the inner target is -1 at the position the 0 copies, the dim is not a constant: the pair
 // stays.
 TEST(CleanupAttention, NeverComposesAZeroOverAnInferredDim) {
-  auto make = [] {
-    GraphBuilder b;
-    ValueId x = b.input("x", {2, 3, 4});
-    ValueId r1 = b.node("Reshape", {x, b.i64("s1", {-1, 4})});
-    ValueId r2 = b.node("Reshape", {r1, b.i64("s2", {0, 2, -1})});
-    b.output(b.node("Relu", {r2}));
-    return std::move(b.m);
-  };
-  auto m =
-      optimize_and_check(make, {"fuse_consecutive_reshapes", "eliminate_dead_nodes"}, passes::AccuracyClass::Lossless);
+  auto m = reshape_pair({-1, 4}, {0, 2, -1});
   EXPECT_EQ(count_op(m->main(), "Reshape"), 2u);
 }
 

@@ -262,31 +262,25 @@ TEST(UpgradeOpset, ResizeAndUpsample) {
   for (const char* mode : {"nearest", "linear"}) {
     SCOPED_TRACE(mode);
     const rt::Tensor x = randn(DType::Float, {1, 2, 3, 5}, 7);
-    auto up7 = [&] {
-      GraphBuilder b(7);
-      ValueId in = b.input("x", {1, 2, 3, 5});
-      b.output(b.node("Upsample", {in}, {NewAttr::String("mode", mode), NewAttr::Floats("scales", {1, 1, 2, 3})}));
-      return std::move(b.m);
+    // op(x) at `opset` in `mode`: the scales an attribute (Upsample-7) or a constant input.
+    auto scaled = [&](int64_t opset, const char* op, std::vector<float> scales) {
+      return [=] {
+        GraphBuilder b(opset);
+        ValueId in = b.input("x", {1, 2, 3, 5});
+        if (opset < 9)
+          b.output(b.node(op, {in}, {NewAttr::String("mode", mode), NewAttr::Floats("scales", scales)}));
+        else
+          b.output(b.node(op, {in, b.f32("scales", {4}, scales)}, {NewAttr::String("mode", mode)}));
+        return std::move(b.m);
+      };
     };
-    auto m = upgrade_same(up7, 23, {x});
+    auto m = upgrade_same(scaled(7, "Upsample", {1, 1, 2, 3}), 23, {x});
     NodeId r = only(m->main(), "Resize");
     EXPECT_EQ(m->main().attr_string(r, "coordinate_transformation_mode"), "asymmetric");
     EXPECT_EQ(count_op(m->main(), "Upsample"), 0u);
-    auto up9 = [&] {
-      GraphBuilder b(9);
-      ValueId in = b.input("x", {1, 2, 3, 5});
-      b.output(b.node("Upsample", {in, b.f32("scales", {4}, {1, 1, 1.5f, 2.5f})}, {NewAttr::String("mode", mode)}));
-      return std::move(b.m);
-    };
-    upgrade_same(up9, 11, {x});
-    upgrade_same(up9, 23, {x});
-    auto rs10 = [&] {
-      GraphBuilder b(10);
-      ValueId in = b.input("x", {1, 2, 3, 5});
-      b.output(b.node("Resize", {in, b.f32("scales", {4}, {1, 1, 0.6f, 1.7f})}, {NewAttr::String("mode", mode)}));
-      return std::move(b.m);
-    };
-    upgrade_same(rs10, 13, {x});
+    upgrade_same(scaled(9, "Upsample", {1, 1, 1.5f, 2.5f}), 11, {x});
+    upgrade_same(scaled(9, "Upsample", {1, 1, 1.5f, 2.5f}), 23, {x});
+    upgrade_same(scaled(10, "Resize", {1, 1, 0.6f, 1.7f}), 13, {x});
   }
 }
 
@@ -650,12 +644,14 @@ TEST(UpgradeOpset, OptimizeAndConvertFlags) {
   const fs::path dir = temp_dir("upgrade_cli");
   const fs::path in = zoo_model("bert_small");
   const std::string bin = std::string(ONNXFORGE_BINARY_DIR) + "/onnxforge";
-  auto sh = [](const std::string& cmd) {
+  // `onnxforge COMMAND bert_small -o DIR/OUT ARGS`: its exit code.
+  auto cli = [&](const std::string& command, const std::string& out, const std::string& args) {
+    const std::string cmd = bin + " " + command + " '" + in.string() + "' -o '" + (dir / out).string() + "' " + args;
     const int rc = std::system(cmd.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   };
-  ASSERT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "opt.onnx").string() +
-               "' --target-opset 23 --verify-seeds 1 --report '" + (dir / "r.json").string() + "' > /dev/null 2>&1"),
+  ASSERT_EQ(cli("optimize", "opt.onnx",
+                "--target-opset 23 --verify-seeds 1 --report '" + (dir / "r.json").string() + "' > /dev/null 2>&1"),
             0);
   auto opt = load_model(dir / "opt.onnx");
   EXPECT_EQ(opt->opset(""), 23);
@@ -666,30 +662,20 @@ TEST(UpgradeOpset, OptimizeAndConvertFlags) {
   EXPECT_GT(report["upgrade"]["nodes_adapted"].get<int>(), 0);
   EXPECT_TRUE(report["verification"]["ok"].get<bool>());
 
-  ASSERT_EQ(sh(bin + " convert '" + in.string() + "' -o '" + (dir / "conv.onnx").string() +
-               "' --target-opset 18 2> /dev/null"),
-            0);
+  ASSERT_EQ(cli("convert", "conv.onnx", "--target-opset 18 2> /dev/null"), 0);
   EXPECT_EQ(load_model(dir / "conv.onnx")->opset(""), 18);
   // A downgrade and an opset the runtime does not implement: exit 2, nothing written.
-  EXPECT_EQ(sh(bin + " convert '" + in.string() + "' -o '" + (dir / "down.onnx").string() +
-               "' --target-opset 12 2> /dev/null"),
-            2);
+  EXPECT_EQ(cli("convert", "down.onnx", "--target-opset 12 2> /dev/null"), 2);
   EXPECT_FALSE(fs::exists(dir / "down.onnx"));
-  EXPECT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "down.onnx").string() +
-               "' --target-opset 12 > /dev/null 2>&1"),
-            2);
-  EXPECT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "far.onnx").string() +
-               "' --target-opset 30 > /dev/null 2>&1"),
-            2);
+  EXPECT_EQ(cli("optimize", "down.onnx", "--target-opset 12 > /dev/null 2>&1"), 2);
+  EXPECT_EQ(cli("optimize", "far.onnx", "--target-opset 30 > /dev/null 2>&1"), 2);
   EXPECT_FALSE(fs::exists(dir / "far.onnx"));
   // One type from the option to the step: 0 is an opset like any other (out of range), not "unset".
-  EXPECT_EQ(sh(bin + " optimize '" + in.string() + "' -o '" + (dir / "zero.onnx").string() +
-               "' --target-opset 0 --no-verify > /dev/null 2>&1"),
-            2);
+  EXPECT_EQ(cli("optimize", "zero.onnx", "--target-opset 0 --no-verify > /dev/null 2>&1"), 2);
   EXPECT_FALSE(fs::exists(dir / "zero.onnx"));
   // convert says what the same step did, in the same JSON.
-  ASSERT_EQ(sh(bin + " convert '" + in.string() + "' -o '" + (dir / "conv.onnx").string() +
-               "' --target-opset 23 --overwrite --json > '" + (dir / "c.json").string() + "' 2> /dev/null"),
+  ASSERT_EQ(cli("convert", "conv.onnx",
+                "--target-opset 23 --overwrite --json > '" + (dir / "c.json").string() + "' 2> /dev/null"),
             0);
   std::ifstream cj(dir / "c.json");
   const auto converted = nlohmann::json::parse(cj);

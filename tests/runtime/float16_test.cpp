@@ -65,14 +65,14 @@ std::vector<float> hazard_floats() {
   return v;
 }
 
-}  // namespace
-
-TEST(Float16, CastsMatchScalarConversionBitForBit) {
-  const std::vector<float> xs = hazard_floats();
+// Casts float -> `narrow` -> float of `xs` on every ISA level: the narrow bits must be
+// `to_narrow`'s and the widened floats `to_float`'s of them, bit for bit.
+void expect_casts_match_scalar(const std::vector<float>& xs, DType narrow, uint16_t (*to_narrow)(float),
+                               float (*to_float)(uint16_t)) {
   const auto n = static_cast<int64_t>(xs.size());
   GraphBuilder m(17);
   ValueId x = m.input("x", {n});
-  ValueId h = m.node("Cast", {x}, {NewAttr::Int("to", static_cast<int64_t>(DType::Float16))});
+  ValueId h = m.node("Cast", {x}, {NewAttr::Int("to", static_cast<int64_t>(narrow))});
   ValueId back = m.node("Cast", {h}, {NewAttr::Int("to", static_cast<int64_t>(DType::Float))});
   m.outputs({h, back});
   const simd::Isa was = simd::active_isa_level();
@@ -84,13 +84,20 @@ TEST(Float16, CastsMatchScalarConversionBitForBit) {
     const auto got_f = values<float>(out[1]);
     size_t bad = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
-      const uint16_t want = float_to_half(xs[i]);
-      const float want_f = half_to_float(want);
+      const uint16_t want = to_narrow(xs[i]);
+      const float want_f = to_float(want);
       if ((got_h[i] != want || std::bit_cast<uint32_t>(got_f[i]) != std::bit_cast<uint32_t>(want_f)) && bad++ < 5)
-        ADD_FAILURE() << simd::isa_name(isa) << ": " << xs[i] << " -> " << got_h[i] << " want " << want;
+        ADD_FAILURE() << simd::isa_name(isa) << ": " << xs[i] << " (0x" << std::hex << std::bit_cast<uint32_t>(xs[i])
+                      << ") -> 0x" << got_h[i] << " want 0x" << want << std::dec;
     }
   }
   simd::set_isa(was);
+}
+
+}  // namespace
+
+TEST(Float16, CastsMatchScalarConversionBitForBit) {
+  expect_casts_match_scalar(hazard_floats(), DType::Float16, float_to_half, half_to_float);
 }
 
 TEST(Float16, HalfToFloatEveryBitPattern) {
@@ -229,30 +236,9 @@ TEST(BFloat16, CastsMatchScalarConversionBitForBit) {
   xs.push_back(std::bit_cast<float>(0x7f7fffffu));  // rounds to infinity
   xs.push_back(std::bit_cast<float>(0x7fffffffu));  // NaN whose rounding would carry
   xs.push_back(std::bit_cast<float>(0xff800001u));
-  for (int64_t n : {static_cast<int64_t>(xs.size()), int64_t{7}, int64_t{23}}) {
-    GraphBuilder m(17);
-    ValueId x = m.input("x", {n});
-    ValueId h = m.node("Cast", {x}, {NewAttr::Int("to", static_cast<int64_t>(DType::BFloat16))});
-    ValueId back = m.node("Cast", {h}, {NewAttr::Int("to", static_cast<int64_t>(DType::Float))});
-    m.outputs({h, back});
-    const std::vector<float> in(xs.begin(), xs.begin() + n);
-    const simd::Isa was = simd::active_isa_level();
-    for (simd::Isa isa : simd::available_isas()) {
-      ASSERT_TRUE(simd::set_isa(isa));
-      rt::Session s(m.model());
-      auto out = s.run({make<float>(DType::Float, {n}, in)});
-      const auto got_b = values<uint16_t>(out[0]);
-      const auto got_f = values<float>(out[1]);
-      size_t bad = 0;
-      for (size_t i = 0; i < in.size(); ++i) {
-        const uint16_t want = float_to_bf16(in[i]);
-        if ((got_b[i] != want || std::bit_cast<uint32_t>(got_f[i]) != uint32_t{want} << 16) && bad++ < 5)
-          ADD_FAILURE() << simd::isa_name(isa) << ": 0x" << std::hex << std::bit_cast<uint32_t>(in[i]) << " -> 0x"
-                        << got_b[i] << " want 0x" << want;
-      }
-    }
-    simd::set_isa(was);
-  }
+  for (size_t n : {xs.size(), size_t{7}, size_t{23}})
+    expect_casts_match_scalar({xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(n)}, DType::BFloat16, float_to_bf16,
+                              bf16_to_float);
 }
 
 // A bfloat16 op computes in float32 from widened operands and rounds its result once, as the

@@ -36,6 +36,23 @@ fs::path converted(const std::string& script, const std::string& name, const std
   return out;
 }
 
+// The zoo models `names` converted by `script` (`suffix`, `args` as converted()) run by both
+// runtimes, agreeing within `tol` of max(1, max|ort|); skipped when none could be converted.
+void expect_converted_agree(const std::string& script, std::initializer_list<const char*> names,
+                            const std::string& suffix, const std::string& args, const std::string& tol) {
+  std::string why, cmd = crosscheck_command(&why);
+  if (cmd.empty()) GTEST_SKIP() << why;
+  int n = 0;
+  for (const char* name : names)
+    if (const fs::path out = converted(script, name, suffix, args); !out.empty()) {
+      cmd += " " + out.string();
+      ++n;
+    }
+  if (n == 0) GTEST_SKIP() << "zoo models missing";
+  cmd += " --tol=" + tol;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
 }  // namespace
 
 TEST(OrtCrossCheck, ZooModelsAgree) {
@@ -104,19 +121,8 @@ TEST(OrtCrossCheck, QuantizedZooModelsAgree) {
 // folds QLinearAdd's scales into one ratio, so a value can land one step away and propagate).
 // Measured: ResNet 0 of 1.47, MobileNetV2 0.0083 of 0.55; tolerance 5% of max(1, max|ort|).
 TEST(OrtCrossCheck, QOperatorZooModelsAgree) {
-  std::string why, cmd = crosscheck_command(&why);
-  if (cmd.empty()) GTEST_SKIP() << why;
-  int n = 0;
-  for (const char* name : {"resnet_small", "mobilenet_v2"}) {
-    const fs::path out =
-        converted("quantize.py", name, "qoperator", "--mode qoperator --runner " ONNXFORGE_BINARY_DIR "/onnxforge");
-    if (out.empty()) continue;
-    cmd += " " + out.string();
-    ++n;
-  }
-  if (n == 0) GTEST_SKIP() << "zoo models missing";
-  cmd += " --tol=0.05";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  expect_converted_agree("quantize.py", {"resnet_small", "mobilenet_v2"}, "qoperator",
+                         "--mode qoperator --runner " ONNXFORGE_BINARY_DIR "/onnxforge", "0.05");
 }
 
 // Zoo models converted to float16 by tools/models/to_fp16.py (weights, activations and computed
@@ -128,18 +134,10 @@ TEST(OrtCrossCheck, QOperatorZooModelsAgree) {
 // layers these one-ulp steps grow to 10.5 of 676 at YOLO's box output (1.6%); every other model
 // stays under 0.3%.
 TEST(OrtCrossCheck, Float16ZooModelsAgree) {
-  std::string why, cmd = crosscheck_command(&why);
-  if (cmd.empty()) GTEST_SKIP() << why;
-  int n = 0;
-  for (const char* name : {"bert_small", "gpt2_small_cfg", "llama_small", "vit_small", "whisper_small_enc",
-                           "wav2vec2_mini", "resnet_small", "mobilenet_v2", "yolov8n_mini"})
-    if (const fs::path out = converted("to_fp16.py", name, "fp16"); !out.empty()) {
-      cmd += " " + out.string();
-      ++n;
-    }
-  if (n == 0) GTEST_SKIP() << "zoo models missing";
-  cmd += " --tol=0.02";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  expect_converted_agree("to_fp16.py",
+                         {"bert_small", "gpt2_small_cfg", "llama_small", "vit_small", "whisper_small_enc",
+                          "wav2vec2_mini", "resnet_small", "mobilenet_v2", "yolov8n_mini"},
+                         "fp16", "", "0.02");
 }
 
 // The committed table of the op versions ONNX Runtime 1.30 implements (passes/ort_ops.inc, what
