@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace onnxforge::simd::ref {
 namespace {
@@ -28,6 +29,18 @@ Dims row_major_strides(std::span<const std::int64_t> shape) {
 // Output shape and, for each input, per-output-dim strides (0 where broadcast).
 struct Broadcast {
   Dims out, sa, sb;
+
+  // Element offsets into a and b of the output's flat index o.
+  std::pair<std::int64_t, std::int64_t> offsets(std::int64_t o) const {
+    std::int64_t oa = 0, ob = 0;
+    for (std::size_t d = out.size(); d-- > 0;) {
+      const std::int64_t i = o % out[d];
+      o /= out[d];
+      oa += i * sa[d];
+      ob += i * sb[d];
+    }
+    return {oa, ob};
+  }
 };
 
 Broadcast broadcast(Shape a, Shape b) {
@@ -52,15 +65,8 @@ template <class TA, class TY, class F>
 void broadcast_apply(Shape a_shape, const TA* a, Shape b_shape, const TA* b, TY* y, F f) {
   const Broadcast bc = broadcast(a_shape, b_shape);
   const std::int64_t n = product(bc.out);
-  Dims idx(bc.out.size(), 0);
   for (std::int64_t o = 0; o < n; ++o) {
-    std::int64_t rem = o, oa = 0, ob = 0;
-    for (std::size_t d = bc.out.size(); d-- > 0;) {
-      const std::int64_t i = rem % bc.out[d];
-      rem /= bc.out[d];
-      oa += i * bc.sa[d];
-      ob += i * bc.sb[d];
-    }
+    const auto [oa, ob] = bc.offsets(o);
     y[o] = f(a[oa], b[ob]);
   }
 }
@@ -99,13 +105,7 @@ void matmul(std::span<const std::int64_t> a_shape, const float* a, std::span<con
   const Broadcast bc = broadcast(abatch, bbatch);
   const std::int64_t batches = product(bc.out);
   for (std::int64_t t = 0; t < batches; ++t) {
-    std::int64_t rem = t, oa = 0, ob = 0;
-    for (std::size_t d = bc.out.size(); d-- > 0;) {
-      const std::int64_t i = rem % bc.out[d];
-      rem /= bc.out[d];
-      oa += i * bc.sa[d];
-      ob += i * bc.sb[d];
-    }
+    const auto [oa, ob] = bc.offsets(t);
     const float* pa = a + oa * M * K;
     const float* pb = b + ob * K * N;
     float* py = y + t * M * N;

@@ -122,7 +122,41 @@ namespace {
 struct ConvCase {
   std::vector<int64_t> x_shape, w_shape, strides, dilations, pads;
   int64_t group = 1;
+
+  std::vector<NewAttr> attrs() const {
+    return {NewAttr::Ints("strides", strides), NewAttr::Ints("dilations", dilations), NewAttr::Ints("pads", pads),
+            NewAttr::Int("group", group)};
+  }
 };
+
+// Random operands of one case: x and w, x's zero point and w's (one per output channel when
+// per_channel).
+struct ConvOperands {
+  std::vector<uint8_t> x, w, xz, wz;
+  bool per_channel;
+
+  ConvOperands(const ConvCase& cc, DType tx, DType tw, bool per_channel_) : per_channel(per_channel_) {
+    int64_t nx = 1, nw = 1;
+    for (int64_t d : cc.x_shape) nx *= d;
+    for (int64_t d : cc.w_shape) nw *= d;
+    x = random_bytes(static_cast<size_t>(nx));
+    w = random_bytes(static_cast<size_t>(nw));
+    xz = {random_zp(tx)};
+    wz.resize(per_channel ? static_cast<size_t>(cc.w_shape[0]) : 1);
+    for (auto& z : wz) z = random_zp(tw);
+  }
+  std::vector<int64_t> wz_shape() const {
+    return per_channel ? std::vector<int64_t>{static_cast<int64_t>(wz.size())} : std::vector<int64_t>{};
+  }
+};
+
+// Runs the one-node model, feeding w when it is a graph input rather than a constant.
+rt::Tensor run_conv(const Model& m, const ConvCase& cc, const ConvOperands& d, DType tx, DType tw, bool const_w) {
+  rt::Session s(m);
+  std::vector<rt::Tensor> feeds{bytes_tensor(tx, cc.x_shape, d.x)};
+  if (!const_w) feeds.push_back(bytes_tensor(tw, cc.w_shape, d.w));
+  return s.run(feeds)[0];
+}
 
 // int64 reference of ConvInteger (outside the input counts as x's zero point).
 std::vector<int64_t> conv_reference(const ConvCase& c, const std::vector<uint8_t>& x, DType tx, int64_t xz,
@@ -191,27 +225,16 @@ TEST(QuantOps, ConvIntegerMatchesSpec) {
         for (DType tw : {DType::Int8, DType::Uint8})
           for (bool const_w : {true, false})
             for (bool per_channel : {false, true}) {
-              int64_t nx = 1, nw = 1;
-              for (int64_t d : cc.x_shape) nx *= d;
-              for (int64_t d : cc.w_shape) nw *= d;
-              auto x = random_bytes(static_cast<size_t>(nx)), w = random_bytes(static_cast<size_t>(nw));
-              std::vector<uint8_t> xz{random_zp(tx)}, wz(per_channel ? static_cast<size_t>(cc.w_shape[0]) : 1);
-              for (auto& z : wz) z = random_zp(tw);
+              const ConvOperands d(cc, tx, tw, per_channel);
               GraphBuilder g(10);
               ValueId X = g.input("x", cc.x_shape, tx);
-              ValueId W = const_w ? g.init<uint8_t>("w", cc.w_shape, w, tw) : g.input("w", cc.w_shape, tw);
-              ValueId XZ = g.init<uint8_t>("xz", {}, xz, tx);
-              ValueId WZ = g.init<uint8_t>(
-                  "wz", per_channel ? std::vector<int64_t>{cc.w_shape[0]} : std::vector<int64_t>{}, wz, tw);
-              g.outputs({g.node("ConvInteger", {X, W, XZ, WZ},
-                                {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
-                                 NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
-              rt::Session s(g.model());
-              std::vector<rt::Tensor> in{bytes_tensor(tx, cc.x_shape, x)};
-              if (!const_w) in.push_back(bytes_tensor(tw, cc.w_shape, w));
-              auto y = s.run(in)[0];
+              ValueId W = const_w ? g.init<uint8_t>("w", cc.w_shape, d.w, tw) : g.input("w", cc.w_shape, tw);
+              ValueId XZ = g.init<uint8_t>("xz", {}, d.xz, tx);
+              ValueId WZ = g.init<uint8_t>("wz", d.wz_shape(), d.wz, tw);
+              g.outputs({g.node("ConvInteger", {X, W, XZ, WZ}, cc.attrs())});
+              auto y = run_conv(g.model(), cc, d, tx, tw, const_w);
               Shape want_shape;
-              auto want = conv_reference(cc, x, tx, val(xz, 0, tx), w, tw, wz, &want_shape);
+              auto want = conv_reference(cc, d.x, tx, val(d.xz, 0, tx), d.w, tw, d.wz, &want_shape);
               ASSERT_EQ(y.shape, want_shape);
               for (size_t i = 0; i < want.size(); ++i)
                 ASSERT_EQ(y.ptr<int32_t>()[i], want[i]) << "case x" << rt::shape_str(cc.x_shape) << " at " << i;
@@ -288,13 +311,8 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
             // channel with the weights a graph input (packed per run).
             const bool per_channel = variant > 0, const_w = variant < 2;
             const DType tw = tx == DType::Uint8 ? DType::Int8 : DType::Uint8;
-            int64_t nx = 1, nw = 1;
-            for (int64_t d : cc.x_shape) nx *= d;
-            for (int64_t d : cc.w_shape) nw *= d;
             const int64_t M = cc.w_shape[0];
-            auto x = random_bytes(static_cast<size_t>(nx)), w = random_bytes(static_cast<size_t>(nw));
-            std::vector<uint8_t> xz{random_zp(tx)}, wz(per_channel ? static_cast<size_t>(M) : 1);
-            for (auto& z : wz) z = random_zp(tw);
+            const ConvOperands d(cc, tx, tw, per_channel);
             const uint8_t yz =
                 ty == DType::Uint8 ? (per_channel ? 5 : 250) : static_cast<uint8_t>(per_channel ? -120 : 110);
             std::vector<float> ws(per_channel ? static_cast<size_t>(M) : 1);
@@ -306,22 +324,17 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
             std::vector<ValueId> ins{
                 X,
                 g.f32("xs", {}, {1.f}),
-                g.init<uint8_t>("xz", {}, xz, tx),
-                const_w ? g.init<uint8_t>("w", cc.w_shape, w, tw) : g.input("w", cc.w_shape, tw),
-                g.f32("ws", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, ws),
-                g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{}, wz, tw),
+                g.init<uint8_t>("xz", {}, d.xz, tx),
+                const_w ? g.init<uint8_t>("w", cc.w_shape, d.w, tw) : g.input("w", cc.w_shape, tw),
+                g.f32("ws", d.wz_shape(), ws),
+                g.init<uint8_t>("wz", d.wz_shape(), d.wz, tw),
                 g.f32("ys", {}, {1.f}),
                 g.init<uint8_t>("yz", {}, {yz}, ty)};
             if (per_channel) ins.push_back(g.init<int32_t>("b", {M}, bias, DType::Int32));
-            g.outputs({g.node("QLinearConv", ins,
-                              {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
-                               NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
-            rt::Session s(g.model());
-            std::vector<rt::Tensor> feeds{bytes_tensor(tx, cc.x_shape, x)};
-            if (!const_w) feeds.push_back(bytes_tensor(tw, cc.w_shape, w));
-            auto y = s.run(feeds)[0];
+            g.outputs({g.node("QLinearConv", ins, cc.attrs())});
+            auto y = run_conv(g.model(), cc, d, tx, tw, const_w);
             Shape shape;
-            auto acc = conv_reference(cc, x, tx, val(xz, 0, tx), w, tw, wz, &shape);
+            auto acc = conv_reference(cc, d.x, tx, val(d.xz, 0, tx), d.w, tw, d.wz, &shape);
             ASSERT_EQ(y.shape, shape);
             ASSERT_EQ(y.dtype, ty);
             int64_t P = 1;
@@ -832,9 +845,7 @@ TEST(QuantOps, DynamicQuantizeFusedIntoConvInteger) {
           ValueId W = g.init<uint8_t>("w", cc.w_shape, random_bytes(static_cast<size_t>(nw)), tw);
           ValueId WZ =
               g.init<uint8_t>("wz", per_channel ? std::vector<int64_t>{cc.w_shape[0]} : std::vector<int64_t>{}, wz, tw);
-          g.outputs({g.node("ConvInteger", {q[0], W, q[2], WZ},
-                            {NewAttr::Ints("strides", cc.strides), NewAttr::Ints("dilations", cc.dilations),
-                             NewAttr::Ints("pads", cc.pads), NewAttr::Int("group", cc.group)})});
+          g.outputs({g.node("ConvInteger", {q[0], W, q[2], WZ}, cc.attrs())});
           SCOPED_TRACE("x" + rt::shape_str(cc.x_shape) + " kind " + std::to_string(kind));
           EXPECT_EQ(fused_equals_plain(g.model(), {make<float>(DType::Float, cc.x_shape, dq_input(nx, kind))}), 1u);
         }
