@@ -28,6 +28,8 @@ dims_of() {
     ppocr_det) echo "--dim p2o.DynamicDimension.0=1 --dim p2o.DynamicDimension.1=640 --dim p2o.DynamicDimension.2=640" ;;
     ppocr_rec) echo "--dim p2o.DynamicDimension.0=1 --dim p2o.DynamicDimension.1=320" ;;
     ppocr_cls) echo "--dim p2o.DynamicDimension.0=1 --dim p2o.DynamicDimension.1=48 --dim p2o.DynamicDimension.2=192" ;;
+    oww_melspectrogram) echo "--dim batch_size=1 --dim samples=1280" ;;
+    oww_embedding) echo "--dim unk__314=1" ;;
     *) echo "" ;;
   esac
 }
@@ -35,7 +37,7 @@ dims_of() {
 # Iterations per round: a 0.2 ms model needs many for a stable median.
 iters_of() {
   case "$1" in
-    silero_vad_v5) echo "${ITERS_SMALL:-2000}" ;;
+    silero_vad_v5 | oww_*) echo "${ITERS_SMALL:-2000}" ;;
     *) echo "$ITERS" ;;
   esac
 }
