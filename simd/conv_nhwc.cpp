@@ -235,16 +235,16 @@ void bias_only(const Geometry& g, Isa isa, const float* bias, float* y, const Un
   }
 }
 
-// 3x3 convs on maps of at most 14 x 14 outputs run the NCHW direct kernel between two
-// transposes (of at most 196 pixels, a few microseconds). In ResNet-50 at 2 threads (profiles
+// 3x3 convs on maps of at most 16 x 16 outputs run the NCHW direct kernel between two
+// transposes (of at most 256 pixels, a few microseconds). In ResNet-50 at 2 threads (profiles
 // of both layouts alternating), the implicit GEMM took 0.1-0.4 ms longer on each of layer3's
-// 3x3 convs and 0.5-0.7 ms longer on layer4's; on larger maps it is on par or faster.
-constexpr std::int64_t kDirectMaxPixels = 196;
+// 3x3 convs and 0.5-0.7 ms longer on layer4's; ISNet's 16 x 16 stage (512 channels, 2 threads,
+// alternating) took 12-22% longer in the implicit GEMM; on 32 x 32 maps the two were on par.
+constexpr std::int64_t kDirectMaxPixels = 256;
 
 bool direct_on_small_map(const ConvParams& p) {
   return detail::conv_direct_routed(p) && p.out_spatial() <= kDirectMaxPixels;
 }
-
 // y (NHWC) = the direct kernel's result, run on NCHW copies of x (and of y's residual).
 void direct_between_transposes(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcWeights& w,
                                const float* bias, float* y, const Unary& act, bool accumulate) {

@@ -150,6 +150,9 @@ TEST_P(ConvNhwc, OutputMapSizes) {
   for (std::int64_t oh : {1, 2, 3, 7, 13, 20})
     for (std::int64_t ow : {1, 2, 5, 8, 11, 20})
       check({1, 12, 52, oh, ow, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, oh % 2 == 1, false, seed++);
+  // The largest maps of the direct 3x3 kernel between transposes (16 x 16) and the first past it.
+  check({1, 40, 64, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, true, false, seed++);
+  check({1, 40, 64, 16, 17, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, false, false, seed++);
 }
 
 TEST_P(ConvNhwc, EpiloguesResidualAndNchwInput) {
