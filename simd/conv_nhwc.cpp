@@ -302,8 +302,8 @@ void few_outputs(const Geometry& g, const ConvNhwcWeights& w, const float* x, co
           for (std::size_t kw = 0; kw < g.KW; ++kw) {
             const std::int64_t iw = ow * g.SW - g.PL + static_cast<std::int64_t>(kw) * g.DW;
             const bool in = ih >= 0 && ih < H && (interior || (iw >= 0 && iw < W));
-            taps[kh * g.KW + kw] = in ? img + (static_cast<std::size_t>(ih) * g.W + static_cast<std::size_t>(iw)) * C
-                                      : zeros.data();
+            taps[kh * g.KW + kw] =
+                in ? img + (static_cast<std::size_t>(ih) * g.W + static_cast<std::size_t>(iw)) * C : zeros.data();
           }
         }
       };
@@ -409,9 +409,8 @@ void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcW
   const bool pointwise = is_pointwise(p);
   const Geometry g = geometry(p);
   if (!same_conv(p, w.params) || w.nr == 0 ||
-      (w.few.empty() &&
-       ((!pointwise && w.igemm == nullptr && w.direct.empty()) ||
-        (pointwise && g.C > 0 && g.M > 0 && w.b.empty() && w.igemm == nullptr))))
+      (w.few.empty() && ((!pointwise && w.igemm == nullptr && w.direct.empty()) ||
+                         (pointwise && g.C > 0 && g.M > 0 && w.b.empty() && w.igemm == nullptr))))
     fail("conv_nhwc", "the weights were packed for other parameters");
   if (g.P == 0 || g.M == 0) return;
   if (g.C == 0) {
