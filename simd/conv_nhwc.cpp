@@ -239,11 +239,18 @@ void bias_only(const Geometry& g, Isa isa, const float* bias, float* y, const Un
 // transposes (of at most 256 pixels, a few microseconds). In ResNet-50 at 2 threads (profiles
 // of both layouts alternating), the implicit GEMM took 0.1-0.4 ms longer on each of layer3's
 // 3x3 convs and 0.5-0.7 ms longer on layer4's; ISNet's 16 x 16 stage (512 channels, 2 threads,
-// alternating) took 12-22% longer in the implicit GEMM; on 32 x 32 maps the two were on par.
+// alternating) took 12-22% longer in the implicit GEMM.
 constexpr std::int64_t kDirectMaxPixels = 256;
+// With at least 256 input channels (K >= 2304, split into many K blocks that each pass over the
+// output tile again), up to 32 x 32: ISNet's 32 x 32 stage (256-512 channels), per-node sums
+// of its 14 convs alternating the two routes in one binary, 9 pairs at 1 and 2 threads: the
+// direct kernel faster in 7, by 10% at the median (load 8).
+constexpr std::int64_t kDirectMaxPixelsDeep = 1024, kDirectDeepChannels = 256;
 
 bool direct_on_small_map(const ConvParams& p) {
-  return detail::conv_direct_routed(p) && p.out_spatial() <= kDirectMaxPixels;
+  return detail::conv_direct_routed(p) &&
+         (p.out_spatial() <= kDirectMaxPixels ||
+          (p.out_spatial() <= kDirectMaxPixelsDeep && p.in_channels >= kDirectDeepChannels));
 }
 // y (NHWC) = the direct kernel's result, run on NCHW copies of x (and of y's residual).
 void direct_between_transposes(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcWeights& w,

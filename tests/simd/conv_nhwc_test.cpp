@@ -153,6 +153,9 @@ TEST_P(ConvNhwc, OutputMapSizes) {
   // The largest maps of the direct 3x3 kernel between transposes (16 x 16) and the first past it.
   check({1, 40, 64, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, true, false, seed++);
   check({1, 40, 64, 16, 17, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, false, false, seed++);
+  // Up to 32 x 32 with at least 256 input channels; fewer channels stay on the implicit GEMM.
+  check({1, 256, 48, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, true, false, seed++);
+  check({1, 255, 48, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::none(), true, false, false, seed++);
 }
 
 TEST_P(ConvNhwc, EpiloguesResidualAndNchwInput) {
