@@ -1,7 +1,7 @@
 #!/bin/bash
 # Whole-model latency on real-world models shipped in npm packages (issue 18: segmentation with
 # float16 activations, OCR detection/recognition/classification, silero VAD's LSTM inside nested
-# If bodies) vs ONNX Runtime (npm
+# If bodies, openWakeWord's mel front end, speech embedding and wake-word heads) vs ONNX Runtime (npm
 # onnxruntime-node 1.30), same inputs, same threads, the two alternating in rounds so that load
 # on the shared machine hits both alike. Prints per-model medians and the ratio.
 #
@@ -19,7 +19,7 @@ source "$(dirname "$0")/common.sh"
 vs_ort_setup "${1:-$REPO/build}"
 ITERS=${ITERS:-5}
 DIR=${REAL_MODELS:-$REPO/.cache/real_models}
-MODELS=(${MODELS:-ppocr_det ppocr_rec ppocr_cls isnet_fp16 isnet_quint8 silero_vad_v5})
+MODELS=(${MODELS:-ppocr_det ppocr_rec ppocr_cls isnet_fp16 isnet_quint8 silero_vad_v5 oww_melspectrogram oww_embedding oww_hey_jarvis oww_alexa})
 PY=/usr/bin/python3
 
 # Symbolic dimensions of each model's input: the sizes the packages' own pipelines feed.
@@ -28,6 +28,8 @@ dims_of() {
     ppocr_det) echo "--dim p2o.DynamicDimension.0=1 --dim p2o.DynamicDimension.1=640 --dim p2o.DynamicDimension.2=640" ;;
     ppocr_rec) echo "--dim p2o.DynamicDimension.0=1 --dim p2o.DynamicDimension.1=320" ;;
     ppocr_cls) echo "--dim p2o.DynamicDimension.0=1 --dim p2o.DynamicDimension.1=48 --dim p2o.DynamicDimension.2=192" ;;
+    oww_melspectrogram) echo "--dim batch_size=1 --dim samples=1280" ;;
+    oww_embedding) echo "--dim unk__314=1" ;;
     *) echo "" ;;
   esac
 }
@@ -35,7 +37,7 @@ dims_of() {
 # Iterations per round: a 0.2 ms model needs many for a stable median.
 iters_of() {
   case "$1" in
-    silero_vad_v5) echo "${ITERS_SMALL:-2000}" ;;
+    silero_vad_v5 | oww_*) echo "${ITERS_SMALL:-2000}" ;;
     *) echo "$ITERS" ;;
   esac
 }
@@ -69,7 +71,7 @@ done
 TMP=$(mktemp -d /tmp/onnxforge_real_perf.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, threads $THREADS, rounds $ROUNDS x $ITERS iterations (silero_vad_v5: ${ITERS_SMALL:-2000})"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, threads $THREADS, rounds $ROUNDS x $ITERS iterations (silero_vad_v5, oww_*: ${ITERS_SMALL:-2000})"
 if [ -n "${BASE_BIN:-}" ]; then
   printf "%-14s %10s %14s %12s %8s %8s %12s\n" model "base ms" "onnxforge ms" "ORT ms" ratio base/ORT "paired new/base"
 else

@@ -235,16 +235,23 @@ void bias_only(const Geometry& g, Isa isa, const float* bias, float* y, const Un
   }
 }
 
-// 3x3 convs on maps of at most 14 x 14 outputs run the NCHW direct kernel between two
-// transposes (of at most 196 pixels, a few microseconds). In ResNet-50 at 2 threads (profiles
+// 3x3 convs on maps of at most 16 x 16 outputs run the NCHW direct kernel between two
+// transposes (of at most 256 pixels, a few microseconds). In ResNet-50 at 2 threads (profiles
 // of both layouts alternating), the implicit GEMM took 0.1-0.4 ms longer on each of layer3's
-// 3x3 convs and 0.5-0.7 ms longer on layer4's; on larger maps it is on par or faster.
-constexpr std::int64_t kDirectMaxPixels = 196;
+// 3x3 convs and 0.5-0.7 ms longer on layer4's; ISNet's 16 x 16 stage (512 channels, 2 threads,
+// alternating) took 12-22% longer in the implicit GEMM.
+constexpr std::int64_t kDirectMaxPixels = 256;
+// With at least 256 input channels (K >= 2304, split into many K blocks that each pass over the
+// output tile again), up to 32 x 32: ISNet's 32 x 32 stage (256-512 channels), per-node sums
+// of its 14 convs alternating the two routes in one binary, 9 pairs at 1 and 2 threads: the
+// direct kernel faster in 7, by 10% at the median (load 8).
+constexpr std::int64_t kDirectMaxPixelsDeep = 1024, kDirectDeepChannels = 256;
 
 bool direct_on_small_map(const ConvParams& p) {
-  return detail::conv_direct_routed(p) && p.out_spatial() <= kDirectMaxPixels;
+  return detail::conv_direct_routed(p) &&
+         (p.out_spatial() <= kDirectMaxPixels ||
+          (p.out_spatial() <= kDirectMaxPixelsDeep && p.in_channels >= kDirectDeepChannels));
 }
-
 // y (NHWC) = the direct kernel's result, run on NCHW copies of x (and of y's residual).
 void direct_between_transposes(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcWeights& w,
                                const float* bias, float* y, const Unary& act, bool accumulate) {
@@ -257,6 +264,72 @@ void direct_between_transposes(const ConvParams& p, const float* x, bool x_nchw,
   if (accumulate) nhwc_to_nchw(N, M, OHW, y, ys.data());
   detail::conv_direct(p, x, w.direct.data(), bias, ys.data(), act, accumulate);
   nchw_to_nhwc(N, M, OHW, ys.data(), y);
+}
+
+// Few output channels (segmentation side outputs: ISNet's 64 -> 1 at 512 x 512): per output
+// pixel, the dot products of its taps' channels with each output's weights. The implicit GEMM
+// pads the outputs to a whole panel, and the NCHW row-sum kernel needed a transposed copy of the
+// input (ISNet's side1 took 38 ms there against ORT's 21, most of it the 64 MiB transpose).
+bool few_outputs_fit(const ConvParams& p) {
+  return p.out_channels >= 1 && static_cast<std::size_t>(p.out_channels) <= detail::kFewOutputsMax &&
+         p.in_channels >= 8 && static_cast<std::size_t>(p.kernel[0] * p.kernel[1]) <= detail::kFewOutputsMaxTaps;
+}
+
+void few_outputs(const Geometry& g, const ConvNhwcWeights& w, const float* x, const float* bias, float* y,
+                 const Unary& act, bool accumulate) {
+  const detail::KernelTable& kt = detail::table_for(w.isa);
+  const std::size_t C = g.C, M = g.M, T = g.T, step = static_cast<std::size_t>(g.SW) * C;
+  const auto H = static_cast<std::int64_t>(g.H), W = static_cast<std::int64_t>(g.W);
+  const auto OW = static_cast<std::int64_t>(g.OW);
+  // Columns [lo, hi) read every kw tap inside the row; a run of them moves every tap by `step`.
+  std::int64_t lo = 0, hi = OW;
+  for (std::size_t kw = 0; kw < g.KW; ++kw) {
+    const std::int64_t off = static_cast<std::int64_t>(kw) * g.DW - g.PL;  // iw = ow * SW + off
+    lo = std::max(lo, off >= 0 ? std::int64_t{0} : (-off + g.SW - 1) / g.SW);
+    hi = std::min(hi, W - off <= 0 ? std::int64_t{0} : (W - off - 1) / g.SW + 1);
+  }
+  hi = std::max(hi, lo);
+  // Taps above or below the input read zeros, moved along with the others over a run.
+  const std::size_t zn = static_cast<std::size_t>(hi - lo) * step + C + 16;
+  detail::Scratch zeros(zn);
+  std::fill(zeros.data(), zeros.data() + zn, 0.f);
+  const Unary* a = act.op == UnaryOp::Identity ? nullptr : &act;
+  detail::parallel_chunks(g.N * g.OH, 1, [&](std::size_t r0, std::size_t r1) {
+    const float* taps[detail::kFewOutputsMaxTaps];
+    detail::Scratch tmp(accumulate ? g.OW * M : 1);
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::size_t n = r / g.OH;
+      const auto oh = static_cast<std::int64_t>(r % g.OH);
+      const float* img = x + n * g.H * g.W * C;
+      float* yr = y + r * g.OW * M;
+      float* out = accumulate ? tmp.data() : yr;
+      auto pixel_taps = [&](std::int64_t ow, bool interior) {
+        for (std::size_t kh = 0; kh < g.KH; ++kh) {
+          const std::int64_t ih = oh * g.SH - g.PT + static_cast<std::int64_t>(kh) * g.DH;
+          for (std::size_t kw = 0; kw < g.KW; ++kw) {
+            const std::int64_t iw = ow * g.SW - g.PL + static_cast<std::int64_t>(kw) * g.DW;
+            const bool in = ih >= 0 && ih < H && (interior || (iw >= 0 && iw < W));
+            taps[kh * g.KW + kw] =
+                in ? img + (static_cast<std::size_t>(ih) * g.W + static_cast<std::size_t>(iw)) * C : zeros.data();
+          }
+        }
+      };
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        if (ow == lo && hi > lo) {
+          pixel_taps(ow, true);
+          kt.few_outputs_pixels(taps, T, step, static_cast<std::size_t>(hi - lo), C, w.few.data(), M, bias,
+                                out + static_cast<std::size_t>(ow) * M);
+          ow = hi - 1;
+          continue;
+        }
+        pixel_taps(ow, false);
+        kt.few_outputs_pixels(taps, T, step, 1, C, w.few.data(), M, bias, out + static_cast<std::size_t>(ow) * M);
+      }
+      // conv + bias first, then the residual, then the activation: the bits of the unfused plan.
+      if (accumulate) kt.binary_vv(BinaryOp::Add, out, yr, yr, g.OW * M);
+      if (a != nullptr) kt.unary(*a, yr, yr, g.OW * M);
+    }
+  });
 }
 
 // Whether the wide indirect panel leaves fewer padded columns than the GEMM's (64, 128, 256 ...
@@ -286,6 +359,8 @@ constexpr std::size_t kOneBlockMaxBytes = std::size_t{256} << 10;
 
 bool conv_nhwc_supported(const ConvParams& p) { return p.rank == 2 && p.group == 1; }
 
+bool conv_nhwc_few_outputs(const ConvParams& p) { return conv_nhwc_supported(p) && few_outputs_fit(p); }
+
 ConvNhwcWeights pack_conv_weights_nhwc(const ConvParams& p, const float* w) {
   validate("pack_conv_weights_nhwc", p);
   const detail::KernelTable& kt = detail::active_table();
@@ -297,6 +372,13 @@ ConvNhwcWeights pack_conv_weights_nhwc(const ConvParams& p, const float* w) {
   r.kc = static_cast<std::size_t>(kt.gemm.kc);
   std::size_t wnr = 0;
   const bool wide = wide_panel_fits(r.isa, g.M, r.nr, static_cast<std::size_t>(kt.vec), wnr);
+  if (few_outputs_fit(p)) {
+    r.few.resize(g.M * g.T * g.C);
+    for (std::size_t m = 0; m < g.M; ++m)
+      for (std::size_t c = 0; c < g.C; ++c)
+        for (std::size_t t = 0; t < g.T; ++t) r.few[(m * g.T + t) * g.C + c] = w[(m * g.C + c) * g.T + t];
+    return r;
+  }
   if (is_pointwise(p) && !(wide && g.M >= kPointwiseWideMinM)) {
     if (g.C > 0 && g.M > 0) r.b = pack_b(true, g.C, g.M, w, g.C);  // w [M][C] is W^T stored transposed
     return r;
@@ -333,8 +415,9 @@ void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcW
   validate("conv_nhwc", p);
   const bool pointwise = is_pointwise(p);
   const Geometry g = geometry(p);
-  if (!same_conv(p, w.params) || w.nr == 0 || (!pointwise && w.igemm == nullptr && w.direct.empty()) ||
-      (pointwise && g.C > 0 && g.M > 0 && w.b.empty() && w.igemm == nullptr))
+  if (!same_conv(p, w.params) || w.nr == 0 ||
+      (w.few.empty() && ((!pointwise && w.igemm == nullptr && w.direct.empty()) ||
+                         (pointwise && g.C > 0 && g.M > 0 && w.b.empty() && w.igemm == nullptr))))
     fail("conv_nhwc", "the weights were packed for other parameters");
   if (g.P == 0 || g.M == 0) return;
   if (g.C == 0) {
@@ -356,6 +439,10 @@ void conv_nhwc(const ConvParams& p, const float* x, bool x_nchw, const ConvNhwcW
     const std::array<std::int64_t, 3> perm{0, 2, 1};
     transpose(sizeof(float), shape, x, perm, xt.data());
     x = xt.data();
+  }
+  if (!w.few.empty()) {
+    few_outputs(g, w, x, bias, y, act, accumulate);
+    return;
   }
   if (pointwise && !w.b.empty()) {
     const Epilogue ep{bias != nullptr ? Bias::PerCol : Bias::None, bias, act};

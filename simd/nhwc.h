@@ -19,6 +19,10 @@ namespace onnxforge::simd {
 // pads, batch).
 bool conv_nhwc_supported(const ConvParams& p);
 
+// Whether conv_nhwc() takes these parameters through its few-output-channel kernel (at most 4
+// outputs, at least 8 input channels, at most 49 taps): no panel padded to 48-64 outputs.
+bool conv_nhwc_few_outputs(const ConvParams& p);
+
 // Weights packed once for conv_nhwc(); opaque to callers. Throws std::invalid_argument for
 // parameters conv_nhwc_supported() rejects. Tied to the ISA level active when packing (as
 // PackedB): conv_nhwc() always runs that level's kernels.
@@ -27,6 +31,7 @@ struct ConvNhwcWeights {
   PackedB b;                  // most pointwise convs (1x1, stride 1, no pads): W^T for a plain GEMM (K = C, N = M)
   std::vector<float> fewc;    // few-input-channel direct kernel (CNN stems), when it applies
   std::vector<float> direct;  // direct 3x3 kernel (NCHW, between transposes), on small maps
+  std::vector<float> few;     // few output channels: [M][KH*KW][C], per-pixel dot products
   // Other convs, the implicit GEMM: K = KH*KW*C rows in (kh, kw, c) order, N = M, in the GEMM's
   // panel layout (simd/detail/gemm_driver.h) over the K blocks of conv_nhwc.cpp.
   std::shared_ptr<const float> igemm;

@@ -215,10 +215,12 @@ void conv(OpContext& c) {
   const Tensor* res = c.in(3);  // fused residual Add (KernelDef::residual_input)
   if (res && res->dtype != DType::Float) c.error("the fused residual of Conv must be float32");
   // Channels-last when the input already is or the readers want it (Plan::plan_layouts).
-  // Few output channels (ISNet's 1-channel side outputs) take the row-sum kernel on an NCHW
-  // copy instead: the implicit GEMM would pad one output column to a whole panel.
+  // Few output channels (ISNet's 1-channel side outputs) take conv_nhwc's per-pixel dot
+  // products there, else the row-sum kernel on an NCHW copy: the implicit GEMM would pad one
+  // output column to a whole panel.
   const bool few = simd::conv_few_outputs_supported(p);
-  if (state && (x_in.nhwc || c.prefer_nhwc) && !few && simd::conv_nhwc_supported(p) && (!res || res->shape == ys)) {
+  if (state && (x_in.nhwc || c.prefer_nhwc) && (!few || simd::conv_nhwc_few_outputs(p)) &&
+      simd::conv_nhwc_supported(p) && (!res || res->shape == ys)) {
     const ConvState& st = *state;
     std::call_once(st.nhwc_once, [&] { st.nhwc = simd::pack_conv_weights_nhwc(p, w.ptr<float>()); });
     conv_channels_last(c, p, x_in, st, pb, res, ys, c.prefer_nhwc);

@@ -70,31 +70,46 @@ bool concat_takes_nhwc(const Graph& g, NodeId n) {
 
 // y (channels-last [N, H, W, sum C]) = the inputs' channels side by side, each input either
 // layout (an NCHW one transposed on the way).
+// Copies n bytes with inline 16-byte moves: a channels-last concat copies a few dozen to a few
+// hundred bytes per pixel and input, where a call to memcpy per segment dominated.
+inline void copy_segment(std::byte* dst, const std::byte* src, size_t n) {
+  size_t k = 0;
+  for (; k + 16 <= n; k += 16) std::memcpy(dst + k, src + k, 16);
+  if (k < n) std::memcpy(dst + k, src + k, n - k);
+}
+
 void concat_channels_last(OpContext& c, const std::vector<const Tensor*>& xs, const Shape& ys) {
   Tensor& y = c.output(0, xs[0]->dtype, ys);
   const size_t es = dtype_size(y.dtype);
   const int64_t N = ys[0], HW = ys[2] * ys[3], ctot = ys[1];
   const size_t out_px = static_cast<size_t>(ctot) * es;
-  int64_t off = 0;
+  std::vector<Tensor> held;
+  held.reserve(xs.size());
+  std::vector<const std::byte*> srcs;
+  std::vector<size_t> bytes;
   for (const Tensor* x : xs) {
     const int64_t ci = x->shape[1];
-    Tensor t;
     if (!x->nhwc && ci > 1 && HW > 1) {
-      t = Tensor::alloc(x->dtype, {N, HW, ci});
+      Tensor& t = held.emplace_back(Tensor::alloc(x->dtype, {N, HW, ci}));
       const int64_t perm[] = {0, 2, 1};
       const int64_t in_shape[] = {N, ci, HW};
       simd::transpose(es, in_shape, x->data, perm, t.data);
       x = &t;
     }
-    const std::byte* src = x->data;
-    std::byte* dst = y.data + static_cast<size_t>(off) * es;
-    const size_t px = static_cast<size_t>(ci) * es;
-    if (px != 0)
-      simd::parallel_chunks(static_cast<size_t>(N * HW), 4096, [&](size_t b, size_t e) {
-        for (size_t p = b; p < e; ++p) std::memcpy(dst + p * out_px, src + p * px, px);
-      });
-    off += ci;
+    srcs.push_back(x->data);
+    bytes.push_back(static_cast<size_t>(ci) * es);
   }
+  // One pass over the output pixels, each written whole (every input's channels in turn): a
+  // pass per input wrote each output line once per input (ISNet fp16's 89 concats: 49 ms, ORT 22).
+  simd::parallel_chunks(static_cast<size_t>(N * HW), 1024, [&](size_t b, size_t e) {
+    for (size_t p = b; p < e; ++p) {
+      std::byte* dst = y.data + p * out_px;
+      for (size_t i = 0; i < srcs.size(); ++i) {
+        copy_segment(dst, srcs[i] + p * bytes[i], bytes[i]);
+        dst += bytes[i];
+      }
+    }
+  });
   y.nhwc = true;
 }
 

@@ -1,11 +1,13 @@
 // MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool: 1-3 spatial dims.
 
+#include <array>
 #include <cmath>
 #include <tuple>
 
 #include "runtime/ops/common.h"
 #include "runtime/ops/conv_util.h"
 #include "simd/nhwc.h"
+#include "simd/reduce.h"
 #include "simd/parallel.h"
 
 namespace onnxforge::rt {
@@ -319,6 +321,15 @@ void global_pool(OpContext& c) {
   const Tensor x = to_nchw(x_in);
   Tensor& y = c.output(0, x.dtype, ys);
   const int64_t planes = x.shape[0] * x.shape[1], sp = numel(Shape(x.shape.begin() + 2, x.shape.end()));
+  if (x.dtype == DType::Float && P != Pool::Lp && sp > 0) {
+    // Vector partial sums in float, as the channels-last path: the scalar double loop below is
+    // one dependent add per element (PaddleOCR det's 10 squeeze-excite pools: 7.7 ms, ORT 0.9).
+    const std::array<int64_t, 2> shape{planes, sp};
+    const std::array<int64_t, 1> axes{1};
+    simd::reduce(P == Pool::Max ? simd::ReduceOp::Max : simd::ReduceOp::Mean, shape, x.ptr<float>(), axes,
+                 y.ptr<float>());
+    return;
+  }
   const double p = static_cast<double>(c.attr_i("p", 2));
   dispatch_type(x.dtype, [&](auto v) {
     using T = decltype(v);

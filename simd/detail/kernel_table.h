@@ -69,6 +69,8 @@ struct PoolRowArgs {
 // Row reductions: the value combined over the row, before any final transform.
 enum class RowReduce : std::uint8_t { Sum, SumAbs, SumSquare, Max, Min, Prod };
 
+inline constexpr std::size_t kFewOutputsMax = 4, kFewOutputsMaxTaps = 49;
+
 struct KernelTable {
   Isa isa = Isa::Sse;
   int vec = 4;  // floats per vector
@@ -106,6 +108,12 @@ struct KernelTable {
   void (*depthwise_plane)(const float* plane, const std::int64_t* tap_offset, std::size_t taps, const float* w,
                           float bias, std::size_t row_step, std::size_t oh_n, std::size_t ow_n, float* out,
                           const Unary* act) = nullptr;
+
+  // Few output channels (M <= kFewOutputsMax), channels-last: for np pixels,
+  // y[p * M + m] = bias[m] (0 without) + sum over t < ntaps (<= kFewOutputsMaxTaps) of the dot
+  // product of the C floats at taps[t] + p * step with w[(m * ntaps + t) * C, +C).
+  void (*few_outputs_pixels)(const float* const* taps, std::size_t ntaps, std::size_t step, std::size_t np,
+                             std::size_t C, const float* w, std::size_t M, const float* bias, float* y) = nullptr;
 
   // Channels-last pooling: one output row, and out[j] = sum or max (NaN as in max_pool_row)
   // over r < rows of x[r * stride + j] for j < n.

@@ -40,8 +40,90 @@ void depthwise_plane(const float* plane, const std::int64_t* tap_offset, std::si
   }
 }
 
+// PB pixels at once (independent FMA chains) x M outputs.
+template <int PB, int M>
+void few_outputs_block(const float* const* taps, std::size_t ntaps, std::size_t step, std::size_t C, const float* w,
+                       const float* bias, float* y) {
+  V acc[PB][M];
+#pragma GCC unroll 8
+  for (int p = 0; p < PB; ++p)
+#pragma GCC unroll 4
+    for (int m = 0; m < M; ++m) acc[p][m] = V(0.f);
+  const std::size_t wm = ntaps * C;  // one output's weights
+  for (std::size_t t = 0; t < ntaps; ++t) {
+    const float* wt = w + t * C;
+    const float* src = taps[t];
+    std::size_t c = 0;
+    for (; c + kW <= C; c += kW) {
+      V wv[M];
+#pragma GCC unroll 4
+      for (int m = 0; m < M; ++m) wv[m] = V::load_unaligned(wt + static_cast<std::size_t>(m) * wm + c);
+#pragma GCC unroll 8
+      for (int p = 0; p < PB; ++p) {
+        const V xv = V::load_unaligned(src + static_cast<std::size_t>(p) * step + c);
+#pragma GCC unroll 4
+        for (int m = 0; m < M; ++m) acc[p][m] = vfma(xv, wv[m], acc[p][m]);
+      }
+    }
+    if (c < C) {
+      const std::size_t n = C - c;
+      V wv[M];
+#pragma GCC unroll 4
+      for (int m = 0; m < M; ++m) wv[m] = load_partial(wt + static_cast<std::size_t>(m) * wm + c, n);
+#pragma GCC unroll 8
+      for (int p = 0; p < PB; ++p) {
+        const V xv = load_partial(src + static_cast<std::size_t>(p) * step + c, n);
+#pragma GCC unroll 4
+        for (int m = 0; m < M; ++m) acc[p][m] = vfma(xv, wv[m], acc[p][m]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < PB; ++p)
+#pragma GCC unroll 4
+    for (int m = 0; m < M; ++m)
+      y[p * M + m] = xsimd::hadd(acc[p][m]) + (bias != nullptr ? bias[m] : 0.f);
+}
+
+template <int M>
+void few_outputs_pixels_m(const float* const* taps, std::size_t ntaps, std::size_t step, std::size_t np,
+                          std::size_t C, const float* w, const float* bias, float* y) {
+  const float* moved[kFewOutputsMaxTaps];
+  for (std::size_t t = 0; t < ntaps; ++t) moved[t] = taps[t];
+  constexpr int kPb = M <= 2 ? 4 : 2;  // PB x M accumulators within the registers of every level
+  std::size_t p = 0;
+  auto advance = [&](std::size_t k) {
+    for (std::size_t t = 0; t < ntaps; ++t) moved[t] += k * step;
+    p += k;
+  };
+  while (p + kPb <= np) {
+    few_outputs_block<kPb, M>(moved, ntaps, step, C, w, bias, y + p * M);
+    advance(kPb);
+  }
+  while (p < np) {
+    few_outputs_block<1, M>(moved, ntaps, step, C, w, bias, y + p * M);
+    advance(1);
+  }
+}
+
+// Few output channels, channels-last: y[p * M + m] = the sum over taps t of the dot product of
+// the C floats at taps[t] + p * step with w[m][t][0, C), plus bias[m], for p < np.
+void few_outputs_pixels(const float* const* taps, std::size_t ntaps, std::size_t step, std::size_t np, std::size_t C,
+                        const float* w, std::size_t M, const float* bias, float* y) {
+  switch (M) {
+    case 1: few_outputs_pixels_m<1>(taps, ntaps, step, np, C, w, bias, y); break;
+    case 2: few_outputs_pixels_m<2>(taps, ntaps, step, np, C, w, bias, y); break;
+    case 3: few_outputs_pixels_m<3>(taps, ntaps, step, np, C, w, bias, y); break;
+    case 4: few_outputs_pixels_m<4>(taps, ntaps, step, np, C, w, bias, y); break;
+    default: break;
+  }
+}
+
 }  // namespace
 
-void install_depthwise(KernelTable& t) { t.depthwise_plane = &depthwise_plane; }
+void install_depthwise(KernelTable& t) {
+  t.depthwise_plane = &depthwise_plane;
+  t.few_outputs_pixels = &few_outputs_pixels;
+}
 
 }  // namespace onnxforge::simd::detail::ONNXFORGE_ISA_NS

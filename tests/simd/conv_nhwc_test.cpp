@@ -112,6 +112,28 @@ TEST_P(ConvNhwc, OutputChannels) {
   }
 }
 
+TEST_P(ConvNhwc, FewOutputChannels) {
+  // 1-4 outputs (segmentation side outputs): per-pixel dot products over the taps, every ISA
+  // level against the reference: channel counts around the vector width, borders on every side
+  // (pads wider than the kernel reach too), strides, dilation, batch 2, residual, activations,
+  // NCHW input.
+  unsigned seed = 220;
+  for (std::int64_t m : {1, 2, 3, 4})
+    for (std::int64_t c : {8, 17, 64, 100}) {
+      const Shape s{1, c, m, 11, 13, 3, 3, 1, 1, 1, 1, 1, 1};
+      ASSERT_TRUE(conv_nhwc_few_outputs(params(s)));
+      check(s, Unary::none(), true, false, false, seed++);
+      check({2, c, m, 9, 10, 3, 3, 2, 1, 2, 0, 1, 3, 2, 2}, Unary::relu(), m % 2 == 0, true, false, seed++);
+      check({1, c, m, 6, 7, 1, 1, 1, 1, 0, 0, 0, 0}, Unary::of(UnaryOp::Sigmoid), true, m == 3, c == 17, seed++);
+      check({1, c, m, 12, 9, 7, 7, 1, 3, 3, 3, 3, 3}, Unary::relu(), true, false, false, seed++);
+      check({1, c, m, 4, 5, 3, 3, 1, 1, 4, 4, 4, 4}, Unary::none(), true, true, true, seed++);
+    }
+  // Not for 5 outputs, fewer than 8 input channels or more than 49 taps.
+  EXPECT_FALSE(conv_nhwc_few_outputs(params({1, 16, 5, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1})));
+  EXPECT_FALSE(conv_nhwc_few_outputs(params({1, 7, 1, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1})));
+  EXPECT_FALSE(conv_nhwc_few_outputs(params({1, 16, 1, 9, 9, 1, 50, 1, 1, 0, 0, 0, 0})));
+}
+
 TEST_P(ConvNhwc, PointwiseOnWidePanels) {
   // Output channels the 64-column indirect panel fits (128, 256, 320 on AVX-512: the implicit
   // GEMM with one tap), next to the plain GEMM's (64, 192), with every kind of K block.
@@ -128,6 +150,12 @@ TEST_P(ConvNhwc, OutputMapSizes) {
   for (std::int64_t oh : {1, 2, 3, 7, 13, 20})
     for (std::int64_t ow : {1, 2, 5, 8, 11, 20})
       check({1, 12, 52, oh, ow, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, oh % 2 == 1, false, seed++);
+  // The largest maps of the direct 3x3 kernel between transposes (16 x 16) and the first past it.
+  check({1, 40, 64, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, true, false, seed++);
+  check({1, 40, 64, 16, 17, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, false, false, seed++);
+  // Up to 32 x 32 with at least 256 input channels; fewer channels stay on the implicit GEMM.
+  check({1, 256, 48, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::relu(), true, true, false, seed++);
+  check({1, 255, 48, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1}, Unary::none(), true, false, false, seed++);
 }
 
 TEST_P(ConvNhwc, EpiloguesResidualAndNchwInput) {
@@ -157,7 +185,7 @@ TEST_P(ConvNhwc, SameBitsAtEveryThreadCount) {
   for (const Shape& s :
        {Shape{2, 64, 130, 17, 19, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{1, 520, 100, 9, 14, 3, 3, 2, 2, 1, 1, 1, 1},
         Shape{2, 48, 96, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0}, Shape{2, 520, 128, 9, 13, 1, 1, 1, 1, 0, 0, 0, 0},
-        Shape{2, 100, 64, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1}})
+        Shape{2, 100, 64, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1}, Shape{2, 64, 1, 19, 23, 3, 3, 1, 1, 1, 1, 1, 1}})
     for (bool acc : {false, true}) {
       const ConvParams p = params(s);
       const Data d = make_data(p, 500);
