@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "simd/simd.h"
+#include "tests/common/random.h"
 
 namespace {
 
@@ -17,13 +18,7 @@ using onnxforge::simd::gemm;
 using onnxforge::simd::gemm_packed;
 using onnxforge::simd::pack_b;
 
-std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using onnxforge::test::noise;
 
 // Args: M, N, K, threads, packed (0/1).
 void BM_Gemm(benchmark::State& state) {
@@ -31,7 +26,7 @@ void BM_Gemm(benchmark::State& state) {
              K = static_cast<std::size_t>(state.range(2));
   const int threads = static_cast<int>(state.range(3));
   const bool packed = state.range(4) != 0;
-  const std::vector<float> a = random_vector(M * K, 1), b = random_vector(K * N, 2);
+  const std::vector<float> a = noise(M * K, 1), b = noise(K * N, 2);
   std::vector<float> c(M * N);
   tbb::task_arena arena(threads);
   arena.execute([&] {

@@ -12,18 +12,13 @@
 #include <vector>
 
 #include "simd/simd.h"
+#include "tests/common/random.h"
 
 namespace {
 
 namespace simd = onnxforge::simd;
 
-std::vector<float> random_vector(std::size_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using onnxforge::test::noise;
 
 // Runs the benchmark loop inside an arena of state.range(0) threads.
 template <class F>
@@ -54,10 +49,10 @@ simd::ConvParams conv2d(std::int64_t c, std::int64_t m, std::int64_t g, std::int
 
 // Args: threads. Conv shapes are fixed per benchmark.
 void conv_bench(benchmark::State& state, const simd::ConvParams& p) {
-  const auto x = random_vector(static_cast<std::size_t>(p.in_channels * p.in[0] * p.in[1]), 1);
-  const auto w = random_vector(
+  const auto x = noise(static_cast<std::size_t>(p.in_channels * p.in[0] * p.in[1]), 1);
+  const auto w = noise(
       static_cast<std::size_t>(p.out_channels * (p.in_channels / p.group) * p.kernel[0] * p.kernel[1]), 2);
-  const auto b = random_vector(static_cast<std::size_t>(p.out_channels), 3);
+  const auto b = noise(static_cast<std::size_t>(p.out_channels), 3);
   std::vector<float> y(static_cast<std::size_t>(p.out_channels * p.out_spatial()));
   in_arena(state, [&] { simd::conv(p, x.data(), w.data(), b.data(), y.data(), simd::Unary::relu()); });
   set_flops(state, 2.0 * static_cast<double>(p.out_channels * p.out_spatial() * (p.in_channels / p.group) *
@@ -71,7 +66,7 @@ void BM_ConvDepthwise3x3s2_MobileNetV2(benchmark::State& state) { conv_bench(sta
 
 void BM_LayerNorm_128x768(benchmark::State& state) {
   const std::size_t rows = 128, cols = 768;
-  const auto x = random_vector(rows * cols, 1), s = random_vector(cols, 2), b = random_vector(cols, 3);
+  const auto x = noise(rows * cols, 1), s = noise(cols, 2), b = noise(cols, 3);
   std::vector<float> y(rows * cols);
   in_arena(state, [&] { simd::layer_norm(rows, cols, x.data(), s.data(), b.data(), 1e-12f, y.data()); });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * rows * cols * 8));
@@ -79,7 +74,7 @@ void BM_LayerNorm_128x768(benchmark::State& state) {
 
 void BM_Softmax_12x128x128(benchmark::State& state) {
   const std::size_t rows = 12 * 128, cols = 128;
-  const auto x = random_vector(rows * cols, 1, -10.f, 10.f);
+  const auto x = noise(rows * cols, 1, -10.f, 10.f);
   std::vector<float> y(rows * cols);
   in_arena(state, [&] { simd::softmax(rows, cols, x.data(), y.data()); });
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * rows * cols));
@@ -88,7 +83,7 @@ void BM_Softmax_12x128x128(benchmark::State& state) {
 template <void (*fn)(const float*, float*, std::size_t)>
 void BM_Math_1M(benchmark::State& state) {
   const std::size_t n = 1 << 20;
-  const auto x = random_vector(n, 1, -8.f, 8.f);
+  const auto x = noise(n, 1, -8.f, 8.f);
   std::vector<float> y(n);
   in_arena(state, [&] { fn(x.data(), y.data(), n); });
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
@@ -96,7 +91,7 @@ void BM_Math_1M(benchmark::State& state) {
 
 void BM_Transpose0213_1x128x12x64(benchmark::State& state) {
   const std::vector<std::int64_t> shape = {1, 128, 12, 64}, perm = {0, 2, 1, 3};
-  const auto x = random_vector(128 * 12 * 64, 1);
+  const auto x = noise(128 * 12 * 64, 1);
   std::vector<float> y(x.size());
   in_arena(state, [&] { simd::transpose(sizeof(float), shape, x.data(), perm, y.data()); });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * x.size() * sizeof(float) * 2));
@@ -105,7 +100,7 @@ void BM_Transpose0213_1x128x12x64(benchmark::State& state) {
 // A TinyLlama MLP weight [5632, 2048] transposed (what folding a Linear layer's Transpose costs).
 void BM_Transpose10_5632x2048(benchmark::State& state) {
   const std::vector<std::int64_t> shape = {5632, 2048}, perm = {1, 0};
-  const auto x = random_vector(5632 * 2048, 1);
+  const auto x = noise(5632 * 2048, 1);
   std::vector<float> y(x.size());
   in_arena(state, [&] { simd::transpose(sizeof(float), shape, x.data(), perm, y.data()); });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * x.size() * sizeof(float) * 2));

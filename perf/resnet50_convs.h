@@ -11,15 +11,12 @@
 #include <vector>
 
 #include "simd/conv.h"
+#include "tests/common/random.h"
 
 namespace onnxforge::perf {
 
 inline std::vector<float> random_vector(std::size_t n, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
+  return test::noise(n, seed, -scale, scale);
 }
 
 struct ResNetConv {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "simd/isa.h"
+#include "tests/common/random.h"
 
 namespace onnxforge::simd::test {
 
@@ -33,11 +34,7 @@ inline std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) { r
                            ::onnxforge::simd::test::isa_param_name)
 
 inline std::vector<float> random_floats(std::size_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
+  return onnxforge::test::noise(n, seed, lo, hi);
 }
 
 template <class T>
