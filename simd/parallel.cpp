@@ -10,12 +10,14 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 #if defined(__linux__)
 #include <linux/futex.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -92,12 +94,13 @@ inline void cpu_relax() {
 // A spinner gives up after this long without a new region: a serial stretch that long makes the
 // wake-up cost small in comparison, and a forgotten scope cannot burn a core for ever.
 constexpr auto kMaxSpin = std::chrono::milliseconds(50);
-// After this long without a region a spinner parks on a futex until the next region starts (or
-// kMaxSpin ends). The gaps between a model run's regions are tens of microseconds, so on a calm
-// machine it never parks; a longer wait means the caller is descheduled (other processes share
-// the cores). Spinning through the caller's absence would spend this thread's share of its core
-// for nothing and leave it to be preempted just when the caller comes back with work; parked,
-// the scheduler owes it that time and runs it as soon as the region's wake-up comes.
+// After this long without a region, a spinner parks on a futex until the next region starts
+// (or kMaxSpin ends) if a thread of the process was descheduled lately: the caller it waits for
+// is then likely off its core, other processes wanting the cores. Spinning through that absence
+// spends this thread's share of its core for nothing and leaves it to be preempted just when the
+// caller comes back with work; parked, it leaves the core to the others and is run as soon as
+// the region's wake-up comes. On a calm machine nothing is descheduled and it spins as before
+// (a parked helper would have to be woken, and a halted vCPU takes long to wake).
 constexpr auto kSpinBeforePark = std::chrono::microseconds(200);
 
 #if defined(__linux__)
@@ -115,6 +118,17 @@ void wake_parked() {
   g_wake_word.fetch_add(1, std::memory_order_seq_cst);
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&g_wake_word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
           nullptr, 0);
+}
+
+// Whether a thread of this process was descheduled against its will since this thread's previous call
+// (the process's involuntary context switches went up). Called once per wait longer than
+// kSpinBeforePark, so its system call costs time that would have been spun away.
+bool descheduled_lately() {
+  thread_local long last = -1;
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return false;
+  const long prev = std::exchange(last, u.ru_nivcsw);
+  return prev >= 0 && u.ru_nivcsw != prev;
 }
 
 // Sleeps until wake_parked() or `timeout`, unless `still_idle` (re-read after counting this
@@ -139,11 +153,15 @@ void wake_parked() {}
 // its item has been descheduled; see kSpinBeforePark). Every decrement of `count` wakes it.
 void wait_for_zero(const std::atomic<int>& count) {
   const auto start = std::chrono::steady_clock::now();
+  int may_park = -1;  // not asked yet
   for (unsigned n = 1; count.load(std::memory_order_seq_cst) != 0; ++n) {
 #if defined(__linux__)
-    if (n % 256 == 0 && std::chrono::steady_clock::now() - start > kSpinBeforePark) {
-      park(std::chrono::milliseconds(10), [&] { return count.load(std::memory_order_seq_cst) != 0; });
-      continue;
+    if (n % 256 == 0 && may_park != 0 && std::chrono::steady_clock::now() - start > kSpinBeforePark) {
+      if (may_park < 0) may_park = descheduled_lately() ? 1 : 0;
+      if (may_park == 1) {
+        park(std::chrono::milliseconds(10), [&] { return count.load(std::memory_order_seq_cst) != 0; });
+        continue;
+      }
     }
 #endif
     cpu_relax();
@@ -169,6 +187,7 @@ void spin(uint64_t seen) {
   if (t_open_regions == 0) {
     auto idle_since = std::chrono::steady_clock::now();
     std::uint64_t joined = 0;
+    int may_park = -1;  // not asked yet in this wait
     for (unsigned n = 1;; ++n) {
       if (g_scopes.load(std::memory_order_relaxed) == 0) break;
       // A published region: join it and go on spinning for the next one.
@@ -178,6 +197,7 @@ void spin(uint64_t seen) {
         joined = id;
         seen = g_unpublished_started.load(std::memory_order_relaxed);
         idle_since = std::chrono::steady_clock::now();
+        may_park = -1;
         continue;
       }
       // Any other region is served through its helper tasks: leave, so TBB can run one here.
@@ -186,7 +206,8 @@ void spin(uint64_t seen) {
         const auto idle = std::chrono::steady_clock::now() - idle_since;
         if (idle > kMaxSpin) break;
 #if defined(__linux__)
-        if (idle > kSpinBeforePark) {
+        if (idle > kSpinBeforePark && may_park < 0) may_park = descheduled_lately() ? 1 : 0;
+        if (may_park == 1) {
           park(kMaxSpin - idle, [&] {
             const std::uint64_t now_id = g_current_id.load(std::memory_order_seq_cst);
             return g_scopes.load(std::memory_order_seq_cst) != 0 && (now_id == 0 || now_id == joined) &&
