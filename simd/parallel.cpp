@@ -107,6 +107,7 @@ constexpr auto kSpinBeforePark = std::chrono::microseconds(200);
 // Threads parked (spinners, callers waiting for helpers), and the word they sleep on (bumped by
 // every wake-up).
 std::atomic<int> g_parked{0};
+std::atomic<long> g_parked_waits{0};
 std::atomic<std::uint32_t> g_wake_word{0};
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 
@@ -136,6 +137,7 @@ bool descheduled_lately() {
 template <class Idle>
 void park(std::chrono::nanoseconds timeout, Idle&& still_idle) {
   g_parked.fetch_add(1, std::memory_order_seq_cst);
+  g_parked_waits.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t word = g_wake_word.load(std::memory_order_seq_cst);
   if (still_idle() && timeout.count() > 0) {
     timespec ts{};
@@ -259,6 +261,14 @@ SerialScope::SerialScope() { ++t_serial; }
 SerialScope::~SerialScope() { --t_serial; }
 
 int warm_spinners() { return g_spinners.load(std::memory_order_relaxed); }
+
+long parked_waits() {
+#if defined(__linux__)
+  return g_parked_waits.load(std::memory_order_relaxed);
+#else
+  return 0;
+#endif
+}
 
 namespace detail {
 

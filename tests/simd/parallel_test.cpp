@@ -197,6 +197,53 @@ TEST(Parallel, WarmSpinnersJoinRegionsAndTheirNestedRegionsFinish) {
   EXPECT_TRUE(wait_until([] { return warm_spinners() == 0; }, std::chrono::seconds(5)));
 }
 
+// With every core wanted by a busy thread of the test, the serial millisecond before each region
+// makes the spinner park (a thread of the process is being descheduled); the region's start must
+// wake it: every item still runs once, the other thread still takes part in many of them,
+// nothing hangs.
+TEST(Parallel, ParkedSpinnersWakeForTheNextRegion) {
+  if (max_threads() < 2) GTEST_SKIP() << "needs two threads";
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t)
+    busy.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  const long parked_before = parked_waits();
+  std::size_t elsewhere = 0;
+  int rounds_joined = 0;
+  {
+    WarmWorkers warm;
+    const auto caller = std::this_thread::get_id();
+    for (int round = 0; round < 100; ++round) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+      while (std::chrono::steady_clock::now() < until) {  // serial work between regions
+      }
+      std::vector<std::atomic<int>> hits(64);
+      std::atomic<std::size_t> other{0};
+      parallel_each(64, true, [&](std::size_t i) {
+        if (std::this_thread::get_id() != caller) other.fetch_add(1);
+        hits[i].fetch_add(1);
+        const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+        while (std::chrono::steady_clock::now() < end) {
+        }
+      });
+      for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+      elsewhere += other.load();
+      rounds_joined += other.load() > 0 ? 1 : 0;
+    }
+  }
+  stop = true;
+  for (auto& t : busy) t.join();
+  EXPECT_GT(parked_waits(), parked_before);
+  EXPECT_GT(elsewhere, 0u);
+  // Woken by each region, the helper joins about half of them (it has half a core); left to
+  // sleep until its 50 ms timeout, it joined 13-16 of the 100.
+  EXPECT_GE(rounds_joined, 30);
+  EXPECT_TRUE(wait_until([] { return warm_spinners() == 0; }, std::chrono::seconds(5)));
+}
+
 TEST(Parallel, WarmScopeInsideATaskDoesNothing) {
   if (max_threads() < 2) GTEST_SKIP() << "needs two threads";
   std::atomic<int> seen{-1};
