@@ -117,8 +117,8 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 void wake_parked() {
   if (g_parked.load(std::memory_order_seq_cst) == 0) return;
   g_wake_word.fetch_add(1, std::memory_order_seq_cst);
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&g_wake_word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
-          nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&g_wake_word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr,
+          0);
 }
 
 // Whether a thread of this process was descheduled against its will since this thread's previous call
