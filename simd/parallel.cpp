@@ -112,8 +112,9 @@ std::atomic<std::uint32_t> g_wake_word{0};
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 
 // Wakes the parked threads after a change one may wait for (a region started, the last scope
-// closed, a helper left a region). Sequentially consistent against park(): the waker stores the change, then reads
-// g_parked; the parker counts itself, then re-reads the state; one of them sees the other.
+// closed, a helper left a region). Sequentially consistent against park(): the waker stores the
+// change, then reads g_parked; the parker counts itself, then re-reads the state; one of them
+// sees the other.
 void wake_parked() {
   if (g_parked.load(std::memory_order_seq_cst) == 0) return;
   g_wake_word.fetch_add(1, std::memory_order_seq_cst);
@@ -121,9 +122,9 @@ void wake_parked() {
           0);
 }
 
-// Whether a thread of this process was descheduled against its will since this thread's previous call
-// (the process's involuntary context switches went up). Called once per wait longer than
-// kSpinBeforePark, so its system call costs time that would have been spun away.
+// Whether a thread of this process was descheduled against its will since this thread's
+// previous call (the process's involuntary context switches went up). Called once per wait
+// longer than kSpinBeforePark, so its system call costs time that would have been spun away.
 bool descheduled_lately() {
   thread_local long last = -1;
   rusage u{};
@@ -305,7 +306,8 @@ void run_region(std::size_t count, void (*body)(void*, std::size_t), void* ctx) 
     g_current.store(nullptr, std::memory_order_seq_cst);
     wait_for_zero(g_joiners);
   }
-  // Helpers still inside an item: wait awake. Helpers not started yet find nothing to claim;
+  // Helpers still inside an item: wait (awake unless the process is being descheduled). Helpers
+  // not started yet find nothing to claim;
   // wait() runs the ones still in this thread's deque at once.
   wait_for_zero(r.busy);
   helper_tasks.wait();
