@@ -13,6 +13,7 @@
 // items), and the caller busy-waits for helpers that are still finishing an item. Inside a
 // WarmWorkers scope (one model run), every helper that runs out of items re-enqueues itself as
 // a spinner that busy-waits for the next region, so the worker never sleeps between kernels.
+// When other processes want the cores, a long wait parks instead (parallel.cpp, kSpinBeforePark).
 // Results must not depend on which thread ran an item (the kernels write disjoint outputs).
 #include <algorithm>
 #include <cstddef>
@@ -55,6 +56,11 @@ class SerialScope {
 
 // Spinner tasks currently enqueued or running (tests).
 int warm_spinners();
+
+// Waits so far that parked on a futex instead of spinning (tests): a spinner or a region's
+// caller waiting more than 200 us while the process's threads are being descheduled, i.e.
+// other processes want the cores.
+long parked_waits();
 
 namespace detail {
 // Runs body(ctx, i) for every i < count on the caller and helper tasks; rethrows the first
