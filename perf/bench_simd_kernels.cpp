@@ -50,8 +50,8 @@ simd::ConvParams conv2d(std::int64_t c, std::int64_t m, std::int64_t g, std::int
 // Args: threads. Conv shapes are fixed per benchmark.
 void conv_bench(benchmark::State& state, const simd::ConvParams& p) {
   const auto x = noise(static_cast<std::size_t>(p.in_channels * p.in[0] * p.in[1]), 1);
-  const auto w = noise(
-      static_cast<std::size_t>(p.out_channels * (p.in_channels / p.group) * p.kernel[0] * p.kernel[1]), 2);
+  const auto w =
+      noise(static_cast<std::size_t>(p.out_channels * (p.in_channels / p.group) * p.kernel[0] * p.kernel[1]), 2);
   const auto b = noise(static_cast<std::size_t>(p.out_channels), 3);
   std::vector<float> y(static_cast<std::size_t>(p.out_channels * p.out_spatial()));
   in_arena(state, [&] { simd::conv(p, x.data(), w.data(), b.data(), y.data(), simd::Unary::relu()); });

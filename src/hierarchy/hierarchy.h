@@ -81,9 +81,9 @@ std::string_view reason_name(NoTagReason r);
 
 struct ReadOptions {
   std::filesystem::path sidecar = {};  // --hierarchy FILE
-  bool use_metadata = true;       // read exporter / dynamo metadata
-  bool use_names = true;          // read TorchScript scope names
-  bool apply_rules = true;        // tag the rest by rule
+  bool use_metadata = true;            // read exporter / dynamo metadata
+  bool use_names = true;               // read TorchScript scope names
+  bool apply_rules = true;             // tag the rest by rule
 };
 
 // Per node of every graph, indexed [graph][node], valid until the next Rewrite::commit.

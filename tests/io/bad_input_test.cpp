@@ -223,7 +223,7 @@ TEST(BadInput, NodeInputNamesNoValue) {
 TEST(BadInput, Cycle) {
   auto m = tiny_model();
   auto* g = m.mutable_graph();
-  g->mutable_node(0)->set_input(0, "b");  // relu: b -> y
+  g->mutable_node(0)->set_input(0, "b");                   // relu: b -> y
   *g->add_node() = make_node("Neg", {"y"}, {"b"}, "neg");  // neg: y -> b
   EXPECT_THAT(error_for_model(m, "cycle"), HasSubstr("cycle"));
 }

@@ -321,15 +321,14 @@ TEST(QuantOps, QLinearConvRequantizesOnEveryConvShape) {
             for (size_t m = 0; m < bias.size(); ++m) bias[m] = static_cast<int32_t>(m * 37) - 100;
             GraphBuilder g(10);
             ValueId X = g.input("x", cc.x_shape, tx);
-            std::vector<ValueId> ins{
-                X,
-                g.f32("xs", {}, {1.f}),
-                g.init<uint8_t>("xz", {}, d.xz, tx),
-                const_w ? g.init<uint8_t>("w", cc.w_shape, d.w, tw) : g.input("w", cc.w_shape, tw),
-                g.f32("ws", d.wz_shape(), ws),
-                g.init<uint8_t>("wz", d.wz_shape(), d.wz, tw),
-                g.f32("ys", {}, {1.f}),
-                g.init<uint8_t>("yz", {}, {yz}, ty)};
+            std::vector<ValueId> ins{X,
+                                     g.f32("xs", {}, {1.f}),
+                                     g.init<uint8_t>("xz", {}, d.xz, tx),
+                                     const_w ? g.init<uint8_t>("w", cc.w_shape, d.w, tw) : g.input("w", cc.w_shape, tw),
+                                     g.f32("ws", d.wz_shape(), ws),
+                                     g.init<uint8_t>("wz", d.wz_shape(), d.wz, tw),
+                                     g.f32("ys", {}, {1.f}),
+                                     g.init<uint8_t>("yz", {}, {yz}, ty)};
             if (per_channel) ins.push_back(g.init<int32_t>("b", {M}, bias, DType::Int32));
             g.outputs({g.node("QLinearConv", ins, cc.attrs())});
             auto y = run_conv(g.model(), cc, d, tx, tw, const_w);
